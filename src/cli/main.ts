@@ -1,0 +1,2 @@
+console.error('organism: CLI not built yet');
+process.exit(1);

@@ -1,0 +1,102 @@
+import type { Handler } from '../pump/handler.js';
+import type { PayloadTypeDef } from '../payload/types.js';
+
+export type ProviderType = 'mock' | 'openai' | 'anthropic';
+
+export interface ProviderConfig {
+  readonly name: string;
+  readonly type: ProviderType;
+  readonly baseUrl: string | null;
+  /** Name of the env var holding the key. The key itself is read at call time, never stored. */
+  readonly apiKeyEnv: string | null;
+  /** Model names or prefixes this provider serves; empty = every model. */
+  readonly models: readonly string[];
+  /** Lower number = tried first. */
+  readonly priority: number;
+  readonly timeoutSeconds: number;
+  readonly maxRetries: number;
+  /** Mock only: scripted replies per agent name (templates; see docs/configuration.md). */
+  readonly script: Readonly<Record<string, readonly string[]>>;
+}
+
+/** USD per 1M tokens. */
+export interface ModelPrice {
+  readonly prompt: number;
+  readonly completion: number;
+  readonly cacheRead: number | null;
+  readonly cacheWrite: number | null;
+}
+
+export interface ListenerConfig {
+  readonly name: string;
+  readonly description: string;
+  readonly agent: boolean;
+  readonly peers: readonly string[];
+  /** Name of the payload type it accepts. */
+  readonly payload: string;
+  /** As written: `./path.ts#export` or `builtin:llm`. */
+  readonly handlerRef: string;
+  readonly prompt: string | null;
+  readonly model: string | null;
+  readonly maxOutputTokens: number;
+  readonly timeoutSeconds: number;
+}
+
+export interface AuthTokenConfig {
+  readonly name: string;
+  readonly role: 'operator' | 'viewer';
+  readonly tokenEnv: string;
+}
+
+export interface JournalConfig {
+  readonly maxAttempts: number;
+  readonly retainDays: number;
+  readonly failedRetainDays: number;
+}
+
+/** A validated organism.yaml, with defaults applied. Contains no secrets. */
+export interface OrganismConfig {
+  readonly name: string;
+  readonly maxTokensPerThread: number;
+  readonly maxConcurrentHandlers: number;
+  readonly maxConcurrentPerAgent: number;
+  readonly maxHops: number;
+  /** Bound on queued messages across the pump (backpressure for injectors). */
+  readonly maxQueue: number;
+  readonly llm: {
+    readonly providers: readonly ProviderConfig[];
+    readonly pricing: Readonly<Record<string, ModelPrice>>;
+  };
+  readonly listeners: readonly ListenerConfig[];
+  readonly payloads: readonly PayloadTypeDef[];
+  readonly auth: { readonly tokens: readonly AuthTokenConfig[] };
+  readonly journal: JournalConfig;
+}
+
+/** A listener ready to run: its config plus the loaded handler (null for builtin:llm). */
+export interface ResolvedListener {
+  readonly config: ListenerConfig;
+  readonly handler: Handler | null;
+  /** Identity of the handler code (module path + export + file mtime), to detect updates on reload. */
+  readonly handlerVersion: string;
+}
+
+/** Everything `loadOrganism` produces: the config, loaded handlers and all payload types. */
+export interface LoadedOrganism {
+  readonly path: string | null;
+  readonly config: OrganismConfig;
+  readonly listeners: readonly ResolvedListener[];
+  /** YAML-declared types plus those exported by handler modules. */
+  readonly payloadTypes: readonly PayloadTypeDef[];
+}
+
+/** One problem found in a config file. */
+export interface ConfigProblem {
+  readonly file: string;
+  /** 1-based; null when the problem has no single place (e.g. a file that cannot be read). */
+  readonly line: number | null;
+  readonly column: number | null;
+  /** e.g. `listeners[2].peers[0]` */
+  readonly keyPath: string;
+  readonly message: string;
+}

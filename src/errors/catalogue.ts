@@ -1,0 +1,103 @@
+/**
+ * Every error the product can report, declared once: a stable code, the HTTP status the
+ * control service answers with, and the detail template (the spec's texts live here only).
+ * Templates use %s placeholders, filled in order by `create(...)`.
+ */
+export interface ErrorSpec {
+  readonly code: string;
+  readonly status: number;
+  readonly template: string;
+}
+
+export class OrganismError extends Error {
+  readonly code: string;
+  readonly status: number;
+  /** The detail text shown to operators (spec wording). */
+  readonly detail: string;
+  /** Optional structured data (e.g. a list of field errors). */
+  readonly data: unknown;
+
+  constructor(spec: ErrorSpec, detail: string, data?: unknown) {
+    super(detail);
+    this.name = 'OrganismError';
+    this.code = spec.code;
+    this.status = spec.status;
+    this.detail = detail;
+    this.data = data;
+  }
+}
+
+export interface ErrorFactory extends ErrorSpec {
+  (...args: Array<string | number>): OrganismError;
+  /** Build with structured data attached (field errors, config problems, ...). */
+  withData(data: unknown, ...args: Array<string | number>): OrganismError;
+  /** True when `err` was made by this factory. */
+  is(err: unknown): err is OrganismError;
+}
+
+export function format(template: string, args: Array<string | number>): string {
+  let i = 0;
+  return template.replace(/%s/g, () => (i < args.length ? String(args[i++]) : '%s'));
+}
+
+function define(code: string, status: number, template: string): ErrorFactory {
+  const spec: ErrorSpec = { code, status, template };
+  const factory = ((...args: Array<string | number>) =>
+    new OrganismError(spec, format(template, args))) as ErrorFactory;
+  Object.defineProperties(factory, {
+    code: { value: code },
+    status: { value: status },
+    template: { value: template },
+  });
+  factory.withData = (data, ...args) => new OrganismError(spec, format(template, args), data);
+  factory.is = (err): err is OrganismError => err instanceof OrganismError && err.code === code;
+  return factory;
+}
+
+export const Errors = {
+  // --- spec texts (control-service.md, Errors) ---
+  INVALID_THREAD_STATUS: define('INVALID_THREAD_STATUS', 400, 'Invalid status: %s. Valid values: %s'),
+  UNKNOWN_TARGET: define('UNKNOWN_TARGET', 400, 'Unknown target agent: %s'),
+  CAPABILITY_NOT_FOUND: define('CAPABILITY_NOT_FOUND', 404, 'Capability not found: %s'),
+  AGENT_NOT_FOUND: define('AGENT_NOT_FOUND', 404, 'Agent not found: %s'),
+  SCHEMA_NOT_FOUND: define('SCHEMA_NOT_FOUND', 404, 'Schema not found for agent: %s'),
+  THREAD_NOT_FOUND: define('THREAD_NOT_FOUND', 404, 'Thread not found: %s'),
+  BUDGET_NOT_FOUND: define('BUDGET_NOT_FOUND', 404, 'No budget found for thread: %s'),
+  RELOAD_FAILED: define('RELOAD_FAILED', 500, '%s'),
+  RELOAD_FAILED_DEFAULT: define('RELOAD_FAILED_DEFAULT', 500, 'Reload failed'),
+
+  // --- decided by the issues ---
+  JOURNAL_ENTRY_NOT_FOUND: define('JOURNAL_ENTRY_NOT_FOUND', 404, 'Journal entry not found: %s'),
+  JOURNAL_NOT_REDELIVERABLE: define(
+    'JOURNAL_NOT_REDELIVERABLE',
+    409,
+    'Journal entry %s is %s; only FAILED entries can be redelivered',
+  ),
+  THREAD_KILLED: define('THREAD_KILLED', 409, 'Thread %s was killed; it accepts no more messages'),
+  INVALID_PAYLOAD: define('INVALID_PAYLOAD', 422, 'Invalid %s payload: %s'),
+  UNKNOWN_PAYLOAD_TYPE: define('UNKNOWN_PAYLOAD_TYPE', 422, 'Unknown payload type: %s'),
+  WRONG_PAYLOAD_TYPE: define(
+    'WRONG_PAYLOAD_TYPE',
+    422,
+    'Listener %s accepts %s, not %s',
+  ),
+  ORGANISM_BUSY: define('ORGANISM_BUSY', 503, 'Organism busy: the message queue is full (%s messages); retry later'),
+  ORGANISM_NOT_ACCEPTING: define('ORGANISM_NOT_ACCEPTING', 503, 'Organism is %s and accepts no new messages'),
+  PEER_DENIED: define('PEER_DENIED', 403, '%s may not send to %s: not a declared peer'),
+  HOP_LIMIT: define('HOP_LIMIT', 422, 'Hop limit of %s exceeded in thread %s'),
+  HANDLER_TIMEOUT: define('HANDLER_TIMEOUT', 504, 'Handler %s timed out after %s ms'),
+  HANDLER_FAILED: define('HANDLER_FAILED', 500, 'Handler %s failed: %s'),
+  INVALID_RESULT: define('INVALID_RESULT', 500, 'Handler %s returned an invalid result: %s'),
+  BUDGET_EXHAUSTED: define(
+    'BUDGET_EXHAUSTED',
+    429,
+    'Token budget exhausted for thread %s: %s of %s tokens used, this call needs up to %s',
+  ),
+  LLM_NO_PROVIDER: define('LLM_NO_PROVIDER', 502, 'No LLM provider serves model %s'),
+  LLM_REQUEST_FAILED: define('LLM_REQUEST_FAILED', 502, 'LLM request to %s failed: %s'),
+  LLM_INVALID_REPLY: define('LLM_INVALID_REPLY', 502, 'Agent %s produced an invalid reply: %s'),
+  ABORTED: define('ABORTED', 499, 'Aborted: %s'),
+  CONFIG_INVALID: define('CONFIG_INVALID', 400, 'Configuration is invalid: %s'),
+} as const;
+
+export type ErrorCode = keyof typeof Errors;

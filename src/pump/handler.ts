@@ -1,0 +1,50 @@
+import type { BoundLlmClient } from '../llm/types.js';
+import type { Message } from './message.js';
+
+export interface HandlerLogger {
+  debug(msg: string, data?: Record<string, unknown>): void;
+  info(msg: string, data?: Record<string, unknown>): void;
+  warn(msg: string, data?: Record<string, unknown>): void;
+  error(msg: string, data?: Record<string, unknown>): void;
+}
+
+/** What a handler knows about the delivery. It never learns the organism's topology. */
+export interface HandlerContext {
+  readonly threadId: string;
+  readonly messageId: string;
+  /** The sender, stamped by the pump. */
+  readonly from: string;
+  /** This listener's name. */
+  readonly self: string;
+  readonly payloadType: string;
+  /** 1 on first delivery; higher after a crash recovery redelivered it. */
+  readonly attempt: number;
+  readonly metadata: Readonly<Record<string, string>>;
+  /** Aborted when the thread is killed, the handler times out or the organism stops. */
+  readonly signal: AbortSignal;
+  /** LLM client bound to this agent and thread (usage and budget are accounted to them). */
+  readonly llm: BoundLlmClient;
+  readonly log: HandlerLogger;
+  /** This listener's declared peers (the only listeners it may address). */
+  readonly peers: readonly string[];
+  /** Earlier messages of this thread that this listener sent or received, oldest first. */
+  history(limit?: number): Promise<readonly Message[]>;
+}
+
+/** One message a handler wants sent. `to` omitted means: reply to the sender. */
+export interface Outgoing {
+  readonly to?: string;
+  /** Defaults to the payload type the target accepts. */
+  readonly payloadType?: string;
+  readonly payload: Record<string, unknown>;
+}
+
+export type HandlerResult = void | undefined | null | Outgoing | readonly Outgoing[];
+
+export type Handler = (payload: Record<string, unknown>, ctx: HandlerContext) => HandlerResult | Promise<HandlerResult>;
+
+/** Helpers for handler authors. */
+export const reply = (payload: Record<string, unknown>, payloadType?: string): Outgoing =>
+  payloadType === undefined ? { payload } : { payload, payloadType };
+export const send = (to: string, payload: Record<string, unknown>, payloadType?: string): Outgoing =>
+  payloadType === undefined ? { to, payload } : { to, payload, payloadType };

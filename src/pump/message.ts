@@ -1,0 +1,30 @@
+/** A message as it travels through the pump. The pump stamps `from`; handlers cannot. */
+export interface Message {
+  /** Time-sortable unique id (UUIDv7). */
+  readonly id: string;
+  /** Names the whole conversation, across every hop and agent. */
+  readonly threadId: string;
+  readonly from: string;
+  readonly to: string;
+  readonly payloadType: string;
+  readonly payload: Record<string, unknown>;
+  /** Milliseconds since the epoch when the message was created. */
+  readonly timestamp: number;
+  /** The message this one answers or was caused by. */
+  readonly parentId: string | null;
+  /** Number of hops since the injected root (root = 0). */
+  readonly hops: number;
+  /** Propagated along the thread (orgId, userId, ...). */
+  readonly metadata: Readonly<Record<string, string>>;
+  /** Delivery attempt, 1 on first delivery; raised by journal recovery. */
+  readonly attempt: number;
+}
+
+/** Senders that are not listeners. */
+export const EXTERNAL_SENDER = 'api';
+export const SYSTEM_SENDER = 'system.pump';
+export const BUDGET_SENDER = 'system.budget';
+
+/** Payload types every listener may receive from the pump itself. */
+export const SYSTEM_ERROR_TYPE = 'SystemError';
+export const BUDGET_WARNING_TYPE = 'BudgetWarning';

@@ -1,0 +1,66 @@
+import type { Message } from '../pump/message.js';
+import type { FailureReason } from '../pump/hooks.js';
+import type { DeliveryState, ThreadRecord } from '../store/types.js';
+import type { UsageEvent } from '../usage/types.js';
+
+export type AgentState = 'idle' | 'processing' | 'waiting' | 'error' | 'paused';
+export const AGENT_STATES: readonly AgentState[] = ['idle', 'processing', 'waiting', 'error', 'paused'];
+
+export type OrganismStatus = 'starting' | 'running' | 'stopping' | 'stopped';
+
+export interface ReloadResult {
+  readonly success: boolean;
+  readonly added: readonly string[];
+  readonly removed: readonly string[];
+  readonly updated: readonly string[];
+  readonly error: string | null;
+}
+
+/** Everything the runtime reports in real time. The WebSocket layer maps these to frames. */
+export type OrganismEvent =
+  | { readonly type: 'message'; readonly message: Message; readonly state: DeliveryState }
+  | { readonly type: 'agent_state'; readonly agent: string; readonly state: AgentState; readonly currentThread: string | null }
+  | { readonly type: 'thread_created'; readonly thread: ThreadRecord }
+  | { readonly type: 'thread_updated'; readonly thread: ThreadRecord }
+  | {
+      readonly type: 'peer_denied';
+      readonly from: string;
+      readonly to: string;
+      readonly threadId: string;
+      readonly messageId: string;
+      readonly reason: string;
+    }
+  | { readonly type: 'reload'; readonly result: ReloadResult }
+  | { readonly type: 'usage'; readonly usage: UsageEvent }
+  | {
+      readonly type: 'budget_warning';
+      readonly threadId: string;
+      readonly agent: string;
+      readonly severity: string;
+      readonly threshold: number;
+      readonly percentUsed: number;
+      readonly tokensUsed: number;
+      readonly tokensRemaining: number;
+      readonly maxTokens: number;
+    }
+  | { readonly type: 'organism_status'; readonly status: OrganismStatus }
+  | {
+      readonly type: 'journal_failed';
+      readonly message: Message;
+      readonly reason: FailureReason;
+      readonly error: string;
+    };
+
+export type OrganismEventType = OrganismEvent['type'];
+export const ORGANISM_EVENT_TYPES: readonly OrganismEventType[] = [
+  'message',
+  'agent_state',
+  'thread_created',
+  'thread_updated',
+  'peer_denied',
+  'reload',
+  'usage',
+  'budget_warning',
+  'organism_status',
+  'journal_failed',
+];

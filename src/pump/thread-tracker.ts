@@ -1,0 +1,132 @@
+import type { EventBus } from '../events/bus.js';
+import type { ThreadRecord, ThreadStatus, ThreadStore } from '../store/types.js';
+
+/** A thread with work queued or in flight, held in memory until it drains. */
+export interface LiveThread {
+  readonly id: string;
+  status: ThreadStatus;
+  participants: string[];
+  messageCount: number;
+  readonly createdAt: number;
+  lastActivity: number;
+  error: string | null;
+  /** A delivery of this thread failed since it was last (re)activated. */
+  failed: boolean;
+  metadata: Readonly<Record<string, string>>;
+  queued: number;
+  inFlight: number;
+  readonly controllers: Set<AbortController>;
+}
+
+/**
+ * Tracks live threads and writes their records to the thread store. Updates are coalesced per
+ * tick: many messages of one thread in a burst produce one store write and one event.
+ */
+export class ThreadTracker {
+  private readonly live = new Map<string, LiveThread>();
+  private readonly dirty = new Set<LiveThread>();
+  private flushScheduled = false;
+
+  constructor(
+    private readonly store: ThreadStore,
+    private readonly bus: EventBus,
+  ) {}
+
+  get(id: string): LiveThread | undefined {
+    return this.live.get(id);
+  }
+
+  get activeCount(): number {
+    return this.live.size;
+  }
+
+  liveThreads(): IterableIterator<LiveThread> {
+    return this.live.values();
+  }
+
+  /** Creates a live thread, or revives a stored one (a new message into an idle thread). */
+  activate(id: string, now: number, metadata: Readonly<Record<string, string>>, stored: ThreadRecord | null): LiveThread {
+    const existing = this.live.get(id);
+    if (existing) return existing;
+    const thread: LiveThread = stored
+      ? {
+          id,
+          status: 'active',
+          participants: [...stored.participants],
+          messageCount: stored.messageCount,
+          createdAt: stored.createdAt,
+          lastActivity: now,
+          error: null,
+          failed: false,
+          metadata: { ...stored.metadata, ...metadata },
+          queued: 0,
+          inFlight: 0,
+          controllers: new Set(),
+        }
+      : {
+          id,
+          status: 'active',
+          participants: [],
+          messageCount: 0,
+          createdAt: now,
+          lastActivity: now,
+          error: null,
+          failed: false,
+          metadata,
+          queued: 0,
+          inFlight: 0,
+          controllers: new Set(),
+        };
+    this.live.set(id, thread);
+    const record = toRecord(thread);
+    this.store.put(record);
+    this.bus.emit(stored ? { type: 'thread_updated', thread: record } : { type: 'thread_created', thread: record });
+    return thread;
+  }
+
+  addParticipant(thread: LiveThread, name: string): void {
+    if (!thread.participants.includes(name)) thread.participants.push(name);
+  }
+
+  touch(thread: LiveThread): void {
+    this.dirty.add(thread);
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  /** Writes every changed thread now (also called on stop). */
+  flush(): void {
+    this.flushScheduled = false;
+    for (const thread of this.dirty) {
+      const record = toRecord(thread);
+      this.store.put(record);
+      this.bus.emit({ type: 'thread_updated', thread: record });
+    }
+    this.dirty.clear();
+  }
+
+  /** A thread that drained or was killed leaves memory; its record stays in the store. */
+  retire(thread: LiveThread): void {
+    this.live.delete(thread.id);
+    this.touch(thread);
+  }
+
+  snapshot(thread: LiveThread): ThreadRecord {
+    return toRecord(thread);
+  }
+}
+
+export function toRecord(thread: LiveThread): ThreadRecord {
+  return {
+    id: thread.id,
+    status: thread.status,
+    participants: [...thread.participants],
+    messageCount: thread.messageCount,
+    createdAt: thread.createdAt,
+    lastActivity: thread.lastActivity,
+    error: thread.error,
+    metadata: thread.metadata,
+  };
+}

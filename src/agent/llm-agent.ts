@@ -1,0 +1,104 @@
+import type { ListenerConfig } from '../config/types.js';
+import { Errors } from '../errors/catalogue.js';
+import type { ChatMessage } from '../llm/types.js';
+import type { PayloadRegistry } from '../payload/index.js';
+import type { Handler, HandlerContext, Outgoing } from '../pump/handler.js';
+import type { Message } from '../pump/message.js';
+import { buildSystemPrompt, type PeerCard } from './prompt.js';
+import { parseAgentReply } from './reply.js';
+
+/** What an agent can see of the organism: listeners by name (only its peers are asked for). */
+export interface AgentWorldView {
+  readonly registry: PayloadRegistry;
+  listener(name: string): { name: string; description: string; payloadType: string } | null;
+}
+
+const HISTORY_LIMIT = 40;
+
+/**
+ * The handler of a `builtin:llm` listener. Its prompt is the listener's prompt, the schemas
+ * and examples of its declared peers only, and the thread's history; the model answers in
+ * XML that is parsed into messages for peers or a reply. An invalid answer gets one repair
+ * round with the validation errors; a second invalid answer fails the delivery.
+ */
+export function createLlmAgentHandler(listener: ListenerConfig, world: () => AgentWorldView): Handler {
+  return async (payload, ctx) => {
+    const view = world();
+    const peers: PeerCard[] = [];
+    for (const name of listener.peers) {
+      const peer = view.listener(name);
+      const type = peer ? view.registry.get(peer.payloadType) : undefined;
+      if (peer && type) peers.push({ name: peer.name, description: peer.description, type });
+    }
+    const senderType = replyTypeFor(ctx, view);
+    const system = buildSystemPrompt({ listener, peers, sender: ctx.from, replyType: senderType });
+    const history = await ctx.history(HISTORY_LIMIT);
+    const messages = toTurns(history, ctx, payload, view.registry);
+
+    const first = await ctx.llm.complete({ system, messages });
+    const parsed = parseAgentReply(first.content, { peers, replyType: senderType, registry: view.registry });
+    if (parsed.ok) return parsed.outgoing satisfies readonly Outgoing[];
+
+    const repair: ChatMessage[] = [
+      ...messages,
+      { role: 'assistant', content: first.content },
+      {
+        role: 'user',
+        content:
+          'Your reply could not be used:\n' +
+          parsed.errors.map((e) => `- ${e}`).join('\n') +
+          '\nAnswer again, using only the XML elements described in your instructions.',
+      },
+    ];
+    const second = await ctx.llm.complete({ system, messages: repair });
+    const reparsed = parseAgentReply(second.content, { peers, replyType: senderType, registry: view.registry });
+    if (reparsed.ok) return reparsed.outgoing;
+    throw Errors.LLM_INVALID_REPLY(listener.name, reparsed.errors.join('; '));
+  };
+}
+
+/** The payload type a reply to the current sender must have (null: free, e.g. to `api`). */
+function replyTypeFor(ctx: HandlerContext, view: AgentWorldView) {
+  const sender = view.listener(ctx.from);
+  return sender ? view.registry.get(sender.payloadType) ?? null : null;
+}
+
+/** The thread as chat turns: what this agent received (user) and sent (assistant). */
+function toTurns(
+  history: readonly Message[],
+  ctx: HandlerContext,
+  payload: Record<string, unknown>,
+  registry: PayloadRegistry,
+): ChatMessage[] {
+  const turns: ChatMessage[] = [];
+  const push = (role: ChatMessage['role'], content: string) => {
+    const last = turns[turns.length - 1];
+    if (last && last.role === role) turns[turns.length - 1] = { role, content: `${last.content}\n${content}` };
+    else turns.push({ role, content });
+  };
+  const incoming = (from: string, xml: string) => `<message from="${escapeAttr(from)}">\n${xml}\n</message>`;
+  for (const m of history) {
+    if (m.id === ctx.messageId) continue; // added last, below
+    if (m.to === ctx.self) push('user', incoming(m.from, payloadXml(m, registry)));
+    else if (m.from === ctx.self) push('assistant', `<send to="${escapeAttr(m.to)}">${payloadXml(m, registry)}</send>`);
+  }
+  const type = registry.get(ctx.payloadType);
+  const currentXml = type ? type.toXml(payload) : `<${ctx.payloadType}>${escapeText(JSON.stringify(payload))}</${ctx.payloadType}>`;
+  push('user', incoming(ctx.from, currentXml));
+  while (turns[0]?.role === 'assistant') turns.shift();
+  return turns;
+}
+
+function payloadXml(m: Message, registry: PayloadRegistry): string {
+  const type = registry.get(m.payloadType);
+  if (type) return type.toXml(m.payload);
+  return `<${m.payloadType}>${escapeText(JSON.stringify(m.payload))}</${m.payloadType}>`;
+}
+
+function escapeAttr(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
+}
+
+function escapeText(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}

@@ -1,2 +1,117 @@
-console.error('organism: CLI not built yet');
-process.exit(1);
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { fileURLToPath } from 'node:url';
+import { ConfigInvalidError } from '../config/index.js';
+import { VERSION } from '../version.js';
+import { checkCommand, formatProblem } from './check.js';
+import { ExitCode } from './exit-codes.js';
+import { initCommand } from './init.js';
+import { runCommand } from './run.js';
+import { ServeError, serveWorker } from './serve.js';
+import { supervise, WORKER_ENV } from './supervisor.js';
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+function port(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('expected a port number 0-65535');
+  return n;
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+/** Prints a failure the way operators need it: what and where, never a stack trace. */
+function report(err: unknown): number {
+  if (err instanceof ConfigInvalidError) {
+    for (const p of err.problems) process.stderr.write(`${formatProblem(p)}\n`);
+    return ExitCode.CONFIG_INVALID;
+  }
+  if (err instanceof ServeError) {
+    process.stderr.write(`organism: ${err.message}\n`);
+    return err.exitCode;
+  }
+  process.stderr.write(`organism: ${err instanceof Error ? err.message : String(err)}\n`);
+  if (process.env['ORGANISM_DEBUG']) process.stderr.write(`${(err as Error)?.stack ?? ''}\n`);
+  return ExitCode.FAILURE;
+}
+
+const program = new Command()
+  .name('organism')
+  .description('Runtime and operator control service for multi-agent LLM organisms')
+  .version(VERSION)
+  .exitOverride((err) => {
+    process.exit(err.exitCode === 0 ? 0 : ExitCode.USAGE);
+  });
+
+const logLevel = () => new Option('--log-level <level>', 'log level').choices(LOG_LEVELS).default('info');
+
+program
+  .command('serve')
+  .description('serve the control API (REST + WebSocket) for an organism')
+  .argument('[config]', 'organism.yaml (default: ./organism.yaml, else the bundled demo)')
+  .option('-p, --port <port>', 'HTTP port', port, 8080)
+  .option('-H, --host <host>', 'bind address', '127.0.0.1')
+  .option('--data-dir <dir>', 'data directory (default: $ORGANISM_DATA_DIR or .organism/ beside the config)')
+  .option('--no-auth', 'disable authentication (refused unless the host is loopback)')
+  .option('--drain-timeout <seconds>', 'how long in-flight work may take on stop/restart', Number, 30)
+  .option('--no-supervisor', 'run the server in this process (no same-PID restarts)')
+  .addOption(logLevel())
+  .action(async (config: string | undefined, opts) => {
+    const worker = process.env[WORKER_ENV] === '1' || opts.supervisor === false;
+    if (!worker) {
+      process.exit(await supervise(fileURLToPath(import.meta.url), process.argv.slice(2)));
+    }
+    try {
+      process.exit(
+        await serveWorker(config, {
+          port: opts.port,
+          host: opts.host,
+          dataDir: opts.dataDir,
+          logLevel: opts.logLevel,
+          auth: opts.auth,
+          drainTimeoutMs: opts.drainTimeout * 1000,
+        }),
+      );
+    } catch (err) {
+      process.exit(report(err));
+    }
+  });
+
+program
+  .command('run')
+  .description('run an organism headless and print its traffic')
+  .argument('[config]', 'organism.yaml (default: ./organism.yaml, else the bundled demo)')
+  .option('-i, --inject <target=json>', 'inject a message at start (repeatable)', collect, [])
+  .option('--once', 'exit when every thread has finished')
+  .option('--data-dir <dir>', 'keep a durable journal in this directory')
+  .addOption(logLevel().default('warn'))
+  .action(async (config: string | undefined, opts) => {
+    try {
+      process.exit(await runCommand(config, { inject: opts.inject, once: Boolean(opts.once), dataDir: opts.dataDir, logLevel: opts.logLevel }));
+    } catch (err) {
+      process.exit(report(err));
+    }
+  });
+
+program
+  .command('check')
+  .description('validate an organism.yaml and print every problem')
+  .argument('[config]', 'organism.yaml (default: ./organism.yaml, else the bundled demo)')
+  .action(async (config: string | undefined) => {
+    try {
+      process.exit(await checkCommand(config));
+    } catch (err) {
+      process.exit(report(err));
+    }
+  });
+
+program
+  .command('init')
+  .description('write a starter organism (organism.yaml + a TypeScript handler)')
+  .argument('[dir]', 'target directory', '.')
+  .action((dir: string) => {
+    process.exit(initCommand(dir));
+  });
+
+await program.parseAsync(process.argv);

@@ -1,0 +1,16 @@
+/** Process exit codes of the `organism` command (documented in the README). */
+export const ExitCode = {
+  OK: 0,
+  /** Unexpected failure. */
+  FAILURE: 1,
+  /** Bad command line. */
+  USAGE: 2,
+  /** organism.yaml is invalid (every problem is printed). */
+  CONFIG_INVALID: 3,
+  /** The data directory is locked by another process, unwritable, or its database is corrupt. */
+  STORAGE: 4,
+  /** The HTTP port could not be bound, or the bind address was refused. */
+  LISTEN: 5,
+  /** Internal: a worker asks its supervisor for a restart. */
+  RESTART: 75,
+} as const;

@@ -9,3 +9,4 @@ export * from './usage/types.js';
 export * from './llm/types.js';
 export * from './config/types.js';
 export * from './store/types.js';
+export * from './config/index.js';

@@ -1,0 +1,236 @@
+import { isMap, isScalar, type Node } from 'yaml';
+import type { AuthTokenConfig, JournalConfig, ListenerConfig, ModelPrice, ProviderConfig } from './types.js';
+import { ConfigMessages } from './messages.js';
+import { readPayloadDrafts, type PayloadDraft } from './payloads.js';
+import { MapReader, type ProblemSink } from './reader.js';
+import { BUILTIN_LLM, Defaults, Keys, PROVIDER_TYPES, TOKEN_ROLES } from './schema.js';
+import { closest } from './suggest.js';
+
+/** A section read from YAML, kept with its reader so later checks can point into the file. */
+export interface Located<T> {
+  readonly value: T;
+  readonly at: MapReader;
+}
+
+/** Everything read from the document before handler modules are loaded. */
+export interface ConfigDraft {
+  readonly name: string;
+  readonly maxTokensPerThread: number;
+  readonly maxConcurrentHandlers: number;
+  readonly maxConcurrentPerAgent: number;
+  readonly maxHops: number;
+  readonly maxQueue: number;
+  readonly providers: readonly Located<ProviderConfig>[];
+  readonly pricing: Readonly<Record<string, ModelPrice>>;
+  readonly listeners: readonly Located<ListenerConfig>[];
+  readonly payloads: readonly PayloadDraft[];
+  readonly tokens: readonly Located<AuthTokenConfig>[];
+  readonly journal: JournalConfig;
+}
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** True for values that look like a credential rather than a variable name. */
+export function looksLikeSecret(value: string): boolean {
+  if (/^(sk-|sk_|xai-|ghp_|gho_|github_pat_|AKIA|AIza|Bearer\s)/.test(value)) return true;
+  if (value.length >= 24 && /[a-z]/.test(value) && /[A-Z]/.test(value) && /[0-9]/.test(value)) return true;
+  return value.length >= 40 && !/_/.test(value);
+}
+
+/** Reads an `*_env` key: an env var name, never a secret (whose value must not be echoed). */
+function envName(r: MapReader, key: string, required: boolean): string | null {
+  const value = r.string(key, required);
+  if (value === null) return null;
+  if (looksLikeSecret(value)) {
+    r.problem(key, ConfigMessages.secretInsteadOfEnvName(key));
+    return null;
+  }
+  if (!ENV_NAME.test(value)) {
+    r.problem(key, ConfigMessages.badEnvName(key));
+    return null;
+  }
+  return value;
+}
+
+/** Reads the whole document into a draft, reporting every local problem on the way. */
+export function readDocument(sink: ProblemSink, root: Node | null): ConfigDraft | null {
+  if (root === null || !isMap(root)) {
+    sink.add(root, '', ConfigMessages.topLevelNotMapping());
+    return null;
+  }
+  const top = new MapReader(sink, root, '', Keys.top);
+  const organism = top.map('organism', Keys.organism, true);
+  const name = organism?.string('name', true) ?? '';
+  const llm = top.map('llm', Keys.llm);
+  const auth = top.map('auth', Keys.auth);
+  const journal = top.map('journal', Keys.journal);
+  return {
+    name,
+    maxTokensPerThread: top.integer('max_tokens_per_thread', Defaults.maxTokensPerThread, 1),
+    maxConcurrentHandlers: top.integer('max_concurrent_handlers', Defaults.maxConcurrentHandlers, 1),
+    maxConcurrentPerAgent: top.integer('max_concurrent_per_agent', Defaults.maxConcurrentPerAgent, 1),
+    maxHops: top.integer('max_hops', Defaults.maxHops, 1),
+    maxQueue: top.integer('max_queue', Defaults.maxQueue, 1),
+    providers: (llm?.list('providers', false) ?? []).flatMap((item) => {
+      const r = MapReader.open(sink, item.node, item.path, Keys.provider);
+      return r ? [{ value: readProvider(r), at: r }] : [];
+    }),
+    pricing: readPricing(llm?.map('pricing', null) ?? null),
+    listeners: (top.list('listeners', true) ?? []).flatMap((item) => {
+      const r = MapReader.open(sink, item.node, item.path, Keys.listener);
+      return r ? [{ value: readListener(r), at: r }] : [];
+    }),
+    payloads: readPayloadDrafts(top.map('payloads', null)),
+    tokens: (auth?.list('tokens', false) ?? []).flatMap((item) => {
+      const r = MapReader.open(sink, item.node, item.path, Keys.token);
+      return r ? [{ value: readToken(r), at: r }] : [];
+    }),
+    journal: {
+      maxAttempts: journal?.integer('max_attempts', Defaults.journalMaxAttempts, 1) ?? Defaults.journalMaxAttempts,
+      retainDays: journal?.integer('retain_days', Defaults.journalRetainDays, 1) ?? Defaults.journalRetainDays,
+      failedRetainDays:
+        journal?.integer('failed_retain_days', Defaults.journalFailedRetainDays, 1) ?? Defaults.journalFailedRetainDays,
+    },
+  };
+}
+
+function readProvider(r: MapReader): ProviderConfig {
+  const type = r.enumeration('type', PROVIDER_TYPES, true) ?? 'mock';
+  const baseUrl = r.string('base_url');
+  if (baseUrl !== null && !/^https?:\/\/[^\s]+$/.test(baseUrl)) r.problem('base_url', ConfigMessages.badUrl(JSON.stringify(baseUrl)));
+  const script = r.map('script', null);
+  if (script && type !== 'mock') r.problem('script', ConfigMessages.scriptOnlyForMock());
+  return {
+    name: r.string('name', true) ?? '',
+    type,
+    baseUrl,
+    apiKeyEnv: envName(r, 'api_key_env', false),
+    models: r.stringList('models'),
+    priority: r.integer('priority', Defaults.providerPriority, null),
+    timeoutSeconds: r.number('timeout_seconds', Defaults.providerTimeoutSeconds, true),
+    maxRetries: r.integer('max_retries', Defaults.providerMaxRetries, 0),
+    script: script ? readScript(script) : {},
+  };
+}
+
+/** Mock script: agent name -> reply templates (a single string counts as a one-item list). */
+function readScript(script: MapReader): Record<string, readonly string[]> {
+  const out: Record<string, readonly string[]> = {};
+  for (const agent of script.keys()) {
+    const node = script.valueNode(agent);
+    if (node !== null && isScalar(node) && typeof node.value === 'string') out[agent] = [node.value];
+    else out[agent] = script.stringList(agent);
+  }
+  return out;
+}
+
+function readPricing(pricing: MapReader | null): Record<string, ModelPrice> {
+  const out: Record<string, ModelPrice> = {};
+  if (!pricing) return out;
+  for (const model of pricing.keys()) {
+    const r = pricing.map(model, Keys.price, true);
+    if (!r) continue;
+    out[model] = {
+      prompt: r.number('prompt', 0, false, true),
+      completion: r.number('completion', 0, false, true),
+      cacheRead: r.has('cache_read') ? r.number('cache_read', 0, false) : null,
+      cacheWrite: r.has('cache_write') ? r.number('cache_write', 0, false) : null,
+    };
+  }
+  return out;
+}
+
+function readListener(r: MapReader): ListenerConfig {
+  const handlerRef = r.string('handler', true) ?? '';
+  return {
+    name: r.string('name', true) ?? '',
+    description: r.string('description') ?? '',
+    agent: r.boolean('agent', handlerRef === BUILTIN_LLM),
+    peers: r.stringList('peers'),
+    payload: r.string('payload', true) ?? '',
+    handlerRef,
+    prompt: r.string('prompt'),
+    model: r.string('model'),
+    maxOutputTokens: r.integer('max_output_tokens', Defaults.maxOutputTokens, 1),
+    timeoutSeconds: r.number('timeout_seconds', Defaults.listenerTimeoutSeconds, true),
+  };
+}
+
+function readToken(r: MapReader): AuthTokenConfig {
+  return {
+    name: r.string('name', true) ?? '',
+    role: r.enumeration('role', TOKEN_ROLES, true) ?? 'viewer',
+    tokenEnv: envName(r, 'token_env', true) ?? '',
+  };
+}
+
+const LISTENER_NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
+
+/** Checks that need the whole document: names, duplicates, peers, LLM listeners vs providers. */
+export function checkCrossReferences(sink: ProblemSink, draft: ConfigDraft): void {
+  checkUnique(sink, 'provider', draft.providers.map((p) => ({ name: p.value.name, at: p.at })));
+  checkUnique(sink, 'auth token', draft.tokens.map((t) => ({ name: t.value.name, at: t.at })));
+  checkUnique(sink, 'listener', draft.listeners.map((l) => ({ name: l.value.name, at: l.at })));
+
+  const names = draft.listeners.map((l) => l.value.name).filter((n) => n !== '');
+  for (const { value: l, at } of draft.listeners) {
+    if (l.name !== '' && !LISTENER_NAME.test(l.name)) at.problem('name', ConfigMessages.invalidName('listener', l.name));
+    else if (l.name.startsWith('system.')) at.problem('name', ConfigMessages.reservedSystemName(l.name));
+    checkPeers(at, l, names);
+    if (l.handlerRef === BUILTIN_LLM) checkLlmListener(sink, at, l, draft.providers.map((p) => p.value));
+  }
+
+  for (const { value: p, at } of draft.providers) {
+    const script = at.quietMap('script');
+    if (!script) continue;
+    for (const agent of Object.keys(p.script)) {
+      if (!names.includes(agent)) {
+        sink.add(script.keyNode(agent), script.pathOf(agent), ConfigMessages.scriptUnknownListener(agent, closest(agent, names)));
+      }
+    }
+  }
+}
+
+function checkUnique(sink: ProblemSink, what: string, items: readonly { name: string; at: MapReader }[]): void {
+  const first = new Map<string, MapReader>();
+  for (const { name, at } of items) {
+    if (name === '') continue;
+    const earlier = first.get(name);
+    if (earlier) at.problem('name', ConfigMessages.duplicateName(what, name, sink.lineOf(earlier.nodeFor('name'))));
+    else first.set(name, at);
+  }
+}
+
+function checkPeers(at: MapReader, l: ListenerConfig, names: readonly string[]): void {
+  const items = at.items('peers');
+  const seen = new Set<string>();
+  items.forEach((item) => {
+    const peer = isScalar(item.node) ? item.node.value : undefined;
+    if (typeof peer !== 'string') return;
+    if (peer === l.name) at.sink.add(item.node, item.path, ConfigMessages.selfPeer(peer));
+    else if (!names.includes(peer)) at.sink.add(item.node, item.path, ConfigMessages.unknownPeer(peer, closest(peer, names)));
+    else if (seen.has(peer)) at.sink.add(item.node, item.path, ConfigMessages.duplicatePeer(peer));
+    seen.add(peer);
+  });
+}
+
+/** True when a provider serves `model`: listed by exact name or prefix, or it lists no models. */
+export function providerServes(p: ProviderConfig, model: string): boolean {
+  return p.models.length === 0 || p.models.some((m) => model === m || model.startsWith(m));
+}
+
+function checkLlmListener(sink: ProblemSink, at: MapReader, l: ListenerConfig, providers: readonly ProviderConfig[]): void {
+  if (l.prompt === null || l.prompt.trim() === '') {
+    if (at.valueNode('prompt') === null) sink.add(at.node, at.pathOf('prompt'), ConfigMessages.llmNeedsPrompt());
+    else at.problem('prompt', ConfigMessages.llmNeedsPrompt());
+  }
+  if (providers.length === 0) return;
+  if (l.model === null) {
+    if (at.valueNode('model') === null) sink.add(at.node, at.pathOf('model'), ConfigMessages.llmNeedsModel());
+    return;
+  }
+  const model = l.model;
+  if (!providers.some((p) => providerServes(p, model))) {
+    at.problem('model', ConfigMessages.modelNotServed(model, providers.map((p) => `${p.name} (${p.models.join(', ')})`)));
+  }
+}

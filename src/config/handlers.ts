@@ -1,0 +1,105 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { register } from 'tsx/esm/api';
+import { isPayloadTypeDef } from '../payload/define.js';
+import type { PayloadTypeDef } from '../payload/types.js';
+import type { Handler } from '../pump/handler.js';
+import { ConfigMessages } from './messages.js';
+import { BUILTIN_LLM } from './schema.js';
+
+export type HandlerRef =
+  | { readonly kind: 'builtin'; readonly name: 'llm' }
+  | { readonly kind: 'module'; readonly modulePath: string; readonly exportName: string };
+
+const MODULE_EXTENSIONS = ['.ts', '.js', '.mts', '.mjs'];
+const EXPORT_NAME = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+/** Parses `./path/to/module.ts#exportName` or `builtin:llm`; returns the problem text when malformed. */
+export function parseHandlerRef(ref: string): HandlerRef | { readonly error: string } {
+  if (ref === BUILTIN_LLM) return { kind: 'builtin', name: 'llm' };
+  if (ref.startsWith('builtin:')) return { error: ConfigMessages.unknownBuiltin(ref) };
+  const hash = ref.lastIndexOf('#');
+  const modulePath = hash < 0 ? '' : ref.slice(0, hash);
+  const exportName = hash < 0 ? '' : ref.slice(hash + 1);
+  const isPath = modulePath.startsWith('./') || modulePath.startsWith('../') || path.isAbsolute(modulePath);
+  if (!isPath || !EXPORT_NAME.test(exportName)) return { error: ConfigMessages.malformedHandler(ref) };
+  if (!MODULE_EXTENSIONS.includes(path.extname(modulePath))) return { error: ConfigMessages.handlerExtension(ref) };
+  return { kind: 'module', modulePath, exportName };
+}
+
+/** A handler module after loading: its exports, or why it could not be loaded. */
+export type LoadedModule =
+  | { readonly ok: true; readonly resolved: string; readonly exports: Readonly<Record<string, unknown>>; readonly hash: string }
+  | { readonly ok: false; readonly resolved: string; readonly error: string };
+
+/**
+ * Loads handler modules (.ts or .js) without a build step, through tsx. Each call uses a fresh
+ * tsx namespace, so a reload sees edited code (and edited local imports) instead of Node's
+ * module cache.
+ */
+export async function loadModules(baseDir: string, modulePaths: Iterable<string>): Promise<Map<string, LoadedModule>> {
+  const unique = [...new Set(modulePaths)];
+  const out = new Map<string, LoadedModule>();
+  if (unique.length === 0) return out;
+  const api = register({ namespace: `organism-config-${randomUUID()}` });
+  await Promise.all(
+    unique.map(async (modulePath) => {
+      const resolved = path.resolve(baseDir, modulePath);
+      let source: Buffer;
+      try {
+        source = await readFile(resolved);
+      } catch {
+        out.set(modulePath, { ok: false, resolved, error: ConfigMessages.moduleNotFound(modulePath, resolved) });
+        return;
+      }
+      try {
+        const ns = (await api.import(pathToFileURL(resolved).href, import.meta.url)) as Record<string, unknown>;
+        const hash = createHash('sha256').update(source).digest('hex').slice(0, 16);
+        out.set(modulePath, { ok: true, resolved, exports: ns, hash });
+      } catch (err) {
+        const reason = err instanceof Error ? err.message.split('\n')[0] ?? err.message : String(err);
+        out.set(modulePath, { ok: false, resolved, error: ConfigMessages.moduleFailed(modulePath, reason) });
+      }
+    }),
+  );
+  return out;
+}
+
+/** Every payload type a module exports (found by brand, whatever the export is called). */
+export function exportedPayloadTypes(mod: LoadedModule): PayloadTypeDef[] {
+  if (!mod.ok) return [];
+  const found: PayloadTypeDef[] = [];
+  for (const value of Object.values(mod.exports)) {
+    if (isPayloadTypeDef(value) && !found.includes(value)) found.push(value);
+  }
+  return found;
+}
+
+/** Names of a module's exports that could be handlers, for "did you mean" suggestions. */
+export function functionExports(mod: LoadedModule): string[] {
+  if (!mod.ok) return [];
+  return Object.entries(mod.exports)
+    .filter(([, v]) => typeof v === 'function')
+    .map(([k]) => k);
+}
+
+export function resolveExport(
+  mod: LoadedModule & { ok: true },
+  modulePath: string,
+  exportName: string,
+): { handler: Handler } | { missing: true } | { error: string } {
+  if (!Object.prototype.hasOwnProperty.call(mod.exports, exportName)) return { missing: true };
+  const value = mod.exports[exportName];
+  if (typeof value !== 'function') {
+    const got = value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
+    return { error: ConfigMessages.exportNotFunction(modulePath, exportName, got) };
+  }
+  return { handler: value as Handler };
+}
+
+/** Identity of a handler's code: a reload updates the listener when this changes. */
+export function handlerVersion(mod: LoadedModule & { ok: true }, exportName: string): string {
+  return `${mod.resolved}#${exportName}@${mod.hash}`;
+}

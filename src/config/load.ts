@@ -1,0 +1,174 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { LineCounter, parseDocument, type Node } from 'yaml';
+import type { PayloadTypeDef } from '../payload/types.js';
+import { checkCrossReferences, readDocument, type ConfigDraft, type Located } from './document.js';
+import { ConfigInvalidError } from './errors.js';
+import { exportedPayloadTypes, functionExports, handlerVersion, loadModules, parseHandlerRef, resolveExport, type HandlerRef, type LoadedModule } from './handlers.js';
+import { ConfigMessages } from './messages.js';
+import { BUILTIN_PAYLOAD_TYPES, buildPayloadDefs, checkPayloadTypes, type TypeOrigin } from './payloads.js';
+import { ProblemSink } from './reader.js';
+import { BUILTIN_LLM } from './schema.js';
+import { closest } from './suggest.js';
+import type { ConfigProblem, ListenerConfig, LoadedOrganism, OrganismConfig, ResolvedListener } from './types.js';
+
+/** Loads and validates an organism.yaml; throws `ConfigInvalidError` listing every problem. */
+export async function loadOrganism(configPath: string): Promise<LoadedOrganism> {
+  let text: string;
+  try {
+    text = await readFile(configPath, 'utf8');
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new ConfigInvalidError([{ file: configPath, line: null, column: null, keyPath: '', message: ConfigMessages.cannotRead(reason) }]);
+  }
+  return loadOrganismFromString(text, configPath);
+}
+
+/** Every problem of a config file; empty when it is valid (handler modules are loaded to check them). */
+export async function checkOrganism(configPath: string): Promise<ConfigProblem[]> {
+  try {
+    await loadOrganism(configPath);
+    return [];
+  } catch (err) {
+    if (err instanceof ConfigInvalidError) return [...err.problems];
+    throw err;
+  }
+}
+
+/**
+ * Loads a config from text. `virtualPath` names the file in problems and anchors relative
+ * handler paths (its directory need not contain a real config file).
+ */
+export async function loadOrganismFromString(yamlText: string, virtualPath: string): Promise<LoadedOrganism> {
+  const lines = new LineCounter();
+  const sink = new ProblemSink(virtualPath, lines);
+  const doc = parseDocument(yamlText, { lineCounter: lines, prettyErrors: false });
+  if (doc.errors.length > 0) {
+    // A broken structure makes further checks misleading: report the syntax alone.
+    for (const err of doc.errors) {
+      const pos = lines.linePos(err.pos[0]);
+      sink.addAt(pos.line, pos.col, '', ConfigMessages.yamlSyntax(err.message));
+    }
+    throw new ConfigInvalidError(sink.problems);
+  }
+  const draft = readDocument(sink, (doc.contents as Node | null) ?? null);
+  if (!draft) throw new ConfigInvalidError(sink.problems);
+  checkCrossReferences(sink, draft);
+
+  const baseDir = path.dirname(path.resolve(virtualPath));
+  const refs = draft.listeners.map((l) => readHandlerRef(l));
+  const modules = await loadModules(
+    baseDir,
+    refs.flatMap((r) => (r?.kind === 'module' ? [r.modulePath] : [])),
+  );
+  const listeners = draft.listeners.map((l, i) => resolveListener(l, refs[i] ?? null, modules));
+  const payloadTypes = collectPayloadTypes(sink, draft, refs, modules);
+  checkListenerPayloads(draft, payloadTypes);
+
+  if (sink.problems.length > 0) throw new ConfigInvalidError(sortProblems(sink.problems));
+  return {
+    path: path.resolve(virtualPath),
+    config: buildConfig(draft, payloadTypes.filter((t) => t.fromYaml).map((t) => t.def)),
+    listeners: listeners.filter((l): l is ResolvedListener => l !== null),
+    payloadTypes: payloadTypes.map((t) => t.def),
+  };
+}
+
+function readHandlerRef(l: Located<ListenerConfig>): HandlerRef | null {
+  if (l.value.handlerRef === '') return null;
+  const ref = parseHandlerRef(l.value.handlerRef);
+  if ('error' in ref) {
+    l.at.problem('handler', ref.error);
+    return null;
+  }
+  return ref;
+}
+
+function resolveListener(
+  l: Located<ListenerConfig>,
+  ref: HandlerRef | null,
+  modules: ReadonlyMap<string, LoadedModule>,
+): ResolvedListener | null {
+  if (ref === null) return null;
+  if (ref.kind === 'builtin') return { config: l.value, handler: null, handlerVersion: BUILTIN_LLM };
+  const mod = modules.get(ref.modulePath);
+  if (!mod) return null;
+  if (!mod.ok) {
+    l.at.problem('handler', mod.error);
+    return null;
+  }
+  const found = resolveExport(mod, ref.modulePath, ref.exportName);
+  if ('missing' in found) {
+    l.at.problem('handler', ConfigMessages.exportNotFound(ref.modulePath, ref.exportName, closest(ref.exportName, functionExports(mod))));
+    return null;
+  }
+  if ('error' in found) {
+    l.at.problem('handler', found.error);
+    return null;
+  }
+  return { config: l.value, handler: found.handler, handlerVersion: handlerVersion(mod, ref.exportName) };
+}
+
+/** YAML types first, then each module's exported types (located at the first handler using it). */
+function collectPayloadTypes(
+  sink: ProblemSink,
+  draft: ConfigDraft,
+  refs: readonly (HandlerRef | null)[],
+  modules: ReadonlyMap<string, LoadedModule>,
+): TypeOrigin[] {
+  const source = path.basename(sink.file);
+  const origins: TypeOrigin[] = buildPayloadDefs(draft.payloads).map((def, i) => ({
+    def,
+    fromYaml: true,
+    source,
+    node: draft.payloads[i]?.node ?? null,
+    path: draft.payloads[i]?.path ?? 'payloads',
+  }));
+  const scanned = new Set<string>();
+  refs.forEach((ref, i) => {
+    if (ref?.kind !== 'module' || scanned.has(ref.modulePath)) return;
+    scanned.add(ref.modulePath);
+    const mod = modules.get(ref.modulePath);
+    const at = draft.listeners[i]?.at;
+    if (!mod || !at) return;
+    for (const def of exportedPayloadTypes(mod)) {
+      origins.push({ def, fromYaml: false, source: ref.modulePath, node: at.nodeFor('handler'), path: at.pathOf('handler') });
+    }
+  });
+  checkPayloadTypes(sink, draft.payloads, origins);
+  // Keep one definition per name (duplicates were reported above).
+  const byName = new Map<string, TypeOrigin>();
+  for (const o of origins) {
+    if (!byName.has(o.def.name) && !BUILTIN_PAYLOAD_TYPES.includes(o.def.name)) byName.set(o.def.name, o);
+  }
+  return [...byName.values()];
+}
+
+function checkListenerPayloads(draft: ConfigDraft, types: readonly TypeOrigin[]): void {
+  const known = [...types.map((t) => t.def.name), ...BUILTIN_PAYLOAD_TYPES];
+  for (const { value: l, at } of draft.listeners) {
+    if (l.payload !== '' && !known.includes(l.payload)) {
+      at.problem('payload', ConfigMessages.unknownPayloadType(l.payload, closest(l.payload, known)));
+    }
+  }
+}
+
+function sortProblems(problems: readonly ConfigProblem[]): ConfigProblem[] {
+  return [...problems].sort((a, b) => (a.line ?? 0) - (b.line ?? 0) || (a.column ?? 0) - (b.column ?? 0));
+}
+
+function buildConfig(draft: ConfigDraft, yamlPayloads: readonly PayloadTypeDef[]): OrganismConfig {
+  return {
+    name: draft.name,
+    maxTokensPerThread: draft.maxTokensPerThread,
+    maxConcurrentHandlers: draft.maxConcurrentHandlers,
+    maxConcurrentPerAgent: draft.maxConcurrentPerAgent,
+    maxHops: draft.maxHops,
+    maxQueue: draft.maxQueue,
+    llm: { providers: draft.providers.map((p) => p.value), pricing: draft.pricing },
+    listeners: draft.listeners.map((l) => l.value),
+    payloads: yamlPayloads,
+    auth: { tokens: draft.tokens.map((t) => t.value) },
+    journal: draft.journal,
+  };
+}

@@ -1,0 +1,85 @@
+/**
+ * Every problem text the config validator reports, declared once. Operators read these in
+ * `organism check` and in failed reloads; tests assert them verbatim.
+ */
+const quote = (s: string): string => `\`${s}\``;
+const didYouMean = (suggestion: string | null): string => (suggestion ? `; did you mean ${quote(suggestion)}?` : '');
+
+export const ConfigMessages = {
+  cannotRead: (reason: string) => `cannot read the config file: ${reason}`,
+  yamlSyntax: (reason: string) => `YAML syntax error: ${reason}`,
+  topLevelNotMapping: () => 'expected a mapping of keys at the top level of the file',
+
+  unknownKey: (key: string, suggestion: string | null, valid: readonly string[]) =>
+    suggestion
+      ? `unknown key ${quote(key)}${didYouMean(suggestion)}`
+      : `unknown key ${quote(key)}; valid keys: ${valid.join(', ')}`,
+  missingKey: (key: string) => `missing required key ${quote(key)}`,
+  wrongType: (expected: string, got: string) => `expected ${expected}, got ${got}`,
+  badEnum: (allowed: readonly string[], got: string, suggestion: string | null) =>
+    `expected one of ${allowed.join(', ')}, got ${got}${didYouMean(suggestion)}`,
+  badUrl: (got: string) => `expected an http:// or https:// URL, got ${got}`,
+
+  invalidName: (what: string, name: string) =>
+    `invalid ${what} name ${quote(name)}: use letters, digits, \`_\`, \`-\` and \`.\`, starting with a letter or \`_\``,
+  invalidFieldName: (name: string) =>
+    `invalid field name ${quote(name)}: use letters, digits, \`_\` and \`-\`, starting with a letter or \`_\``,
+  reservedSystemName: (name: string) =>
+    `listener name ${quote(name)} is reserved: names starting with \`system.\` belong to built-in listeners`,
+  duplicateName: (what: string, name: string, firstLine: number | null) =>
+    `duplicate ${what} name ${quote(name)}${firstLine === null ? '' : ` (first declared at line ${firstLine})`}`,
+
+  unknownPeer: (peer: string, suggestion: string | null) => `unknown peer ${quote(peer)}: no listener has that name${didYouMean(suggestion)}`,
+  selfPeer: (name: string) => `listener ${quote(name)} lists itself as a peer; it may always reply to its sender`,
+  duplicatePeer: (peer: string) => `peer ${quote(peer)} is listed more than once`,
+
+  malformedHandler: (ref: string) =>
+    `malformed handler ${quote(ref)}: expected \`./path/to/module.ts#exportName\` (relative to the config file) or \`builtin:llm\``,
+  handlerExtension: (ref: string) => `handler module in ${quote(ref)} must be a .ts or .js file`,
+  unknownBuiltin: (ref: string) => `unknown built-in handler ${quote(ref)}; the only built-in is \`builtin:llm\``,
+  moduleNotFound: (modulePath: string, resolved: string) => `handler module ${quote(modulePath)} not found (looked for ${resolved})`,
+  moduleFailed: (modulePath: string, reason: string) => `handler module ${quote(modulePath)} failed to load: ${reason}`,
+  exportNotFound: (modulePath: string, exportName: string, suggestion: string | null) =>
+    `handler module ${quote(modulePath)} has no export ${quote(exportName)}${didYouMean(suggestion)}`,
+  exportNotFunction: (modulePath: string, exportName: string, got: string) =>
+    `export ${quote(exportName)} of ${quote(modulePath)} is not a function (got ${got})`,
+
+  llmNeedsPrompt: () => 'a `builtin:llm` listener needs a `prompt`',
+  llmNeedsModel: () => 'a `builtin:llm` listener needs a `model` when `llm.providers` are declared',
+  modelNotServed: (model: string, providers: readonly string[]) =>
+    `no provider serves model ${quote(model)} (providers: ${providers.join(', ')}); add it to a provider's \`models\``,
+  scriptOnlyForMock: () => '`script` is only valid for providers of type `mock`',
+  scriptUnknownListener: (name: string, suggestion: string | null) =>
+    `script for unknown listener ${quote(name)}${didYouMean(suggestion)}`,
+
+  secretInsteadOfEnvName: (key: string) =>
+    `${quote(key)} looks like an actual secret, not the name of an environment variable: put the key in an env var and name the variable (the value has not been printed)`,
+  badEnvName: (key: string) => `${quote(key)} must be the name of an environment variable (letters, digits and \`_\`, not starting with a digit)`,
+
+  unknownPayloadType: (name: string, suggestion: string | null) => `unknown payload type ${quote(name)}${didYouMean(suggestion)}`,
+  badFieldType: (expr: string) =>
+    `invalid field type ${quote(expr)}: expected string, integer, number, boolean or a payload type name, optionally as a list (\`T[]\` or \`list<T>\`) and optional (trailing \`?\`)`,
+  unknownFieldType: (name: string, suggestion: string | null) => `field refers to unknown type ${quote(name)}${didYouMean(suggestion)}`,
+  exportedTypeUnknownRef: (typeName: string, field: string, ref: string, modulePath: string) =>
+    `payload type ${quote(typeName)} exported by ${quote(modulePath)} has field ${quote(field)} of unknown type ${quote(ref)}`,
+  duplicatePayloadType: (name: string, first: string, second: string) =>
+    `duplicate payload type ${quote(name)}: declared by ${first} and by ${second}`,
+  builtinPayloadType: (name: string) => `payload type name ${quote(name)} is reserved for a built-in type`,
+  recursivePayloadType: (name: string) =>
+    `payload type ${quote(name)} contains itself through required fields; make one of them optional or a list`,
+} as const;
+
+/** Expected-type phrases used with `wrongType`. */
+export const Expected = {
+  string: 'a string',
+  boolean: 'true or false',
+  positiveInteger: 'a positive integer',
+  nonNegativeInteger: 'a non-negative integer',
+  integer: 'an integer',
+  positiveNumber: 'a positive number',
+  nonNegativeNumber: 'a non-negative number',
+  mapping: 'a mapping',
+  list: 'a list',
+  stringList: 'a list of strings',
+  fieldType: 'a type expression or a mapping with `type`',
+} as const;

@@ -1,0 +1,101 @@
+import type { FieldType } from '../payload/types.js';
+import type { OrganismConfig, ProviderConfig } from './types.js';
+
+const REDACTED = '[redacted]';
+
+/** Shows a field type the way it is written in YAML: `string`, `Item[]`. */
+function typeExpr(t: FieldType): string {
+  return t.kind === 'list' ? `${typeExpr(t.of)}[]` : t.kind === 'ref' ? t.name : t.kind;
+}
+
+/** Drops credentials a base URL might carry (`https://user:pass@host`, `?api_key=...`). */
+function sanitizeUrl(url: string | null): string | null {
+  if (url === null) return null;
+  try {
+    const u = new URL(url);
+    if (u.username || u.password) {
+      u.username = '';
+      u.password = '';
+    }
+    for (const key of [...u.searchParams.keys()]) u.searchParams.set(key, REDACTED);
+    return u.toString();
+  } catch {
+    return REDACTED;
+  }
+}
+
+function provider(p: ProviderConfig): Record<string, unknown> {
+  return {
+    name: p.name,
+    type: p.type,
+    baseUrl: sanitizeUrl(p.baseUrl),
+    apiKeyEnv: p.apiKeyEnv,
+    models: [...p.models],
+    priority: p.priority,
+    timeoutSeconds: p.timeoutSeconds,
+    maxRetries: p.maxRetries,
+    ...(p.type === 'mock' ? { script: structuredClone(p.script) } : {}),
+  };
+}
+
+/** Replaces, in every string of a JSON value, any of the given secret values. */
+function scrub(value: unknown, secrets: readonly string[]): unknown {
+  if (typeof value === 'string') return secrets.reduce((s, secret) => s.split(secret).join(REDACTED), value);
+  if (Array.isArray(value)) return value.map((v) => scrub(v, secrets));
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, scrub(v, secrets)]));
+  }
+  return value;
+}
+
+/**
+ * The config as operators may see it (GET /organism/config): camelCase JSON, env var names
+ * only. The config holds no secrets by construction; as a second line of defence, the values
+ * of the env vars it names are scrubbed from every string, wherever they might have been pasted.
+ */
+export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = process.env): Record<string, unknown> {
+  const view = {
+    name: config.name,
+    maxTokensPerThread: config.maxTokensPerThread,
+    maxConcurrentHandlers: config.maxConcurrentHandlers,
+    maxConcurrentPerAgent: config.maxConcurrentPerAgent,
+    maxHops: config.maxHops,
+    maxQueue: config.maxQueue,
+    llm: {
+      providers: config.llm.providers.map(provider),
+      pricing: structuredClone(config.llm.pricing),
+    },
+    listeners: config.listeners.map((l) => ({
+      name: l.name,
+      description: l.description,
+      agent: l.agent,
+      peers: [...l.peers],
+      payload: l.payload,
+      handler: l.handlerRef,
+      prompt: l.prompt,
+      model: l.model,
+      maxOutputTokens: l.maxOutputTokens,
+      timeoutSeconds: l.timeoutSeconds,
+    })),
+    payloads: config.payloads.map((p) => ({
+      name: p.name,
+      ...(p.description !== undefined ? { description: p.description } : {}),
+      fields: p.fields.map((f) => ({
+        name: f.name,
+        type: typeExpr(f.type),
+        optional: f.optional,
+        ...(f.description !== undefined ? { description: f.description } : {}),
+      })),
+    })),
+    auth: { tokens: config.auth.tokens.map((t) => ({ name: t.name, role: t.role, tokenEnv: t.tokenEnv })) },
+    journal: { ...config.journal },
+  };
+  const names = [
+    ...config.llm.providers.flatMap((p) => (p.apiKeyEnv ? [p.apiKeyEnv] : [])),
+    ...config.auth.tokens.map((t) => t.tokenEnv),
+    'ORGANISM_API_TOKEN',
+  ];
+  // Very short values would scrub ordinary words; real keys and tokens are long.
+  const secrets = names.map((n) => env[n]).filter((v): v is string => typeof v === 'string' && v.length >= 8);
+  return scrub(view, secrets) as Record<string, unknown>;
+}

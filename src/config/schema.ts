@@ -1,0 +1,46 @@
+/** The keys organism.yaml accepts, section by section, and the defaults it applies. */
+export const Keys = {
+  top: [
+    'organism',
+    'max_tokens_per_thread',
+    'max_concurrent_handlers',
+    'max_concurrent_per_agent',
+    'max_hops',
+    'max_queue',
+    'llm',
+    'listeners',
+    'payloads',
+    'auth',
+    'journal',
+  ],
+  organism: ['name'],
+  llm: ['providers', 'pricing'],
+  provider: ['name', 'type', 'base_url', 'api_key_env', 'models', 'priority', 'timeout_seconds', 'max_retries', 'script'],
+  price: ['prompt', 'completion', 'cache_read', 'cache_write'],
+  listener: ['name', 'description', 'agent', 'peers', 'payload', 'handler', 'prompt', 'model', 'max_output_tokens', 'timeout_seconds'],
+  payloadType: ['description', 'fields'],
+  field: ['type', 'optional', 'description'],
+  auth: ['tokens'],
+  token: ['name', 'role', 'token_env'],
+  journal: ['max_attempts', 'retain_days', 'failed_retain_days'],
+} as const;
+
+export const Defaults = {
+  maxTokensPerThread: 100_000,
+  maxConcurrentHandlers: 20,
+  maxConcurrentPerAgent: 5,
+  maxHops: 50,
+  maxQueue: 10_000,
+  listenerTimeoutSeconds: 30,
+  maxOutputTokens: 1024,
+  providerPriority: 0,
+  providerTimeoutSeconds: 60,
+  providerMaxRetries: 3,
+  journalMaxAttempts: 3,
+  journalRetainDays: 7,
+  journalFailedRetainDays: 30,
+} as const;
+
+export const PROVIDER_TYPES = ['mock', 'openai', 'anthropic'] as const;
+export const TOKEN_ROLES = ['operator', 'viewer'] as const;
+export const BUILTIN_LLM = 'builtin:llm';

@@ -98,6 +98,22 @@ export const Errors = {
   LLM_INVALID_REPLY: define('LLM_INVALID_REPLY', 502, 'Agent %s produced an invalid reply: %s'),
   ABORTED: define('ABORTED', 499, 'Aborted: %s'),
   CONFIG_INVALID: define('CONFIG_INVALID', 400, 'Configuration is invalid: %s'),
+
+  // --- control service (HTTP layer) ---
+  AUTH_REQUIRED: define('AUTH_REQUIRED', 401, 'Authentication required'),
+  OPERATOR_REQUIRED: define('OPERATOR_REQUIRED', 403, 'Operator role required'),
+  /** A request parameter or body field out of bounds or of the wrong type; the text names it and the bound. */
+  INVALID_REQUEST: define('INVALID_REQUEST', 422, '%s'),
+  INVALID_TIME: define('INVALID_TIME', 422, '%s must be an ISO 8601 date or time (e.g. 2025-01-31T12:00:00Z), not: %s'),
+  INVALID_TIME_RANGE: define('INVALID_TIME_RANGE', 422, 'startTime (%s) must not be after endTime (%s)'),
+  ROUTE_NOT_FOUND: define('ROUTE_NOT_FOUND', 404, 'Not found: %s %s'),
+  MALFORMED_JSON: define('MALFORMED_JSON', 400, 'Malformed JSON body: %s'),
+  BODY_TOO_LARGE: define('BODY_TOO_LARGE', 413, 'Request body is larger than %s bytes'),
+  UNSUPPORTED_MEDIA_TYPE: define('UNSUPPORTED_MEDIA_TYPE', 415, 'Unsupported content type: %s (send application/json)'),
+  BAD_REQUEST: define('BAD_REQUEST', 400, 'Bad request: %s'),
+  INTERNAL_ERROR: define('INTERNAL_ERROR', 500, 'Internal server error'),
+  RELOAD_NO_SOURCE: define('RELOAD_NO_SOURCE', 500, 'Reload failed: the organism was not loaded from a configuration file'),
+  RESTART_UNAVAILABLE: define('RESTART_UNAVAILABLE', 501, 'Restart is not available: the server runs without a supervisor'),
 } as const;
 
 export type ErrorCode = keyof typeof Errors;

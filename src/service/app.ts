@@ -1,0 +1,91 @@
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { LoadedOrganism } from '../config/types.js';
+import type { Organism } from '../organism/organism.js';
+import type { Logger } from '../util/logger.js';
+import { registerAuth, type AuthSettings } from './auth.js';
+import { registerCasing } from './casing.js';
+import type { ServiceContext } from './context.js';
+import { registerErrorHandling, sendError, toOrganismError } from './errors.js';
+import { registerJsonParser } from './json-parser.js';
+import { openApiOptions } from './openapi.js';
+import { agentRoutes } from './routes/agents.js';
+import { capabilityRoutes } from './routes/capabilities.js';
+import { healthRoutes } from './routes/health.js';
+import { injectRoutes } from './routes/inject.js';
+import { journalRoutes } from './routes/journal.js';
+import { messageRoutes } from './routes/messages.js';
+import { organismRoutes } from './routes/organism.js';
+import { threadRoutes } from './routes/threads.js';
+import { usageRoutes } from './routes/usage.js';
+// WebSocket channels (src/service/ws, built separately). Enable with the register line below.
+// import { wsPlugin } from './ws/plugin.js';
+
+export const API_PREFIX = '/api/v1';
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+export interface BuildAppOptions {
+  readonly organism: Organism;
+  readonly auth: AuthSettings;
+  /** Request and error logs; false or omitted: silent. */
+  readonly logger?: Logger | false;
+  readonly version: string;
+  readonly onStop?: () => void;
+  readonly onRestart?: () => void;
+  readonly reloadConfig?: () => Promise<LoadedOrganism>;
+  /** Largest accepted request body in bytes (default 1 MiB; larger is 413). */
+  readonly bodyLimit?: number;
+}
+
+/**
+ * The operator control service: REST under /api/v1, /health, the OpenAPI document and the
+ * WebSocket channels, on a Fastify instance that is ready but not listening (the caller listens).
+ */
+export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
+  const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  const app = Fastify({
+    ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
+    bodyLimit,
+    ajv: { customOptions: { allErrors: true } },
+    // Malformed URLs (bad percent-encoding) are the client's fault: same error body as everything else.
+    frameworkErrors: (err, _request, reply) => {
+      sendError(reply, toOrganismError(err).error);
+    },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  const base = app as unknown as FastifyInstance;
+
+  const ctx: ServiceContext = {
+    organism: options.organism,
+    version: options.version,
+    ...(options.onStop ? { onStop: options.onStop } : {}),
+    ...(options.onRestart ? { onRestart: options.onRestart } : {}),
+    ...(options.reloadConfig ? { reloadConfig: options.reloadConfig } : {}),
+  };
+
+  registerErrorHandling(base);
+  registerJsonParser(base, bodyLimit);
+  registerAuth(base, options.auth);
+  registerCasing(base);
+  await app.register(swagger, openApiOptions(options.version));
+
+  await app.register(healthRoutes, ctx);
+  await app.register(
+    async (api) => {
+      await api.register(organismRoutes, ctx);
+      await api.register(capabilityRoutes, ctx);
+      await api.register(agentRoutes, ctx);
+      await api.register(threadRoutes, ctx);
+      await api.register(messageRoutes, ctx);
+      await api.register(injectRoutes, ctx);
+      await api.register(usageRoutes, ctx);
+      await api.register(journalRoutes, ctx);
+      api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+    },
+    { prefix: API_PREFIX },
+  );
+  // await app.register(wsPlugin, { organism: options.organism, authenticate: base.authenticate, version: options.version });
+
+  await app.ready();
+  return base;
+}

@@ -1,0 +1,29 @@
+import type { FastifyInstance } from 'fastify';
+
+const camel = (key: string): string => key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+
+/**
+ * Renames snake_case keys to camelCase in place (`thread_id` -> `threadId`); a camelCase key
+ * given as well wins. Only the listed nested objects are descended into: payload fields are
+ * the user's own names and are never touched.
+ */
+export function camelizeKeys(target: unknown, nested: readonly string[] = []): void {
+  if (typeof target !== 'object' || target === null || Array.isArray(target)) return;
+  const obj = target as Record<string, unknown>;
+  for (const key of Object.keys(obj)) {
+    const to = camel(key);
+    if (to !== key) {
+      if (!Object.prototype.hasOwnProperty.call(obj, to)) obj[to] = obj[key];
+      delete obj[key];
+    }
+  }
+  for (const key of nested) camelizeKeys(obj[key], []);
+}
+
+/** Requests accept snake_case too: queries and bodies are camelized before validation. */
+export function registerCasing(app: FastifyInstance): void {
+  app.addHook('preValidation', async (request) => {
+    camelizeKeys(request.query);
+    camelizeKeys(request.body, ['metadata']);
+  });
+}

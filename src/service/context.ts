@@ -1,0 +1,20 @@
+import type { LoadedOrganism } from '../config/types.js';
+import type { Organism } from '../organism/organism.js';
+
+/** What every route group gets: the organism and the process-level hooks the CLI supplies. */
+export interface ServiceContext {
+  readonly organism: Organism;
+  readonly version: string;
+  /** Called after the stop response is sent (the CLI shuts the process down). */
+  readonly onStop?: () => void;
+  /** Called after the restart response is sent (the CLI drains and restarts). */
+  readonly onRestart?: () => void;
+  /** Re-reads and validates the configuration file; throws with the reason when it is invalid. */
+  readonly reloadConfig?: () => Promise<LoadedOrganism>;
+}
+
+/** Seconds since the organism started (0 before it has). */
+export function uptimeSeconds(organism: Organism, now = Date.now()): number {
+  const started = organism.startedAt;
+  return started === null ? 0 : Math.max(0, Math.round((now - started) / 100) / 10);
+}

@@ -1,0 +1,71 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Errors } from '../../errors/catalogue.js';
+import type { ServiceContext } from '../context.js';
+import {
+  AgentConfig,
+  AgentInfo,
+  AgentListResponse,
+  AgentParams,
+  AgentSchemaResponse,
+  PauseResponse,
+  ResumeResponse,
+} from '../schemas/agent.js';
+import { errorResponses } from '../schemas/error.js';
+import { agentConfigView, agentView } from '../views.js';
+
+export const agentRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app, { organism }) => {
+  const tags = ['agents'];
+
+  app.get(
+    '/agents',
+    { schema: { tags, summary: 'Every listener (isAgent tells agents from tools)', response: { 200: AgentListResponse, ...errorResponses } } },
+    async () => {
+      const agents = organism.agents().map(agentView);
+      return { agents, count: agents.length };
+    },
+  );
+
+  app.get(
+    '/agents/:name',
+    { schema: { tags, params: AgentParams, response: { 200: AgentInfo, ...errorResponses } } },
+    async (request) => agentView(organism.agent(request.params.name)),
+  );
+
+  app.get(
+    '/agents/:name/config',
+    { schema: { tags, params: AgentParams, response: { 200: AgentConfig, ...errorResponses } } },
+    async (request) => agentConfigView(organism.agent(request.params.name)),
+  );
+
+  app.get(
+    '/agents/:name/schema',
+    { schema: { tags, summary: 'XSD of the payload the agent accepts', params: AgentParams, response: { 200: AgentSchemaResponse, ...errorResponses } } },
+    async (request) => {
+      const { name } = request.params;
+      const listener = organism.agents().find((a) => a.name === name);
+      const type = listener ? organism.registry.get(listener.payloadClass) : undefined;
+      if (!type) throw Errors.SCHEMA_NOT_FOUND(name);
+      return { schema: type.xsd(), contentType: 'application/xml' as const };
+    },
+  );
+
+  app.post(
+    '/agents/:name/pause',
+    { schema: { tags, summary: 'Hold new messages (in-flight work finishes)', params: AgentParams, response: { 200: PauseResponse, ...errorResponses } } },
+    async (request) => {
+      const { name } = request.params;
+      organism.pauseAgent(name);
+      return { success: true as const, agent: name, state: 'paused' as const };
+    },
+  );
+
+  app.post(
+    '/agents/:name/resume',
+    { schema: { tags, summary: 'Release held messages in order', params: AgentParams, response: { 200: ResumeResponse, ...errorResponses } } },
+    async (request) => {
+      const { name } = request.params;
+      organism.resumeAgent(name);
+      return { success: true as const, agent: name, state: 'idle' as const };
+    },
+  );
+};

@@ -1,0 +1,57 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Errors } from '../../errors/catalogue.js';
+import type { ServiceContext } from '../context.js';
+import { CapabilityDetail, CapabilityListResponse, CapabilityParams } from '../schemas/capability.js';
+import { errorResponses } from '../schemas/error.js';
+
+/** The capability listing: operators only (agents know only their declared peers). */
+export const capabilityRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app, { organism }) => {
+  const tags = ['capabilities'];
+  const config = { access: 'operator' as const };
+
+  app.get(
+    '/capabilities',
+    { config, schema: { tags, summary: 'All registered listeners (operator only)', response: { 200: CapabilityListResponse, ...errorResponses } } },
+    async () => {
+      const capabilities = organism.agents().map((a) => ({
+        name: a.name,
+        description: a.description,
+        isAgent: a.isAgent,
+        peers: [...a.peers],
+        rootTag: a.payloadClass,
+      }));
+      return { capabilities, count: capabilities.length };
+    },
+  );
+
+  app.get(
+    '/capabilities/:name',
+    {
+      config,
+      schema: {
+        tags,
+        summary: 'One listener with its payload schema (XSD and JSON Schema) and an example (operator only)',
+        params: CapabilityParams,
+        response: { 200: CapabilityDetail, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const { name } = request.params;
+      const a = organism.agents().find((x) => x.name === name);
+      if (!a) throw Errors.CAPABILITY_NOT_FOUND(name);
+      const type = organism.registry.get(a.payloadClass);
+      if (!type) throw Errors.SCHEMA_NOT_FOUND(name);
+      return {
+        name: a.name,
+        description: a.description,
+        isAgent: a.isAgent,
+        peers: [...a.peers],
+        rootTag: a.payloadClass,
+        payloadClass: a.payloadClass,
+        schemaXsd: type.xsd(),
+        exampleXml: type.exampleXml(),
+        jsonSchema: type.jsonSchema() as Record<string, unknown>,
+      };
+    },
+  );
+};

@@ -1,0 +1,115 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { loadOrganism, sanitizeConfig } from '../../config/index.js';
+import type { LoadedOrganism } from '../../config/types.js';
+import { Errors, OrganismError } from '../../errors/catalogue.js';
+import { uptimeSeconds, type ServiceContext } from '../context.js';
+import { errorResponses } from '../schemas/error.js';
+import {
+  OrganismConfig,
+  OrganismInfo,
+  ReloadQuery,
+  ReloadResponse,
+  RestartResponse,
+  StopResponse,
+} from '../schemas/organism.js';
+import { isoOrNull } from '../time.js';
+import { journalStatsView } from '../views.js';
+
+export const organismRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app, ctx) => {
+  const { organism } = ctx;
+  let reloading: Promise<unknown> = Promise.resolve();
+
+  app.get(
+    '/organism',
+    { schema: { tags: ['organism'], summary: 'Organism overview', response: { 200: OrganismInfo, ...errorResponses } } },
+    async () => {
+      const stats = await organism.storage.journal.stats();
+      return {
+        name: organism.name,
+        status: organism.status,
+        uptimeSeconds: uptimeSeconds(organism),
+        agentCount: organism.agents().length,
+        activeThreads: organism.activeThreads,
+        totalMessages: organism.totalMessages,
+        version: ctx.version,
+        startedAt: isoOrNull(organism.startedAt),
+        bootId: organism.bootId,
+        journal: journalStatsView({ ...stats, lastRecovery: stats.lastRecovery ?? organism.lastRecovery }),
+      };
+    },
+  );
+
+  app.get(
+    '/organism/config',
+    { schema: { tags: ['organism'], summary: 'Sanitized configuration (no secrets)', response: { 200: OrganismConfig, ...errorResponses } } },
+    async () => sanitizeConfig(organism.config) as Record<string, unknown>,
+  );
+
+  app.post(
+    '/organism/reload',
+    {
+      schema: {
+        tags: ['organism'],
+        summary: 'Re-read organism.yaml and apply the listener diff (or only report it with dryRun)',
+        querystring: ReloadQuery,
+        response: { 200: ReloadResponse, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const dryRun = request.query.dryRun === true;
+      // One reload at a time: two concurrent diffs against the same state would race.
+      const run = reloading.then(async () => {
+        const next = await readConfig(ctx);
+        if (dryRun) return organism.planReload(next);
+        try {
+          return organism.reload(next);
+        } catch (err) {
+          throw reloadError(err);
+        }
+      });
+      reloading = run.catch(() => undefined);
+      const result = await run;
+      if (!result.success) throw result.error ? Errors.RELOAD_FAILED(result.error) : Errors.RELOAD_FAILED_DEFAULT();
+      return { success: true, added: [...result.added], removed: [...result.removed], updated: [...result.updated], error: null, dryRun };
+    },
+  );
+
+  app.post(
+    '/organism/stop',
+    { schema: { tags: ['organism'], summary: 'Stop gracefully (drain, flush, exit 0)', response: { 200: StopResponse, ...errorResponses } } },
+    async (_request, reply) => {
+      // The answer goes out first; the shutdown (which closes the server) starts once it is sent.
+      reply.raw.once('finish', () => (ctx.onStop ? ctx.onStop() : void organism.stop().catch(() => undefined)));
+      return { success: true as const, status: 'stopping' as const };
+    },
+  );
+
+  app.post(
+    '/organism/restart',
+    { schema: { tags: ['organism'], summary: 'Graceful restart (same PID)', response: { 202: RestartResponse, ...errorResponses } } },
+    async (_request, reply) => {
+      const onRestart = ctx.onRestart;
+      if (!onRestart) throw Errors.RESTART_UNAVAILABLE();
+      reply.raw.once('finish', () => onRestart());
+      return reply.code(202).send({ success: true as const, status: 'restarting' as const });
+    },
+  );
+};
+
+/** Loads the configuration again; a failure is the reload's 500 with the loader's text. */
+async function readConfig(ctx: ServiceContext): Promise<LoadedOrganism> {
+  try {
+    if (ctx.reloadConfig) return await ctx.reloadConfig();
+    const path = ctx.organism.configPath;
+    if (!path) throw Errors.RELOAD_NO_SOURCE();
+    return await loadOrganism(path);
+  } catch (err) {
+    throw reloadError(err);
+  }
+}
+
+function reloadError(err: unknown): OrganismError {
+  if (err instanceof OrganismError && err.status === 500) return err;
+  const text = err instanceof Error ? err.message : typeof err === 'string' ? err : '';
+  return text ? Errors.RELOAD_FAILED(text) : Errors.RELOAD_FAILED_DEFAULT();
+}

@@ -1,0 +1,84 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Errors } from '../../errors/catalogue.js';
+import { THREAD_STATUSES, type ThreadRecord, type ThreadStatus } from '../../store/types.js';
+import type { ServiceContext } from '../context.js';
+import { errorResponses } from '../schemas/error.js';
+import { MessageListResponse } from '../schemas/message.js';
+import { KillResponse, ThreadDetail, ThreadListResponse, ThreadPageQuery, ThreadParams, ThreadQuery } from '../schemas/thread.js';
+import { entryMessageView, threadView } from '../views.js';
+
+/** How many messages GET /threads/{id} embeds (the latest ones, oldest first). */
+const EMBEDDED_MESSAGES = 100;
+
+function parseStatus(value: string | undefined): ThreadStatus | undefined {
+  if (value === undefined) return undefined;
+  if ((THREAD_STATUSES as readonly string[]).includes(value)) return value as ThreadStatus;
+  throw Errors.INVALID_THREAD_STATUS(value, THREAD_STATUSES.join(', '));
+}
+
+export const threadRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app, { organism }) => {
+  const tags = ['threads'];
+
+  async function existing(id: string): Promise<ThreadRecord> {
+    const thread = await organism.thread(id);
+    if (!thread) throw Errors.THREAD_NOT_FOUND(id);
+    return thread;
+  }
+
+  app.get(
+    '/threads',
+    { schema: { tags, summary: 'Threads, newest activity first', querystring: ThreadQuery, response: { 200: ThreadListResponse, ...errorResponses } } },
+    async (request) => {
+      const { agent, limit = 50, offset = 0 } = request.query;
+      const status = parseStatus(request.query.status);
+      const page = await organism.storage.threads.list({
+        ...(status ? { status } : {}),
+        ...(agent !== undefined ? { agent } : {}),
+        limit,
+        offset,
+      });
+      const threads = page.items.map(threadView);
+      return { threads, count: threads.length, total: page.total, offset, limit };
+    },
+  );
+
+  app.get(
+    '/threads/:threadId',
+    { schema: { tags, summary: 'A thread with its latest 100 messages (oldest first)', params: ThreadParams, response: { 200: ThreadDetail, ...errorResponses } } },
+    async (request) => {
+      const thread = await existing(request.params.threadId);
+      const page = await organism.storage.journal.list({ threadId: thread.id, limit: EMBEDDED_MESSAGES, offset: 0, order: 'newest' });
+      return { ...threadView(thread), messages: page.items.map(entryMessageView).reverse() };
+    },
+  );
+
+  app.get(
+    '/threads/:threadId/messages',
+    {
+      schema: {
+        tags,
+        summary: 'Messages of a thread, oldest first (conversation order)',
+        params: ThreadParams,
+        querystring: ThreadPageQuery,
+        response: { 200: MessageListResponse, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const thread = await existing(request.params.threadId);
+      const { limit = 50, offset = 0 } = request.query;
+      const page = await organism.storage.journal.list({ threadId: thread.id, limit, offset, order: 'oldest' });
+      const messages = page.items.map(entryMessageView);
+      return { messages, count: messages.length, total: page.total, offset, limit };
+    },
+  );
+
+  app.post(
+    '/threads/:threadId/kill',
+    { schema: { tags, summary: 'Abort in-flight work, drop queued messages, refuse new ones', params: ThreadParams, response: { 200: KillResponse, ...errorResponses } } },
+    async (request) => {
+      const { threadId } = request.params;
+      await organism.killThread(threadId);
+      return { success: true as const, threadId };
+    },
+  );
+};

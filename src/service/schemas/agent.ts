@@ -1,0 +1,40 @@
+import { Type } from 'typebox';
+import { Name, NullableString, NullableTimestamp, SuccessFlag } from './common.js';
+
+export const AgentState = Type.Enum(['idle', 'processing', 'waiting', 'error', 'paused']);
+
+export const AgentConfig = Type.Object(
+  {
+    name: Type.String(),
+    description: Type.String(),
+    isAgent: Type.Boolean(),
+    peers: Type.Array(Type.String()),
+    payloadClass: Type.String({ description: 'Name of the payload type it accepts' }),
+  },
+  { title: 'AgentConfig' },
+);
+
+export const AgentInfo = Type.Object(
+  {
+    ...AgentConfig.properties,
+    state: AgentState,
+    currentThread: NullableString,
+    queueDepth: Type.Integer(),
+    lastActivity: NullableTimestamp,
+    messageCount: Type.Integer(),
+    model: Type.Union([Type.String(), Type.Null()], { description: 'LLM model (agents only)' }),
+  },
+  { title: 'AgentInfo' },
+);
+
+export const AgentListResponse = Type.Object({ agents: Type.Array(AgentInfo), count: Type.Integer() }, { title: 'AgentListResponse' });
+
+export const AgentSchemaResponse = Type.Object(
+  { schema: Type.String({ description: 'XSD of the payload type' }), contentType: Type.Literal('application/xml') },
+  { title: 'AgentSchemaResponse' },
+);
+
+export const AgentParams = Type.Object({ name: Name });
+
+export const PauseResponse = Type.Object({ success: SuccessFlag, agent: Type.String(), state: Type.Literal('paused') }, { title: 'PauseResponse' });
+export const ResumeResponse = Type.Object({ success: SuccessFlag, agent: Type.String(), state: Type.Literal('idle') }, { title: 'ResumeResponse' });

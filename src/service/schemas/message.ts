@@ -1,0 +1,32 @@
+import { Type } from 'typebox';
+import { AnyObject, Name, NullableString, PageFields, PageQuery, Timestamp } from './common.js';
+
+export const DeliveryState = Type.Enum(['PENDING', 'DISPATCHED', 'ACKED', 'FAILED']);
+
+export const MessageRecord = Type.Object(
+  {
+    id: Type.String(),
+    threadId: Type.String(),
+    from: Type.String(),
+    to: Type.String(),
+    payloadType: Type.String(),
+    payload: AnyObject,
+    timestamp: Timestamp,
+    parentId: NullableString,
+    deliveryState: DeliveryState,
+  },
+  { title: 'MessageRecord' },
+);
+
+export const MessageListResponse = Type.Object(
+  { messages: Type.Array(MessageRecord), ...PageFields },
+  { title: 'MessageListResponse' },
+);
+
+export const MessageQuery = Type.Object({
+  agent: Type.Optional(Type.String({ maxLength: 256, description: 'Sender or receiver' })),
+  threadId: Type.Optional(Type.String({ maxLength: 256 })),
+  ...PageQuery,
+});
+
+export { Name };

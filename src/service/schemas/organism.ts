@@ -1,0 +1,68 @@
+import { Type } from 'typebox';
+import { AnyObject, NullableString, NullableTimestamp, SuccessFlag, Timestamp } from './common.js';
+
+export const OrganismStatus = Type.Enum(['starting', 'running', 'stopping', 'stopped']);
+
+export const RecoveryReport = Type.Object(
+  {
+    bootId: Type.String(),
+    at: Timestamp,
+    durationMs: Type.Number(),
+    pending: Type.Integer(),
+    redelivered: Type.Integer(),
+    failedMaxAttempts: Type.Integer(),
+  },
+  { title: 'RecoveryReport' },
+);
+
+export const JournalStats = Type.Object(
+  {
+    counts: Type.Object({
+      PENDING: Type.Integer(),
+      DISPATCHED: Type.Integer(),
+      ACKED: Type.Integer(),
+      FAILED: Type.Integer(),
+    }),
+    oldestPendingAgeMs: Type.Union([Type.Number(), Type.Null()]),
+    lastRecovery: Type.Union([RecoveryReport, Type.Null()]),
+  },
+  { title: 'JournalStats' },
+);
+
+export const OrganismInfo = Type.Object(
+  {
+    name: Type.String(),
+    status: OrganismStatus,
+    uptimeSeconds: Type.Number(),
+    agentCount: Type.Integer({ description: 'Registered listeners (agents and tools)' }),
+    activeThreads: Type.Integer(),
+    totalMessages: Type.Integer({ description: 'Messages since this process started' }),
+    version: Type.String(),
+    startedAt: NullableTimestamp,
+    bootId: Type.String({ description: 'New on every process start' }),
+    journal: JournalStats,
+  },
+  { title: 'OrganismInfo' },
+);
+
+export const OrganismConfig = Type.Object({}, { additionalProperties: true, title: 'SanitizedConfig', description: 'The organism configuration without secrets' });
+export { AnyObject };
+
+export const ReloadQuery = Type.Object({
+  dryRun: Type.Optional(Type.Boolean({ default: false, description: 'Report the diff without applying it' })),
+});
+
+export const ReloadResponse = Type.Object(
+  {
+    success: Type.Boolean(),
+    added: Type.Array(Type.String()),
+    removed: Type.Array(Type.String()),
+    updated: Type.Array(Type.String()),
+    error: NullableString,
+    dryRun: Type.Boolean(),
+  },
+  { title: 'ReloadResponse' },
+);
+
+export const StopResponse = Type.Object({ success: SuccessFlag, status: Type.Literal('stopping') }, { title: 'StopResponse' });
+export const RestartResponse = Type.Object({ success: SuccessFlag, status: Type.Literal('restarting') }, { title: 'RestartResponse' });

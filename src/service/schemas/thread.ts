@@ -1,0 +1,37 @@
+import { Type } from 'typebox';
+import { Name, NullableString, PageFields, PageQuery, SuccessFlag, Timestamp } from './common.js';
+import { MessageRecord } from './message.js';
+
+export const ThreadStatus = Type.Enum(['active', 'completed', 'error', 'killed']);
+
+export const ThreadInfo = Type.Object(
+  {
+    id: Type.String(),
+    status: ThreadStatus,
+    participants: Type.Array(Type.String()),
+    messageCount: Type.Integer(),
+    createdAt: Timestamp,
+    lastActivity: Timestamp,
+    error: NullableString,
+  },
+  { title: 'ThreadInfo' },
+);
+
+export const ThreadDetail = Type.Object(
+  { ...ThreadInfo.properties, messages: Type.Array(MessageRecord, { description: 'Oldest first; the latest 100' }) },
+  { title: 'ThreadDetail' },
+);
+
+export const ThreadListResponse = Type.Object({ threads: Type.Array(ThreadInfo), ...PageFields }, { title: 'ThreadListResponse' });
+
+/** `status` is a plain string here: the spec answers a bad value with 400 and its own text. */
+export const ThreadQuery = Type.Object({
+  status: Type.Optional(Type.String({ description: 'active, completed, error or killed' })),
+  agent: Type.Optional(Type.String({ maxLength: 256, description: 'Participant' })),
+  ...PageQuery,
+});
+
+export const ThreadParams = Type.Object({ threadId: Name });
+export const ThreadPageQuery = Type.Object({ ...PageQuery });
+
+export const KillResponse = Type.Object({ success: SuccessFlag, threadId: Type.String() }, { title: 'KillResponse' });

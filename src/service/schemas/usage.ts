@@ -1,0 +1,136 @@
+import { Type } from 'typebox';
+import { Name, Nullable, SuccessFlag, Timestamp } from './common.js';
+
+const Counts = {
+  totalTokens: Type.Integer(),
+  promptTokens: Type.Integer(),
+  completionTokens: Type.Integer(),
+  requestCount: Type.Integer(),
+  totalCost: Type.Number({ description: 'USD; unpriced calls count 0 here and are reported in unpricedRequests' }),
+};
+
+export const UsageTotals = Type.Object(
+  { ...Counts, avgLatencyMs: Type.Number(), unpricedRequests: Type.Integer({ description: 'Calls to models without a price' }) },
+  { title: 'UsageTotals' },
+);
+
+export const AgentUsageInfo = Type.Object({ agentId: Type.String(), ...Counts }, { title: 'AgentUsageInfo' });
+export const ModelUsageInfo = Type.Object({ model: Type.String(), ...Counts }, { title: 'ModelUsageInfo' });
+
+export const UsageOverview = Type.Object(
+  {
+    totals: UsageTotals,
+    byAgent: Type.Array(AgentUsageInfo),
+    byModel: Type.Array(ModelUsageInfo),
+    activeThreads: Type.Integer({ description: 'Threads that currently have a budget' }),
+  },
+  { title: 'UsageOverview' },
+);
+
+export const UsageResponse = Type.Object({ usage: UsageOverview }, { title: 'UsageResponse' });
+
+export const ThreadBudgetInfo = Type.Object(
+  {
+    threadId: Type.String(),
+    maxTokens: Type.Integer(),
+    promptTokens: Type.Integer(),
+    completionTokens: Type.Integer(),
+    totalTokens: Type.Integer(),
+    remaining: Type.Integer(),
+    percentUsed: Type.Number({ description: 'totalTokens / maxTokens * 100, 1 decimal' }),
+    isExhausted: Type.Boolean(),
+  },
+  { title: 'ThreadBudgetInfo' },
+);
+
+export const ThreadBudgetListResponse = Type.Object(
+  { threads: Type.Array(ThreadBudgetInfo), count: Type.Integer(), defaultMaxTokens: Type.Integer() },
+  { title: 'ThreadBudgetListResponse' },
+);
+
+export const ThreadBudgetParams = Type.Object({ threadId: Name });
+export const AgentUsageParams = Type.Object({ agentId: Name });
+export const ModelUsageParams = Type.Object({ model: Name });
+
+export const SetBudgetRequest = Type.Object(
+  { maxTokens: Type.Integer({ minimum: 0, maximum: 1_000_000_000, description: 'New ceiling of the thread' }) },
+  { title: 'SetBudgetRequest' },
+);
+
+export const ResetResponse = Type.Object({ success: SuccessFlag, message: Type.Literal('Usage tracking reset') }, { title: 'ResetResponse' });
+
+const TimeParam = (what: string) => Type.Optional(Type.String({ maxLength: 64, description: `${what} (ISO 8601, e.g. 2025-01-31T00:00:00Z)` }));
+
+const RangeQuery = {
+  startTime: TimeParam('Inclusive start'),
+  endTime: TimeParam('Exclusive end'),
+  orgId: Type.Optional(Type.String({ maxLength: 256 })),
+};
+
+export const UsageHistoryQuery = Type.Object({
+  ...RangeQuery,
+  agentId: Type.Optional(Type.String({ maxLength: 256 })),
+  model: Type.Optional(Type.String({ maxLength: 256 })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Page size (1..1000)' })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+});
+
+export const BillingQuery = Type.Object({ ...RangeQuery });
+export const DailyQuery = Type.Object({ ...RangeQuery });
+
+export const UsageEventInfo = Type.Object(
+  {
+    id: Type.String(),
+    timestamp: Timestamp,
+    threadId: Type.String(),
+    agentId: Type.String(),
+    messageId: Nullable(Type.String()),
+    model: Type.String(),
+    provider: Type.String(),
+    promptTokens: Type.Integer(),
+    completionTokens: Type.Integer(),
+    totalTokens: Type.Integer(),
+    cacheReadTokens: Nullable(Type.Integer()),
+    cacheWriteTokens: Nullable(Type.Integer()),
+    reasoningTokens: Nullable(Type.Integer()),
+    latencyMs: Type.Number({ description: 'Provider latency (same as providerLatencyMs)' }),
+    providerLatencyMs: Type.Number(),
+    totalLatencyMs: Type.Number({ description: 'Including retries and backoff' }),
+    estimatedCost: Nullable(Type.Number()),
+    metadata: Type.Object({}, { additionalProperties: Type.String() }),
+  },
+  { title: 'UsageEventInfo' },
+);
+
+export const UsageHistoryResponse = Type.Object(
+  {
+    events: Type.Array(UsageEventInfo),
+    count: Type.Integer(),
+    total: Type.Integer({ description: 'Matches of every filter before paging' }),
+    offset: Type.Integer(),
+    limit: Type.Integer(),
+  },
+  { title: 'UsageHistoryResponse' },
+);
+
+const BillingLine = Type.Object({ ...Counts });
+
+export const BillingResponse = Type.Object(
+  {
+    orgId: Nullable(Type.String()),
+    startTime: Nullable(Timestamp),
+    endTime: Nullable(Timestamp),
+    ...Counts,
+    byModel: Type.Object({}, { additionalProperties: BillingLine }),
+    byAgent: Type.Object({}, { additionalProperties: BillingLine }),
+    byOrg: Type.Object({}, { additionalProperties: BillingLine }),
+  },
+  { title: 'BillingResponse' },
+);
+
+export const DailyUsage = Type.Object(
+  { date: Type.String({ description: 'UTC day, YYYY-MM-DD' }), totalTokens: Type.Integer(), requestCount: Type.Integer(), totalCost: Type.Number() },
+  { title: 'DailyUsage' },
+);
+
+export const DailyResponse = Type.Object({ days: Type.Array(DailyUsage), count: Type.Integer() }, { title: 'DailyResponse' });

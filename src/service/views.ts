@@ -1,0 +1,91 @@
+import type { RecoveryReport, JournalEntry, JournalStats, ThreadRecord } from '../store/types.js';
+import type { AgentInfo } from '../organism/views.js';
+import type { Message } from '../pump/message.js';
+import type { DeliveryState } from '../store/types.js';
+import { iso, isoOrNull } from './time.js';
+
+/** Runtime records -> wire shapes (camelCase, ISO 8601 times). One place, so every route agrees. */
+
+export function agentView(a: AgentInfo) {
+  return {
+    name: a.name,
+    description: a.description,
+    isAgent: a.isAgent,
+    peers: [...a.peers],
+    payloadClass: a.payloadClass,
+    state: a.state,
+    currentThread: a.currentThread,
+    queueDepth: a.queueDepth,
+    lastActivity: isoOrNull(a.lastActivity),
+    messageCount: a.messageCount,
+    model: a.model,
+  };
+}
+
+export function agentConfigView(a: AgentInfo) {
+  return { name: a.name, description: a.description, isAgent: a.isAgent, peers: [...a.peers], payloadClass: a.payloadClass };
+}
+
+export function threadView(t: ThreadRecord) {
+  return {
+    id: t.id,
+    status: t.status,
+    participants: [...t.participants],
+    messageCount: t.messageCount,
+    createdAt: iso(t.createdAt),
+    lastActivity: iso(t.lastActivity),
+    error: t.error,
+  };
+}
+
+export function messageView(m: Message, deliveryState: DeliveryState) {
+  return {
+    id: m.id,
+    threadId: m.threadId,
+    from: m.from,
+    to: m.to,
+    payloadType: m.payloadType,
+    payload: m.payload,
+    timestamp: iso(m.timestamp),
+    parentId: m.parentId,
+    deliveryState,
+  };
+}
+
+export function entryMessageView(e: JournalEntry) {
+  return messageView(e.message, e.state);
+}
+
+export function journalEntryView(e: JournalEntry) {
+  return {
+    ...messageView(e.message, e.state),
+    metadata: { ...e.message.metadata },
+    attempts: e.attempts,
+    createdAt: iso(e.createdAt),
+    dispatchedAt: isoOrNull(e.dispatchedAt),
+    ackedAt: isoOrNull(e.ackedAt),
+    failedAt: isoOrNull(e.failedAt),
+    failureReason: e.failureReason,
+    error: e.error,
+  };
+}
+
+export function recoveryView(r: RecoveryReport | null) {
+  if (!r) return null;
+  return {
+    bootId: r.bootId,
+    at: iso(r.at),
+    durationMs: r.durationMs,
+    pending: r.pending,
+    redelivered: r.redelivered,
+    failedMaxAttempts: r.failedMaxAttempts,
+  };
+}
+
+export function journalStatsView(s: JournalStats) {
+  return {
+    counts: { ...s.counts },
+    oldestPendingAgeMs: s.oldestPendingAgeMs,
+    lastRecovery: recoveryView(s.lastRecovery),
+  };
+}

@@ -1,0 +1,638 @@
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { FIXTURES, problemsOf, y } from './helpers.js';
+
+interface Row {
+  readonly name: string;
+  readonly yaml: string;
+  readonly keyPath: string;
+  readonly line: number | null;
+  readonly message: string;
+  /** How many problems the config has in all (default 1: the expected one alone). */
+  readonly count?: number;
+}
+
+/** A valid listener block, reused where a row needs a second, correct listener. */
+const SHOUT = `
+  - name: shout
+    handler: ./tools.ts#uppercase
+    payload: Announcement`;
+
+const rows: Row[] = [
+  {
+    name: 'unknown top-level key, with the closest valid one',
+    yaml: y`
+      organism: {name: t}
+      mx_hops: 3
+      listeners:${SHOUT}
+    `,
+    keyPath: 'mx_hops',
+    line: 2,
+    message: 'unknown key `mx_hops`; did you mean `max_hops`?',
+  },
+  {
+    name: 'unknown key with nothing close lists the valid keys',
+    yaml: y`
+      organism: {name: t}
+      journal:
+        colour: red
+      listeners:${SHOUT}
+    `,
+    keyPath: 'journal.colour',
+    line: 3,
+    message: 'unknown key `colour`; valid keys: max_attempts, retain_days, failed_retain_days',
+  },
+  {
+    name: 'unknown listener key',
+    yaml: y`
+      organism: {name: t}
+      listeners:
+        - name: shout
+          handler: ./tools.ts#uppercase
+          payload: Announcement
+          peer: []
+    `,
+    keyPath: 'listeners[0].peer',
+    line: 6,
+    message: 'unknown key `peer`; did you mean `peers`?',
+  },
+  {
+    name: 'missing organism.name',
+    yaml: y`
+      organism: {}
+      listeners:${SHOUT}
+    `,
+    keyPath: 'organism.name',
+    line: 1,
+    message: 'missing required key `name`',
+  },
+  {
+    name: 'missing listeners',
+    yaml: y`
+      organism:
+        name: t
+    `,
+    keyPath: 'listeners',
+    line: 1,
+    message: 'missing required key `listeners`',
+  },
+  {
+    name: 'missing listener handler',
+    yaml: y`
+      organism: {name: t}
+      listeners:
+        - name: shout
+          payload: Announcement
+    `,
+    keyPath: 'listeners[0].handler',
+    line: 3,
+    message: 'missing required key `handler`',
+    // Without its handler module, nothing declares Announcement either.
+    count: 2,
+  },
+  {
+    name: 'wrong type: max_hops is not a number',
+    yaml: y`
+      organism: {name: t}
+      max_hops: "many"
+      listeners:${SHOUT}
+    `,
+    keyPath: 'max_hops',
+    line: 2,
+    message: 'expected a positive integer, got "many"',
+  },
+  {
+    name: 'zero limit',
+    yaml: y`
+      organism: {name: t}
+      max_concurrent_handlers: 0
+      listeners:${SHOUT}
+    `,
+    keyPath: 'max_concurrent_handlers',
+    line: 2,
+    message: 'expected a positive integer, got 0',
+  },
+  {
+    name: 'negative limit',
+    yaml: y`
+      organism: {name: t}
+      listeners:
+        - name: shout
+          handler: ./tools.ts#uppercase
+          payload: Announcement
+          timeout_seconds: -1
+    `,
+    keyPath: 'listeners[0].timeout_seconds',
+    line: 6,
+    message: 'expected a positive number, got -1',
+  },
+  {
+    name: 'zero journal attempts',
+    yaml: y`
+      organism: {name: t}
+      journal: {max_attempts: 0}
+      listeners:${SHOUT}
+    `,
+    keyPath: 'journal.max_attempts',
+    line: 2,
+    message: 'expected a positive integer, got 0',
+  },
+  {
+    name: 'wrong type: peers is not a list',
+    yaml: y`
+      organism: {name: t}
+      listeners:
+        - name: shout
+          handler: ./tools.ts#uppercase
+          payload: Announcement
+          peers: everyone
+    `,
+    keyPath: 'listeners[0].peers',
+    line: 6,
+    message: 'expected a list, got "everyone"',
+  },
+  {
+    name: 'bad provider type',
+    yaml: y`
+      organism: {name: t}
+      llm:
+        providers:
+          - name: p
+            type: gemini
+      listeners:${SHOUT}
+    `,
+    keyPath: 'llm.providers[0].type',
+    line: 5,
+    message: 'expected one of mock, openai, anthropic, got "gemini"',
+  },
+  {
+    name: 'bad token role, with a suggestion',
+    yaml: y`
+      organism: {name: t}
+      auth:
+        tokens:
+          - {name: ops, role: operater, token_env: OPS_TOKEN}
+      listeners:${SHOUT}
+    `,
+    keyPath: 'auth.tokens[0].role',
+    line: 4,
+    message: 'expected one of operator, viewer, got "operater"; did you mean `operator`?',
+  },
+  {
+    name: 'unknown peer',
+    yaml: y`
+      organism: {name: t}
+      listeners:
+        - name: shout
+          handler: ./tools.ts#uppercase
+          payload: Announcement
+          peers: [shuot]
+    `,
+    keyPath: 'listeners[0].peers[0]',
+    line: 6,
+    message: 'unknown peer `shuot`: no listener has that name; did you mean `shout`?',
+  },
+  {
+    name: 'a listener that is its own peer',
+    yaml: y`
+      organism: {name: t}
+      listeners:
+        - name: shout
+          handler: ./tools.ts#uppercase
+          payload: Announcement
+          peers:
+            - shout
+    `,
+    keyPath: 'listeners[0].peers[0]',
+    line: 7,
+    message: 'listener `shout` lists itself as a peer; it may always reply to its sender',
+  },
+  {
+    name: 'duplicate listener name',
+    yaml: y`
+      organism: {name: t}
+      listeners:${SHOUT}${SHOUT}
+    `,
+    keyPath: 'listeners[1].name',
+    line: 6,
+    message: 'duplicate listener name `shout` (first declared at line 3)',
+  },
+  {
+    name: 'duplicate provider name',
+    yaml: y`
+      organism: {name: t}
+      llm:
+        providers:
+          - {name: local, type: mock}
+          - {name: local, type: openai, base_url: "http://127.0.0.1:11434/v1"}
+      listeners:${SHOUT}
+    `,
+    keyPath: 'llm.providers[1].name',
+    line: 5,
+    message: 'duplicate provider name `local` (first declared at line 4)',
+  },
+  {
+    name: 'system. prefix is reserved',
+    yaml: y`
+      organism: {name: t}
+      listeners:
+        - name: system.shout
+          handler: ./tools.ts#uppercase
+          payload: Announcement
+    `,
+    keyPath: 'listeners[0].name',
+    line: 3,
+    message: 'listener name `system.shout` is reserved: names starting with `system.` belong to built-in listeners',
+  },
+  {
+    name: 'invalid listener name',
+    yaml: y`
+      organism: {name: t}
+      listeners:
+        - name: "shout loud"
+          handler: ./tools.ts#uppercase
+          payload: Announcement
+    `,
+    keyPath: 'listeners[0].name',
+    line: 3,
+    message: 'invalid listener name `shout loud`: use letters, digits, `_`, `-` and `.`, starting with a letter or `_`',
+  },
+  {
+    name: 'handler module not found',
+    yaml: y`
+      organism: {name: t}
+      listeners:
+        - name: shout
+          handler: ./missing/tools.ts#uppercase
+          payload: Announcement
+    `,
+    keyPath: 'listeners[0].handler',
+    line: 4,
+    message: `handler module \`./missing/tools.ts\` not found (looked for ${path.join(FIXTURES, 'missing', 'tools.ts')})`,
+    // Nothing declares Announcement once tools.ts is not loaded.
+    count: 2,
+  },
+  {
+    name: 'handler export not found, with the closest export',
+    yaml: y`
+      organism: {name: t}
+      listeners:
+        - name: shout
+          handler: ./tools.ts#upercase
+          payload: Announcement
+    `,
+    keyPath: 'listeners[0].handler',
+    line: 4,
+    message: 'handler module `./tools.ts` has no export `upercase`; did you mean `uppercase`?',
+  },
+  {
+    name: 'handler export that is not a function',
+    yaml: y`
+      organism: {name: t}
+      listeners:
+        - name: shout
+          handler: ./tools.ts#notAFunction
+          payload: Announcement
+    `,
+    keyPath: 'listeners[0].handler',
+    line: 4,
+    message: 'export `notAFunction` of `./tools.ts` is not a function (got number)',
+  },
+  {
+    name: 'handler module that throws while loading',
+    yaml: y`
+      organism: {name: t}
+      listeners:${SHOUT}
+        - name: other
+          handler: ./fails-on-load.ts#anything
+          payload: Announcement
+    `,
+    keyPath: 'listeners[1].handler',
+    line: 7,
+    message: 'handler module `./fails-on-load.ts` failed to load: boom while loading',
+  },
+  {
+    name: 'malformed handler ref',
+    yaml: y`
+      organism: {name: t}
+      listeners:${SHOUT}
+        - name: other
+          handler: tools.ts:uppercase
+          payload: Announcement
+    `,
+    keyPath: 'listeners[1].handler',
+    line: 7,
+    message:
+      'malformed handler `tools.ts:uppercase`: expected `./path/to/module.ts#exportName` (relative to the config file) or `builtin:llm`',
+  },
+  {
+    name: 'handler module that is neither .ts nor .js',
+    yaml: y`
+      organism: {name: t}
+      listeners:${SHOUT}
+        - name: other
+          handler: ./tools.py#uppercase
+          payload: Announcement
+    `,
+    keyPath: 'listeners[1].handler',
+    line: 7,
+    message: 'handler module in `./tools.py#uppercase` must be a .ts or .js file',
+  },
+  {
+    name: 'unknown built-in handler',
+    yaml: y`
+      organism: {name: t}
+      listeners:${SHOUT}
+        - name: other
+          handler: builtin:gpt
+          payload: Announcement
+    `,
+    keyPath: 'listeners[1].handler',
+    line: 7,
+    message: 'unknown built-in handler `builtin:gpt`; the only built-in is `builtin:llm`',
+  },
+  {
+    name: 'builtin:llm without a prompt',
+    yaml: y`
+      organism: {name: t}
+      listeners:${SHOUT}
+        - name: writer
+          handler: builtin:llm
+          payload: Announcement
+    `,
+    keyPath: 'listeners[1].prompt',
+    line: 6,
+    message: 'a `builtin:llm` listener needs a `prompt`',
+  },
+  {
+    name: 'builtin:llm with a model no provider serves',
+    yaml: y`
+      organism: {name: t}
+      llm:
+        providers:
+          - {name: openai, type: openai, api_key_env: OPENAI_API_KEY, models: [gpt-4o]}
+      listeners:${SHOUT}
+        - name: writer
+          handler: builtin:llm
+          prompt: Write.
+          model: claude-3-haiku
+          payload: Announcement
+    `,
+    keyPath: 'listeners[1].model',
+    line: 12,
+    message: "no provider serves model `claude-3-haiku` (providers: openai (gpt-4o)); add it to a provider's `models`",
+  },
+  {
+    name: 'builtin:llm without a model while providers are declared',
+    yaml: y`
+      organism: {name: t}
+      llm:
+        providers:
+          - {name: mock, type: mock}
+      listeners:
+        - name: writer
+          handler: builtin:llm
+          prompt: Write.
+          payload: Announcement
+          peers: [shout]${SHOUT}
+    `,
+    keyPath: 'listeners[0].model',
+    line: 6,
+    message: 'a `builtin:llm` listener needs a `model` when `llm.providers` are declared',
+  },
+  {
+    name: 'script on a provider that is not mock',
+    yaml: y`
+      organism: {name: t}
+      llm:
+        providers:
+          - name: openai
+            type: openai
+            script: {shout: ["hi"]}
+      listeners:${SHOUT}
+    `,
+    keyPath: 'llm.providers[0].script',
+    line: 6,
+    message: '`script` is only valid for providers of type `mock`',
+  },
+  {
+    name: 'mock script for an unknown listener',
+    yaml: y`
+      organism: {name: t}
+      llm:
+        providers:
+          - name: mock
+            type: mock
+            script:
+              shuot: ["hi"]
+      listeners:${SHOUT}
+    `,
+    keyPath: 'llm.providers[0].script.shuot',
+    line: 7,
+    message: 'script for unknown listener `shuot`; did you mean `shout`?',
+  },
+  {
+    name: 'api_key_env holding an actual key',
+    yaml: y`
+      organism: {name: t}
+      llm:
+        providers:
+          - name: openai
+            type: openai
+            api_key_env: sk-proj-abcdefghijklmnopqrstuvwxyz012345
+      listeners:${SHOUT}
+    `,
+    keyPath: 'llm.providers[0].api_key_env',
+    line: 6,
+    message:
+      '`api_key_env` looks like an actual secret, not the name of an environment variable: put the key in an env var and name the variable (the value has not been printed)',
+  },
+  {
+    name: 'token_env that is not a variable name',
+    yaml: y`
+      organism: {name: t}
+      auth:
+        tokens:
+          - {name: ops, role: operator, token_env: "ops token"}
+      listeners:${SHOUT}
+    `,
+    keyPath: 'auth.tokens[0].token_env',
+    line: 4,
+    message: '`token_env` must be the name of an environment variable (letters, digits and `_`, not starting with a digit)',
+  },
+  {
+    name: 'provider base_url that is not a URL',
+    yaml: y`
+      organism: {name: t}
+      llm:
+        providers:
+          - {name: local, type: openai, base_url: "localhost:11434"}
+      listeners:${SHOUT}
+    `,
+    keyPath: 'llm.providers[0].base_url',
+    line: 4,
+    message: 'expected an http:// or https:// URL, got "localhost:11434"',
+  },
+  {
+    name: 'pricing entry without completion price',
+    yaml: y`
+      organism: {name: t}
+      llm:
+        pricing:
+          my-model: {prompt: 1.5}
+      listeners:${SHOUT}
+    `,
+    keyPath: 'llm.pricing.my-model.completion',
+    line: 4,
+    message: 'missing required key `completion`',
+  },
+  {
+    name: 'unknown listener payload type, with the closest type',
+    yaml: y`
+      organism: {name: t}
+      listeners:
+        - name: shout
+          handler: ./tools.ts#uppercase
+          payload: Anouncement
+    `,
+    keyPath: 'listeners[0].payload',
+    line: 5,
+    message: 'unknown payload type `Anouncement`; did you mean `Announcement`?',
+  },
+  {
+    name: 'bad field type expression',
+    yaml: y`
+      organism: {name: t}
+      payloads:
+        Note:
+          fields:
+            tags: "list<string"
+      listeners:${SHOUT}
+    `,
+    keyPath: 'payloads.Note.fields.tags',
+    line: 5,
+    message:
+      'invalid field type `list<string`: expected string, integer, number, boolean or a payload type name, optionally as a list (`T[]` or `list<T>`) and optional (trailing `?`)',
+  },
+  {
+    name: 'field of an unknown type',
+    yaml: y`
+      organism: {name: t}
+      payloads:
+        Note:
+          fields:
+            count: {type: intger, description: how many}
+      listeners:${SHOUT}
+    `,
+    keyPath: 'payloads.Note.fields.count.type',
+    line: 5,
+    message: 'field refers to unknown type `intger`; did you mean `integer`?',
+  },
+  {
+    name: 'unknown key in a field declaration',
+    yaml: y`
+      organism: {name: t}
+      payloads:
+        Note:
+          fields:
+            text:
+              type: string
+              optinal: true
+      listeners:${SHOUT}
+    `,
+    keyPath: 'payloads.Note.fields.text.optinal',
+    line: 7,
+    message: 'unknown key `optinal`; did you mean `optional`?',
+  },
+  {
+    name: 'payload type declared in YAML and exported by a handler module',
+    yaml: y`
+      organism: {name: t}
+      payloads:
+        Announcement:
+          fields: {text: string}
+      listeners:${SHOUT}
+    `,
+    keyPath: 'listeners[0].handler',
+    line: 7,
+    message: 'duplicate payload type `Announcement`: declared by organism.yaml and by ./tools.ts',
+  },
+  {
+    name: 'payload type exported by two modules, one with a dangling field type',
+    yaml: y`
+      organism: {name: t}
+      listeners:${SHOUT}
+        - name: other
+          handler: ./other-announcement.ts#noop
+          payload: Announcement
+    `,
+    keyPath: 'listeners[1].handler',
+    line: 7,
+    message: 'duplicate payload type `Announcement`: declared by ./tools.ts and by ./other-announcement.ts',
+    count: 2,
+  },
+  {
+    name: 'payload type named like a built-in',
+    yaml: y`
+      organism: {name: t}
+      payloads:
+        SystemError:
+          fields: {text: string}
+      listeners:${SHOUT}
+    `,
+    keyPath: 'payloads.SystemError',
+    line: 3,
+    message: 'payload type name `SystemError` is reserved for a built-in type',
+  },
+  {
+    name: 'payload type that requires itself',
+    yaml: y`
+      organism: {name: t}
+      payloads:
+        Node:
+          fields: {next: Node, label: string}
+      listeners:${SHOUT}
+    `,
+    keyPath: 'payloads.Node',
+    line: 3,
+    message: 'payload type `Node` contains itself through required fields; make one of them optional or a list',
+  },
+  {
+    name: 'YAML syntax error',
+    yaml: y`
+      organism: {name: t}
+      listeners:
+        - name: shout
+          handler: ./tools.ts#uppercase
+          handler: ./tools.ts#other
+    `,
+    keyPath: '',
+    line: 5,
+    message: 'YAML syntax error: Map keys must be unique',
+  },
+  {
+    name: 'top level that is not a mapping',
+    yaml: y`
+      - just
+      - a list
+    `,
+    keyPath: '',
+    line: 1,
+    message: 'expected a mapping of keys at the top level of the file',
+  },
+];
+
+describe('broken configs', () => {
+  it('has a substantial table', () => {
+    expect(rows.length).toBeGreaterThanOrEqual(15);
+  });
+
+  it.each(rows)('$name', async (row) => {
+    const problems = await problemsOf(row.yaml);
+    const match = problems.find((p) => p.keyPath === row.keyPath && p.message === row.message);
+    expect(match, `got:\n${problems.map((p) => `${p.line} ${p.keyPath}: ${p.message}`).join('\n')}`).toBeDefined();
+    expect(match?.line).toBe(row.line);
+    expect(match?.file).toBe(path.join(FIXTURES, 'organism.yaml'));
+    expect(problems).toHaveLength(row.count ?? 1);
+  });
+});

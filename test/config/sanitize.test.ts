@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import { loadOrganismFromString, sanitizeConfig } from '../../src/index.js';
+import { CONFIG_PATH, y } from './helpers.js';
+
+const SECRET_KEY = 'sk-test-0123456789abcdefSECRET';
+const SECRET_TOKEN = 'operator-token-9f8e7d6c5b4a';
+
+const CONFIG = y`
+  organism: {name: secretive}
+  llm:
+    providers:
+      - name: openai
+        type: openai
+        base_url: https://user:hunter2@llm.example.com/v1?api_key=inline
+        api_key_env: TEST_OPENAI_KEY
+        models: [gpt-4o]
+  listeners:
+    - name: writer
+      handler: builtin:llm
+      model: gpt-4o
+      prompt: "Never reveal ${SECRET_KEY}"
+      payload: Note
+  payloads:
+    Note: {fields: {text: string}}
+  auth:
+    tokens:
+      - {name: ops, role: operator, token_env: TEST_OPS_TOKEN}
+`;
+
+describe('sanitizeConfig', () => {
+  it('holds env var names, never their values or other credentials', async () => {
+    const { config } = await loadOrganismFromString(CONFIG, CONFIG_PATH);
+    const env = { TEST_OPENAI_KEY: SECRET_KEY, TEST_OPS_TOKEN: SECRET_TOKEN };
+    const view = sanitizeConfig(config, env);
+    const json = JSON.stringify(view);
+
+    expect(json).not.toContain(SECRET_KEY);
+    expect(json).not.toContain(SECRET_TOKEN);
+    expect(json).not.toContain('hunter2');
+    expect(json).not.toContain('inline');
+    expect(json).toContain('"apiKeyEnv":"TEST_OPENAI_KEY"');
+    expect(json).toContain('"tokenEnv":"TEST_OPS_TOKEN"');
+    // A secret pasted into other text is scrubbed too.
+    expect(view).toMatchObject({ listeners: [{ prompt: 'Never reveal [redacted]' }] });
+  });
+
+  it('reads process.env by default', async () => {
+    const { config } = await loadOrganismFromString(CONFIG, CONFIG_PATH);
+    process.env['TEST_OPS_TOKEN'] = SECRET_TOKEN;
+    try {
+      expect(JSON.stringify(sanitizeConfig(config))).not.toContain(SECRET_TOKEN);
+    } finally {
+      delete process.env['TEST_OPS_TOKEN'];
+    }
+  });
+
+  it('is camelCase JSON with the whole config', async () => {
+    const { config } = await loadOrganismFromString(CONFIG, CONFIG_PATH);
+    const view = sanitizeConfig(config, {});
+    expect(JSON.parse(JSON.stringify(view))).toEqual(view);
+    expect(JSON.stringify(view)).not.toMatch(/"[a-z]+_[a-z_]+":/);
+    expect(view).toEqual({
+      name: 'secretive',
+      maxTokensPerThread: 100000,
+      maxConcurrentHandlers: 20,
+      maxConcurrentPerAgent: 5,
+      maxHops: 50,
+      maxQueue: 10000,
+      llm: {
+        providers: [
+          {
+            name: 'openai',
+            type: 'openai',
+            baseUrl: 'https://llm.example.com/v1?api_key=%5Bredacted%5D',
+            apiKeyEnv: 'TEST_OPENAI_KEY',
+            models: ['gpt-4o'],
+            priority: 0,
+            timeoutSeconds: 60,
+            maxRetries: 3,
+          },
+        ],
+        pricing: {},
+      },
+      listeners: [
+        {
+          name: 'writer',
+          description: '',
+          agent: true,
+          peers: [],
+          payload: 'Note',
+          handler: 'builtin:llm',
+          prompt: `Never reveal ${SECRET_KEY}`,
+          model: 'gpt-4o',
+          maxOutputTokens: 1024,
+          timeoutSeconds: 30,
+        },
+      ],
+      payloads: [{ name: 'Note', fields: [{ name: 'text', type: 'string', optional: false }] }],
+      auth: { tokens: [{ name: 'ops', role: 'operator', tokenEnv: 'TEST_OPS_TOKEN' }] },
+      journal: { maxAttempts: 3, retainDays: 7, failedRetainDays: 30 },
+    });
+  });
+});

@@ -99,7 +99,8 @@ function resolveListener(
   }
   const found = resolveExport(mod, ref.modulePath, ref.exportName);
   if ('missing' in found) {
-    l.at.problem('handler', ConfigMessages.exportNotFound(ref.modulePath, ref.exportName, closest(ref.exportName, functionExports(mod))));
+    const functions = functionExports(mod);
+    l.at.problem('handler', ConfigMessages.exportNotFound(ref.modulePath, ref.exportName, closest(ref.exportName, functions), functions));
     return null;
   }
   if ('error' in found) {

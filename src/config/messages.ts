@@ -39,8 +39,10 @@ export const ConfigMessages = {
   unknownBuiltin: (ref: string) => `unknown built-in handler ${quote(ref)}; the only built-in is \`builtin:llm\``,
   moduleNotFound: (modulePath: string, resolved: string) => `handler module ${quote(modulePath)} not found (looked for ${resolved})`,
   moduleFailed: (modulePath: string, reason: string) => `handler module ${quote(modulePath)} failed to load: ${reason}`,
-  exportNotFound: (modulePath: string, exportName: string, suggestion: string | null) =>
-    `handler module ${quote(modulePath)} has no export ${quote(exportName)}${didYouMean(suggestion)}`,
+  exportNotFound: (modulePath: string, exportName: string, suggestion: string | null, functions: readonly string[]) =>
+    `handler module ${quote(modulePath)} has no export ${quote(exportName)}${
+      suggestion ? didYouMean(suggestion) : `; its function exports: ${functions.length > 0 ? functions.join(', ') : 'none'}`
+    }`,
   exportNotFunction: (modulePath: string, exportName: string, got: string) =>
     `export ${quote(exportName)} of ${quote(modulePath)} is not a function (got ${got})`,
 

@@ -33,5 +33,6 @@ export function closest(input: string, candidates: Iterable<string>): string | n
   }
   if (best === null) return null;
   const limit = Math.max(1, Math.floor(Math.max(input.length, best.length) / 3));
-  return bestDistance <= limit ? best : null;
+  // A one-letter name "close" to another one-letter name is no typo.
+  return bestDistance <= limit && bestDistance < input.length ? best : null;
 }

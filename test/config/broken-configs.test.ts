@@ -286,6 +286,33 @@ const rows: Row[] = [
     message: 'handler module `./tools.ts` has no export `upercase`; did you mean `uppercase`?',
   },
   {
+    name: 'handler export not found, nothing close: the function exports are listed',
+    yaml: y`
+      organism: {name: t}
+      listeners:
+        - name: shout
+          handler: ./tools.ts#announce
+          payload: Announcement
+    `,
+    keyPath: 'listeners[0].handler',
+    line: 4,
+    message: 'handler module `./tools.ts` has no export `announce`; its function exports: uppercase',
+  },
+  {
+    name: 'unknown one-letter peer gets no far-fetched suggestion',
+    yaml: y`
+      organism: {name: t}
+      listeners:
+        - name: a
+          handler: ./tools.ts#uppercase
+          payload: Announcement
+          peers: [b]
+    `,
+    keyPath: 'listeners[0].peers[0]',
+    line: 6,
+    message: 'unknown peer `b`: no listener has that name',
+  },
+  {
     name: 'handler export that is not a function',
     yaml: y`
       organism: {name: t}

@@ -49,8 +49,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     bodyLimit,
     ajv: { customOptions: { allErrors: true } },
     // Malformed URLs (bad percent-encoding) are the client's fault: same error body as everything else.
-    frameworkErrors: (err, _request, reply) => {
-      sendError(reply, toOrganismError(err).error);
+    frameworkErrors: (err, request, reply) => {
+      sendError(reply, toOrganismError(err, request, bodyLimit).error);
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
   const base = app as unknown as FastifyInstance;
@@ -63,7 +63,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     ...(options.reloadConfig ? { reloadConfig: options.reloadConfig } : {}),
   };
 
-  registerErrorHandling(base);
+  registerErrorHandling(base, bodyLimit);
   registerJsonParser(base, bodyLimit);
   registerAuth(base, options.auth);
   registerCasing(base);

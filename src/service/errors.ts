@@ -8,35 +8,37 @@ const RETRY_AFTER: Record<string, string> = {
   ORGANISM_NOT_ACCEPTING: '5',
 };
 
-/** Maps anything thrown in a request to the error body `{detail, code, errors?}`. */
-export function toOrganismError(err: unknown): { error: OrganismError; unexpected: boolean } {
+const bounded = (text: string, max = 200): string => (text.length > max ? `${text.slice(0, max)}...` : text);
+
+/**
+ * Anything thrown while handling a request, as the error the client gets. `unexpected` marks
+ * real faults (logged, generic 500); everything the client caused keeps its 4xx.
+ */
+export function toOrganismError(err: unknown, request?: FastifyRequest, bodyLimit?: number): { error: OrganismError; unexpected: boolean } {
   if (err instanceof OrganismError) return { error: err, unexpected: false };
-  const e = err as Partial<FastifyError> & { type?: string };
+  const e = (err ?? {}) as Partial<FastifyError>;
   if (Array.isArray(e.validation)) return { error: validationError(e.validationContext, e.validation), unexpected: false };
+  const message = bounded(String(e.message ?? 'invalid request'));
   switch (e.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return { error: Errors.MALFORMED_JSON(String(e.message ?? 'invalid JSON')), unexpected: false };
+      return { error: Errors.MALFORMED_JSON(message), unexpected: false };
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return { error: Errors.BODY_TOO_LARGE(String(e.message?.match(/\d+/)?.[0] ?? 'the limit')), unexpected: false };
+      return { error: Errors.BODY_TOO_LARGE(bodyLimit ?? 'the limit of'), unexpected: false };
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      break;
+      return { error: Errors.UNSUPPORTED_MEDIA_TYPE(bounded(String(request?.headers['content-type'] ?? 'none'), 100)), unexpected: false };
   }
-  if (err instanceof SyntaxError) return { error: Errors.MALFORMED_JSON(err.message), unexpected: false };
-  if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-    return { error: Errors.UNSUPPORTED_MEDIA_TYPE(String(e.message ?? '').replace(/^Unsupported Media Type:?\s*/i, '') || 'unknown'), unexpected: false };
-  }
-  // Other framework errors carrying a 4xx (bad URL encoding, bad content-length, ...) are the client's.
-  const status = typeof e.statusCode === 'number' ? e.statusCode : 500;
-  if (status >= 400 && status < 500) {
-    const error = Errors.BAD_REQUEST(String(e.message ?? 'invalid request'));
-    Object.defineProperty(error, 'status', { value: status });
+  if (err instanceof SyntaxError) return { error: Errors.MALFORMED_JSON(message), unexpected: false };
+  // Other framework errors with a 4xx (bad URL encoding, URL too long, bad content-length) are the client's.
+  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+    const error = Errors.BAD_REQUEST(message);
+    Object.defineProperty(error, 'status', { value: e.statusCode });
     return { error, unexpected: false };
   }
   return { error: Errors.INTERNAL_ERROR(), unexpected: true };
 }
 
+/** Writes the error body `{detail, code, errors?}` with its status (and Retry-After on 503). */
 export function sendError(reply: FastifyReply, error: OrganismError): FastifyReply {
   const retryAfter = RETRY_AFTER[error.code];
   if (retryAfter) reply.header('Retry-After', retryAfter);
@@ -46,18 +48,12 @@ export function sendError(reply: FastifyReply, error: OrganismError): FastifyRep
 }
 
 /** The one error handler and the not-found handler of the service. */
-export function registerErrorHandling(app: FastifyInstance): void {
+export function registerErrorHandling(app: FastifyInstance, bodyLimit: number): void {
   app.setErrorHandler((err: unknown, request: FastifyRequest, reply: FastifyReply) => {
-    const { error, unexpected } = toOrganismError(err);
+    const { error, unexpected } = toOrganismError(err, request, bodyLimit);
     if (unexpected) request.log.error({ err }, 'unexpected error while handling request');
     else if (error.status >= 500) request.log.warn({ code: error.code, detail: error.detail }, 'request failed');
     return sendError(reply, error);
   });
-  app.setNotFoundHandler((request, reply) => sendError(reply, Errors.ROUTE_NOT_FOUND(request.method, pathOf(request.url))));
-}
-
-/** The path without the query, bounded (it is echoed back). */
-function pathOf(url: string): string {
-  const path = url.split('?')[0] ?? url;
-  return path.length > 200 ? `${path.slice(0, 200)}...` : path;
+  app.setNotFoundHandler((request, reply) => sendError(reply, Errors.ROUTE_NOT_FOUND(request.method, bounded(request.url.split('?')[0] ?? ''))));
 }

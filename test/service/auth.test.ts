@@ -1,0 +1,99 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAuthenticator } from '../../src/service/auth.js';
+import { eventually, OPERATOR, startService, VIEWER, type Service } from './fixture.js';
+import { fill, ROUTES, type RouteCase } from './route-table.js';
+
+let svc: Service;
+let ids: Record<string, string>;
+
+beforeAll(async () => {
+  svc = await startService();
+  const res = await svc.request('POST', '/api/v1/inject', { body: { to: 'echo', payload: { Text: { text: 'auth' } } } });
+  await eventually(async () => (await svc.request('GET', `/api/v1/threads/${res.body.threadId}`)).status === 200 || null, 'thread');
+  ids = { name: 'echo', threadId: res.body.threadId, agentId: 'echo', model: 'mock-small', messageId: res.body.messageId };
+});
+afterAll(async () => {
+  await svc?.close();
+});
+
+const call = (route: RouteCase, token: string | null, extra: Record<string, string> = {}) =>
+  svc.request(route.method, fill(route.template, ids), {
+    token,
+    ...(route.body !== undefined ? { body: route.body } : {}),
+    ...(Object.keys(extra).length ? { headers: extra } : {}),
+  });
+
+describe('auth matrix: no token / viewer / operator x every route', () => {
+  it('the route table covers every documented route', () => {
+    const documented = svc.checker.routes.map((r) => `${r.method} ${r.template}`).sort();
+    const table = ROUTES.filter((r) => r.template !== '/api/v1/openapi.json').map((r) => `${r.method} ${r.template}`).sort();
+    expect(table).toEqual(documented);
+  });
+
+  it.each(ROUTES.map((r) => [`${r.method} ${r.template}`, r] as const))('%s', async (_label, route) => {
+    const none = await call(route, null);
+    const wrong = await call(route, 'not-a-token');
+    if (route.access === 'public') {
+      expect(none.status).toBe(200);
+      expect(wrong.status).toBe(200);
+    } else {
+      for (const res of [none, wrong]) {
+        expect(res.status).toBe(401);
+        expect(res.body.detail).toBe('Authentication required');
+        expect(res.headers.get('www-authenticate')).toBe('Bearer');
+      }
+    }
+    const viewer = await call(route, VIEWER);
+    if (route.access === 'operator') {
+      expect(viewer.status).toBe(403);
+      expect(viewer.body.detail).toBe('Operator role required');
+    } else {
+      expect([401, 403]).not.toContain(viewer.status);
+      expect(viewer.status, JSON.stringify(viewer.body)).toBeLessThan(500);
+    }
+    const operator = await call(route, OPERATOR);
+    expect([401, 403]).not.toContain(operator.status);
+    expect(operator.status, JSON.stringify(operator.body)).toBeLessThan(500);
+  });
+
+  it('accepts the scheme in any case and rejects other schemes', async () => {
+    const lower = await svc.request('GET', '/api/v1/organism', { token: null, headers: { authorization: `bearer ${VIEWER}` } });
+    expect(lower.status).toBe(200);
+    const basic = await svc.request('GET', '/api/v1/organism', { token: null, headers: { authorization: `Basic ${VIEWER}` } });
+    expect(basic.status).toBe(401);
+  });
+
+  it('a token in the query string is not accepted for REST', async () => {
+    const res = await svc.request('GET', `/api/v1/organism?token=${OPERATOR}`, { token: null });
+    expect(res.status).toBe(401);
+  });
+});
+
+describe('createAuthenticator', () => {
+  const auth = createAuthenticator({
+    tokens: [
+      { name: 'a', role: 'operator', token: 'alpha-token' },
+      { name: 'b', role: 'viewer', token: 'beta' },
+    ],
+  });
+
+  it('resolves header values and bare tokens to their principal', () => {
+    expect(auth('Bearer alpha-token')).toEqual({ name: 'a', role: 'operator' });
+    expect(auth('beta')).toEqual({ name: 'b', role: 'viewer' });
+    expect(auth('Bearer  beta ')).toEqual({ name: 'b', role: 'viewer' });
+  });
+
+  it('rejects unknown, empty, prefixed and suffixed tokens', () => {
+    for (const v of [undefined, null, '', 'Bearer', 'Bearer ', 'alpha', 'alpha-token-x', 'Bearer alpha-token x', 'Token alpha-token']) {
+      expect(auth(v)).toBeNull();
+    }
+  });
+
+  it('with auth disabled everyone is an operator', () => {
+    expect(createAuthenticator({ tokens: [], enabled: false })(undefined)).toEqual({ name: 'anonymous', role: 'operator' });
+  });
+
+  it('with no tokens configured nobody gets in', () => {
+    expect(createAuthenticator({ tokens: [] })('Bearer anything')).toBeNull();
+  });
+});

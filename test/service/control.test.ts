@@ -1,0 +1,152 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { BASE_LISTENERS, eventually, organismYaml, probe, startService, type Service } from './fixture.js';
+
+let svc: Service | undefined;
+afterEach(async () => {
+  await svc?.close();
+  svc = undefined;
+});
+
+async function inject(s: Service, to: string, text: string, threadId?: string) {
+  const res = await s.request('POST', '/api/v1/inject', { body: { to, payload: { Text: { text } }, ...(threadId ? { threadId } : {}) } });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body as { threadId: string; messageId: string };
+}
+
+const textsOf = (listener: string, prefix: string) =>
+  probe()
+    .calls.filter((c) => c.listener === listener && c.text.startsWith(prefix))
+    .map((c) => c.text);
+
+describe('pause and resume', () => {
+  it('pause holds messages (nothing dropped) and resume releases them in order', async () => {
+    svc = await startService();
+    const s = svc;
+    expect((await s.request('POST', '/api/v1/agents/echo/pause')).status).toBe(200);
+    const sent = ['held-1', 'held-2', 'held-3', 'held-4'];
+    for (const text of sent) await inject(s, 'echo', text, 'held-thread');
+    await eventually(async () => (await s.request('GET', '/api/v1/agents/echo')).body.queueDepth === 4 || null, 'four queued');
+    const agent = (await s.request('GET', '/api/v1/agents/echo')).body;
+    expect(agent).toMatchObject({ state: 'paused', queueDepth: 4 });
+    expect(textsOf('echo', 'held-')).toEqual([]);
+    expect((await s.request('POST', '/api/v1/agents/echo/resume')).body.state).toBe('idle');
+    await eventually(() => textsOf('echo', 'held-').length === 4 || null, 'all four delivered');
+    expect(textsOf('echo', 'held-')).toEqual(sent);
+    expect((await s.request('GET', '/api/v1/agents/echo')).body.queueDepth).toBe(0);
+  });
+});
+
+describe('kill', () => {
+  it('aborts in-flight work, marks the thread killed and refuses new messages into it with 409', async () => {
+    svc = await startService();
+    const s = svc;
+    const { threadId } = await inject(s, 'slow', 'kill-me');
+    await eventually(() => probe().release.has('kill-me') || null, 'slow handler to start');
+    expect((await s.request('GET', '/api/v1/agents/slow')).body).toMatchObject({ state: 'processing', currentThread: threadId });
+    const res = await s.request('POST', `/api/v1/threads/${threadId}/kill`);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ success: true, threadId });
+    await eventually(() => probe().aborted.includes('kill-me') || null, 'handler to be aborted');
+    const thread = await eventually(async () => {
+      const t = (await s.request('GET', `/api/v1/threads/${threadId}`)).body;
+      return t.status === 'killed' ? t : null;
+    }, 'thread killed');
+    expect(thread.status).toBe('killed');
+    const refused = await s.request('POST', '/api/v1/inject', { body: { to: 'echo', threadId, payload: { Text: { text: 'late' } } } });
+    expect(refused.status).toBe(409);
+    expect(refused.body.detail).toBe(`Thread ${threadId} was killed; it accepts no more messages`);
+    const killedList = await s.request('GET', '/api/v1/threads?status=killed');
+    expect(killedList.body.threads.map((t: { id: string }) => t.id)).toContain(threadId);
+  });
+});
+
+describe('stop and restart', () => {
+  it('POST /organism/stop answers stopping, then calls onStop', async () => {
+    svc = await startService();
+    const s = svc;
+    const res = await s.request('POST', '/api/v1/organism/stop');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ success: true, status: 'stopping' });
+    await eventually(() => s.stops === 1 || null, 'onStop');
+  });
+
+  it('without onStop the organism itself stops and new injections get 503 with Retry-After', async () => {
+    svc = await startService({ app: { onStop: undefined } });
+    const s = svc;
+    // the fixture passes onStop; drop it for this instance
+    expect((await s.request('POST', '/api/v1/organism/stop')).status).toBe(200);
+    await eventually(() => s.organism.status === 'stopped' || null, 'organism stopped');
+    const res = await s.request('POST', '/api/v1/inject', { body: { to: 'echo', payload: { Text: { text: 'too late' } } } });
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('5');
+    expect(res.body.detail).toBe('Organism is stopped and accepts no new messages');
+    expect((await s.request('GET', '/api/v1/organism')).body.status).toBe('stopped');
+  });
+
+  it('POST /organism/restart answers 202 restarting, then calls onRestart', async () => {
+    svc = await startService();
+    const s = svc;
+    const res = await s.request('POST', '/api/v1/organism/restart');
+    expect(res.status).toBe(202);
+    expect(res.body).toEqual({ success: true, status: 'restarting' });
+    await eventually(() => s.restarts === 1 || null, 'onRestart');
+  });
+});
+
+describe('reload', () => {
+  const names = async (s: Service) => (await s.request('GET', '/api/v1/agents')).body.agents.map((a: { name: string }) => a.name).sort();
+
+  it('adds, removes and updates listeners from the file', async () => {
+    svc = await startService();
+    const s = svc;
+    const next = BASE_LISTENERS.filter((l) => l.name !== 'broken').map((l) =>
+      l.name === 'echo' ? { ...l, yaml: l.yaml.replace('Records what it receives', 'Records everything') } : l,
+    );
+    next.push({
+      name: 'extra',
+      yaml: `  - name: extra
+    description: Added by reload
+    payload: Text
+    handler: ./handlers.ts#echo`,
+    });
+    s.writeConfig(organismYaml(next));
+    const res = await s.request('POST', '/api/v1/organism/reload');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ success: true, added: ['extra'], removed: ['broken'], updated: ['echo'], error: null, dryRun: false });
+    expect(await names(s)).toEqual(['echo', 'extra', 'greeter', 'shouter', 'slow']);
+    expect((await s.request('GET', '/api/v1/agents/echo')).body.description).toBe('Records everything');
+    const { messageId } = await inject(s, 'extra', 'to the new one');
+    await eventually(() => probe().calls.find((c) => c.messageId === messageId && c.listener === 'extra'), 'extra to run');
+  });
+
+  it('dryRun reports the diff and changes nothing', async () => {
+    svc = await startService();
+    const s = svc;
+    s.writeConfig(organismYaml(BASE_LISTENERS.filter((l) => l.name !== 'slow')));
+    const res = await s.request('POST', '/api/v1/organism/reload?dry_run=true');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ success: true, added: [], removed: ['slow'], updated: [], error: null, dryRun: true });
+    expect(await names(s)).toContain('slow');
+  });
+
+  it('an invalid file -> 500 with the loader text, and nothing changes', async () => {
+    svc = await startService();
+    const s = svc;
+    const before = await names(s);
+    s.writeConfig(organismYaml(BASE_LISTENERS).replace('payload: Greeting', 'payload: Nonexistent'));
+    const res = await s.request('POST', '/api/v1/organism/reload');
+    expect(res.status).toBe(500);
+    expect(res.body.detail).toMatch(/^Configuration is invalid: 1 problem/);
+    expect(res.body.detail).toContain('Nonexistent');
+    expect(await names(s)).toEqual(before);
+    const dry = await s.request('POST', '/api/v1/organism/reload?dryRun=true');
+    expect(dry.status).toBe(500);
+  });
+
+  it('a failure without text -> 500 Reload failed', async () => {
+    svc = await startService({ app: { reloadConfig: () => Promise.reject(new Error('')) } });
+    const res = await svc.request('POST', '/api/v1/organism/reload');
+    expect(res.status).toBe(500);
+    expect(res.body.detail).toBe('Reload failed');
+  });
+});

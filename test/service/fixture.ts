@@ -1,0 +1,238 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { loadOrganism } from '../../src/config/index.js';
+import { Organism } from '../../src/organism/organism.js';
+import { buildApp, type BuildAppOptions } from '../../src/service/app.js';
+import { ResponseChecker } from './openapi-check.js';
+
+export const OPERATOR = 'operator-token-0123456789';
+export const VIEWER = 'viewer-token-0123456789';
+
+/** What the fixture's code handlers record (shared with the handler module through globalThis). */
+export interface Probe {
+  calls: Array<{ listener: string; text: string; threadId: string; messageId: string }>;
+  aborted: string[];
+  release: Map<string, () => void>;
+}
+
+export function probe(): Probe {
+  const g = globalThis as { __serviceProbe?: Probe };
+  g.__serviceProbe ??= { calls: [], aborted: [], release: new Map() };
+  return g.__serviceProbe;
+}
+
+const HANDLERS = `
+const g = globalThis as { __serviceProbe?: any };
+g.__serviceProbe ??= { calls: [], aborted: [], release: new Map() };
+const probe = g.__serviceProbe;
+
+/** Records what it receives; its branch ends there. */
+export function echo(payload: Record<string, unknown>, ctx: { self: string; threadId: string; messageId: string }) {
+  probe.calls.push({ listener: ctx.self, text: String(payload.text), threadId: ctx.threadId, messageId: ctx.messageId });
+}
+
+/** Records, then waits until the test releases it or the delivery is aborted. */
+export async function slow(payload: Record<string, unknown>, ctx: { self: string; threadId: string; messageId: string; signal: AbortSignal }) {
+  const text = String(payload.text);
+  probe.calls.push({ listener: ctx.self, text, threadId: ctx.threadId, messageId: ctx.messageId });
+  await new Promise<void>((resolve, reject) => {
+    probe.release.set(text, resolve);
+    ctx.signal.addEventListener('abort', () => { probe.aborted.push(text); reject(new Error('aborted')); }, { once: true });
+  });
+}
+
+/** Always fails: its deliveries end FAILED in the journal. */
+export function broken() {
+  throw new Error('broken on purpose');
+}
+`;
+
+export interface ListenerYaml {
+  readonly name: string;
+  readonly yaml: string;
+}
+
+export const BASE_LISTENERS: ListenerYaml[] = [
+  {
+    name: 'echo',
+    yaml: `  - name: echo
+    description: Records what it receives
+    payload: Text
+    handler: ./handlers.ts#echo`,
+  },
+  {
+    name: 'slow',
+    yaml: `  - name: slow
+    description: Waits until released
+    payload: Text
+    handler: ./handlers.ts#slow
+    timeout_seconds: 60`,
+  },
+  {
+    name: 'broken',
+    yaml: `  - name: broken
+    description: Always fails
+    payload: Text
+    handler: ./handlers.ts#broken`,
+  },
+  {
+    name: 'greeter',
+    yaml: `  - name: greeter
+    description: Greets people and has the shouter announce it
+    agent: true
+    peers: [shouter]
+    payload: Greeting
+    handler: builtin:llm
+    model: mock-small
+    prompt: You greet people. Ask the shouter to announce the greeting.`,
+  },
+  {
+    name: 'shouter',
+    yaml: `  - name: shouter
+    description: Announces text loudly
+    payload: Text
+    handler: ./handlers.ts#echo`,
+  },
+];
+
+export function organismYaml(listeners: readonly ListenerYaml[] = BASE_LISTENERS, name = 'service-test'): string {
+  return `organism:
+  name: ${name}
+max_tokens_per_thread: 50000
+llm:
+  providers:
+    - name: mock
+      type: mock
+payloads:
+  Text:
+    description: Plain text
+    fields:
+      text: string
+  Greeting:
+    description: Someone to greet
+    fields:
+      name: string
+      times:
+        type: integer
+        optional: true
+listeners:
+${listeners.map((l) => l.yaml).join('\n')}
+`;
+}
+
+export interface Service {
+  readonly url: string;
+  readonly app: FastifyInstance;
+  readonly organism: Organism;
+  readonly dir: string;
+  readonly configPath: string;
+  readonly checker: ResponseChecker;
+  readonly stops: number;
+  readonly restarts: number;
+  writeConfig(text: string): void;
+  /** Real HTTP; every response is checked against the OpenAPI document. */
+  request(method: string, path: string, options?: RequestOptions): Promise<ApiResponse>;
+  close(): Promise<void>;
+}
+
+export interface RequestOptions {
+  readonly token?: string | null;
+  readonly body?: unknown;
+  /** Sent as is (for malformed bodies). */
+  readonly rawBody?: string;
+  readonly headers?: Record<string, string>;
+}
+
+export interface ApiResponse {
+  readonly status: number;
+  readonly headers: Headers;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  readonly body: any;
+}
+
+export async function startService(options: { yaml?: string; app?: Partial<BuildAppOptions> } = {}): Promise<Service> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'organism-service-'));
+  const configPath = path.join(dir, 'organism.yaml');
+  writeFileSync(path.join(dir, 'handlers.ts'), HANDLERS);
+  writeFileSync(configPath, options.yaml ?? organismYaml());
+  const loaded = await loadOrganism(configPath);
+  const organism = new Organism(loaded);
+  await organism.start();
+  let stops = 0;
+  let restarts = 0;
+  const app = await buildApp({
+    organism,
+    auth: {
+      tokens: [
+        { name: 'ops', role: 'operator', token: OPERATOR },
+        { name: 'dashboard', role: 'viewer', token: VIEWER },
+      ],
+    },
+    version: '9.9.9-test',
+    onStop: () => void stops++,
+    onRestart: () => void restarts++,
+    reloadConfig: () => loadOrganism(configPath),
+    ...options.app,
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  const url = `http://127.0.0.1:${port}`;
+  const doc = (await (await fetch(`${url}/api/v1/openapi.json`, { headers: { authorization: `Bearer ${OPERATOR}` } })).json()) as ConstructorParameters<typeof ResponseChecker>[0];
+  const checker = new ResponseChecker(doc);
+
+  const request = async (method: string, p: string, o: RequestOptions = {}): Promise<ApiResponse> => {
+    const headers: Record<string, string> = { ...o.headers };
+    const token = o.token === undefined ? OPERATOR : o.token;
+    if (token !== null) headers['authorization'] = `Bearer ${token}`;
+    let body: string | undefined;
+    if (o.rawBody !== undefined) body = o.rawBody;
+    else if (o.body !== undefined) body = JSON.stringify(o.body);
+    if (body !== undefined && !headers['content-type']) headers['content-type'] = 'application/json';
+    const res = await fetch(`${url}${p}`, { method, headers, ...(body !== undefined ? { body } : {}) });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      // not JSON: left as text, the assertion will show it
+    }
+    if (method !== 'HEAD') checker.check(method, p, res.status, parsed);
+    return { status: res.status, headers: res.headers, body: parsed };
+  };
+
+  return {
+    url,
+    app,
+    organism,
+    dir,
+    configPath,
+    checker,
+    get stops() {
+      return stops;
+    },
+    get restarts() {
+      return restarts;
+    },
+    writeConfig: (text) => writeFileSync(configPath, text),
+    request,
+    close: async () => {
+      await app.close();
+      if (organism.status !== 'stopped') await organism.stop({ timeoutMs: 2_000 });
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Polls until `check` returns a truthy value (generous timeout for a loaded machine). */
+export async function eventually<T>(check: () => T | Promise<T>, what = 'condition', timeoutMs = 15_000): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

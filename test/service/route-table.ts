@@ -1,0 +1,53 @@
+export type Access = 'public' | 'viewer' | 'operator';
+
+export interface RouteCase {
+  readonly method: 'GET' | 'POST' | 'PUT';
+  /** As documented in OpenAPI (`{param}`). */
+  readonly template: string;
+  readonly access: Access;
+  /** A valid body, for routes that take one. */
+  readonly body?: unknown;
+}
+
+/** Every route of the service with the role it needs. Tests fill `{param}` with real ids. */
+export const ROUTES: readonly RouteCase[] = [
+  { method: 'GET', template: '/health', access: 'public' },
+  { method: 'GET', template: '/api/v1/openapi.json', access: 'viewer' },
+  { method: 'GET', template: '/api/v1/organism', access: 'viewer' },
+  { method: 'GET', template: '/api/v1/organism/config', access: 'viewer' },
+  { method: 'POST', template: '/api/v1/organism/reload', access: 'operator' },
+  { method: 'POST', template: '/api/v1/organism/stop', access: 'operator' },
+  { method: 'POST', template: '/api/v1/organism/restart', access: 'operator' },
+  { method: 'GET', template: '/api/v1/capabilities', access: 'operator' },
+  { method: 'GET', template: '/api/v1/capabilities/{name}', access: 'operator' },
+  { method: 'GET', template: '/api/v1/agents', access: 'viewer' },
+  { method: 'GET', template: '/api/v1/agents/{name}', access: 'viewer' },
+  { method: 'GET', template: '/api/v1/agents/{name}/config', access: 'viewer' },
+  { method: 'GET', template: '/api/v1/agents/{name}/schema', access: 'viewer' },
+  { method: 'POST', template: '/api/v1/agents/{name}/pause', access: 'operator' },
+  { method: 'POST', template: '/api/v1/agents/{name}/resume', access: 'operator' },
+  { method: 'GET', template: '/api/v1/threads', access: 'viewer' },
+  { method: 'GET', template: '/api/v1/threads/{threadId}', access: 'viewer' },
+  { method: 'GET', template: '/api/v1/threads/{threadId}/messages', access: 'viewer' },
+  { method: 'POST', template: '/api/v1/threads/{threadId}/kill', access: 'operator' },
+  { method: 'GET', template: '/api/v1/messages', access: 'viewer' },
+  { method: 'POST', template: '/api/v1/inject', access: 'operator', body: { to: 'echo', payload: { Text: { text: 'matrix' } } } },
+  { method: 'GET', template: '/api/v1/usage', access: 'viewer' },
+  { method: 'GET', template: '/api/v1/usage/threads', access: 'viewer' },
+  { method: 'GET', template: '/api/v1/usage/threads/{threadId}', access: 'viewer' },
+  { method: 'PUT', template: '/api/v1/usage/threads/{threadId}', access: 'operator', body: { maxTokens: 60000 } },
+  { method: 'GET', template: '/api/v1/usage/agents/{agentId}', access: 'viewer' },
+  { method: 'GET', template: '/api/v1/usage/models/{model}', access: 'viewer' },
+  { method: 'POST', template: '/api/v1/usage/reset', access: 'operator' },
+  { method: 'GET', template: '/api/v1/usage/history', access: 'viewer' },
+  { method: 'GET', template: '/api/v1/usage/billing', access: 'viewer' },
+  { method: 'GET', template: '/api/v1/usage/daily', access: 'viewer' },
+  { method: 'GET', template: '/api/v1/journal', access: 'viewer' },
+  { method: 'GET', template: '/api/v1/journal/stats', access: 'viewer' },
+  { method: 'GET', template: '/api/v1/journal/{messageId}', access: 'viewer' },
+  { method: 'POST', template: '/api/v1/journal/{messageId}/redeliver', access: 'operator' },
+];
+
+export function fill(template: string, values: Record<string, string>): string {
+  return template.replace(/\{(\w+)\}/g, (_, key: string) => encodeURIComponent(values[key] ?? `unknown-${key}`));
+}

@@ -105,6 +105,12 @@ llm:
   providers:
     - name: mock
       type: mock
+      models: [mock-]
+      script:
+        greeter:
+          - '<send to="shouter"><Text><text>Hello, {{name}}!</text></Text></send>'
+  pricing:
+    mock-small: {prompt: 0.5, completion: 1.5}
 payloads:
   Text:
     description: Plain text

@@ -1,8 +1,9 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { register } from 'tsx/esm/api';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { tsImport } from 'tsx/esm/api';
 import { isPayloadTypeDef } from '../payload/define.js';
 import type { PayloadTypeDef } from '../payload/types.js';
 import type { Handler } from '../pump/handler.js';
@@ -35,36 +36,61 @@ export type LoadedModule =
   | { readonly ok: false; readonly resolved: string; readonly error: string };
 
 /**
- * Loads handler modules (.ts or .js) without a build step, through tsx. Each call uses a fresh
- * tsx namespace, so a reload sees edited code (and edited local imports) instead of Node's
- * module cache.
+ * Loads handler modules (.ts or .js) without a build step, through tsx. Each module gets a
+ * fresh tsx namespace, so a reload sees edited code instead of Node's module cache. Files
+ * the module pulls in are hashed with it, so an edited local import changes its version.
  */
 export async function loadModules(baseDir: string, modulePaths: Iterable<string>): Promise<Map<string, LoadedModule>> {
   const unique = [...new Set(modulePaths)];
   const out = new Map<string, LoadedModule>();
   if (unique.length === 0) return out;
-  const api = register({ namespace: `organism-config-${randomUUID()}` });
+  // Outside an ES module package, tsx loads local imports as CommonJS, through the shared
+  // require cache: forget the organism's own files there so they are read afresh.
+  const cache = createRequire(import.meta.url).cache;
+  const isLocal = (file: string): boolean => file.startsWith(baseDir + path.sep) && !file.includes(`${path.sep}node_modules${path.sep}`);
+  for (const file of Object.keys(cache)) if (isLocal(file)) delete cache[file];
+
   await Promise.all(
     unique.map(async (modulePath) => {
-      const resolved = path.resolve(baseDir, modulePath);
-      let source: Buffer;
-      try {
-        source = await readFile(resolved);
-      } catch {
-        out.set(modulePath, { ok: false, resolved, error: ConfigMessages.moduleNotFound(modulePath, resolved) });
-        return;
-      }
-      try {
-        const ns = (await api.import(pathToFileURL(resolved).href, import.meta.url)) as Record<string, unknown>;
-        const hash = createHash('sha256').update(source).digest('hex').slice(0, 16);
-        out.set(modulePath, { ok: true, resolved, exports: ns, hash });
-      } catch (err) {
-        const reason = err instanceof Error ? err.message.split('\n')[0] ?? err.message : String(err);
-        out.set(modulePath, { ok: false, resolved, error: ConfigMessages.moduleFailed(modulePath, reason) });
-      }
+      out.set(modulePath, await loadModule(baseDir, modulePath, () => Object.keys(cache).filter(isLocal)));
     }),
   );
   return out;
+}
+
+async function loadModule(baseDir: string, modulePath: string, cachedLocalFiles: () => string[]): Promise<LoadedModule> {
+  const resolved = path.resolve(baseDir, modulePath);
+  try {
+    await readFile(resolved);
+  } catch {
+    return { ok: false, resolved, error: ConfigMessages.moduleNotFound(modulePath, resolved) };
+  }
+  const url = pathToFileURL(resolved).href;
+  const imported = new Set<string>([url]);
+  try {
+    const ns = (await tsImport(url, { parentURL: import.meta.url, onImport: (u) => imported.add(u) })) as Record<string, unknown>;
+    // Import notices travel over a message port; let any still in flight arrive.
+    await new Promise((resolve) => setImmediate(resolve));
+    for (const file of cachedLocalFiles()) imported.add(pathToFileURL(file).href);
+    return { ok: true, resolved, exports: ns, hash: await hashLocalFiles(imported) };
+  } catch (err) {
+    const reason = err instanceof Error ? (err.message.split('\n')[0] ?? err.message) : String(err);
+    return { ok: false, resolved, error: ConfigMessages.moduleFailed(modulePath, reason) };
+  }
+}
+
+/** Hash of the module and the local files it imports (packages under node_modules excluded). */
+async function hashLocalFiles(urls: Iterable<string>): Promise<string> {
+  const files = [...urls]
+    .filter((u) => u.startsWith('file:') && !u.includes('/node_modules/'))
+    .map((u) => fileURLToPath(u.split('?')[0] ?? u))
+    .sort();
+  const hash = createHash('sha256');
+  for (const file of new Set(files)) {
+    hash.update(file).update('\0');
+    hash.update(await readFile(file).catch(() => Buffer.alloc(0))).update('\0');
+  }
+  return hash.digest('hex').slice(0, 16);
 }
 
 /** Every payload type a module exports (found by brand, whatever the export is called). */

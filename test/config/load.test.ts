@@ -276,6 +276,36 @@ describe('reload', () => {
     expect(second.listeners[0]?.handlerVersion).not.toBe(first.listeners[0]?.handlerVersion);
   });
 
+  it.each([
+    ['in an ES module package', true],
+    ['in a directory without package.json', false],
+  ])('sees a changed local import of the handler module, and a new handler version (%s)', async (_, esm) => {
+    dir = mkdtempSync(path.join(tmpdir(), 'organism-config-'));
+    const configPath = path.join(dir, 'organism.yaml');
+    writeFileSync(configPath, y`
+      organism: {name: reload}
+      payloads:
+        Ping: {fields: {n: integer}}
+      listeners:
+        - {name: tool, handler: ./handlers.ts#tool, payload: Ping}
+    `);
+    writeFileSync(
+      path.join(dir, 'handlers.ts'),
+      `import { greeting } from './helper.js';\nexport const tool = (): { payload: { text: string } } => ({ payload: { text: greeting } });\n`,
+    );
+    writeFileSync(path.join(dir, 'helper.ts'), `export const greeting = 'hello';\n`);
+    // ESM resolves imports through tsx's loader hooks, CommonJS through the require cache.
+    if (esm) writeFileSync(path.join(dir, 'package.json'), '{"type": "module"}\n');
+    const first = await loadOrganism(configPath);
+    writeFileSync(path.join(dir, 'helper.ts'), `export const greeting = 'bonjour';\n`);
+    const second = await loadOrganism(configPath);
+
+    const ctx = {} as HandlerContext;
+    expect(await first.listeners[0]?.handler?.({ n: 1 }, ctx)).toEqual({ payload: { text: 'hello' } });
+    expect(await second.listeners[0]?.handler?.({ n: 1 }, ctx)).toEqual({ payload: { text: 'bonjour' } });
+    expect(second.listeners[0]?.handlerVersion).not.toBe(first.listeners[0]?.handlerVersion);
+  });
+
   it('keeps the handler version when nothing changed', async () => {
     const a = await loadOrganismFromString(MINIMAL, CONFIG_PATH);
     const b = await loadOrganismFromString(MINIMAL, CONFIG_PATH);

@@ -5,7 +5,7 @@ export * from './payload/define.js';
 export * from './pump/message.js';
 export * from './pump/handler.js';
 export * from './pump/hooks.js';
-export * from './usage/types.js';
+export * from './usage/index.js';
 export * from './llm/types.js';
 export * from './config/types.js';
 export * from './store/types.js';

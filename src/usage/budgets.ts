@@ -1,0 +1,217 @@
+import { Errors } from '../errors/catalogue.js';
+
+export type BudgetSeverity = 'warning' | 'critical' | 'final';
+
+const THRESHOLDS: ReadonlyArray<{ threshold: 75 | 90 | 95; severity: BudgetSeverity }> = [
+  { threshold: 75, severity: 'warning' },
+  { threshold: 90, severity: 'critical' },
+  { threshold: 95, severity: 'final' },
+];
+
+export interface ThreadBudgetInfo {
+  readonly threadId: string;
+  readonly maxTokens: number;
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+  readonly totalTokens: number;
+  /** Tokens held by calls in flight. */
+  readonly reservedTokens: number;
+  readonly remaining: number;
+  /** totalTokens / maxTokens * 100, one decimal; 0 when maxTokens <= 0. */
+  readonly percentUsed: number;
+  readonly isExhausted: boolean;
+}
+
+export interface BudgetThresholdEvent {
+  readonly threadId: string;
+  readonly agent: string;
+  readonly severity: BudgetSeverity;
+  readonly threshold: 75 | 90 | 95;
+  readonly percentUsed: number;
+  readonly tokensUsed: number;
+  readonly tokensRemaining: number;
+  readonly maxTokens: number;
+  readonly message: string;
+}
+
+export interface Reservation {
+  readonly id: number;
+  readonly threadId: string;
+  readonly tokens: number;
+}
+
+/** What is persisted per thread (and restored at start). */
+export interface ThreadBudgetSnapshot {
+  readonly threadId: string;
+  readonly maxTokens: number;
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+  readonly fired: readonly number[];
+}
+
+interface Budget {
+  maxTokens: number;
+  promptTokens: number;
+  completionTokens: number;
+  reserved: number;
+  /** Thresholds already delivered (each fires once per thread). */
+  fired: Set<number>;
+  open: Map<number, number>;
+}
+
+/**
+ * Per-thread token budgets. A budget is created by a thread's first LLM call (reserve) and
+ * never by a lookup. Before a call the router reserves the estimated prompt plus the maximum
+ * output; a call that could take the thread past its ceiling is refused, so a ceiling is never
+ * overrun. After the call the real usage settles and crossed thresholds (75/90/95 %) fire once
+ * each. Raising the ceiling re-arms the thresholds the thread is now below.
+ */
+export class BudgetManager {
+  readonly defaultMaxTokens: number;
+  private readonly budgets = new Map<string, Budget>();
+  private readonly listeners = new Set<(e: BudgetThresholdEvent) => void>();
+  private nextId = 1;
+
+  constructor(opts: { defaultMaxTokens: number }) {
+    this.defaultMaxTokens = opts.defaultMaxTokens;
+  }
+
+  has(threadId: string): boolean {
+    return this.budgets.has(threadId);
+  }
+
+  get(threadId: string): ThreadBudgetInfo | null {
+    const b = this.budgets.get(threadId);
+    return b ? info(threadId, b) : null;
+  }
+
+  list(): ThreadBudgetInfo[] {
+    return [...this.budgets].map(([id, b]) => info(id, b)).sort((a, b) => b.percentUsed - a.percentUsed);
+  }
+
+  count(): number {
+    return this.budgets.size;
+  }
+
+  reserve(threadId: string, tokens: number): Reservation {
+    let b = this.budgets.get(threadId);
+    if (!b) {
+      b = { maxTokens: this.defaultMaxTokens, promptTokens: 0, completionTokens: 0, reserved: 0, fired: new Set(), open: new Map() };
+      this.budgets.set(threadId, b);
+    }
+    const used = b.promptTokens + b.completionTokens;
+    if (used + b.reserved + tokens > b.maxTokens) {
+      throw Errors.BUDGET_EXHAUSTED(threadId, used, b.maxTokens, tokens);
+    }
+    const r: Reservation = { id: this.nextId++, threadId, tokens };
+    b.reserved += tokens;
+    b.open.set(r.id, tokens);
+    return r;
+  }
+
+  settle(r: Reservation, usage: { promptTokens: number; completionTokens: number }, agent: string): BudgetThresholdEvent[] {
+    const b = this.budgets.get(r.threadId);
+    if (!b) return []; // released meanwhile (thread killed): nothing to account
+    this.unreserve(b, r);
+    b.promptTokens += usage.promptTokens;
+    b.completionTokens += usage.completionTokens;
+    const now = info(r.threadId, b);
+    const fired: BudgetThresholdEvent[] = [];
+    for (const t of THRESHOLDS) {
+      if (b.maxTokens <= 0 || b.fired.has(t.threshold)) continue;
+      if ((now.totalTokens / b.maxTokens) * 100 < t.threshold) continue;
+      b.fired.add(t.threshold);
+      fired.push({
+        threadId: r.threadId,
+        agent,
+        severity: t.severity,
+        threshold: t.threshold,
+        percentUsed: now.percentUsed,
+        tokensUsed: now.totalTokens,
+        tokensRemaining: Math.max(0, now.remaining),
+        maxTokens: b.maxTokens,
+        message: `Thread has used ${now.percentUsed}% of its ${b.maxTokens}-token budget (${t.severity}); ${Math.max(0, now.remaining)} tokens remain`,
+      });
+    }
+    for (const e of fired) {
+      for (const fn of this.listeners) {
+        try {
+          fn(e);
+        } catch {
+          // a listener must never break accounting
+        }
+      }
+    }
+    return fired;
+  }
+
+  cancel(r: Reservation): void {
+    const b = this.budgets.get(r.threadId);
+    if (b) this.unreserve(b, r);
+  }
+
+  setCeiling(threadId: string, maxTokens: number): ThreadBudgetInfo {
+    const b = this.budgets.get(threadId);
+    if (!b) throw Errors.BUDGET_NOT_FOUND(threadId);
+    b.maxTokens = maxTokens;
+    const percent = maxTokens > 0 ? ((b.promptTokens + b.completionTokens) / maxTokens) * 100 : 100;
+    for (const t of THRESHOLDS) if (percent < t.threshold) b.fired.delete(t.threshold);
+    return info(threadId, b);
+  }
+
+  release(threadId: string): void {
+    this.budgets.delete(threadId);
+  }
+
+  onThreshold(fn: (e: BudgetThresholdEvent) => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  snapshot(): ThreadBudgetSnapshot[] {
+    return [...this.budgets].map(([threadId, b]) => ({
+      threadId,
+      maxTokens: b.maxTokens,
+      promptTokens: b.promptTokens,
+      completionTokens: b.completionTokens,
+      fired: [...b.fired],
+    }));
+  }
+
+  /** Restores persisted budgets (reservations of calls that died with the process are gone). */
+  restore(snapshots: readonly ThreadBudgetSnapshot[]): void {
+    for (const s of snapshots) {
+      this.budgets.set(s.threadId, {
+        maxTokens: s.maxTokens,
+        promptTokens: s.promptTokens,
+        completionTokens: s.completionTokens,
+        reserved: 0,
+        fired: new Set(s.fired),
+        open: new Map(),
+      });
+    }
+  }
+
+  private unreserve(b: Budget, r: Reservation): void {
+    const held = b.open.get(r.id);
+    if (held === undefined) return; // settled or cancelled already
+    b.open.delete(r.id);
+    b.reserved -= held;
+  }
+}
+
+function info(threadId: string, b: Budget): ThreadBudgetInfo {
+  const totalTokens = b.promptTokens + b.completionTokens;
+  const remaining = b.maxTokens - totalTokens;
+  return {
+    threadId,
+    maxTokens: b.maxTokens,
+    promptTokens: b.promptTokens,
+    completionTokens: b.completionTokens,
+    totalTokens,
+    reservedTokens: b.reserved,
+    remaining,
+    percentUsed: b.maxTokens <= 0 ? 0 : Math.round((totalTokens / b.maxTokens) * 1000) / 10,
+    isExhausted: remaining <= 0,
+  };
+}

@@ -1,0 +1,4 @@
+export * from './types.js';
+export * from './pricing.js';
+export * from './tracker.js';
+export * from './budgets.js';

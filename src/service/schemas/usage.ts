@@ -9,13 +9,22 @@ const Counts = {
   totalCost: Type.Number({ description: 'USD; unpriced calls count 0 here and are reported in unpricedRequests' }),
 };
 
+const Unpriced = { unpricedRequests: Type.Integer({ description: 'Calls to models without a price' }) };
+
 export const UsageTotals = Type.Object(
-  { ...Counts, avgLatencyMs: Type.Number(), unpricedRequests: Type.Integer({ description: 'Calls to models without a price' }) },
+  {
+    ...Counts,
+    avgLatencyMs: Type.Number({ description: 'Mean wall time per call, retries included' }),
+    ...Unpriced,
+    cacheReadTokens: Type.Integer(),
+    cacheWriteTokens: Type.Integer(),
+    reasoningTokens: Type.Integer(),
+  },
   { title: 'UsageTotals' },
 );
 
-export const AgentUsageInfo = Type.Object({ agentId: Type.String(), ...Counts }, { title: 'AgentUsageInfo' });
-export const ModelUsageInfo = Type.Object({ model: Type.String(), ...Counts }, { title: 'ModelUsageInfo' });
+export const AgentUsageInfo = Type.Object({ agentId: Type.String(), ...Counts, ...Unpriced }, { title: 'AgentUsageInfo' });
+export const ModelUsageInfo = Type.Object({ model: Type.String(), ...Counts, ...Unpriced }, { title: 'ModelUsageInfo' });
 
 export const UsageOverview = Type.Object(
   {
@@ -36,6 +45,7 @@ export const ThreadBudgetInfo = Type.Object(
     promptTokens: Type.Integer(),
     completionTokens: Type.Integer(),
     totalTokens: Type.Integer(),
+    reservedTokens: Type.Integer({ description: 'Held for LLM calls in flight' }),
     remaining: Type.Integer(),
     percentUsed: Type.Number({ description: 'totalTokens / maxTokens * 100, 1 decimal' }),
     isExhausted: Type.Boolean(),

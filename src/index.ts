@@ -6,7 +6,7 @@ export * from './pump/message.js';
 export * from './pump/handler.js';
 export * from './pump/hooks.js';
 export * from './usage/index.js';
-export * from './llm/types.js';
+export * from './llm/index.js';
 export * from './config/types.js';
 export * from './store/types.js';
 export * from './config/index.js';

@@ -15,7 +15,7 @@ export const Keys = {
   ],
   organism: ['name'],
   llm: ['providers', 'pricing'],
-  provider: ['name', 'type', 'base_url', 'api_key_env', 'models', 'priority', 'timeout_seconds', 'max_retries', 'script'],
+  provider: ['name', 'type', 'base_url', 'api_key_env', 'models', 'priority', 'timeout_seconds', 'max_retries', 'script', 'latency_ms'],
   price: ['prompt', 'completion', 'cache_read', 'cache_write'],
   listener: ['name', 'description', 'agent', 'peers', 'payload', 'handler', 'prompt', 'model', 'max_output_tokens', 'timeout_seconds'],
   payloadType: ['description', 'fields'],

@@ -17,6 +17,8 @@ export interface ProviderConfig {
   readonly maxRetries: number;
   /** Mock only: scripted replies per agent name (templates; see docs/configuration.md). */
   readonly script: Readonly<Record<string, readonly string[]>>;
+  /** Mock only: simulated response time (key `latency_ms`), to watch agents in the `waiting` state. */
+  readonly mockLatencyMs?: number;
 }
 
 /** USD per 1M tokens. */

@@ -1,0 +1,6 @@
+export * from './types.js';
+export * from './http-error.js';
+export * from './retry.js';
+export * from './router.js';
+export * from './providers/index.js';
+export { estimateTokens } from './providers/mock.js';

@@ -1,7 +1,6 @@
 // Public runtime API. The runtime knows nothing of HTTP; the control service (src/service) sits on top.
 export * from './errors/catalogue.js';
-export * from './payload/types.js';
-export * from './payload/define.js';
+export * from './payload/index.js';
 export * from './pump/message.js';
 export * from './pump/handler.js';
 export * from './pump/hooks.js';

@@ -193,7 +193,7 @@ export class Pump {
     if (!runtime) throw Errors.UNKNOWN_TARGET(to);
     const accepted = this.deps.registry.get(runtime.config.payload);
     if (!accepted) throw Errors.UNKNOWN_PAYLOAD_TYPE(runtime.config.payload);
-    const { payloadType, payload } = resolveInjectPayload(body, accepted, this.deps.registry);
+    const { payloadType, payload } = resolveInjectPayload(body, accepted, this.deps.registry, to);
 
     const threadId = options.threadId ?? newId();
     const live = this.threads.get(threadId);

@@ -7,5 +7,5 @@ export * from './pump/hooks.js';
 export * from './usage/index.js';
 export * from './llm/index.js';
 export * from './config/types.js';
-export * from './store/types.js';
+export * from './store/index.js';
 export * from './config/index.js';

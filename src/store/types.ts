@@ -1,4 +1,5 @@
 import type { DispatchHook, FailureReason } from '../pump/hooks.js';
+import type { UsageEvent } from '../usage/types.js';
 import type { Message } from '../pump/message.js';
 
 export type DeliveryState = 'PENDING' | 'DISPATCHED' | 'ACKED' | 'FAILED';
@@ -100,3 +101,63 @@ export interface ThreadStore {
 }
 
 export type { FailureReason };
+
+/** Counters of a billing or daily bucket. */
+export interface UsageCountersRow {
+  readonly totalTokens: number;
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+  readonly requestCount: number;
+  readonly totalCost: number;
+  readonly unpricedRequests: number;
+}
+
+export interface UsageRangeQuery {
+  /** ms since the epoch, inclusive */
+  readonly startTime?: number;
+  /** ms since the epoch, exclusive */
+  readonly endTime?: number;
+  readonly orgId?: string;
+}
+
+export interface UsageHistoryQuery extends UsageRangeQuery {
+  readonly agentId?: string;
+  readonly model?: string;
+  readonly limit: number;
+  readonly offset: number;
+}
+
+export interface BillingSummary extends UsageCountersRow {
+  readonly orgId: string | null;
+  readonly startTime: number | null;
+  readonly endTime: number | null;
+  readonly byModel: Readonly<Record<string, UsageCountersRow>>;
+  readonly byAgent: Readonly<Record<string, UsageCountersRow>>;
+  readonly byOrg: Readonly<Record<string, UsageCountersRow>>;
+}
+
+export interface DailyUsageRow extends UsageCountersRow {
+  /** UTC day, YYYY-MM-DD */
+  readonly date: string;
+}
+
+export interface DailyUsage {
+  readonly days: readonly DailyUsageRow[];
+  readonly count: number;
+}
+
+/** The persisted usage store: history, billing and daily usage. */
+export interface UsageStore {
+  /** Subscribes to the live tracker (called once, at start). */
+  attach(tracker: { subscribe(fn: (e: UsageEvent) => void): () => void }): void;
+  history(q: UsageHistoryQuery): Promise<Page<UsageEvent>>;
+  billing(q: UsageRangeQuery): Promise<BillingSummary>;
+  daily(q: UsageRangeQuery): Promise<DailyUsage>;
+  flush(): Promise<void>;
+  close(): void;
+}
+
+/** Days of a daily-usage answer at most (every day present, zero-filled). */
+export const MAX_DAILY_RANGE_DAYS = 366;
+/** Without a start time, daily usage covers this many days up to the end. */
+export const DEFAULT_DAILY_RANGE_DAYS = 30;

@@ -1,0 +1,125 @@
+import { Errors } from '../../errors/catalogue.js';
+import type { FailureReason } from '../../pump/hooks.js';
+import type { Message } from '../../pump/message.js';
+import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, Page, RecoveredMessages } from '../types.js';
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/**
+ * (Usage needs no journaling here: the memory usage store takes every event from the tracker.)
+ *
+ * The default journal when no data directory is used: the same lifecycle and queries as the
+ * durable one, bounded in memory (the oldest finished entries go first). Nothing survives the
+ * process, so recovery has nothing to do.
+ */
+export class MemoryJournal implements Journal {
+  private readonly entries = new Map<string, Mutable<JournalEntry>>();
+
+  constructor(
+    private readonly maxEntries = 100_000,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  pending(messages: readonly Message[]): void {
+    for (const m of messages) this.put(m);
+    this.trim();
+  }
+
+  dispatched(message: Message): void {
+    const e = this.entries.get(message.id) ?? this.put(message);
+    e.state = 'DISPATCHED';
+    e.attempts = message.attempt;
+    e.dispatchedAt = this.now();
+  }
+
+  acked(message: Message, outgoing: readonly Message[]): void {
+    const e = this.entries.get(message.id) ?? this.put(message);
+    e.state = 'ACKED';
+    e.ackedAt = this.now();
+    for (const m of outgoing) this.put(m);
+    this.trim();
+  }
+
+  failed(message: Message, reason: FailureReason, error: string, outgoing: readonly Message[]): void {
+    const e = this.entries.get(message.id) ?? this.put(message);
+    e.state = 'FAILED';
+    e.failedAt = this.now();
+    e.failureReason = reason;
+    e.error = error;
+    for (const m of outgoing) this.put(m);
+    this.trim();
+  }
+
+  async recover(bootId: string): Promise<RecoveredMessages> {
+    return { messages: [], report: { bootId, at: this.now(), durationMs: 0, pending: 0, redelivered: 0, failedMaxAttempts: 0 } };
+  }
+
+  async get(messageId: string): Promise<JournalEntry | null> {
+    return this.entries.get(messageId) ?? null;
+  }
+
+  async list(q: JournalQuery): Promise<Page<JournalEntry>> {
+    const matches = [...this.entries.values()].filter(
+      (e) =>
+        (!q.state || e.state === q.state) &&
+        (!q.threadId || e.message.threadId === q.threadId) &&
+        (!q.agent || e.message.from === q.agent || e.message.to === q.agent),
+    );
+    // Map order is insertion order, i.e. oldest first.
+    if (q.order !== 'oldest') matches.reverse();
+    return { items: matches.slice(q.offset, q.offset + q.limit), total: matches.length };
+  }
+
+  async stats(): Promise<JournalStats> {
+    const counts: Record<DeliveryState, number> = { PENDING: 0, DISPATCHED: 0, ACKED: 0, FAILED: 0 };
+    let oldestPending: number | null = null;
+    for (const e of this.entries.values()) {
+      counts[e.state]++;
+      if (e.state === 'PENDING' && (oldestPending === null || e.createdAt < oldestPending)) oldestPending = e.createdAt;
+    }
+    return { counts, oldestPendingAgeMs: oldestPending === null ? null : this.now() - oldestPending, lastRecovery: null };
+  }
+
+  async redeliver(messageId: string): Promise<Message> {
+    const e = this.entries.get(messageId);
+    if (!e) throw Errors.JOURNAL_ENTRY_NOT_FOUND(messageId);
+    if (e.state !== 'FAILED') throw Errors.JOURNAL_NOT_REDELIVERABLE(messageId, e.state);
+    const message: Message = { ...e.message, attempt: e.attempts + 1 };
+    Object.assign(e, { message, state: 'PENDING', failedAt: null, failureReason: null, error: null });
+    return message;
+  }
+
+  async threadHistory(threadId: string, agent: string, limit: number): Promise<readonly Message[]> {
+    const out: Message[] = [];
+    for (const e of this.entries.values()) {
+      const m = e.message;
+      if (m.threadId === threadId && (m.from === agent || m.to === agent)) out.push(m);
+    }
+    return out.slice(-limit);
+  }
+
+  private put(message: Message): Mutable<JournalEntry> {
+    const entry: Mutable<JournalEntry> = {
+      message,
+      state: 'PENDING',
+      attempts: message.attempt - 1,
+      createdAt: this.now(),
+      dispatchedAt: null,
+      ackedAt: null,
+      failedAt: null,
+      failureReason: null,
+      error: null,
+    };
+    this.entries.set(message.id, entry);
+    return entry;
+  }
+
+  /** Drops the oldest finished entries beyond the bound; unfinished ones are never dropped. */
+  private trim(): void {
+    if (this.entries.size <= this.maxEntries) return;
+    for (const [id, e] of this.entries) {
+      if (this.entries.size <= this.maxEntries) break;
+      if (e.state === 'ACKED' || e.state === 'FAILED') this.entries.delete(id);
+    }
+  }
+}

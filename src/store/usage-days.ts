@@ -1,0 +1,36 @@
+import type { UsageEvent } from '../usage/types.js';
+import { DEFAULT_DAILY_RANGE_DAYS, MAX_DAILY_RANGE_DAYS, type UsageCountersRow } from './types.js';
+
+const DAY_MS = 86_400_000;
+
+/** The UTC day (YYYY-MM-DD) of a timestamp. */
+export function utcDay(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}
+
+/**
+ * The UTC days a daily-usage query covers: from the start's day to the day before the
+ * (exclusive) end — or, without an end, today; without a start, DEFAULT_DAILY_RANGE_DAYS days.
+ * Longer ranges are cut to the last MAX_DAILY_RANGE_DAYS days.
+ */
+export function dayRange(startTime: number | undefined, endTime: number | undefined, now = Date.now()): string[] {
+  const endDay = Math.floor(((endTime ?? now + 1) - 1) / DAY_MS);
+  let startDay = startTime !== undefined ? Math.floor(startTime / DAY_MS) : endDay - DEFAULT_DAILY_RANGE_DAYS + 1;
+  if (endDay - startDay + 1 > MAX_DAILY_RANGE_DAYS) startDay = endDay - MAX_DAILY_RANGE_DAYS + 1;
+  const days: string[] = [];
+  for (let d = startDay; d <= endDay; d++) days.push(utcDay(d * DAY_MS));
+  return days;
+}
+
+export function zeroCounters(): { -readonly [K in keyof UsageCountersRow]: UsageCountersRow[K] } {
+  return { totalTokens: 0, promptTokens: 0, completionTokens: 0, requestCount: 0, totalCost: 0, unpricedRequests: 0 };
+}
+
+export function addEvent(c: ReturnType<typeof zeroCounters>, e: UsageEvent): void {
+  c.totalTokens += e.totalTokens;
+  c.promptTokens += e.promptTokens;
+  c.completionTokens += e.completionTokens;
+  c.requestCount += 1;
+  if (e.cost === null) c.unpricedRequests += 1;
+  else c.totalCost += e.cost;
+}

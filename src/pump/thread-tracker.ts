@@ -110,7 +110,11 @@ export class ThreadTracker {
   /** A thread that drained or was killed leaves memory; its record stays in the store. */
   retire(thread: LiveThread): void {
     this.live.delete(thread.id);
-    this.touch(thread);
+    this.dirty.delete(thread);
+    // Written at once: the store is the only record of the thread from now on.
+    const record = toRecord(thread);
+    this.store.put(record);
+    this.bus.emit({ type: 'thread_updated', thread: record });
   }
 
   snapshot(thread: LiveThread): ThreadRecord {

@@ -61,13 +61,14 @@ describe('routing and peer isolation', () => {
     const replies: unknown[] = [];
     const { organism, events } = await startOrganism([
       listener('asker', { peers: ['loner'], handler: (p, ctx) => (ctx.from === 'loner' ? void replies.push(p) : send('loner', p)) }),
-      listener('loner', { peers: [], handler: (p) => [reply({ text: `re: ${p['text']}` }), send('asker', { text: 'direct' })] }),
+      listener('loner', { peers: [], handler: (p) => [reply({ text: `re: ${p['text']}` }), send('bystander', { text: 'direct' })] }),
+      listener('bystander', { handler: () => void replies.push('bystander reached') }),
     ]);
     const { threadId } = await organism.inject('asker', { text: 'ping' });
     await settled(organism, threadId);
     // The reply (to the sender) arrives; the explicit send to a non-peer is refused.
     expect(replies).toEqual([{ text: 're: ping' }]);
-    expect(events.some((e) => e.type === 'peer_denied' && e.from === 'loner' && e.to === 'asker')).toBe(false);
+    expect(events.some((e) => e.type === 'peer_denied' && e.from === 'loner' && e.to === 'bystander')).toBe(true);
     await organism.stop();
   });
 

@@ -123,7 +123,7 @@ export const UsageHistoryResponse = Type.Object(
   { title: 'UsageHistoryResponse' },
 );
 
-const BillingLine = Type.Object({ ...Counts });
+const BillingLine = Type.Object({ ...Counts, ...Unpriced });
 
 export const BillingResponse = Type.Object(
   {
@@ -131,6 +131,7 @@ export const BillingResponse = Type.Object(
     startTime: Nullable(Timestamp),
     endTime: Nullable(Timestamp),
     ...Counts,
+    ...Unpriced,
     byModel: Type.Object({}, { additionalProperties: BillingLine }),
     byAgent: Type.Object({}, { additionalProperties: BillingLine }),
     byOrg: Type.Object({}, { additionalProperties: BillingLine }),
@@ -139,8 +140,11 @@ export const BillingResponse = Type.Object(
 );
 
 export const DailyUsage = Type.Object(
-  { date: Type.String({ description: 'UTC day, YYYY-MM-DD' }), totalTokens: Type.Integer(), requestCount: Type.Integer(), totalCost: Type.Number() },
+  { date: Type.String({ description: 'UTC day, YYYY-MM-DD' }), ...Counts, ...Unpriced },
   { title: 'DailyUsage' },
 );
 
-export const DailyResponse = Type.Object({ days: Type.Array(DailyUsage), count: Type.Integer() }, { title: 'DailyResponse' });
+export const DailyResponse = Type.Object(
+  { days: Type.Array(DailyUsage, { description: 'Every UTC day of the range, zero-filled (at most 366; 30 by default)' }), count: Type.Integer() },
+  { title: 'DailyResponse' },
+);

@@ -38,12 +38,19 @@ export function toOrganismError(err: unknown, request?: FastifyRequest, bodyLimi
   return { error: Errors.INTERNAL_ERROR(), unexpected: true };
 }
 
+/** Field errors come from request validation ({location, field}) or payload validation ({path}). */
+function fieldProblem(item: unknown): { location: string; field: string; message: string } {
+  const o = (typeof item === 'object' && item !== null ? item : {}) as Record<string, unknown>;
+  const text = (v: unknown, fallback: string) => (typeof v === 'string' ? v : fallback);
+  return { location: text(o['location'], 'payload'), field: text(o['field'] ?? o['path'], ''), message: text(o['message'], String(item)) };
+}
+
 /** Writes the error body `{detail, code, errors?}` with its status (and Retry-After on 503). */
 export function sendError(reply: FastifyReply, error: OrganismError): FastifyReply {
   const retryAfter = RETRY_AFTER[error.code];
   if (retryAfter) reply.header('Retry-After', retryAfter);
   const body: { detail: string; code: string; errors?: unknown } = { detail: error.detail, code: error.code };
-  if (Array.isArray(error.data)) body.errors = error.data;
+  if (Array.isArray(error.data)) body.errors = error.data.map(fieldProblem);
   return reply.code(error.status).type('application/json; charset=utf-8').send(body);
 }
 

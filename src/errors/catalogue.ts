@@ -99,6 +99,16 @@ export const Errors = {
   ABORTED: define('ABORTED', 499, 'Aborted: %s'),
   CONFIG_INVALID: define('CONFIG_INVALID', 400, 'Configuration is invalid: %s'),
 
+  // --- storage (the data directory) ---
+  STORAGE_LOCKED: define(
+    'STORAGE_LOCKED',
+    503,
+    'Data directory %s is in use by another organism process (pid %s); stop it or use another --data-dir',
+  ),
+  STORAGE_UNWRITABLE: define('STORAGE_UNWRITABLE', 503, 'Data directory %s is not writable: %s'),
+  STORAGE_CORRUPT: define('STORAGE_CORRUPT', 503, 'Database %s is not a valid organism database (%s); move it away to start afresh'),
+  STORAGE_FAILED: define('STORAGE_FAILED', 503, 'Storage failure in %s: %s'),
+
   // --- control service (HTTP layer) ---
   AUTH_REQUIRED: define('AUTH_REQUIRED', 401, 'Authentication required'),
   OPERATOR_REQUIRED: define('OPERATOR_REQUIRED', 403, 'Operator role required'),

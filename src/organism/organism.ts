@@ -50,6 +50,8 @@ export class Organism {
   private router: LlmRouter;
   private started: number | null = null;
   private recovery: RecoveryReport | null = null;
+  private budgetsDirty = false;
+  private budgetTimer: NodeJS.Timeout | null = null;
 
   constructor(loaded: LoadedOrganism, options: OrganismOptions = {}) {
     this.loaded = loaded;
@@ -60,6 +62,9 @@ export class Organism {
     this.registryValue = new PayloadRegistry(loaded.payloadTypes);
     this.router = this.makeRouter(loaded.config);
     this.storage.usage.attach(this.tracker);
+    this.tracker.subscribe(() => {
+      this.budgetsDirty = true;
+    });
     this.pump = new Pump(
       {
         registry: this.registryValue,
@@ -125,6 +130,13 @@ export class Organism {
     const { messages, report } = await this.storage.journal.recover(this.bootId, this.config.journal.maxAttempts);
     this.recovery = report;
     this.started = Date.now();
+    // Budgets change with every LLM call; persisting them at most once a second bounds both
+    // the write load and what a crash could lose.
+    if (this.storage.budgets) {
+      this.budgetTimer = setInterval(() => {
+        if (this.budgetsDirty) this.saveBudgets();
+      }, 1_000).unref();
+    }
     await this.pump.start(messages);
     this.logger.info({ recovery: report }, 'organism started');
     return report;
@@ -189,6 +201,7 @@ export class Organism {
   /** Stops the pump (draining in-flight work), then flushes and closes storage. */
   async stop(options?: StopOptions): Promise<StopReport> {
     const report = await this.pump.stop(options);
+    if (this.budgetTimer) clearInterval(this.budgetTimer);
     this.saveBudgets();
     await this.storage.usage.flush();
     await this.storage.close();
@@ -217,7 +230,12 @@ export class Organism {
   }
 
   private saveBudgets(): void {
-    this.storage.budgets?.save(this.budgets.snapshot());
+    this.budgetsDirty = false;
+    try {
+      this.storage.budgets?.save(this.budgets.snapshot());
+    } catch (err) {
+      this.logger.error({ err }, 'saving thread budgets failed');
+    }
   }
 
   private makeRouter(config: OrganismConfig): LlmRouter {

@@ -1,0 +1,226 @@
+import type Database from 'better-sqlite3';
+import { Errors } from '../../errors/catalogue.js';
+import type { FailureReason } from '../../pump/hooks.js';
+import type { Message } from '../../pump/message.js';
+import type { UsageEvent } from '../../usage/types.js';
+import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, Page, RecoveredMessages, RecoveryReport } from '../types.js';
+import { entryOf, messageOf, type JournalRow } from './rows.js';
+import { usageInserter } from './usage-writes.js';
+import type { GroupWriter } from './writer.js';
+
+const PRUNE_BATCH = 1_000;
+const DAY_MS = 86_400_000;
+
+/**
+ * The certified-mail journal on SQLite. Every transition is written through the group writer,
+ * so concurrent writes of one tick share a transaction and resolve after it commits; an ack
+ * commits its outgoing messages (PENDING) and the usage it caused in that same transaction.
+ */
+export class SqliteJournal implements Journal {
+  private readonly insert: Database.Statement;
+  private readonly setDispatched: Database.Statement;
+  private readonly setAcked: Database.Statement;
+  private readonly setFailed: Database.Statement;
+  private readonly insertUsage: (events: readonly UsageEvent[]) => void;
+  private lastRecovery: RecoveryReport | null;
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly writer: GroupWriter,
+    private readonly retention: { retainDays: number; failedRetainDays: number },
+    private readonly now: () => number = Date.now,
+  ) {
+    this.insert = db.prepare(`INSERT OR IGNORE INTO journal
+      (id, thread_id, sender, recipient, payload_type, payload, metadata, hops, parent_id, msg_timestamp, attempt, state, attempts, created_at)
+      VALUES (@id, @threadId, @from, @to, @payloadType, @payload, @metadata, @hops, @parentId, @timestamp, @attempt, 'PENDING', @attempts, @createdAt)`);
+    this.setDispatched = db.prepare(`UPDATE journal SET state = 'DISPATCHED', attempts = ?, attempt = ?, dispatched_at = ? WHERE id = ? AND state IN ('PENDING', 'DISPATCHED')`);
+    this.setAcked = db.prepare(`UPDATE journal SET state = 'ACKED', acked_at = ? WHERE id = ?`);
+    this.setFailed = db.prepare(`UPDATE journal SET state = 'FAILED', failed_at = ?, failure_reason = ?, error = ? WHERE id = ?`);
+    this.insertUsage = usageInserter(db);
+    const saved = db.prepare(`SELECT value FROM meta WHERE key = 'last_recovery'`).get() as { value: string } | undefined;
+    this.lastRecovery = saved ? (JSON.parse(saved.value) as RecoveryReport) : null;
+  }
+
+  pending(messages: readonly Message[]): Promise<void> {
+    return this.writer.write(() => this.insertAll(messages));
+  }
+
+  dispatched(message: Message): Promise<void> {
+    return this.writer.write(() => {
+      this.ensure(message);
+      this.setDispatched.run(message.attempt, message.attempt, this.now(), message.id);
+    });
+  }
+
+  acked(message: Message, outgoing: readonly Message[], usage: readonly UsageEvent[]): Promise<void> {
+    return this.writer.write(() => {
+      this.ensure(message);
+      this.setAcked.run(this.now(), message.id);
+      this.insertAll(outgoing);
+      this.insertUsage(usage);
+    });
+  }
+
+  failed(message: Message, reason: FailureReason, error: string, outgoing: readonly Message[], usage: readonly UsageEvent[]): Promise<void> {
+    return this.writer.write(() => {
+      this.ensure(message);
+      this.setFailed.run(this.now(), reason, error, message.id);
+      this.insertAll(outgoing);
+      this.insertUsage(usage);
+    });
+  }
+
+  /**
+   * After a crash: PENDING entries go out again in their original order; DISPATCHED ones (the
+   * process died mid-handler) go out with attempt + 1, or FAIL once past `maxAttempts`.
+   */
+  async recover(bootId: string, maxAttempts: number): Promise<RecoveredMessages> {
+    this.writer.flush();
+    const started = performance.now();
+    let redelivered = 0;
+    let failedMaxAttempts = 0;
+    let messages: Message[] = [];
+    this.db.transaction(() => {
+      const interrupted = this.db.prepare(`SELECT * FROM journal WHERE state = 'DISPATCHED'`).all() as JournalRow[];
+      const retry = this.db.prepare(`UPDATE journal SET state = 'PENDING', attempt = ? WHERE id = ?`);
+      for (const row of interrupted) {
+        const next = row.attempt + 1;
+        if (next > maxAttempts) {
+          this.setFailed.run(this.now(), 'max_attempts', `Gave up after ${row.attempt} interrupted attempt(s) (journal.max_attempts = ${maxAttempts})`, row.id);
+          failedMaxAttempts++;
+        } else {
+          retry.run(next, row.id);
+          redelivered++;
+        }
+      }
+      const rows = this.db.prepare(`SELECT * FROM journal WHERE state = 'PENDING' ORDER BY seq`).all() as JournalRow[];
+      messages = rows.map(messageOf);
+      const report: RecoveryReport = {
+        bootId,
+        at: this.now(),
+        durationMs: 0,
+        pending: rows.length - redelivered,
+        redelivered,
+        failedMaxAttempts,
+      };
+      this.lastRecovery = report;
+    })();
+    const report = { ...this.lastRecovery!, durationMs: Math.round((performance.now() - started) * 100) / 100 };
+    this.lastRecovery = report;
+    this.db.prepare(`INSERT OR REPLACE INTO meta (key, value) VALUES ('last_recovery', ?)`).run(JSON.stringify(report));
+    return { messages, report };
+  }
+
+  async get(messageId: string): Promise<JournalEntry | null> {
+    this.writer.flush();
+    const row = this.db.prepare('SELECT * FROM journal WHERE id = ?').get(messageId) as JournalRow | undefined;
+    return row ? entryOf(row) : null;
+  }
+
+  async list(q: JournalQuery): Promise<Page<JournalEntry>> {
+    this.writer.flush();
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (q.state) {
+      where.push('state = ?');
+      params.push(q.state);
+    }
+    if (q.threadId) {
+      where.push('thread_id = ?');
+      params.push(q.threadId);
+    }
+    if (q.agent) {
+      where.push('(sender = ? OR recipient = ?)');
+      params.push(q.agent, q.agent);
+    }
+    const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
+    const order = q.order === 'oldest' ? 'ASC' : 'DESC';
+    const rows = this.db.prepare(`SELECT * FROM journal ${clause} ORDER BY seq ${order} LIMIT ? OFFSET ?`).all(...params, q.limit, q.offset) as JournalRow[];
+    const { n } = this.db.prepare(`SELECT COUNT(*) AS n FROM journal ${clause}`).get(...params) as { n: number };
+    return { items: rows.map(entryOf), total: n };
+  }
+
+  async stats(): Promise<JournalStats> {
+    this.writer.flush();
+    const counts: Record<DeliveryState, number> = { PENDING: 0, DISPATCHED: 0, ACKED: 0, FAILED: 0 };
+    for (const r of this.db.prepare('SELECT state, COUNT(*) AS n FROM journal GROUP BY state').all() as Array<{ state: DeliveryState; n: number }>) {
+      counts[r.state] = r.n;
+    }
+    const oldest = this.db.prepare(`SELECT MIN(created_at) AS t FROM journal WHERE state = 'PENDING'`).get() as { t: number | null };
+    return { counts, oldestPendingAgeMs: oldest.t === null ? null : this.now() - oldest.t, lastRecovery: this.lastRecovery };
+  }
+
+  async redeliver(messageId: string): Promise<Message> {
+    this.writer.flush();
+    const row = this.db.prepare('SELECT * FROM journal WHERE id = ?').get(messageId) as JournalRow | undefined;
+    if (!row) throw Errors.JOURNAL_ENTRY_NOT_FOUND(messageId);
+    if (row.state !== 'FAILED') throw Errors.JOURNAL_NOT_REDELIVERABLE(messageId, row.state);
+    const attempt = row.attempts + 1;
+    await this.writer.write(() => {
+      this.db
+        .prepare(`UPDATE journal SET state = 'PENDING', attempt = ?, failed_at = NULL, failure_reason = NULL, error = NULL WHERE id = ? AND state = 'FAILED'`)
+        .run(attempt, messageId);
+    });
+    return { ...messageOf(row), attempt };
+  }
+
+  async threadHistory(threadId: string, agent: string, limit: number): Promise<readonly Message[]> {
+    this.writer.flush();
+    const rows = this.db
+      .prepare(`SELECT * FROM journal WHERE thread_id = ? AND (sender = ? OR recipient = ?) ORDER BY seq DESC LIMIT ?`)
+      .all(threadId, agent, agent, limit) as JournalRow[];
+    return rows.reverse().map(messageOf);
+  }
+
+  /**
+   * Deletes ACKED entries older than retainDays and FAILED ones older than failedRetainDays,
+   * one small batch per call; returns how many went (0 = nothing left to prune).
+   */
+  pruneStep(now = this.now()): number {
+    const acked = this.db
+      .prepare(`DELETE FROM journal WHERE rowid IN (SELECT rowid FROM journal WHERE state = 'ACKED' AND acked_at < ? LIMIT ?)`)
+      .run(now - this.retention.retainDays * DAY_MS, PRUNE_BATCH).changes;
+    const failed = this.db
+      .prepare(`DELETE FROM journal WHERE rowid IN (SELECT rowid FROM journal WHERE state = 'FAILED' AND failed_at < ? LIMIT ?)`)
+      .run(now - this.retention.failedRetainDays * DAY_MS, PRUNE_BATCH).changes;
+    return acked + failed;
+  }
+
+  /** Prunes everything due, yielding to the event loop between batches. */
+  async prune(now = this.now()): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const n = this.pruneStep(now);
+      total += n;
+      if (n === 0) return total;
+      await new Promise((r) => setImmediate(r));
+    }
+  }
+
+  private insertAll(messages: readonly Message[]): void {
+    const createdAt = this.now();
+    for (const m of messages) {
+      this.insert.run({
+        id: m.id,
+        threadId: m.threadId,
+        from: m.from,
+        to: m.to,
+        payloadType: m.payloadType,
+        payload: JSON.stringify(m.payload),
+        metadata: JSON.stringify(m.metadata),
+        hops: m.hops,
+        parentId: m.parentId,
+        timestamp: m.timestamp,
+        attempt: m.attempt,
+        attempts: m.attempt - 1,
+        createdAt,
+      });
+    }
+  }
+
+  /** A transition for a message never journaled (defensive): record it first. */
+  private ensure(message: Message): void {
+    this.insertAll([message]);
+  }
+}
+

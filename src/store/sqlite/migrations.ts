@@ -1,0 +1,109 @@
+import type Database from 'better-sqlite3';
+
+/** Schema versions, applied in order at open; `user_version` records the last one applied. */
+const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE journal (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    thread_id TEXT NOT NULL,
+    sender TEXT NOT NULL,
+    recipient TEXT NOT NULL,
+    payload_type TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    hops INTEGER NOT NULL,
+    parent_id TEXT,
+    msg_timestamp INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    attempts INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    dispatched_at INTEGER,
+    acked_at INTEGER,
+    failed_at INTEGER,
+    failure_reason TEXT,
+    error TEXT
+  );
+  CREATE INDEX journal_state ON journal(state, seq);
+  CREATE INDEX journal_thread ON journal(thread_id, seq);
+  CREATE INDEX journal_sender ON journal(sender, seq);
+  CREATE INDEX journal_recipient ON journal(recipient, seq);
+  CREATE INDEX journal_acked_at ON journal(acked_at) WHERE state = 'ACKED';
+  CREATE INDEX journal_failed_at ON journal(failed_at) WHERE state = 'FAILED';
+
+  CREATE TABLE threads (
+    id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    participants TEXT NOT NULL,
+    message_count INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    last_activity INTEGER NOT NULL,
+    error TEXT,
+    metadata TEXT NOT NULL
+  );
+  CREATE INDEX threads_activity ON threads(last_activity DESC, id DESC);
+  CREATE INDEX threads_status ON threads(status, last_activity DESC);
+
+  CREATE TABLE budgets (thread_id TEXT PRIMARY KEY, data TEXT NOT NULL);
+
+  CREATE TABLE usage_events (
+    id TEXT PRIMARY KEY,
+    ts INTEGER NOT NULL,
+    thread_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    message_id TEXT,
+    model TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    total_tokens INTEGER NOT NULL,
+    cache_read_tokens INTEGER,
+    cache_write_tokens INTEGER,
+    reasoning_tokens INTEGER,
+    provider_latency_ms REAL NOT NULL,
+    total_latency_ms REAL NOT NULL,
+    cost REAL,
+    org_id TEXT NOT NULL,
+    user_id TEXT,
+    metadata TEXT NOT NULL
+  );
+  CREATE INDEX usage_ts ON usage_events(ts DESC, id DESC);
+  CREATE INDEX usage_org_ts ON usage_events(org_id, ts DESC);
+  CREATE INDEX usage_agent_ts ON usage_events(agent_id, ts DESC);
+  CREATE INDEX usage_model_ts ON usage_events(model, ts DESC);
+  CREATE INDEX usage_message ON usage_events(message_id);
+
+  -- Maintained on every insert, so billing and daily answers do not scan events.
+  CREATE TABLE usage_daily (
+    day TEXT NOT NULL,
+    org_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    model TEXT NOT NULL,
+    total_tokens INTEGER NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    request_count INTEGER NOT NULL,
+    total_cost REAL NOT NULL,
+    unpriced_requests INTEGER NOT NULL,
+    PRIMARY KEY (day, org_id, agent_id, model)
+  );
+
+  CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+  `,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+export function migrate(db: Database.Database): void {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  if (current > SCHEMA_VERSION) {
+    throw new Error(`database schema version ${current} is newer than this organism (${SCHEMA_VERSION})`);
+  }
+  for (let v = current; v < SCHEMA_VERSION; v++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[v]!);
+      db.pragma(`user_version = ${v + 1}`);
+    })();
+  }
+}

@@ -1,0 +1,100 @@
+import type { FailureReason } from '../../pump/hooks.js';
+import type { Message } from '../../pump/message.js';
+import type { UsageEvent } from '../../usage/types.js';
+import type { DeliveryState, JournalEntry } from '../types.js';
+
+export interface JournalRow {
+  id: string;
+  thread_id: string;
+  sender: string;
+  recipient: string;
+  payload_type: string;
+  payload: string;
+  metadata: string;
+  hops: number;
+  parent_id: string | null;
+  msg_timestamp: number;
+  attempt: number;
+  state: DeliveryState;
+  attempts: number;
+  created_at: number;
+  dispatched_at: number | null;
+  acked_at: number | null;
+  failed_at: number | null;
+  failure_reason: string | null;
+  error: string | null;
+}
+
+export function messageOf(r: JournalRow): Message {
+  return {
+    id: r.id,
+    threadId: r.thread_id,
+    from: r.sender,
+    to: r.recipient,
+    payloadType: r.payload_type,
+    payload: JSON.parse(r.payload) as Record<string, unknown>,
+    timestamp: r.msg_timestamp,
+    parentId: r.parent_id,
+    hops: r.hops,
+    metadata: JSON.parse(r.metadata) as Record<string, string>,
+    attempt: r.attempt,
+  };
+}
+
+export function entryOf(r: JournalRow): JournalEntry {
+  return {
+    message: messageOf(r),
+    state: r.state,
+    attempts: r.attempts,
+    createdAt: r.created_at,
+    dispatchedAt: r.dispatched_at,
+    ackedAt: r.acked_at,
+    failedAt: r.failed_at,
+    failureReason: r.failure_reason as FailureReason | null,
+    error: r.error,
+  };
+}
+
+export interface UsageRow {
+  id: string;
+  ts: number;
+  thread_id: string;
+  agent_id: string;
+  message_id: string | null;
+  model: string;
+  provider: string;
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  cache_read_tokens: number | null;
+  cache_write_tokens: number | null;
+  reasoning_tokens: number | null;
+  provider_latency_ms: number;
+  total_latency_ms: number;
+  cost: number | null;
+  org_id: string;
+  user_id: string | null;
+  metadata: string;
+}
+
+export function usageOf(r: UsageRow): UsageEvent {
+  return {
+    id: r.id,
+    timestamp: r.ts,
+    threadId: r.thread_id,
+    agentId: r.agent_id,
+    messageId: r.message_id,
+    model: r.model,
+    provider: r.provider,
+    promptTokens: r.prompt_tokens,
+    completionTokens: r.completion_tokens,
+    totalTokens: r.total_tokens,
+    cacheReadTokens: r.cache_read_tokens,
+    cacheWriteTokens: r.cache_write_tokens,
+    reasoningTokens: r.reasoning_tokens,
+    providerLatencyMs: r.provider_latency_ms,
+    totalLatencyMs: r.total_latency_ms,
+    cost: r.cost,
+    metadata: JSON.parse(r.metadata) as Record<string, string>,
+  };
+}

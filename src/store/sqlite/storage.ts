@@ -1,0 +1,115 @@
+import Database from 'better-sqlite3';
+import { accessSync, constants, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { Errors, OrganismError } from '../../errors/catalogue.js';
+import type { Logger } from '../../util/logger.js';
+import { SqliteJournal } from './journal.js';
+import { acquireLock } from './lock.js';
+import { migrate } from './migrations.js';
+import { SqliteThreadStore } from './threads.js';
+import { SqliteUsageStore } from './usage.js';
+import { GroupWriter } from './writer.js';
+
+export const DATABASE_FILE = 'organism.db';
+const PRUNE_INTERVAL_MS = 10 * 60_000;
+
+export interface SqliteStorageOptions {
+  readonly dataDir: string;
+  readonly retainDays?: number;
+  readonly failedRetainDays?: number;
+  readonly logger?: Logger;
+}
+
+export interface SqliteStorage {
+  readonly dataDir: string;
+  readonly journal: SqliteJournal;
+  readonly threads: SqliteThreadStore;
+  readonly usage: SqliteUsageStore;
+  readonly budgets: { load(): unknown[]; save(snapshots: unknown[]): void };
+  close(): void;
+}
+
+/**
+ * Opens the organism's data directory: takes its lock, opens (or creates) the database in WAL
+ * mode and applies migrations. Anything wrong (locked, unwritable, corrupt, full) is a clear
+ * StorageError: the organism never runs on silently without persistence.
+ *
+ * Durability: WAL with synchronous=NORMAL. A commit is in the WAL file (the operating
+ * system's cache) before it returns, so it survives the process being killed at any instant
+ * (kill -9, crash, OOM); only a power loss or kernel crash could lose the last commits.
+ */
+export function openSqliteStorage(options: SqliteStorageOptions): SqliteStorage {
+  const dataDir = path.resolve(options.dataDir);
+  try {
+    mkdirSync(dataDir, { recursive: true });
+    accessSync(dataDir, constants.W_OK);
+  } catch (err) {
+    throw Errors.STORAGE_UNWRITABLE(dataDir, (err as NodeJS.ErrnoException).code ?? (err as Error).message);
+  }
+  const release = acquireLock(dataDir);
+  const file = path.join(dataDir, DATABASE_FILE);
+  let db: Database.Database;
+  try {
+    db = new Database(file);
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('foreign_keys = ON');
+    db.pragma('busy_timeout = 5000');
+    migrate(db);
+    db.pragma('quick_check');
+  } catch (err) {
+    release();
+    throw storageError(file, err);
+  }
+  const logger = options.logger;
+  const report = (err: unknown) => logger?.error({ err: storageError(file, err) }, 'storage write failed');
+  const writer = new GroupWriter(db, report);
+  const journal = new SqliteJournal(db, writer, {
+    retainDays: options.retainDays ?? 7,
+    failedRetainDays: options.failedRetainDays ?? 30,
+  });
+  const threads = new SqliteThreadStore(db, writer);
+  const usage = new SqliteUsageStore(db, report);
+  const pruneTimer = setInterval(() => {
+    journal.prune().catch(report);
+  }, PRUNE_INTERVAL_MS).unref();
+  setImmediate(() => journal.prune().catch(report)); // catch up after downtime
+
+  let closed = false;
+  return {
+    dataDir,
+    journal,
+    threads,
+    usage,
+    budgets: {
+      load: () => (db.prepare('SELECT data FROM budgets').all() as Array<{ data: string }>).map((r) => JSON.parse(r.data) as unknown),
+      save: (snapshots) => {
+        db.transaction(() => {
+          db.prepare('DELETE FROM budgets').run();
+          const insert = db.prepare('INSERT INTO budgets (thread_id, data) VALUES (?, ?)');
+          for (const s of snapshots as Array<{ threadId: string }>) insert.run(s.threadId, JSON.stringify(s));
+        })();
+      },
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      clearInterval(pruneTimer);
+      writer.flush();
+      usage.close();
+      db.close();
+      release();
+    },
+  };
+}
+
+/** Maps SQLite failures to the catalogue's storage errors. */
+export function storageError(file: string, err: unknown): OrganismError {
+  if (err instanceof OrganismError) return err;
+  const code = (err as { code?: string }).code ?? '';
+  const message = (err as Error).message ?? String(err);
+  if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT' || /not a database|malformed/i.test(message)) return Errors.STORAGE_CORRUPT(file, message);
+  if (code === 'SQLITE_CANTOPEN' || code === 'SQLITE_READONLY' || code === 'SQLITE_PERM') return Errors.STORAGE_UNWRITABLE(path.dirname(file), message);
+  if (code === 'SQLITE_FULL') return Errors.STORAGE_FAILED(file, 'the disk is full');
+  return Errors.STORAGE_FAILED(file, message);
+}

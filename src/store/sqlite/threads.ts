@@ -1,0 +1,83 @@
+import type Database from 'better-sqlite3';
+import type { Page, ThreadQuery, ThreadRecord, ThreadStatus, ThreadStore } from '../types.js';
+import type { GroupWriter } from './writer.js';
+
+interface ThreadRow {
+  id: string;
+  status: ThreadStatus;
+  participants: string;
+  message_count: number;
+  created_at: number;
+  last_activity: number;
+  error: string | null;
+  metadata: string;
+}
+
+const recordOf = (r: ThreadRow): ThreadRecord => ({
+  id: r.id,
+  status: r.status,
+  participants: JSON.parse(r.participants) as string[],
+  messageCount: r.message_count,
+  createdAt: r.created_at,
+  lastActivity: r.last_activity,
+  error: r.error,
+  metadata: JSON.parse(r.metadata) as Record<string, string>,
+});
+
+/** Thread records on SQLite, written through the group writer (one transaction per tick). */
+export class SqliteThreadStore implements ThreadStore {
+  private readonly upsert: Database.Statement;
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly writer: GroupWriter,
+  ) {
+    this.upsert = db.prepare(`INSERT INTO threads (id, status, participants, message_count, created_at, last_activity, error, metadata)
+      VALUES (@id, @status, @participants, @messageCount, @createdAt, @lastActivity, @error, @metadata)
+      ON CONFLICT (id) DO UPDATE SET status = excluded.status, participants = excluded.participants,
+        message_count = excluded.message_count, last_activity = excluded.last_activity, error = excluded.error, metadata = excluded.metadata`);
+  }
+
+  put(t: ThreadRecord): void {
+    void this.writer
+      .write(() => {
+        this.upsert.run({
+          id: t.id,
+          status: t.status,
+          participants: JSON.stringify(t.participants),
+          messageCount: t.messageCount,
+          createdAt: t.createdAt,
+          lastActivity: t.lastActivity,
+          error: t.error,
+          metadata: JSON.stringify(t.metadata),
+        });
+      })
+      .catch(() => {}); // reported by the writer's error handler
+  }
+
+  async get(id: string): Promise<ThreadRecord | null> {
+    this.writer.flush();
+    const row = this.db.prepare('SELECT * FROM threads WHERE id = ?').get(id) as ThreadRow | undefined;
+    return row ? recordOf(row) : null;
+  }
+
+  async list(q: ThreadQuery): Promise<Page<ThreadRecord>> {
+    this.writer.flush();
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (q.status) {
+      where.push('status = ?');
+      params.push(q.status);
+    }
+    if (q.agent) {
+      where.push('EXISTS (SELECT 1 FROM json_each(threads.participants) WHERE value = ?)');
+      params.push(q.agent);
+    }
+    const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
+    const rows = this.db
+      .prepare(`SELECT * FROM threads ${clause} ORDER BY last_activity DESC, id DESC LIMIT ? OFFSET ?`)
+      .all(...params, q.limit, q.offset) as ThreadRow[];
+    const { n } = this.db.prepare(`SELECT COUNT(*) AS n FROM threads ${clause}`).get(...params) as { n: number };
+    return { items: rows.map(recordOf), total: n };
+  }
+}

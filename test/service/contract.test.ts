@@ -197,6 +197,7 @@ describe('inject, threads and messages', () => {
     const res = await svc.request('POST', '/api/v1/inject', { body: { to: 'greeter', payload: { Greeting: { name: 5 } } } });
     expect(res.status).toBe(422);
     expect(res.body.detail).toContain('name');
+    expect(res.body.errors).toContainEqual(expect.objectContaining({ location: 'payload', field: 'name' }));
   });
 
   it('missing or mistyped body fields -> 422 naming them', async () => {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { loadOrganism } from '../../src/config/index.js';
 import { Organism } from '../../src/organism/organism.js';
+import { openSqliteStorage } from '../../src/store/index.js';
 import { buildApp, type BuildAppOptions } from '../../src/service/app.js';
 import { ResponseChecker } from './openapi-check.js';
 
@@ -158,13 +159,19 @@ export interface ApiResponse {
   readonly body: any;
 }
 
-export async function startService(options: { yaml?: string; app?: Partial<BuildAppOptions> } = {}): Promise<Service> {
+export type StorageKind = 'memory' | 'sqlite';
+
+export async function startService(
+  options: { yaml?: string; app?: Partial<BuildAppOptions>; storage?: StorageKind } = {},
+): Promise<Service> {
   const dir = mkdtempSync(path.join(tmpdir(), 'organism-service-'));
   const configPath = path.join(dir, 'organism.yaml');
   writeFileSync(path.join(dir, 'handlers.ts'), HANDLERS);
   writeFileSync(configPath, options.yaml ?? organismYaml());
   const loaded = await loadOrganism(configPath);
-  const organism = new Organism(loaded);
+  // The CLI serves on SQLite; the memory stores are the library default. Both must behave the same.
+  const storage = options.storage === 'sqlite' ? openSqliteStorage({ dataDir: path.join(dir, 'data') }) : undefined;
+  const organism = new Organism(loaded, storage ? { storage } : {});
   await organism.start();
   let stops = 0;
   let restarts = 0;

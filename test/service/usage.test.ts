@@ -1,143 +1,145 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, probe, startService, type Service } from './fixture.js';
+import { eventually, probe, startService, type Service, type StorageKind } from './fixture.js';
 
-let svc: Service;
-let threadId: string;
+describe.each<StorageKind>(['memory', 'sqlite'])('usage with %s storage', (kind) => {
+  let svc: Service;
+  let threadId: string;
 
-beforeAll(async () => {
-  svc = await startService();
-  // The shouter is paused so the thread stays active (a budget is released when its thread ends).
-  await svc.request('POST', '/api/v1/agents/shouter/pause');
-  const res = await svc.request('POST', '/api/v1/inject', {
-    body: { to: 'greeter', payload: { Greeting: { name: 'Ada' } }, metadata: { orgId: 'acme', userId: 'u-1' } },
+  beforeAll(async () => {
+    svc = await startService({ storage: kind });
+    // The shouter is paused so the thread stays active (a budget is released when its thread ends).
+    await svc.request('POST', '/api/v1/agents/shouter/pause');
+    const res = await svc.request('POST', '/api/v1/inject', {
+      body: { to: 'greeter', payload: { Greeting: { name: 'Ada' } }, metadata: { orgId: 'acme', userId: 'u-1' } },
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    threadId = res.body.threadId;
+    await eventually(async () => (await svc.request('GET', '/api/v1/agents/shouter')).body.queueDepth === 1 || null, 'greeter to message the shouter');
   });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  threadId = res.body.threadId;
-  await eventually(async () => (await svc.request('GET', '/api/v1/agents/shouter')).body.queueDepth === 1 || null, 'greeter to message the shouter');
-});
-afterAll(async () => {
-  await svc?.close();
-});
-
-describe('live usage and budgets', () => {
-  it('GET /usage reports totals, per agent, per model and threads with a budget', async () => {
-    const res = await svc.request('GET', '/api/v1/usage');
-    expect(res.status).toBe(200);
-    const { usage } = res.body;
-    expect(usage.totals.requestCount).toBe(1);
-    expect(usage.totals.totalTokens).toBeGreaterThan(0);
-    expect(usage.totals.totalTokens).toBe(usage.totals.promptTokens + usage.totals.completionTokens);
-    expect(usage.totals.totalCost).toBeGreaterThan(0);
-    expect(usage.byAgent).toEqual([expect.objectContaining({ agentId: 'greeter', requestCount: 1 })]);
-    expect(usage.byModel).toHaveLength(1);
-    expect(usage.activeThreads).toBe(1);
+  afterAll(async () => {
+    await svc?.close();
   });
 
-  it('GET /usage/threads lists budgets with the default ceiling', async () => {
-    const res = await svc.request('GET', '/api/v1/usage/threads');
-    expect(res.body).toMatchObject({ count: 1, defaultMaxTokens: 50000 });
-    expect(res.body.threads[0]).toMatchObject({ threadId, maxTokens: 50000, isExhausted: false });
+  describe('live usage and budgets', () => {
+    it('GET /usage reports totals, per agent, per model and threads with a budget', async () => {
+      const res = await svc.request('GET', '/api/v1/usage');
+      expect(res.status).toBe(200);
+      const { usage } = res.body;
+      expect(usage.totals.requestCount).toBe(1);
+      expect(usage.totals.totalTokens).toBeGreaterThan(0);
+      expect(usage.totals.totalTokens).toBe(usage.totals.promptTokens + usage.totals.completionTokens);
+      expect(usage.totals.totalCost).toBeGreaterThan(0);
+      expect(usage.byAgent).toEqual([expect.objectContaining({ agentId: 'greeter', requestCount: 1 })]);
+      expect(usage.byModel).toHaveLength(1);
+      expect(usage.activeThreads).toBe(1);
+    });
+
+    it('GET /usage/threads lists budgets with the default ceiling', async () => {
+      const res = await svc.request('GET', '/api/v1/usage/threads');
+      expect(res.body).toMatchObject({ count: 1, defaultMaxTokens: 50000 });
+      expect(res.body.threads[0]).toMatchObject({ threadId, maxTokens: 50000, isExhausted: false });
+    });
+
+    it('GET /usage/threads/{id} computes percentUsed and remaining', async () => {
+      const res = await svc.request('GET', `/api/v1/usage/threads/${threadId}`);
+      expect(res.status).toBe(200);
+      const b = res.body;
+      expect(b.totalTokens).toBe(b.promptTokens + b.completionTokens);
+      expect(b.remaining).toBe(50000 - b.totalTokens);
+      expect(b.percentUsed).toBe(Math.round((b.totalTokens / 50000) * 1000) / 10);
+    });
+
+    it('PUT /usage/threads/{id} changes the ceiling (snake_case accepted)', async () => {
+      const res = await svc.request('PUT', `/api/v1/usage/threads/${threadId}`, { body: { max_tokens: 80000 } });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ threadId, maxTokens: 80000 });
+      expect((await svc.request('GET', `/api/v1/usage/threads/${threadId}`)).body.maxTokens).toBe(80000);
+      const bad = await svc.request('PUT', `/api/v1/usage/threads/${threadId}`, { body: { maxTokens: -1 } });
+      expect(bad.status).toBe(422);
+      expect(bad.body.detail).toBe('body.maxTokens must be >= 0');
+    });
+
+    it.each([
+      ['GET', undefined],
+      ['PUT', { maxTokens: 10 }],
+    ])('%s /usage/threads/{unknown} -> 404 without creating a budget', async (method, body) => {
+      const res = await svc.request(method, '/api/v1/usage/threads/no-budget', body ? { body } : {});
+      expect(res.status).toBe(404);
+      expect(res.body.detail).toBe('No budget found for thread: no-budget');
+      expect((await svc.request('GET', '/api/v1/usage')).body.usage.activeThreads).toBe(1);
+    });
+
+    it('per agent and per model, zeros when nothing is recorded', async () => {
+      const greeter = await svc.request('GET', '/api/v1/usage/agents/greeter');
+      expect(greeter.body).toMatchObject({ agentId: 'greeter', requestCount: 1 });
+      const model = (await svc.request('GET', '/api/v1/usage')).body.usage.byModel[0].model;
+      expect((await svc.request('GET', `/api/v1/usage/models/${model}`)).body.requestCount).toBe(1);
+      const zeros = { totalTokens: 0, promptTokens: 0, completionTokens: 0, requestCount: 0, totalCost: 0, unpricedRequests: 0 };
+      expect((await svc.request('GET', '/api/v1/usage/agents/nobody')).body).toEqual({ agentId: 'nobody', ...zeros });
+      expect((await svc.request('GET', '/api/v1/usage/models/no-model')).body).toEqual({ model: 'no-model', ...zeros });
+    });
   });
 
-  it('GET /usage/threads/{id} computes percentUsed and remaining', async () => {
-    const res = await svc.request('GET', `/api/v1/usage/threads/${threadId}`);
-    expect(res.status).toBe(200);
-    const b = res.body;
-    expect(b.totalTokens).toBe(b.promptTokens + b.completionTokens);
-    expect(b.remaining).toBe(50000 - b.totalTokens);
-    expect(b.percentUsed).toBe(Math.round((b.totalTokens / 50000) * 1000) / 10);
-  });
+  describe('persisted usage', () => {
+    it('history with filters and a total that honours them', async () => {
+      const all = await eventually(async () => {
+        const r = await svc.request('GET', '/api/v1/usage/history');
+        return r.body.total >= 1 ? r.body : null;
+      }, 'usage event to persist');
+      expect(all).toMatchObject({ count: 1, total: 1, offset: 0, limit: 100 });
+      expect(all.events[0]).toMatchObject({ threadId, agentId: 'greeter', metadata: { orgId: 'acme', userId: 'u-1' } });
+      expect(all.events[0].timestamp).toMatch(/Z$/);
+      const acme = await svc.request('GET', '/api/v1/usage/history?org_id=acme&agent_id=greeter');
+      expect(acme.body.total).toBe(1);
+      const other = await svc.request('GET', '/api/v1/usage/history?orgId=other');
+      expect(other.body).toMatchObject({ total: 0, events: [] });
+      const future = await svc.request('GET', '/api/v1/usage/history?startTime=2999-01-01T00:00:00Z');
+      expect(future.body.total).toBe(0);
+    });
 
-  it('PUT /usage/threads/{id} changes the ceiling (snake_case accepted)', async () => {
-    const res = await svc.request('PUT', `/api/v1/usage/threads/${threadId}`, { body: { max_tokens: 80000 } });
-    expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ threadId, maxTokens: 80000 });
-    expect((await svc.request('GET', `/api/v1/usage/threads/${threadId}`)).body.maxTokens).toBe(80000);
-    const bad = await svc.request('PUT', `/api/v1/usage/threads/${threadId}`, { body: { maxTokens: -1 } });
-    expect(bad.status).toBe(422);
-    expect(bad.body.detail).toBe('body.maxTokens must be >= 0');
-  });
+    it.each([
+      ['start_time=yesterday', 'startTime must be an ISO 8601 date or time (e.g. 2025-01-31T12:00:00Z), not: "yesterday"'],
+      ['endTime=2025-01-31T12:00:00', 'endTime must be an ISO 8601 date or time (e.g. 2025-01-31T12:00:00Z), not: "2025-01-31T12:00:00"'],
+      ['startTime=2025-02-01&endTime=2025-01-01', 'startTime (2025-02-01) must not be after endTime (2025-01-01)'],
+    ])('bad times -> 422 (%s)', async (query, detail) => {
+      for (const route of ['history', 'billing', 'daily']) {
+        const res = await svc.request('GET', `/api/v1/usage/${route}?${query}`);
+        expect(res.status).toBe(422);
+        expect(res.body.detail).toBe(detail);
+      }
+    });
 
-  it.each([
-    ['GET', undefined],
-    ['PUT', { maxTokens: 10 }],
-  ])('%s /usage/threads/{unknown} -> 404 without creating a budget', async (method, body) => {
-    const res = await svc.request(method, '/api/v1/usage/threads/no-budget', body ? { body } : {});
-    expect(res.status).toBe(404);
-    expect(res.body.detail).toBe('No budget found for thread: no-budget');
-    expect((await svc.request('GET', '/api/v1/usage')).body.usage.activeThreads).toBe(1);
-  });
+    it('history limit is 1..1000', async () => {
+      expect((await svc.request('GET', '/api/v1/usage/history?limit=1001')).body.detail).toBe('limit must be <= 1000');
+      expect((await svc.request('GET', '/api/v1/usage/history?limit=1000')).status).toBe(200);
+    });
 
-  it('per agent and per model, zeros when nothing is recorded', async () => {
-    const greeter = await svc.request('GET', '/api/v1/usage/agents/greeter');
-    expect(greeter.body).toMatchObject({ agentId: 'greeter', requestCount: 1 });
-    const model = (await svc.request('GET', '/api/v1/usage')).body.usage.byModel[0].model;
-    expect((await svc.request('GET', `/api/v1/usage/models/${model}`)).body.requestCount).toBe(1);
-    const zeros = { totalTokens: 0, promptTokens: 0, completionTokens: 0, requestCount: 0, totalCost: 0, unpricedRequests: 0 };
-    expect((await svc.request('GET', '/api/v1/usage/agents/nobody')).body).toEqual({ agentId: 'nobody', ...zeros });
-    expect((await svc.request('GET', '/api/v1/usage/models/no-model')).body).toEqual({ model: 'no-model', ...zeros });
-  });
-});
+    it('billing summary by model, agent and organization', async () => {
+      const res = await svc.request('GET', '/api/v1/usage/billing?org_id=acme&start_time=2000-01-01');
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ orgId: 'acme', startTime: '2000-01-01T00:00:00.000Z', endTime: null, requestCount: 1 });
+      expect(res.body.byAgent.greeter.requestCount).toBe(1);
+      expect(Object.keys(res.body.byModel)).toHaveLength(1);
+      expect(res.body.byOrg.acme.totalTokens).toBe(res.body.totalTokens);
+    });
 
-describe('persisted usage', () => {
-  it('history with filters and a total that honours them', async () => {
-    const all = await eventually(async () => {
-      const r = await svc.request('GET', '/api/v1/usage/history');
-      return r.body.total >= 1 ? r.body : null;
-    }, 'usage event to persist');
-    expect(all).toMatchObject({ count: 1, total: 1, offset: 0, limit: 100 });
-    expect(all.events[0]).toMatchObject({ threadId, agentId: 'greeter', metadata: { orgId: 'acme', userId: 'u-1' } });
-    expect(all.events[0].timestamp).toMatch(/Z$/);
-    const acme = await svc.request('GET', '/api/v1/usage/history?org_id=acme&agent_id=greeter');
-    expect(acme.body.total).toBe(1);
-    const other = await svc.request('GET', '/api/v1/usage/history?orgId=other');
-    expect(other.body).toMatchObject({ total: 0, events: [] });
-    const future = await svc.request('GET', '/api/v1/usage/history?startTime=2999-01-01T00:00:00Z');
-    expect(future.body.total).toBe(0);
-  });
+    it('daily usage per UTC day, zero-filled', async () => {
+      const today = new Date().toISOString().slice(0, 10);
+      const res = await svc.request('GET', '/api/v1/usage/daily');
+      expect(res.status).toBe(200);
+      expect(res.body.count).toBe(res.body.days.length);
+      expect(res.body.days.find((d: { date: string }) => d.date === today)).toMatchObject({ requestCount: 1 });
+      expect(res.body.days.filter((d: { requestCount: number }) => d.requestCount === 0).length).toBe(res.body.count - 1);
+    });
 
-  it.each([
-    ['start_time=yesterday', 'startTime must be an ISO 8601 date or time (e.g. 2025-01-31T12:00:00Z), not: "yesterday"'],
-    ['endTime=2025-01-31T12:00:00', 'endTime must be an ISO 8601 date or time (e.g. 2025-01-31T12:00:00Z), not: "2025-01-31T12:00:00"'],
-    ['startTime=2025-02-01&endTime=2025-01-01', 'startTime (2025-02-01) must not be after endTime (2025-01-01)'],
-  ])('bad times -> 422 (%s)', async (query, detail) => {
-    for (const route of ['history', 'billing', 'daily']) {
-      const res = await svc.request('GET', `/api/v1/usage/${route}?${query}`);
-      expect(res.status).toBe(422);
-      expect(res.body.detail).toBe(detail);
-    }
-  });
-
-  it('history limit is 1..1000', async () => {
-    expect((await svc.request('GET', '/api/v1/usage/history?limit=1001')).body.detail).toBe('limit must be <= 1000');
-    expect((await svc.request('GET', '/api/v1/usage/history?limit=1000')).status).toBe(200);
-  });
-
-  it('billing summary by model, agent and organization', async () => {
-    const res = await svc.request('GET', '/api/v1/usage/billing?org_id=acme&start_time=2000-01-01');
-    expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ orgId: 'acme', startTime: '2000-01-01T00:00:00.000Z', endTime: null, requestCount: 1 });
-    expect(res.body.byAgent.greeter.requestCount).toBe(1);
-    expect(Object.keys(res.body.byModel)).toHaveLength(1);
-    expect(res.body.byOrg.acme.totalTokens).toBe(res.body.totalTokens);
-  });
-
-  it('daily usage per UTC day, zero-filled', async () => {
-    const today = new Date().toISOString().slice(0, 10);
-    const res = await svc.request('GET', '/api/v1/usage/daily');
-    expect(res.status).toBe(200);
-    expect(res.body.count).toBe(res.body.days.length);
-    expect(res.body.days.find((d: { date: string }) => d.date === today)).toMatchObject({ requestCount: 1 });
-    expect(res.body.days.filter((d: { requestCount: number }) => d.requestCount === 0).length).toBe(res.body.count - 1);
-  });
-
-  it('POST /usage/reset clears live usage only; the thread goes on', async () => {
-    const res = await svc.request('POST', '/api/v1/usage/reset');
-    expect(res.body).toEqual({ success: true, message: 'Usage tracking reset' });
-    expect((await svc.request('GET', '/api/v1/usage')).body.usage.totals.requestCount).toBe(0);
-    expect((await svc.request('GET', '/api/v1/usage/history')).body.total).toBe(1);
-    await svc.request('POST', '/api/v1/agents/shouter/resume');
-    await eventually(() => probe().calls.find((c) => c.threadId === threadId && c.listener === 'shouter'), 'shouter to announce');
-    expect(probe().calls.find((c) => c.threadId === threadId)!.text).toBe('Hello, Ada!');
+    it('POST /usage/reset clears live usage only; the thread goes on', async () => {
+      const res = await svc.request('POST', '/api/v1/usage/reset');
+      expect(res.body).toEqual({ success: true, message: 'Usage tracking reset' });
+      expect((await svc.request('GET', '/api/v1/usage')).body.usage.totals.requestCount).toBe(0);
+      expect((await svc.request('GET', '/api/v1/usage/history')).body.total).toBe(1);
+      await svc.request('POST', '/api/v1/agents/shouter/resume');
+      await eventually(() => probe().calls.find((c) => c.threadId === threadId && c.listener === 'shouter'), 'shouter to announce');
+      expect(probe().calls.find((c) => c.threadId === threadId)!.text).toBe('Hello, Ada!');
+    });
   });
 });

@@ -110,7 +110,7 @@ function readProvider(r: MapReader): ProviderConfig {
     timeoutSeconds: r.number('timeout_seconds', Defaults.providerTimeoutSeconds, true),
     maxRetries: r.integer('max_retries', Defaults.providerMaxRetries, 0),
     script: script ? readScript(script) : {},
-    mockLatencyMs: r.integer('latency_ms', 0, 0),
+    mockLatencyMs: type === 'mock' ? r.integer('latency_ms', 0, 0) : undefined,
   };
 }
 

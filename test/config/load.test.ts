@@ -35,6 +35,7 @@ const FULL = y`
         type: mock
         models: [mock-]
         priority: 5
+        latency_ms: 25
         script:
           writer: ["<reply><Note><text>{{text}}</text></Note></reply>"]
           echo: only one
@@ -130,7 +131,7 @@ describe('loading a valid config', () => {
       CONFIG_PATH,
     );
     expect(loaded.config.llm.providers).toEqual([
-      { name: 'mock', type: 'mock', baseUrl: null, apiKeyEnv: null, models: [], priority: 0, timeoutSeconds: 60, maxRetries: 3, script: {} },
+      { name: 'mock', type: 'mock', baseUrl: null, apiKeyEnv: null, models: [], priority: 0, timeoutSeconds: 60, maxRetries: 3, script: {}, mockLatencyMs: 0 },
     ]);
   });
 
@@ -155,6 +156,7 @@ describe('loading a valid config', () => {
       writer: ['<reply><Note><text>{{text}}</text></Note></reply>'],
       echo: ['only one'],
     });
+    expect(config.llm.providers[0]?.mockLatencyMs).toBe(25);
     expect(config.llm.providers[1]).toEqual({
       name: 'openai',
       type: 'openai',
@@ -165,6 +167,7 @@ describe('loading a valid config', () => {
       timeoutSeconds: 20,
       maxRetries: 0,
       script: {},
+      mockLatencyMs: undefined,
     });
     expect(config.llm.pricing).toEqual({
       'mock-': { prompt: 0, completion: 0, cacheRead: null, cacheWrite: null },

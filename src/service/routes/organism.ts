@@ -78,8 +78,8 @@ export const organismRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (
     '/organism/stop',
     { schema: { tags: ['organism'], summary: 'Stop gracefully (drain, flush, exit 0)', response: { 200: StopResponse, ...errorResponses } } },
     async (_request, reply) => {
-      // The answer goes out first; the shutdown (which closes the server) starts once it is sent.
-      reply.raw.once('finish', () => (ctx.onStop ? ctx.onStop() : void organism.stop().catch(() => undefined)));
+      // The answer goes out first; the shutdown (which closes the server) starts once it is sent (or the client is gone).
+      reply.raw.once('close', () => (ctx.onStop ? ctx.onStop() : void organism.stop().catch(() => undefined)));
       return { success: true as const, status: 'stopping' as const };
     },
   );
@@ -90,7 +90,7 @@ export const organismRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (
     async (_request, reply) => {
       const onRestart = ctx.onRestart;
       if (!onRestart) throw Errors.RESTART_UNAVAILABLE();
-      reply.raw.once('finish', () => onRestart());
+      reply.raw.once('close', () => onRestart());
       return reply.code(202).send({ success: true as const, status: 'restarting' as const });
     },
   );

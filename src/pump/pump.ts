@@ -149,6 +149,7 @@ export class Pump {
       const thread = this.threads.activate(message.threadId, this.now(), message.metadata, stored);
       this.enqueue(message, thread, false);
     }
+    await this.closeOrphanThreads();
     this.setStatus('running');
     this.schedule();
   }
@@ -178,6 +179,24 @@ export class Pump {
     for (const off of this.unsubscribes) off();
     this.setStatus('stopped');
     return { drained, abortedInFlight: aborted, leftQueued: this.queued, durationMs: this.now() - started };
+  }
+
+  /**
+   * A crash can leave a thread recorded `active` whose work had all finished (the thread
+   * record is written behind the journal). After recovery, an active thread with nothing
+   * live is done: it is settled as it would have been.
+   */
+  private async closeOrphanThreads(): Promise<void> {
+    for (;;) {
+      const page = await this.deps.threads.list({ status: 'active', limit: 500, offset: 0 });
+      const orphans = page.items.filter((t) => !this.threads.get(t.id));
+      for (const t of orphans) {
+        const status = t.error ? 'error' : 'completed';
+        this.deps.threads.put({ ...t, status });
+        if (status === 'completed') this.deps.budgets.release(t.id);
+      }
+      if (orphans.length < 500) return;
+    }
   }
 
   // ---------------------------------------------------------------- injection

@@ -1,0 +1,97 @@
+/**
+ * Child process of the crash-safety test: a durable organism under a multi-hop workload
+ * (code handler -> mock LLM agent -> code handler with a side effect). The parent SIGKILLs
+ * it at random instants and restarts it; `finish` mode only recovers and drains.
+ *
+ *   node --import tsx test/crash/worker.ts <dataDir> work|finish
+ */
+import Database from 'better-sqlite3';
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Organism } from '../../src/organism/organism.js';
+import { send } from '../../src/pump/handler.js';
+import { openSqliteStorage } from '../../src/store/index.js';
+import { listener, loaded, mockProvider } from '../pump/harness.js';
+
+const [dataDir, mode] = process.argv.slice(2) as [string, 'work' | 'finish'];
+const effects = new Database(path.join(dataDir, 'effects.db'));
+effects.pragma('journal_mode = WAL');
+effects.exec(`CREATE TABLE IF NOT EXISTS effects (message_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL);
+  CREATE TABLE IF NOT EXISTS runs (message_id TEXT NOT NULL, listener TEXT NOT NULL, attempt INTEGER NOT NULL);
+  CREATE TABLE IF NOT EXISTS violations (message_id TEXT NOT NULL, listener TEXT NOT NULL)`);
+const logRun = effects.prepare('INSERT INTO runs (message_id, listener, attempt) VALUES (?, ?, ?)');
+const violation = effects.prepare('INSERT INTO violations (message_id, listener) VALUES (?, ?)');
+const effect = effects.prepare('INSERT OR IGNORE INTO effects (message_id, thread_id) VALUES (?, ?)');
+
+const jitter = () => new Promise((r) => setTimeout(r, Math.random() * 4));
+const storage = openSqliteStorage({ dataDir });
+
+/** Records the run, and a violation when the journal already had this delivery ACKED. */
+async function audit(name: string, messageId: string, attempt: number) {
+  const entry = await storage.journal.get(messageId);
+  if (entry?.state === 'ACKED') violation.run(messageId, name);
+  logRun.run(messageId, name, attempt);
+}
+
+const organism = new Organism(
+  loaded(
+    [
+      listener('start', {
+        peers: ['thinker'],
+        handler: async (p, ctx) => {
+          await audit('start', ctx.messageId, ctx.attempt);
+          await jitter();
+          return send('thinker', { text: `${p['text']}` });
+        },
+      }),
+      listener('thinker', { handler: null, agent: true, peers: ['sink'], prompt: 'Forward the text to sink.', model: 'mock-1' }),
+      listener('sink', {
+        handler: async (p, ctx) => {
+          await audit('sink', ctx.messageId, ctx.attempt);
+          await jitter();
+          effect.run(ctx.messageId, ctx.threadId); // deduplicated by ctx.messageId
+        },
+      }),
+    ],
+    {
+      llm: {
+        providers: [mockProvider({ thinker: ['<send to="sink"><Text><text>{{text}}</text></Text></send>'] }, { mockLatencyMs: 2 })],
+        pricing: { 'mock-': { prompt: 1, completion: 2, cacheRead: null, cacheWrite: null } },
+      },
+      journal: { maxAttempts: 1000, retainDays: 7, failedRetainDays: 30 },
+    },
+  ),
+  { storage },
+);
+
+const injectedLog = path.join(dataDir, 'injected.log');
+const report = await organism.start();
+appendFileSync(path.join(dataDir, 'recoveries.log'), `${JSON.stringify(report)}\n`);
+process.stdout.write('ready\n');
+
+if (mode === 'work') {
+  let next = existsSync(injectedLog) ? readFileSync(injectedLog, 'utf8').split('\n').filter(Boolean).length : 0;
+  for (;;) {
+    // Offer load a little faster than a few handlers can take, without an unbounded backlog.
+    while (organism.queued > 40) await new Promise((r) => setTimeout(r, 2));
+    const batch = Array.from({ length: 4 }, () => next++);
+    await Promise.all(
+      batch.map(async (i) => {
+        const { threadId, messageId } = await organism.inject('start', { text: `job-${i}` }, { waitMs: 10_000, metadata: { orgId: 'acme' } });
+        // Written only after inject returned: every logged message must survive any kill.
+        appendFileSync(injectedLog, `${JSON.stringify({ i, threadId, messageId })}\n`);
+      }),
+    );
+  }
+} else {
+  // Drain everything recovered, then report.
+  for (;;) {
+    const stats = await storage.journal.stats();
+    if (stats.counts.PENDING === 0 && stats.counts.DISPATCHED === 0 && organism.activeThreads === 0) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  await organism.stop();
+  effects.close();
+  process.stdout.write('drained\n');
+  process.exit(0);
+}

@@ -613,7 +613,12 @@ export class Pump {
     await this.journalAck(message, outgoing, d.usage);
     runtime.lastFailed = false;
     this.deps.bus.emit({ type: 'message', message, state: 'ACKED' });
-    for (const r of routed.refused) this.refuse(r);
+    for (const r of routed.refused) {
+      this.refuse(r);
+      // A refused message is a fault of the conversation: the thread ends in `error`.
+      thread.failed = true;
+      thread.error ??= r.error;
+    }
     for (const m of outgoing) this.enqueue(m, thread, true);
   }
 

@@ -139,7 +139,8 @@ describe('routing and peer isolation', () => {
       { maxHops: 5 },
     );
     const { threadId } = await organism.inject('ping', { text: 'ball' });
-    await settled(organism, threadId);
+    const thread = await settled(organism, threadId);
+    expect(thread.status).toBe('error');
     expect(calls).toBe(6); // hops 0..5 delivered, hop 6 refused
     const refused = events.find((e) => e.type === 'journal_failed' && e.reason === 'hop_limit');
     expect(refused?.type === 'journal_failed' && refused.error).toBe(Errors.HOP_LIMIT(5, threadId).detail);

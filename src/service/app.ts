@@ -19,7 +19,9 @@ import { messageRoutes } from './routes/messages.js';
 import { organismRoutes } from './routes/organism.js';
 import { threadRoutes } from './routes/threads.js';
 import { usageRoutes } from './routes/usage.js';
-// WebSocket channels (src/service/ws, built separately). Enable with the register line below.
+// >>> WebSocket channels (src/service/ws/plugin.ts, built separately): not present yet.
+// >>> To enable, uncomment this import and the `app.register(wsPlugin, ...)` line in buildApp.
+// >>> Upgrade requests pass the auth hook (Authorization header or ?token=, viewer role by default).
 // import { wsPlugin } from './ws/plugin.js';
 
 export const API_PREFIX = '/api/v1';
@@ -84,6 +86,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     },
     { prefix: API_PREFIX },
   );
+  // >>> WebSocket registration (see the import above):
   // await app.register(wsPlugin, { organism: options.organism, authenticate: base.authenticate, version: options.version });
 
   await app.ready();

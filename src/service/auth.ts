@@ -27,11 +27,15 @@ export type Access = 'public' | Role;
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** Who is calling (set by the auth hook; null on public routes without credentials). */
+    /** Who is calling (set by the auth hook; null on public routes). */
     principal: Principal | null;
   }
   interface FastifyContextConfig {
     access?: Access;
+  }
+  interface FastifyInstance {
+    /** Resolves an Authorization header value or a bare token to a principal (null: unknown). */
+    authenticate: (headerOrToken: string | null | undefined) => Principal | null;
   }
 }
 
@@ -111,11 +115,4 @@ export function registerAuth(app: FastifyInstance, settings: AuthSettings): void
     request.principal = principal;
     if (access === 'operator' && principal.role !== 'operator') throw Errors.OPERATOR_REQUIRED();
   });
-}
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** Resolves an Authorization header value or a bare token to a principal (null: unknown). */
-    authenticate: (headerOrToken: string | null | undefined) => Principal | null;
-  }
 }

@@ -1,5 +1,4 @@
 import { Type } from 'typebox';
-import { AnyObject } from './common.js';
 
 export const InjectRequest = Type.Object(
   {
@@ -23,5 +22,3 @@ export const InjectRequest = Type.Object(
 );
 
 export const InjectResponse = Type.Object({ threadId: Type.String(), messageId: Type.String() }, { title: 'InjectResponse' });
-
-export { AnyObject };

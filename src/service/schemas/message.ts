@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { AnyObject, Name, NullableString, PageFields, PageQuery, Timestamp } from './common.js';
+import { AnyObject, NullableString, PageFields, PageQuery, Timestamp } from './common.js';
 
 export const DeliveryState = Type.Enum(['PENDING', 'DISPATCHED', 'ACKED', 'FAILED']);
 
@@ -28,5 +28,3 @@ export const MessageQuery = Type.Object({
   threadId: Type.Optional(Type.String({ maxLength: 256 })),
   ...PageQuery,
 });
-
-export { Name };

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { AnyObject, NullableString, NullableTimestamp, SuccessFlag, Timestamp } from './common.js';
+import { NullableString, NullableTimestamp, SuccessFlag, Timestamp } from './common.js';
 
 export const OrganismStatus = Type.Enum(['starting', 'running', 'stopping', 'stopped']);
 
@@ -46,7 +46,6 @@ export const OrganismInfo = Type.Object(
 );
 
 export const OrganismConfig = Type.Object({}, { additionalProperties: true, title: 'SanitizedConfig', description: 'The organism configuration without secrets' });
-export { AnyObject };
 
 export const ReloadQuery = Type.Object({
   dryRun: Type.Optional(Type.Boolean({ default: false, description: 'Report the diff without applying it' })),

@@ -61,10 +61,25 @@ interface Budget {
 
 /**
  * Per-thread token budgets. A budget is created by a thread's first LLM call (reserve) and
- * never by a lookup. Before a call the router reserves the estimated prompt plus the maximum
- * output; a call that could take the thread past its ceiling is refused, so a ceiling is never
- * overrun. After the call the real usage settles and crossed thresholds (75/90/95 %) fire once
- * each. Raising the ceiling re-arms the thresholds the thread is now below.
+ * never by a lookup (has/get/list/count/headroom).
+ *
+ * Reservation rule (kept deliberately simple): a reservation is refused, with
+ * BUDGET_EXHAUSTED, exactly when `used + reservedInFlight + tokens > maxTokens`, i.e. only
+ * when this call's worst case could take the thread past its ceiling. Nothing is clamped: a
+ * clamped reservation would let a call whose output is not limited to the clamp overrun the
+ * ceiling, and the issue asks for a ceiling that holds. The original system's defect (an
+ * estimate blocking threads that were not exhausted) is avoided by counting only what is
+ * real: settled usage plus the reservations of calls still in flight, each released exactly
+ * once (settle or cancel), none surviving a restart. A caller that would rather shrink its
+ * call than be refused asks `headroom()` first and lowers its maximum output to fit.
+ *
+ * After a call its real usage settles; thresholds (75/90/95 %) crossed by it fire once each
+ * per thread, all of them in order when one call jumps over several. A reservation settles
+ * at most once, so a repeated settle cannot bill a call twice.
+ *
+ * Ceiling changes: raising the ceiling re-arms every threshold the thread is now below, so
+ * the warnings fire again when crossed again; lowering it leaves thresholds the thread is now
+ * above to fire at its next settle (there is no agent to address them to before that).
  */
 export class BudgetManager {
   readonly defaultMaxTokens: number;
@@ -72,8 +87,12 @@ export class BudgetManager {
   private readonly listeners = new Set<(e: BudgetThresholdEvent) => void>();
   private nextId = 1;
 
-  constructor(opts: { defaultMaxTokens: number }) {
+  private readonly onListenerError: (err: unknown) => void;
+
+  /** `onListenerError` hears what a throwing threshold listener threw (e.g. to log it). */
+  constructor(opts: { defaultMaxTokens: number; onListenerError?: (err: unknown) => void }) {
     this.defaultMaxTokens = opts.defaultMaxTokens;
+    this.onListenerError = opts.onListenerError ?? (() => {});
   }
 
   has(threadId: string): boolean {
@@ -93,7 +112,16 @@ export class BudgetManager {
     return this.budgets.size;
   }
 
+  /** Tokens a reservation may take now without being refused (never creates a budget). */
+  headroom(threadId: string): number {
+    const b = this.budgets.get(threadId);
+    if (!b) return Math.max(0, this.defaultMaxTokens);
+    return Math.max(0, b.maxTokens - b.promptTokens - b.completionTokens - b.reserved);
+  }
+
   reserve(threadId: string, tokens: number): Reservation {
+    // A negative or NaN reservation would enlarge the budget: a caller bug, not an operator error.
+    if (!Number.isFinite(tokens) || tokens < 0) throw new RangeError(`reservation must be a non-negative number of tokens, not ${tokens}`);
     let b = this.budgets.get(threadId);
     if (!b) {
       b = { maxTokens: this.defaultMaxTokens, promptTokens: 0, completionTokens: 0, reserved: 0, fired: new Set(), open: new Map() };
@@ -111,8 +139,8 @@ export class BudgetManager {
 
   settle(r: Reservation, usage: { promptTokens: number; completionTokens: number }, agent: string): BudgetThresholdEvent[] {
     const b = this.budgets.get(r.threadId);
-    if (!b) return []; // released meanwhile (thread killed): nothing to account
-    this.unreserve(b, r);
+    // Released meanwhile (thread ended), or this reservation settled/cancelled already.
+    if (!b || !this.unreserve(b, r)) return [];
     b.promptTokens += usage.promptTokens;
     b.completionTokens += usage.completionTokens;
     const now = info(r.threadId, b);
@@ -137,8 +165,13 @@ export class BudgetManager {
       for (const fn of this.listeners) {
         try {
           fn(e);
-        } catch {
-          // a listener must never break accounting
+        } catch (err) {
+          // A listener must never break accounting nor keep the others from hearing.
+          try {
+            this.onListenerError(err);
+          } catch {
+            // nothing more to do
+          }
         }
       }
     }
@@ -178,25 +211,31 @@ export class BudgetManager {
     }));
   }
 
-  /** Restores persisted budgets (reservations of calls that died with the process are gone). */
+  /**
+   * Restores persisted budgets (reservations of calls that died with the process are gone).
+   * Rows come from disk: malformed ones are skipped rather than poisoning the accounting.
+   */
   restore(snapshots: readonly ThreadBudgetSnapshot[]): void {
     for (const s of snapshots) {
+      if (!isSnapshot(s)) continue;
       this.budgets.set(s.threadId, {
         maxTokens: s.maxTokens,
         promptTokens: s.promptTokens,
         completionTokens: s.completionTokens,
         reserved: 0,
-        fired: new Set(s.fired),
+        fired: new Set(s.fired.filter((t) => THRESHOLDS.some((x) => x.threshold === t))),
         open: new Map(),
       });
     }
   }
 
-  private unreserve(b: Budget, r: Reservation): void {
+  /** False when the reservation is not open on this budget (settled, cancelled, or from before a release). */
+  private unreserve(b: Budget, r: Reservation): boolean {
     const held = b.open.get(r.id);
-    if (held === undefined) return; // settled or cancelled already
+    if (held === undefined) return false;
     b.open.delete(r.id);
     b.reserved -= held;
+    return true;
   }
 }
 
@@ -214,4 +253,17 @@ function info(threadId: string, b: Budget): ThreadBudgetInfo {
     percentUsed: b.maxTokens <= 0 ? 0 : Math.round((totalTokens / b.maxTokens) * 1000) / 10,
     isExhausted: remaining <= 0,
   };
+}
+
+function isSnapshot(s: unknown): s is ThreadBudgetSnapshot {
+  if (typeof s !== 'object' || s === null) return false;
+  const o = s as Record<string, unknown>;
+  const count = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
+  return (
+    typeof o['threadId'] === 'string' &&
+    count(o['maxTokens']) &&
+    count(o['promptTokens']) &&
+    count(o['completionTokens']) &&
+    Array.isArray(o['fired'])
+  );
 }

@@ -1,7 +1,7 @@
 import type { ModelPrice } from '../config/types.js';
 import type { TokenUsage } from '../llm/types.js';
 
-const price = (prompt: number, completion: number): ModelPrice => ({ prompt, completion, cacheRead: null, cacheWrite: null });
+const price = (prompt: number, completion: number): ModelPrice => Object.freeze({ prompt, completion, cacheRead: null, cacheWrite: null });
 
 /** USD per 1M tokens (reference section 5). Matched by longest prefix of the model name. */
 export const DEFAULT_PRICING: Readonly<Record<string, ModelPrice>> = Object.freeze({
@@ -21,9 +21,12 @@ export const DEFAULT_PRICING: Readonly<Record<string, ModelPrice>> = Object.free
  * longest matching prefix wins overall. A model with no price costs `null` (unpriced), never 0.
  *
  * Cache tokens: providers report cache reads/writes as part of (OpenAI) or beside (Anthropic)
- * the prompt tokens. Here `promptTokens` is billed at the prompt price, except the cache-read
- * and cache-write portions, which are billed at `cacheRead`/`cacheWrite` when those prices are
- * set (and at the prompt price otherwise).
+ * the prompt tokens; both adapters normalise so that `promptTokens` includes them. Here
+ * `promptTokens` is billed at the prompt price, except the cache-read and cache-write portions,
+ * which are billed at `cacheRead`/`cacheWrite` when those prices are set (and at the prompt
+ * price otherwise). Cache counts larger than the prompt are capped at it, so a call is never
+ * billed for more prompt tokens than it had. Reasoning tokens are part of `completionTokens`
+ * (as OpenAI reports them) and are billed at the completion price.
  */
 export class Pricing {
   private readonly table: ReadonlyArray<[string, ModelPrice]>;

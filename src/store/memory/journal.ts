@@ -84,7 +84,7 @@ export class MemoryJournal implements Journal {
     const e = this.entries.get(messageId);
     if (!e) throw Errors.JOURNAL_ENTRY_NOT_FOUND(messageId);
     if (e.state !== 'FAILED') throw Errors.JOURNAL_NOT_REDELIVERABLE(messageId, e.state);
-    const message: Message = { ...e.message, attempt: e.attempts + 1 };
+    const message: Message = { ...e.message, attempt: e.message.attempt + 1 };
     Object.assign(e, { message, state: 'PENDING', failedAt: null, failureReason: null, error: null });
     return message;
   }

@@ -155,7 +155,7 @@ export class SqliteJournal implements Journal {
     const row = this.db.prepare('SELECT * FROM journal WHERE id = ?').get(messageId) as JournalRow | undefined;
     if (!row) throw Errors.JOURNAL_ENTRY_NOT_FOUND(messageId);
     if (row.state !== 'FAILED') throw Errors.JOURNAL_NOT_REDELIVERABLE(messageId, row.state);
-    const attempt = row.attempts + 1;
+    const attempt = row.attempt + 1;
     await this.writer.write(() => {
       this.db
         .prepare(`UPDATE journal SET state = 'PENDING', attempt = ?, failed_at = NULL, failure_reason = NULL, error = NULL WHERE id = ? AND state = 'FAILED'`)

@@ -38,7 +38,7 @@ export async function runCommand(configArg: string | undefined, options: RunOpti
   process.stdout.write(`organism ${organism.name}: ${organism.agents().length} listeners (${path})\n`);
   await organism.start();
 
-  const injections = options.inject.length > 0 || !isDemo ? options.inject : [`concierge={"Request":{"text":"a haiku about the sea"}}`];
+  const injections = options.inject.length > 0 || !isDemo ? options.inject : [`researcher={"Question":{"text":"tide pools"}}`];
   for (const arg of injections) {
     const { to, payload } = parseInjectArg(arg);
     await organism.inject(to, payload, { waitMs: 5_000 });

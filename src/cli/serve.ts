@@ -64,9 +64,8 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     shuttingDown = (async () => {
       logger.info({ restart: code === ExitCode.RESTART }, 'shutting down gracefully');
       // The HTTP server stays up while draining, so new injections get a clear 503.
-      await organism.stop({ timeoutMs: options.drainTimeoutMs });
-      const stats = await organism.storage.journal.stats().catch(() => null);
-      logger.info({ journal: stats }, 'journal at shutdown');
+      const stopped = await organism.stop({ timeoutMs: options.drainTimeoutMs });
+      logger.info({ journal: stopped.journal, abortedInFlight: stopped.abortedInFlight }, 'journal at shutdown');
       await app.close();
     })();
     return shuttingDown;

@@ -5,7 +5,7 @@ import type { OrganismStatus, ReloadResult } from '../events/types.js';
 import { LlmRouter } from '../llm/router.js';
 import { PayloadRegistry } from '../payload/index.js';
 import { Pump, type InjectOptions, type PumpLimits, type StopOptions, type StopReport } from '../pump/pump.js';
-import type { Journal, RecoveryReport, ThreadStore, UsageStore } from '../store/types.js';
+import type { Journal, JournalStats, RecoveryReport, ThreadStore, UsageStore } from '../store/types.js';
 import { MemoryJournal, MemoryThreadStore, MemoryUsageStore } from '../store/index.js';
 import { BudgetManager, type ThreadBudgetInfo } from '../usage/budgets.js';
 import { Pricing } from '../usage/pricing.js';
@@ -199,14 +199,16 @@ export class Organism {
   }
 
   /** Stops the pump (draining in-flight work), then flushes and closes storage. */
-  async stop(options?: StopOptions): Promise<StopReport> {
+  async stop(options?: StopOptions): Promise<StopReport & { journal: JournalStats | null }> {
     const report = await this.pump.stop(options);
     if (this.budgetTimer) clearInterval(this.budgetTimer);
     this.saveBudgets();
     await this.storage.usage.flush();
+    // Collected after the drain and before storage closes: what the next boot will recover.
+    const journal = await this.storage.journal.stats().catch(() => null);
     await this.storage.close();
-    this.logger.info({ report }, 'organism stopped');
-    return report;
+    this.logger.info({ report, journal }, 'organism stopped');
+    return { ...report, journal };
   }
 
   agents(): AgentInfo[] {

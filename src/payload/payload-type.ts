@@ -1,30 +1,22 @@
-import { XMLParser, XMLValidator } from 'fast-xml-parser';
-import type { FieldDef, FieldError, FieldType, PayloadTypeDef, ValidationResult } from './types.js';
-import { escapeXml, unescapeXml } from './xml-text.js';
+import type { FieldDef, FieldError, FieldType, PayloadTypeDef, ScalarKind, ValidationResult } from './types.js';
+import { escapeXml } from './xml-text.js';
+import { clip, isXmlElement, parseXmlElement, textOf, type XmlElement } from './xml-tree.js';
 
 export type DefResolver = (name: string) => PayloadTypeDef | undefined;
 
 /** How lists are written in XML: `<tags><item>a</item><item>b</item></tags>`. */
 export const LIST_ITEM_TAG = 'item';
 
-const parser = new XMLParser({
-  ignoreAttributes: true,
-  parseTagValue: false,
-  parseAttributeValue: false,
-  trimValues: false,
-  processEntities: false, // decoded by unescapeXml: the 5 standard entities and char refs only
-  ignoreDeclaration: true,
-  ignorePiTags: true,
-  isArray: () => true, // every element may repeat: cardinality is checked against the type
-});
-
-type Node = string | { [tag: string]: Node[] | string };
-
 /**
  * A compiled payload type: validation of JSON and XML payloads with a precise error per bad
  * field, XML serialization, an XSD, an example and a JSON Schema, all from one definition.
  */
 export class PayloadType {
+  // Generated documents are computed once: the registry recompiles types when it changes.
+  private cachedXsd: string | undefined;
+  private cachedJsonSchema: Record<string, unknown> | undefined;
+  private cachedExample: Record<string, unknown> | undefined;
+
   constructor(
     readonly def: PayloadTypeDef,
     private readonly resolve: DefResolver,
@@ -62,7 +54,8 @@ export class PayloadType {
       if (!known.has(key)) errors.push({ path: join(path, key), message: `unknown field (${def.name} has: ${[...known].join(', ') || 'no fields'})` });
     }
     for (const field of def.fields) {
-      const v = input[field.name];
+      // Own properties only: a field named `constructor` must not find Object.prototype's.
+      const v = Object.hasOwn(input, field.name) ? input[field.name] : undefined;
       const p = join(path, field.name);
       if (v === undefined || v === null) {
         if (!field.optional) errors.push({ path: p, message: 'required field missing' });
@@ -81,6 +74,10 @@ export class PayloadType {
         break;
       case 'integer':
         if (typeof v === 'number' && Number.isSafeInteger(v)) return v;
+        if (typeof v === 'number' && Number.isInteger(v)) {
+          errors.push({ path, message: outOfRange(v) });
+          return undefined;
+        }
         break;
       case 'number':
         if (typeof v === 'number' && Number.isFinite(v)) return v;
@@ -90,6 +87,7 @@ export class PayloadType {
         break;
       case 'list': {
         if (!Array.isArray(v)) break;
+        // A list item cannot be absent, so null is reported like any other wrong value.
         return v.map((item, i) => this.checkValue(type.of, item, `${path}[${i}]`, errors));
       }
       case 'ref': {
@@ -107,98 +105,100 @@ export class PayloadType {
 
   // ------------------------------------------------------------ XML
 
-  /** Parses one XML element whose tag is this type's name into a validated payload. */
+  /**
+   * Parses a string that is exactly one XML element, whose tag is this type's name, into a
+   * validated payload. Text is coerced to the field types; lists are written as one `<item>`
+   * child per entry; nested types as child elements. Every bad field is reported.
+   */
   fromXml(xml: string): ValidationResult {
-    if (/<!DOCTYPE|<!ENTITY/i.test(xml)) return fail('', 'DOCTYPE and entity declarations are not allowed');
-    const valid = XMLValidator.validate(xml);
-    if (valid !== true) return fail('', `malformed XML at line ${valid.err.line}, column ${valid.err.col}: ${valid.err.msg}`);
-    const doc = parser.parse(xml) as Record<string, Node[]>;
-    const roots = Object.keys(doc).filter((k) => k !== '#text');
-    if (roots.length !== 1 || (doc[roots[0]!] ?? []).length !== 1) {
-      return fail('', `expected exactly one root element <${this.name}>, found ${roots.map((r) => `<${r}>`).join(', ') || 'none'}`);
-    }
-    if (roots[0] !== this.name) return fail('', `wrong root element <${roots[0]}>, expected <${this.name}>`);
+    const parsed = parseXmlElement(xml);
+    if (!parsed.ok) return fail('', parsed.message);
+    return this.fromElement(parsed.element);
+  }
+
+  /** Validates an element already taken out of a larger document (see `parseXmlElement`). */
+  fromElement(element: XmlElement): ValidationResult {
+    if (element.name !== this.name) return fail('', `wrong root element <${element.name}>, expected <${this.name}>`);
     const errors: FieldError[] = [];
-    const value = this.xmlObject(this.def, doc[roots[0]!]![0]!, '', errors);
+    const value = this.xmlObject(this.def, element, '', errors);
     return errors.length > 0 ? { ok: false, errors } : { ok: true, value: value ?? {} };
   }
 
-  private xmlObject(def: PayloadTypeDef, node: Node, path: string, errors: FieldError[]): Record<string, unknown> | undefined {
-    const children: Record<string, Node[] | string> = typeof node === 'string' ? {} : node;
-    if (typeof node === 'string' && node.trim() !== '') {
-      errors.push({ path, message: `expected child elements of ${def.name}, got text` });
-      return undefined;
-    }
-    const out: Record<string, unknown> = {};
+  private xmlObject(def: PayloadTypeDef, element: XmlElement, path: string, errors: FieldError[]): Record<string, unknown> | undefined {
+    const byName = new Map<string, XmlElement[]>();
     const known = new Set(def.fields.map((f) => f.name));
-    for (const tag of Object.keys(children)) {
-      if (tag !== '#text' && !known.has(tag)) errors.push({ path: join(path, tag), message: `unknown element <${tag}> in <${def.name}>` });
-    }
-    for (const field of def.fields) {
-      const p = join(path, field.name);
-      const occurrences = children[field.name];
-      if (occurrences === undefined || typeof occurrences === 'string' || occurrences.length === 0) {
-        if (!field.optional) errors.push({ path: p, message: 'required field missing' });
+    for (const child of element.children) {
+      if (!isXmlElement(child)) {
+        if (child.text.trim() !== '') errors.push({ path, message: `unexpected text ${JSON.stringify(clip(child.text.trim()))} in <${element.name}>; expected child elements of ${def.name}` });
         continue;
       }
+      if (!known.has(child.name)) {
+        errors.push({ path: join(path, child.name), message: `unknown element <${child.name}> in <${element.name}> (${def.name} has: ${[...known].join(', ') || 'no fields'})` });
+        continue;
+      }
+      const list = byName.get(child.name);
+      if (list) list.push(child);
+      else byName.set(child.name, [child]);
+    }
+    const out: Record<string, unknown> = {};
+    for (const field of def.fields) {
+      const p = join(path, field.name);
+      const occurrences = byName.get(field.name) ?? [];
       if (occurrences.length > 1) {
         errors.push({ path: p, message: `<${field.name}> appears ${occurrences.length} times; expected once` });
         continue;
       }
-      const v = this.xmlValue(field.type, occurrences[0]!, p, errors);
+      const el = occurrences[0];
+      // An empty optional scalar that is not a string (`<zip/>` for an optional integer) means "absent".
+      if (el === undefined || (field.optional && isScalarKind(field.type) && field.type.kind !== 'string' && isBlank(el))) {
+        if (!field.optional) errors.push({ path: p, message: 'required field missing' });
+        continue;
+      }
+      const v = this.xmlValue(field.type, el, p, errors);
       if (v !== undefined) out[field.name] = v;
     }
     return out;
   }
 
-  private xmlValue(type: FieldType, node: Node, path: string, errors: FieldError[]): unknown {
+  private xmlValue(type: FieldType, el: XmlElement, path: string, errors: FieldError[]): unknown {
     if (type.kind === 'ref') {
       const def = this.resolve(type.name);
       if (!def) {
         errors.push({ path, message: `unknown payload type ${type.name}` });
         return undefined;
       }
-      return this.xmlObject(def, node, path, errors);
+      return this.xmlObject(def, el, path, errors);
     }
     if (type.kind === 'list') {
-      if (typeof node === 'string') {
-        if (node.trim() === '') return [];
-        errors.push({ path, message: `expected <${LIST_ITEM_TAG}> elements, got text` });
-        return undefined;
+      const out: unknown[] = [];
+      let ok = true;
+      for (const child of el.children) {
+        if (!isXmlElement(child)) {
+          if (child.text.trim() !== '') {
+            errors.push({ path, message: `unexpected text ${JSON.stringify(clip(child.text.trim()))} in a list; write each entry as <${LIST_ITEM_TAG}>...</${LIST_ITEM_TAG}>` });
+            ok = false;
+          }
+          continue;
+        }
+        if (child.name !== LIST_ITEM_TAG) {
+          errors.push({ path: `${path}[${out.length}]`, message: `unexpected <${child.name}> in a list; write each entry as <${LIST_ITEM_TAG}>...</${LIST_ITEM_TAG}>` });
+          ok = false;
+          continue;
+        }
+        out.push(this.xmlValue(type.of, child, `${path}[${out.length}]`, errors));
       }
-      for (const tag of Object.keys(node)) {
-        if (tag !== '#text' && tag !== LIST_ITEM_TAG) errors.push({ path: join(path, tag), message: `unexpected <${tag}> in a list; use <${LIST_ITEM_TAG}>` });
-      }
-      const items = node[LIST_ITEM_TAG];
-      if (!Array.isArray(items)) return [];
-      return items.map((item, i) => this.xmlValue(type.of, item, `${path}[${i}]`, errors));
+      return ok ? out : undefined;
     }
-    if (typeof node !== 'string') {
-      errors.push({ path, message: `expected ${type.kind} text, got child elements` });
+    const nested = el.children.find(isXmlElement);
+    if (nested) {
+      errors.push({ path, message: `expected ${type.kind} text, got element <${nested.name}>` });
       return undefined;
     }
-    const text = unescapeXml(node);
-    switch (type.kind) {
-      case 'string':
-        return text;
-      case 'integer': {
-        const t = text.trim();
-        if (/^[+-]?\d+$/.test(t) && Number.isSafeInteger(Number(t))) return Number(t);
-        break;
-      }
-      case 'number': {
-        const t = text.trim();
-        if (t !== '' && Number.isFinite(Number(t))) return Number(t);
-        break;
-      }
-      case 'boolean': {
-        const t = text.trim();
-        if (t === 'true' || t === '1') return true;
-        if (t === 'false' || t === '0') return false;
-        break;
-      }
-    }
-    errors.push({ path, message: `expected ${type.kind}, got ${JSON.stringify(text)}` });
+    const text = textOf(el);
+    if (type.kind === 'string') return text;
+    const coerced = coerceScalar(type.kind, text.trim());
+    if (coerced.ok) return coerced.value;
+    errors.push({ path, message: coerced.message ?? `expected ${type.kind}, got ${JSON.stringify(clip(text))}` });
     return undefined;
   }
 
@@ -234,8 +234,17 @@ export class PayloadType {
 
   // ------------------------------------------------------------ schema documents
 
-  /** An XSD 1.0 document describing the XML form of this type. */
+  /**
+   * An XSD 1.0 document describing the XML form of this type: one complexType per type (the
+   * root and every nested type), fields in any order (xs:all), optional fields minOccurs="0",
+   * lists as one `<item>` element per entry.
+   */
   xsd(): string {
+    this.cachedXsd ??= this.buildXsd();
+    return this.cachedXsd;
+  }
+
+  private buildXsd(): string {
     const lines = ['<?xml version="1.0" encoding="UTF-8"?>', '<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema" elementFormDefault="qualified">'];
     lines.push(`  <xs:element name="${this.name}" type="${this.name}Type"/>`);
     for (const def of this.closure()) {
@@ -246,7 +255,8 @@ export class PayloadType {
         const min = f.optional ? ' minOccurs="0"' : '';
         const doc = f.description ? `<xs:annotation><xs:documentation>${escapeXml(f.description)}</xs:documentation></xs:annotation>` : '';
         if (f.type.kind === 'list') {
-          lines.push(`      <xs:element name="${f.name}"${min}>${doc}<xs:complexType><xs:sequence>${xsdItem(f.type.of)}</xs:sequence></xs:complexType></xs:element>`);
+          const listDoc = `<xs:annotation><xs:documentation>${escapeXml(`${f.description ? `${f.description}. ` : ''}A list: one <${LIST_ITEM_TAG}> element per entry.`)}</xs:documentation></xs:annotation>`;
+          lines.push(`      <xs:element name="${f.name}"${min}>${listDoc}<xs:complexType><xs:sequence>${xsdItem(f.type.of)}</xs:sequence></xs:complexType></xs:element>`);
         } else if (doc) {
           lines.push(`      <xs:element name="${f.name}" type="${xsdType(f.type)}"${min}>${doc}</xs:element>`);
         } else {
@@ -259,9 +269,10 @@ export class PayloadType {
     return lines.join('\n');
   }
 
-  /** A plausible payload that validates. */
+  /** A plausible payload that validates (values chosen from field names and descriptions). */
   exampleValue(): Record<string, unknown> {
-    return this.exampleObject(this.def, new Set());
+    this.cachedExample ??= this.exampleObject(this.def, new Set());
+    return structuredClone(this.cachedExample);
   }
 
   exampleXml(): string {
@@ -272,25 +283,22 @@ export class PayloadType {
     const out: Record<string, unknown> = {};
     const inside = new Set(seen).add(def.name);
     for (const f of def.fields) {
-      const v = this.exampleOf(f.type, f.name, inside);
+      const v = this.exampleOf(f.type, f.name, inside, f.description);
       if (v !== undefined) out[f.name] = v;
       else if (!f.optional) out[f.name] = {};
     }
     return out;
   }
 
-  private exampleOf(type: FieldType, name: string, seen: Set<string>): unknown {
+  private exampleOf(type: FieldType, name: string, seen: Set<string>, description?: string): unknown {
     switch (type.kind) {
       case 'string':
-        return `example ${name}`;
       case 'integer':
-        return 1;
       case 'number':
-        return 1.5;
       case 'boolean':
-        return true;
+        return exampleScalar(type.kind, name, description);
       case 'list': {
-        const item = this.exampleOf(type.of, name, seen);
+        const item = this.exampleOf(type.of, name, seen, description);
         return item === undefined ? [] : [item];
       }
       case 'ref': {
@@ -304,12 +312,17 @@ export class PayloadType {
 
   /** JSON Schema (draft 2020-12) of the JSON form, nested types under `$defs`. */
   jsonSchema(): Record<string, unknown> {
+    this.cachedJsonSchema ??= this.buildJsonSchema();
+    return structuredClone(this.cachedJsonSchema);
+  }
+
+  private buildJsonSchema(): Record<string, unknown> {
     const defs: Record<string, unknown> = {};
-    for (const def of this.closure()) if (def.name !== this.name) defs[def.name] = objectSchema(def, true);
+    for (const def of this.closure()) if (def.name !== this.name) defs[def.name] = objectSchema(def, true, this.name);
     return {
       $schema: 'https://json-schema.org/draft/2020-12/schema',
       title: this.name,
-      ...objectSchema(this.def, false),
+      ...objectSchema(this.def, false, this.name),
       ...(Object.keys(defs).length > 0 ? { $defs: defs } : {}),
     };
   }
@@ -334,9 +347,9 @@ export class PayloadType {
   }
 }
 
-function objectSchema(def: PayloadTypeDef, nested: boolean): Record<string, unknown> {
+function objectSchema(def: PayloadTypeDef, nested: boolean, root: string): Record<string, unknown> {
   const properties: Record<string, unknown> = {};
-  for (const f of def.fields) properties[f.name] = { ...jsonType(f.type), ...(f.description ? { description: f.description } : {}) };
+  for (const f of def.fields) properties[f.name] = { ...jsonType(f.type, root), ...(f.description ? { description: f.description } : {}) };
   return {
     ...(nested ? { title: def.name } : {}),
     type: 'object',
@@ -347,12 +360,13 @@ function objectSchema(def: PayloadTypeDef, nested: boolean): Record<string, unkn
   };
 }
 
-function jsonType(type: FieldType): Record<string, unknown> {
+function jsonType(type: FieldType, root: string): Record<string, unknown> {
   switch (type.kind) {
     case 'list':
-      return { type: 'array', items: jsonType(type.of) };
+      return { type: 'array', items: jsonType(type.of, root) };
     case 'ref':
-      return { $ref: `#/$defs/${type.name}` };
+      // The root type is the document itself, not one of its $defs (recursive types).
+      return { $ref: type.name === root ? '#' : `#/$defs/${type.name}` };
     default:
       return { type: type.kind };
   }
@@ -404,6 +418,89 @@ function describe(v: unknown): string {
 
 function join(path: string, key: string): string {
   return path ? `${path}.${key}` : key;
+}
+
+/**
+ * A plausible value for a scalar field. Choices listed in the description win
+ * (`warning (75 %), critical (90 %) or final (95 %)` -> `warning`); then hints in the name.
+ */
+function exampleScalar(kind: ScalarKind, name: string, description?: string): unknown {
+  const n = name.toLowerCase();
+  switch (kind) {
+    case 'boolean':
+      return true;
+    case 'integer':
+      if (/percent/.test(n)) return 80;
+      if (/year/.test(n)) return 2024;
+      if (/age$/.test(n)) return 42;
+      if (/max|limit|total|tokens/.test(n)) return 1000;
+      return /count|num|qty|quantity|size|length/.test(n) ? 3 : 1;
+    case 'number':
+      if (/percent/.test(n)) return 75.5;
+      if (/price|amount|cost|total|usd/.test(n)) return 19.99;
+      if (/lat/.test(n)) return 48.8566;
+      if (/lon|lng/.test(n)) return 2.3522;
+      return 1.5;
+    case 'string': {
+      const choice = description ? firstChoice(description) : null;
+      if (choice) return choice;
+      if (/e-?mail/.test(n)) return 'ada@example.com';
+      if (/url|link|href|website/.test(n)) return 'https://example.com';
+      if (/date$/.test(n)) return '2024-05-01';
+      if (/time|_at$|At$/.test(name)) return '2024-05-01T12:00:00Z';
+      if (/(^|_)id$|Id$/.test(name)) return 'abc-123';
+      if (/city/.test(n)) return 'Paris';
+      if (/country/.test(n)) return 'France';
+      if (/lang/.test(n)) return 'en';
+      if (/name$/.test(n)) return 'Ada';
+      if (/message|text|body|content|question|answer|query|prompt|summary|reason|error/.test(n)) return `A short ${name}`;
+      return `example ${name}`;
+    }
+  }
+}
+
+/** The first of the values a description enumerates (`a|b|c`, `(a, b, ...)`, `a (..), b (..) or c`). */
+function firstChoice(description: string): string | null {
+  const piped = /\b([A-Za-z_][\w-]*)\s*\|\s*[A-Za-z_]/.exec(description);
+  if (piped) return piped[1]!;
+  const listed = /\(([a-z_][\w-]*)\s*,/.exec(description);
+  if (listed) return listed[1]!;
+  const leading = /^\s*([a-z_][\w-]*)\s*\([^)]*\)\s*,/.exec(description);
+  return leading ? leading[1]! : null;
+}
+
+function isScalarKind(type: FieldType): type is { kind: ScalarKind } {
+  return type.kind === 'string' || type.kind === 'integer' || type.kind === 'number' || type.kind === 'boolean';
+}
+
+function isBlank(el: XmlElement): boolean {
+  return !el.children.some(isXmlElement) && textOf(el).trim() === '';
+}
+
+// Decimal notation only (`0x10`, `Infinity` and `1_000` are refused), as xs:double writes it.
+const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
+
+/** Text of an XML element (already trimmed) as a non-string scalar. */
+function coerceScalar(kind: Exclude<ScalarKind, 'string'>, t: string): { ok: true; value: unknown } | { ok: false; message?: string } {
+  switch (kind) {
+    case 'integer': {
+      if (!/^[+-]?\d+$/.test(t)) return { ok: false };
+      const n = Number(t);
+      return Number.isSafeInteger(n) ? { ok: true, value: n === 0 ? 0 : n } : { ok: false, message: outOfRange(n) };
+    }
+    case 'number': {
+      const n = Number(t);
+      return DECIMAL.test(t) && Number.isFinite(n) ? { ok: true, value: n === 0 ? 0 : n } : { ok: false };
+    }
+    case 'boolean':
+      if (t === 'true' || t === '1') return { ok: true, value: true };
+      if (t === 'false' || t === '0') return { ok: true, value: false };
+      return { ok: false };
+  }
+}
+
+function outOfRange(n: number): string {
+  return `expected integer, got integer ${n} (outside the safe range -${Number.MAX_SAFE_INTEGER}..${Number.MAX_SAFE_INTEGER})`;
 }
 
 function fail(path: string, message: string): ValidationResult {

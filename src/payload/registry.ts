@@ -2,6 +2,11 @@ import { BUILTIN_PAYLOADS } from './builtin.js';
 import { PayloadType } from './payload-type.js';
 import type { FieldType, PayloadTypeDef } from './types.js';
 
+/** Element names as the XML side writes them (ASCII subset of XML 1.0 names, no colon). */
+const XML_NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
+/** Names the XML parser refuses (they would reach Object.prototype). */
+const RESERVED_FIELD_NAMES = new Set(['__proto__', 'constructor', 'prototype']);
+
 export interface PayloadProblem {
   readonly type: string;
   readonly field: string;
@@ -46,18 +51,35 @@ export class PayloadRegistry {
     return [...this.byName.values()];
   }
 
-  /** References to unknown types, and cycles of required references no value could satisfy. */
+  /**
+   * What would make a type unusable, for the config loader to report: names that cannot be
+   * XML element names, references to unknown types, and cycles of required references that
+   * no finite value could satisfy (each cycle reported once, at its first type).
+   */
   problems(): PayloadProblem[] {
     const problems: PayloadProblem[] = [];
     for (const def of this.byName.values()) {
+      if (!XML_NAME.test(def.name)) problems.push({ type: def.name, field: '', message: `type name ${JSON.stringify(def.name)} is not a valid XML element name` });
+      const seen = new Set<string>();
+      for (const f of def.fields) {
+        if (seen.has(f.name)) problems.push({ type: def.name, field: f.name, message: `field ${f.name} is declared twice` });
+        seen.add(f.name);
+        if (RESERVED_FIELD_NAMES.has(f.name)) problems.push({ type: def.name, field: f.name, message: `field name ${f.name} is reserved` });
+        else if (!XML_NAME.test(f.name)) problems.push({ type: def.name, field: f.name, message: `field name ${JSON.stringify(f.name)} is not a valid XML element name` });
+      }
       for (const f of def.fields) {
         const ref = innerRef(f.type);
         if (ref && !this.byName.has(ref)) problems.push({ type: def.name, field: f.name, message: `unknown payload type ${ref}` });
       }
     }
+    const reported = new Set<string>();
     for (const def of this.byName.values()) {
       const cycle = this.requiredCycle(def.name, [def.name]);
-      if (cycle) problems.push({ type: def.name, field: '', message: `required fields form a cycle that no value can satisfy: ${cycle.join(' -> ')}` });
+      if (!cycle) continue;
+      const key = [...new Set(cycle)].sort().join(' ');
+      if (reported.has(key)) continue;
+      reported.add(key);
+      problems.push({ type: def.name, field: '', message: `required fields form a cycle that no value can satisfy: ${cycle.join(' -> ')}` });
     }
     return problems;
   }

@@ -349,7 +349,10 @@ export class PayloadType {
 
 function objectSchema(def: PayloadTypeDef, nested: boolean, root: string): Record<string, unknown> {
   const properties: Record<string, unknown> = {};
-  for (const f of def.fields) properties[f.name] = { ...jsonType(f.type, root), ...(f.description ? { description: f.description } : {}) };
+  for (const f of def.fields) {
+    const schema = jsonType(f.type, root);
+    properties[f.name] = { ...(f.optional ? orNull(schema) : schema), ...(f.description ? { description: f.description } : {}) };
+  }
   return {
     ...(nested ? { title: def.name } : {}),
     type: 'object',
@@ -358,6 +361,11 @@ function objectSchema(def: PayloadTypeDef, nested: boolean, root: string): Recor
     required: def.fields.filter((f) => !f.optional).map((f) => f.name),
     additionalProperties: false,
   };
+}
+
+/** validate() reads null in an optional field as "absent"; the schema says the same. */
+function orNull(schema: Record<string, unknown>): Record<string, unknown> {
+  return typeof schema['type'] === 'string' ? { ...schema, type: [schema['type'], 'null'] } : { anyOf: [schema, { type: 'null' }] };
 }
 
 function jsonType(type: FieldType, root: string): Record<string, unknown> {
@@ -408,7 +416,7 @@ export function typeName(type: FieldType): string {
 }
 
 function describe(v: unknown): string {
-  if (v === null) return 'null';
+  if (v === null || v === undefined) return String(v);
   if (Array.isArray(v)) return 'array';
   if (typeof v === 'string') return `string ${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}...` : v)}`;
   if (typeof v === 'number') return Number.isInteger(v) ? `integer ${v}` : `number ${v}`;

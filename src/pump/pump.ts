@@ -89,6 +89,8 @@ const SYSTEM_PAYLOADS = new Set([SYSTEM_ERROR_TYPE, BUDGET_WARNING_TYPE]);
  */
 export class Pump {
   private readonly runtimes = new Map<string, ListenerRuntime>();
+  /** Round-robin order of the listeners; rebuilt when they change. */
+  private runtimeList: ListenerRuntime[] | null = null;
   private readonly threads: ThreadTracker;
   private readonly deliveries = new Map<string, Delivery>();
   private readonly spaceWaiters = new Set<() => void>();
@@ -328,6 +330,7 @@ export class Pump {
     for (const [name, runtime] of this.runtimes) {
       if (next.has(name) || isSystemName(name)) continue;
       this.runtimes.delete(name);
+      this.runtimeList = null;
       removed.push(name);
       for (const message of runtime.queue.drainAll()) {
         this.queued--;
@@ -389,6 +392,7 @@ export class Pump {
   }
 
   private register(l: ResolvedListener): void {
+    this.runtimeList = null;
     this.runtimes.set(l.config.name, new ListenerRuntime(l.config, this.handlerFor(l), l.handlerVersion));
   }
 
@@ -456,7 +460,7 @@ export class Pump {
 
     if (message.to === EXTERNAL_SENDER) {
       // Replies and errors addressed to the outside world end here: recorded, acknowledged.
-      void this.journalAck(message, [], []);
+      this.journalStep(() => this.journalAck(message, [], []));
       this.deps.bus.emit({ type: 'message', message, state: 'ACKED' });
       this.settleThread(thread);
       return;
@@ -484,7 +488,7 @@ export class Pump {
   /** Starts deliveries while there is capacity, visiting listeners round-robin. */
   private dispatchReady(): void {
     if (!this.dispatching) return;
-    const list = [...this.runtimes.values()];
+    const list = (this.runtimeList ??= [...this.runtimes.values()]);
     let idleRounds = 0;
     while (this.inFlight < this.limits.maxConcurrentHandlers && list.length > 0 && idleRounds < list.length) {
       const runtime = list[this.cursor++ % list.length]!;

@@ -51,8 +51,15 @@ export function isXmlElement(node: XmlNode): node is XmlElement {
 export function parseXmlElement(xml: string): XmlParseResult {
   const source = xml.trimStart();
   if (/<!DOCTYPE|<!ENTITY/i.test(source)) return { ok: false, message: 'DOCTYPE and entity declarations are not allowed' };
+  if (!/<[A-Za-z_]/.test(source)) return { ok: false, message: 'no XML element found' };
   const valid = XMLValidator.validate(source);
-  if (valid !== true) return { ok: false, message: `malformed XML at line ${valid.err.line}, column ${valid.err.col}: ${valid.err.msg}` };
+  if (valid !== true) {
+    const where = valid.err.col === undefined ? `line ${valid.err.line}` : `line ${valid.err.line}, column ${valid.err.col}`;
+    return { ok: false, message: `malformed XML at ${where}: ${valid.err.msg}` };
+  }
+  // The validator lets text after a self-closing root (`<a/>x`) through and the parser drops it.
+  const trailing = /[^>\s][^>]*$/.exec(source.trimEnd());
+  if (trailing) return { ok: false, message: `text after the root element: ${JSON.stringify(clip(trailing[0]))}` };
   let raw: unknown;
   try {
     raw = parser.parse(source);

@@ -1,5 +1,4 @@
-import type { UsageEvent } from '../usage/types.js';
-import { DEFAULT_DAILY_RANGE_DAYS, MAX_DAILY_RANGE_DAYS, type UsageCountersRow } from './types.js';
+import { DEFAULT_DAILY_RANGE_DAYS, MAX_DAILY_RANGE_DAYS } from './types.js';
 
 const DAY_MS = 86_400_000;
 
@@ -22,15 +21,4 @@ export function dayRange(startTime: number | undefined, endTime: number | undefi
   return days;
 }
 
-export function zeroCounters(): { -readonly [K in keyof UsageCountersRow]: UsageCountersRow[K] } {
-  return { totalTokens: 0, promptTokens: 0, completionTokens: 0, requestCount: 0, totalCost: 0, unpricedRequests: 0 };
-}
-
-export function addEvent(c: ReturnType<typeof zeroCounters>, e: UsageEvent): void {
-  c.totalTokens += e.totalTokens;
-  c.promptTokens += e.promptTokens;
-  c.completionTokens += e.completionTokens;
-  c.requestCount += 1;
-  if (e.cost === null) c.unpricedRequests += 1;
-  else c.totalCost += e.cost;
-}
+export { addUsage as addEvent, zeroCounters } from '../usage/tracker.js';

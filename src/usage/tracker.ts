@@ -28,7 +28,8 @@ export interface ThreadUsage extends UsageCounters {
   readonly threadId: string;
 }
 
-const zero = (): UsageCounters => ({
+/** Empty counters. */
+export const zeroCounters = (): UsageCounters => ({
   totalTokens: 0,
   promptTokens: 0,
   completionTokens: 0,
@@ -37,7 +38,8 @@ const zero = (): UsageCounters => ({
   unpricedRequests: 0,
 });
 
-function add(c: UsageCounters, e: UsageEvent): void {
+/** Adds one event to counters (unpriced events count apart, never as cost 0). */
+export function addUsage(c: UsageCounters, e: UsageEvent): void {
   c.totalTokens += e.totalTokens;
   c.promptTokens += e.promptTokens;
   c.completionTokens += e.completionTokens;
@@ -51,7 +53,7 @@ function add(c: UsageCounters, e: UsageEvent): void {
  * event to subscribers (the persisted store subscribes at start). O(1) per event.
  */
 export class UsageTracker {
-  private totalsValue = { ...zero(), latencySum: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 };
+  private totalsValue = { ...zeroCounters(), latencySum: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 };
   private agents = new Map<string, UsageCounters>();
   private models = new Map<string, UsageCounters>();
   private threads = new Map<string, UsageCounters>();
@@ -61,14 +63,14 @@ export class UsageTracker {
 
   record(event: UsageEvent): void {
     const t = this.totalsValue;
-    add(t, event);
+    addUsage(t, event);
     t.latencySum += event.totalLatencyMs;
     t.cacheReadTokens += event.cacheReadTokens ?? 0;
     t.cacheWriteTokens += event.cacheWriteTokens ?? 0;
     t.reasoningTokens += event.reasoningTokens ?? 0;
-    add(bucket(this.agents, event.agentId), event);
-    add(bucket(this.models, event.model), event);
-    add(bucket(this.threads, event.threadId), event);
+    addUsage(bucket(this.agents, event.agentId), event);
+    addUsage(bucket(this.models, event.model), event);
+    addUsage(bucket(this.threads, event.threadId), event);
     for (const fn of this.subscribers) {
       try {
         fn(event);
@@ -97,7 +99,7 @@ export class UsageTracker {
   }
 
   agent(agentId: string): AgentUsage {
-    return { agentId, ...(this.agents.get(agentId) ?? zero()) };
+    return { agentId, ...(this.agents.get(agentId) ?? zeroCounters()) };
   }
 
   byModel(): ModelUsage[] {
@@ -105,16 +107,16 @@ export class UsageTracker {
   }
 
   model(model: string): ModelUsage {
-    return { model, ...(this.models.get(model) ?? zero()) };
+    return { model, ...(this.models.get(model) ?? zeroCounters()) };
   }
 
   thread(threadId: string): ThreadUsage {
-    return { threadId, ...(this.threads.get(threadId) ?? zero()) };
+    return { threadId, ...(this.threads.get(threadId) ?? zeroCounters()) };
   }
 
   /** Clears the live aggregates only: subscribers (e.g. the persisted store) keep receiving. */
   reset(): void {
-    this.totalsValue = { ...zero(), latencySum: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 };
+    this.totalsValue = { ...zeroCounters(), latencySum: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 };
     this.agents = new Map();
     this.models = new Map();
     this.threads = new Map();
@@ -123,6 +125,6 @@ export class UsageTracker {
 
 function bucket(map: Map<string, UsageCounters>, key: string): UsageCounters {
   let c = map.get(key);
-  if (!c) map.set(key, (c = zero()));
+  if (!c) map.set(key, (c = zeroCounters()));
   return c;
 }

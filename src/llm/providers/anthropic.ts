@@ -1,6 +1,6 @@
-import type { ProviderConfig } from '../../config/types.js';
-import type { CompletionRequest, LlmProvider, ProviderResponse } from '../types.js';
-import { apiKey, joinUrl, num, postJson, servesModel } from './http.js';
+import type { CompletionRequest, ProviderResponse } from '../types.js';
+import { ConfiguredProvider } from './configured.js';
+import { apiKey, joinUrl, num, postJson } from './http.js';
 
 interface MessagesResponse {
   model?: string;
@@ -14,22 +14,8 @@ interface MessagesResponse {
 }
 
 /** Anthropic's Messages API. */
-export class AnthropicProvider implements LlmProvider {
+export class AnthropicProvider extends ConfiguredProvider {
   readonly type = 'anthropic' as const;
-
-  constructor(private readonly config: ProviderConfig) {}
-
-  get name(): string {
-    return this.config.name;
-  }
-
-  get priority(): number {
-    return this.config.priority;
-  }
-
-  serves(model: string): boolean {
-    return servesModel(this.config, model);
-  }
 
   async complete(request: CompletionRequest, signal: AbortSignal): Promise<ProviderResponse> {
     const key = apiKey(this.config);

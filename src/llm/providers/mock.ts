@@ -1,8 +1,7 @@
 import { XMLParser } from 'fast-xml-parser';
-import type { ProviderConfig } from '../../config/types.js';
 import { Errors } from '../../errors/catalogue.js';
-import type { CompletionRequest, LlmProvider, ProviderResponse } from '../types.js';
-import { servesModel } from './http.js';
+import type { CompletionRequest, ProviderResponse } from '../types.js';
+import { ConfiguredProvider } from './configured.js';
 
 const parser = new XMLParser({ ignoreAttributes: true, parseTagValue: false, trimValues: false, processEntities: true });
 const LAST_MESSAGE = /<message\b[^>]*>([\s\S]*?)<\/message>\s*$/;
@@ -19,22 +18,8 @@ export function estimateTokens(text: string): number {
  * `{{field}}` / `{{field|upper}}` filled from the payload being handled. An agent without a
  * script gets a derived reply that acknowledges its input and ends its branch.
  */
-export class MockProvider implements LlmProvider {
+export class MockProvider extends ConfiguredProvider {
   readonly type = 'mock' as const;
-
-  constructor(private readonly config: ProviderConfig) {}
-
-  get name(): string {
-    return this.config.name;
-  }
-
-  get priority(): number {
-    return this.config.priority;
-  }
-
-  serves(model: string): boolean {
-    return servesModel(this.config, model);
-  }
 
   async complete(request: CompletionRequest, signal: AbortSignal): Promise<ProviderResponse> {
     const latency = this.config.mockLatencyMs ?? 0;

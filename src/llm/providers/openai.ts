@@ -1,6 +1,6 @@
-import type { ProviderConfig } from '../../config/types.js';
-import type { CompletionRequest, LlmProvider, ProviderResponse } from '../types.js';
-import { apiKey, joinUrl, num, postJson, servesModel } from './http.js';
+import type { CompletionRequest, ProviderResponse } from '../types.js';
+import { ConfiguredProvider } from './configured.js';
+import { apiKey, joinUrl, num, postJson } from './http.js';
 
 interface ChatCompletion {
   model?: string;
@@ -15,22 +15,8 @@ interface ChatCompletion {
 }
 
 /** Any OpenAI-compatible chat completions endpoint (OpenAI, xAI, Ollama, vLLM, LM Studio). */
-export class OpenAiProvider implements LlmProvider {
+export class OpenAiProvider extends ConfiguredProvider {
   readonly type = 'openai' as const;
-
-  constructor(private readonly config: ProviderConfig) {}
-
-  get name(): string {
-    return this.config.name;
-  }
-
-  get priority(): number {
-    return this.config.priority;
-  }
-
-  serves(model: string): boolean {
-    return servesModel(this.config, model);
-  }
 
   async complete(request: CompletionRequest, signal: AbortSignal): Promise<ProviderResponse> {
     const key = apiKey(this.config);

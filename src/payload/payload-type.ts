@@ -271,7 +271,7 @@ export class PayloadType {
 
   /** A plausible payload that validates (values chosen from field names and descriptions). */
   exampleValue(): Record<string, unknown> {
-    this.cachedExample ??= this.exampleObject(this.def, new Set());
+    this.cachedExample ??= this.exampleObject(this.def, new Set(), false) ?? this.exampleObject(this.def, new Set(), true) ?? {};
     return structuredClone(this.cachedExample);
   }
 
@@ -279,18 +279,26 @@ export class PayloadType {
     return this.toXml(this.exampleValue());
   }
 
-  private exampleObject(def: PayloadTypeDef, seen: Set<string>): Record<string, unknown> {
+  /**
+   * An example object, or undefined when a required field can only be filled by re-entering a
+   * type already on the path (a recursion that must stop). Optional fields and lists absorb
+   * such recursion (left out / empty); `lenient` fills an impossible required field with `{}`
+   * so that even a type with a required cycle (reported by the registry) gets a finite example.
+   */
+  private exampleObject(def: PayloadTypeDef, seen: ReadonlySet<string>, lenient: boolean): Record<string, unknown> | undefined {
     const out: Record<string, unknown> = {};
     const inside = new Set(seen).add(def.name);
     for (const f of def.fields) {
-      const v = this.exampleOf(f.type, f.name, inside, f.description);
+      const v = this.exampleOf(f.type, f.name, inside, lenient, f.description);
       if (v !== undefined) out[f.name] = v;
-      else if (!f.optional) out[f.name] = {};
+      else if (f.optional) continue;
+      else if (lenient) out[f.name] = {};
+      else return undefined;
     }
     return out;
   }
 
-  private exampleOf(type: FieldType, name: string, seen: Set<string>, description?: string): unknown {
+  private exampleOf(type: FieldType, name: string, seen: ReadonlySet<string>, lenient: boolean, description?: string): unknown {
     switch (type.kind) {
       case 'string':
       case 'integer':
@@ -298,14 +306,13 @@ export class PayloadType {
       case 'boolean':
         return exampleScalar(type.kind, name, description);
       case 'list': {
-        const item = this.exampleOf(type.of, name, seen, description);
+        const item = this.exampleOf(type.of, name, seen, false, description);
         return item === undefined ? [] : [item];
       }
       case 'ref': {
         const def = this.resolve(type.name);
-        // An optional self-reference stops here, so examples of recursive types are finite.
         if (!def || seen.has(def.name)) return undefined;
-        return this.exampleObject(def, seen);
+        return this.exampleObject(def, seen, lenient);
       }
     }
   }
@@ -453,7 +460,7 @@ function exampleScalar(kind: ScalarKind, name: string, description?: string): un
       const choice = description ? firstChoice(description) : null;
       if (choice) return choice;
       if (/e-?mail/.test(n)) return 'ada@example.com';
-      if (/url|link|href|website/.test(n)) return 'https://example.com';
+      if (/url|link|href|website|homepage/.test(n)) return 'https://example.com';
       if (/date$/.test(n)) return '2024-05-01';
       if (/time|_at$|At$/.test(name)) return '2024-05-01T12:00:00Z';
       if (/(^|_)id$|Id$/.test(name)) return 'abc-123';

@@ -11,6 +11,9 @@ import { estimateTokens } from './providers/mock.js';
 import { abortableSleep, isRetryable, retryDelay, type Sleep } from './retry.js';
 import type { BoundLlmClient, CompletionRequest, CompletionResult, LlmProvider } from './types.js';
 
+/** Below this many output tokens a call is not worth making: it is refused instead. */
+export const MIN_OUTPUT_TOKENS = 16;
+
 /** Who makes a call: the usage and budget are accounted to this thread and agent. */
 export interface CallContext {
   readonly threadId: string;
@@ -65,9 +68,12 @@ export class LlmRouter {
     if (candidates.length === 0) throw Errors.LLM_NO_PROVIDER(request.model);
     if (call.signal.aborted) throw Errors.ABORTED(String(call.signal.reason ?? 'aborted'));
 
-    const estimate =
-      estimateTokens(request.system) + request.messages.reduce((n, m) => n + estimateTokens(m.content), 0) + request.maxOutputTokens;
-    const reservation = this.deps.budgets.reserve(call.threadId, estimate);
+    // A thread near its ceiling gets a call with a smaller output limit rather than a refusal;
+    // only when not even a useful answer fits is the call refused (BUDGET_EXHAUSTED).
+    const promptEstimate = estimateTokens(request.system) + request.messages.reduce((n, m) => n + estimateTokens(m.content), 0);
+    const room = this.deps.budgets.headroom(call.threadId) - promptEstimate;
+    if (room >= MIN_OUTPUT_TOKENS && room < request.maxOutputTokens) request = { ...request, maxOutputTokens: room };
+    const reservation = this.deps.budgets.reserve(call.threadId, promptEstimate + request.maxOutputTokens);
     const started = this.now();
     let attempts = 0;
     let lastError: unknown = null;

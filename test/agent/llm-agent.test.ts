@@ -91,6 +91,7 @@ describe('builtin:llm agents', () => {
     );
     const { threadId } = await organism.inject('boss', { text: 'go' });
     await eventually(() => organism.agent('boss').state === 'waiting');
+    await eventually(() => s.seen.length === 1, 10_000, 'the request to reach the provider');
     await organism.killThread(threadId);
     await eventually(() => s.aborted === 1, 10_000, 'the provider request to be cancelled');
     await eventually(() => events.some((e) => e.type === 'journal_failed' && e.reason === 'killed'));

@@ -145,9 +145,17 @@ describe('routing, failover, budgets and cancellation', () => {
     await expect(r.complete(req('gpt-4o'), call())).resolves.toBeDefined();
   });
 
+  it('near the ceiling, lowers the output limit to what fits instead of refusing', async () => {
+    const s = await server([{ body: openAiOk('short', { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 }) }]);
+    const { router: r, budgets } = router([provider({ name: 'oa', type: 'openai', baseUrl: s.url })], { budget: 40 });
+    await r.complete(req('gpt-4o'), call()); // prompt estimate 4 tokens, 50 asked, 36 fit
+    expect(s.seen[0]!.body['max_tokens']).toBe(36);
+    expect(budgets.get('t1')).toMatchObject({ totalTokens: 8, reservedTokens: 0 });
+  });
+
   it('reserves the budget before calling: a call that could exceed it never reaches the provider', async () => {
     const s = await server([{ body: openAiOk('x') }]);
-    const { router: r, budgets } = router([provider({ name: 'oa', type: 'openai', baseUrl: s.url })], { budget: 30 });
+    const { router: r, budgets } = router([provider({ name: 'oa', type: 'openai', baseUrl: s.url })], { budget: 15 });
     const err = await r.complete(req('gpt-4o'), call()).catch((e: unknown) => e);
     expect(Errors.BUDGET_EXHAUSTED.is(err)).toBe(true);
     expect(s.seen).toHaveLength(0);

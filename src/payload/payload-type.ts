@@ -210,7 +210,7 @@ export class PayloadType {
   private xmlFields(def: PayloadTypeDef, value: Record<string, unknown>, indent: string): string {
     let out = '';
     for (const field of def.fields) {
-      const v = value[field.name];
+      const v = Object.hasOwn(value, field.name) ? value[field.name] : undefined;
       if (v === undefined || v === null) continue;
       out += `\n${indent}<${field.name}>${this.xmlBody(field.type, v, indent)}</${field.name}>`;
     }

@@ -128,6 +128,9 @@ describe('fromXml: structural errors, all at once, with paths', () => {
     const T = new PayloadRegistry([definePayload('T', { toString: 'string', valueOf: 'integer?' })]).get('T')!;
     expect(T.fromXml('<T><toString>x</toString><valueOf>2</valueOf></T>')).toEqual({ ok: true, value: { toString: 'x', valueOf: 2 } });
     expect(T.fromXml('<T/>')).toEqual({ ok: false, errors: [{ path: 'toString', message: 'required field missing' }] });
+    const U = new PayloadRegistry([definePayload('U', { toString: 'string?' })]).get('U')!;
+    expect(U.toXml({})).toBe('<U>\n</U>');
+    expect(U.fromXml(U.toXml({}))).toEqual({ ok: true, value: {} });
   });
 });
 

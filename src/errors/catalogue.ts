@@ -112,6 +112,15 @@ export const Errors = {
   // --- control service (HTTP layer) ---
   AUTH_REQUIRED: define('AUTH_REQUIRED', 401, 'Authentication required'),
   OPERATOR_REQUIRED: define('OPERATOR_REQUIRED', 403, 'Operator role required'),
+
+  // --- WebSocket channels (close reasons and command errors) ---
+  WS_UNKNOWN_COMMAND: define('WS_UNKNOWN_COMMAND', 400, 'Unknown command: %s'),
+  WS_MALFORMED_COMMAND: define('WS_MALFORMED_COMMAND', 400, 'Malformed command: %s'),
+  WS_TOO_MANY_CONNECTIONS: define('WS_TOO_MANY_CONNECTIONS', 503, 'Too many connections (limit %s)'),
+  WS_TOO_MANY_FROM_IP: define('WS_TOO_MANY_FROM_IP', 503, 'Too many connections from %s (limit %s)'),
+  WS_TOO_SLOW: define('WS_TOO_SLOW', 503, 'Client too slow: send buffer stayed over %s bytes for %s ms'),
+  WS_UNRESPONSIVE: define('WS_UNRESPONSIVE', 408, 'No pong for %s pings'),
+  WS_SHUTDOWN: define('WS_SHUTDOWN', 503, 'Server shutting down'),
   /** A request parameter or body field out of bounds or of the wrong type; the text names it and the bound. */
   INVALID_REQUEST: define('INVALID_REQUEST', 422, '%s'),
   INVALID_TIME: define('INVALID_TIME', 422, '%s must be an ISO 8601 date or time (e.g. 2025-01-31T12:00:00Z), not: %s'),

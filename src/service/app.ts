@@ -19,10 +19,8 @@ import { messageRoutes } from './routes/messages.js';
 import { organismRoutes } from './routes/organism.js';
 import { threadRoutes } from './routes/threads.js';
 import { usageRoutes } from './routes/usage.js';
-// >>> WebSocket channels (src/service/ws/plugin.ts, built separately): not present yet.
-// >>> To enable, uncomment this import and the `app.register(wsPlugin, ...)` line in buildApp.
-// >>> Upgrade requests pass the auth hook (Authorization header or ?token=, viewer role by default).
-// import { wsPlugin } from './ws/plugin.js';
+// Upgrade requests pass the auth hook (Authorization header or ?token=, viewer role by default).
+import { wsPlugin, type WsLimits } from './ws/plugin.js';
 
 export const API_PREFIX = '/api/v1';
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -38,6 +36,8 @@ export interface BuildAppOptions {
   readonly reloadConfig?: () => Promise<LoadedOrganism>;
   /** Largest accepted request body in bytes (default 1 MiB; larger is 413). */
   readonly bodyLimit?: number;
+  /** WebSocket connection limits, buffers and heartbeat. */
+  readonly ws?: Partial<WsLimits>;
 }
 
 /**
@@ -86,8 +86,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     },
     { prefix: API_PREFIX },
   );
-  // >>> WebSocket registration (see the import above):
-  // await app.register(wsPlugin, { organism: options.organism, authenticate: base.authenticate, version: options.version });
+  await app.register(wsPlugin, { organism: options.organism, version: options.version, ...(options.ws ? { limits: options.ws } : {}) });
 
   await app.ready();
   return base;

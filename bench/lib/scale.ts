@@ -1,0 +1,51 @@
+/**
+ * How big each scenario runs. `BENCH_SCALE=quick` shrinks everything for a run of a few
+ * minutes; the default `full` runs the sizes of the issue where this machine allows it.
+ * Every loop in the suite is bounded by these counts and by time limits.
+ */
+export type ScaleName = 'full' | 'quick';
+
+export interface Scale {
+  readonly name: ScaleName;
+  /** Rounds per measured configuration; headline figures are their median. */
+  readonly rounds: number;
+  readonly http: { readonly connections: number; readonly durationSec: number; readonly warmupSec: number; readonly seedThreads: number };
+  readonly pump: { readonly messages: number; readonly steadyRate: number; readonly steadySec: number };
+  readonly usage: { readonly recordEvents: number; readonly sizes: readonly number[]; readonly queryRepeats: number };
+  readonly ws: { readonly clients: number; readonly eventsPerSec: number; readonly durationSec: number };
+  readonly recovery: { readonly rows: number; readonly pending: number };
+  readonly memory: { readonly small: number; readonly large: number };
+}
+
+const FULL: Scale = {
+  name: 'full',
+  rounds: 3,
+  http: { connections: 100, durationSec: 8, warmupSec: 2, seedThreads: 500 },
+  pump: { messages: 100_000, steadyRate: 2_000, steadySec: 10 },
+  usage: { recordEvents: 1_000_000, sizes: [1_000_000, 10_000_000], queryRepeats: 15 },
+  ws: { clients: 1_000, eventsPerSec: 1_000, durationSec: 8 },
+  recovery: { rows: 1_000_000, pending: 10_000 },
+  memory: { small: 10_000, large: 1_000_000 },
+};
+
+const QUICK: Scale = {
+  name: 'quick',
+  rounds: 3,
+  http: { connections: 100, durationSec: 2, warmupSec: 1, seedThreads: 100 },
+  pump: { messages: 10_000, steadyRate: 2_000, steadySec: 2 },
+  usage: { recordEvents: 200_000, sizes: [100_000, 300_000], queryRepeats: 7 },
+  ws: { clients: 1_000, eventsPerSec: 1_000, durationSec: 2 },
+  recovery: { rows: 100_000, pending: 1_000 },
+  memory: { small: 10_000, large: 100_000 },
+};
+
+export function scaleFromEnv(env: NodeJS.ProcessEnv = process.env): Scale {
+  const name = (env['BENCH_SCALE'] ?? 'full').toLowerCase();
+  if (name === 'quick') return QUICK;
+  if (name === 'full') return FULL;
+  throw new Error(`BENCH_SCALE must be "full" or "quick", not "${name}"`);
+}
+
+export function scaleByName(name: ScaleName): Scale {
+  return name === 'quick' ? QUICK : FULL;
+}

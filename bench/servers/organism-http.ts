@@ -1,0 +1,106 @@
+/**
+ * The organism server of scenarios 1 and 4: the bundled demo organism (or a no-op code
+ * listener) on durable SQLite storage, served by buildApp with authentication on, in its own
+ * process. Seeded with demo traffic so lists and usage have content. Commands from the
+ * parent drive injections at a steady rate inside this process (the pump runs here).
+ */
+import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { Organism } from '../../src/organism/organism.js';
+import { buildApp } from '../../src/service/app.js';
+import { openSqliteStorage } from '../../src/store/index.js';
+import { VERSION } from '../../src/version.js';
+import { childInput, serverFailed, serverReady } from '../lib/child.js';
+import { chainOrganism, demoOrganism } from '../lib/organisms.js';
+import { sleep, until, wallMs } from '../lib/stats.js';
+
+export interface OrganismServerInput {
+  readonly dataDir: string;
+  readonly organism: 'demo' | 'sink';
+  /** Demo questions run to completion before serving measurements. */
+  readonly seedThreads: number;
+}
+
+export interface OrganismServerInfo {
+  readonly port: number;
+  readonly token: string;
+  readonly journalRows: number;
+  readonly usageEvents: number;
+}
+
+export interface DriveResult {
+  readonly injected: number;
+  readonly seconds: number;
+  readonly busEvents: number;
+  readonly messageEvents: number;
+  readonly behindMs: number;
+}
+
+const input = childInput<OrganismServerInput>();
+
+async function main(): Promise<void> {
+  const loaded = input.organism === 'demo' ? await demoOrganism() : chainOrganism(1, { maxQueue: 100_000 });
+  const storage = openSqliteStorage({ dataDir: input.dataDir });
+  const organism = new Organism(loaded, { storage });
+  await organism.start();
+  const token = randomBytes(24).toString('base64url');
+  const app = await buildApp({ organism, auth: { tokens: [{ name: 'bench', role: 'operator', token }] }, version: VERSION });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+
+  const target = input.organism === 'demo' ? 'researcher' : 'hop1';
+  const payload = (i: number) => (input.organism === 'demo' ? { text: `tide pools ${i}` } : { text: `${i}` });
+  for (let i = 0; i < input.seedThreads; i++) await organism.inject(target, payload(i), { metadata: { orgId: i % 2 ? 'acme' : 'globex' }, waitMs: 30_000 });
+  await until(() => organism.activeThreads === 0, 120_000, 'seed traffic to finish', 20);
+  organism.flush();
+  const stats = await storage.journal.stats();
+  const journalRows = Object.values(stats.counts).reduce((a, b) => a + b, 0);
+  const usageEvents = organism.tracker.totals().requestCount;
+
+  let busEvents = 0;
+  let messageEvents = 0;
+  organism.bus.on((e) => {
+    busEvents++;
+    if (e.type === 'message') messageEvents++;
+  });
+
+  const info: OrganismServerInfo = { port, token, journalRows, usageEvents };
+  await serverReady(info, {
+    /** Injects `rate` messages/s for `seconds`, each carrying its wall-clock send time. */
+    drive: async (cmd) => {
+      const rate = Number(cmd['rate']);
+      const seconds = Number(cmd['seconds']);
+      const total = Math.round(rate * seconds);
+      const startBus = busEvents;
+      const startMsg = messageEvents;
+      const t0 = performance.now();
+      let behindMs = 0;
+      for (let i = 0; i < total; i++) {
+        const due = t0 + (i * 1000) / rate;
+        const wait = due - performance.now();
+        if (wait > 1) await sleep(wait);
+        else behindMs = Math.max(behindMs, -wait);
+        void organism.inject(target, { text: `${wallMs()}` }, { waitMs: 5_000 }).catch(() => {});
+      }
+      await until(() => organism.activeThreads === 0, 60_000, 'driven traffic to finish', 10);
+      return {
+        injected: total,
+        seconds: (performance.now() - t0) / 1000,
+        busEvents: busEvents - startBus,
+        messageEvents: messageEvents - startMsg,
+        behindMs,
+      } satisfies DriveResult;
+    },
+    memory: async () => process.memoryUsage(),
+  });
+
+  process.on('SIGTERM', () => {
+    void (async () => {
+      await app.close();
+      await organism.stop({ timeoutMs: 5_000 });
+      process.exit(0);
+    })();
+  });
+}
+
+main().catch(serverFailed);

@@ -49,6 +49,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     bodyLimit,
+    // Closing the app ends keep-alive and upgrade-refused connections too (the organism has
+    // already drained by then), so shutdown and restart never hang on an idle client.
+    forceCloseConnections: true,
     ajv: { customOptions: { allErrors: true } },
     // Malformed URLs (bad percent-encoding) are the client's fault: same error body as everything else.
     frameworkErrors: (err, request, reply) => {

@@ -22,7 +22,7 @@ export interface Frame {
 
 let lastSeq = 0;
 
-/** `seq` increases across the whole process (both channels share it). */
+/** `seq` increases across the whole process (both channels and every plugin instance share it). */
 export function nextSeq(): number {
   return ++lastSeq;
 }
@@ -31,9 +31,29 @@ export function currentSeq(): number {
   return lastSeq;
 }
 
+/**
+ * JSON that never throws: payloads come from handlers and may hold values JSON.stringify
+ * refuses or mangles (BigInt, cycles, invalid dates); the original broke on such dates.
+ */
+export function safeStringify(value: unknown): string {
+  const seen = new WeakSet<object>();
+  return JSON.stringify(value, function (this: unknown, key: string, v: unknown) {
+    // Date#toJSON already ran for valid dates; an invalid one arrives as null or as the Date itself.
+    const raw = (this as Record<string, unknown> | null)?.[key];
+    if (raw instanceof Date) return Number.isNaN(raw.getTime()) ? null : raw.toISOString();
+    if (typeof v === 'bigint') return v.toString();
+    if (typeof v === 'function' || typeof v === 'symbol') return undefined;
+    if (typeof v === 'object' && v !== null) {
+      if (seen.has(v)) return '[Circular]';
+      seen.add(v);
+    }
+    return v;
+  });
+}
+
 /** Builds `{event, seq, timestamp, ...body}` as a JSON string. */
 export function frameJson(event: string, body: Record<string, unknown>, seq = nextSeq()): { seq: number; json: string } {
-  return { seq, json: JSON.stringify({ event, seq, timestamp: new Date().toISOString(), ...body }) };
+  return { seq, json: safeStringify({ event, seq, timestamp: new Date().toISOString(), ...body }) };
 }
 
 export function usageView(u: UsageEvent) {
@@ -58,8 +78,7 @@ export function usageView(u: UsageEvent) {
   };
 }
 
-/** Maps a runtime event to its wire frame (dates as ISO strings: always serializable). */
-export function toFrame(e: OrganismEvent): Frame {
+function metaOf(e: OrganismEvent): FrameMeta {
   const meta = (threadId: string | null, agents: readonly string[], payloadType: string | null = null, isMessage = false): FrameMeta => ({
     event: e.type,
     threadId,
@@ -67,32 +86,43 @@ export function toFrame(e: OrganismEvent): Frame {
     payloadType,
     isMessage,
   });
-  let body: Record<string, unknown>;
-  let m: FrameMeta;
   switch (e.type) {
     case 'message':
-      body = { message: messageView(e.message, e.state) };
-      m = meta(e.message.threadId, [e.message.from, e.message.to], e.message.payloadType, true);
-      break;
+      return meta(e.message.threadId, [e.message.from, e.message.to], e.message.payloadType, true);
     case 'journal_failed':
-      body = { message: messageView(e.message, 'FAILED'), reason: e.reason, error: e.error };
-      m = meta(e.message.threadId, [e.message.from, e.message.to], e.message.payloadType);
-      break;
+      return meta(e.message.threadId, [e.message.from, e.message.to], e.message.payloadType);
     case 'agent_state':
-      body = { agent: e.agent, state: e.state, currentThread: e.currentThread };
-      m = meta(e.currentThread, [e.agent]);
-      break;
+      return meta(e.currentThread, [e.agent]);
     case 'thread_created':
     case 'thread_updated':
-      body = { thread: threadView(e.thread) };
-      m = meta(e.thread.id, e.thread.participants);
-      break;
+      return meta(e.thread.id, e.thread.participants);
     case 'usage':
-      body = { usage: usageView(e.usage) };
-      m = meta(e.usage.threadId, [e.usage.agentId]);
-      break;
+      return meta(e.usage.threadId, [e.usage.agentId]);
     case 'budget_warning':
-      body = {
+      return meta(e.threadId, [e.agent]);
+    case 'peer_denied':
+      return meta(e.threadId, [e.from, e.to]);
+    case 'reload':
+    case 'organism_status':
+      return meta(null, []);
+  }
+}
+
+function bodyOf(e: OrganismEvent): Record<string, unknown> {
+  switch (e.type) {
+    case 'message':
+      return { message: messageView(e.message, e.state) };
+    case 'journal_failed':
+      return { message: messageView(e.message, 'FAILED'), reason: e.reason, error: e.error };
+    case 'agent_state':
+      return { agent: e.agent, state: e.state, currentThread: e.currentThread };
+    case 'thread_created':
+    case 'thread_updated':
+      return { thread: threadView(e.thread) };
+    case 'usage':
+      return { usage: usageView(e.usage) };
+    case 'budget_warning':
+      return {
         threadId: e.threadId,
         agent: e.agent,
         severity: e.severity,
@@ -102,21 +132,25 @@ export function toFrame(e: OrganismEvent): Frame {
         tokensRemaining: e.tokensRemaining,
         maxTokens: e.maxTokens,
       };
-      m = meta(e.threadId, [e.agent]);
-      break;
     case 'peer_denied':
-      body = { from: e.from, to: e.to, threadId: e.threadId, messageId: e.messageId, reason: e.reason };
-      m = meta(e.threadId, [e.from, e.to]);
-      break;
+      return { from: e.from, to: e.to, threadId: e.threadId, messageId: e.messageId, reason: e.reason };
     case 'reload':
-      body = { success: e.result.success, added: e.result.added, removed: e.result.removed, updated: e.result.updated, error: e.result.error };
-      m = meta(null, []);
-      break;
+      return { success: e.result.success, added: e.result.added, removed: e.result.removed, updated: e.result.updated, error: e.result.error };
     case 'organism_status':
-      body = { status: e.status };
-      m = meta(null, []);
-      break;
+      return { status: e.status };
+  }
+}
+
+/** Maps a runtime event to its wire frame (times as ISO 8601 UTC strings). */
+export function toFrame(e: OrganismEvent): Frame {
+  let body: Record<string, unknown>;
+  try {
+    body = bodyOf(e);
+  } catch {
+    // A record the views cannot format (e.g. an invalid time): send it raw rather than lose it.
+    const { type: _type, ...raw } = e;
+    body = { ...raw, unformatted: true };
   }
   const { seq, json } = frameJson(e.type satisfies OrganismEventType, body);
-  return { seq, meta: m, json };
+  return { seq, meta: metaOf(e), json };
 }

@@ -57,7 +57,23 @@ const plugin: FastifyPluginAsync<WsOptions> = async (app, options) => {
   const { organism } = options;
   const hub = new WsHub(organism, limits.replayBuffer);
   hub.start();
-  if (!app.hasDecorator('websocketServer')) await app.register(websocket);
+  if (!app.hasDecorator('websocketServer')) {
+    await app.register(websocket, {
+      // Runs before the server closes: every client is told the server is going away.
+      preClose: (done) => {
+        for (const c of hub.clients) c.socket.close(CLOSE_GOING_AWAY, Errors.WS_SHUTDOWN().detail);
+        done();
+      },
+    });
+  }
+
+  // A refused upgrade (401/403/404) is answered over the raw socket, which the HTTP server no
+  // longer tracks: end it, or it would linger and hold up shutdown.
+  app.addHook('onResponse', async (request, reply) => {
+    if (String(request.headers.upgrade ?? '').toLowerCase() === 'websocket' && reply.statusCode !== 101) {
+      request.raw.socket?.destroy();
+    }
+  });
 
   const snapshot = async (resync: boolean) => {
     const [threads, stats] = await Promise.all([
@@ -115,7 +131,8 @@ const plugin: FastifyPluginAsync<WsOptions> = async (app, options) => {
     }
   }
 
-  app.addHook('onClose', async () => {
+  // preClose runs before @fastify/websocket tears its server down, so clients get a real 1001.
+  app.addHook('preClose', async () => {
     clearInterval(heartbeat);
     clearInterval(lagCheck);
     hub.stop();

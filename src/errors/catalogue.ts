@@ -95,6 +95,11 @@ export const Errors = {
   ),
   LLM_NO_PROVIDER: define('LLM_NO_PROVIDER', 502, 'No LLM provider serves model %s'),
   LLM_REQUEST_FAILED: define('LLM_REQUEST_FAILED', 502, 'LLM request to %s failed: %s'),
+  /** Reasons a single provider request failed (the part after "failed: " in LLM_REQUEST_FAILED). */
+  LLM_HTTP_STATUS: define('LLM_HTTP_STATUS', 502, 'HTTP %s: %s'),
+  LLM_TIMEOUT: define('LLM_TIMEOUT', 504, 'timed out after %s s'),
+  LLM_NETWORK: define('LLM_NETWORK', 502, 'network error: %s'),
+  LLM_BAD_RESPONSE: define('LLM_BAD_RESPONSE', 502, 'unreadable response: %s'),
   LLM_INVALID_REPLY: define('LLM_INVALID_REPLY', 502, 'Agent %s produced an invalid reply: %s'),
   ABORTED: define('ABORTED', 499, 'Aborted: %s'),
   CONFIG_INVALID: define('CONFIG_INVALID', 400, 'Configuration is invalid: %s'),
@@ -121,6 +126,10 @@ export const Errors = {
   WS_TOO_SLOW: define('WS_TOO_SLOW', 503, 'Client too slow: send buffer stayed over %s bytes for %s ms'),
   WS_UNRESPONSIVE: define('WS_UNRESPONSIVE', 408, 'No pong for %s pings'),
   WS_SHUTDOWN: define('WS_SHUTDOWN', 503, 'Server shutting down'),
+  WS_INJECT_NEEDS_TARGET: define('WS_INJECT_NEEDS_TARGET', 400, 'inject needs "to": the name of the target listener'),
+  WS_INJECT_ON_MESSAGES: define('WS_INJECT_ON_MESSAGES', 400, 'inject is only available on /ws'),
+  WS_INJECT_FAILED: define('WS_INJECT_FAILED', 500, 'Inject failed: %s'),
+  WS_BAD_FILTER: define('WS_BAD_FILTER', 400, 'Invalid filter: %s must be a string or a list of strings'),
   /** A request parameter or body field out of bounds or of the wrong type; the text names it and the bound. */
   INVALID_REQUEST: define('INVALID_REQUEST', 422, '%s'),
   INVALID_TIME: define('INVALID_TIME', 422, '%s must be an ISO 8601 date or time (e.g. 2025-01-31T12:00:00Z), not: %s'),

@@ -1,40 +1,56 @@
-/** An HTTP-level failure from a provider: status, the provider's own message, Retry-After. */
+import { Errors } from '../errors/catalogue.js';
+
+/**
+ * An HTTP-level failure from a provider: status, the provider's own message and Retry-After.
+ * Its text never holds request headers, so an API key cannot leak through it.
+ */
 export class ProviderHttpError extends Error {
   constructor(
     readonly provider: string,
+    /** The provider's HTTP status (not the control service's). */
     readonly status: number,
     readonly providerMessage: string,
     readonly retryAfterMs: number | null,
   ) {
-    super(`HTTP ${status}: ${providerMessage}`);
+    super(Errors.LLM_HTTP_STATUS(status, providerMessage).detail);
     this.name = 'ProviderHttpError';
   }
 }
 
-/** Retry-After is either delay-seconds or an HTTP-date. */
+/** Retry-After is either delay-seconds or an HTTP-date; anything else is ignored. */
 export function parseRetryAfter(value: string | null, now = Date.now()): number | null {
   if (!value) return null;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
-  const date = Date.parse(value);
+  const trimmed = value.trim();
+  if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
+  const date = Date.parse(trimmed);
   return Number.isNaN(date) ? null : Math.max(0, date - now);
+}
+
+/** Most providers: `{error: {message}}`; Anthropic adds `type: "error"`; some proxies send `{error: "..."}` or `{message}`. */
+function messageOf(text: string): string | null {
+  try {
+    const body = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown };
+    if (typeof body.error === 'object' && typeof body.error?.message === 'string') return body.error.message;
+    if (typeof body.error === 'string') return body.error;
+    if (typeof body.message === 'string') return body.message;
+    return null;
+  } catch {
+    return text ? text.slice(0, 300) : null;
+  }
 }
 
 /** Reads an error response into a ProviderHttpError, whatever shape the body has. */
 export async function errorFromResponse(provider: string, res: Response): Promise<ProviderHttpError> {
-  let message = res.statusText || 'request failed';
+  let message: string | null = null;
   try {
-    const text = await res.text();
-    try {
-      const body = JSON.parse(text) as { error?: { message?: string } | string; message?: string };
-      if (typeof body.error === 'object' && body.error?.message) message = body.error.message;
-      else if (typeof body.error === 'string') message = body.error;
-      else if (body.message) message = body.message;
-    } catch {
-      if (text) message = text.slice(0, 300);
-    }
+    message = messageOf(await res.text());
   } catch {
     // body unreadable: keep the status text
   }
-  return new ProviderHttpError(provider, res.status, message, parseRetryAfter(res.headers.get('retry-after')));
+  return new ProviderHttpError(
+    provider,
+    res.status,
+    message ?? (res.statusText || 'request failed'),
+    parseRetryAfter(res.headers.get('retry-after')),
+  );
 }

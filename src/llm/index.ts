@@ -3,4 +3,4 @@ export * from './http-error.js';
 export * from './retry.js';
 export * from './router.js';
 export * from './providers/index.js';
-export { estimateTokens } from './providers/mock.js';
+export * from './tokens.js';

@@ -6,26 +6,34 @@ export const BACKOFF_CAP_MS = 60_000;
 
 export type Sleep = (ms: number, signal: AbortSignal) => Promise<void>;
 
-/** Sleeps, waking early with an error when the signal aborts. */
+/** Sleeps, waking at once with Errors.ABORTED when the signal aborts. */
 export const abortableSleep: Sleep = (ms, signal) =>
   new Promise((resolve, reject) => {
     if (signal.aborted) return reject(Errors.ABORTED(String(signal.reason ?? 'aborted')));
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
     const onAbort = () => {
       clearTimeout(timer);
       reject(Errors.ABORTED(String(signal.reason ?? 'aborted')));
     };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
     signal.addEventListener('abort', onAbort, { once: true });
   });
 
-/** 408, 409, 429, 5xx (incl. Anthropic's 529) and network failures are worth another try. */
+/** Statuses worth another try: timeout, conflict, rate limit, server errors (incl. Anthropic's 529). */
+export function isRetryableStatus(status: number): boolean {
+  return status === 408 || status === 409 || status === 429 || status >= 500;
+}
+
+/**
+ * True for failures another attempt may cure: the statuses above, the provider's timeout and
+ * network failures. Never for 400/401/403/404/422 (the same request fails the same way) nor
+ * for an abort.
+ */
 export function isRetryable(err: unknown): boolean {
-  if (err instanceof ProviderHttpError) return [408, 409, 429].includes(err.status) || err.status >= 500;
-  if (err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError')) return err.name === 'TimeoutError';
-  return err instanceof TypeError; // fetch's network errors
+  if (err instanceof ProviderHttpError) return isRetryableStatus(err.status);
+  return Errors.LLM_TIMEOUT.is(err) || Errors.LLM_NETWORK.is(err);
 }
 
 /**

@@ -1,18 +1,19 @@
 import type { OrganismConfig } from '../config/types.js';
 import { Errors, OrganismError } from '../errors/catalogue.js';
-import type { BudgetManager } from '../usage/budgets.js';
+import type { BudgetManager, Reservation } from '../usage/budgets.js';
 import type { Pricing } from '../usage/pricing.js';
 import type { UsageTracker } from '../usage/tracker.js';
 import type { UsageEvent } from '../usage/types.js';
 import { newId } from '../util/ids.js';
-import { ProviderHttpError } from './http-error.js';
 import { createProvider } from './providers/index.js';
-import { estimateTokens } from './providers/mock.js';
 import { abortableSleep, isRetryable, retryDelay, type Sleep } from './retry.js';
-import type { BoundLlmClient, CompletionRequest, CompletionResult, LlmProvider } from './types.js';
+import { estimatePromptTokens } from './tokens.js';
+import type { BoundLlmClient, CompletionRequest, CompletionResult, LlmProvider, ProviderResponse } from './types.js';
 
 /** Below this many output tokens a call is not worth making: it is refused instead. */
 export const MIN_OUTPUT_TOKENS = 16;
+/** Retries per provider when the provider does not say (its config always does). */
+export const DEFAULT_MAX_RETRIES = 3;
 
 /** Who makes a call: the usage and budget are accounted to this thread and agent. */
 export interface CallContext {
@@ -23,23 +24,37 @@ export interface CallContext {
   readonly signal: AbortSignal;
 }
 
+/** What the router accounts with, and (for tests) its clock, sleep and randomness. */
 export interface RouterDeps {
   readonly pricing: Pricing;
   readonly tracker: UsageTracker;
   readonly budgets: BudgetManager;
+  /** Backoff wait; must reject with Errors.ABORTED as soon as the signal aborts. */
   readonly sleep?: Sleep;
+  /** Jitter source in [0, 1). */
   readonly random?: () => number;
+  /** Monotonic milliseconds, for latencies. */
   readonly now?: () => number;
 }
 
-/** Max retries per provider, keyed by provider name (from its config). */
-type RetryPolicy = (provider: LlmProvider) => number;
+export interface RouterOptions extends RouterDeps {
+  readonly providers: readonly LlmProvider[];
+}
+
+/** The successful attempt, as the accounting needs it. */
+interface Success {
+  readonly provider: LlmProvider;
+  readonly response: ProviderResponse;
+  readonly providerLatencyMs: number;
+  readonly attempts: number;
+}
 
 /**
  * Routes LLM calls: providers that serve the model, by priority; retries with backoff on
  * retryable failures, then failover to the next provider. Every call reserves thread budget
  * first (a call that could overrun the ceiling never reaches a provider), then settles the
- * real usage and records one usage event with its cost.
+ * real usage and records one usage event with its cost; a failed or aborted call cancels its
+ * reservation.
  */
 export class LlmRouter {
   private readonly providers: LlmProvider[];
@@ -47,79 +62,34 @@ export class LlmRouter {
   private readonly random: () => number;
   private readonly now: () => number;
 
-  constructor(
-    providers: readonly LlmProvider[],
-    private readonly deps: RouterDeps,
-    private readonly maxRetries: RetryPolicy = () => 3,
-  ) {
-    this.providers = [...providers].sort((a, b) => a.priority - b.priority);
-    this.sleep = deps.sleep ?? abortableSleep;
-    this.random = deps.random ?? Math.random;
-    this.now = deps.now ?? (() => performance.now());
+  constructor(private readonly opts: RouterOptions) {
+    // A stable sort: equal priorities keep their configured order.
+    this.providers = [...opts.providers].sort((a, b) => a.priority - b.priority);
+    this.sleep = opts.sleep ?? abortableSleep;
+    this.random = opts.random ?? Math.random;
+    this.now = opts.now ?? (() => performance.now());
   }
 
   static fromConfig(llm: OrganismConfig['llm'], deps: RouterDeps): LlmRouter {
-    const retries = new Map(llm.providers.map((p) => [p.name, p.maxRetries]));
-    return new LlmRouter(llm.providers.map(createProvider), deps, (p) => retries.get(p.name) ?? 3);
+    return new LlmRouter({ ...deps, providers: llm.providers.map(createProvider) });
   }
 
   async complete(request: CompletionRequest, call: CallContext): Promise<CompletionResult> {
     const candidates = this.providers.filter((p) => p.serves(request.model));
     if (candidates.length === 0) throw Errors.LLM_NO_PROVIDER(request.model);
-    if (call.signal.aborted) throw Errors.ABORTED(String(call.signal.reason ?? 'aborted'));
+    if (call.signal.aborted) throw aborted(call.signal);
 
-    // A thread near its ceiling gets a call with a smaller output limit rather than a refusal;
-    // only when not even a useful answer fits is the call refused (BUDGET_EXHAUSTED).
-    const promptEstimate = estimateTokens(request.system) + request.messages.reduce((n, m) => n + estimateTokens(m.content), 0);
-    const room = this.deps.budgets.headroom(call.threadId) - promptEstimate;
-    if (room >= MIN_OUTPUT_TOKENS && room < request.maxOutputTokens) request = { ...request, maxOutputTokens: room };
-    const reservation = this.deps.budgets.reserve(call.threadId, promptEstimate + request.maxOutputTokens);
     const started = this.now();
-    let attempts = 0;
-    let lastError: unknown = null;
+    const { request: sized, reservation } = this.reserve(request, call.threadId);
+    let success: Success;
     try {
-      for (const provider of candidates) {
-        const retries = this.maxRetries(provider);
-        for (let attempt = 1; attempt <= retries + 1; attempt++) {
-          attempts++;
-          const requestStart = this.now();
-          try {
-            const response = await provider.complete({ ...request, agent: call.agent, threadId: call.threadId }, call.signal);
-            const providerLatencyMs = this.now() - requestStart;
-            const totalLatencyMs = this.now() - started;
-            const cost = this.deps.pricing.cost(response.model, response.usage) ?? this.deps.pricing.cost(request.model, response.usage);
-            const event: UsageEvent = {
-              id: newId(),
-              timestamp: Date.now(),
-              threadId: call.threadId,
-              agentId: call.agent,
-              messageId: call.messageId,
-              model: response.model,
-              provider: provider.name,
-              ...response.usage,
-              providerLatencyMs,
-              totalLatencyMs,
-              cost,
-              metadata: call.metadata,
-            };
-            // Record first, so the usage event is attached to the delivery before any
-            // threshold warning (which the settle below may emit) is sent.
-            this.deps.tracker.record(event);
-            this.deps.budgets.settle(reservation, response.usage, call.agent);
-            return { ...response, provider: provider.name, providerLatencyMs, totalLatencyMs, attempts, cost };
-          } catch (err) {
-            if (call.signal.aborted) throw Errors.ABORTED(String(call.signal.reason ?? 'aborted'));
-            lastError = err;
-            if (!isRetryable(err) || attempt > retries) break;
-            await this.sleep(retryDelay(attempt, err, this.random), call.signal);
-          }
-        }
-      }
-      throw Errors.LLM_REQUEST_FAILED(candidates.map((p) => p.name).join(', '), describe(lastError));
+      success = await this.attempt(candidates, { ...sized, agent: call.agent, threadId: call.threadId }, call.signal);
     } catch (err) {
-      this.deps.budgets.cancel(reservation);
+      this.opts.budgets.cancel(reservation);
       throw err;
     }
+    const totalLatencyMs = this.now() - started;
+    return this.account(success, request.model, reservation, call, totalLatencyMs);
   }
 
   bind(call: CallContext, defaults: { model: string | null; maxOutputTokens: number }): BoundLlmClient {
@@ -134,11 +104,80 @@ export class LlmRouter {
       },
     };
   }
+
+  /**
+   * Reserves the estimated prompt plus the output limit. A thread near its ceiling gets a
+   * smaller output limit rather than a refusal; only when not even a useful answer fits is the
+   * call refused (BUDGET_EXHAUSTED, thrown by the budget manager).
+   */
+  private reserve(request: CompletionRequest, threadId: string): { request: CompletionRequest; reservation: Reservation } {
+    const promptEstimate = estimatePromptTokens(request);
+    const room = this.opts.budgets.headroom(threadId) - promptEstimate;
+    const sized = room >= MIN_OUTPUT_TOKENS && room < request.maxOutputTokens ? { ...request, maxOutputTokens: room } : request;
+    return { request: sized, reservation: this.opts.budgets.reserve(threadId, promptEstimate + sized.maxOutputTokens) };
+  }
+
+  /** Each candidate in priority order, with its retries; throws the final failure. */
+  private async attempt(candidates: readonly LlmProvider[], request: CompletionRequest, signal: AbortSignal): Promise<Success> {
+    let attempts = 0;
+    const failures: Array<{ provider: string; reason: string }> = [];
+    for (const provider of candidates) {
+      const retries = provider.maxRetries ?? DEFAULT_MAX_RETRIES;
+      for (let attempt = 1; ; attempt++) {
+        attempts++;
+        const requestStart = this.now();
+        try {
+          const response = await provider.complete(request, signal);
+          return { provider, response, providerLatencyMs: this.now() - requestStart, attempts };
+        } catch (err) {
+          if (signal.aborted) throw aborted(signal);
+          if (!isRetryable(err) || attempt > retries) {
+            failures.push({ provider: provider.name, reason: describe(err) });
+            break;
+          }
+          await this.sleep(retryDelay(attempt, err, this.random), signal);
+        }
+      }
+    }
+    const names = failures.map((f) => f.provider).join(', ');
+    const reasons = failures.length === 1 ? failures[0]!.reason : failures.map((f) => `${f.provider}: ${f.reason}`).join('; ');
+    throw Errors.LLM_REQUEST_FAILED(names, reasons);
+  }
+
+  /** One usage event, then the budget settles (which may send threshold warnings). */
+  private account(s: Success, askedModel: string, reservation: Reservation, call: CallContext, totalLatencyMs: number): CompletionResult {
+    const { response, provider } = s;
+    // The reported model is often a dated variant of the one asked for; price by either.
+    const cost = this.opts.pricing.cost(response.model, response.usage) ?? this.opts.pricing.cost(askedModel, response.usage);
+    const event: UsageEvent = {
+      id: newId(),
+      timestamp: Date.now(),
+      threadId: call.threadId,
+      agentId: call.agent,
+      messageId: call.messageId,
+      model: response.model,
+      provider: provider.name,
+      ...response.usage,
+      providerLatencyMs: s.providerLatencyMs,
+      totalLatencyMs,
+      cost,
+      metadata: call.metadata,
+    };
+    // Record first, so the usage event is attached to the delivery before any threshold
+    // warning (which settle may emit) is sent.
+    this.opts.tracker.record(event);
+    this.opts.budgets.settle(reservation, response.usage, call.agent);
+    return { ...response, provider: provider.name, providerLatencyMs: s.providerLatencyMs, totalLatencyMs, attempts: s.attempts, cost };
+  }
 }
 
+function aborted(signal: AbortSignal): OrganismError {
+  return Errors.ABORTED(String(signal.reason ?? 'aborted'));
+}
+
+/** The reason part of LLM_REQUEST_FAILED: catalogue texts as they are, anything else by message. */
 function describe(err: unknown): string {
-  if (err instanceof ProviderHttpError) return `HTTP ${err.status}: ${err.providerMessage}`;
   if (err instanceof OrganismError) return err.detail;
-  if (err instanceof Error) return err.name === 'TimeoutError' ? 'timed out' : err.message;
+  if (err instanceof Error) return err.message;
   return String(err);
 }

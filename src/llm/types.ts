@@ -45,6 +45,8 @@ export interface LlmProvider {
   readonly name: string;
   readonly type: 'mock' | 'openai' | 'anthropic';
   readonly priority: number;
+  /** Retries of a retryable failure before the router fails over (default 3). */
+  readonly maxRetries?: number;
   /** True when this provider serves `model` (exact name or prefix match). */
   serves(model: string): boolean;
   /** One request; throws ProviderHttpError for HTTP-level failures. */

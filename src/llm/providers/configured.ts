@@ -16,6 +16,10 @@ export abstract class ConfiguredProvider implements LlmProvider {
     return this.config.priority;
   }
 
+  get maxRetries(): number {
+    return this.config.maxRetries;
+  }
+
   serves(model: string): boolean {
     return servesModel(this.config, model);
   }

@@ -1,20 +1,16 @@
 import { XMLParser } from 'fast-xml-parser';
 import { Errors } from '../../errors/catalogue.js';
+import { estimatePromptTokens, estimateTokens } from '../tokens.js';
 import type { CompletionRequest, ProviderResponse } from '../types.js';
 import { ConfiguredProvider } from './configured.js';
 
 const parser = new XMLParser({ ignoreAttributes: true, parseTagValue: false, trimValues: false, processEntities: true });
-const LAST_MESSAGE = /<message\b[^>]*>([\s\S]*?)<\/message>\s*$/;
+const MESSAGE_OPEN = /<message\b[^>]*>/g;
 const PLACEHOLDER = /\{\{\s*([\w.-]+)\s*(?:\|\s*(upper|lower)\s*)?\}\}/g;
-
-/** Rough token count (about four characters a token), the usual rule of thumb. */
-export function estimateTokens(text: string): number {
-  return Math.ceil(text.length / 4);
-}
 
 /**
  * Offline and deterministic. Each agent's calls use its scripted templates in turn (turn = the
- * number of assistant turns in the request; the templates start again after the last), with
+ * number of assistant turns in the request; the last template repeats from then on), with
  * `{{field}}` / `{{field|upper}}` filled from the payload being handled. An agent without a
  * script gets a derived reply that acknowledges its input and ends its branch.
  */
@@ -30,9 +26,9 @@ export class MockProvider extends ConfiguredProvider {
     const turn = request.messages.filter((m) => m.role === 'assistant').length;
     const content =
       script && script.length > 0
-        ? fill(script[turn % script.length]!, fields)
+        ? fill(script[Math.min(turn, script.length - 1)]!, fields)
         : `Noted ${Object.keys(fields).length} field(s): ${escapeXml(Object.values(fields).join(', ').slice(0, 200))}\n<done/>`;
-    const promptTokens = estimateTokens(request.system) + request.messages.reduce((n, m) => n + estimateTokens(m.content), 0);
+    const promptTokens = estimatePromptTokens(request);
     const completionTokens = Math.min(estimateTokens(content), request.maxOutputTokens);
     return {
       content,
@@ -42,20 +38,42 @@ export class MockProvider extends ConfiguredProvider {
   }
 }
 
-/** Top-level fields of the payload in the last user message, as strings. */
+/**
+ * Top-level fields of the latest incoming payload, as strings. The agent wraps each incoming
+ * payload in `<message from="...">...</message>` (several may share one user turn: the last
+ * counts); a user turn without that wrapper is read as a bare XML payload. User turns with no
+ * payload at all (e.g. a repair request) are skipped.
+ */
 function lastPayloadFields(request: CompletionRequest): Record<string, string> {
-  const last = [...request.messages].reverse().find((m) => m.role === 'user');
-  const inner = last ? LAST_MESSAGE.exec(last.content)?.[1] : undefined;
-  if (!inner) return {};
+  for (let i = request.messages.length - 1; i >= 0; i--) {
+    const m = request.messages[i]!;
+    if (m.role !== 'user') continue;
+    const fields = payloadFields(lastWrapped(m.content) ?? m.content);
+    if (fields) return fields;
+  }
+  return {};
+}
+
+/** The inside of the last `<message ...>...</message>` in `text`, or null. */
+function lastWrapped(text: string): string | null {
+  let start = -1;
+  for (const match of text.matchAll(MESSAGE_OPEN)) start = match.index + match[0].length;
+  if (start < 0) return null;
+  const end = text.indexOf('</message>', start);
+  return end < 0 ? null : text.slice(start, end);
+}
+
+function payloadFields(xml: string): Record<string, string> | null {
   try {
-    const doc = parser.parse(inner) as Record<string, unknown>;
-    const root = Object.values(doc)[0];
-    if (!root || typeof root !== 'object') return {};
+    const doc = parser.parse(xml) as Record<string, unknown>;
+    const roots = Object.values(doc);
+    const root = roots[roots.length - 1];
+    if (!root || typeof root !== 'object') return null;
     const out: Record<string, string> = {};
     for (const [k, v] of Object.entries(root as Record<string, unknown>)) out[k] = typeof v === 'object' ? JSON.stringify(v) : String(v);
     return out;
   } catch {
-    return {};
+    return null;
   }
 }
 
@@ -74,14 +92,15 @@ function escapeXml(s: string): string {
 
 function delay(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        reject(Errors.ABORTED(String(signal.reason ?? 'aborted')));
-      },
-      { once: true },
-    );
+    if (signal.aborted) return reject(Errors.ABORTED(String(signal.reason ?? 'aborted')));
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(Errors.ABORTED(String(signal.reason ?? 'aborted')));
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
   });
 }

@@ -1,4 +1,5 @@
 import type { CompletionRequest, ProviderResponse } from '../types.js';
+import { ProviderHttpError } from '../http-error.js';
 import { ConfiguredProvider } from './configured.js';
 import { apiKey, joinUrl, num, postJson } from './http.js';
 
@@ -14,16 +15,33 @@ interface ChatCompletion {
   };
 }
 
+/** OpenAI's reasoning models refuse `max_tokens` and want `max_completion_tokens`. */
+const COMPLETION_TOKENS_MODELS = /^(o\d|gpt-5)/;
+
 /** Any OpenAI-compatible chat completions endpoint (OpenAI, xAI, Ollama, vLLM, LM Studio). */
 export class OpenAiProvider extends ConfiguredProvider {
   readonly type = 'openai' as const;
+  /** Models that answered 400 asking for `max_completion_tokens`: asked that way from then on. */
+  private readonly wantsCompletionTokens = new Set<string>();
 
   async complete(request: CompletionRequest, signal: AbortSignal): Promise<ProviderResponse> {
+    const modern = COMPLETION_TOKENS_MODELS.test(request.model) || this.wantsCompletionTokens.has(request.model);
+    try {
+      return await this.send(request, modern, signal);
+    } catch (err) {
+      // Older servers only know max_tokens, newer OpenAI models only the other: learn once.
+      if (modern || !(err instanceof ProviderHttpError) || err.status !== 400 || !err.providerMessage.includes('max_completion_tokens')) throw err;
+      this.wantsCompletionTokens.add(request.model);
+      return this.send(request, true, signal);
+    }
+  }
+
+  private async send(request: CompletionRequest, completionTokensParam: boolean, signal: AbortSignal): Promise<ProviderResponse> {
     const key = apiKey(this.config);
     const body = {
       model: request.model,
       messages: [...(request.system ? [{ role: 'system', content: request.system }] : []), ...request.messages],
-      max_tokens: request.maxOutputTokens,
+      [completionTokensParam ? 'max_completion_tokens' : 'max_tokens']: request.maxOutputTokens,
       stream: false,
     };
     const url = joinUrl(this.config.baseUrl ?? 'https://api.openai.com/v1', '/chat/completions');

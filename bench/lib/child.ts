@@ -11,9 +11,15 @@ type ChildMessage<T> = { readonly type: 'ready'; readonly info: T } | { readonly
 
 export const benchFile = (relative: string): string => fileURLToPath(new URL(`../${relative}`, import.meta.url));
 
+/** BENCH_PROFILE=DIR: every child writes a CPU profile there (for explaining a miss). */
+function profileArgs(): string[] {
+  const dir = process.env['BENCH_PROFILE'];
+  return dir ? ['--cpu-prof', '--cpu-prof-dir', dir] : [];
+}
+
 function spawnChild(file: string, input: unknown, execArgv: readonly string[]): ChildProcess {
   return fork(file, [JSON.stringify(input)], {
-    execArgv: ['--import', 'tsx', ...execArgv],
+    execArgv: ['--import', 'tsx', ...profileArgs(), ...execArgv],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     env: { ...process.env },
   });

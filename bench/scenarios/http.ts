@@ -1,65 +1,91 @@
 /**
- * Scenario 1: the control plane over HTTP. The demo organism (durable storage, auth on) and a
- * bare node:http hello-world each run in their own child process; autocannon (100
- * connections) runs here. Rounds interleave the four targets, rotating their order.
+ * Scenario 1: the control plane over HTTP. The demo organism (durable storage, auth on), a
+ * bare node:http hello-world and a Fastify hello-world each run in their own child process;
+ * autocannon (100 connections) runs here. Rounds interleave the targets, rotating their order.
+ * Each server reports its CPU time, so every run also yields CPU microseconds per request.
  */
 import { benchFile, startServer, type RunningServer } from '../lib/child.js';
 import { load, type LoadResult } from '../lib/http-load.js';
 import { atLeast, atMost, row, type ScenarioResult } from '../lib/result.js';
 import type { Scale } from '../lib/scale.js';
+import { median, sig } from '../lib/stats.js';
 import { removeDir, tempDir } from '../lib/tmp.js';
 import type { OrganismServerInfo, OrganismServerInput } from '../servers/organism-http.js';
 
-type Target = 'bare' | 'agents' | 'usage' | 'messages';
-const PATHS: Record<Exclude<Target, 'bare'>, string> = {
+type Target = 'bare' | 'fastify' | 'agents' | 'usage' | 'messages';
+const TARGETS: readonly Target[] = ['bare', 'fastify', 'agents', 'usage', 'messages'];
+const PATHS: Record<Target, string> = {
+  bare: '/',
+  fastify: '/',
   agents: '/api/v1/agents',
   usage: '/api/v1/usage',
   messages: '/api/v1/messages?limit=50',
 };
 
+interface Run extends LoadResult {
+  /** Server CPU time (user + system) per request. */
+  readonly cpuUsPerRequest: number;
+}
+
+type CpuUsage = { user: number; system: number };
+
 export async function runHttp(scale: Scale, log: (line: string) => void): Promise<ScenarioResult> {
   const started = performance.now();
   const dataDir = tempDir('http');
-  let bare: RunningServer<{ port: number }> | null = null;
-  let org: RunningServer<OrganismServerInfo> | null = null;
+  const servers: RunningServer<{ port: number }>[] = [];
   try {
-    bare = await startServer<{ port: number }>(benchFile('servers/bare-http.ts'), {}, { what: 'bare http server' });
+    const bare = await startServer<{ port: number }>(benchFile('servers/bare-http.ts'), {}, { what: 'bare http server' });
+    servers.push(bare);
+    const fastify = await startServer<{ port: number }>(benchFile('servers/bare-http.ts'), { fastify: true }, { what: 'fastify hello server' });
+    servers.push(fastify);
     const input: OrganismServerInput = { dataDir, organism: 'demo', seedThreads: scale.http.seedThreads };
-    org = await startServer<OrganismServerInfo>(benchFile('servers/organism-http.ts'), input, { what: 'organism server' });
+    const org = await startServer<OrganismServerInfo>(benchFile('servers/organism-http.ts'), input, { what: 'organism server' });
+    servers.push(org);
     const auth = { authorization: `Bearer ${org.info.token}` };
-    const urls: Record<Target, { url: string; headers?: Record<string, string> }> = {
-      bare: { url: `http://127.0.0.1:${bare.info.port}/` },
-      agents: { url: `http://127.0.0.1:${org.info.port}${PATHS.agents}`, headers: auth },
-      usage: { url: `http://127.0.0.1:${org.info.port}${PATHS.usage}`, headers: auth },
-      messages: { url: `http://127.0.0.1:${org.info.port}${PATHS.messages}`, headers: auth },
-    };
+    const serverOf = (t: Target): RunningServer<{ port: number }> => (t === 'bare' ? bare : t === 'fastify' ? fastify : org);
     const { connections, durationSec, warmupSec } = scale.http;
-    const targets: Target[] = ['bare', 'agents', 'usage', 'messages'];
-    for (const t of targets) await load(urls[t].url, { connections, durationSec: warmupSec, ...(urls[t].headers ? { headers: urls[t].headers } : {}) });
 
-    const results: Record<Target, LoadResult[]> = { bare: [], agents: [], usage: [], messages: [] };
+    const measure = async (t: Target, seconds: number): Promise<Run> => {
+      const server = serverOf(t);
+      const before = await server.request<CpuUsage>({ cmd: 'cpu' });
+      const r = await load(`http://127.0.0.1:${server.info.port}${PATHS[t]}`, {
+        connections,
+        durationSec: seconds,
+        ...(server === org ? { headers: auth } : {}),
+      });
+      const after = await server.request<CpuUsage>({ cmd: 'cpu' });
+      if (r.errors > 0 || r.non2xx > 0) throw new Error(`${t}: ${r.errors} errors and ${r.non2xx} non-2xx responses out of ${r.requests}`);
+      const cpu = after.user - before.user + (after.system - before.system);
+      return { ...r, cpuUsPerRequest: r.requests ? cpu / r.requests : Number.NaN };
+    };
+
+    for (const t of TARGETS) await measure(t, warmupSec);
+    const runs: Record<Target, Run[]> = { bare: [], fastify: [], agents: [], usage: [], messages: [] };
     for (let round = 0; round < scale.rounds; round++) {
-      const order = targets.map((_, i) => targets[(i + round) % targets.length]!);
+      const order = TARGETS.map((_, i) => TARGETS[(i + round) % TARGETS.length]!);
       for (const t of order) {
-        const r = await load(urls[t].url, { connections, durationSec, ...(urls[t].headers ? { headers: urls[t].headers } : {}) });
-        if (r.errors > 0 || r.non2xx > 0) throw new Error(`${t}: ${r.errors} errors and ${r.non2xx} non-2xx responses out of ${r.requests}`);
-        results[t].push(r);
-        log(`  round ${round + 1} ${t}: ${Math.round(r.requestsPerSec)} req/s, p99 ${r.p99Ms} ms`);
+        const r = await measure(t, durationSec);
+        runs[t].push(r);
+        log(`  round ${round + 1} ${t}: ${Math.round(r.requestsPerSec)} req/s, p99 ${r.p99Ms} ms, ${Math.round(r.cpuUsPerRequest)} µs CPU/request`);
       }
     }
+    const rawPageUs = await org.request<number>({ cmd: 'rawPage' });
 
-    const rps = (t: Target) => results[t].map((r) => r.requestsPerSec);
-    const p99 = (t: Target) => results[t].map((r) => r.p99Ms);
-    const bareBase = { name: 'bare node:http', unit: 'req/s', rounds: rps('bare') };
+    const rps = (t: Target) => runs[t].map((r) => r.requestsPerSec);
+    const p99 = (t: Target) => runs[t].map((r) => r.p99Ms);
+    const cpu = (t: Target) => sig(median(runs[t].map((r) => r.cpuUsPerRequest)), 3);
+    const bareRps = { name: 'bare node:http', unit: 'req/s', rounds: rps('bare') };
     const bareP99 = { name: 'bare node:http p99', unit: 'ms', rounds: p99('bare') };
     const rows = [
-      row({ scenario: 1, metric: 'GET /api/v1/agents throughput', unit: 'req/s', rounds: rps('agents'), baseline: bareBase, target: atLeast(0.6, '>= 0.6x bare', 'ratio') }),
-      row({ scenario: 1, metric: 'GET /api/v1/usage throughput', unit: 'req/s', rounds: rps('usage'), baseline: bareBase, target: null }),
-      row({ scenario: 1, metric: 'GET /api/v1/messages?limit=50 throughput', unit: 'req/s', rounds: rps('messages'), baseline: bareBase, target: atLeast(0.3, '>= 0.3x bare', 'ratio') }),
+      row({ scenario: 1, metric: 'GET /api/v1/agents throughput', unit: 'req/s', rounds: rps('agents'), baseline: bareRps, target: atLeast(0.6, '>= 0.6x bare', 'ratio') }),
+      row({ scenario: 1, metric: 'GET /api/v1/messages?limit=50 throughput', unit: 'req/s', rounds: rps('messages'), baseline: bareRps, target: atLeast(0.3, '>= 0.3x bare', 'ratio') }),
+      row({ scenario: 1, metric: 'GET /api/v1/usage throughput', unit: 'req/s', rounds: rps('usage'), baseline: bareRps, target: null }),
+      row({ scenario: 1, metric: 'Fastify hello-world throughput (context)', unit: 'req/s', rounds: rps('fastify'), baseline: bareRps, target: null }),
       row({ scenario: 1, metric: 'GET /api/v1/agents p99 latency', unit: 'ms', rounds: p99('agents'), baseline: bareP99, target: atMost(20, '<= 20 ms') }),
-      row({ scenario: 1, metric: 'GET /api/v1/usage p99 latency', unit: 'ms', rounds: p99('usage'), baseline: bareP99, target: atMost(20, '<= 20 ms') }),
       row({ scenario: 1, metric: 'GET /api/v1/messages?limit=50 p99 latency', unit: 'ms', rounds: p99('messages'), baseline: bareP99, target: atMost(20, '<= 20 ms') }),
+      row({ scenario: 1, metric: 'GET /api/v1/usage p99 latency', unit: 'ms', rounds: p99('usage'), baseline: bareP99, target: atMost(20, '<= 20 ms') }),
     ];
+    const cpuLine = TARGETS.map((t) => `${t} ${cpu(t)}`).join(', ');
     return {
       scenario: 1,
       title: 'Control plane over HTTP',
@@ -72,16 +98,19 @@ export async function runHttp(scale: Scale, log: (line: string) => void): Promis
         seededThreads: scale.http.seedThreads,
         journalRows: org.info.journalRows,
         usageEvents: org.info.usageEvents,
-        results,
+        serverCpuUsPerRequest: Object.fromEntries(TARGETS.map((t) => [t, cpu(t)])),
+        rawSqlitePageUs: sig(rawPageUs, 3),
+        runs,
       },
       notes: [
-        `Servers each run in their own process; autocannon (${connections} connections, ${durationSec} s per run) in the parent. The journal holds ${org.info.journalRows} messages from ${scale.http.seedThreads} demo threads.`,
+        `Each server runs in its own process; autocannon (${connections} connections, ${durationSec} s per run, ${scale.rounds} rounds, order rotated) runs in the parent. The demo organism was seeded with ${scale.http.seedThreads} questions (${org.info.journalRows} journal rows, ${org.info.usageEvents} usage events) before measuring.`,
+        `Server CPU per request, median (µs): ${cpuLine}.`,
+        `Floor of /messages?limit=50: reading the same 50 rows straight from SQLite (better-sqlite3, prepared, SELECT *) takes ${sig(rawPageUs, 3)} µs, i.e. at most ${Math.round(1e6 / rawPageUs).toLocaleString('en-US')} pages/s on one core before any JSON work.`,
       ],
       seconds: (performance.now() - started) / 1000,
     };
   } finally {
-    await bare?.stop();
-    await org?.stop();
+    for (const s of servers) await s.stop();
     removeDir(dataDir);
   }
 }

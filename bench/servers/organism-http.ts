@@ -4,11 +4,13 @@
  * process. Seeded with demo traffic so lists and usage have content. Commands from the
  * parent drive injections at a steady rate inside this process (the pump runs here).
  */
+import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { Organism } from '../../src/organism/organism.js';
 import { buildApp } from '../../src/service/app.js';
-import { openSqliteStorage } from '../../src/store/index.js';
+import { DATABASE_FILE, openSqliteStorage } from '../../src/store/index.js';
 import { VERSION } from '../../src/version.js';
 import { childInput, serverFailed, serverReady } from '../lib/child.js';
 import { chainOrganism, demoOrganism } from '../lib/organisms.js';
@@ -92,6 +94,19 @@ async function main(): Promise<void> {
       } satisfies DriveResult;
     },
     memory: async () => process.memoryUsage(),
+    cpu: async () => process.cpuUsage(),
+    /** The floor of GET /messages?limit=50: the same page read straight from SQLite, in µs. */
+    rawPage: async () => {
+      const db = new Database(path.join(input.dataDir, DATABASE_FILE), { readonly: true });
+      const page = db.prepare('SELECT * FROM journal ORDER BY seq DESC LIMIT 50');
+      for (let i = 0; i < 200; i++) page.all();
+      const n = 2_000;
+      const t0 = performance.now();
+      for (let i = 0; i < n; i++) page.all();
+      const us = ((performance.now() - t0) * 1000) / n;
+      db.close();
+      return us;
+    },
   });
 
   process.on('SIGTERM', () => {

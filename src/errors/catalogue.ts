@@ -129,7 +129,8 @@ export const Errors = {
   WS_INJECT_NEEDS_TARGET: define('WS_INJECT_NEEDS_TARGET', 400, 'inject needs "to": the name of the target listener'),
   WS_INJECT_ON_MESSAGES: define('WS_INJECT_ON_MESSAGES', 400, 'inject is only available on /ws'),
   WS_INJECT_FAILED: define('WS_INJECT_FAILED', 500, 'Inject failed: %s'),
-  WS_BAD_FILTER: define('WS_BAD_FILTER', 400, 'Invalid filter: %s must be a string or a list of strings'),
+  WS_SNAPSHOT_FAILED: define('WS_SNAPSHOT_FAILED', 500, 'Snapshot failed: %s'),
+  WS_BAD_FILTER: define('WS_BAD_FILTER', 400, 'Invalid filter: %s'),
   /** A request parameter or body field out of bounds or of the wrong type; the text names it and the bound. */
   INVALID_REQUEST: define('INVALID_REQUEST', 422, '%s'),
   INVALID_TIME: define('INVALID_TIME', 422, '%s must be an ISO 8601 date or time (e.g. 2025-01-31T12:00:00Z), not: %s'),

@@ -5,16 +5,20 @@ import { matches, type WsFilter } from './filter.js';
 export type Channel = 'control' | 'messages';
 
 /**
- * One connected socket. Frames are sent only while the socket's own buffer is below its
- * bound; past it the client stops receiving frames and is marked for a resync snapshot, so a
- * slow reader never holds memory for others nor slows the pump.
+ * One connected socket. Frames go out only while the socket's own send buffer is under its
+ * bound; past it the client stops receiving frames and is marked lagging (a resync snapshot is
+ * due once it drains, or it is closed when it stays backed up), so a slow reader never holds
+ * unbounded memory nor slows the pump or the other clients.
  */
 export class WsClient {
   filter: WsFilter;
-  /** Set when frames were dropped for this client; a resync snapshot is due. */
+  /** Frames were dropped for this client: a resync is due. */
   lagging = false;
   laggingSince = 0;
   missedPings = 0;
+  /** Until the first frame (snapshot) is out, live frames wait here (bounded like the socket). */
+  private opening: Frame[] | null = [];
+  private openingBytes = 0;
 
   constructor(
     readonly socket: WebSocket,
@@ -32,16 +36,27 @@ export class WsClient {
     return matches(this.filter, frame.meta);
   }
 
-  /** Sends unless the socket is backed up; returns false when the frame was dropped. */
+  /** Queues or sends a frame unless the client is backed up; returns false when it was dropped. */
   offer(frame: Frame): boolean {
     if (this.lagging) return false;
-    if (this.socket.bufferedAmount > this.sendBufferBytes) {
-      this.lagging = true;
-      this.laggingSince = Date.now();
-      return false;
+    if (this.opening) {
+      if (this.openingBytes + frame.json.length > this.sendBufferBytes) return this.markLagging();
+      this.opening.push(frame);
+      this.openingBytes += frame.json.length;
+      return true;
     }
+    if (this.socket.bufferedAmount > this.sendBufferBytes) return this.markLagging();
     this.send(frame.json);
     return true;
+  }
+
+  /** Sends the first frame, then whatever arrived meanwhile. */
+  open(firstJson: string): void {
+    const waiting = this.opening ?? [];
+    this.opening = null;
+    this.openingBytes = 0;
+    this.send(firstJson);
+    for (const f of waiting) this.send(f.json);
   }
 
   send(json: string): void {
@@ -51,5 +66,21 @@ export class WsClient {
   /** True once the backlog has drained enough to catch up with a snapshot. */
   get drained(): boolean {
     return this.socket.bufferedAmount <= this.sendBufferBytes / 2;
+  }
+
+  /** Leaves the lagging state; live frames wait again until the resync snapshot is out (`open`). */
+  recovered(): void {
+    this.lagging = false;
+    this.laggingSince = 0;
+    this.opening = [];
+    this.openingBytes = 0;
+  }
+
+  private markLagging(): false {
+    this.lagging = true;
+    this.laggingSince = Date.now();
+    this.opening = this.opening ? [] : null;
+    this.openingBytes = 0;
+    return false;
   }
 }

@@ -1,28 +1,34 @@
 import type { Organism } from '../../organism/organism.js';
-import { toFrame, type Frame } from './frames.js';
+import { currentSeq, toFrame, type Frame } from './frames.js';
 import type { WsClient } from './client.js';
 
 /**
- * Fan-out of organism events to WebSocket clients. The bus listener only serializes the
- * frame once, keeps it in a bounded replay buffer and offers it to each client (never awaiting
- * anything), so clients can neither slow the pump nor each other.
+ * Fan-out of organism events to WebSocket clients. The bus listener serializes each frame once,
+ * keeps it in a bounded replay buffer and offers it to each client; it never awaits, so clients
+ * can neither slow the pump nor each other.
  */
 export class WsHub {
   readonly clients = new Set<WsClient>();
   private readonly ring: Frame[] = [];
+  /** Highest seq of an event frame evicted from the ring (or produced before the hub started). */
+  private lostUpTo: number;
   private off: (() => void) | null = null;
 
   constructor(
     private readonly organism: Organism,
     private readonly replayCapacity: number,
-  ) {}
+  ) {
+    this.lostUpTo = currentSeq();
+  }
 
   start(): void {
     this.off = this.organism.bus.on((event) => {
-      if (this.clients.size === 0 && this.replayCapacity === 0) return;
       const frame = toFrame(event);
       this.ring.push(frame);
-      if (this.ring.length > this.replayCapacity) this.ring.splice(0, this.ring.length - this.replayCapacity);
+      if (this.ring.length > this.replayCapacity) {
+        const evicted = this.ring.splice(0, this.ring.length - this.replayCapacity);
+        this.lostUpTo = evicted[evicted.length - 1]!.seq;
+      }
       for (const client of this.clients) if (client.wants(frame)) client.offer(frame);
     });
   }
@@ -32,11 +38,12 @@ export class WsHub {
     this.off = null;
   }
 
-  /** Frames after `since` still held, or null when some are gone (the client must resync). */
+  /**
+   * Event frames after `since`, or null when some may be gone (evicted, or `since` is from
+   * another process: ahead of this one's seq). Seqs used by command replies are never replayed.
+   */
   replay(since: number): Frame[] | null {
-    const first = this.ring[0];
-    if (first === undefined) return since >= 0 ? [] : null;
-    if (first.seq > since + 1) return null;
+    if (since < this.lostUpTo || since > currentSeq()) return null;
     return this.ring.filter((f) => f.seq > since);
   }
 

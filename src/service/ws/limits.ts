@@ -19,9 +19,9 @@ export interface WsLimits {
 }
 
 export const DEFAULT_WS_LIMITS: WsLimits = {
-  maxConnections: 1_000,
-  maxPerIp: 100,
-  sendBufferBytes: 4 << 20,
+  maxConnections: 2_000,
+  maxPerIp: 1_000,
+  sendBufferBytes: 1 << 20,
   replayBuffer: 10_000,
   pingIntervalMs: 30_000,
   maxMissedPings: 3,
@@ -38,13 +38,14 @@ export function resolveLimits(given: Partial<WsLimits> | undefined): WsLimits {
   return out as unknown as WsLimits;
 }
 
-/** Close codes. 1001 going away, 1008 policy, 1013 try again later; 4000+ are ours. */
+/** Close codes (RFC 6455): 1001 going away, 1008 policy, 1011 server error, 1013 try again later. */
 export const CloseCode = {
   SHUTDOWN: 1001,
+  /** Connection limits, a bad filter in the query, unanswered pings. */
   POLICY: 1008,
-  LIMIT: 1013,
-  TOO_SLOW: 4000,
-  UNRESPONSIVE: 4001,
+  INTERNAL: 1011,
+  /** A client that stayed backed up past its send buffer for the grace period. */
+  TOO_SLOW: 1013,
 } as const;
 
 /** A close reason must fit in 123 bytes (RFC 6455); longer ones make `ws` throw. */

@@ -1,0 +1,81 @@
+import { Errors, OrganismError } from '../../errors/catalogue.js';
+import type { Organism } from '../../organism/organism.js';
+import type { WsClient } from './client.js';
+import { parseFilter } from './filter.js';
+import { frameJson } from './frames.js';
+
+/** How long an inject may wait for room in a full queue before it is refused as busy. */
+const INJECT_WAIT_MS = 5_000;
+
+function reply(client: WsClient, event: string, body: Record<string, unknown> = {}): void {
+  client.send(frameJson(event, body).json);
+}
+
+function replyError(client: WsClient, error: OrganismError, command: unknown): void {
+  reply(client, 'error', { error: error.detail, ...(typeof command === 'string' ? { cmd: command } : {}) });
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** `{orgId, userId}` (snake_case accepted); other string entries pass through unchanged. */
+function injectMetadata(raw: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!isRecord(raw)) return out;
+  for (const [k, v] of Object.entries(raw)) {
+    if (typeof v !== 'string') continue;
+    out[k === 'org_id' ? 'orgId' : k === 'user_id' ? 'userId' : k] = v;
+  }
+  return out;
+}
+
+async function inject(organism: Organism, client: WsClient, cmd: Record<string, unknown>): Promise<void> {
+  if (client.channel !== 'control') return replyError(client, Errors.WS_INJECT_ON_MESSAGES(), 'inject');
+  if (client.role !== 'operator') return replyError(client, Errors.OPERATOR_REQUIRED(), 'inject');
+  const to = cmd['to'];
+  if (typeof to !== 'string' || to === '') return replyError(client, Errors.WS_INJECT_NEEDS_TARGET(), 'inject');
+  const threadId = cmd['threadId'] ?? cmd['thread_id'];
+  try {
+    const result = await organism.inject(to, cmd['payload'] ?? {}, {
+      ...(typeof threadId === 'string' && threadId !== '' ? { threadId } : {}),
+      metadata: injectMetadata(cmd['metadata']),
+      waitMs: INJECT_WAIT_MS,
+    });
+    reply(client, 'injected', { threadId: result.threadId, messageId: result.messageId });
+  } catch (err) {
+    const error = err instanceof OrganismError ? err : Errors.WS_INJECT_FAILED(err instanceof Error ? err.message : String(err));
+    reply(client, 'error', { error: error.detail, cmd: 'inject', ...(error.data !== undefined ? { errors: error.data } : {}) });
+  }
+}
+
+/**
+ * Handles one text frame from a client: `{cmd: "subscribe" | "inject" | "ping", ...}`. Every
+ * command is answered (`subscribed`, `injected`, `pong` or `error`); nothing a client sends
+ * can throw out of here.
+ */
+export async function handleCommand(organism: Organism, client: WsClient, text: string): Promise<void> {
+  let cmd: Record<string, unknown>;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (!isRecord(parsed)) throw new Error('expected a JSON object like {"cmd": "ping"}');
+    cmd = parsed;
+  } catch (err) {
+    return replyError(client, Errors.WS_MALFORMED_COMMAND((err as Error).message), undefined);
+  }
+  const name = cmd['cmd'];
+  switch (name) {
+    case 'ping':
+      return reply(client, 'pong');
+    case 'subscribe': {
+      const filter = parseFilter(isRecord(cmd['filter']) ? cmd['filter'] : cmd);
+      if (filter instanceof OrganismError) return replyError(client, filter, 'subscribe');
+      client.filter = filter; // replaces the previous filter
+      return reply(client, 'subscribed', { filter });
+    }
+    case 'inject':
+      return inject(organism, client, cmd);
+    default:
+      return replyError(client, Errors.WS_UNKNOWN_COMMAND(typeof name === 'string' ? name : JSON.stringify(name ?? null)), name);
+  }
+}

@@ -1,0 +1,35 @@
+import type { Organism } from '../../organism/organism.js';
+import { isoOrNull } from '../time.js';
+import { agentView, journalStatsView, threadView } from '../views.js';
+
+/** Threads in a snapshot: the newest (by activity) first. */
+export const SNAPSHOT_THREADS = 100;
+
+/**
+ * The body of a `connected` frame on /ws: everything a dashboard needs to draw the current
+ * state, after which events keep it current.
+ */
+export async function snapshotBody(organism: Organism, version: string | null): Promise<Record<string, unknown>> {
+  const [threads, stats] = await Promise.all([
+    organism.storage.threads.list({ limit: SNAPSHOT_THREADS, offset: 0 }),
+    organism.storage.journal.stats(),
+  ]);
+  const startedAt = organism.startedAt;
+  return {
+    bootId: organism.bootId,
+    organism: {
+      name: organism.name,
+      status: organism.status,
+      version,
+      startedAt: isoOrNull(startedAt),
+      uptimeSeconds: startedAt === null ? 0 : Math.max(0, Math.floor((Date.now() - startedAt) / 1000)),
+      agentCount: organism.agents().length,
+      activeThreads: organism.activeThreads,
+      totalMessages: organism.totalMessages,
+    },
+    agents: organism.agents().map(agentView),
+    threads: threads.items.map(threadView),
+    usage: organism.tracker.totals(),
+    journal: journalStatsView({ ...stats, lastRecovery: stats.lastRecovery ?? organism.lastRecovery }),
+  };
+}

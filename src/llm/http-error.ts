@@ -22,6 +22,8 @@ export function parseRetryAfter(value: string | null, now = Date.now()): number 
   if (!value) return null;
   const trimmed = value.trim();
   if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
+  // An HTTP-date names its weekday and month; Date.parse alone would read "-3" as a year.
+  if (!/[a-z]{3}/i.test(trimmed)) return null;
   const date = Date.parse(trimmed);
   return Number.isNaN(date) ? null : Math.max(0, date - now);
 }
@@ -39,18 +41,23 @@ function messageOf(text: string): string | null {
   }
 }
 
-/** Reads an error response into a ProviderHttpError, whatever shape the body has. */
-export async function errorFromResponse(provider: string, res: Response): Promise<ProviderHttpError> {
+/**
+ * Reads an error response into a ProviderHttpError, whatever shape the body has. A server
+ * that echoes the key back in its message (some proxies do) gets it cut out.
+ */
+export async function errorFromResponse(provider: string, res: Response, secret: string | null = null): Promise<ProviderHttpError> {
   let message: string | null = null;
   try {
     message = messageOf(await res.text());
   } catch {
     // body unreadable: keep the status text
   }
+  message ??= res.statusText || 'request failed';
+  if (secret) message = message.split(secret).join('[redacted]');
   return new ProviderHttpError(
     provider,
     res.status,
-    message ?? (res.statusText || 'request failed'),
+    message,
     parseRetryAfter(res.headers.get('retry-after')),
   );
 }

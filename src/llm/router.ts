@@ -165,8 +165,12 @@ export class LlmRouter {
     };
     // Record first, so the usage event is attached to the delivery before any threshold
     // warning (which settle may emit) is sent.
-    this.opts.tracker.record(event);
-    this.opts.budgets.settle(reservation, response.usage, call.agent);
+    try {
+      this.opts.tracker.record(event);
+    } finally {
+      // The tokens were spent whatever happened to the record: the budget must know.
+      this.opts.budgets.settle(reservation, response.usage, call.agent);
+    }
     return { ...response, provider: provider.name, providerLatencyMs: s.providerLatencyMs, totalLatencyMs, attempts: s.attempts, cost };
   }
 }

@@ -33,7 +33,7 @@ export async function postJson(
       body: JSON.stringify(body),
       signal: AbortSignal.any([signal, timeout]),
     });
-    if (!res.ok) throw await errorFromResponse(config.name, res);
+    if (!res.ok) throw await errorFromResponse(config.name, res, apiKey(config));
     const text = await res.text();
     try {
       return JSON.parse(text) as unknown;

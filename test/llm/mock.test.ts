@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest';
+import { Errors } from '../../src/errors/catalogue.js';
+import { MockProvider } from '../../src/llm/providers/mock.js';
+import type { ChatMessage, CompletionRequest } from '../../src/llm/types.js';
+import { call, makeRouter, providerConfig, rejection } from './helpers.js';
+
+/** An incoming payload as the builtin:llm agent wraps it. */
+const incoming = (xml: string, from = 'api') => `<message from="${from}">\n${xml}\n</message>`;
+const user = (content: string): ChatMessage => ({ role: 'user', content });
+const assistant = (content: string): ChatMessage => ({ role: 'assistant', content });
+
+function mock(script: Record<string, string[]> = {}, mockLatencyMs = 0) {
+  return new MockProvider(providerConfig({ name: 'mock', type: 'mock', script, mockLatencyMs }));
+}
+const ask = (p: MockProvider, messages: ChatMessage[], agent = 'agent-a', over: Partial<CompletionRequest> = {}) =>
+  p.complete({ model: 'mock-1', system: 'You are a test.', messages, maxOutputTokens: 500, agent, ...over }, new AbortController().signal);
+
+describe('mock provider', () => {
+  it('plays each agent its own script in turn order (turn = earlier assistant messages); the last template repeats', async () => {
+    const p = mock({ 'agent-a': ['first', 'second', 'third'], 'agent-b': ['b only'] });
+    const q = incoming('<Question><text>x</text></Question>');
+    const turns = [[user(q)], [user(q), assistant('1'), user(q)], [user(q), assistant('1'), user(q), assistant('2'), user(q)]];
+    const more = [...turns[2]!, assistant('3'), user(q), assistant('4'), user(q)];
+    const replies = await Promise.all([...turns, more].map((m) => ask(p, m)));
+    expect(replies.map((r) => r.content)).toEqual(['first', 'second', 'third', 'third']);
+    expect((await ask(p, [user(q), assistant('1'), user(q)], 'agent-b')).content).toBe('b only');
+  });
+
+  it('fills {{field}}, {{field|upper}} and {{field|lower}} from the latest payload, XML-escaped; unknown fields are empty', async () => {
+    const p = mock({ 'agent-a': ['<t>{{text}}|{{text|upper}}|{{ Name | lower }}|{{missing}}</t>'] });
+    const r = await ask(p, [user(incoming('<Question><text>a &amp; b &lt;c&gt;</text><Name>Dan</Name></Question>'))]);
+    expect(r.content).toBe('<t>a &amp; b &lt;c&gt;|A &amp; B &lt;C&gt;|dan|</t>');
+  });
+
+  it('reads the last payload of a user turn that holds several', async () => {
+    const p = mock({ 'agent-a': ['{{text}}'] });
+    const merged = `${incoming('<Q><text>older</text></Q>', 'a')}\n${incoming('<Q><text>newest</text></Q>', 'b')}`;
+    expect((await ask(p, [user(merged)])).content).toBe('newest');
+  });
+
+  it('skips user turns without a payload (a repair request) and reads the payload before', async () => {
+    const p = mock({ 'agent-a': ['first {{text}}', 'repaired {{text}}'] });
+    const r = await ask(p, [user(incoming('<Q><text>kept</text></Q>')), assistant('oops'), user('Your reply was invalid: no <send> element found. Try again.')]);
+    expect(r.content).toBe('repaired kept');
+  });
+
+  it('reads a bare XML payload (no message wrapper)', async () => {
+    const p = mock({ 'agent-a': ['{{topic}}'] });
+    expect((await ask(p, [user('<Findings><topic>bees</topic></Findings>')])).content).toBe('bees');
+  });
+
+  it('derives a deterministic reply from the input when the agent has no script', async () => {
+    const p = mock({ other: ['not for agent-a'] });
+    const m = [user(incoming('<Question><text>hello</text><n>2</n></Question>'))];
+    const a = await ask(p, m);
+    const b = await ask(p, m);
+    expect(a.content).toBe(b.content);
+    expect(a.content).toBe('Noted 2 field(s): hello, 2\n<done/>');
+  });
+
+  it('counts tokens realistically: ceil(chars/4) of system and messages, and of the reply', async () => {
+    const p = mock({ 'agent-a': ['a reply of some length'] });
+    const messages = [user(incoming('<Q><text>abc</text></Q>')), assistant('ok'), user('xyz')];
+    const r = await ask(p, messages);
+    const expectedPrompt = Math.ceil('You are a test.'.length / 4) + messages.reduce((n, m) => n + Math.ceil(m.content.length / 4), 0);
+    expect(r.usage).toEqual({
+      promptTokens: expectedPrompt,
+      completionTokens: Math.ceil('a reply of some length'.length / 4),
+      totalTokens: expectedPrompt + Math.ceil('a reply of some length'.length / 4),
+      cacheReadTokens: null,
+      cacheWriteTokens: null,
+      reasoningTokens: null,
+    });
+    expect((await ask(p, messages, 'agent-a', { maxOutputTokens: 2 })).usage.completionTokens).toBe(2);
+  });
+
+  it('honours the abort signal during its simulated latency', async () => {
+    const p = mock({}, 60_000);
+    const c = new AbortController();
+    const pending = p.complete({ model: 'mock-1', system: '', messages: [user('x')], maxOutputTokens: 10 }, c.signal);
+    setTimeout(() => c.abort('killed'), 10);
+    const err = await rejection(pending); // a minute-long latency would time the test out
+    expect(err.message).toBe(Errors.ABORTED('killed').detail);
+  });
+
+  it('answers after its simulated latency', async () => {
+    const p = mock({ 'agent-a': ['late'] }, 20);
+    expect((await ask(p, [user('x')])).content).toBe('late');
+  });
+
+  it('through the router: scripted per calling agent, one usage event with provider mock', async () => {
+    const t = makeRouter([providerConfig({ name: 'mock', type: 'mock', script: { writer: ['<done/>'] } })], {
+      pricing: { 'mock-': { prompt: 0.5, completion: 1.5, cacheRead: null, cacheWrite: null } },
+    });
+    const r = await t.router.complete(
+      { model: 'mock-1', system: 's', messages: [user(incoming('<Q><text>x</text></Q>'))], maxOutputTokens: 100 },
+      call(undefined, { agent: 'writer' }),
+    );
+    expect(r.content).toBe('<done/>');
+    expect(t.events).toHaveLength(1);
+    expect(t.events[0]).toMatchObject({ provider: 'mock', agentId: 'writer', model: 'mock-1' });
+    expect(t.events[0]!.cost).toBeCloseTo((r.usage.promptTokens * 0.5 + r.usage.completionTokens * 1.5) / 1e6, 12);
+  });
+});

@@ -71,7 +71,7 @@ export function makeRouter(
   return t;
 }
 
-export const call = (signal = new AbortController().signal, over: Partial<CallContext> = {}): CallContext => ({
+export const call = (signal: AbortSignal = new AbortController().signal, over: Partial<CallContext> = {}): CallContext => ({
   threadId: 't1',
   agent: 'agent-a',
   messageId: 'm1',

@@ -111,6 +111,13 @@ describe('OpenAI-compatible provider', () => {
     expect(err.message).toBe(Errors.LLM_REQUEST_FAILED('oa', Errors.LLM_BAD_RESPONSE('not JSON (<html>gateway</html>)').detail).detail);
   });
 
+  it('a 2xx JSON answer that is not an object is an unreadable response', async () => {
+    const s = await track(startScriptedServer(() => ({ rawBody: 'null' })));
+    const { router } = makeRouter([providerConfig({ name: 'oa', type: 'openai', baseUrl: s.url })]);
+    const err = await rejection(router.complete(request('gpt-4o'), call()));
+    expect(err.message).toBe(Errors.LLM_REQUEST_FAILED('oa', Errors.LLM_BAD_RESPONSE('not a JSON object (null)').detail).detail);
+  });
+
   it('defaults to https://api.openai.com/v1', async () => {
     const fetchSpy = vi.spyOn(globalThis, 'fetch').mockResolvedValue(new Response(JSON.stringify(openAiOk('x')), { status: 200 }));
     const provider = new OpenAiProvider(providerConfig({ name: 'oa', type: 'openai' }));

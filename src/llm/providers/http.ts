@@ -24,7 +24,7 @@ export async function postJson(
   headers: Record<string, string>,
   body: unknown,
   signal: AbortSignal,
-): Promise<unknown> {
+): Promise<object> {
   const timeout = AbortSignal.timeout(config.timeoutSeconds * 1000);
   try {
     const res = await fetch(url, {
@@ -35,11 +35,14 @@ export async function postJson(
     });
     if (!res.ok) throw await errorFromResponse(config.name, res, apiKey(config));
     const text = await res.text();
+    let parsed: unknown;
     try {
-      return JSON.parse(text) as unknown;
+      parsed = JSON.parse(text);
     } catch {
       throw Errors.LLM_BAD_RESPONSE(`not JSON (${text.slice(0, 80)})`);
     }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw Errors.LLM_BAD_RESPONSE(`not a JSON object (${text.slice(0, 80)})`);
+    return parsed;
   } catch (err) {
     if (signal.aborted) throw Errors.ABORTED(String(signal.reason ?? 'aborted'));
     if (timeout.aborted) throw Errors.LLM_TIMEOUT(config.timeoutSeconds);

@@ -1,0 +1,162 @@
+/**
+ * Scenario 2, one round in a fresh process:
+ *   throughput: N messages injected into a 3-hop chain of no-op code handlers on the SQLite
+ *               journal, timed from the first inject to the last final-hop ack;
+ *   raw:        better-sqlite3 inserting N rows into the same journal schema (same pragmas) in
+ *               1,000-row transactions (the baseline);
+ *   steady:     a steady offered rate, each message's latency from its scheduled send time to
+ *               its first-hop ack and to its final-hop ack.
+ */
+import Database from 'better-sqlite3';
+import path from 'node:path';
+import { Organism } from '../../src/organism/organism.js';
+import { openSqliteStorage } from '../../src/store/index.js';
+import { migrate } from '../../src/store/sqlite/migrations.js';
+import { newId } from '../../src/util/ids.js';
+import { childMain } from '../lib/child.js';
+import { ackCounter, injectAll } from '../lib/drive.js';
+import { chainOrganism } from '../lib/organisms.js';
+import { percentile, sleep, until } from '../lib/stats.js';
+
+export interface PumpInput {
+  readonly mode: 'throughput' | 'raw' | 'steady';
+  readonly dataDir: string;
+  readonly messages: number;
+  readonly rate?: number;
+  readonly seconds?: number;
+  /** Overrides of the organism's concurrency limits (default: a default organism.yaml's). */
+  readonly limits?: { readonly maxConcurrentHandlers: number; readonly maxConcurrentPerAgent: number };
+  /** Run the throughput mode on in-memory storage (the pump without the journal). */
+  readonly memory?: boolean;
+}
+
+export interface ThroughputResult {
+  readonly messagesPerSec: number;
+  readonly deliveriesPerSec: number;
+  readonly seconds: number;
+  readonly journal: Record<string, number>;
+}
+
+export interface RawResult {
+  readonly rowsPerSec: number;
+  readonly seconds: number;
+  /** One-row transactions, each timed: the floor of any durable acknowledgement. */
+  readonly commitP50Ms: number;
+  readonly commitP99Ms: number;
+}
+
+export interface SteadyResult {
+  readonly offered: number;
+  readonly offeredPerSec: number;
+  readonly firstHopP50Ms: number;
+  readonly firstHopP99Ms: number;
+  readonly endToEndP50Ms: number;
+  readonly endToEndP99Ms: number;
+  readonly injectP99Ms: number;
+  readonly maxScheduleLagMs: number;
+}
+
+const HOPS = 3;
+
+function organismIn(input: PumpInput): Organism {
+  const loaded = chainOrganism(HOPS, { maxQueue: 10_000, ...(input.limits ?? {}) });
+  if (input.memory) return new Organism(loaded);
+  return new Organism(loaded, { storage: openSqliteStorage({ dataDir: input.dataDir }) });
+}
+
+async function throughput(input: PumpInput): Promise<ThroughputResult> {
+  const organism = organismIn(input);
+  await organism.start();
+  const done = ackCounter(organism, `hop${HOPS}`);
+  const t0 = performance.now();
+  await injectAll(organism, 'hop1', input.messages);
+  await until(() => done.count >= input.messages, 600_000, 'the last final-hop ack', 1);
+  const seconds = (performance.now() - t0) / 1000;
+  await until(() => organism.activeThreads === 0, 60_000, 'threads to settle');
+  const stats = await organism.storage.journal.stats();
+  await organism.stop();
+  if (stats.counts.ACKED !== HOPS * input.messages) throw new Error(`expected ${HOPS * input.messages} ACKED journal entries, found ${JSON.stringify(stats.counts)}`);
+  return { messagesPerSec: input.messages / seconds, deliveriesPerSec: (HOPS * input.messages) / seconds, seconds, journal: { ...stats.counts } };
+}
+
+async function raw(input: PumpInput): Promise<RawResult> {
+  const db = new Database(path.join(input.dataDir, 'raw.db'));
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  migrate(db);
+  const insert = db.prepare(`INSERT INTO journal
+    (id, thread_id, sender, recipient, payload_type, payload, metadata, hops, parent_id, msg_timestamp, attempt, state, attempts, created_at)
+    VALUES (?, ?, 'api', 'hop1', 'Text', ?, '{"orgId":"acme"}', 0, NULL, ?, 1, 'PENDING', 0, ?)`);
+  const batch = db.transaction((from: number, to: number) => {
+    const now = Date.now();
+    for (let i = from; i < to; i++) insert.run(newId(), newId(), JSON.stringify({ text: `m${i}` }), now, now);
+  });
+  const t0 = performance.now();
+  for (let i = 0; i < input.messages; i += 1_000) batch(i, Math.min(input.messages, i + 1_000));
+  const seconds = (performance.now() - t0) / 1000;
+  const commits: number[] = [];
+  for (let i = 0; i < 2_000; i++) {
+    const c0 = performance.now();
+    batch(input.messages + i, input.messages + i + 1);
+    commits.push(performance.now() - c0);
+  }
+  db.close();
+  return { rowsPerSec: input.messages / seconds, seconds, commitP50Ms: percentile(commits, 50), commitP99Ms: percentile(commits, 99) };
+}
+
+async function steady(input: PumpInput): Promise<SteadyResult> {
+  const organism = organismIn(input);
+  await organism.start();
+  const rate = input.rate ?? 2_000;
+  const total = Math.round(rate * (input.seconds ?? 10));
+  const due = new Map<string, number>();
+  const firstHop: number[] = [];
+  const endToEnd: number[] = [];
+  const injectLatency: number[] = [];
+  organism.bus.on((e) => {
+    if (e.type !== 'message' || e.state !== 'ACKED') return;
+    const start = due.get(e.message.threadId);
+    if (start === undefined) return;
+    if (e.message.to === 'hop1') firstHop.push(performance.now() - start);
+    else if (e.message.to === `hop${HOPS}`) {
+      endToEnd.push(performance.now() - start);
+      due.delete(e.message.threadId);
+    }
+  });
+  // Warm up the JIT and the database briefly, unmeasured.
+  await injectAll(organism, 'hop1', 2_000);
+  await until(() => organism.activeThreads === 0, 60_000, 'warm-up to settle');
+
+  let maxLag = 0;
+  const t0 = performance.now();
+  for (let i = 0; i < total; i++) {
+    const at = t0 + (i * 1000) / rate;
+    const wait = at - performance.now();
+    if (wait >= 1) await sleep(wait);
+    maxLag = Math.max(maxLag, performance.now() - at);
+    // Latency counts from the scheduled time, so a stalled loop cannot hide its own delay.
+    const threadId = newId();
+    due.set(threadId, at);
+    void organism.inject('hop1', { text: `s${i}` }, { threadId, metadata: { orgId: 'acme' }, waitMs: 10_000 }).then(() => injectLatency.push(performance.now() - at));
+  }
+  const offeredSec = (performance.now() - t0) / 1000;
+  await until(() => endToEnd.length >= total, 120_000, 'every steady message to finish');
+  await organism.stop();
+  await sleep(1);
+  return {
+    offered: total,
+    offeredPerSec: total / offeredSec,
+    firstHopP50Ms: percentile(firstHop, 50),
+    firstHopP99Ms: percentile(firstHop, 99),
+    endToEndP50Ms: percentile(endToEnd, 50),
+    endToEndP99Ms: percentile(endToEnd, 99),
+    injectP99Ms: percentile(injectLatency, 99),
+    maxScheduleLagMs: maxLag,
+  };
+}
+
+childMain<PumpInput, ThroughputResult | RawResult | SteadyResult>(async (input) => {
+  if (input.mode === 'raw') return raw(input);
+  if (input.mode === 'steady') return steady(input);
+  return throughput(input);
+});

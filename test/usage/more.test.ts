@@ -5,39 +5,7 @@ import * as publicApi from '../../src/index.js';
 import { BudgetManager, type BudgetThresholdEvent, type Reservation, type ThreadBudgetSnapshot } from '../../src/usage/budgets.js';
 import { DEFAULT_PRICING, Pricing } from '../../src/usage/pricing.js';
 import { UsageTracker } from '../../src/usage/tracker.js';
-import type { UsageEvent } from '../../src/usage/types.js';
-
-const usage = (promptTokens: number, completionTokens: number, cacheReadTokens: number | null = null, cacheWriteTokens: number | null = null) => ({
-  promptTokens,
-  completionTokens,
-  totalTokens: promptTokens + completionTokens,
-  cacheReadTokens,
-  cacheWriteTokens,
-  reasoningTokens: null,
-});
-
-function event(over: Partial<UsageEvent> = {}): UsageEvent {
-  return {
-    id: 'e',
-    timestamp: 0,
-    threadId: 't',
-    agentId: 'a',
-    messageId: null,
-    model: 'gpt-4o',
-    provider: 'p',
-    promptTokens: 10,
-    completionTokens: 5,
-    totalTokens: 15,
-    cacheReadTokens: null,
-    cacheWriteTokens: null,
-    reasoningTokens: null,
-    providerLatencyMs: 10,
-    totalLatencyMs: 20,
-    cost: 0.001,
-    metadata: {},
-    ...over,
-  };
-}
+import { event, usage } from './fixtures.js';
 
 describe('pricing, further', () => {
   it('carries the reference default table', () => {

@@ -4,39 +4,7 @@ import { Errors } from '../../src/errors/catalogue.js';
 import { BudgetManager, type BudgetThresholdEvent } from '../../src/usage/budgets.js';
 import { Pricing } from '../../src/usage/pricing.js';
 import { UsageTracker } from '../../src/usage/tracker.js';
-import type { UsageEvent } from '../../src/usage/types.js';
-
-const usage = (promptTokens: number, completionTokens: number, extra: Partial<Record<'cacheReadTokens' | 'cacheWriteTokens', number>> = {}) => ({
-  promptTokens,
-  completionTokens,
-  totalTokens: promptTokens + completionTokens,
-  cacheReadTokens: extra.cacheReadTokens ?? null,
-  cacheWriteTokens: extra.cacheWriteTokens ?? null,
-  reasoningTokens: null,
-});
-
-function event(over: Partial<UsageEvent> = {}): UsageEvent {
-  return {
-    id: 'e',
-    timestamp: 0,
-    threadId: 't',
-    agentId: 'a',
-    messageId: null,
-    model: 'gpt-4o',
-    provider: 'p',
-    promptTokens: 10,
-    completionTokens: 5,
-    totalTokens: 15,
-    cacheReadTokens: null,
-    cacheWriteTokens: null,
-    reasoningTokens: null,
-    providerLatencyMs: 10,
-    totalLatencyMs: 20,
-    cost: 0.001,
-    metadata: {},
-    ...over,
-  };
-}
+import { event, usage } from './fixtures.js';
 
 describe('pricing', () => {
   it('matches the longest prefix', () => {
@@ -59,7 +27,7 @@ describe('pricing', () => {
 
   it('bills cache reads and writes at their own prices when set', () => {
     const p = new Pricing({ m: { prompt: 10, completion: 0, cacheRead: 1, cacheWrite: 20 } });
-    expect(p.cost('m', usage(1_000_000, 0, { cacheReadTokens: 500_000, cacheWriteTokens: 100_000 }))).toBeCloseTo(4 + 0.5 + 2, 9);
+    expect(p.cost('m', usage(1_000_000, 0, 500_000, 100_000))).toBeCloseTo(4 + 0.5 + 2, 9);
   });
 });
 

@@ -1,5 +1,6 @@
 import { XMLParser } from 'fast-xml-parser';
 import { Errors } from '../../errors/catalogue.js';
+import { abortableSleep } from '../retry.js';
 import { estimatePromptTokens, estimateTokens } from '../tokens.js';
 import type { CompletionRequest, ProviderResponse } from '../types.js';
 import { ConfiguredProvider } from './configured.js';
@@ -19,7 +20,7 @@ export class MockProvider extends ConfiguredProvider {
 
   async complete(request: CompletionRequest, signal: AbortSignal): Promise<ProviderResponse> {
     const latency = this.config.mockLatencyMs ?? 0;
-    if (latency > 0) await delay(latency, signal);
+    if (latency > 0) await abortableSleep(latency, signal);
     if (signal.aborted) throw Errors.ABORTED(String(signal.reason ?? 'aborted'));
     const fields = lastPayloadFields(request);
     const script = request.agent ? this.config.script[request.agent] : undefined;
@@ -88,19 +89,4 @@ function fill(template: string, fields: Record<string, string>): string {
 
 function escapeXml(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-}
-
-function delay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(Errors.ABORTED(String(signal.reason ?? 'aborted')));
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(Errors.ABORTED(String(signal.reason ?? 'aborted')));
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }

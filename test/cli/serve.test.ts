@@ -1,10 +1,11 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, existsSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { DATABASE_FILE, openSqliteStorage } from '../../src/store/index.js';
 
 const MAIN = path.resolve('src/cli/main.ts');
 const TOKEN = 'test-operator-token-123';
@@ -147,6 +148,42 @@ describe('organism serve', () => {
     expect((await fetch(`http://127.0.0.1:${port}/api/v1/agents`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
+  }, 60_000);
+
+  it('refuses a data directory that is locked, unwritable or holds a corrupt database (exit 4, clear message)', async () => {
+    const config = path.join(organismDir(), 'organism.yaml');
+    const serve = (dataDir: string, options: { uid?: number; gid?: number } = {}) =>
+      spawnSync(process.execPath, ['--import', 'tsx', MAIN, 'serve', config, '--data-dir', dataDir, '--port', '0', '--no-supervisor'], {
+        encoding: 'utf8',
+        env: { ...process.env, ORGANISM_API_TOKEN: TOKEN },
+        timeout: 60_000,
+        ...options,
+      });
+
+    const held = openSqliteStorage({ dataDir: mkdtempSync(path.join(os.tmpdir(), 'organism-locked-')) });
+    try {
+      const locked = serve(held.dataDir);
+      expect(locked.status).toBe(4);
+      expect(locked.stderr).toContain(`pid ${process.pid}`);
+    } finally {
+      held.close();
+    }
+
+    const corrupt = mkdtempSync(path.join(os.tmpdir(), 'organism-corrupt-'));
+    writeFileSync(path.join(corrupt, DATABASE_FILE), 'this is not a database, just text that is long enough to be read as a header');
+    const bad = serve(corrupt);
+    expect(bad.status).toBe(4);
+    expect(bad.stderr).toContain('is not a valid organism database');
+    expect(bad.stderr).not.toMatch(/\n\s+at /); // a message, not a stack trace
+
+    // Root writes anywhere, so the unwritable case runs as nobody when the test runs as root.
+    const parent = mkdtempSync(path.join(os.tmpdir(), 'organism-ro-'));
+    chmodSync(parent, 0o555);
+    chmodSync(path.dirname(config), 0o755);
+    const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+    const unwritable = serve(path.join(parent, 'data'), asNobody);
+    expect(unwritable.status).toBe(4);
+    expect(unwritable.stderr).toContain(`Data directory ${path.join(parent, 'data')} is not writable`);
   }, 60_000);
 
   it('refuses a non-loopback host without auth (exit 5)', async () => {

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -167,6 +167,23 @@ describe('the data directory', () => {
     writeFileSync(file, 'x');
     const dir = path.join(file, 'data');
     expect(() => open(dir)).toThrow(Errors.STORAGE_UNWRITABLE(dir, 'ENOTDIR').detail);
+  });
+
+  // A real full file system: a 64 KiB tmpfs (root only; skipped where mounting is not allowed).
+  it('refuses a full disk with a clear message, whether the lock or the database cannot be written', (ctx) => {
+    const mnt = tmp();
+    if (process.getuid?.() !== 0 || spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', mnt]).status !== 0) return ctx.skip();
+    try {
+      writeFileSync(path.join(mnt, 'fill'), Buffer.alloc(60 * 1024)); // room for the lock, not for the database
+      expect(() => open(path.join(mnt, 'a'))).toThrow(/^Storage failure in .*organism\.db: the disk is full \(\d+ bytes free\)$/);
+      expect(readdirSync(path.join(mnt, 'a'))).not.toContain('organism.lock'); // released
+      writeFileSync(path.join(mnt, 'fill'), Buffer.alloc(64 * 1024 - 1)); // no room at all
+      expect(() => open(path.join(mnt, 'b'))).toThrow(/^Data directory .*b is not writable: the disk is full \(\d+ bytes free\)$/);
+      expect(readdirSync(path.join(mnt, 'b'))).toEqual([]); // no empty lock file left behind
+      expect(spawnSync('umount', [mnt]).status).toBe(0); // busy if a refused open kept a file open
+    } finally {
+      spawnSync('umount', ['-l', mnt]);
+    }
   });
 
   it('refuses a data directory path that is a file', () => {

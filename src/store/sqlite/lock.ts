@@ -1,8 +1,17 @@
 import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { Errors } from '../../errors/catalogue.js';
+import { diskFullText } from './disk-space.js';
 
 export const LOCK_FILE = 'organism.lock';
+
+function unlinkQuietly(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch {
+    // not there
+  }
+}
 
 function alive(pid: number): boolean {
   try {
@@ -22,8 +31,14 @@ export function acquireLock(dataDir: string): () => void {
   for (let tries = 0; tries < 3; tries++) {
     try {
       const fd = openSync(file, 'wx', 0o600);
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
+      try {
+        writeSync(fd, String(process.pid));
+      } catch (err) {
+        unlinkQuietly(file); // ours, but empty (a full disk): leave nothing behind
+        throw err;
+      } finally {
+        closeSync(fd);
+      }
       return () => {
         try {
           if (readFileSync(file, 'utf8').trim() === String(process.pid)) unlinkSync(file);
@@ -33,7 +48,9 @@ export function acquireLock(dataDir: string): () => void {
       };
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code !== 'EEXIST') throw Errors.STORAGE_UNWRITABLE(dataDir, (err as Error).message);
+      if (code !== 'EEXIST') {
+        throw Errors.STORAGE_UNWRITABLE(dataDir, code === 'ENOSPC' ? diskFullText(dataDir) : (err as Error).message);
+      }
       let holder = Number.NaN;
       try {
         holder = Number.parseInt(readFileSync(file, 'utf8').trim(), 10);

@@ -3,6 +3,7 @@ import { accessSync, constants, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Errors, OrganismError } from '../../errors/catalogue.js';
 import type { Logger } from '../../util/logger.js';
+import { diskFullText, freeBytes, LOW_SPACE_BYTES } from './disk-space.js';
 import { SqliteJournal } from './journal.js';
 import { acquireLock } from './lock.js';
 import { migrate } from './migrations.js';
@@ -44,11 +45,12 @@ export function openSqliteStorage(options: SqliteStorageOptions): SqliteStorage 
     mkdirSync(dataDir, { recursive: true });
     accessSync(dataDir, constants.W_OK);
   } catch (err) {
-    throw Errors.STORAGE_UNWRITABLE(dataDir, (err as NodeJS.ErrnoException).code ?? (err as Error).message);
+    const code = (err as NodeJS.ErrnoException).code;
+    throw Errors.STORAGE_UNWRITABLE(dataDir, code === 'ENOSPC' ? diskFullText(path.dirname(dataDir)) : (code ?? (err as Error).message));
   }
   const release = acquireLock(dataDir);
   const file = path.join(dataDir, DATABASE_FILE);
-  let db: Database.Database;
+  let db: Database.Database | undefined;
   try {
     db = new Database(file);
     db.pragma('journal_mode = WAL');
@@ -58,6 +60,11 @@ export function openSqliteStorage(options: SqliteStorageOptions): SqliteStorage 
     migrate(db);
     db.pragma('quick_check');
   } catch (err) {
+    try {
+      db?.close(); // a half-opened database must not keep its files open
+    } catch {
+      // closing is best effort; the original error is the one to report
+    }
     release();
     throw storageError(file, err);
   }
@@ -110,6 +117,11 @@ export function storageError(file: string, err: unknown): OrganismError {
   const message = (err as Error).message ?? String(err);
   if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT' || /not a database|malformed/i.test(message)) return Errors.STORAGE_CORRUPT(file, message);
   if (code === 'SQLITE_CANTOPEN' || code === 'SQLITE_READONLY' || code === 'SQLITE_PERM') return Errors.STORAGE_UNWRITABLE(path.dirname(file), message);
-  if (code === 'SQLITE_FULL') return Errors.STORAGE_FAILED(file, 'the disk is full');
+  // SQLite reports a write refused for want of space as SQLITE_FULL, or as a bare I/O error
+  // when it hits ENOSPC growing the WAL or its shared-memory file: ask the file system.
+  if (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR')) {
+    const free = freeBytes(path.dirname(file));
+    if (code === 'SQLITE_FULL' || (free !== null && free < LOW_SPACE_BYTES)) return Errors.STORAGE_FAILED(file, diskFullText(path.dirname(file)));
+  }
   return Errors.STORAGE_FAILED(file, message);
 }

@@ -14,7 +14,9 @@ import { markdownReport, markdownTable } from './lib/report.js';
 import type { ScenarioResult } from './lib/result.js';
 import { scaleFromEnv, type Scale } from './lib/scale.js';
 import { runHttp } from './scenarios/http.js';
+import { runMemory } from './scenarios/memory.js';
 import { runPump } from './scenarios/pump.js';
+import { runRecovery } from './scenarios/recovery.js';
 import { runUsage } from './scenarios/usage.js';
 
 type Scenario = { readonly key: string; readonly scenario: number; readonly title: string; readonly run: (scale: Scale, log: (line: string) => void) => Promise<ScenarioResult> };
@@ -23,6 +25,8 @@ const SCENARIOS: readonly Scenario[] = [
   { key: 'http', scenario: 1, title: 'Control plane over HTTP', run: runHttp },
   { key: 'pump', scenario: 2, title: 'Pump with the SQLite journal', run: runPump },
   { key: 'usage', scenario: 3, title: 'Usage recording and queries', run: runUsage },
+  { key: 'recovery', scenario: 5, title: 'Boot recovery', run: runRecovery },
+  { key: 'memory', scenario: 6, title: 'Memory', run: runMemory },
 ];
 
 const log = (line: string) => process.stdout.write(`${line}\n`);

@@ -18,6 +18,7 @@ import { runMemory } from './scenarios/memory.js';
 import { runPump } from './scenarios/pump.js';
 import { runRecovery } from './scenarios/recovery.js';
 import { runUsage } from './scenarios/usage.js';
+import { runWs } from './scenarios/ws.js';
 
 type Scenario = { readonly key: string; readonly scenario: number; readonly title: string; readonly run: (scale: Scale, log: (line: string) => void) => Promise<ScenarioResult> };
 
@@ -25,6 +26,7 @@ const SCENARIOS: readonly Scenario[] = [
   { key: 'http', scenario: 1, title: 'Control plane over HTTP', run: runHttp },
   { key: 'pump', scenario: 2, title: 'Pump with the SQLite journal', run: runPump },
   { key: 'usage', scenario: 3, title: 'Usage recording and queries', run: runUsage },
+  { key: 'ws', scenario: 4, title: 'WebSocket fan-out', run: runWs },
   { key: 'recovery', scenario: 5, title: 'Boot recovery', run: runRecovery },
   { key: 'memory', scenario: 6, title: 'Memory', run: runMemory },
 ];

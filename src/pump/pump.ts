@@ -142,8 +142,14 @@ export class Pump {
 
   /** Starts dispatching; `recovered` are journaled messages to deliver again, in order. */
   async start(recovered: readonly Message[] = []): Promise<void> {
+    // Stored threads are read before any is activated: activation queues thread writes, and a
+    // read flushes the writer, so interleaving the two would commit once per recovered message.
+    const storedThreads = new Map<string, ThreadRecord | null>();
+    for (const { threadId } of recovered) {
+      if (!this.threads.get(threadId) && !storedThreads.has(threadId)) storedThreads.set(threadId, await this.deps.threads.get(threadId));
+    }
     for (const message of recovered) {
-      const stored = this.threads.get(message.threadId) ? null : await this.deps.threads.get(message.threadId);
+      const stored = this.threads.get(message.threadId) ? null : (storedThreads.get(message.threadId) ?? null);
       if (stored?.status === 'killed') {
         await this.deps.journal.failed(message, 'killed', Errors.THREAD_KILLED(message.threadId).detail, [], []);
         continue;

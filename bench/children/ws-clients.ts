@@ -44,22 +44,34 @@ function open(url: string): Promise<WebSocket> {
   });
 }
 
+type Client = (typeof clients)[number];
+
+/** Opens one timed client; its listeners are on before the upgrade completes, so no frame is missed. */
+function openTimed(url: string): Promise<Client> {
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(url, { perMessageDeflate: false });
+    const c: Client = { socket, frames: 0, timed: 0, closed: null };
+    socket.on('message', (data: Buffer) => {
+      const now = wallMs();
+      c.frames++;
+      const t = sentAt(data);
+      if (t !== null) {
+        c.timed++;
+        record(now - t);
+      }
+    });
+    socket.on('close', (code, reason) => (c.closed = { code, reason: String(reason) }));
+    socket.once('open', () => resolve(c));
+    socket.once('error', reject);
+    socket.once('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
+  });
+}
+
 async function connect(url: string, count: number): Promise<number> {
   for (let i = 0; i < count; i += 50) {
-    const batch = await Promise.all(Array.from({ length: Math.min(50, count - i) }, () => open(url)));
-    for (const socket of batch) {
-      const c = { socket, frames: 0, timed: 0, closed: null as { code: number; reason: string } | null };
-      socket.on('message', (data: Buffer) => {
-        const now = wallMs();
-        c.frames++;
-        const t = sentAt(data);
-        if (t !== null) {
-          c.timed++;
-          record(now - t);
-        }
-      });
-      socket.on('close', (code, reason) => (c.closed = { code, reason: String(reason) }));
-      socket.on('error', () => {});
+    const batch = await Promise.all(Array.from({ length: Math.min(50, count - i) }, () => openTimed(url)));
+    for (const c of batch) {
+      c.socket.on('error', () => {});
       clients.push(c);
     }
   }

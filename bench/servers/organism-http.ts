@@ -46,7 +46,8 @@ async function main(): Promise<void> {
   const organism = new Organism(loaded, { storage });
   await organism.start();
   const token = randomBytes(24).toString('base64url');
-  const app = await buildApp({ organism, auth: { tokens: [{ name: 'bench', role: 'operator', token }] }, version: VERSION });
+  // Scenario 4 connects 1,000 clients (and one more) from one address: above the per-address default.
+  const app = await buildApp({ organism, auth: { tokens: [{ name: 'bench', role: 'operator', token }] }, version: VERSION, ws: { maxPerIp: 5_000, maxConnections: 5_000 } });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
 

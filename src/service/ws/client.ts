@@ -4,6 +4,9 @@ import { matches, type WsFilter } from './filter.js';
 
 export type Channel = 'control' | 'messages';
 
+/** A client's batch is written early once it holds this many bytes. */
+const BATCH_FLUSH_BYTES = 64 * 1024;
+
 /**
  * One connected socket. Frames go out only while the socket's own send buffer is under its
  * bound; past it the client stops receiving frames and is marked lagging (a resync snapshot is
@@ -19,6 +22,9 @@ export class WsClient {
   /** Until the first frame (snapshot) is out, live frames wait here (bounded like the socket). */
   private opening: Frame[] | null = [];
   private openingBytes = 0;
+  /** Event frames waiting for the hub's next batch (see WsLimits.batchMs). */
+  private batch: string[] = [];
+  private batchBytes = 0;
 
   constructor(
     readonly socket: WebSocket,
@@ -46,8 +52,24 @@ export class WsClient {
       return true;
     }
     if (this.socket.bufferedAmount > this.sendBufferBytes) return this.markLagging();
-    this.send(frame.json);
+    this.batch.push(frame.json);
+    this.batchBytes += frame.json.length;
+    // A big batch goes out at once: batching saves writes, it must not hold much memory.
+    if (this.batchBytes >= BATCH_FLUSH_BYTES) this.flush();
     return true;
+  }
+
+  /** Writes the waiting event frames in one go: the TCP socket is corked around them, so one write. */
+  flush(): void {
+    if (this.batch.length === 0) return;
+    const frames = this.batch;
+    this.batch = [];
+    this.batchBytes = 0;
+    if (this.socket.readyState !== this.socket.OPEN) return;
+    const raw = (this.socket as unknown as { _socket?: { cork(): void; uncork(): void } })._socket;
+    raw?.cork();
+    for (const json of frames) this.socket.send(json);
+    raw?.uncork();
   }
 
   /** Sends the first frame, then whatever arrived meanwhile. */
@@ -59,7 +81,9 @@ export class WsClient {
     for (const f of waiting) this.send(f.json);
   }
 
+  /** Sends at once (replies, snapshots), after any batched frames so that seqs stay in order. */
   send(json: string): void {
+    this.flush();
     if (this.socket.readyState === this.socket.OPEN) this.socket.send(json);
   }
 
@@ -78,6 +102,8 @@ export class WsClient {
 
   private markLagging(): false {
     this.lagging = true;
+    this.batch = [];
+    this.batchBytes = 0;
     this.laggingSince = Date.now();
     this.opening = this.opening ? [] : null;
     this.openingBytes = 0;

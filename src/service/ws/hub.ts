@@ -13,10 +13,13 @@ export class WsHub {
   /** Highest seq of an event frame evicted from the ring (or produced before the hub started). */
   private lostUpTo: number;
   private off: (() => void) | null = null;
+  private batchTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly organism: Organism,
     private readonly replayCapacity: number,
+    /** Frames offered to clients are written together at most this often; 0: at once. */
+    private readonly batchMs = 0,
   ) {
     this.lostUpTo = currentSeq();
   }
@@ -30,12 +33,22 @@ export class WsHub {
         this.lostUpTo = evicted[evicted.length - 1]!.seq;
       }
       for (const client of this.clients) if (client.wants(frame)) client.offer(frame);
+      if (this.batchMs <= 0) this.flush();
+      else this.batchTimer ??= setTimeout(() => this.flush(), this.batchMs);
     });
+  }
+
+  /** Writes every client's waiting frames. */
+  flush(): void {
+    if (this.batchTimer) clearTimeout(this.batchTimer);
+    this.batchTimer = null;
+    for (const client of this.clients) client.flush();
   }
 
   stop(): void {
     this.off?.();
     this.off = null;
+    this.flush();
   }
 
   /**

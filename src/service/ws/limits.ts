@@ -16,6 +16,12 @@ export interface WsLimits {
   readonly slowClientGraceMs: number;
   /** Largest command a client may send (bytes); larger closes with 1009. */
   readonly maxCommandBytes: number;
+  /**
+   * Event frames leave in batches at most this often (ms): one socket write per client per
+   * batch instead of one per frame, which is what lets a thousand clients follow a busy pump
+   * (bench scenario 4). 0 sends every frame at once.
+   */
+  readonly batchMs: number;
 }
 
 export const DEFAULT_WS_LIMITS: WsLimits = {
@@ -27,6 +33,7 @@ export const DEFAULT_WS_LIMITS: WsLimits = {
   maxMissedPings: 3,
   slowClientGraceMs: 30_000,
   maxCommandBytes: 1 << 20,
+  batchMs: 20,
 };
 
 /** Defaults overlaid with what was given; nonsensical values (<= 0, NaN) fall back to the default. */

@@ -60,7 +60,7 @@ const plugin: FastifyPluginAsync<WsOptions> = async (app, options) => {
   const version = options.version ?? null;
   const authenticate = options.authenticate ?? resolveAppAuthenticate(app);
   const principals = new WeakMap<FastifyRequest, WsPrincipal>();
-  const hub = new WsHub(organism, limits.replayBuffer);
+  const hub = new WsHub(organism, limits.replayBuffer, limits.batchMs);
 
   const closeAll = (code: number = CloseCode.SHUTDOWN, reason: string = Errors.WS_SHUTDOWN().detail): void => {
     for (const c of hub.clients) closeWith(c.socket, code, reason);
@@ -180,6 +180,7 @@ const plugin: FastifyPluginAsync<WsOptions> = async (app, options) => {
       client.open(frameJson('connected', { bootId: organism.bootId, resumed: true, since, replayed: replayed.length, filter: client.filter }).json);
       // Offered like live frames: a replay too large for the send buffer ends in a resync.
       for (const f of replayed) client.offer(f);
+      client.flush();
       return;
     }
     try {

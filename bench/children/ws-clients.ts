@@ -26,8 +26,12 @@ function record(ms: number): void {
   latencies[measured++] = ms;
 }
 
+const MESSAGE = Buffer.from('{"event":"message"');
+
 function sentAt(data: Buffer): number | null {
-  const at = data.indexOf(MARK);
+  // Only message frames carry a send time; others are told apart by their first bytes.
+  if (data.length < MESSAGE.length || MESSAGE.compare(data, 0, MESSAGE.length) !== 0) return null;
+  const at = data.indexOf(MARK, MESSAGE.length);
   if (at < 0) return null;
   const start = at + MARK.length;
   const end = data.indexOf(QUOTE, start);
@@ -37,7 +41,7 @@ function sentAt(data: Buffer): number | null {
 
 function open(url: string): Promise<WebSocket> {
   return new Promise((resolve, reject) => {
-    const socket = new WebSocket(url, { perMessageDeflate: false });
+    const socket = new WebSocket(url, { perMessageDeflate: false, skipUTF8Validation: true });
     socket.once('open', () => resolve(socket));
     socket.once('error', reject);
     socket.once('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
@@ -49,7 +53,7 @@ type Client = (typeof clients)[number];
 /** Opens one timed client; its listeners are on before the upgrade completes, so no frame is missed. */
 function openTimed(url: string): Promise<Client> {
   return new Promise((resolve, reject) => {
-    const socket = new WebSocket(url, { perMessageDeflate: false });
+    const socket = new WebSocket(url, { perMessageDeflate: false, skipUTF8Validation: true });
     const c: Client = { socket, frames: 0, timed: 0, closed: null };
     socket.on('message', (data: Buffer) => {
       const now = wallMs();

@@ -1,6 +1,7 @@
 import type { WebSocket } from 'ws';
 import type { Frame } from './frames.js';
 import { matches, type WsFilter } from './filter.js';
+import { rawSocketOf, wireOf } from './wire.js';
 
 export type Channel = 'control' | 'messages';
 
@@ -23,7 +24,7 @@ export class WsClient {
   private opening: Frame[] | null = [];
   private openingBytes = 0;
   /** Event frames waiting for the hub's next batch (see WsLimits.batchMs). */
-  private batch: string[] = [];
+  private batch: Frame[] = [];
   private batchBytes = 0;
 
   constructor(
@@ -52,24 +53,30 @@ export class WsClient {
       return true;
     }
     if (this.socket.bufferedAmount > this.sendBufferBytes) return this.markLagging();
-    this.batch.push(frame.json);
+    this.batch.push(frame);
     this.batchBytes += frame.json.length;
     // A big batch goes out at once: batching saves writes, it must not hold much memory.
     if (this.batchBytes >= BATCH_FLUSH_BYTES) this.flush();
     return true;
   }
 
-  /** Writes the waiting event frames in one go: the TCP socket is corked around them, so one write. */
+  /**
+   * Writes the waiting event frames in one go: their shared wire bytes (see wire.ts) in a
+   * single write to the TCP socket. Frames are whole and Node keeps writes in order, so this
+   * interleaves safely with what `ws` itself sends (pings, replies, close).
+   */
   flush(): void {
     if (this.batch.length === 0) return;
     const frames = this.batch;
     this.batch = [];
     this.batchBytes = 0;
     if (this.socket.readyState !== this.socket.OPEN) return;
-    const raw = (this.socket as unknown as { _socket?: { cork(): void; uncork(): void } })._socket;
-    raw?.cork();
-    for (const json of frames) this.socket.send(json);
-    raw?.uncork();
+    const raw = rawSocketOf(this.socket);
+    if (!raw) {
+      for (const f of frames) this.socket.send(f.json);
+      return;
+    }
+    raw.write(frames.length === 1 ? wireOf(frames[0]!) : Buffer.concat(frames.map(wireOf)));
   }
 
   /** Sends the first frame, then whatever arrived meanwhile. */

@@ -26,6 +26,8 @@ interface Collected {
 }
 
 interface Round {
+  /** The same run with half the clients (context: where the machine's limit lies). */
+  readonly half: Collected;
   readonly eventsPerInject: number;
   readonly injectsPerSec: number;
   readonly organism: Collected & { drive: DriveResult };
@@ -39,14 +41,14 @@ async function clientsProcess(): Promise<RunningServer<{ pid: number }>> {
   return startServer<{ pid: number }>(benchFile('children/ws-clients.ts'), {}, { what: 'ws clients' });
 }
 
-async function organismRun(scale: Scale): Promise<Omit<Round, 'bare'>> {
+async function organismRun(scale: Scale, count = scale.ws.clients, stall = true): Promise<Omit<Round, 'bare' | 'half'>> {
   const dataDir = tempDir('ws');
   const input: OrganismServerInput = { dataDir, organism: 'sink', seedThreads: 0 };
   const server = await startServer<OrganismServerInfo>(benchFile('servers/organism-http.ts'), input, { what: 'organism ws server' });
   const clients = await clientsProcess();
   try {
     const url = `ws://127.0.0.1:${server.info.port}/ws?token=${server.info.token}`;
-    await clients.request({ cmd: 'connect', url, count: scale.ws.clients });
+    await clients.request({ cmd: 'connect', url, count });
     // Calibrate: how many bus events (each a frame to every client) one inject makes.
     const warm = await server.request<DriveResult>({ cmd: 'drive', rate: 100, seconds: 1 });
     const eventsPerInject = warm.busEvents / warm.injected;
@@ -54,6 +56,7 @@ async function organismRun(scale: Scale): Promise<Omit<Round, 'bare'>> {
     await clients.request({ cmd: 'reset' });
     const drive = await server.request<DriveResult>({ cmd: 'drive', rate: injectsPerSec, seconds: scale.ws.durationSec });
     const organism = { ...(await clients.request<Collected>({ cmd: 'collect' })), drive };
+    if (!stall) return { eventsPerInject, injectsPerSec, organism, withStall: organism };
     await clients.request({ cmd: 'stall', url });
     await clients.request({ cmd: 'reset' });
     const driveStalled = await server.request<DriveResult>({ cmd: 'drive', rate: injectsPerSec, seconds: scale.ws.durationSec });
@@ -90,14 +93,15 @@ export async function runWs(scale: Scale, log: (line: string) => void): Promise<
   for (let r = 0; r < scale.rounds; r++) {
     const o = await organismRun(scale);
     const bare = await bareRun(scale);
-    const round: Round = { ...o, bare };
+    const half = (await organismRun(scale, Math.round(scale.ws.clients / 2), false)).organism;
+    const round: Round = { ...o, bare, half };
     rounds.push(round);
     const expected = Math.round(o.injectsPerSec * scale.ws.durationSec);
     log(
       `  round ${r + 1}: ${sig(o.eventsPerInject, 3)} events per inject, ${sig(o.injectsPerSec, 3)} injects/s; organism p50 ${o.organism.p50.toFixed(1)} p99 ${o.organism.p99.toFixed(1)} max ${o.organism.max.toFixed(0)} ms ` +
         `(${o.organism.measured.toLocaleString('en-US')} timed frames, per client ${o.organism.minPerClient}-${o.organism.maxPerClient} for ${expected} injects, ${o.organism.closed} closed); ` +
         `with a stalled client p99 ${o.withStall.p99.toFixed(1)} ms (stalled client: ${o.withStall.stalled?.closed ? `closed ${o.withStall.stalled.closed.code} ${o.withStall.stalled.closed.reason}` : 'still open'}); ` +
-        `bare ws p50 ${bare.p50.toFixed(1)} p99 ${bare.p99.toFixed(1)} ms`,
+        `bare ws p50 ${bare.p50.toFixed(1)} p99 ${bare.p99.toFixed(1)} ms; organism with half the clients p99 ${half.p99.toFixed(1)} ms`,
     );
   }
   const bareP99 = { name: `bare ws broadcast, same clients and frames/s: p99`, unit: 'ms', rounds: rounds.map((r) => r.bare.p99) };
@@ -111,6 +115,7 @@ export async function runWs(scale: Scale, log: (line: string) => void): Promise<
     rows: [
       row({ scenario: 4, metric: `Delivery latency p50, ${clients} clients on /ws, ${rate} events/s`, unit: 'ms', rounds: rounds.map((r) => r.organism.p50), baseline: bareP50, target: null }),
       row({ scenario: 4, metric: `Delivery latency p99, ${clients} clients on /ws, ${rate} events/s`, unit: 'ms', rounds: rounds.map((r) => r.organism.p99), baseline: bareP99, target: atMost(100, '<= 100 ms') }),
+      row({ scenario: 4, metric: `Delivery latency p99 with half the clients (${Math.round(scale.ws.clients / 2).toLocaleString('en-US')})`, unit: 'ms', rounds: rounds.map((r) => r.half.p99), baseline: bareP99, target: null }),
       row({ scenario: 4, metric: 'The others\' p99 with one stalled client', unit: 'ms', rounds: rounds.map((r) => r.withStall.p99), baseline: unstalled, target: atMost(1.1, '<= 1.10x (10 %)', 'ratio') }),
     ],
     context: { clients: scale.ws.clients, eventsPerSec: scale.ws.eventsPerSec, durationSec: scale.ws.durationSec, frameBytes: FRAME_BYTES, rounds },

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { UsageEvent } from '../../usage/types.js';
 import type { BillingSummary, DailyUsage, Page, UsageCountersRow, UsageHistoryQuery, UsageRangeQuery, UsageStore } from '../types.js';
-import { addEvent, dayRange, utcDay, zeroCounters } from '../usage-days.js';
+import { dayRange, utcDay, zeroCounters } from '../usage-days.js';
 import { usageOf, type UsageRow } from './rows.js';
 import { usageInserter } from './usage-writes.js';
 
@@ -13,6 +13,10 @@ const DAY_MS = 86_400_000;
 
 const COUNTERS = `SUM(total_tokens) AS totalTokens, SUM(prompt_tokens) AS promptTokens, SUM(completion_tokens) AS completionTokens,
   SUM(request_count) AS requestCount, SUM(total_cost) AS totalCost, SUM(unpriced_requests) AS unpricedRequests`;
+
+/** The same counters straight from events (the partial days at a range's edges). */
+const EVENT_COUNTERS = `SUM(total_tokens) AS totalTokens, SUM(prompt_tokens) AS promptTokens, SUM(completion_tokens) AS completionTokens,
+  COUNT(*) AS requestCount, TOTAL(cost) AS totalCost, SUM(cost IS NULL) AS unpricedRequests`;
 
 type Counters = ReturnType<typeof zeroCounters>;
 
@@ -61,8 +65,36 @@ export class SqliteUsageStore implements UsageStore {
     const rows = this.db
       .prepare(`SELECT * FROM usage_events ${clause} ORDER BY ts DESC, id DESC LIMIT ? OFFSET ?`)
       .all(...params, q.limit, q.offset) as UsageRow[];
-    const { n } = this.db.prepare(`SELECT COUNT(*) AS n FROM usage_events ${clause}`).get(...params) as { n: number };
-    return { items: rows.map(usageOf), total: n };
+    return { items: rows.map(usageOf), total: this.count(q) };
+  }
+
+  /**
+   * How many events match: whole days from the rollup (it has org, agent and model), partial
+   * days at the edges counted from the events, so the total stays fast at millions of events.
+   */
+  private count(q: UsageHistoryQuery): number {
+    const { fromDay, toDay, edges } = splitRange(q.startTime, q.endTime);
+    let n = 0;
+    if (fromDay === null || toDay === null || fromDay < toDay) {
+      const where: string[] = [];
+      const params: unknown[] = [];
+      const add = (sql: string, value: unknown) => {
+        where.push(sql);
+        params.push(value);
+      };
+      if (fromDay !== null) add('day >= ?', fromDay);
+      if (toDay !== null) add('day < ?', toDay);
+      if (q.orgId) add('org_id = ?', q.orgId);
+      if (q.agentId) add('agent_id = ?', q.agentId);
+      if (q.model) add('model = ?', q.model);
+      const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
+      n += (this.db.prepare(`SELECT TOTAL(request_count) AS n FROM usage_daily ${clause}`).get(...params) as { n: number }).n;
+    }
+    for (const [start, end] of edges) {
+      const { clause, params } = filters({ ...q, startTime: start, endTime: end }, true);
+      n += (this.db.prepare(`SELECT COUNT(*) AS n FROM usage_events ${clause}`).get(...params) as { n: number }).n;
+    }
+    return n;
   }
 
   async billing(q: UsageRangeQuery): Promise<BillingSummary> {
@@ -110,12 +142,14 @@ export class SqliteUsageStore implements UsageStore {
     // ...and the partial days at the edges from the events themselves.
     for (const [start, end] of edges) {
       const { clause: c, params } = filters({ startTime: start, endTime: end, ...(q.orgId ? { orgId: q.orgId } : {}) }, false);
-      for (const row of this.db.prepare(`SELECT * FROM usage_events ${c}`).all(...params) as UsageRow[]) {
-        const e = usageOf(row);
-        addEvent(total, e);
-        addEvent((byModel[e.model] ??= zeroCounters()), e);
-        addEvent((byAgent[e.agentId] ??= zeroCounters()), e);
-        addEvent((byOrg[row.org_id] ??= zeroCounters()), e);
+      const rows = this.db
+        .prepare(`SELECT model, agent_id AS agentId, org_id AS orgId, ${EVENT_COUNTERS} FROM usage_events ${c} GROUP BY model, agent_id, org_id`)
+        .all(...params) as Array<UsageCountersRow & { model: string; agentId: string; orgId: string }>;
+      for (const r of rows) {
+        add(total, r);
+        add((byModel[r.model] ??= zeroCounters()), r);
+        add((byAgent[r.agentId] ??= zeroCounters()), r);
+        add((byOrg[r.orgId] ??= zeroCounters()), r);
       }
     }
     return { orgId: q.orgId ?? null, startTime: q.startTime ?? null, endTime: q.endTime ?? null, ...total, byModel, byAgent, byOrg };

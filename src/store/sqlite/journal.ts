@@ -7,6 +7,7 @@ import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, 
 import { entryOf, messageOf, type JournalRow } from './rows.js';
 import { usageInserter } from './usage-writes.js';
 import type { GroupWriter } from './writer.js';
+import { prepared } from './prepared.js';
 
 const PRUNE_BATCH = 1_000;
 const DAY_MS = 86_400_000;
@@ -83,8 +84,8 @@ export class SqliteJournal implements Journal {
     let failedMaxAttempts = 0;
     let messages: Message[] = [];
     this.db.transaction(() => {
-      const interrupted = this.db.prepare(`SELECT * FROM journal WHERE state = 'DISPATCHED'`).all() as JournalRow[];
-      const retry = this.db.prepare(`UPDATE journal SET state = 'PENDING', attempt = ? WHERE id = ?`);
+      const interrupted = prepared(this.db, `SELECT * FROM journal WHERE state = 'DISPATCHED'`).all() as JournalRow[];
+      const retry = prepared(this.db, `UPDATE journal SET state = 'PENDING', attempt = ? WHERE id = ?`);
       for (const row of interrupted) {
         const next = row.attempt + 1;
         if (next > maxAttempts) {
@@ -95,7 +96,7 @@ export class SqliteJournal implements Journal {
           redelivered++;
         }
       }
-      const rows = this.db.prepare(`SELECT * FROM journal WHERE state = 'PENDING' ORDER BY seq`).all() as JournalRow[];
+      const rows = prepared(this.db, `SELECT * FROM journal WHERE state = 'PENDING' ORDER BY seq`).all() as JournalRow[];
       messages = rows.map(messageOf);
       const report: RecoveryReport = {
         bootId,
@@ -109,13 +110,13 @@ export class SqliteJournal implements Journal {
     })();
     const report = { ...this.lastRecovery!, durationMs: Math.round((performance.now() - started) * 100) / 100 };
     this.lastRecovery = report;
-    this.db.prepare(`INSERT OR REPLACE INTO meta (key, value) VALUES ('last_recovery', ?)`).run(JSON.stringify(report));
+    prepared(this.db, `INSERT OR REPLACE INTO meta (key, value) VALUES ('last_recovery', ?)`).run(JSON.stringify(report));
     return { messages, report };
   }
 
   async get(messageId: string): Promise<JournalEntry | null> {
     this.writer.flush();
-    const row = this.db.prepare('SELECT * FROM journal WHERE id = ?').get(messageId) as JournalRow | undefined;
+    const row = prepared(this.db, 'SELECT * FROM journal WHERE id = ?').get(messageId) as JournalRow | undefined;
     return row ? entryOf(row) : null;
   }
 
@@ -137,30 +138,29 @@ export class SqliteJournal implements Journal {
     }
     const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
     const order = q.order === 'oldest' ? 'ASC' : 'DESC';
-    const rows = this.db.prepare(`SELECT * FROM journal ${clause} ORDER BY seq ${order} LIMIT ? OFFSET ?`).all(...params, q.limit, q.offset) as JournalRow[];
-    const { n } = this.db.prepare(`SELECT COUNT(*) AS n FROM journal ${clause}`).get(...params) as { n: number };
+    const rows = prepared(this.db, `SELECT * FROM journal ${clause} ORDER BY seq ${order} LIMIT ? OFFSET ?`).all(...params, q.limit, q.offset) as JournalRow[];
+    const { n } = prepared(this.db, `SELECT COUNT(*) AS n FROM journal ${clause}`).get(...params) as { n: number };
     return { items: rows.map(entryOf), total: n };
   }
 
   async stats(): Promise<JournalStats> {
     this.writer.flush();
     const counts: Record<DeliveryState, number> = { PENDING: 0, DISPATCHED: 0, ACKED: 0, FAILED: 0 };
-    for (const r of this.db.prepare('SELECT state, COUNT(*) AS n FROM journal GROUP BY state').all() as Array<{ state: DeliveryState; n: number }>) {
+    for (const r of prepared(this.db, 'SELECT state, COUNT(*) AS n FROM journal GROUP BY state').all() as Array<{ state: DeliveryState; n: number }>) {
       counts[r.state] = r.n;
     }
-    const oldest = this.db.prepare(`SELECT MIN(created_at) AS t FROM journal WHERE state = 'PENDING'`).get() as { t: number | null };
+    const oldest = prepared(this.db, `SELECT MIN(created_at) AS t FROM journal WHERE state = 'PENDING'`).get() as { t: number | null };
     return { counts, oldestPendingAgeMs: oldest.t === null ? null : this.now() - oldest.t, lastRecovery: this.lastRecovery };
   }
 
   async redeliver(messageId: string): Promise<Message> {
     this.writer.flush();
-    const row = this.db.prepare('SELECT * FROM journal WHERE id = ?').get(messageId) as JournalRow | undefined;
+    const row = prepared(this.db, 'SELECT * FROM journal WHERE id = ?').get(messageId) as JournalRow | undefined;
     if (!row) throw Errors.JOURNAL_ENTRY_NOT_FOUND(messageId);
     if (row.state !== 'FAILED') throw Errors.JOURNAL_NOT_REDELIVERABLE(messageId, row.state);
     const attempt = row.attempt + 1;
     await this.writer.write(() => {
-      this.db
-        .prepare(`UPDATE journal SET state = 'PENDING', attempt = ?, failed_at = NULL, failure_reason = NULL, error = NULL WHERE id = ? AND state = 'FAILED'`)
+      prepared(this.db, `UPDATE journal SET state = 'PENDING', attempt = ?, failed_at = NULL, failure_reason = NULL, error = NULL WHERE id = ? AND state = 'FAILED'`)
         .run(attempt, messageId);
     });
     return { ...messageOf(row), attempt };
@@ -168,8 +168,7 @@ export class SqliteJournal implements Journal {
 
   async threadHistory(threadId: string, agent: string, limit: number): Promise<readonly Message[]> {
     this.writer.flush();
-    const rows = this.db
-      .prepare(`SELECT * FROM journal WHERE thread_id = ? AND (sender = ? OR recipient = ?) ORDER BY seq DESC LIMIT ?`)
+    const rows = prepared(this.db, `SELECT * FROM journal WHERE thread_id = ? AND (sender = ? OR recipient = ?) ORDER BY seq DESC LIMIT ?`)
       .all(threadId, agent, agent, limit) as JournalRow[];
     return rows.reverse().map(messageOf);
   }
@@ -179,11 +178,9 @@ export class SqliteJournal implements Journal {
    * one small batch per call; returns how many went (0 = nothing left to prune).
    */
   pruneStep(now = this.now()): number {
-    const acked = this.db
-      .prepare(`DELETE FROM journal WHERE rowid IN (SELECT rowid FROM journal WHERE state = 'ACKED' AND acked_at < ? LIMIT ?)`)
+    const acked = prepared(this.db, `DELETE FROM journal WHERE rowid IN (SELECT rowid FROM journal WHERE state = 'ACKED' AND acked_at < ? LIMIT ?)`)
       .run(now - this.retention.retainDays * DAY_MS, PRUNE_BATCH).changes;
-    const failed = this.db
-      .prepare(`DELETE FROM journal WHERE rowid IN (SELECT rowid FROM journal WHERE state = 'FAILED' AND failed_at < ? LIMIT ?)`)
+    const failed = prepared(this.db, `DELETE FROM journal WHERE rowid IN (SELECT rowid FROM journal WHERE state = 'FAILED' AND failed_at < ? LIMIT ?)`)
       .run(now - this.retention.failedRetainDays * DAY_MS, PRUNE_BATCH).changes;
     return acked + failed;
   }
@@ -227,7 +224,7 @@ export class SqliteJournal implements Journal {
    * eight indexes on the journal, that was a third of its write time (bench scenario 2).
    */
   private ensure(message: Message): boolean {
-    const before = this.db.prepare('SELECT 1 FROM journal WHERE id = ?').get(message.id);
+    const before = prepared(this.db, 'SELECT 1 FROM journal WHERE id = ?').get(message.id);
     if (before) return false;
     this.insertAll([message]);
     return true;

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { Page, ThreadQuery, ThreadRecord, ThreadStatus, ThreadStore } from '../types.js';
 import type { GroupWriter } from './writer.js';
+import { prepared } from './prepared.js';
 
 interface ThreadRow {
   id: string;
@@ -57,7 +58,7 @@ export class SqliteThreadStore implements ThreadStore {
 
   async get(id: string): Promise<ThreadRecord | null> {
     this.writer.flush();
-    const row = this.db.prepare('SELECT * FROM threads WHERE id = ?').get(id) as ThreadRow | undefined;
+    const row = prepared(this.db, 'SELECT * FROM threads WHERE id = ?').get(id) as ThreadRow | undefined;
     return row ? recordOf(row) : null;
   }
 
@@ -74,10 +75,9 @@ export class SqliteThreadStore implements ThreadStore {
       params.push(q.agent);
     }
     const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
-    const rows = this.db
-      .prepare(`SELECT * FROM threads ${clause} ORDER BY last_activity DESC, id DESC LIMIT ? OFFSET ?`)
+    const rows = prepared(this.db, `SELECT * FROM threads ${clause} ORDER BY last_activity DESC, id DESC LIMIT ? OFFSET ?`)
       .all(...params, q.limit, q.offset) as ThreadRow[];
-    const { n } = this.db.prepare(`SELECT COUNT(*) AS n FROM threads ${clause}`).get(...params) as { n: number };
+    const { n } = prepared(this.db, `SELECT COUNT(*) AS n FROM threads ${clause}`).get(...params) as { n: number };
     return { items: rows.map(recordOf), total: n };
   }
 }

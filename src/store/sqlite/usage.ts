@@ -4,6 +4,7 @@ import type { BillingSummary, DailyUsage, Page, UsageCountersRow, UsageHistoryQu
 import { dayRange, utcDay, zeroCounters } from '../usage-days.js';
 import { usageOf, type UsageRow } from './rows.js';
 import { usageInserter } from './usage-writes.js';
+import { prepared } from './prepared.js';
 
 const FLUSH_SIZE = 500;
 const FLUSH_INTERVAL_MS = 200;
@@ -62,8 +63,7 @@ export class SqliteUsageStore implements UsageStore {
   async history(q: UsageHistoryQuery): Promise<Page<UsageEvent>> {
     this.writeBuffer();
     const { clause, params } = filters(q, true);
-    const rows = this.db
-      .prepare(`SELECT * FROM usage_events ${clause} ORDER BY ts DESC, id DESC LIMIT ? OFFSET ?`)
+    const rows = prepared(this.db, `SELECT * FROM usage_events ${clause} ORDER BY ts DESC, id DESC LIMIT ? OFFSET ?`)
       .all(...params, q.limit, q.offset) as UsageRow[];
     return { items: rows.map(usageOf), total: this.count(q) };
   }
@@ -88,11 +88,11 @@ export class SqliteUsageStore implements UsageStore {
       if (q.agentId) add('agent_id = ?', q.agentId);
       if (q.model) add('model = ?', q.model);
       const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
-      n += (this.db.prepare(`SELECT TOTAL(request_count) AS n FROM usage_daily ${clause}`).get(...params) as { n: number }).n;
+      n += (prepared(this.db, `SELECT TOTAL(request_count) AS n FROM usage_daily ${clause}`).get(...params) as { n: number }).n;
     }
     for (const [start, end] of edges) {
       const { clause, params } = filters({ ...q, startTime: start, endTime: end }, true);
-      n += (this.db.prepare(`SELECT COUNT(*) AS n FROM usage_events ${clause}`).get(...params) as { n: number }).n;
+      n += (prepared(this.db, `SELECT COUNT(*) AS n FROM usage_events ${clause}`).get(...params) as { n: number }).n;
     }
     return n;
   }
@@ -129,8 +129,7 @@ export class SqliteUsageStore implements UsageStore {
     }
     const clause = dayWhere.length ? `WHERE ${dayWhere.join(' AND ')}` : '';
     if (fromDay === null || toDay === null || fromDay < toDay) {
-      const rows = this.db
-        .prepare(`SELECT model, agent_id AS agentId, org_id AS orgId, ${COUNTERS} FROM usage_daily ${clause} GROUP BY model, agent_id, org_id`)
+      const rows = prepared(this.db, `SELECT model, agent_id AS agentId, org_id AS orgId, ${COUNTERS} FROM usage_daily ${clause} GROUP BY model, agent_id, org_id`)
         .all(...dayParams) as Array<UsageCountersRow & { model: string; agentId: string; orgId: string }>;
       for (const r of rows) {
         add(total, r);
@@ -142,8 +141,7 @@ export class SqliteUsageStore implements UsageStore {
     // ...and the partial days at the edges from the events themselves.
     for (const [start, end] of edges) {
       const { clause: c, params } = filters({ startTime: start, endTime: end, ...(q.orgId ? { orgId: q.orgId } : {}) }, false);
-      const rows = this.db
-        .prepare(`SELECT model, agent_id AS agentId, org_id AS orgId, ${EVENT_COUNTERS} FROM usage_events ${c} GROUP BY model, agent_id, org_id`)
+      const rows = prepared(this.db, `SELECT model, agent_id AS agentId, org_id AS orgId, ${EVENT_COUNTERS} FROM usage_events ${c} GROUP BY model, agent_id, org_id`)
         .all(...params) as Array<UsageCountersRow & { model: string; agentId: string; orgId: string }>;
       for (const r of rows) {
         add(total, r);
@@ -165,8 +163,7 @@ export class SqliteUsageStore implements UsageStore {
       org = 'AND org_id = ?';
       params.push(q.orgId);
     }
-    const rows = this.db
-      .prepare(`SELECT day, ${COUNTERS} FROM usage_daily WHERE day >= ? AND day <= ? ${org} GROUP BY day`)
+    const rows = prepared(this.db, `SELECT day, ${COUNTERS} FROM usage_daily WHERE day >= ? AND day <= ? ${org} GROUP BY day`)
       .all(...params) as Array<UsageCountersRow & { day: string }>;
     const byDay = new Map(rows.map((r) => [r.day, r]));
     const out = days.map((date) => {

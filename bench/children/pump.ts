@@ -75,7 +75,9 @@ async function throughput(input: PumpInput): Promise<ThroughputResult> {
   await until(() => organism.activeThreads === 0, 60_000, 'threads to settle');
   const stats = await organism.storage.journal.stats();
   await organism.stop();
-  if (stats.counts.ACKED !== HOPS * input.messages) throw new Error(`expected ${HOPS * input.messages} ACKED journal entries, found ${JSON.stringify(stats.counts)}`);
+  // The in-memory journal keeps the newest 100,000 entries (bounded memory), so only the SQLite one is counted in full.
+  const expected = input.memory ? Math.min(HOPS * input.messages, 100_000) : HOPS * input.messages;
+  if (stats.counts.ACKED !== expected) throw new Error(`expected ${expected} ACKED journal entries, found ${JSON.stringify(stats.counts)}`);
   return { messagesPerSec: input.messages / seconds, deliveriesPerSec: (HOPS * input.messages) / seconds, seconds, journal: { ...stats.counts } };
 }
 

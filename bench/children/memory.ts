@@ -7,6 +7,8 @@
 import path from 'node:path';
 import { Organism } from '../../src/organism/organism.js';
 import { openSqliteStorage } from '../../src/store/index.js';
+import { UsageTracker } from '../../src/usage/tracker.js';
+import type { UsageEvent } from '../../src/usage/types.js';
 import { childMain } from '../lib/child.js';
 import { ackCounter, pushThrough } from '../lib/drive.js';
 import { chainOrganism } from '../lib/organisms.js';
@@ -30,6 +32,12 @@ export interface MemoryResult {
   readonly small: MemoryPoint;
   readonly large: MemoryPoint;
   readonly seconds: number;
+  /**
+   * The usage tracker's live per-thread aggregates (never pruned), which the code-handler chain
+   * does not reach: a standalone tracker fed one LLM-call event per thread, read after `small`
+   * and after `large` threads.
+   */
+  readonly usageTracker: { readonly small: MemoryPoint; readonly large: MemoryPoint };
 }
 
 const MB = 2 ** 20;
@@ -43,6 +51,27 @@ async function settle(messages: number): Promise<MemoryPoint> {
   }
   const m = process.memoryUsage();
   return { messages, rssMb: m.rss / MB, heapUsedMb: m.heapUsed / MB, externalMb: m.external / MB };
+}
+
+/** One event per thread, shaped as the LLM router records it (thread ids are UUID-sized). */
+async function trackerGrowth(input: MemoryInput): Promise<{ small: MemoryPoint; large: MemoryPoint }> {
+  const tracker = new UsageTracker();
+  const feed = (from: number, to: number) => {
+    for (let i = from; i < to; i++) {
+      const event: UsageEvent = {
+        id: `evt-${i}`, timestamp: Date.now(), threadId: `0190f5c2-7a1b-7c3d-8e4f-${i.toString(16).padStart(12, '0')}`, agentId: 'writer',
+        messageId: null, model: 'mock-model', provider: 'mock', promptTokens: 100, completionTokens: 20, totalTokens: 120,
+        cacheReadTokens: null, cacheWriteTokens: null, reasoningTokens: null, providerLatencyMs: 1, totalLatencyMs: 1, cost: 0.001, metadata: { orgId: 'acme' },
+      };
+      tracker.record(event);
+    }
+  };
+  feed(0, input.small);
+  const small = await settle(input.small);
+  feed(input.small, input.large);
+  const large = await settle(input.large);
+  if (tracker.thread('0190f5c2-7a1b-7c3d-8e4f-000000000000').requestCount !== 1) throw new Error('tracker lost a thread');
+  return { small, large };
 }
 
 async function run(input: MemoryInput): Promise<MemoryResult> {
@@ -62,7 +91,8 @@ async function run(input: MemoryInput): Promise<MemoryResult> {
   const large = await settle(input.large);
   acked.off();
   await organism.stop();
-  return { idle, small, large, seconds: (performance.now() - t0) / 1000 };
+  const seconds = (performance.now() - t0) / 1000;
+  return { idle, small, large, seconds, usageTracker: await trackerGrowth(input) };
 }
 
 childMain<MemoryInput, MemoryResult>(run);

@@ -26,6 +26,8 @@ export interface RecoveryPrepareResult {
   readonly threads: number;
   readonly dbBytes: number;
   readonly prepareSec: number;
+  /** A fresh connection: open the database and run recovery's SELECT of the PENDING rows (ms). */
+  readonly rawSelectMs: number;
 }
 
 const SEED = 1_000;
@@ -87,7 +89,15 @@ async function prepare(input: RecoveryPrepareInput): Promise<RecoveryPrepareResu
   const pageCount = db.pragma('page_count', { simple: true }) as number;
   const pageSize = db.pragma('page_size', { simple: true }) as number;
   db.close();
-  return { rows, pending, threads, dbBytes: pageCount * pageSize, prepareSec: (performance.now() - t0) / 1000 };
+  const prepareSec = (performance.now() - t0) / 1000;
+  // The floor of recovery: a new connection reading what recover() reads (same query, WAL mode).
+  const r0 = performance.now();
+  const raw = new Database(path.join(input.dataDir, DATABASE_FILE), { readonly: true });
+  const found = raw.prepare(`SELECT * FROM journal WHERE state = 'PENDING' ORDER BY seq`).all().length;
+  raw.close();
+  const rawSelectMs = performance.now() - r0;
+  if (found !== pending) throw new Error(`raw SELECT found ${found} PENDING rows, expected ${pending}`);
+  return { rows, pending, threads, dbBytes: pageCount * pageSize, prepareSec, rawSelectMs };
 }
 
 childMain<RecoveryPrepareInput, RecoveryPrepareResult>(prepare);

@@ -54,6 +54,15 @@ async function main(): Promise<void> {
   const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
   const machine = `${os.cpus().length} x ${cpu}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${process.platform} ${os.release()}, Node ${process.version}`;
   log(`organism benchmarks, ${scale.name} scale, ${machine}`);
+  const write = (results: readonly ScenarioResult[], elapsedMs: number, complete: boolean): string => {
+    const info = { scale: scale.name, startedAt, seconds: elapsedMs / 1000, machine, commit: commit(), complete };
+    const dir = fileURLToPath(new URL('./results/', import.meta.url));
+    mkdirSync(dir, { recursive: true });
+    const base = only.length ? `only-${only.join('-')}` : 'latest';
+    writeFileSync(path.join(dir, `${base}.json`), `${JSON.stringify({ ...info, scaleSettings: scale, scenarios: results }, null, 2)}\n`);
+    writeFileSync(path.join(dir, `${base}.md`), markdownReport(info, results));
+    return base;
+  };
 
   const results: ScenarioResult[] = [];
   for (const s of selected) {
@@ -68,16 +77,12 @@ async function main(): Promise<void> {
       log(`  FAILED: ${message}`);
       results.push({ scenario: s.scenario, title: s.title, rows: [], context: {}, notes: [`The scenario failed: ${message}`], seconds: (performance.now() - started) / 1000, skipped: `failed: ${message.split('\n')[0]}` });
     }
+    // Written after every scenario: a long run that is stopped keeps what it measured.
+    write(results, performance.now() - t0, false);
   }
 
-  const seconds = (performance.now() - t0) / 1000;
-  const info = { scale: scale.name, startedAt, seconds, machine, commit: commit() };
-  const dir = fileURLToPath(new URL('./results/', import.meta.url));
-  mkdirSync(dir, { recursive: true });
-  const base = only.length ? `only-${only.join('-')}` : 'latest';
-  writeFileSync(path.join(dir, `${base}.json`), `${JSON.stringify({ ...info, scaleSettings: scale, scenarios: results }, null, 2)}\n`);
-  writeFileSync(path.join(dir, `${base}.md`), markdownReport(info, results));
-  log(`\n${markdownTable(results)}\n\nWrote bench/results/${base}.json and ${base}.md (${Math.round(seconds)} s).`);
+  const base = write(results, performance.now() - t0, true);
+  log(`\n${markdownTable(results)}\n\nWrote bench/results/${base}.json and ${base}.md (${Math.round((performance.now() - t0) / 1000)} s).`);
 }
 
 main().catch((err: unknown) => {

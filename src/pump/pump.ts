@@ -144,10 +144,7 @@ export class Pump {
   async start(recovered: readonly Message[] = []): Promise<void> {
     // Stored threads are read before any is activated: activation queues thread writes, and a
     // read flushes the writer, so interleaving the two would commit once per recovered message.
-    const storedThreads = new Map<string, ThreadRecord | null>();
-    for (const { threadId } of recovered) {
-      if (!this.threads.get(threadId) && !storedThreads.has(threadId)) storedThreads.set(threadId, await this.deps.threads.get(threadId));
-    }
+    const storedThreads = await this.deps.threads.getMany([...new Set(recovered.map((m) => m.threadId).filter((id) => !this.threads.get(id)))]);
     for (const message of recovered) {
       const stored = this.threads.get(message.threadId) ? null : (storedThreads.get(message.threadId) ?? null);
       if (stored?.status === 'killed') {

@@ -97,6 +97,8 @@ export interface ThreadQuery {
 export interface ThreadStore {
   put(thread: ThreadRecord): void;
   get(id: string): Promise<ThreadRecord | null>;
+  /** The stored records of these ids (missing ones are absent from the map), in one read. */
+  getMany(ids: readonly string[]): Promise<Map<string, ThreadRecord>>;
   list(query: ThreadQuery): Promise<Page<ThreadRecord>>;
 }
 

@@ -55,6 +55,11 @@ describe('frames', () => {
     expect(out).toEqual({ big: '100000000000000000000', cyclic: { name: 'loop', self: '[Circular]' }, bad: null, good: '2025-01-01T00:00:00.000Z' });
   });
 
+  it('an object referenced twice without a cycle is written in full both times', () => {
+    const shared = { model: 'gpt-4o' };
+    expect(JSON.parse(safeStringify({ a: shared, b: [shared] }))).toEqual({ a: { model: 'gpt-4o' }, b: [{ model: 'gpt-4o' }] });
+  });
+
   it('an event the views cannot format (invalid time) still becomes a frame instead of throwing', () => {
     const f = toFrame({ type: 'message', message: message({ timestamp: Number.NaN, payload: { n: 1n } as unknown as Record<string, unknown> }), state: 'ACKED' });
     const body = JSON.parse(f.json) as Record<string, unknown>;

@@ -2,10 +2,12 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Errors } from '../../src/errors/catalogue.js';
 import type { Message } from '../../src/pump/message.js';
-import { openSqliteStorage, type SqliteStorage } from '../../src/store/index.js';
+import { DATABASE_FILE, openSqliteStorage, type SqliteStorage } from '../../src/store/index.js';
+import { PRUNE_ACKED_SQL, PRUNE_FAILED_SQL } from '../../src/store/sqlite/journal.js';
 import type { UsageEvent } from '../../src/usage/types.js';
 import { newId } from '../../src/util/ids.js';
 
@@ -119,6 +121,19 @@ describe('SQLite journal', () => {
     expect(await s.journal.get(failed.id)).not.toBeNull();
     expect(await s.journal.prune(Date.now() + 31 * day)).toBe(1);
     expect(await s.journal.get(pending.id)).not.toBeNull();
+  });
+
+  it('pruning reads only the old entries through the partial indexes, not every ACKED row', () => {
+    const dataDir = tmp();
+    open(dataDir);
+    const db = new Database(path.join(dataDir, DATABASE_FILE), { readonly: true });
+    try {
+      const plan = (sql: string) => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(0, 1) as { detail: string }[]).map((r) => r.detail).join('\n');
+      expect(plan(PRUNE_ACKED_SQL)).toContain('journal_acked_at');
+      expect(plan(PRUNE_FAILED_SQL)).toContain('journal_failed_at');
+    } finally {
+      db.close();
+    }
   });
 
   it('lists with filters, totals and paging, newest first', async () => {

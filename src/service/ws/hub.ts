@@ -1,6 +1,7 @@
 import type { Organism } from '../../organism/organism.js';
 import { currentSeq, toFrame, type Frame } from './frames.js';
 import type { WsClient } from './client.js';
+import { ReplayRing } from './replay-ring.js';
 
 /**
  * Fan-out of organism events to WebSocket clients. The bus listener serializes each frame once,
@@ -9,29 +10,23 @@ import type { WsClient } from './client.js';
  */
 export class WsHub {
   readonly clients = new Set<WsClient>();
-  private readonly ring: Frame[] = [];
-  /** Highest seq of an event frame evicted from the ring (or produced before the hub started). */
-  private lostUpTo: number;
+  private readonly ring: ReplayRing;
   private off: (() => void) | null = null;
   private batchTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly organism: Organism,
-    private readonly replayCapacity: number,
+    replayCapacity: number,
     /** Frames offered to clients are written together at most this often; 0: at once. */
     private readonly batchMs = 0,
   ) {
-    this.lostUpTo = currentSeq();
+    this.ring = new ReplayRing(replayCapacity, currentSeq());
   }
 
   start(): void {
     this.off = this.organism.bus.on((event) => {
       const frame = toFrame(event);
       this.ring.push(frame);
-      if (this.ring.length > this.replayCapacity) {
-        const evicted = this.ring.splice(0, this.ring.length - this.replayCapacity);
-        this.lostUpTo = evicted[evicted.length - 1]!.seq;
-      }
       for (const client of this.clients) if (client.wants(frame)) client.offer(frame);
       if (this.batchMs <= 0) this.flush();
       else this.batchTimer ??= setTimeout(() => this.flush(), this.batchMs);
@@ -56,8 +51,8 @@ export class WsHub {
    * another process: ahead of this one's seq). Seqs used by command replies are never replayed.
    */
   replay(since: number): Frame[] | null {
-    if (since < this.lostUpTo || since > currentSeq()) return null;
-    return this.ring.filter((f) => f.seq > since);
+    if (since < this.ring.lostUpTo || since > currentSeq()) return null;
+    return this.ring.after(since);
   }
 
   countFrom(ip: string): number {

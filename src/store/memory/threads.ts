@@ -21,6 +21,15 @@ export class MemoryThreadStore implements ThreadStore {
     return this.threads.get(id) ?? null;
   }
 
+  async getMany(ids: readonly string[]): Promise<Map<string, ThreadRecord>> {
+    const found = new Map<string, ThreadRecord>();
+    for (const id of ids) {
+      const t = this.threads.get(id);
+      if (t) found.set(id, t);
+    }
+    return found;
+  }
+
   async list(q: ThreadQuery): Promise<Page<ThreadRecord>> {
     const matches = [...this.threads.values()]
       .filter((t) => (!q.status || t.status === q.status) && (!q.agent || t.participants.includes(q.agent)))

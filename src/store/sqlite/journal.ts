@@ -10,6 +10,12 @@ import type { GroupWriter } from './writer.js';
 import { prepared } from './prepared.js';
 
 const PRUNE_BATCH = 1_000;
+// INDEXED BY: left to itself the planner takes journal_state and walks every ACKED row to
+// find none old enough (~200 ms per step at 1M rows, on the event loop, at every interval).
+export const PRUNE_ACKED_SQL = `DELETE FROM journal WHERE rowid IN
+  (SELECT rowid FROM journal INDEXED BY journal_acked_at WHERE state = 'ACKED' AND acked_at < ? LIMIT ?)`;
+export const PRUNE_FAILED_SQL = `DELETE FROM journal WHERE rowid IN
+  (SELECT rowid FROM journal INDEXED BY journal_failed_at WHERE state = 'FAILED' AND failed_at < ? LIMIT ?)`;
 const DAY_MS = 86_400_000;
 
 /**
@@ -178,9 +184,9 @@ export class SqliteJournal implements Journal {
    * one small batch per call; returns how many went (0 = nothing left to prune).
    */
   pruneStep(now = this.now()): number {
-    const acked = prepared(this.db, `DELETE FROM journal WHERE rowid IN (SELECT rowid FROM journal WHERE state = 'ACKED' AND acked_at < ? LIMIT ?)`)
+    const acked = prepared(this.db, PRUNE_ACKED_SQL)
       .run(now - this.retention.retainDays * DAY_MS, PRUNE_BATCH).changes;
-    const failed = prepared(this.db, `DELETE FROM journal WHERE rowid IN (SELECT rowid FROM journal WHERE state = 'FAILED' AND failed_at < ? LIMIT ?)`)
+    const failed = prepared(this.db, PRUNE_FAILED_SQL)
       .run(now - this.retention.failedRetainDays * DAY_MS, PRUNE_BATCH).changes;
     return acked + failed;
   }

@@ -62,6 +62,15 @@ export class SqliteThreadStore implements ThreadStore {
     return row ? recordOf(row) : null;
   }
 
+  async getMany(ids: readonly string[]): Promise<Map<string, ThreadRecord>> {
+    this.writer.flush();
+    const found = new Map<string, ThreadRecord>();
+    // One statement for any number of ids (a bound-parameter list would hit SQLite's limit).
+    const rows = prepared(this.db, 'SELECT * FROM threads WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(ids)) as ThreadRow[];
+    for (const row of rows) found.set(row.id, recordOf(row));
+    return found;
+  }
+
   async list(q: ThreadQuery): Promise<Page<ThreadRecord>> {
     this.writer.flush();
     const where: string[] = [];

@@ -1,5 +1,6 @@
 /**
- * The clients of scenario 4, in their own process: `count` WebSocket connections that time
+ * The clients of scenario 4, in processes of their own (the scenario starts several):
+ * `count` WebSocket connections per process that time
  * every frame carrying a send time (`"text":"<wall ms>"`) on arrival, plus optionally one
  * client that stops reading (its TCP socket paused) to see whether it holds the others back.
  * Frames are not JSON-parsed: the send time is read straight from the bytes, so the
@@ -14,6 +15,8 @@ const QUOTE = 0x22;
 
 let latencies = new Float64Array(1 << 20);
 let measured = 0;
+/** Event-loop utilization since the last reset: how busy this one process was receiving. */
+let eluStart = performance.eventLoopUtilization();
 let clients: Array<{ socket: WebSocket; frames: number; timed: number; closed: { code: number; reason: string } | null }> = [];
 let stalled: { socket: WebSocket; frames: number; closed: { code: number; reason: string } | null } | null = null;
 
@@ -99,14 +102,23 @@ async function main(): Promise<void> {
     },
     reset: async () => {
       measured = 0;
+      eluStart = performance.eventLoopUtilization();
       for (const c of clients) c.timed = 0;
       return true;
     },
     collect: async () => {
       const sample = latencies.subarray(0, measured);
+      // Latencies in 0.05 ms buckets, so the parent can merge several client processes exactly enough.
+      const buckets = new Map<number, number>();
+      for (const ms of sample) {
+        const key = Math.round(ms * 20);
+        buckets.set(key, (buckets.get(key) ?? 0) + 1);
+      }
       const timed = clients.map((c) => c.timed);
       return {
         measured,
+        elu: performance.eventLoopUtilization(eluStart).utilization,
+        histogram: [...buckets],
         p50: percentile(sample, 50),
         p99: percentile(sample, 99),
         max: percentile(sample, 100),

@@ -1,6 +1,6 @@
 import type { Row, ScenarioResult } from './result.js';
 
-const INTEGER_UNITS = new Set(['req/s', 'msg/s', 'rows/s', 'events/s', 'frames/s', 'events']);
+const INTEGER_UNITS = new Set(['req/s', 'msg/s', 'rows/s', 'events/s', 'frames/s', 'events', '%']);
 
 /** A figure with its unit, readable in a table. */
 export function formatValue(value: number | null, unit: string): string {

@@ -1,12 +1,12 @@
 /**
  * Baseline server of scenario 4: a bare `ws` WebSocketServer in its own process (no Fastify,
  * no organism, no journal) that broadcasts frames shaped and sized like the organism's
- * message frames, each carrying its wall-clock send time, on the same schedule.
+ * message frames, each carrying the wall-clock time it was due, on the same schedule.
  */
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer } from 'ws';
 import { childInput, serverFailed, serverReady } from '../lib/child.js';
-import { sleep, wallMs } from '../lib/stats.js';
+import { sleep } from '../lib/stats.js';
 
 async function main(): Promise<void> {
   const { frameBytes } = childInput<{ frameBytes: number }>();
@@ -23,16 +23,20 @@ async function main(): Promise<void> {
       const rate = Number(cmd['rate']);
       const total = Math.round(rate * Number(cmd['seconds']));
       const t0 = performance.now();
+      const elu0 = performance.eventLoopUtilization();
       let behindMs = 0;
       for (let i = 0; i < total; i++) {
         const due = t0 + (i * 1000) / rate;
         const wait = due - performance.now();
         if (wait > 1) await sleep(wait);
         else behindMs = Math.max(behindMs, -wait);
-        const data = frame(wallMs());
+        // Stamped with the time it was due, as the organism's injects are: falling behind the
+        // schedule shows as latency instead of hiding in a lower rate.
+        const data = frame(performance.timeOrigin + due);
         for (const client of wss.clients) if (client.readyState === client.OPEN) client.send(data);
       }
-      return { sent: total, behindMs, clients: wss.clients.size };
+      // Sends are synchronous here: once the loop ends, the frames are with the kernel or in ws's buffers.
+      return { sent: total, behindMs, clients: wss.clients.size, elu: performance.eventLoopUtilization(elu0).utilization };
     },
   });
   process.on('SIGTERM', () => {

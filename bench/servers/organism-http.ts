@@ -14,7 +14,7 @@ import { DATABASE_FILE, openSqliteStorage } from '../../src/store/index.js';
 import { VERSION } from '../../src/version.js';
 import { childInput, serverFailed, serverReady } from '../lib/child.js';
 import { chainOrganism, demoOrganism } from '../lib/organisms.js';
-import { sleep, until, wallMs } from '../lib/stats.js';
+import { sleep, until } from '../lib/stats.js';
 
 export interface OrganismServerInput {
   readonly dataDir: string;
@@ -36,6 +36,8 @@ export interface DriveResult {
   readonly busEvents: number;
   readonly messageEvents: number;
   readonly behindMs: number;
+  /** This process's event-loop utilization (0-1) from the first inject until the traffic finished. */
+  readonly elu: number;
 }
 
 const input = childInput<OrganismServerInput>();
@@ -77,13 +79,15 @@ async function main(): Promise<void> {
       const startBus = busEvents;
       const startMsg = messageEvents;
       const t0 = performance.now();
+      const elu0 = performance.eventLoopUtilization();
       let behindMs = 0;
       for (let i = 0; i < total; i++) {
         const due = t0 + (i * 1000) / rate;
         const wait = due - performance.now();
         if (wait > 1) await sleep(wait);
         else behindMs = Math.max(behindMs, -wait);
-        void organism.inject(target, { text: `${wallMs()}` }, { waitMs: 5_000 }).catch(() => {});
+        // The payload carries the time the inject was due (a late schedule counts as latency).
+        void organism.inject(target, { text: `${performance.timeOrigin + due}` }, { waitMs: 5_000 }).catch(() => {});
       }
       await until(() => organism.activeThreads === 0, 60_000, 'driven traffic to finish', 10);
       return {
@@ -92,6 +96,7 @@ async function main(): Promise<void> {
         busEvents: busEvents - startBus,
         messageEvents: messageEvents - startMsg,
         behindMs,
+        elu: performance.eventLoopUtilization(elu0).utilization,
       } satisfies DriveResult;
     },
     memory: async () => process.memoryUsage(),

@@ -1,6 +1,6 @@
 /**
  * Scenario 4: WebSocket fan-out. The organism server (a no-op code listener on the SQLite
- * journal, buildApp, auth on) in one process, `clients` connections on /ws in another; the
+ * journal, buildApp, auth on) in one process, `clients` connections on /ws in two others; the
  * server injects on a fixed schedule so that its event bus carries `eventsPerSec` events/s,
  * every one a frame to every client. Latency runs from the time the inject was due (carried in
  * the payload) to a client's receipt of each message frame. Then the same with one extra client

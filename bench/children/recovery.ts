@@ -10,6 +10,7 @@ import Database from 'better-sqlite3';
 import path from 'node:path';
 import { Organism } from '../../src/organism/organism.js';
 import { DATABASE_FILE, openSqliteStorage } from '../../src/store/index.js';
+import { RECOUNT_JOURNAL_SQL } from '../../src/store/sqlite/journal-counts.js';
 import { childMain } from '../lib/child.js';
 import { ackCounter, pushThrough } from '../lib/drive.js';
 import { chainOrganism } from '../lib/organisms.js';
@@ -83,6 +84,7 @@ async function prepare(input: RecoveryPrepareInput): Promise<RecoveryPrepareResu
     db.exec(`UPDATE threads SET status = 'active', message_count = 1, participants = (SELECT json_array(j.sender, j.recipient) FROM journal j INDEXED BY journal_thread WHERE j.thread_id = threads.id AND j.recipient = 'hop1')
       WHERE id IN (SELECT thread_id FROM picked)`);
   })();
+  db.exec(RECOUNT_JOURNAL_SQL); // rows were copied around the store, so its counts are redone as its migration does
   const rows = (db.prepare('SELECT COUNT(*) AS n FROM journal').get() as { n: number }).n;
   const pending = (db.prepare(`SELECT COUNT(*) AS n FROM journal WHERE state = 'PENDING'`).get() as { n: number }).n;
   const threads = (db.prepare('SELECT COUNT(*) AS n FROM threads').get() as { n: number }).n;

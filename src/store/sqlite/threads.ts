@@ -86,7 +86,17 @@ export class SqliteThreadStore implements ThreadStore {
     const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
     const rows = prepared(this.db, `SELECT * FROM threads ${clause} ORDER BY last_activity DESC, id DESC LIMIT ? OFFSET ?`)
       .all(...params, q.limit, q.offset) as ThreadRow[];
-    const { n } = prepared(this.db, `SELECT COUNT(*) AS n FROM threads ${clause}`).get(...params) as { n: number };
-    return { items: rows.map(recordOf), total: n };
+    return { items: rows.map(recordOf), total: this.count(q, clause, params) };
+  }
+
+  /**
+   * Matches before paging: all threads from the trigger-kept count, completed ones as the
+   * remainder of the other (small) statuses counted on their index, else COUNT(*).
+   */
+  private count(q: ThreadQuery, clause: string, params: readonly unknown[]): number {
+    const countWhere = (where: string, ...args: unknown[]) => (prepared(this.db, `SELECT COUNT(*) AS n FROM threads ${where}`).get(...args) as { n: number }).n;
+    if (q.agent || (q.status && q.status !== 'completed')) return countWhere(clause, ...params);
+    const all = (prepared(this.db, `SELECT n FROM row_counts WHERE name = 'threads'`).get() as { n: number }).n;
+    return q.status === 'completed' ? all - countWhere(`INDEXED BY threads_status WHERE status IN ('active', 'error', 'killed')`) : all;
   }
 }

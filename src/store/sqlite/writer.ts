@@ -1,5 +1,11 @@
 import type Database from 'better-sqlite3';
 
+/** Joins every group-commit transaction: `begin` as it starts, `commit` just before it commits. */
+export interface TransactionHook {
+  begin(): void;
+  commit(): void;
+}
+
 interface Job {
   run: () => void;
   resolve: () => void;
@@ -14,11 +20,25 @@ interface Job {
 export class GroupWriter {
   private queue: Job[] = [];
   private scheduled = false;
+  private readonly hooks: TransactionHook[] = [];
 
   constructor(
     private readonly db: Database.Database,
     private readonly onError: (err: unknown) => void,
   ) {}
+
+  addHook(hook: TransactionHook): void {
+    this.hooks.push(hook);
+  }
+
+  /** Runs `work` in one transaction that the hooks join. */
+  transaction(work: () => void): void {
+    this.db.transaction(() => {
+      for (const h of this.hooks) h.begin();
+      work();
+      for (const h of this.hooks) h.commit();
+    })();
+  }
 
   write(run: () => void): Promise<void> {
     return new Promise((resolve, reject) => {
@@ -37,14 +57,14 @@ export class GroupWriter {
     const jobs = this.queue;
     this.queue = [];
     try {
-      this.db.transaction(() => {
+      this.transaction(() => {
         for (const job of jobs) job.run();
-      })();
+      });
     } catch (err) {
       // One bad write must not sink the batch: redo each on its own to find it.
       for (const job of jobs) {
         try {
-          this.db.transaction(job.run)();
+          this.transaction(job.run);
           job.resolve();
         } catch (jobErr) {
           this.onError(jobErr);

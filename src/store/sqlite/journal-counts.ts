@@ -1,0 +1,46 @@
+import type Database from 'better-sqlite3';
+import type { TransactionHook } from './writer.js';
+
+/** Recounts the journal's row counts from its rows (at migration, or after rows were written by other means). */
+export const RECOUNT_JOURNAL_SQL = `
+  INSERT INTO row_counts (name, n) SELECT 'journal', COUNT(*) FROM journal WHERE true ON CONFLICT (name) DO UPDATE SET n = excluded.n;
+  DELETE FROM journal_agent_counts;
+  INSERT INTO journal_agent_counts (agent, n)
+    SELECT agent, COUNT(*) FROM (SELECT sender AS agent FROM journal UNION ALL SELECT recipient FROM journal WHERE recipient <> sender) GROUP BY agent;
+`;
+
+/**
+ * The journal's row counts (all entries, and per agent the entries it sent or received) in
+ * `row_counts` and `journal_agent_counts`. Changes are summed in memory while a transaction
+ * runs and written at its end, inside it: a few small updates per transaction instead of a
+ * trigger per row. `begin` drops the sums of an attempt that rolled back.
+ */
+export class JournalCounts implements TransactionHook {
+  private total = 0;
+  private readonly agents = new Map<string, number>();
+  private readonly addTotal: Database.Statement;
+  private readonly addAgent: Database.Statement;
+
+  constructor(db: Database.Database) {
+    this.addTotal = db.prepare(`UPDATE row_counts SET n = n + ? WHERE name = 'journal'`);
+    this.addAgent = db.prepare(`INSERT INTO journal_agent_counts (agent, n) VALUES (?, ?) ON CONFLICT (agent) DO UPDATE SET n = n + excluded.n`);
+  }
+
+  begin(): void {
+    this.total = 0;
+    this.agents.clear();
+  }
+
+  /** An entry from `sender` to `recipient` was inserted (+1) or deleted (-1). */
+  changed(sender: string, recipient: string, delta: 1 | -1): void {
+    this.total += delta;
+    this.agents.set(sender, (this.agents.get(sender) ?? 0) + delta);
+    if (recipient !== sender) this.agents.set(recipient, (this.agents.get(recipient) ?? 0) + delta);
+  }
+
+  commit(): void {
+    if (this.total !== 0) this.addTotal.run(this.total);
+    for (const [agent, delta] of this.agents) if (delta !== 0) this.addAgent.run(agent, delta);
+    this.begin();
+  }
+}

@@ -1,4 +1,7 @@
+import Fastify from 'fastify';
+import { Type } from 'typebox';
 import { describe, expect, it } from 'vitest';
+import { Nullable, NullableTimestamp } from '../../src/service/schemas/common.js';
 import { camelizeKeys } from '../../src/service/casing.js';
 import { toOrganismError } from '../../src/service/errors.js';
 import { parseTime, parseTimeRange } from '../../src/service/time.js';
@@ -70,5 +73,24 @@ describe('toOrganismError', () => {
     expect(unexpected.unexpected).toBe(true);
     expect(unexpected.error.status).toBe(500);
     expect(unexpected.error.detail).toBe('Internal server error');
+  });
+});
+
+describe('Nullable schemas', () => {
+  it('are type lists, so the response serializer picks by type instead of validating each value against union branches', async () => {
+    expect(NullableTimestamp).toMatchObject({ type: ['string', 'null'], format: 'date-time' });
+    expect(Nullable(Type.Object({ a: Type.Integer() }))).toMatchObject({ type: ['object', 'null'], properties: { a: { type: 'integer' } } });
+    const app = Fastify();
+    let body: unknown = null;
+    app.get('/', { schema: { response: { 200: Type.Object({ at: NullableTimestamp, n: Nullable(Type.Integer()) }) } } }, async () => body);
+    body = { at: null, n: null };
+    expect((await app.inject('/')).body).toBe('{"at":null,"n":null}');
+    body = { at: '2025-01-31T12:00:00.000Z', n: 3 };
+    expect((await app.inject('/')).body).toBe('{"at":"2025-01-31T12:00:00.000Z","n":3}');
+    await app.close();
+  });
+
+  it('refuse a schema without a single type, where a type list cannot be formed', () => {
+    expect(() => Nullable(Type.Union([Type.String(), Type.Integer()]))).toThrow('single type');
   });
 });

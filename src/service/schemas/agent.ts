@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Name, NullableString, NullableTimestamp, SuccessFlag } from './common.js';
+import { Name, Nullable, NullableString, NullableTimestamp, SuccessFlag } from './common.js';
 
 export const AgentState = Type.Enum(['idle', 'processing', 'waiting', 'error', 'paused']);
 
@@ -22,7 +22,7 @@ export const AgentInfo = Type.Object(
     queueDepth: Type.Integer(),
     lastActivity: NullableTimestamp,
     messageCount: Type.Integer(),
-    model: Type.Union([Type.String(), Type.Null()], { description: 'LLM model (agents only)' }),
+    model: Nullable(Type.String({ description: 'LLM model (agents only)' })),
   },
   { title: 'AgentInfo' },
 );

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { NullableString, NullableTimestamp, SuccessFlag, Timestamp } from './common.js';
+import { Nullable, NullableString, NullableTimestamp, SuccessFlag, Timestamp } from './common.js';
 
 export const OrganismStatus = Type.Enum(['starting', 'running', 'stopping', 'stopped']);
 
@@ -23,8 +23,8 @@ export const JournalStats = Type.Object(
       ACKED: Type.Integer(),
       FAILED: Type.Integer(),
     }),
-    oldestPendingAgeMs: Type.Union([Type.Number(), Type.Null()]),
-    lastRecovery: Type.Union([RecoveryReport, Type.Null()]),
+    oldestPendingAgeMs: Nullable(Type.Number()),
+    lastRecovery: Nullable(RecoveryReport),
   },
   { title: 'JournalStats' },
 );

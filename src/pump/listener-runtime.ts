@@ -8,6 +8,8 @@ export class ListenerRuntime {
   readonly queue = new ListenerQueue();
   paused = false;
   inFlight = 0;
+  /** Deliveries whose handler is still running (what the concurrency limits count; see Pump). */
+  running = 0;
   /** Deliveries currently awaiting an LLM response. */
   waiting = 0;
   lastFailed = false;

@@ -75,6 +75,8 @@ interface Delivery {
   readonly thread: LiveThread;
   readonly controller: AbortController;
   readonly usage: UsageEvent[];
+  /** The handler has returned (or was cut short): its concurrency slot is free again. */
+  handlerDone: boolean;
 }
 
 /** Abort reasons the pump gives, so a delivery knows why it was cut short. */
@@ -101,6 +103,12 @@ export class Pump {
   private dispatching = true;
   private queued = 0;
   private inFlight = 0;
+  /**
+   * Deliveries whose handler runs: the concurrency limits count these. A delivery whose handler
+   * returned holds no slot while its ack commits (in flight until then, for stop and drain),
+   * so the limits bound handler work, not the journal's commit latency.
+   */
+  private running = 0;
   private cursor = 0;
   private scheduled = false;
   private totalMessages = 0;
@@ -495,9 +503,9 @@ export class Pump {
     if (!this.dispatching) return;
     const list = (this.runtimeList ??= [...this.runtimes.values()]);
     let idleRounds = 0;
-    while (this.inFlight < this.limits.maxConcurrentHandlers && list.length > 0 && idleRounds < list.length) {
+    while (this.running < this.limits.maxConcurrentHandlers && list.length > 0 && idleRounds < list.length) {
       const runtime = list[this.cursor++ % list.length]!;
-      if (runtime.paused || runtime.inFlight >= this.limits.maxConcurrentPerAgent || !runtime.queue.hasReady()) {
+      if (runtime.paused || runtime.running >= this.limits.maxConcurrentPerAgent || !runtime.queue.hasReady()) {
         idleRounds++;
         continue;
       }
@@ -524,12 +532,14 @@ export class Pump {
     thread.inFlight++;
     this.inFlight++;
     runtime.inFlight++;
+    this.running++;
+    runtime.running++;
     runtime.currentThread = message.threadId;
     runtime.lastActivity = this.now();
     runtime.messageCount++;
     const controller = new AbortController();
     thread.controllers.add(controller);
-    const delivery: Delivery = { message, runtime, thread, controller, usage: [] };
+    const delivery: Delivery = { message, runtime, thread, controller, usage: [], handlerDone: false };
     this.deliveries.set(message.id, delivery);
     this.reportState(runtime);
     this.journalStep(() => this.deps.journal.dispatched(message));
@@ -538,6 +548,7 @@ export class Pump {
       if (SYSTEM_PAYLOADS.has(message.payloadType)) {
         // System notices are recorded in the listener's history (an LLM agent sees them in its
         // next prompt) without running the handler, so they can never start a loop.
+        this.handlerDone(delivery);
         await this.journalAck(message, [], []);
         this.deps.bus.emit({ type: 'message', message, state: 'ACKED' });
       } else {
@@ -546,6 +557,7 @@ export class Pump {
     } catch (err) {
       this.deps.logger.error({ err, messageId: message.id }, 'delivery bookkeeping failed');
     } finally {
+      this.handlerDone(delivery);
       this.deliveries.delete(message.id);
       thread.controllers.delete(controller);
       thread.inFlight--;
@@ -579,6 +591,7 @@ export class Pump {
     } finally {
       clearTimeout(timer);
     }
+    this.handlerDone(d);
 
     const cause = controller.signal.aborted ? (controller.signal.reason as AbortCause) : null;
     if (cause === 'shutdown') return; // stays DISPATCHED: a durable journal redelivers it after restart
@@ -629,6 +642,15 @@ export class Pump {
       thread.error ??= r.error;
     }
     for (const m of outgoing) this.enqueue(m, thread, true);
+  }
+
+  /** Frees the delivery's concurrency slot once (the rest of it waits for the journal). */
+  private handlerDone(d: Delivery): void {
+    if (d.handlerDone) return;
+    d.handlerDone = true;
+    this.running--;
+    d.runtime.running--;
+    this.schedule();
   }
 
   /** Ends a delivery as FAILED and tells `notify` (if any) why with a SystemError. */

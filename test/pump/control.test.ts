@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Errors } from '../../src/errors/catalogue.js';
 import { send } from '../../src/pump/handler.js';
 import { SYSTEM_ERROR_TYPE } from '../../src/pump/message.js';
+import { MemoryJournal, MemoryThreadStore, MemoryUsageStore } from '../../src/store/index.js';
 import { deferred, eventually, listener, loaded, settled, startOrganism } from './harness.js';
 
 describe('pause and resume', () => {
@@ -157,6 +158,35 @@ describe('concurrency and ordering', () => {
     expect(perAgentPeak.get('a')).toBeLessThanOrEqual(2);
     expect(perAgentPeak.get('b')).toBeLessThanOrEqual(2);
     await organism.stop();
+  });
+
+  it('a handler that returned frees its slot while its ack is still being written; stop waits for the write', async () => {
+    const journal = new MemoryJournal();
+    const gate = deferred();
+    const acked = journal.acked.bind(journal);
+    let heldAcks = 0;
+    journal.acked = async (...args) => {
+      heldAcks++;
+      await gate.promise; // a slow commit
+      return acked(...args);
+    };
+    const started: string[] = [];
+    const { organism } = await startOrganism(
+      [listener('a', { handler: (p) => void started.push((p as { text: string }).text) })],
+      { maxConcurrentHandlers: 1, maxConcurrentPerAgent: 1 },
+      { storage: { journal, threads: new MemoryThreadStore(), usage: new MemoryUsageStore(), close() {} } },
+    );
+    await organism.inject('a', { text: 'first' });
+    await organism.inject('a', { text: 'second' });
+    // With one slot, the second handler runs although the first ack has not been written.
+    await eventually(() => started.length === 2 && heldAcks === 2, 5_000, 'both handlers to run');
+    const stopping = organism.stop({ timeoutMs: 5_000 });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(organism.status).toBe('stopping'); // in flight until the acks are written
+    gate.resolve();
+    const report = await stopping;
+    expect(report).toMatchObject({ drained: true, abortedInFlight: 0 });
+    expect((await journal.stats()).counts.ACKED).toBe(2);
   });
 
   it('is FIFO within a thread even when the agent may run several deliveries at once', async () => {

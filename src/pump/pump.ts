@@ -82,6 +82,9 @@ interface Delivery {
 /** Abort reasons the pump gives, so a delivery knows why it was cut short. */
 type AbortCause = 'killed' | 'timeout' | 'shutdown';
 
+/** How long one turn of the event loop may spend starting deliveries (see Pump.turnStartedAt). */
+const TURN_BUDGET_MS = 4;
+
 const SYSTEM_PAYLOADS = new Set([SYSTEM_ERROR_TYPE, BUDGET_WARNING_TYPE]);
 
 /**
@@ -112,6 +115,13 @@ export class Pump {
   private cursor = 0;
   private scheduled = false;
   private totalMessages = 0;
+  /**
+   * Deliveries start for at most TURN_BUDGET_MS per turn of the event loop, then the rest wait
+   * for the next turn: handlers that return at once free their slots at once, and without a
+   * bound a backlog (a recovered journal, a burst of injects) would run as one microtask chain
+   * and starve HTTP, timers and the journal's commits.
+   */
+  private turnStartedAt: number | null = null;
 
   constructor(
     private deps: PumpDeps,
@@ -489,6 +499,19 @@ export class Pump {
     thread.queued++;
   }
 
+  /** True while this turn may start more deliveries; the first start of a turn opens it. */
+  private inTurnBudget(): boolean {
+    if (this.turnStartedAt === null) {
+      this.turnStartedAt = performance.now();
+      setImmediate(() => {
+        this.turnStartedAt = null;
+        this.schedule();
+      });
+      return true;
+    }
+    return performance.now() - this.turnStartedAt < TURN_BUDGET_MS;
+  }
+
   private schedule(): void {
     if (this.scheduled) return;
     this.scheduled = true;
@@ -503,7 +526,7 @@ export class Pump {
     if (!this.dispatching) return;
     const list = (this.runtimeList ??= [...this.runtimes.values()]);
     let idleRounds = 0;
-    while (this.running < this.limits.maxConcurrentHandlers && list.length > 0 && idleRounds < list.length) {
+    while (this.running < this.limits.maxConcurrentHandlers && this.inTurnBudget() && list.length > 0 && idleRounds < list.length) {
       const runtime = list[this.cursor++ % list.length]!;
       if (runtime.paused || runtime.running >= this.limits.maxConcurrentPerAgent || !runtime.queue.hasReady()) {
         idleRounds++;

@@ -189,6 +189,22 @@ describe('concurrency and ordering', () => {
     expect((await journal.stats()).counts.ACKED).toBe(2);
   });
 
+  it('a backlog of handlers that return at once is worked off over several event-loop turns, not in one blocking run', async () => {
+    let done = 0;
+    const { organism } = await startOrganism([listener('a', { handler: () => void done++ })], { maxConcurrentHandlers: 10, maxConcurrentPerAgent: 10 });
+    organism.pauseAgent('a');
+    for (let i = 0; i < 2_000; i++) await organism.inject('a', { text: `${i}` });
+    organism.resumeAgent('a');
+    const t0 = performance.now();
+    const seenByNextTurn = await new Promise<number>((resolve) => setImmediate(() => resolve(done)));
+    // One turn starts deliveries for a few milliseconds (TURN_BUDGET_MS), then lets I/O and timers run.
+    expect(seenByNextTurn).toBeGreaterThan(0);
+    expect(seenByNextTurn).toBeLessThan(2_000);
+    expect(performance.now() - t0).toBeLessThan(1_000);
+    await eventually(() => done === 2_000, 10_000, 'the backlog to be worked off');
+    await organism.stop();
+  });
+
   it('is FIFO within a thread even when the agent may run several deliveries at once', async () => {
     const order: number[] = [];
     const { organism } = await startOrganism([

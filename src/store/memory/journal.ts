@@ -2,6 +2,7 @@ import { Errors } from '../../errors/catalogue.js';
 import type { FailureReason } from '../../pump/hooks.js';
 import type { Message } from '../../pump/message.js';
 import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, Page, RecoveredMessages } from '../types.js';
+import { BoundedMap } from './bounded-map.js';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
@@ -13,16 +14,19 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
  * process, so recovery has nothing to do.
  */
 export class MemoryJournal implements Journal {
-  private readonly entries = new Map<string, Mutable<JournalEntry>>();
+  private readonly bounded: BoundedMap<Mutable<JournalEntry>>;
+  private readonly entries: Map<string, Mutable<JournalEntry>>;
 
   constructor(
-    private readonly maxEntries = 100_000,
+    maxEntries = 100_000,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.bounded = new BoundedMap(maxEntries, (e) => e.state === 'ACKED' || e.state === 'FAILED');
+    this.entries = this.bounded.entries;
+  }
 
   pending(messages: readonly Message[]): void {
     for (const m of messages) this.put(m);
-    this.trim();
   }
 
   dispatched(message: Message): void {
@@ -36,8 +40,8 @@ export class MemoryJournal implements Journal {
     const e = this.entries.get(message.id) ?? this.put(message);
     e.state = 'ACKED';
     e.ackedAt = this.now();
+    this.bounded.finished(message.id, e);
     for (const m of outgoing) this.put(m);
-    this.trim();
   }
 
   failed(message: Message, reason: FailureReason, error: string, outgoing: readonly Message[]): void {
@@ -46,8 +50,8 @@ export class MemoryJournal implements Journal {
     e.failedAt = this.now();
     e.failureReason = reason;
     e.error = error;
+    this.bounded.finished(message.id, e);
     for (const m of outgoing) this.put(m);
-    this.trim();
   }
 
   async recover(bootId: string): Promise<RecoveredMessages> {
@@ -110,16 +114,7 @@ export class MemoryJournal implements Journal {
       failureReason: null,
       error: null,
     };
-    this.entries.set(message.id, entry);
+    this.bounded.set(message.id, entry);
     return entry;
-  }
-
-  /** Drops the oldest finished entries beyond the bound; unfinished ones are never dropped. */
-  private trim(): void {
-    if (this.entries.size <= this.maxEntries) return;
-    for (const [id, e] of this.entries) {
-      if (this.entries.size <= this.maxEntries) break;
-      if (e.state === 'ACKED' || e.state === 'FAILED') this.entries.delete(id);
-    }
   }
 }

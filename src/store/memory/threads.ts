@@ -1,20 +1,18 @@
 import type { Page, ThreadQuery, ThreadRecord, ThreadStore } from '../types.js';
+import { BoundedMap } from './bounded-map.js';
 
-/** Thread records in memory, bounded: the least recently active finished threads go first. */
+/** Thread records in memory, bounded: the threads that finished longest ago go first. */
 export class MemoryThreadStore implements ThreadStore {
-  private readonly threads = new Map<string, ThreadRecord>();
+  private readonly bounded: BoundedMap<ThreadRecord>;
+  private readonly threads: Map<string, ThreadRecord>;
 
-  constructor(private readonly maxThreads = 50_000) {}
+  constructor(maxThreads = 50_000) {
+    this.bounded = new BoundedMap(maxThreads, (t) => t.status !== 'active');
+    this.threads = this.bounded.entries;
+  }
 
   put(thread: ThreadRecord): void {
-    this.threads.delete(thread.id); // re-insert: Map order = least recently written first
-    this.threads.set(thread.id, thread);
-    if (this.threads.size > this.maxThreads) {
-      for (const [id, t] of this.threads) {
-        if (this.threads.size <= this.maxThreads) break;
-        if (t.status !== 'active') this.threads.delete(id);
-      }
-    }
+    this.bounded.set(thread.id, thread);
   }
 
   async get(id: string): Promise<ThreadRecord | null> {

@@ -121,6 +121,14 @@ describe('SQLite journal and thread counts', () => {
     expect((await s.journal.stats()).counts).toEqual({ PENDING: 2, DISPATCHED: 0, ACKED: 0, FAILED: 0 });
   });
 
+  it('a database from a newer organism (higher schema version) is refused, not misread', () => {
+    const dataDir = tmp();
+    const db = new Database(path.join(dataDir, DATABASE_FILE));
+    db.pragma(`user_version = ${MIGRATIONS.length + 1}`);
+    db.close();
+    expect(() => openSqliteStorage({ dataDir })).toThrow(`database schema version ${MIGRATIONS.length + 1} is newer than this organism (${MIGRATIONS.length})`);
+  });
+
   it('a database written before the counts existed (schema 1) gets them right when it is opened', async () => {
     const dataDir = tmp();
     const db = new Database(path.join(dataDir, DATABASE_FILE));

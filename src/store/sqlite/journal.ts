@@ -169,7 +169,7 @@ export class SqliteJournal implements Journal {
     });
   }
 
-  /** Matches before paging: from the trigger-kept counts where they answer the query, else COUNT(*). */
+  /** Matches before paging: from the kept row counts (journal-counts.ts) where they answer the query, else COUNT(*). */
   private count(q: JournalQuery, clause: string, params: readonly unknown[]): number {
     if (!q.threadId && !(q.state && q.agent)) {
       if (q.agent) return (prepared(this.db, 'SELECT n FROM journal_agent_counts WHERE agent = ?').get(q.agent) as { n: number } | undefined)?.n ?? 0;

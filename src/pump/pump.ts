@@ -122,6 +122,8 @@ export class Pump {
    * and starve HTTP, timers and the journal's commits.
    */
   private turnStartedAt: number | null = null;
+  /** A turn ran out of budget with work left: the next macrotask dispatches again. */
+  private turnExhausted = false;
 
   constructor(
     private deps: PumpDeps,
@@ -503,13 +505,20 @@ export class Pump {
   private inTurnBudget(): boolean {
     if (this.turnStartedAt === null) {
       this.turnStartedAt = performance.now();
+      // The next macrotask closes this turn; it dispatches again only when this turn ran out
+      // of budget with work left. (Scheduling unconditionally made an idle pump spin a core.)
       setImmediate(() => {
         this.turnStartedAt = null;
-        this.schedule();
+        if (this.turnExhausted) {
+          this.turnExhausted = false;
+          this.schedule();
+        }
       });
       return true;
     }
-    return performance.now() - this.turnStartedAt < TURN_BUDGET_MS;
+    if (performance.now() - this.turnStartedAt < TURN_BUDGET_MS) return true;
+    this.turnExhausted = true;
+    return false;
   }
 
   private schedule(): void {

@@ -1,25 +1,42 @@
-import type { ListenerConfig } from '../config/types.js';
+import type { ListenerConfig, ReplyFormat } from '../config/types.js';
 import { Errors } from '../errors/catalogue.js';
 import type { ChatMessage } from '../llm/types.js';
+import type { McpTool, McpToolResult } from '../mcp/hub.js';
 import type { PayloadRegistry } from '../payload/index.js';
 import type { Handler, HandlerContext, Outgoing } from '../pump/handler.js';
 import type { Message } from '../pump/message.js';
 import { buildSystemPrompt, type PeerCard } from './prompt.js';
 import { parseAgentReply } from './reply.js';
+import { runToolAgent } from './tool-agent.js';
 
 /** What an agent can see of the organism: listeners by name (only its peers are asked for). */
 export interface AgentWorldView {
   readonly registry: PayloadRegistry;
   listener(name: string): { name: string; description: string; payloadType: string } | null;
+  /** `tools` or `xml`: the listener's own `reply_format`, else its provider's. */
+  replyFormat(listener: ListenerConfig): ReplyFormat;
+  /** Tools of the named MCP servers. */
+  mcpTools(servers: readonly string[]): Promise<McpTool[]>;
+  /** Runs one MCP tool call (timed and recorded); a failure comes back as an error result, an abort as ABORTED. */
+  callMcp(call: {
+    tool: McpTool;
+    arguments: Record<string, unknown>;
+    signal: AbortSignal;
+    llmCallId: string;
+    threadId: string;
+    messageId: string;
+    agent: string;
+  }): Promise<McpToolResult>;
 }
 
 const HISTORY_LIMIT = 40;
 
 /**
- * The handler of a `builtin:llm` listener. Its prompt is the listener's prompt, the schemas
- * and examples of its declared peers only, and the thread's history; the model answers in
- * XML that is parsed into messages for peers or a reply. An invalid answer gets one repair
- * round with the validation errors; a second invalid answer fails the delivery.
+ * The handler of a `builtin:llm` listener. Its prompt is the listener's prompt, its declared
+ * peers only, and the thread's history. In `tools` mode the model calls one tool per peer
+ * (tool-agent.ts); in `xml` mode it answers in XML that is parsed into messages for peers or a
+ * reply. An invalid answer gets one repair round with the validation errors; a second invalid
+ * answer fails the delivery.
  */
 export function createLlmAgentHandler(listener: ListenerConfig, world: () => AgentWorldView): Handler {
   return async (payload, ctx) => {
@@ -31,6 +48,7 @@ export function createLlmAgentHandler(listener: ListenerConfig, world: () => Age
       if (peer && type) peers.push({ name: peer.name, description: peer.description, type });
     }
     const senderType = replyTypeFor(ctx, view);
+    if (view.replyFormat(listener) === 'tools') return runToolAgent(listener, payload, ctx, view, peers, senderType);
     const system = buildSystemPrompt({ listener, peers, sender: ctx.from, replyType: senderType });
     const history = await ctx.history(HISTORY_LIMIT);
     const messages = toTurns(history, ctx, payload, view.registry);
@@ -50,7 +68,7 @@ export function createLlmAgentHandler(listener: ListenerConfig, world: () => Age
           '\nAnswer again, using only the XML elements described in your instructions.',
       },
     ];
-    const second = await ctx.llm.complete({ system, messages: repair });
+    const second = await ctx.llm.complete({ system, messages: repair, repair: true });
     const reparsed = parseAgentReply(second.content, { peers, replyType: senderType, registry: view.registry });
     if (reparsed.ok) return reparsed.outgoing;
     throw Errors.LLM_INVALID_REPLY(listener.name, reparsed.errors.join('; '));
@@ -71,7 +89,7 @@ function toTurns(
   registry: PayloadRegistry,
 ): ChatMessage[] {
   const turns: ChatMessage[] = [];
-  const push = (role: ChatMessage['role'], content: string) => {
+  const push = (role: 'user' | 'assistant', content: string) => {
     const last = turns[turns.length - 1];
     if (last && last.role === role) turns[turns.length - 1] = { role, content: `${last.content}\n${content}` };
     else turns.push({ role, content });

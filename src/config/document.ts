@@ -1,9 +1,9 @@
 import { isMap, isScalar, type Node } from 'yaml';
-import type { AuthTokenConfig, JournalConfig, ListenerConfig, ModelPrice, ProviderConfig } from './types.js';
+import type { AuthTokenConfig, JournalConfig, ListenerConfig, LlmRecordMode, McpServerConfig, MockStep, ModelPrice, ProviderConfig } from './types.js';
 import { ConfigMessages } from './messages.js';
 import { readPayloadDrafts, type PayloadDraft } from './payloads.js';
 import { MapReader, type ProblemSink } from './reader.js';
-import { BUILTIN_LLM, Defaults, Keys, PROVIDER_TYPES, TOKEN_ROLES } from './schema.js';
+import { BUILTIN_LLM, Defaults, Keys, LLM_RECORD_MODES, MAX_TOKENS_PARAMS, PROVIDER_TYPES, REPLY_FORMATS, TOKEN_ROLES } from './schema.js';
 import { closest } from './suggest.js';
 
 /** A section read from YAML, kept with its reader so later checks can point into the file. */
@@ -22,6 +22,8 @@ export interface ConfigDraft {
   readonly maxQueue: number;
   readonly providers: readonly Located<ProviderConfig>[];
   readonly pricing: Readonly<Record<string, ModelPrice>>;
+  readonly llmRecord: LlmRecordMode;
+  readonly mcpServers: readonly Located<McpServerConfig>[];
   readonly listeners: readonly Located<ListenerConfig>[];
   readonly payloads: readonly PayloadDraft[];
   readonly tokens: readonly Located<AuthTokenConfig>[];
@@ -76,6 +78,11 @@ export function readDocument(sink: ProblemSink, root: Node | null): ConfigDraft 
       return r ? [{ value: readProvider(r), at: r }] : [];
     }),
     pricing: readPricing(llm?.map('pricing', null) ?? null),
+    llmRecord: llm?.enumeration('record', LLM_RECORD_MODES, false) ?? 'full',
+    mcpServers: (top.list('mcp_servers', false) ?? []).flatMap((item) => {
+      const r = MapReader.open(sink, item.node, item.path, Keys.mcpServer);
+      return r ? [{ value: readMcpServer(r), at: r }] : [];
+    }),
     listeners: (top.list('listeners', true) ?? []).flatMap((item) => {
       const r = MapReader.open(sink, item.node, item.path, Keys.listener);
       return r ? [{ value: readListener(r), at: r }] : [];
@@ -111,16 +118,65 @@ function readProvider(r: MapReader): ProviderConfig {
     maxRetries: r.integer('max_retries', Defaults.providerMaxRetries, 0),
     script: script ? readScript(script) : {},
     mockLatencyMs: type === 'mock' ? r.integer('latency_ms', 0, 0) : undefined,
+    replyFormat: r.enumeration('reply_format', REPLY_FORMATS, false) ?? 'tools',
+    maxTokensParam: readMaxTokensParam(r, type),
   };
 }
 
-/** Mock script: agent name -> reply templates (a single string counts as a one-item list). */
-function readScript(script: MapReader): Record<string, readonly string[]> {
-  const out: Record<string, readonly string[]> = {};
+function readMaxTokensParam(r: MapReader, type: ProviderConfig['type']): ProviderConfig['maxTokensParam'] {
+  const value = r.enumeration('max_tokens_param', MAX_TOKENS_PARAMS, false);
+  if (value !== null && type !== 'openai') r.problem('max_tokens_param', ConfigMessages.maxTokensParamOnlyForOpenAi());
+  return value;
+}
+
+function readMcpServer(r: MapReader): McpServerConfig {
+  const commandNode = r.valueNode('command');
+  let command: string[] | null = null;
+  if (commandNode !== null) {
+    // One string is split on whitespace (no shell); a list is taken as program and arguments.
+    command = isScalar(commandNode) ? (r.string('command') ?? '').split(/\s+/).filter(Boolean) : r.stringList('command');
+  }
+  const url = r.string('url');
+  if (url !== null && !/^https?:\/\/[^\s]+$/.test(url)) r.problem('url', ConfigMessages.badUrl(JSON.stringify(url)));
+  if ((command === null || command.length === 0) === (url === null)) r.problem(command === null ? 'name' : 'command', ConfigMessages.mcpNeedsOneTransport());
+  return {
+    name: r.string('name', true) ?? '',
+    command: command && command.length > 0 ? command : null,
+    url,
+    tools: r.has('tools') ? r.stringList('tools') : null,
+    timeoutSeconds: r.number('timeout_seconds', Defaults.mcpTimeoutSeconds, true),
+  };
+}
+
+/** Mock script: agent name -> steps (a single string counts as a one-item list). */
+function readScript(script: MapReader): Record<string, readonly MockStep[]> {
+  const out: Record<string, readonly MockStep[]> = {};
   for (const agent of script.keys()) {
     const node = script.valueNode(agent);
-    if (node !== null && isScalar(node) && typeof node.value === 'string') out[agent] = [node.value];
-    else out[agent] = script.stringList(agent);
+    if (node !== null && isScalar(node) && typeof node.value === 'string') {
+      out[agent] = [node.value];
+      continue;
+    }
+    out[agent] = (script.list(agent, false) ?? []).flatMap((item): MockStep[] => {
+      if (isScalar(item.node) && typeof item.node.value === 'string') return [item.node.value];
+      const step = isMap(item.node) ? MapReader.open(script.sink, item.node, item.path, Keys.mockStep) : null;
+      const calls = step?.list('calls', true) ?? null;
+      if (!step || calls === null) {
+        if (!step) script.sink.add(item.node, item.path, ConfigMessages.mockStepCalls());
+        return [];
+      }
+      return [
+        {
+          ...(step.has('text') ? { text: step.string('text') ?? '' } : {}),
+          calls: calls.flatMap((c) => {
+            const call = MapReader.open(script.sink, c.node, c.path, Keys.mockCall);
+            if (!call) return [];
+            const args = call.valueNode('arguments');
+            return [{ name: call.string('name', true) ?? '', arguments: args === null ? {} : (args.toJSON() as unknown) }];
+          }),
+        },
+      ];
+    });
   }
   return out;
 }
@@ -154,6 +210,9 @@ function readListener(r: MapReader): ListenerConfig {
     model: r.string('model'),
     maxOutputTokens: r.integer('max_output_tokens', Defaults.maxOutputTokens, 1),
     timeoutSeconds: r.number('timeout_seconds', Defaults.listenerTimeoutSeconds, true),
+    replyFormat: r.enumeration('reply_format', REPLY_FORMATS, false),
+    mcpServers: r.stringList('mcp_servers'),
+    maxToolRounds: r.integer('max_tool_rounds', Defaults.maxToolRounds, 1),
   };
 }
 
@@ -172,12 +231,18 @@ export function checkCrossReferences(sink: ProblemSink, draft: ConfigDraft): voi
   checkUnique(sink, 'provider', draft.providers.map((p) => ({ name: p.value.name, at: p.at })));
   checkUnique(sink, 'auth token', draft.tokens.map((t) => ({ name: t.value.name, at: t.at })));
   checkUnique(sink, 'listener', draft.listeners.map((l) => ({ name: l.value.name, at: l.at })));
+  checkUnique(sink, 'MCP server', draft.mcpServers.map((m) => ({ name: m.value.name, at: m.at })));
+  const mcpNames = draft.mcpServers.map((m) => m.value.name).filter((n) => n !== '');
 
   const names = draft.listeners.map((l) => l.value.name).filter((n) => n !== '');
   for (const { value: l, at } of draft.listeners) {
     if (l.name !== '' && !LISTENER_NAME.test(l.name)) at.problem('name', ConfigMessages.invalidName('listener', l.name));
     else if (l.name.startsWith('system.')) at.problem('name', ConfigMessages.reservedSystemName(l.name));
     checkPeers(at, l, names);
+    for (const item of at.items('mcp_servers')) {
+      const server = isScalar(item.node) ? item.node.value : undefined;
+      if (typeof server === 'string' && !mcpNames.includes(server)) at.sink.add(item.node, item.path, ConfigMessages.unknownMcpServer(server, closest(server, mcpNames)));
+    }
     if (l.handlerRef === BUILTIN_LLM) checkLlmListener(sink, at, l, draft.providers.map((p) => p.value));
   }
 

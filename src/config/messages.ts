@@ -51,6 +51,10 @@ export const ConfigMessages = {
   modelNotServed: (model: string, providers: readonly string[]) =>
     `no provider serves model ${quote(model)} (providers: ${providers.join(', ')}); add it to a provider's \`models\``,
   scriptOnlyForMock: () => '`script` is only valid for providers of type `mock`',
+  mcpNeedsOneTransport: () => 'an MCP server needs either `command` (stdio) or `url` (Streamable HTTP), not both and not neither',
+  unknownMcpServer: (name: string, suggestion: string | null) => `unknown MCP server ${quote(name)}: not declared in \`mcp_servers\`${didYouMean(suggestion)}`,
+  maxTokensParamOnlyForOpenAi: () => '`max_tokens_param` is only valid for providers of type `openai`',
+  mockStepCalls: () => 'a scripted step is a text template or a mapping with `calls` (a list of `{name, arguments}`)',
   scriptUnknownListener: (name: string, suggestion: string | null) =>
     `script for unknown listener ${quote(name)}${didYouMean(suggestion)}`,
 

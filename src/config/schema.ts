@@ -12,12 +12,16 @@ export const Keys = {
     'payloads',
     'auth',
     'journal',
+    'mcp_servers',
   ],
   organism: ['name'],
-  llm: ['providers', 'pricing'],
-  provider: ['name', 'type', 'base_url', 'api_key_env', 'models', 'priority', 'timeout_seconds', 'max_retries', 'script', 'latency_ms'],
+  llm: ['providers', 'pricing', 'record'],
+  provider: ['name', 'type', 'base_url', 'api_key_env', 'models', 'priority', 'timeout_seconds', 'max_retries', 'script', 'latency_ms', 'reply_format', 'max_tokens_param'],
   price: ['prompt', 'completion', 'cache_read', 'cache_write'],
-  listener: ['name', 'description', 'agent', 'peers', 'payload', 'handler', 'prompt', 'model', 'max_output_tokens', 'timeout_seconds'],
+  listener: ['name', 'description', 'agent', 'peers', 'payload', 'handler', 'prompt', 'model', 'max_output_tokens', 'timeout_seconds', 'reply_format', 'mcp_servers', 'max_tool_rounds'],
+  mcpServer: ['name', 'command', 'url', 'tools', 'timeout_seconds'],
+  mockStep: ['text', 'calls'],
+  mockCall: ['name', 'arguments'],
   payloadType: ['description', 'fields'],
   field: ['type', 'optional', 'description'],
   auth: ['tokens'],
@@ -39,7 +43,13 @@ export const Defaults = {
   journalMaxAttempts: 3,
   journalRetainDays: 7,
   journalFailedRetainDays: 30,
+  maxToolRounds: 8,
+  mcpTimeoutSeconds: 30,
 } as const;
+
+export const REPLY_FORMATS = ['tools', 'xml'] as const;
+export const LLM_RECORD_MODES = ['full', 'metadata', 'off'] as const;
+export const MAX_TOKENS_PARAMS = ['max_completion_tokens', 'max_tokens'] as const;
 
 export const PROVIDER_TYPES = ['mock', 'openai', 'anthropic'] as const;
 export const TOKEN_ROLES = ['operator', 'viewer'] as const;

@@ -3,6 +3,34 @@ import type { PayloadTypeDef } from '../payload/types.js';
 
 export type ProviderType = 'mock' | 'openai' | 'anthropic';
 
+/** How a `builtin:llm` agent answers: native tool calls, or the XML text format. */
+export type ReplyFormat = 'tools' | 'xml';
+
+/** What is kept of each LLM call: everything, everything but prompts and answers, or nothing. */
+export type LlmRecordMode = 'full' | 'metadata' | 'off';
+
+/** One step of a mock script: a text answer (template), or tool calls as the model would make them. */
+export type MockStep =
+  | string
+  | {
+      readonly text?: string;
+      /** `arguments`: an object (templates filled in its strings) or a string sent verbatim (e.g. malformed JSON). */
+      readonly calls: ReadonlyArray<{ readonly name: string; readonly arguments?: unknown }>;
+    };
+
+/** An MCP server whose tools agents may be given (stdio child process or Streamable HTTP). */
+export interface McpServerConfig {
+  readonly name: string;
+  /** stdio: the command line (program and arguments), run in the config file's directory. */
+  readonly command: readonly string[] | null;
+  /** Streamable HTTP endpoint. */
+  readonly url: string | null;
+  /** Names of the server's tools to offer; null = all of them. */
+  readonly tools: readonly string[] | null;
+  /** Per tool call. */
+  readonly timeoutSeconds: number;
+}
+
 export interface ProviderConfig {
   readonly name: string;
   readonly type: ProviderType;
@@ -16,9 +44,13 @@ export interface ProviderConfig {
   readonly timeoutSeconds: number;
   readonly maxRetries: number;
   /** Mock only: scripted replies per agent name (templates; see docs/configuration.md). */
-  readonly script: Readonly<Record<string, readonly string[]>>;
+  readonly script: Readonly<Record<string, readonly MockStep[]>>;
   /** Mock only: simulated response time (key `latency_ms`), to watch agents in the `waiting` state. */
   readonly mockLatencyMs?: number;
+  /** The reply format of agents whose model this provider serves, unless the listener says (default `tools`). */
+  readonly replyFormat?: ReplyFormat;
+  /** OpenAI only: the token limit's parameter; absent = `max_completion_tokens` for api.openai.com, `max_tokens` elsewhere. */
+  readonly maxTokensParam?: 'max_completion_tokens' | 'max_tokens' | null;
 }
 
 /** USD per 1M tokens. */
@@ -42,6 +74,12 @@ export interface ListenerConfig {
   readonly model: string | null;
   readonly maxOutputTokens: number;
   readonly timeoutSeconds: number;
+  /** null: the serving provider's `reply_format` (default `tools`). */
+  readonly replyFormat?: ReplyFormat | null;
+  /** Names of MCP servers (organism.yaml `mcp_servers`) whose tools this agent is given. */
+  readonly mcpServers?: readonly string[];
+  /** Rounds of MCP tool calls one delivery may make. */
+  readonly maxToolRounds?: number;
 }
 
 export interface AuthTokenConfig {
@@ -68,7 +106,10 @@ export interface OrganismConfig {
   readonly llm: {
     readonly providers: readonly ProviderConfig[];
     readonly pricing: Readonly<Record<string, ModelPrice>>;
+    /** What is recorded of each LLM call (default `full`). */
+    readonly record?: LlmRecordMode;
   };
+  readonly mcpServers?: readonly McpServerConfig[];
   readonly listeners: readonly ListenerConfig[];
   readonly payloads: readonly PayloadTypeDef[];
   readonly auth: { readonly tokens: readonly AuthTokenConfig[] };

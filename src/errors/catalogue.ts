@@ -102,6 +102,9 @@ export const Errors = {
   LLM_BAD_RESPONSE: define('LLM_BAD_RESPONSE', 502, 'unreadable response: %s'),
   LLM_INVALID_REPLY: define('LLM_INVALID_REPLY', 502, 'Agent %s produced an invalid reply: %s'),
   ABORTED: define('ABORTED', 499, 'Aborted: %s'),
+  LLM_TOOL_ROUNDS_EXCEEDED: define('LLM_TOOL_ROUNDS_EXCEEDED', 502, 'Agent %s used more than %s rounds of tool calls (max_tool_rounds) in one delivery'),
+  MCP_UNAVAILABLE: define('MCP_UNAVAILABLE', 502, 'MCP server %s is unavailable: %s'),
+  MCP_TOOL_FAILED: define('MCP_TOOL_FAILED', 502, 'MCP tool %s of server %s failed: %s'),
   CONFIG_INVALID: define('CONFIG_INVALID', 400, 'Configuration is invalid: %s'),
 
   // --- storage (the data directory) ---

@@ -45,6 +45,15 @@ export type OrganismEvent =
     }
   | { readonly type: 'organism_status'; readonly status: OrganismStatus }
   | {
+      /** Text a model is writing, as it streams in (live only: never journaled nor replayed). */
+      readonly type: 'llm_delta';
+      readonly threadId: string;
+      readonly messageId: string;
+      readonly agent: string;
+      readonly callId: string;
+      readonly text: string;
+    }
+  | {
       readonly type: 'journal_failed';
       readonly message: Message;
       readonly reason: FailureReason;
@@ -63,4 +72,5 @@ export const ORGANISM_EVENT_TYPES: readonly OrganismEventType[] = [
   'budget_warning',
   'organism_status',
   'journal_failed',
+  'llm_delta',
 ];

@@ -7,8 +7,9 @@ import type { UsageEvent } from '../usage/types.js';
 import { newId } from '../util/ids.js';
 import { createProvider } from './providers/index.js';
 import { abortableSleep, isRetryable, retryDelay, type Sleep } from './retry.js';
+import type { CallRecorder, LlmCallRecord } from './call-record.js';
 import { estimatePromptTokens } from './tokens.js';
-import type { BoundLlmClient, CompletionRequest, CompletionResult, LlmProvider, ProviderResponse } from './types.js';
+import type { BoundLlmClient, CallObserver, CompletionRequest, CompletionResult, LlmProvider, ProviderResponse, TokenUsage } from './types.js';
 
 /** Below this many output tokens a call is not worth making: it is refused instead. */
 export const MIN_OUTPUT_TOKENS = 16;
@@ -22,6 +23,14 @@ export interface CallContext {
   readonly messageId: string | null;
   readonly metadata: Readonly<Record<string, string>>;
   readonly signal: AbortSignal;
+  /** Text deltas as the answer streams in, with the id of the recorded call they belong to. */
+  readonly onDelta?: (callId: string, text: string) => void;
+}
+
+/** How a call is recorded beside the request itself. */
+export interface CallOptions {
+  /** The call repairs an invalid answer. */
+  readonly repair?: boolean;
 }
 
 /** What the router accounts with, and (for tests) its clock, sleep and randomness. */
@@ -35,6 +44,8 @@ export interface RouterDeps {
   readonly random?: () => number;
   /** Monotonic milliseconds, for latencies. */
   readonly now?: () => number;
+  /** Records every provider attempt (llm.record); none = nothing recorded. */
+  readonly recorder?: CallRecorder;
 }
 
 export interface RouterOptions extends RouterDeps {
@@ -47,6 +58,20 @@ interface Success {
   readonly response: ProviderResponse;
   readonly providerLatencyMs: number;
   readonly attempts: number;
+  /** The record of the successful attempt, completed (cost) by the accounting. */
+  readonly record: LlmCallRecord;
+}
+
+/** An aborted call, with the usage its provider had reported before the abort (if any). */
+class AbortedCall extends Error {
+  constructor(
+    readonly error: OrganismError,
+    readonly provider: LlmProvider,
+    readonly usage: TokenUsage | null,
+    readonly model: string,
+  ) {
+    super(error.message);
+  }
 }
 
 /**
@@ -74,7 +99,7 @@ export class LlmRouter {
     return new LlmRouter({ ...deps, providers: llm.providers.map(createProvider) });
   }
 
-  async complete(request: CompletionRequest, call: CallContext): Promise<CompletionResult> {
+  async complete(request: CompletionRequest, call: CallContext, options: CallOptions = {}): Promise<CompletionResult> {
     const candidates = this.providers.filter((p) => p.serves(request.model));
     if (candidates.length === 0) throw Errors.LLM_NO_PROVIDER(request.model);
     if (call.signal.aborted) throw aborted(call.signal);
@@ -83,10 +108,15 @@ export class LlmRouter {
     const { request: sized, reservation } = this.reserve(request, call.threadId);
     let success: Success;
     try {
-      success = await this.attempt(candidates, { ...sized, agent: call.agent, threadId: call.threadId }, call.signal);
+      success = await this.attempt(candidates, { ...sized, agent: call.agent, threadId: call.threadId }, call, options);
     } catch (err) {
-      this.opts.budgets.cancel(reservation);
-      throw err;
+      if (err instanceof AbortedCall && err.usage && err.usage.totalTokens > 0) {
+        // A stream cut short had cost what its provider reported so far: that is accounted.
+        this.usageEvent(call, err.provider, err.model, request.model, err.usage, 0, this.now() - started, reservation);
+      } else {
+        this.opts.budgets.cancel(reservation);
+      }
+      throw err instanceof AbortedCall ? err.error : err;
     }
     const totalLatencyMs = this.now() - started;
     return this.account(success, request.model, reservation, call, totalLatencyMs);
@@ -98,8 +128,15 @@ export class LlmRouter {
         const model = req.model ?? defaults.model;
         if (!model) return Promise.reject(Errors.LLM_NO_PROVIDER('(none: the listener has no model)'));
         return this.complete(
-          { model, system: req.system ?? '', messages: req.messages, maxOutputTokens: req.maxOutputTokens ?? defaults.maxOutputTokens },
+          {
+            model,
+            system: req.system ?? '',
+            messages: req.messages,
+            maxOutputTokens: req.maxOutputTokens ?? defaults.maxOutputTokens,
+            ...(req.tools && req.tools.length > 0 ? { tools: req.tools } : {}),
+          },
           call,
+          { repair: req.repair ?? false },
         );
       },
     };
@@ -117,8 +154,9 @@ export class LlmRouter {
     return { request: sized, reservation: this.opts.budgets.reserve(threadId, promptEstimate + sized.maxOutputTokens) };
   }
 
-  /** Each candidate in priority order, with its retries; throws the final failure. */
-  private async attempt(candidates: readonly LlmProvider[], request: CompletionRequest, signal: AbortSignal): Promise<Success> {
+  /** Each candidate in priority order, with its retries; throws the final failure. Every attempt is recorded. */
+  private async attempt(candidates: readonly LlmProvider[], request: CompletionRequest, call: CallContext, options: CallOptions): Promise<Success> {
+    const { signal } = call;
     let attempts = 0;
     const failures: Array<{ provider: string; reason: string }> = [];
     for (const provider of candidates) {
@@ -126,11 +164,42 @@ export class LlmRouter {
       for (let attempt = 1; ; attempt++) {
         attempts++;
         const requestStart = this.now();
+        const record = this.startRecord(call, provider, request, attempts, options);
+        let reported: TokenUsage | null = null;
+        const observer: CallObserver = {
+          onRequest: (body) => {
+            record.request = body;
+          },
+          onUsage: (usage) => {
+            reported = usage;
+          },
+          ...(call.onDelta ? { onDelta: (text: string) => call.onDelta!(record.id, text) } : {}),
+        };
         try {
-          const response = await provider.complete(request, signal);
-          return { provider, response, providerLatencyMs: this.now() - requestStart, attempts };
+          const response = await provider.complete(request, signal, observer);
+          const done: LlmCallRecord = {
+            ...record,
+            latencyMs: this.now() - requestStart,
+            responseModel: response.model,
+            response: {
+              text: response.content,
+              toolCalls: (response.toolCalls ?? []).map((c) => ({ id: c.id, name: c.name, arguments: c.arguments })),
+              finishReason: response.finishReason ?? null,
+            },
+            usage: response.usage,
+          };
+          return { provider, response, providerLatencyMs: this.now() - requestStart, attempts, record: done };
         } catch (err) {
-          if (signal.aborted) throw aborted(signal);
+          const usage = reported as TokenUsage | null;
+          const failed = signal.aborted ? aborted(signal) : err;
+          this.opts.recorder?.call({
+            ...record,
+            latencyMs: this.now() - requestStart,
+            usage,
+            cost: usage ? this.opts.pricing.cost(request.model, usage) : null,
+            error: describe(failed),
+          });
+          if (signal.aborted) throw new AbortedCall(aborted(signal), provider, usage, request.model);
           if (!isRetryable(err) || attempt > retries) {
             failures.push({ provider: provider.name, reason: describe(err) });
             break;
@@ -144,21 +213,69 @@ export class LlmRouter {
     throw Errors.LLM_REQUEST_FAILED(names, reasons);
   }
 
-  /** One usage event, then the budget settles (which may send threshold warnings). */
+  private startRecord(call: CallContext, provider: LlmProvider, request: CompletionRequest, attempt: number, options: CallOptions): { -readonly [K in keyof LlmCallRecord]: LlmCallRecord[K] } {
+    return {
+      id: newId(),
+      threadId: call.threadId,
+      messageId: call.messageId,
+      agent: call.agent,
+      provider: provider.name,
+      model: request.model,
+      responseModel: null,
+      attempt,
+      repair: options.repair ?? false,
+      startedAt: Date.now(),
+      latencyMs: 0,
+      request: null,
+      tools: (request.tools ?? []).map((t) => t.name),
+      response: null,
+      usage: null,
+      cost: null,
+      error: null,
+    };
+  }
+
+  /** Records the successful call, one usage event, then the budget settles (which may send threshold warnings). */
   private account(s: Success, askedModel: string, reservation: Reservation, call: CallContext, totalLatencyMs: number): CompletionResult {
     const { response, provider } = s;
+    const cost = this.usageEvent(call, provider, response.model, askedModel, response.usage, s.providerLatencyMs, totalLatencyMs, reservation);
+    this.opts.recorder?.call({ ...s.record, cost });
+    return {
+      ...response,
+      toolCalls: response.toolCalls ?? [],
+      finishReason: response.finishReason ?? null,
+      provider: provider.name,
+      providerLatencyMs: s.providerLatencyMs,
+      totalLatencyMs,
+      attempts: s.attempts,
+      cost,
+      callId: s.record.id,
+    };
+  }
+
+  /** Publishes one usage event and settles the reservation with `usage`; returns the cost. */
+  private usageEvent(
+    call: CallContext,
+    provider: LlmProvider,
+    model: string,
+    askedModel: string,
+    usage: TokenUsage,
+    providerLatencyMs: number,
+    totalLatencyMs: number,
+    reservation: Reservation,
+  ): number | null {
     // The reported model is often a dated variant of the one asked for; price by either.
-    const cost = this.opts.pricing.cost(response.model, response.usage) ?? this.opts.pricing.cost(askedModel, response.usage);
+    const cost = this.opts.pricing.cost(model, usage) ?? this.opts.pricing.cost(askedModel, usage);
     const event: UsageEvent = {
       id: newId(),
       timestamp: Date.now(),
       threadId: call.threadId,
       agentId: call.agent,
       messageId: call.messageId,
-      model: response.model,
+      model,
       provider: provider.name,
-      ...response.usage,
-      providerLatencyMs: s.providerLatencyMs,
+      ...usage,
+      providerLatencyMs,
       totalLatencyMs,
       cost,
       metadata: call.metadata,
@@ -169,9 +286,9 @@ export class LlmRouter {
       this.opts.tracker.record(event);
     } finally {
       // The tokens were spent whatever happened to the record: the budget must know.
-      this.opts.budgets.settle(reservation, response.usage, call.agent);
+      this.opts.budgets.settle(reservation, usage, call.agent);
     }
-    return { ...response, provider: provider.name, providerLatencyMs: s.providerLatencyMs, totalLatencyMs, attempts: s.attempts, cost };
+    return cost;
   }
 }
 

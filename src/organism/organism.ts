@@ -2,17 +2,21 @@ import type { LoadedOrganism, OrganismConfig } from '../config/types.js';
 import { Errors } from '../errors/catalogue.js';
 import { EventBus } from '../events/bus.js';
 import type { OrganismStatus, ReloadResult } from '../events/types.js';
+import { CallRecorder } from '../llm/call-record.js';
 import { LlmRouter } from '../llm/router.js';
+import { McpHub, mcpBaseDir, type McpTool, type McpToolResult } from '../mcp/hub.js';
 import { PayloadRegistry } from '../payload/index.js';
 import { Pump, type InjectOptions, type PumpLimits, type StopOptions, type StopReport } from '../pump/pump.js';
-import type { Journal, JournalStats, RecoveryReport, ThreadStore, UsageStore } from '../store/types.js';
-import { MemoryJournal, MemoryThreadStore, MemoryUsageStore } from '../store/index.js';
+import type { Journal, JournalStats, LlmCallStore, RecoveryReport, ThreadStore, UsageStore } from '../store/types.js';
+import { MemoryJournal, MemoryLlmCallStore, MemoryThreadStore, MemoryUsageStore } from '../store/index.js';
 import { BudgetManager, type ThreadBudgetInfo } from '../usage/budgets.js';
 import { Pricing } from '../usage/pricing.js';
 import { UsageTracker } from '../usage/tracker.js';
 import { newId } from '../util/ids.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { createLlmAgentHandler, type AgentWorldView } from '../agent/llm-agent.js';
+import { providerServes } from '../config/document.js';
+import type { ListenerConfig, ReplyFormat } from '../config/types.js';
 import { agentInfo, type AgentInfo } from './views.js';
 
 /** Where the organism keeps its journal, threads, usage and budgets. */
@@ -20,6 +24,8 @@ export interface OrganismStorage {
   readonly journal: Journal;
   readonly threads: ThreadStore;
   readonly usage: UsageStore;
+  /** Recorded LLM and MCP tool calls; in memory when absent. */
+  readonly llmCalls?: LlmCallStore;
   readonly budgets?: {
     load(): unknown[];
     save(snapshots: unknown[]): void;
@@ -44,6 +50,9 @@ export class Organism {
   readonly budgets: BudgetManager;
   readonly storage: OrganismStorage;
   readonly logger: Logger;
+  /** Where every LLM call and MCP tool call is recorded (llm.record). */
+  readonly llmCalls: LlmCallStore;
+  private mcp: McpHub;
   private readonly pump: Pump;
   private loaded: LoadedOrganism;
   private registryValue: PayloadRegistry;
@@ -60,7 +69,9 @@ export class Organism {
     this.storage = options.storage ?? memoryStorage();
     this.budgets = new BudgetManager({ defaultMaxTokens: loaded.config.maxTokensPerThread });
     this.registryValue = new PayloadRegistry(loaded.payloadTypes);
+    this.llmCalls = this.storage.llmCalls ?? new MemoryLlmCallStore();
     this.router = this.makeRouter(loaded.config);
+    this.mcp = this.makeMcpHub(loaded);
     this.storage.usage.attach(this.tracker);
     this.tracker.subscribe(() => {
       this.budgetsDirty = true;
@@ -191,6 +202,12 @@ export class Organism {
     const registry = new PayloadRegistry(next.payloadTypes);
     const router = this.makeRouter(next.config);
     const result = this.pump.reload(next.listeners, limitsOf(next.config), { registry, llm: router });
+    // Changed MCP servers get new connections (calls under way on the old ones fail as the old hub closes).
+    if (JSON.stringify(next.config.mcpServers ?? []) !== JSON.stringify(this.loaded.config.mcpServers ?? [])) {
+      const old = this.mcp;
+      this.mcp = this.makeMcpHub(next);
+      void old.close();
+    }
     this.loaded = next;
     this.registryValue = registry;
     this.router = router;
@@ -201,6 +218,7 @@ export class Organism {
   /** Stops the pump (draining in-flight work), then flushes and closes storage. */
   async stop(options?: StopOptions): Promise<StopReport & { journal: JournalStats | null }> {
     const report = await this.pump.stop(options);
+    await this.mcp.close();
     if (this.budgetTimer) clearInterval(this.budgetTimer);
     this.saveBudgets();
     await this.storage.usage.flush();
@@ -245,6 +263,57 @@ export class Organism {
       pricing: new Pricing(config.llm.pricing),
       tracker: this.tracker,
       budgets: this.budgets,
+      recorder: new CallRecorder(this.llmCalls, config.llm.record ?? 'full'),
+    });
+  }
+
+  private makeMcpHub(loaded: LoadedOrganism): McpHub {
+    return new McpHub(loaded.config.mcpServers ?? [], mcpBaseDir(loaded.path), this.logger);
+  }
+
+  /** The reply format of an agent: its own, else that of the provider serving its model (first by priority), else `tools`. */
+  private replyFormatOf(listener: ListenerConfig): ReplyFormat {
+    if (listener.replyFormat) return listener.replyFormat;
+    const model = listener.model;
+    const providers = [...this.config.llm.providers].sort((a, b) => a.priority - b.priority);
+    const provider = model === null ? providers[0] : providers.find((p) => providerServes(p, model));
+    return provider?.replyFormat ?? 'tools';
+  }
+
+  private async callMcp(call: Parameters<AgentWorldView['callMcp']>[0]): Promise<McpToolResult> {
+    const startedAt = Date.now();
+    const started = performance.now();
+    let result: McpToolResult;
+    let error: string | null = null;
+    try {
+      result = await this.mcp.call(call.tool.server, call.tool.name, call.arguments, call.signal);
+    } catch (err) {
+      error = err instanceof Error ? err.message : String(err);
+      result = { text: error, isError: true };
+      if (Errors.ABORTED.is(err)) {
+        this.recordTool(call, startedAt, started, null, error);
+        throw err;
+      }
+    }
+    this.recordTool(call, startedAt, started, result, error);
+    return result;
+  }
+
+  private recordTool(call: Parameters<AgentWorldView['callMcp']>[0], startedAt: number, started: number, result: McpToolResult | null, error: string | null): void {
+    new CallRecorder(this.llmCalls, this.config.llm.record ?? 'full').tool({
+      id: newId(),
+      llmCallId: call.llmCallId,
+      threadId: call.threadId,
+      messageId: call.messageId,
+      agent: call.agent,
+      server: call.tool.server,
+      tool: call.tool.name,
+      arguments: call.arguments,
+      result: error === null ? (result?.text ?? null) : null,
+      isError: error !== null || (result?.isError ?? false),
+      error,
+      startedAt,
+      durationMs: performance.now() - started,
     });
   }
 
@@ -258,6 +327,9 @@ export class Organism {
         if (!runtime) return null;
         return { name, description: runtime.config.description, payloadType: runtime.config.payload };
       },
+      replyFormat: (listener) => this.replyFormatOf(listener),
+      mcpTools: (servers): Promise<McpTool[]> => this.mcp.tools(servers),
+      callMcp: (call) => this.callMcp(call),
     };
   }
 }

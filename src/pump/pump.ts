@@ -829,6 +829,9 @@ export class Pump {
         messageId: message.id,
         metadata: { ...message.metadata },
         signal: controller.signal,
+        // Token deltas go to live watchers only: never journaled.
+        onDelta: (callId, text) =>
+          this.deps.bus.emit({ type: 'llm_delta', threadId: message.threadId, messageId: message.id, agent: runtime.name, callId, text }),
       },
       { model: runtime.config.model, maxOutputTokens: runtime.config.maxOutputTokens },
     );

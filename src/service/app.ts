@@ -15,6 +15,7 @@ import { capabilityRoutes } from './routes/capabilities.js';
 import { healthRoutes } from './routes/health.js';
 import { injectRoutes } from './routes/inject.js';
 import { journalRoutes } from './routes/journal.js';
+import { llmCallRoutes } from './routes/llm-calls.js';
 import { messageRoutes } from './routes/messages.js';
 import { organismRoutes } from './routes/organism.js';
 import { threadRoutes } from './routes/threads.js';
@@ -85,6 +86,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       await api.register(injectRoutes, ctx);
       await api.register(usageRoutes, ctx);
       await api.register(journalRoutes, ctx);
+      await api.register(llmCallRoutes, ctx);
       api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
     },
     { prefix: API_PREFIX },

@@ -1,3 +1,4 @@
+import type { CallRecordSink, LlmCallRecord, ToolCallRecord } from '../llm/call-record.js';
 import type { DispatchHook, FailureReason } from '../pump/hooks.js';
 import type { UsageEvent } from '../usage/types.js';
 import type { Message } from '../pump/message.js';
@@ -163,3 +164,21 @@ export interface UsageStore {
 export const MAX_DAILY_RANGE_DAYS = 366;
 /** Without a start time, daily usage covers this many days up to the end. */
 export const DEFAULT_DAILY_RANGE_DAYS = 30;
+
+/** The LLM calls and MCP tool calls of one delivery or thread, oldest first. */
+export interface RecordedCalls {
+  readonly calls: readonly LlmCallRecord[];
+  /** Tool calls requested by the calls above. */
+  readonly tools: readonly ToolCallRecord[];
+  /** Calls matching before paging (threads page; a delivery's are all returned). */
+  readonly total: number;
+}
+
+/**
+ * Every LLM call and MCP tool call, kept with the journal's retention: a call goes when its
+ * delivery's journal entry is pruned (or, in memory, evicted).
+ */
+export interface LlmCallStore extends CallRecordSink {
+  forMessage(messageId: string): Promise<RecordedCalls>;
+  forThread(threadId: string, page: { limit: number; offset: number }): Promise<RecordedCalls>;
+}

@@ -11,8 +11,9 @@ afterEach(async () => {
   while (servers.length) await servers.pop()!.close();
 });
 
+/** These tests drive the XML reply format, chosen here as the provider's default (tool-agent.test.ts covers `tools`). */
 function openAi(url: string) {
-  return { ...mockProvider(), name: 'local', type: 'openai' as const, baseUrl: url, maxRetries: 0 };
+  return { ...mockProvider(), name: 'local', type: 'openai' as const, baseUrl: url, maxRetries: 0, replyFormat: 'xml' as const };
 }
 
 describe('builtin:llm agents', () => {

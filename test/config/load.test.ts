@@ -114,6 +114,9 @@ describe('loading a valid config', () => {
         model: null,
         maxOutputTokens: 1024,
         timeoutSeconds: 30,
+        replyFormat: null,
+        mcpServers: [],
+        maxToolRounds: 8,
       },
     ]);
   });
@@ -131,7 +134,7 @@ describe('loading a valid config', () => {
       CONFIG_PATH,
     );
     expect(loaded.config.llm.providers).toEqual([
-      { name: 'mock', type: 'mock', baseUrl: null, apiKeyEnv: null, models: [], priority: 0, timeoutSeconds: 60, maxRetries: 3, script: {}, mockLatencyMs: 0 },
+      { name: 'mock', type: 'mock', baseUrl: null, apiKeyEnv: null, models: [], priority: 0, timeoutSeconds: 60, maxRetries: 3, script: {}, mockLatencyMs: 0, replyFormat: 'tools', maxTokensParam: null },
     ]);
   });
 
@@ -168,6 +171,8 @@ describe('loading a valid config', () => {
       maxRetries: 0,
       script: {},
       mockLatencyMs: undefined,
+      replyFormat: 'tools',
+      maxTokensParam: null,
     });
     expect(config.llm.pricing).toEqual({
       'mock-': { prompt: 0, completion: 0, cacheRead: null, cacheWrite: null },
@@ -184,6 +189,9 @@ describe('loading a valid config', () => {
       model: 'mock-1',
       maxOutputTokens: 256,
       timeoutSeconds: 2.5,
+      replyFormat: null,
+      mcpServers: [],
+      maxToolRounds: 8,
     });
     expect(config.listeners[2]?.agent).toBe(true);
 

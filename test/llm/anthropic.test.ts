@@ -26,6 +26,7 @@ describe('Anthropic provider', () => {
       system: 'be brief',
       max_tokens: 50,
       messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'yes?' }, { role: 'user', content: 'go' }],
+      stream: true,
     });
     expect(result).toMatchObject({ content: 'bonjour', model: 'claude-sonnet-4-20250514', provider: 'an' });
   });

@@ -13,7 +13,7 @@ afterEach(() => {
 });
 
 describe('OpenAI-compatible provider', () => {
-  it('sends the key from its env var, system first, no streaming, and maps usage incl. cached and reasoning tokens', async () => {
+  it('sends the key from its env var, system first, streaming with usage, and maps usage incl. cached and reasoning tokens', async () => {
     process.env['TEST_OPENAI_KEY'] = KEY;
     const s = await track(
       startOpenAiServer({
@@ -28,7 +28,8 @@ describe('OpenAI-compatible provider', () => {
       model: 'gpt-4o-mini',
       messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hello' }],
       max_tokens: 50,
-      stream: false,
+      stream: true,
+      stream_options: { include_usage: true },
     });
     expect(result).toMatchObject({ content: 'hi there', model: 'gpt-4o-mini-2024-07-18', provider: 'oa', attempts: 1 });
     expect(result.usage).toEqual({ promptTokens: 100, completionTokens: 20, totalTokens: 120, cacheReadTokens: 40, cacheWriteTokens: null, reasoningTokens: 7 });

@@ -25,6 +25,9 @@ export function listener(name: string, spec: ListenerSpec = {}): ResolvedListene
     model: rest.model ?? null,
     maxOutputTokens: rest.maxOutputTokens ?? 256,
     timeoutSeconds: rest.timeoutSeconds ?? 30,
+    ...(rest.replyFormat !== undefined ? { replyFormat: rest.replyFormat } : {}),
+    ...(rest.mcpServers !== undefined ? { mcpServers: rest.mcpServers } : {}),
+    ...(rest.maxToolRounds !== undefined ? { maxToolRounds: rest.maxToolRounds } : {}),
   };
   return { config, handler, handlerVersion: `v1:${name}` };
 }

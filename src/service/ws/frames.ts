@@ -113,6 +113,8 @@ function metaOf(e: OrganismEvent): FrameMeta {
       return meta(e.threadId, [e.agent]);
     case 'peer_denied':
       return meta(e.threadId, [e.from, e.to]);
+    case 'llm_delta':
+      return meta(e.threadId, [e.agent]);
     case 'reload':
     case 'organism_status':
       return meta(null, []);
@@ -145,6 +147,8 @@ function bodyOf(e: OrganismEvent): Record<string, unknown> {
       };
     case 'peer_denied':
       return { from: e.from, to: e.to, threadId: e.threadId, messageId: e.messageId, reason: e.reason };
+    case 'llm_delta':
+      return { threadId: e.threadId, messageId: e.messageId, agent: e.agent, callId: e.callId, text: e.text };
     case 'reload':
       return { success: e.result.success, added: e.result.added, removed: e.result.removed, updated: e.result.updated, error: e.result.error };
     case 'organism_status':

@@ -26,7 +26,8 @@ export class WsHub {
   start(): void {
     this.off = this.organism.bus.on((event) => {
       const frame = toFrame(event);
-      this.ring.push(frame);
+      // Token deltas are live only: replaying them after a reconnect would evict real events.
+      if (event.type !== 'llm_delta') this.ring.push(frame);
       for (const client of this.clients) if (client.wants(frame)) client.offer(frame);
       if (this.batchMs <= 0) this.flush();
       else this.batchTimer ??= setTimeout(() => this.flush(), this.batchMs);

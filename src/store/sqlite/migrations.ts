@@ -112,6 +112,33 @@ export const MIGRATIONS: readonly string[] = [
     UPDATE row_counts SET n = n - 1 WHERE name = 'threads';
   END;
   `,
+  // Every LLM call and MCP tool call, recorded with its delivery (llm.record); a delivery's
+  // calls go when the journal prunes its entry.
+  `
+  CREATE TABLE llm_calls (
+    id TEXT PRIMARY KEY,
+    thread_id TEXT NOT NULL,
+    message_id TEXT,
+    started_at INTEGER NOT NULL,
+    data TEXT NOT NULL
+  );
+  CREATE INDEX llm_calls_message ON llm_calls(message_id, started_at);
+  CREATE INDEX llm_calls_thread ON llm_calls(thread_id, started_at);
+  CREATE TABLE llm_tool_calls (
+    id TEXT PRIMARY KEY,
+    llm_call_id TEXT NOT NULL,
+    thread_id TEXT NOT NULL,
+    message_id TEXT,
+    started_at INTEGER NOT NULL,
+    data TEXT NOT NULL
+  );
+  CREATE INDEX llm_tool_calls_message ON llm_tool_calls(message_id, started_at);
+  CREATE INDEX llm_tool_calls_thread ON llm_tool_calls(thread_id, started_at);
+  CREATE TRIGGER llm_calls_pruned AFTER DELETE ON journal BEGIN
+    DELETE FROM llm_calls WHERE message_id = old.id;
+    DELETE FROM llm_tool_calls WHERE message_id = old.id;
+  END;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -5,6 +5,7 @@ import { Errors, OrganismError } from '../../errors/catalogue.js';
 import type { Logger } from '../../util/logger.js';
 import { diskFullText, freeBytes, LOW_SPACE_BYTES } from './disk-space.js';
 import { SqliteJournal } from './journal.js';
+import { SqliteLlmCallStore } from './llm-calls.js';
 import { acquireLock } from './lock.js';
 import { migrate } from './migrations.js';
 import { SqliteThreadStore } from './threads.js';
@@ -26,6 +27,7 @@ export interface SqliteStorage {
   readonly journal: SqliteJournal;
   readonly threads: SqliteThreadStore;
   readonly usage: SqliteUsageStore;
+  readonly llmCalls: SqliteLlmCallStore;
   readonly budgets: { load(): unknown[]; save(snapshots: unknown[]): void };
   close(): void;
 }
@@ -90,6 +92,7 @@ export function openSqliteStorage(options: SqliteStorageOptions): SqliteStorage 
     journal,
     threads,
     usage,
+    llmCalls: new SqliteLlmCallStore(db, writer),
     budgets: {
       load: () => (db.prepare('SELECT data FROM budgets').all() as Array<{ data: string }>).map((r) => JSON.parse(r.data) as unknown),
       save: (snapshots) => {

@@ -1,13 +1,25 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-/** One answer: status, JSON body (or raw text), headers, and an optional delay before answering. */
+/** One server-sent event: `event:` name (optional) and `data:` (a JSON value, or a raw string). */
+export interface SseEvent {
+  readonly event?: string;
+  readonly data: unknown;
+}
+
+/**
+ * One answer: status, JSON body (or raw text), headers, and an optional delay before answering.
+ * `events` answers as an event stream instead (`text/event-stream`); with `hang` the stream
+ * stays open after its events, until the client goes away (a model still writing).
+ */
 export interface ScriptedReply {
   readonly status?: number;
   readonly body?: unknown;
   readonly rawBody?: string;
   readonly headers?: Record<string, string>;
   readonly delayMs?: number;
+  readonly events?: readonly SseEvent[];
+  readonly hang?: boolean;
 }
 
 export interface SeenRequest {
@@ -48,16 +60,26 @@ export async function startScriptedServer(answer: (req: SeenRequest) => Scripted
       const reply = answer(request);
       const send = () => {
         if (res.destroyed) return;
+        if (reply.events) {
+          res.writeHead(reply.status ?? 200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...(reply.headers ?? {}) });
+          for (const e of reply.events) {
+            const data = typeof e.data === 'string' ? e.data : JSON.stringify(e.data);
+            res.write(`${e.event ? `event: ${e.event}\n` : ''}data: ${data}\n\n`);
+          }
+          if (!reply.hang) res.end();
+          return;
+        }
         res.writeHead(reply.status ?? 200, { 'content-type': 'application/json', ...(reply.headers ?? {}) });
         res.end(reply.rawBody ?? JSON.stringify(reply.body ?? {}));
       };
-      if (!reply.delayMs) return send();
-      const timer = setTimeout(send, reply.delayMs);
+      let timer: NodeJS.Timeout | null = null;
       res.on('close', () => {
         if (res.writableEnded) return;
         closedEarly++;
-        clearTimeout(timer);
+        if (timer) clearTimeout(timer);
       });
+      if (!reply.delayMs) return send();
+      timer = setTimeout(send, reply.delayMs);
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

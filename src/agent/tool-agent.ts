@@ -1,0 +1,159 @@
+import type { ListenerConfig } from '../config/types.js';
+import { Errors } from '../errors/catalogue.js';
+import type { ChatMessage, CompletionResult, ToolCall } from '../llm/types.js';
+import type { McpTool } from '../mcp/hub.js';
+import type { FieldError } from '../payload/types.js';
+import type { HandlerContext, Outgoing } from '../pump/handler.js';
+import type { AgentWorldView } from './llm-agent.js';
+import type { PeerCard } from './prompt.js';
+import { buildToolSystemPrompt } from './tool-prompt.js';
+import { toolTurns } from './tool-turns.js';
+import { buildTools, type AgentTools, type ToolTarget } from './tools.js';
+import type { PayloadType } from '../payload/index.js';
+import { Defaults } from '../config/schema.js';
+
+const HISTORY_LIMIT = 40;
+
+/** What became of one tool call: a message to send, an MCP result, or a refusal with its reasons. */
+type Handled =
+  | { readonly kind: 'send'; readonly outgoing: Outgoing; readonly result: ChatMessage }
+  | { readonly kind: 'mcp'; readonly result: ChatMessage }
+  | { readonly kind: 'refused'; readonly errors: readonly string[]; readonly result: ChatMessage };
+
+/**
+ * A `builtin:llm` delivery in `tools` mode. The model calls `send_to_<peer>` / `reply` tools
+ * (each call one outgoing message, several calls = several messages) and its MCP tools (run
+ * here, their results sent back, at most `max_tool_rounds` rounds); a plain answer ends the
+ * delivery, as does an answer whose calls are all valid messages. Calls with invalid
+ * arguments or unknown names get their errors back as tool results for one repair round; a
+ * second invalid answer fails the delivery (the sender gets a SystemError).
+ */
+export async function runToolAgent(
+  listener: ListenerConfig,
+  payload: Record<string, unknown>,
+  ctx: HandlerContext,
+  view: AgentWorldView,
+  peers: readonly PeerCard[],
+  replyType: PayloadType | null,
+): Promise<Outgoing[]> {
+  const mcpTools = listener.mcpServers && listener.mcpServers.length > 0 ? await view.mcpTools(listener.mcpServers) : [];
+  const tools = buildTools({ peers, sender: ctx.from, replyType, registry: view.registry, mcp: mcpTools });
+  const system = buildToolSystemPrompt({ listener, peers, sender: ctx.from, replyType, hasOtherTools: mcpTools.length > 0 });
+  const messages: ChatMessage[] = toolTurns(await ctx.history(HISTORY_LIMIT), ctx, payload);
+  const maxRounds = listener.maxToolRounds ?? Defaults.maxToolRounds;
+  const outgoing: Outgoing[] = [];
+  let repairUsed = false;
+  let repairing = false;
+  let mcpRounds = 0;
+  for (;;) {
+    const answer = await ctx.llm.complete({ system, messages, tools: tools.specs, repair: repairing });
+    if (answer.toolCalls.length === 0) return outgoing; // a plain answer: nothing (more) to send
+    messages.push({ role: 'assistant', content: answer.content, toolCalls: answer.toolCalls });
+    const usesMcp = answer.toolCalls.some((c) => tools.resolve(c.name)?.kind === 'mcp');
+    if (usesMcp && ++mcpRounds > maxRounds) throw Errors.LLM_TOOL_ROUNDS_EXCEEDED(listener.name, maxRounds);
+    const handled = await Promise.all(answer.toolCalls.map((call) => handle(call, tools, ctx, view, answer, listener)));
+    const errors: string[] = [];
+    for (const h of handled) {
+      messages.push(h.result);
+      if (h.kind === 'send') outgoing.push(h.outgoing);
+      if (h.kind === 'refused') errors.push(...h.errors);
+    }
+    if (errors.length > 0) {
+      if (repairUsed) throw Errors.LLM_INVALID_REPLY(listener.name, errors.join('; '));
+      repairUsed = true;
+      repairing = true;
+      continue;
+    }
+    repairing = false;
+    if (!usesMcp) return outgoing; // every call was a valid message: the answer is complete
+  }
+}
+
+async function handle(
+  call: ToolCall,
+  tools: AgentTools,
+  ctx: HandlerContext,
+  view: AgentWorldView,
+  answer: CompletionResult,
+  listener: ListenerConfig,
+): Promise<Handled> {
+  const target = tools.resolve(call.name);
+  if (!target) {
+    const names = tools.specs.map((t) => t.name).join(', ');
+    // Refused here and by the pump alike; saying so lets the model correct itself.
+    return refused(call, [`${call.name}: not one of your tools (${names})`]);
+  }
+  const args = parseArguments(call);
+  if (!args.ok) return refused(call, [args.error]);
+  if (target.kind === 'mcp') return runMcp(call, target.tool, args.value, ctx, view, answer.callId, listener);
+  return message(call, target, args.value);
+}
+
+function message(call: ToolCall, target: Exclude<ToolTarget, { kind: 'mcp' }>, args: Record<string, unknown>): Handled {
+  if (target.kind === 'peer') {
+    const checked = target.peer.type.validate(args);
+    if (!checked.ok) return refused(call, fieldErrors(call.name, checked.errors));
+    return {
+      kind: 'send',
+      outgoing: { to: target.peer.name, payloadType: target.peer.type.name, payload: checked.value },
+      result: accepted(call, `will be sent to ${target.peer.name} when your answer is complete`),
+    };
+  }
+  if (target.type) {
+    const checked = target.type.validate(args);
+    if (!checked.ok) return refused(call, fieldErrors(call.name, checked.errors));
+    return { kind: 'send', outgoing: { payloadType: target.type.name, payload: checked.value }, result: accepted(call, 'reply will be sent when your answer is complete') };
+  }
+  // A free reply (the sender is outside the organism): `{payloadType, payload}`.
+  const { payloadType, payload } = args;
+  if (typeof payloadType !== 'string' || typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
+    return refused(call, [`${call.name}: expected {"payloadType": "<type>", "payload": {...}}`]);
+  }
+  return { kind: 'send', outgoing: { payloadType, payload: payload as Record<string, unknown> }, result: accepted(call, 'reply will be sent when your answer is complete') };
+}
+
+async function runMcp(
+  call: ToolCall,
+  tool: McpTool,
+  args: Record<string, unknown>,
+  ctx: HandlerContext,
+  view: AgentWorldView,
+  llmCallId: string,
+  listener: ListenerConfig,
+): Promise<Handled> {
+  const outcome = await view.callMcp({ tool, arguments: args, signal: ctx.signal, llmCallId, threadId: ctx.threadId, messageId: ctx.messageId, agent: listener.name });
+  return { kind: 'mcp', result: { role: 'tool', toolCallId: call.id, name: call.name, content: outcome.text, ...(outcome.isError ? { isError: true } : {}) } };
+}
+
+function parseArguments(call: ToolCall): { ok: true; value: Record<string, unknown> } | { ok: false; error: string } {
+  let value: unknown;
+  try {
+    value = JSON.parse(call.arguments === '' ? '{}' : call.arguments);
+  } catch (err) {
+    return { ok: false, error: `${call.name}: the arguments are not valid JSON (${err instanceof Error ? err.message : String(err)})` };
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { ok: false, error: `${call.name}: the arguments must be a JSON object` };
+  return { ok: true, value: value as Record<string, unknown> };
+}
+
+function fieldErrors(tool: string, errors: readonly FieldError[]): string[] {
+  return errors.map((e) => `${tool}: ${e.path || '(root)'}: ${e.message}`);
+}
+
+function accepted(call: ToolCall, what: string): ChatMessage {
+  return { role: 'tool', toolCallId: call.id, name: call.name, content: `Accepted: ${what}.` };
+}
+
+function refused(call: ToolCall, errors: readonly string[]): Handled {
+  return {
+    kind: 'refused',
+    errors,
+    result: {
+      role: 'tool',
+      toolCallId: call.id,
+      name: call.name,
+      content: `Not sent. Fix these and call again:\n${errors.map((e) => `- ${e}`).join('\n')}`,
+      isError: true,
+    },
+  };
+}

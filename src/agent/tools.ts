@@ -1,0 +1,89 @@
+import type { McpTool } from '../mcp/hub.js';
+import { peerToolName, REPLY_TOOL, toolName } from '../llm/tool-names.js';
+import type { ToolSpec } from '../llm/types.js';
+import type { PayloadRegistry, PayloadType } from '../payload/index.js';
+import { BUDGET_WARNING_TYPE, SYSTEM_ERROR_TYPE } from '../pump/message.js';
+import type { PeerCard } from './prompt.js';
+
+/** What a tool name stands for. */
+export type ToolTarget =
+  | { readonly kind: 'peer'; readonly peer: PeerCard }
+  | { readonly kind: 'reply'; readonly type: PayloadType | null }
+  | { readonly kind: 'mcp'; readonly tool: McpTool };
+
+export interface AgentTools {
+  readonly specs: readonly ToolSpec[];
+  resolve(name: string): ToolTarget | null;
+}
+
+/** A payload type's JSON Schema as tool parameters (the `$schema` keyword is left out: providers do not want it). */
+function parametersOf(type: PayloadType): Record<string, unknown> {
+  const { $schema: _ignored, ...schema } = type.jsonSchema();
+  return schema;
+}
+
+/**
+ * The tools of one delivery: one `send_to_<peer>` per declared peer (and nothing for any other
+ * listener: peer isolation is the tool list), `reply` to the current sender, then the tools of
+ * the agent's MCP servers (`<server>_<tool>`). A name that would repeat an earlier one is
+ * dropped.
+ */
+export function buildTools(input: {
+  peers: readonly PeerCard[];
+  sender: string;
+  replyType: PayloadType | null;
+  registry: PayloadRegistry;
+  mcp: readonly McpTool[];
+}): AgentTools {
+  const specs: ToolSpec[] = [];
+  const targets = new Map<string, ToolTarget>();
+  const add = (spec: ToolSpec, target: ToolTarget) => {
+    if (targets.has(spec.name)) return;
+    targets.set(spec.name, target);
+    specs.push(spec);
+  };
+  for (const peer of input.peers) {
+    const about = peer.type.description ? ` (${peer.type.description})` : '';
+    add(
+      {
+        name: peerToolName(peer.name),
+        description: `Send a message to ${peer.name}: ${peer.description || 'no description'}. The arguments are one ${peer.type.name} payload${about}.`,
+        parameters: parametersOf(peer.type),
+      },
+      { kind: 'peer', peer },
+    );
+  }
+  add(replySpec(input.sender, input.replyType, input.registry), { kind: 'reply', type: input.replyType });
+  for (const tool of input.mcp) {
+    add(
+      { name: toolName(`${tool.server}_${tool.name}`), description: tool.description || `${tool.name} (MCP server ${tool.server})`, parameters: tool.inputSchema },
+      { kind: 'mcp', tool },
+    );
+  }
+  return { specs, resolve: (name) => targets.get(name) ?? null };
+}
+
+function replySpec(sender: string, type: PayloadType | null, registry: PayloadRegistry): ToolSpec {
+  if (type) {
+    return {
+      name: REPLY_TOOL,
+      description: `Reply to ${sender}, the sender of the message you are handling. The arguments are one ${type.name} payload.`,
+      parameters: parametersOf(type),
+    };
+  }
+  // The sender is outside the organism (e.g. `api`): it takes any payload type, named in the call.
+  const names = registry.names().filter((n) => n !== SYSTEM_ERROR_TYPE && n !== BUDGET_WARNING_TYPE);
+  return {
+    name: REPLY_TOOL,
+    description: `Reply to ${sender}, the sender of the message you are handling, with a payload of any type: name the type and give the payload.`,
+    parameters: {
+      type: 'object',
+      properties: {
+        payloadType: { type: 'string', ...(names.length > 0 ? { enum: names } : {}), description: 'The payload type' },
+        payload: { type: 'object', description: 'The payload, as that type describes it' },
+      },
+      required: ['payloadType', 'payload'],
+      additionalProperties: false,
+    },
+  };
+}

@@ -1,0 +1,75 @@
+import { Type } from 'typebox';
+import { Name, Nullable, NullableString, PageFields, PageQuery, Timestamp } from './common.js';
+
+const NullableNumber = Nullable(Type.Number());
+const NullableInteger = Nullable(Type.Integer());
+
+export const TokenUsageInfo = Type.Object(
+  {
+    promptTokens: Type.Integer(),
+    completionTokens: Type.Integer(),
+    totalTokens: Type.Integer(),
+    cacheReadTokens: NullableInteger,
+    cacheWriteTokens: NullableInteger,
+    reasoningTokens: NullableInteger,
+  },
+  { title: 'TokenUsage' },
+);
+
+export const ToolExecutionInfo = Type.Object(
+  {
+    id: Type.String(),
+    server: Type.String({ description: 'MCP server (mcp_servers)' }),
+    tool: Type.String(),
+    arguments: Type.Unknown({ description: 'As the model gave them; null when llm.record is metadata' }),
+    result: Nullable(Type.String({ description: "The tool's text result; null when llm.record is metadata or it failed" })),
+    isError: Type.Boolean(),
+    error: NullableString,
+    startedAt: Timestamp,
+    durationMs: Type.Number(),
+  },
+  { title: 'ToolExecution' },
+);
+
+export const LlmCallInfo = Type.Object(
+  {
+    id: Type.String(),
+    threadId: Type.String(),
+    messageId: NullableString,
+    agent: Type.String(),
+    provider: Type.String(),
+    model: Type.String({ description: 'The model asked for' }),
+    responseModel: Nullable(Type.String({ description: 'The model the provider reported' })),
+    attempt: Type.Integer({ description: '1-based across retries and failover' }),
+    repair: Type.Boolean({ description: 'The call asked the model to repair an invalid answer' }),
+    startedAt: Timestamp,
+    latencyMs: Type.Number(),
+    request: Type.Unknown({ description: 'The request body as sent (never headers); null when llm.record is metadata' }),
+    tools: Type.Array(Type.String(), { description: 'Names of the tools offered' }),
+    response: Nullable(
+      Type.Object({
+        text: Nullable(Type.String({ description: 'null when llm.record is metadata' })),
+        toolCalls: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), arguments: Nullable(Type.String()) })),
+        finishReason: NullableString,
+      }),
+    ),
+    usage: Nullable(TokenUsageInfo),
+    cost: NullableNumber,
+    error: NullableString,
+    toolExecutions: Type.Array(ToolExecutionInfo, { description: 'MCP tool calls this call requested, in order' }),
+  },
+  { title: 'LlmCall' },
+);
+
+export const DeliveryLlmCallsResponse = Type.Object(
+  { messageId: Type.String(), calls: Type.Array(LlmCallInfo, { description: 'Oldest first' }), count: Type.Integer() },
+  { title: 'DeliveryLlmCallsResponse' },
+);
+
+export const ThreadLlmCallsResponse = Type.Object(
+  { threadId: Type.String(), calls: Type.Array(LlmCallInfo, { description: 'Oldest first' }), ...PageFields },
+  { title: 'ThreadLlmCallsResponse' },
+);
+
+export const LlmCallPageQuery = Type.Object({ ...PageQuery });
+export const MessageIdParams = Type.Object({ messageId: Name });

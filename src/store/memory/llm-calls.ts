@@ -1,0 +1,43 @@
+import type { LlmCallRecord, ToolCallRecord } from '../../llm/call-record.js';
+import type { LlmCallStore, RecordedCalls } from '../types.js';
+
+/**
+ * LLM and tool calls in memory, bounded: past `max` calls the oldest go (with their tool
+ * calls), as the in-memory journal forgets its oldest entries.
+ */
+export class MemoryLlmCallStore implements LlmCallStore {
+  private readonly calls = new Map<string, LlmCallRecord>();
+  private readonly tools = new Map<string, ToolCallRecord[]>();
+
+  constructor(private readonly max = 10_000) {}
+
+  recordCall(record: LlmCallRecord): void {
+    this.calls.set(record.id, record);
+    while (this.calls.size > this.max) {
+      const oldest = this.calls.keys().next().value as string;
+      this.calls.delete(oldest);
+      this.tools.delete(oldest);
+    }
+  }
+
+  recordTool(record: ToolCallRecord): void {
+    const list = this.tools.get(record.llmCallId) ?? [];
+    list.push(record);
+    this.tools.set(record.llmCallId, list);
+  }
+
+  async forMessage(messageId: string): Promise<RecordedCalls> {
+    const calls = [...this.calls.values()].filter((c) => c.messageId === messageId);
+    return { calls, tools: this.toolsOf(calls), total: calls.length };
+  }
+
+  async forThread(threadId: string, page: { limit: number; offset: number }): Promise<RecordedCalls> {
+    const all = [...this.calls.values()].filter((c) => c.threadId === threadId);
+    const calls = all.slice(page.offset, page.offset + page.limit);
+    return { calls, tools: this.toolsOf(calls), total: all.length };
+  }
+
+  private toolsOf(calls: readonly LlmCallRecord[]): ToolCallRecord[] {
+    return calls.flatMap((c) => this.tools.get(c.id) ?? []);
+  }
+}

@@ -28,7 +28,8 @@ export class MockProvider extends ConfiguredProvider {
   readonly type = 'mock' as const;
 
   async complete(request: CompletionRequest, signal: AbortSignal, observer: CallObserver = {}): Promise<ProviderResponse> {
-    observer.onRequest?.({ model: request.model, system: request.system, messages: request.messages, tools: request.tools ?? [], max_tokens: request.maxOutputTokens });
+    // Copies: the caller goes on adding turns to its arrays after the call.
+    observer.onRequest?.({ model: request.model, system: request.system, messages: [...request.messages], tools: [...(request.tools ?? [])], max_tokens: request.maxOutputTokens });
     const latency = this.config.mockLatencyMs ?? 0;
     if (latency > 0) await abortableSleep(latency, signal);
     if (signal.aborted) throw Errors.ABORTED(String(signal.reason ?? 'aborted'));

@@ -162,11 +162,12 @@ export interface ApiResponse {
 export type StorageKind = 'memory' | 'sqlite';
 
 export async function startService(
-  options: { yaml?: string; app?: Partial<BuildAppOptions>; storage?: StorageKind } = {},
+  options: { yaml?: string; app?: Partial<BuildAppOptions>; storage?: StorageKind; files?: Record<string, string> } = {},
 ): Promise<Service> {
   const dir = mkdtempSync(path.join(tmpdir(), 'organism-service-'));
   const configPath = path.join(dir, 'organism.yaml');
   writeFileSync(path.join(dir, 'handlers.ts'), HANDLERS);
+  for (const [name, text] of Object.entries(options.files ?? {})) writeFileSync(path.join(dir, name), text);
   writeFileSync(configPath, options.yaml ?? organismYaml());
   const loaded = await loadOrganism(configPath);
   // The CLI serves on SQLite; the memory stores are the library default. Both must behave the same.

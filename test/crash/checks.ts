@@ -5,6 +5,7 @@
  * run reports every violation with its details.
  */
 import type { FailureReason } from '../../src/pump/hooks.js';
+import { BUDGET_WARNING_TYPE, SYSTEM_ERROR_TYPE } from '../../src/pump/message.js';
 import type { BillingSummary, JournalEntry, JournalQuery, JournalStats, Page, ThreadRecord, ThreadStatus, UsageHistoryQuery, UsageRangeQuery } from '../../src/store/types.js';
 import type { UsageEvent } from '../../src/usage/types.js';
 import type { EffectsView } from './effects.js';
@@ -29,7 +30,7 @@ export interface Expectation {
   readonly messageId: string;
   /** The root delivery: ACKED, or FAILED with this reason. */
   readonly root: 'ACKED' | { readonly failed: FailureReason };
-  readonly threadStatus: ThreadStatus;
+  readonly threadStatus: ThreadStatus | readonly ThreadStatus[];
   /** Side effects the thread caused: exactly this many, or at most `max`. */
   readonly effects: number | { readonly max: number };
   /** FAILED deliveries the workload causes in this thread (any other failure is a violation). */
@@ -56,13 +57,15 @@ export interface DurabilityInput {
 }
 
 const PAGE = 1000;
+const NOTICES = new Set([SYSTEM_ERROR_TYPE, BUDGET_WARNING_TYPE]);
 
 async function allPages<T>(fetch: (offset: number) => Promise<Page<T>>): Promise<T[]> {
   const out: T[] = [];
-  for (let offset = 0; ; offset += PAGE) {
-    const page = await fetch(offset);
+  for (;;) {
+    const page = await fetch(out.length);
     out.push(...page.items);
-    if (page.items.length < PAGE || out.length >= page.total) return out;
+    // A source may answer smaller pages than asked for (the API caps them): go on until total.
+    if (page.items.length === 0 || out.length >= page.total) return out;
   }
 }
 
@@ -85,8 +88,9 @@ export async function checkDurability(input: DurabilityInput): Promise<Violation
     const got = root ? (root.state === 'FAILED' ? `FAILED (${root.failureReason})` : root.state) : 'missing';
     if (got !== want) add('accepted-ended', `message ${e.messageId} (thread ${e.threadId}) is ${got}, expected ${want}${root?.error ? `: ${root.error}` : ''}`);
     const thread = await source.threads.get(e.threadId);
-    if (thread?.status !== e.threadStatus) {
-      add('accepted-ended', `thread ${e.threadId} is ${thread?.status ?? 'missing'}, expected ${e.threadStatus}${thread?.error ? ` (${thread.error})` : ''}`);
+    const statuses: readonly ThreadStatus[] = typeof e.threadStatus === 'string' ? [e.threadStatus] : e.threadStatus;
+    if (!thread || !statuses.includes(thread.status)) {
+      add('accepted-ended', `thread ${e.threadId} is ${thread?.status ?? 'missing'}, expected ${statuses.join(' or ')}${thread?.error ? ` (${thread.error})` : ''}`);
     }
     const entries = await allPages((offset) => source.journal.list({ threadId: e.threadId, limit: PAGE, offset, order: 'oldest' }));
     const allowed = new Set(e.allowedFailures ?? []);
@@ -118,7 +122,8 @@ export async function checkDurability(input: DurabilityInput): Promise<Violation
     if (oneCall.has(ev.agentId)) byMessage.set(ev.messageId ?? '', (byMessage.get(ev.messageId ?? '') ?? 0) + 1);
   }
   for (const d of deliveries.values()) {
-    if (!oneCall.has(d.message.to) || d.state !== 'ACKED' || d.message.payloadType === 'SystemError') continue;
+    // System notices (errors, budget warnings) are recorded for the agent without a call.
+    if (!oneCall.has(d.message.to) || d.state !== 'ACKED' || NOTICES.has(d.message.payloadType)) continue;
     const n = byMessage.get(d.message.id) ?? 0;
     if (n !== 1) add('usage-once', `${d.message.to} delivery ${d.message.id} (thread ${d.message.threadId}) has ${n} usage events, expected 1`);
     byMessage.delete(d.message.id);

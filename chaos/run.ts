@@ -152,10 +152,39 @@ async function main(): Promise<number> {
       }
     }
   };
-  process.once('SIGINT', () => {
-    cleanup();
-    process.exit(130);
+  /** The results so far; `complete`: the run ended (a stopped run keeps what it found). */
+  const snapshot = (complete: boolean): RunResult => ({
+    startedAt: startedAt.toISOString(),
+    seconds: (performance.now() - t0) / 1000,
+    commit: commit(),
+    machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}`,
+    seed: opts.seed,
+    cyclesPlanned: opts.cycles,
+    cyclesRun: cycles.length,
+    phases,
+    command: `npm run chaos -- --cycles ${opts.cycles} --seed ${opts.seed}${opts.phases.length === PHASES.length ? '' : ` --phases ${opts.phases.join(',')}`}`,
+    faults: { ...harness.faults },
+    injects: { ...injector.outcomes },
+    accepted: allAccepted.length,
+    acceptedByKind: allAccepted.reduce<Record<string, number>>((m, a) => ((m[a.kind] = (m[a.kind] ?? 0) + 1), m), {}),
+    timings: harness.timings,
+    checks: Object.fromEntries(Object.keys(CHECKS).map((k) => [k, counts[k as CheckName] ?? 0])) as Record<CheckName, number>,
+    violations,
+    fatal,
+    notes,
+    cycles,
+    complete,
+    green: complete && fatal === null && Object.values(counts).every((n) => !n) && cycles.length === opts.cycles,
   });
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      notes.push(`stopped by ${sig} during cycle ${cycle}`);
+      writeResults(snapshot(false));
+      keepData = true;
+      cleanup();
+      process.exit(130);
+    });
+  }
 
   process.stdout.write(`organism chaos: ${opts.cycles} cycles, seed ${opts.seed}, phases ${phases.join(',')}, data ${dataDir}${mounted ? ' (tmpfs)' : ''}, log ${serve.settings.logFile}\n`);
   try {
@@ -194,6 +223,7 @@ async function main(): Promise<number> {
       const after = total(counts);
       const record: CycleRecord = { cycle, phase, seconds: (performance.now() - c0) / 1000, accepted: injector.accepted.length, violations: after - before };
       cycles.push(record);
+      if (cycle % 10 === 0) writeResults(snapshot(false));
       process.stdout.write(`cycle ${cycle}/${opts.cycles} ${phase}: ${record.seconds.toFixed(1)} s, ${record.accepted} accepted, ${after} violations so far\n`);
     }
     phase = 'final stop';
@@ -230,28 +260,7 @@ async function main(): Promise<number> {
     await hostile.stop();
   }
 
-  const result: RunResult = {
-    startedAt: startedAt.toISOString(),
-    seconds: (performance.now() - t0) / 1000,
-    commit: commit(),
-    machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}`,
-    seed: opts.seed,
-    cyclesPlanned: opts.cycles,
-    cyclesRun: cycles.length,
-    phases,
-    command: `npm run chaos -- --cycles ${opts.cycles} --seed ${opts.seed}${opts.phases.length === PHASES.length ? '' : ` --phases ${opts.phases.join(',')}`}`,
-    faults: { ...harness.faults },
-    injects: { ...injector.outcomes },
-    accepted: allAccepted.length,
-    acceptedByKind: allAccepted.reduce<Record<string, number>>((m, a) => ((m[a.kind] = (m[a.kind] ?? 0) + 1), m), {}),
-    timings: harness.timings,
-    checks: Object.fromEntries(Object.keys(CHECKS).map((k) => [k, counts[k as CheckName] ?? 0])) as Record<CheckName, number>,
-    violations,
-    fatal,
-    notes,
-    cycles,
-    green: fatal === null && Object.values(counts).every((n) => !n) && cycles.length === opts.cycles,
-  };
+  const result = snapshot(true);
   const written = writeResults(result);
   process.stdout.write(`\n${result.green ? 'GREEN' : 'RED'}: ${cycles.length} cycles in ${result.seconds.toFixed(0)} s, ${total(counts)} violations; ${written.join(', ')}\n`);
   if (result.green) rmSync(runDir, { recursive: true, force: true });

@@ -32,6 +32,8 @@ export interface RunResult {
   readonly fatal: string | null;
   readonly notes: readonly string[];
   readonly cycles: readonly CycleRecord[];
+  /** False while running (written every 10 cycles) or when stopped before the end. */
+  readonly complete: boolean;
   readonly green: boolean;
 }
 
@@ -49,7 +51,7 @@ export function markdown(r: RunResult): string {
   const lines = [
     '# Chaos run',
     '',
-    `**${r.green ? 'GREEN' : 'RED'}**: ${n(r.cyclesRun)} of ${n(r.cyclesPlanned)} cycles, ${n(violationCount)} violations${r.fatal ? `, stopped early: ${r.fatal}` : ''}.`,
+    `**${r.green ? 'GREEN' : r.complete ? 'RED' : violationCount ? 'RED (incomplete)' : 'INCOMPLETE'}**: ${n(r.cyclesRun)} of ${n(r.cyclesPlanned)} cycles, ${n(violationCount)} violations${r.fatal ? `, stopped early: ${r.fatal}` : ''}${r.complete ? '' : ' (the run had not finished when this was written)'}.`,
     '',
     `- Command: \`${r.command}\``,
     `- Seed: ${r.seed} · commit ${r.commit} · started ${r.startedAt} · ${(r.seconds / 60).toFixed(1)} min · ${r.machine}`,

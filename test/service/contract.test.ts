@@ -246,8 +246,8 @@ describe.each<StorageKind>(['memory', 'sqlite'])('contract with %s storage', (ki
     it.each([
       ['limit=101', 'limit must be <= 100'],
       ['limit=0', 'limit must be >= 1'],
-      ['limit=abc', 'limit must be an integer'],
-      ['limit=2.5', 'limit must be an integer'],
+      ['limit=abc', 'limit must be a decimal integer (digits only, e.g. 50), not "abc"'],
+      ['limit=2.5', 'limit must be a decimal integer (digits only, e.g. 50), not "2.5"'],
       ['offset=-1', 'offset must be >= 0'],
     ])('GET /threads?%s -> 422 %s', async (query, detail) => {
       for (const path of ['/api/v1/threads', '/api/v1/messages']) {

@@ -124,6 +124,9 @@ export class RestClient {
     messages: (threadId: string, page: T.PageQuery = {}): Promise<T.MessageList> =>
       this.#api('GET', `/threads/${seg(threadId)}/messages`, { query: { ...page } }),
     kill: (threadId: string): Promise<T.Kill> => this.#api('POST', `/threads/${seg(threadId)}/kill`),
+    /** Recorded LLM calls of the thread, oldest first (operator). */
+    llmCalls: (threadId: string, page: { limit?: number; offset?: number } = {}): Promise<T.ThreadLlmCalls> =>
+      this.#api('GET', `/threads/${seg(threadId)}/llm-calls`, { query: { ...page } }),
   };
 
   readonly messages = {
@@ -152,5 +155,7 @@ export class RestClient {
     stats: (): Promise<T.Journal> => this.#api('GET', '/journal/stats'),
     get: (messageId: string): Promise<T.JournalEntry> => this.#api('GET', `/journal/${seg(messageId)}`),
     redeliver: (messageId: string): Promise<T.Redeliver> => this.#api('POST', `/journal/${seg(messageId)}/redeliver`),
+    /** Recorded LLM calls (and MCP tool calls) of one delivery (operator). */
+    llmCalls: (messageId: string): Promise<T.DeliveryLlmCalls> => this.#api('GET', `/journal/${seg(messageId)}/llm-calls`),
   };
 }

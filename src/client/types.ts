@@ -11,6 +11,7 @@ import type * as F from '../service/schemas/frames.js';
 import type { HealthResponse } from '../service/schemas/health.js';
 import type { InjectRequest, InjectResponse } from '../service/schemas/inject.js';
 import type { JournalEntryInfo, JournalListResponse, JournalQuery, RedeliverResponse } from '../service/schemas/journal.js';
+import type { DeliveryLlmCallsResponse, LlmCallInfo, ThreadLlmCallsResponse } from '../service/schemas/llm-call.js';
 import type { MessageListResponse, MessageQuery, MessageRecord } from '../service/schemas/message.js';
 import type { JournalStats, OrganismInfo, ReloadQuery, ReloadResponse, RestartResponse, StopResponse } from '../service/schemas/organism.js';
 import type { KillResponse, ThreadDetail, ThreadInfo, ThreadListResponse, ThreadPageQuery, ThreadQuery } from '../service/schemas/thread.js';
@@ -33,6 +34,9 @@ import type {
 export type Health = Static<typeof HealthResponse>;
 export type Organism = Static<typeof OrganismInfo>;
 export type Journal = Static<typeof JournalStats>;
+export type LlmCall = Static<typeof LlmCallInfo>;
+export type DeliveryLlmCalls = Static<typeof DeliveryLlmCallsResponse>;
+export type ThreadLlmCalls = Static<typeof ThreadLlmCallsResponse>;
 export type Reload = Static<typeof ReloadResponse>;
 export type ReloadOptions = Static<typeof ReloadQuery>;
 export type Stop = Static<typeof StopResponse>;

@@ -84,6 +84,8 @@ describe('organism/client against the real server (SQLite storage)', () => {
     expect((await c.threads.list({ status: 'completed', limit: 10 })).threads.map((t) => t.id)).toContain(threadId);
     expect((await c.threads.messages(threadId, { limit: 1 })).messages[0]?.id).toBe(messageId);
     expect((await c.messages.list({ threadId })).total).toBeGreaterThanOrEqual(2);
+    expect((await c.threads.llmCalls(threadId)).calls[0]).toMatchObject({ agent: 'greeter', tools: ['send_to_shouter', 'reply'] });
+    expect((await c.journal.llmCalls(messageId)).count).toBe(1);
 
     expect((await c.usage.overview()).usage.totals.requestCount).toBeGreaterThan(0);
     expect((await c.usage.threads()).defaultMaxTokens).toBe(50000);

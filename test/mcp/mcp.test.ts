@@ -30,7 +30,7 @@ async function organismWith(mcp: McpServerConfig, script: ProviderConfig['script
       listener('researcher', { handler: null, agent: true, peers: ['writer'], prompt: 'Research, then report.', model: 'mock-1', mcpServers: ['facts'], timeoutSeconds: 120, ...extra }),
       listener('writer', { payload: 'Report', handler: (p) => void got.push(p) }),
     ],
-    { llm: { providers: [mockProvider(script)], pricing: {} }, mcpServers: [mcp] },
+    { llm: { providers: [{ ...mockProvider(), script }], pricing: {} }, mcpServers: [mcp] },
     {},
     [Text, Report],
   );

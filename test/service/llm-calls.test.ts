@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { eventually, startService, VIEWER, type Service } from './fixture.js';
+import { createClient } from '../../src/client/index.js';
+import { eventually, OPERATOR, startService, VIEWER, type Service } from './fixture.js';
 
 const DEMO_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'examples', 'demo');
 const DEMO_YAML = readFileSync(path.join(DEMO_DIR, 'organism.yaml'), 'utf8');
@@ -58,6 +59,11 @@ describe('recorded LLM calls through the API', () => {
     expect((await s.request('GET', '/api/v1/threads/nope/llm-calls')).status).toBe(404);
     expect((await s.request('GET', '/api/v1/journal/nope/llm-calls')).status).toBe(404);
     expect((await s.request('GET', `/api/v1/threads/${threadId}/llm-calls?limit=1&offset=1`)).body).toMatchObject({ count: 1, total: 2, calls: [{ agent: 'writer' }] });
+
+    // The typed client reads the same routes.
+    const client = createClient({ baseUrl: s.url, token: OPERATOR });
+    expect((await client.threads.llmCalls(threadId, { limit: 1 })).calls.map((c) => c.agent)).toEqual(['researcher']);
+    expect((await client.journal.llmCalls(messages[1]!.id)).calls[0]!.id).toBe(writer.id);
 
     const doc = (await s.request('GET', '/api/v1/openapi.json')).body as { paths: Record<string, unknown> };
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/api/v1/journal/{messageId}/llm-calls', '/api/v1/threads/{threadId}/llm-calls']));

@@ -30,6 +30,7 @@ export const ROUTES: readonly RouteCase[] = [
   { method: 'GET', template: '/api/v1/threads/{threadId}', access: 'viewer' },
   { method: 'GET', template: '/api/v1/threads/{threadId}/messages', access: 'viewer' },
   { method: 'POST', template: '/api/v1/threads/{threadId}/kill', access: 'operator' },
+  { method: 'GET', template: '/api/v1/threads/{threadId}/llm-calls', access: 'operator' },
   { method: 'GET', template: '/api/v1/messages', access: 'viewer' },
   { method: 'POST', template: '/api/v1/inject', access: 'operator', body: { to: 'echo', payload: { Text: { text: 'matrix' } } } },
   { method: 'GET', template: '/api/v1/usage', access: 'viewer' },
@@ -46,6 +47,7 @@ export const ROUTES: readonly RouteCase[] = [
   { method: 'GET', template: '/api/v1/journal/stats', access: 'viewer' },
   { method: 'GET', template: '/api/v1/journal/{messageId}', access: 'viewer' },
   { method: 'POST', template: '/api/v1/journal/{messageId}/redeliver', access: 'operator' },
+  { method: 'GET', template: '/api/v1/journal/{messageId}/llm-calls', access: 'operator' },
 ];
 
 export function fill(template: string, values: Record<string, string>): string {

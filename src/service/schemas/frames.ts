@@ -126,6 +126,16 @@ export const JournalFailedFrame = Type.Object({
   error: NullableString,
 });
 
+/** Text a model is writing as it streams in; live only (never journaled, never replayed). */
+export const LlmDeltaFrame = Type.Object({
+  ...head('llm_delta'),
+  threadId: Type.String(),
+  messageId: Type.String(),
+  agent: Type.String(),
+  callId: Type.String({ description: 'The recorded LLM call (GET /journal/{messageId}/llm-calls)' }),
+  text: Type.String(),
+});
+
 export const SubscribedFrame = Type.Object({ ...head('subscribed'), ...replyId, filter: WsFilter });
 export const InjectedFrame = Type.Object({ ...head('injected'), ...replyId, threadId: Type.String(), messageId: Type.String() });
 export const PongFrame = Type.Object({ ...head('pong'), ...replyId });
@@ -149,6 +159,7 @@ export const ServerFrame = Type.Union([
   ReloadFrame,
   OrganismStatusFrame,
   JournalFailedFrame,
+  LlmDeltaFrame,
   SubscribedFrame,
   InjectedFrame,
   PongFrame,

@@ -102,3 +102,62 @@ describe('mock provider', () => {
     expect(t.events[0]!.cost).toBeCloseTo((r.usage.promptTokens * 0.5 + r.usage.completionTokens * 1.5) / 1e6, 12);
   });
 });
+
+describe('mock provider with tools', () => {
+  const findings = {
+    name: 'send_to_writer',
+    description: 'Send findings',
+    parameters: {
+      type: 'object',
+      properties: { topic: { type: 'string' }, count: { type: 'integer' }, tags: { type: 'array', items: { type: 'string' } }, urgent: { type: 'boolean' }, source: { $ref: '#/$defs/Source' } },
+      $defs: { Source: { type: 'object', properties: { pages: { type: 'number' } } } },
+    },
+  };
+  const tools = [findings, { name: 'reply', description: 'r', parameters: { type: 'object', properties: { payloadType: { type: 'string' }, payload: { type: 'object' } } } }];
+
+  it('turns a text step’s <send> and <reply> into tool calls, reading the payload XML by the tool schema; deltas and usage are reported', async () => {
+    const p = mock({
+      'agent-a': [
+        'Here. <send to="writer"><Findings><topic>{{text}}</topic><count>3</count><tags><item>a</item><item>b</item></tags><urgent>true</urgent><source><pages>2.5</pages></source></Findings></send><reply><Answer><text>ok</text></Answer></reply><done/>',
+      ],
+    });
+    const deltas: string[] = [];
+    const usage: unknown[] = [];
+    const res = await p.complete(
+      { model: 'mock-1', system: 's', messages: [user('<message from="api" type="Question">\n{"text":"tides"}\n</message>')], maxOutputTokens: 500, agent: 'agent-a', tools },
+      new AbortController().signal,
+      { onDelta: (t) => deltas.push(t), onUsage: (u) => usage.push(u) },
+    );
+    expect(res.content).toBe('Here.');
+    expect(deltas.join('')).toBe('Here.');
+    expect(usage).toHaveLength(1);
+    expect(res.finishReason).toBe('tool_calls');
+    expect(res.toolCalls!.map((c) => [c.name, JSON.parse(c.arguments)])).toEqual([
+      ['send_to_writer', { topic: 'tides', count: 3, tags: ['a', 'b'], urgent: true, source: { pages: 2.5 } }],
+      ['reply', { payloadType: 'Answer', payload: { text: 'ok' } }],
+    ]);
+  });
+
+  it('plays scripted calls as written: templates filled, string arguments verbatim, the latest tool result as {{result}}', async () => {
+    const p = new MockProvider(
+      providerConfig({
+        name: 'mock',
+        type: 'mock',
+        script: { 'agent-a': [{ text: 'looking', calls: [{ name: 'x_lookup', arguments: { q: '{{text|upper}}' } }, { name: 'send_to_writer', arguments: '{"broken": ' }] }, { calls: [{ name: 'send_to_writer', arguments: { topic: '{{result}}' } }] }] },
+      }),
+    );
+    const first = await ask(p, [user(incoming('<Q><text>tides</text></Q>'))], 'agent-a', { tools });
+    expect(first.content).toBe('looking');
+    expect(first.toolCalls).toEqual([
+      { id: 'call_mock_1', name: 'x_lookup', arguments: '{"q":"TIDES"}' },
+      { id: 'call_mock_2', name: 'send_to_writer', arguments: '{"broken": ' },
+    ]);
+    const second = await ask(
+      p,
+      [user(incoming('<Q><text>tides</text></Q>')), { role: 'assistant', content: '', toolCalls: first.toolCalls! }, { role: 'tool', toolCallId: 'call_mock_1', name: 'x_lookup', content: 'high at noon' }],
+      'agent-a',
+      { tools },
+    );
+    expect(JSON.parse(second.toolCalls![0]!.arguments)).toEqual({ topic: 'high at noon' });
+  });
+});

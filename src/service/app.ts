@@ -10,6 +10,7 @@ import type { ServiceContext } from './context.js';
 import { registerErrorHandling, sendError, toOrganismError } from './errors.js';
 import { registerJsonParser } from './json-parser.js';
 import { registerMetrics } from './metrics.js';
+import { registerQueryCheck } from './query-check.js';
 import { openApiOptions } from './openapi.js';
 import { agentRoutes } from './routes/agents.js';
 import { capabilityRoutes } from './routes/capabilities.js';
@@ -77,6 +78,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   registerCasing(base);
   const metricsConfig = options.organism.config.metrics;
   if (options.metrics ?? metricsConfig?.enabled ?? true) registerMetrics(base, { organism: options.organism, public: metricsConfig?.public ?? false });
+  registerQueryCheck(base);
   await app.register(swagger, openApiOptions(options.version));
 
   await app.register(healthRoutes, ctx);

@@ -13,6 +13,8 @@ export const Keys = {
     'auth',
     'journal',
     'mcp_servers',
+    'metrics',
+    'telemetry',
   ],
   organism: ['name'],
   llm: ['providers', 'pricing', 'record'],
@@ -27,6 +29,9 @@ export const Keys = {
   auth: ['tokens'],
   token: ['name', 'role', 'token_env'],
   journal: ['max_attempts', 'retain_days', 'failed_retain_days'],
+  metrics: ['enabled', 'public'],
+  telemetry: ['otlp', 'capture_content'],
+  otlp: ['endpoint', 'protocol'],
 } as const;
 
 export const Defaults = {
@@ -51,6 +56,7 @@ export const REPLY_FORMATS = ['tools', 'xml'] as const;
 export const LLM_RECORD_MODES = ['full', 'metadata', 'off'] as const;
 export const MAX_TOKENS_PARAMS = ['max_completion_tokens', 'max_tokens'] as const;
 
+export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
 export const PROVIDER_TYPES = ['mock', 'openai', 'anthropic'] as const;
 export const TOKEN_ROLES = ['operator', 'viewer'] as const;
 export const BUILTIN_LLM = 'builtin:llm';

@@ -6,6 +6,7 @@ import type { UsageTracker } from '../usage/tracker.js';
 import type { UsageEvent } from '../usage/types.js';
 import { newId } from '../util/ids.js';
 import { createProvider } from './providers/index.js';
+import { retryReasonOf, type LlmCallWatch, type LlmObserver } from './observer.js';
 import { abortableSleep, isRetryable, retryDelay, type Sleep } from './retry.js';
 import type { CallRecorder, LlmCallRecord } from './call-record.js';
 import { estimatePromptTokens } from './tokens.js';
@@ -46,6 +47,8 @@ export interface RouterDeps {
   readonly now?: () => number;
   /** Records every provider attempt (llm.record); none = nothing recorded. */
   readonly recorder?: CallRecorder;
+  /** Telemetry following each call (chat spans, LLM metrics). */
+  readonly observer?: LlmObserver;
 }
 
 export interface RouterOptions extends RouterDeps {
@@ -106,9 +109,10 @@ export class LlmRouter {
 
     const started = this.now();
     const { request: sized, reservation } = this.reserve(request, call.threadId);
+    const watch = this.opts.observer?.started({ ...sized, agent: call.agent, threadId: call.threadId }) ?? null;
     let success: Success;
     try {
-      success = await this.attempt(candidates, { ...sized, agent: call.agent, threadId: call.threadId }, call, options);
+      success = await this.attempt(candidates, { ...sized, agent: call.agent, threadId: call.threadId }, call, options, watch);
     } catch (err) {
       if (err instanceof AbortedCall && err.usage && err.usage.totalTokens > 0) {
         // A stream cut short had cost what its provider reported so far: that is accounted.
@@ -116,10 +120,14 @@ export class LlmRouter {
       } else {
         this.opts.budgets.cancel(reservation);
       }
-      throw err instanceof AbortedCall ? err.error : err;
+      const failure = err instanceof AbortedCall ? err.error : err;
+      watch?.failed(failure);
+      throw failure;
     }
     const totalLatencyMs = this.now() - started;
-    return this.account(success, request.model, reservation, call, totalLatencyMs);
+    const result = this.account(success, request.model, reservation, call, totalLatencyMs);
+    watch?.succeeded(result);
+    return result;
   }
 
   bind(call: CallContext, defaults: { model: string | null; maxOutputTokens: number }): BoundLlmClient {
@@ -155,7 +163,13 @@ export class LlmRouter {
   }
 
   /** Each candidate in priority order, with its retries; throws the final failure. Every attempt is recorded. */
-  private async attempt(candidates: readonly LlmProvider[], request: CompletionRequest, call: CallContext, options: CallOptions): Promise<Success> {
+  private async attempt(
+    candidates: readonly LlmProvider[],
+    request: CompletionRequest,
+    call: CallContext,
+    options: CallOptions,
+    watch: LlmCallWatch | null = null,
+  ): Promise<Success> {
     const { signal } = call;
     let attempts = 0;
     const failures: Array<{ provider: string; reason: string }> = [];
@@ -204,7 +218,9 @@ export class LlmRouter {
             failures.push({ provider: provider.name, reason: describe(err) });
             break;
           }
-          await this.sleep(retryDelay(attempt, err, this.random), signal);
+          const delayMs = retryDelay(attempt, err, this.random);
+          watch?.retried(provider.name, retryReasonOf(err), delayMs);
+          await this.sleep(delayMs, signal);
         }
       }
     }

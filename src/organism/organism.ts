@@ -3,9 +3,11 @@ import { Errors } from '../errors/catalogue.js';
 import { EventBus } from '../events/bus.js';
 import type { OrganismStatus, ReloadResult } from '../events/types.js';
 import { CallRecorder } from '../llm/call-record.js';
+import { LlmObservers } from '../llm/observer.js';
 import { LlmRouter } from '../llm/router.js';
 import { McpHub, mcpBaseDir, type McpTool, type McpToolResult } from '../mcp/hub.js';
 import { PayloadRegistry } from '../payload/index.js';
+import { DeliveryObservers } from '../pump/observer.js';
 import { Pump, type InjectOptions, type PumpLimits, type StopOptions, type StopReport } from '../pump/pump.js';
 import type { Journal, JournalStats, LlmCallStore, RecoveryReport, ThreadStore, UsageStore } from '../store/types.js';
 import { MemoryJournal, MemoryLlmCallStore, MemoryThreadStore, MemoryUsageStore } from '../store/index.js';
@@ -53,6 +55,8 @@ export class Organism {
   /** Where every LLM call and MCP tool call is recorded (llm.record). */
   readonly llmCalls: LlmCallStore;
   private mcp: McpHub;
+  /** Telemetry hooks: delivery and LLM call observers (metrics and traces attach here). */
+  readonly observers: { readonly deliveries: DeliveryObservers; readonly llm: LlmObservers };
   private readonly pump: Pump;
   private loaded: LoadedOrganism;
   private registryValue: PayloadRegistry;
@@ -66,6 +70,8 @@ export class Organism {
     this.loaded = loaded;
     this.logger = options.logger ?? silentLogger();
     this.bus = new EventBus((err) => this.logger.error({ err }, 'event listener failed'));
+    const observerFailed = (err: unknown) => this.logger.error({ err }, 'telemetry observer failed');
+    this.observers = { deliveries: new DeliveryObservers(observerFailed), llm: new LlmObservers(observerFailed) };
     this.storage = options.storage ?? memoryStorage();
     this.budgets = new BudgetManager({ defaultMaxTokens: loaded.config.maxTokensPerThread });
     this.registryValue = new PayloadRegistry(loaded.payloadTypes);
@@ -87,6 +93,7 @@ export class Organism {
         llm: this.router,
         logger: this.logger,
         llmHandler: (listener) => createLlmAgentHandler(listener, () => this.peerView()),
+        observers: this.observers.deliveries,
         ...(options.now ? { now: options.now } : {}),
       },
       limitsOf(loaded.config),
@@ -177,9 +184,8 @@ export class Organism {
   }
 
   /** FAILED journal entry back to PENDING and into the pump. */
-  async redeliver(messageId: string): Promise<void> {
-    const message = await this.storage.journal.redeliver(messageId);
-    await this.pump.redeliver(message);
+  async redeliver(messageId: string, threadId: string): Promise<void> {
+    await this.pump.redeliver(threadId, () => this.storage.journal.redeliver(messageId));
   }
 
   /** What a reload would change, without changing anything. */
@@ -229,6 +235,11 @@ export class Organism {
     return { ...report, journal };
   }
 
+  /** True when `name` is a listener of this organism now. */
+  hasListener(name: string): boolean {
+    return this.pump.listener(name) !== undefined;
+  }
+
   agents(): AgentInfo[] {
     return this.pump.listeners().map(agentInfo);
   }
@@ -264,6 +275,7 @@ export class Organism {
       tracker: this.tracker,
       budgets: this.budgets,
       recorder: new CallRecorder(this.llmCalls, config.llm.record ?? 'full'),
+      observer: this.observers.llm,
     });
   }
 

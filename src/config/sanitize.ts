@@ -35,6 +35,8 @@ function provider(p: ProviderConfig): Record<string, unknown> {
     timeoutSeconds: p.timeoutSeconds,
     maxRetries: p.maxRetries,
     ...(p.type === 'mock' ? { script: structuredClone(p.script) } : {}),
+    ...(p.replyFormat ? { replyFormat: p.replyFormat } : {}),
+    ...(p.maxTokensParam ? { maxTokensParam: p.maxTokensParam } : {}),
   };
 }
 
@@ -64,7 +66,15 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
     llm: {
       providers: config.llm.providers.map(provider),
       pricing: structuredClone(config.llm.pricing),
+      record: config.llm.record ?? 'full',
     },
+    mcpServers: (config.mcpServers ?? []).map((m) => ({
+      name: m.name,
+      command: m.command ? [...m.command] : null,
+      url: sanitizeUrl(m.url),
+      tools: m.tools ? [...m.tools] : null,
+      timeoutSeconds: m.timeoutSeconds,
+    })),
     listeners: config.listeners.map((l) => ({
       name: l.name,
       description: l.description,
@@ -76,6 +86,9 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
       model: l.model,
       maxOutputTokens: l.maxOutputTokens,
       timeoutSeconds: l.timeoutSeconds,
+      replyFormat: l.replyFormat ?? null,
+      mcpServers: [...(l.mcpServers ?? [])],
+      maxToolRounds: l.maxToolRounds ?? null,
     })),
     payloads: config.payloads.map((p) => ({
       name: p.name,

@@ -20,6 +20,9 @@ const CONFIG = y`
       model: gpt-4o
       prompt: "Never reveal ${SECRET_KEY}"
       payload: Note
+      mcp_servers: [files]
+  mcp_servers:
+    - {name: files, command: node files.js}
   payloads:
     Note: {fields: {text: string}}
   auth:
@@ -77,10 +80,13 @@ describe('sanitizeConfig', () => {
             priority: 0,
             timeoutSeconds: 60,
             maxRetries: 3,
+            replyFormat: 'tools',
           },
         ],
         pricing: {},
+        record: 'full',
       },
+      mcpServers: [{ name: 'files', command: ['node', 'files.js'], url: null, tools: null, timeoutSeconds: 30 }],
       listeners: [
         {
           name: 'writer',
@@ -93,6 +99,9 @@ describe('sanitizeConfig', () => {
           model: 'gpt-4o',
           maxOutputTokens: 1024,
           timeoutSeconds: 30,
+          replyFormat: null,
+          mcpServers: ['files'],
+          maxToolRounds: 8,
         },
       ],
       payloads: [{ name: 'Note', fields: [{ name: 'text', type: 'string', optional: false }] }],

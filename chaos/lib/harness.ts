@@ -123,9 +123,21 @@ export class Harness {
 
   private async backInService(previousBoot: string | null, what: string): Promise<void> {
     const t0 = performance.now();
-    if (await this.serve.waitForNewBoot(previousBoot, SERVE_DEADLINE_MS)) {
-      this.time(`${what}: back in service (ms)`, performance.now() - t0);
-      return;
+    const current = this.serve.current!;
+    while (performance.now() - t0 < SERVE_DEADLINE_MS) {
+      if (current.exit) {
+        // The supervisor gave up (or died): the service is down until someone starts it.
+        this.report('back-in-service', `cycle ${this.cycle}: organism serve exited (${current.exit.signal ?? current.exit.code}) after ${what}: ${this.serve.logTail()}`);
+        await this.killLeftovers();
+        await this.startServe(`organism serve exited after ${what}`);
+        return;
+      }
+      const boot = await this.serve.bootId();
+      if (boot && boot !== previousBoot) {
+        this.time(`${what}: back in service (ms)`, performance.now() - t0);
+        return;
+      }
+      await sleep(25);
     }
     this.report('back-in-service', `cycle ${this.cycle}: no new worker served within ${SERVE_DEADLINE_MS / 1000} s after ${what}`);
     throw new Fatal(`the organism did not come back after ${what}`);

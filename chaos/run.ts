@@ -206,7 +206,7 @@ async function main(): Promise<number> {
       await sleep(rng.int(100, 250));
       await injector.stop();
       await settle(serve, report, harness, cycle);
-      await checkProcesses(serve, harness, report, cycle);
+      await checkProcesses(serve, report, cycle);
       const found = await checkDurability({
         source: apiSource(serve.api),
         effects: readEffects(
@@ -292,21 +292,33 @@ async function settle(serve: Serve, report: (c: CheckName, d: string) => void, h
   if (still !== null) throw new Fatal(`the journal did not drain even after a restart: ${still}`);
 }
 
-/** Exactly the supervisor and one worker: anything else was left behind by a fault. */
-async function checkProcesses(serve: Serve, harness: Harness, report: (c: CheckName, d: string) => void, cycle: number): Promise<void> {
+/**
+ * Exactly the supervisor and one worker (with whatever the worker runs itself, such as the
+ * esbuild service that loads TypeScript handlers): anything else was left behind by a fault.
+ */
+async function checkProcesses(serve: Serve, report: (c: CheckName, d: string) => void, cycle: number): Promise<void> {
   const sup = serve.supervisorPid;
-  let extra: string[] = [];
+  let problem = '';
+  let strays: number[] = [];
   for (let i = 0; i < 40; i++) {
     const procs = serve.processes();
-    const workers = procs.filter((p) => p.ppid === sup);
-    extra = procs.filter((p) => p.pid !== sup && p.ppid !== sup).map((p) => `${p.pid} (parent ${p.ppid}, state ${p.state}): ${p.cmdline}`);
-    if (extra.length === 0 && workers.length === 1) return;
-    if (extra.length === 0 && workers.length > 1) extra = workers.map((p) => `${p.pid} (one of ${workers.length} workers)`);
+    const byPid = new Map(procs.map((p) => [p.pid, p]));
+    const descends = (pid: number): boolean => {
+      for (let p = byPid.get(pid); p; p = byPid.get(p.ppid)) if (p.ppid === sup) return true;
+      return false;
+    };
+    const workers = procs.filter((p) => p.ppid === sup && p.cmdline.includes(' serve '));
+    const stray = procs.filter((p) => p.pid !== sup && !descends(p.pid));
+    strays = stray.map((p) => p.pid);
+    problem = [
+      ...stray.map((p) => `${p.pid} (parent ${p.ppid}, state ${p.state}): ${p.cmdline}`),
+      ...(workers.length === 1 ? [] : [`${workers.length} workers (${workers.map((p) => p.pid).join(', ')})`]),
+    ].join('; ');
+    if (!problem) return;
     await sleep(100);
   }
-  report('no-process-left', `cycle ${cycle}: ${extra.join('; ')}`);
-  for (const p of serve.processes()) if (p.pid !== sup && p.ppid !== sup) signal(p.pid, 'SIGKILL');
-  void harness;
+  report('no-process-left', `cycle ${cycle}: ${problem}`);
+  for (const pid of strays) signal(pid, 'SIGKILL');
 }
 
 function cleanupProcesses(serve: Serve): void {

@@ -113,7 +113,7 @@ export class Serve {
   /** The worker: a marked child of the supervisor. */
   workerPid(): number | null {
     const sup = this.supervisorPid;
-    return this.processes().find((p) => p.ppid === sup)?.pid ?? null;
+    return this.processes().find((p) => p.ppid === sup && p.cmdline.includes(' serve '))?.pid ?? null;
   }
 
   async waitForWorker(deadlineMs: number, not?: number | null): Promise<number | null> {

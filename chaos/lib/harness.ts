@@ -398,7 +398,17 @@ export class Harness {
     await exited;
     await Serve.waitGone(pids, 5_000);
     await this.killLeftovers();
-    const storage = openSqliteStorage({ dataDir: this.dataDir });
+    let storage;
+    for (let tries = 1; ; tries++) {
+      try {
+        storage = openSqliteStorage({ dataDir: this.dataDir });
+        break;
+      } catch (err) {
+        // A PID lock outlives its holder until the zombie is reaped (the kernel-held lock does not).
+        if (tries >= 100) throw err;
+        await sleep(100);
+      }
+    }
     try {
       for (const threadId of threadIds) {
         this.quarantined.add(threadId);

@@ -41,16 +41,30 @@ export async function runToolAgent(
   const system = buildToolSystemPrompt({ listener, peers, sender: ctx.from, replyType, hasOtherTools: mcpTools.length > 0 });
   const messages: ChatMessage[] = toolTurns(await ctx.history(HISTORY_LIMIT), ctx, payload);
   const maxRounds = listener.maxToolRounds ?? Defaults.maxToolRounds;
+  const maxMessages = listener.maxMessagesPerReply ?? view.replyLimits.maxMessagesPerReply;
   const outgoing: Outgoing[] = [];
   let repairUsed = false;
   let repairing = false;
   let mcpRounds = 0;
   for (;;) {
     const answer = await ctx.llm.complete({ system, messages, tools: tools.specs, repair: repairing });
+    // The caps of the XML format hold here too, checked before any argument is parsed.
+    const bytes = Buffer.byteLength(answer.content, 'utf8') + answer.toolCalls.reduce((n, c) => n + Buffer.byteLength(c.name + c.arguments, 'utf8'), 0);
+    if (bytes > view.replyLimits.maxReplyBytes) throw Errors.LLM_REPLY_TOO_LARGE(listener.name, bytes, view.replyLimits.maxReplyBytes);
     if (answer.toolCalls.length === 0) return outgoing; // a plain answer: nothing (more) to send
     messages.push({ role: 'assistant', content: answer.content, toolCalls: answer.toolCalls });
     const usesMcp = answer.toolCalls.some((c) => tools.resolve(c.name)?.kind === 'mcp');
     if (usesMcp && ++mcpRounds > maxRounds) throw Errors.LLM_TOOL_ROUNDS_EXCEEDED(listener.name, maxRounds);
+    const sends = answer.toolCalls.filter((c) => tools.resolve(c.name)?.kind !== 'mcp').length;
+    if (outgoing.length + sends > maxMessages) {
+      // Refused whole, as in the XML format: the model is told and gets the repair round.
+      const error = `the answer sends ${outgoing.length + sends} messages; at most ${maxMessages} are allowed in one reply`;
+      for (const call of answer.toolCalls) messages.push({ role: 'tool', toolCallId: call.id, name: call.name, content: `Not sent: ${error}.`, isError: true });
+      if (repairUsed) throw Errors.LLM_INVALID_REPLY(listener.name, error);
+      repairUsed = true;
+      repairing = true;
+      continue;
+    }
     const handled = await Promise.all(answer.toolCalls.map((call) => handle(call, tools, ctx, view, answer, listener)));
     const errors: string[] = [];
     for (const h of handled) {

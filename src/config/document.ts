@@ -24,6 +24,8 @@ export interface ConfigDraft {
   readonly pricing: Readonly<Record<string, ModelPrice>>;
   readonly llmRecord: LlmRecordMode;
   readonly mcpServers: readonly Located<McpServerConfig>[];
+  readonly maxReplyBytes: number;
+  readonly maxMessagesPerReply: number;
   readonly listeners: readonly Located<ListenerConfig>[];
   readonly payloads: readonly PayloadDraft[];
   readonly tokens: readonly Located<AuthTokenConfig>[];
@@ -87,6 +89,8 @@ export function readDocument(sink: ProblemSink, root: Node | null): ConfigDraft 
       const r = MapReader.open(sink, item.node, item.path, Keys.mcpServer);
       return r ? [{ value: readMcpServer(r), at: r }] : [];
     }),
+    maxReplyBytes: llm?.integer('max_reply_bytes', Defaults.maxReplyBytes, 1) ?? Defaults.maxReplyBytes,
+    maxMessagesPerReply: llm?.integer('max_messages_per_reply', Defaults.maxMessagesPerReply, 1) ?? Defaults.maxMessagesPerReply,
     listeners: (top.list('listeners', true) ?? []).flatMap((item) => {
       const r = MapReader.open(sink, item.node, item.path, Keys.listener);
       return r ? [{ value: readListener(r), at: r }] : [];
@@ -235,6 +239,7 @@ function readListener(r: MapReader): ListenerConfig {
     replyFormat: r.enumeration('reply_format', REPLY_FORMATS, false),
     mcpServers: r.stringList('mcp_servers'),
     maxToolRounds: r.integer('max_tool_rounds', Defaults.maxToolRounds, 1),
+    maxMessagesPerReply: r.has('max_messages_per_reply') ? r.integer('max_messages_per_reply', Defaults.maxMessagesPerReply, 1) : null,
   };
 }
 

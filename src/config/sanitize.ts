@@ -67,6 +67,8 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
       providers: config.llm.providers.map(provider),
       pricing: structuredClone(config.llm.pricing),
       record: config.llm.record ?? 'full',
+      maxReplyBytes: config.llm.maxReplyBytes,
+      maxMessagesPerReply: config.llm.maxMessagesPerReply,
     },
     mcpServers: (config.mcpServers ?? []).map((m) => ({
       name: m.name,
@@ -89,6 +91,7 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
       replyFormat: l.replyFormat ?? null,
       mcpServers: [...(l.mcpServers ?? [])],
       maxToolRounds: l.maxToolRounds ?? null,
+      maxMessagesPerReply: l.maxMessagesPerReply,
     })),
     payloads: config.payloads.map((p) => ({
       name: p.name,

@@ -17,10 +17,10 @@ export const Keys = {
     'telemetry',
   ],
   organism: ['name'],
-  llm: ['providers', 'pricing', 'record'],
+  llm: ['providers', 'pricing', 'max_reply_bytes', 'max_messages_per_reply', 'record'],
   provider: ['name', 'type', 'base_url', 'api_key_env', 'models', 'priority', 'timeout_seconds', 'max_retries', 'script', 'latency_ms', 'reply_format', 'max_tokens_param'],
   price: ['prompt', 'completion', 'cache_read', 'cache_write'],
-  listener: ['name', 'description', 'agent', 'peers', 'payload', 'handler', 'prompt', 'model', 'max_output_tokens', 'timeout_seconds', 'reply_format', 'mcp_servers', 'max_tool_rounds'],
+  listener: ['name', 'description', 'agent', 'peers', 'payload', 'handler', 'prompt', 'model', 'max_output_tokens', 'timeout_seconds', 'max_messages_per_reply', 'reply_format', 'mcp_servers', 'max_tool_rounds'],
   mcpServer: ['name', 'command', 'url', 'tools', 'timeout_seconds'],
   mockStep: ['text', 'calls'],
   mockCall: ['name', 'arguments'],
@@ -42,6 +42,10 @@ export const Defaults = {
   maxQueue: 10_000,
   listenerTimeoutSeconds: 30,
   maxOutputTokens: 1024,
+  /** An LLM answer longer than this (UTF-8 bytes) fails its delivery unread. */
+  maxReplyBytes: 256 * 1024,
+  /** `<send>` and `<reply>` elements one LLM answer may hold. */
+  maxMessagesPerReply: 20,
   providerPriority: 0,
   providerTimeoutSeconds: 60,
   providerMaxRetries: 3,

@@ -80,6 +80,8 @@ export interface ListenerConfig {
   readonly mcpServers?: readonly string[];
   /** Rounds of MCP tool calls one delivery may make. */
   readonly maxToolRounds?: number;
+  /** LLM agents: messages one answer may send; null = `llm.max_messages_per_reply`. */
+  readonly maxMessagesPerReply: number | null;
 }
 
 export interface AuthTokenConfig {
@@ -122,6 +124,10 @@ export interface OrganismConfig {
     readonly pricing: Readonly<Record<string, ModelPrice>>;
     /** What is recorded of each LLM call (default `full`). */
     readonly record?: LlmRecordMode;
+    /** Longest LLM answer read, in UTF-8 bytes; a longer one fails its delivery before parsing. */
+    readonly maxReplyBytes: number;
+    /** Default of `ListenerConfig.maxMessagesPerReply`. */
+    readonly maxMessagesPerReply: number;
   };
   readonly mcpServers?: readonly McpServerConfig[];
   readonly listeners: readonly ListenerConfig[];

@@ -102,6 +102,11 @@ export const Errors = {
   LLM_NETWORK: define('LLM_NETWORK', 502, 'network error: %s'),
   LLM_BAD_RESPONSE: define('LLM_BAD_RESPONSE', 502, 'unreadable response: %s'),
   LLM_INVALID_REPLY: define('LLM_INVALID_REPLY', 502, 'Agent %s produced an invalid reply: %s'),
+  LLM_REPLY_TOO_LARGE: define(
+    'LLM_REPLY_TOO_LARGE',
+    502,
+    'Agent %s got an LLM answer of %s bytes, more than llm.max_reply_bytes (%s); it was not parsed',
+  ),
   ABORTED: define('ABORTED', 499, 'Aborted: %s'),
   LLM_TOOL_ROUNDS_EXCEEDED: define('LLM_TOOL_ROUNDS_EXCEEDED', 502, 'Agent %s used more than %s rounds of tool calls (max_tool_rounds) in one delivery'),
   MCP_UNAVAILABLE: define('MCP_UNAVAILABLE', 502, 'MCP server %s is unavailable: %s'),

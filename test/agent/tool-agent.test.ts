@@ -144,6 +144,36 @@ describe('tools mode, OpenAI Chat Completions', () => {
     expect(String((s.seen[1]!.body as Body).messages.at(-1)!['content'])).toContain('priority: expected integer, got string "high"');
   });
 
+  it('the reply caps hold in tools mode: too many calls in one answer are refused whole for the repair round; an oversized answer fails at once', async () => {
+    const s = await track(
+      startOpenAiServer({
+        replies: [
+          { body: openAiOk(null, {}, 'gpt-4o', [call('c1', 'send_to_worker', { goal: 'one' }), call('c2', 'send_to_worker', { goal: 'two' })]) },
+          { body: openAiOk(null, {}, 'gpt-4o', [call('c3', 'send_to_worker', { goal: 'only' })]) },
+          { body: openAiOk('x'.repeat(300), {}, 'gpt-4o') },
+        ],
+      }),
+    );
+    const got: unknown[] = [];
+    const { organism } = await startOrganism(
+      [
+        listener('boss', { handler: null, agent: true, peers: ['worker'], prompt: 'p', model: 'gpt-4o', maxMessagesPerReply: 1 }),
+        listener('worker', { payload: 'Task', handler: (payload) => void got.push(payload) }),
+      ],
+      { llm: { providers: [provider('openai', s.url)], pricing: {}, maxReplyBytes: 200, maxMessagesPerReply: 20 } },
+      {},
+      [Text, Task],
+    );
+    const first = await organism.inject('boss', { text: 'go' });
+    expect((await settled(organism, first.threadId)).status).toBe('completed');
+    expect(got).toEqual([{ goal: 'only' }]);
+    expect(String((s.seen[1]!.body as Body).messages.at(-1)!['content'])).toContain('the answer sends 2 messages; at most 1 are allowed in one reply');
+    const second = await organism.inject('boss', { text: 'again' });
+    const thread = await settled(organism, second.threadId);
+    expect(thread.status).toBe('error');
+    expect(thread.error).toContain(Errors.LLM_REPLY_TOO_LARGE('boss', 300, 200).detail);
+  });
+
   it('streams with usage from the final chunk; text deltas are published as llm_delta events with the recorded call id', async () => {
     const s = await track(startOpenAiServer({ replies: [{ body: openAiOk('Thinking it over, nothing to send.', { prompt_tokens: 321, completion_tokens: 12, total_tokens: 333 }) }] }));
     const { organism, events } = await organismWith(provider('openai', s.url), []);

@@ -85,6 +85,8 @@ describe('sanitizeConfig', () => {
         ],
         pricing: {},
         record: 'full',
+        maxReplyBytes: 262144,
+        maxMessagesPerReply: 20,
       },
       mcpServers: [{ name: 'files', command: ['node', 'files.js'], url: null, tools: null, timeoutSeconds: 30 }],
       listeners: [
@@ -102,6 +104,7 @@ describe('sanitizeConfig', () => {
           replyFormat: null,
           mcpServers: ['files'],
           maxToolRounds: 8,
+          maxMessagesPerReply: null,
         },
       ],
       payloads: [{ name: 'Note', fields: [{ name: 'text', type: 'string', optional: false }] }],

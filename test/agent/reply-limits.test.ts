@@ -10,8 +10,9 @@ afterEach(async () => {
   while (servers.length) await servers.pop()!.close();
 });
 
+/** The XML reply format (tool-agent.test.ts covers the caps in tools mode). */
 function openAi(url: string) {
-  return { ...mockProvider(), name: 'local', type: 'openai' as const, baseUrl: url, maxRetries: 0 };
+  return { ...mockProvider(), name: 'local', type: 'openai' as const, baseUrl: url, maxRetries: 0, replyFormat: 'xml' as const };
 }
 
 const sends = (n: number) => Array.from({ length: n }, (_, i) => `<send to="worker"><Task><goal>g${i}</goal></Task></send>`).join('\n');

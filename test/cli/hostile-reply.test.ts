@@ -35,7 +35,7 @@ llm:
   max_reply_bytes: ${2 * MB}
   max_messages_per_reply: 5
   providers:
-    - {name: local, type: openai, base_url: "${llm.url}", models: [gpt-], max_retries: 0}
+    - {name: local, type: openai, base_url: "${llm.url}", models: [gpt-], max_retries: 0, reply_format: xml}
 payloads:
   Ask: {fields: {text: string}}
   Task: {fields: {goal: string}}

@@ -10,6 +10,7 @@ import type { ServiceContext } from './context.js';
 import { Errors } from '../errors/catalogue.js';
 import { registerErrorHandling, sendError, toOrganismError } from './errors.js';
 import { registerJsonParser } from './json-parser.js';
+import { registerQueryCheck } from './query-check.js';
 import { openApiOptions } from './openapi.js';
 import { agentRoutes } from './routes/agents.js';
 import { capabilityRoutes } from './routes/capabilities.js';
@@ -82,6 +83,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   registerJsonParser(base, bodyLimit);
   registerAuth(base, options.auth);
   registerCasing(base);
+  registerQueryCheck(base);
   await app.register(swagger, openApiOptions(options.version));
 
   await app.register(healthRoutes, ctx);

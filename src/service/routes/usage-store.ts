@@ -44,13 +44,15 @@ export const persistedUsageRoutes: FastifyPluginAsyncTypebox<ServiceContext> = a
       },
     },
     async (request) => {
-      const { orgId, agentId, model, limit = 100, offset = 0 } = request.query;
+      const { orgId, agentId, model, threadId, userId, limit = 100, offset = 0 } = request.query;
       const range = parseTimeRange(request.query.startTime, request.query.endTime);
       const page = await store().history({
         ...range,
         ...(orgId !== undefined ? { orgId } : {}),
         ...(agentId !== undefined ? { agentId } : {}),
         ...(model !== undefined ? { model } : {}),
+        ...(threadId !== undefined ? { threadId } : {}),
+        ...(userId !== undefined ? { userId } : {}),
         limit,
         offset,
       });

@@ -103,7 +103,7 @@ describe('the serve worker and its supervisor', () => {
     // Injects answered while a worker drained say when to retry.
     expect(refusedWith503.every((h) => h !== null && Number(h) > 0)).toBe(true);
     for (const id of accepted) {
-      await until(async () => ((await (await call(`/journal/${id}`)).json()) as { status: string }).status === 'ACKED', `message ${id} to be ACKED`);
+      await until(async () => ((await (await call(`/journal/${id}`)).json()) as { deliveryState: string }).deliveryState === 'ACKED', `message ${id} to be ACKED`);
     }
     expect(server.child.exitCode).toBeNull();
   }, 180_000);

@@ -215,7 +215,7 @@ describe('organism check and init', () => {
     expect(run.stdout).toContain('assistant -> counter Count');
     expect(run.stdout).toContain('thread completed');
     expect(cli(['init', dir]).status).toBe(1); // never overwrites
-  });
+  }, 120_000);
 
   it('run on the bundled demo completes a multi-hop flow offline', () => {
     const cwd = mkdtempSync(path.join(os.tmpdir(), 'organism-demo-'));

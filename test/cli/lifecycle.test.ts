@@ -33,7 +33,7 @@ describe('the serve worker and its supervisor', () => {
     expect(health).toBe(true);
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);
-  }, 120_000);
+  }, 300_000);
 
   it('restarts (POST /organism/restart and SIGHUP) refuse no connection while a client injects and reads throughout; every accepted message is ACKED', async () => {
     const { config } = jobOrganism();
@@ -106,5 +106,5 @@ describe('the serve worker and its supervisor', () => {
       await until(async () => ((await (await call(`/journal/${id}`)).json()) as { deliveryState: string }).deliveryState === 'ACKED', `message ${id} to be ACKED`);
     }
     expect(server.child.exitCode).toBeNull();
-  }, 180_000);
+  }, 400_000);
 });

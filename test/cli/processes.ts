@@ -46,7 +46,7 @@ export function killAll(): void {
 }
 
 /** Polls `fn` until it returns something truthy (generous deadline: machines are loaded). */
-export async function until<T>(fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, what: string, timeoutMs = 60_000): Promise<T> {
+export async function until<T>(fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, what: string, timeoutMs = 120_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {

@@ -1,9 +1,9 @@
 import { isMap, isScalar, type Node } from 'yaml';
-import type { AuthTokenConfig, JournalConfig, ListenerConfig, ModelPrice, ProviderConfig } from './types.js';
+import type { AuthTokenConfig, JournalConfig, ListenerConfig, MetricsConfig, ModelPrice, ProviderConfig, TelemetryConfig } from './types.js';
 import { ConfigMessages } from './messages.js';
 import { readPayloadDrafts, type PayloadDraft } from './payloads.js';
 import { MapReader, type ProblemSink } from './reader.js';
-import { BUILTIN_LLM, Defaults, Keys, PROVIDER_TYPES, TOKEN_ROLES } from './schema.js';
+import { BUILTIN_LLM, Defaults, Keys, OTLP_PROTOCOLS, PROVIDER_TYPES, TOKEN_ROLES } from './schema.js';
 import { closest } from './suggest.js';
 
 /** A section read from YAML, kept with its reader so later checks can point into the file. */
@@ -26,6 +26,8 @@ export interface ConfigDraft {
   readonly payloads: readonly PayloadDraft[];
   readonly tokens: readonly Located<AuthTokenConfig>[];
   readonly journal: JournalConfig;
+  readonly metrics: MetricsConfig;
+  readonly telemetry: TelemetryConfig;
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -64,6 +66,8 @@ export function readDocument(sink: ProblemSink, root: Node | null): ConfigDraft 
   const llm = top.map('llm', Keys.llm);
   const auth = top.map('auth', Keys.auth);
   const journal = top.map('journal', Keys.journal);
+  const metrics = top.map('metrics', Keys.metrics);
+  const telemetry = top.map('telemetry', Keys.telemetry);
   return {
     name,
     maxTokensPerThread: top.integer('max_tokens_per_thread', Defaults.maxTokensPerThread, 1),
@@ -91,6 +95,24 @@ export function readDocument(sink: ProblemSink, root: Node | null): ConfigDraft 
       failedRetainDays:
         journal?.integer('failed_retain_days', Defaults.journalFailedRetainDays, 1) ?? Defaults.journalFailedRetainDays,
     },
+    metrics: { enabled: metrics?.boolean('enabled', true) ?? true, public: metrics?.boolean('public', false) ?? false },
+    telemetry: readTelemetry(telemetry),
+  };
+}
+
+function readTelemetry(r: MapReader | null): TelemetryConfig {
+  const otlp = r?.map('otlp', Keys.otlp) ?? null;
+  let endpoint: string | null = null;
+  if (otlp) {
+    endpoint = otlp.string('endpoint', true);
+    if (endpoint !== null && !/^https?:\/\/[^\s]+$/.test(endpoint)) {
+      otlp.problem('endpoint', ConfigMessages.badUrl(JSON.stringify(endpoint)));
+      endpoint = null;
+    }
+  }
+  return {
+    otlp: otlp && endpoint !== null ? { endpoint, protocol: otlp.enumeration('protocol', OTLP_PROTOCOLS, false) } : null,
+    captureContent: r?.boolean('capture_content', false) ?? false,
   };
 }
 

@@ -171,5 +171,7 @@ function buildConfig(draft: ConfigDraft, yamlPayloads: readonly PayloadTypeDef[]
     payloads: yamlPayloads,
     auth: { tokens: draft.tokens.map((t) => t.value) },
     journal: draft.journal,
+    metrics: draft.metrics,
+    telemetry: draft.telemetry,
   };
 }

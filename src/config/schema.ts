@@ -12,6 +12,8 @@ export const Keys = {
     'payloads',
     'auth',
     'journal',
+    'metrics',
+    'telemetry',
   ],
   organism: ['name'],
   llm: ['providers', 'pricing'],
@@ -23,6 +25,9 @@ export const Keys = {
   auth: ['tokens'],
   token: ['name', 'role', 'token_env'],
   journal: ['max_attempts', 'retain_days', 'failed_retain_days'],
+  metrics: ['enabled', 'public'],
+  telemetry: ['otlp', 'capture_content'],
+  otlp: ['endpoint', 'protocol'],
 } as const;
 
 export const Defaults = {
@@ -41,6 +46,7 @@ export const Defaults = {
   journalFailedRetainDays: 30,
 } as const;
 
+export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
 export const PROVIDER_TYPES = ['mock', 'openai', 'anthropic'] as const;
 export const TOKEN_ROLES = ['operator', 'viewer'] as const;
 export const BUILTIN_LLM = 'builtin:llm';

@@ -2,8 +2,10 @@ import type { LoadedOrganism, OrganismConfig } from '../config/types.js';
 import { Errors } from '../errors/catalogue.js';
 import { EventBus } from '../events/bus.js';
 import type { OrganismStatus, ReloadResult } from '../events/types.js';
+import { LlmObservers } from '../llm/observer.js';
 import { LlmRouter } from '../llm/router.js';
 import { PayloadRegistry } from '../payload/index.js';
+import { DeliveryObservers } from '../pump/observer.js';
 import { Pump, type InjectOptions, type PumpLimits, type StopOptions, type StopReport } from '../pump/pump.js';
 import type { Journal, JournalStats, RecoveryReport, ThreadStore, UsageStore } from '../store/types.js';
 import { MemoryJournal, MemoryThreadStore, MemoryUsageStore } from '../store/index.js';
@@ -44,6 +46,8 @@ export class Organism {
   readonly budgets: BudgetManager;
   readonly storage: OrganismStorage;
   readonly logger: Logger;
+  /** Telemetry hooks: delivery and LLM call observers (metrics and traces attach here). */
+  readonly observers: { readonly deliveries: DeliveryObservers; readonly llm: LlmObservers };
   private readonly pump: Pump;
   private loaded: LoadedOrganism;
   private registryValue: PayloadRegistry;
@@ -57,6 +61,8 @@ export class Organism {
     this.loaded = loaded;
     this.logger = options.logger ?? silentLogger();
     this.bus = new EventBus((err) => this.logger.error({ err }, 'event listener failed'));
+    const observerFailed = (err: unknown) => this.logger.error({ err }, 'telemetry observer failed');
+    this.observers = { deliveries: new DeliveryObservers(observerFailed), llm: new LlmObservers(observerFailed) };
     this.storage = options.storage ?? memoryStorage();
     this.budgets = new BudgetManager({ defaultMaxTokens: loaded.config.maxTokensPerThread });
     this.registryValue = new PayloadRegistry(loaded.payloadTypes);
@@ -76,6 +82,7 @@ export class Organism {
         llm: this.router,
         logger: this.logger,
         llmHandler: (listener) => createLlmAgentHandler(listener, () => this.peerView()),
+        observers: this.observers.deliveries,
         ...(options.now ? { now: options.now } : {}),
       },
       limitsOf(loaded.config),
@@ -211,6 +218,11 @@ export class Organism {
     return { ...report, journal };
   }
 
+  /** True when `name` is a listener of this organism now. */
+  hasListener(name: string): boolean {
+    return this.pump.listener(name) !== undefined;
+  }
+
   agents(): AgentInfo[] {
     return this.pump.listeners().map(agentInfo);
   }
@@ -245,6 +257,7 @@ export class Organism {
       pricing: new Pricing(config.llm.pricing),
       tracker: this.tracker,
       budgets: this.budgets,
+      observer: this.observers.llm,
     });
   }
 

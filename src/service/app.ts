@@ -10,6 +10,7 @@ import type { ServiceContext } from './context.js';
 import { Errors } from '../errors/catalogue.js';
 import { registerErrorHandling, sendError, toOrganismError } from './errors.js';
 import { registerJsonParser } from './json-parser.js';
+import { registerMetrics } from './metrics.js';
 import { registerQueryCheck } from './query-check.js';
 import { openApiOptions } from './openapi.js';
 import { agentRoutes } from './routes/agents.js';
@@ -40,6 +41,8 @@ export interface BuildAppOptions {
   readonly bodyLimit?: number;
   /** WebSocket connection limits, buffers and heartbeat. */
   readonly ws?: Partial<WsLimits>;
+  /** GET /metrics; default: as organism.yaml says (`metrics.enabled`, on unless set false). */
+  readonly metrics?: boolean;
   /** The serving process's shutdown state (omitted: always serving). */
   readonly closing?: () => Closing | null;
 }
@@ -83,6 +86,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   registerJsonParser(base, bodyLimit);
   registerAuth(base, options.auth);
   registerCasing(base);
+  const metricsConfig = options.organism.config.metrics;
+  if (options.metrics ?? metricsConfig?.enabled ?? true) registerMetrics(base, { organism: options.organism, public: metricsConfig?.public ?? false });
   registerQueryCheck(base);
   await app.register(swagger, openApiOptions(options.version));
 

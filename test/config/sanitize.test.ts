@@ -98,6 +98,8 @@ describe('sanitizeConfig', () => {
       payloads: [{ name: 'Note', fields: [{ name: 'text', type: 'string', optional: false }] }],
       auth: { tokens: [{ name: 'ops', role: 'operator', tokenEnv: 'TEST_OPS_TOKEN' }] },
       journal: { maxAttempts: 3, retainDays: 7, failedRetainDays: 30 },
+      metrics: { enabled: true, public: false },
+      telemetry: { otlp: null, captureContent: false },
     });
   });
 });

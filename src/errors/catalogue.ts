@@ -74,6 +74,7 @@ export const Errors = {
     'Journal entry %s is %s; only FAILED entries can be redelivered',
   ),
   THREAD_KILLED: define('THREAD_KILLED', 409, 'Thread %s was killed; it accepts no more messages'),
+  THREAD_FINISHED: define('THREAD_FINISHED', 409, 'Thread already finished: %s'),
   INVALID_PAYLOAD: define('INVALID_PAYLOAD', 422, 'Invalid %s payload: %s'),
   UNKNOWN_PAYLOAD_TYPE: define('UNKNOWN_PAYLOAD_TYPE', 422, 'Unknown payload type: %s'),
   WRONG_PAYLOAD_TYPE: define(

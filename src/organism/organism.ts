@@ -173,9 +173,8 @@ export class Organism {
   }
 
   /** FAILED journal entry back to PENDING and into the pump. */
-  async redeliver(messageId: string): Promise<void> {
-    const message = await this.storage.journal.redeliver(messageId);
-    await this.pump.redeliver(message);
+  async redeliver(messageId: string, threadId: string): Promise<void> {
+    await this.pump.redeliver(threadId, () => this.storage.journal.redeliver(messageId));
   }
 
   /** What a reload would change, without changing anything. */

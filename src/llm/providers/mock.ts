@@ -117,7 +117,11 @@ function coerce(value: unknown, schema: Record<string, unknown>, defs: Record<st
   if (value && typeof value === 'object' && !Array.isArray(value)) {
     const props = (schema['properties'] ?? {}) as Record<string, Record<string, unknown>>;
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value as Record<string, unknown>)) out[k] = coerce(v, props[k] ?? {}, defs);
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+      // Indentation between child elements is no field.
+      if (k === '#text' && typeof v === 'string' && v.trim() === '') continue;
+      out[k] = coerce(v, props[k] ?? {}, defs);
+    }
     return out;
   }
   if (type === 'object' && value === '') return {};

@@ -1,10 +1,13 @@
 import { loadOrganism } from '../config/index.js';
 import { Organism } from '../organism/organism.js';
+import { fileURLToPath } from 'node:url';
 import { buildApp } from '../service/app.js';
+import { consoleBuilt } from '../service/console.js';
 import { openSqliteStorage } from '../store/index.js';
 import { createLogger, type LogLevel } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import { resolveConfigPath, resolveDataDir } from './config-path.js';
+import { startDemoTraffic, type DemoTraffic } from './demo-traffic.js';
 import { ExitCode } from './exit-codes.js';
 import { resolveTokens } from './tokens.js';
 
@@ -15,6 +18,8 @@ export interface ServeOptions {
   readonly logLevel: LogLevel;
   readonly auth: boolean;
   readonly drainTimeoutMs: number;
+  /** Inject a demo question every this many ms (`--demo-traffic`); omitted: no demo traffic. */
+  readonly demoTrafficMs?: number;
 }
 
 export class ServeError extends Error {
@@ -55,6 +60,11 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
 
   const organism = new Organism(loaded, { storage, logger });
 
+  // Built by `npm install` (vite) next to the compiled server: dist/console beside dist/cli.
+  const consoleDir = fileURLToPath(new URL('../console/', import.meta.url));
+  const hasConsole = consoleBuilt(consoleDir);
+  let demo: DemoTraffic | null = null;
+
   let exitCode: number = ExitCode.OK;
   let shuttingDown: Promise<void> | null = null;
   const shutdown = (code: number): Promise<void> => {
@@ -62,6 +72,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     exitCode = code;
     shuttingDown = (async () => {
       logger.info({ restart: code === ExitCode.RESTART }, 'shutting down gracefully');
+      demo?.stop();
       // The HTTP server stays up while draining, so new injections get a clear 503.
       const stopped = await organism.stop({ timeoutMs: options.drainTimeoutMs });
       logger.info({ journal: stopped.journal, abortedInFlight: stopped.abortedInFlight }, 'journal at shutdown');
@@ -78,6 +89,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     onStop: () => void shutdown(ExitCode.OK),
     onRestart: () => void shutdown(ExitCode.RESTART),
     reloadConfig: () => loadOrganism(path),
+    ...(hasConsole ? { consoleDir } : {}),
   });
   // Started after the app is built (schemas compiled): recovered messages start flowing at
   // once, and would otherwise share the event loop with building it (bench scenario 5).
@@ -94,6 +106,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
   const base = `http://${host}:${port}`;
   const lines = [
     `organism ${organism.name} serving (config ${path}${isDemo ? ', bundled demo' : ''})`,
+    hasConsole ? `  Console:   ${base}/` : `  Console:   not built (run npm run build:console)`,
     `  API:       ${base}/api/v1`,
     `  OpenAPI:   ${base}/api/v1/openapi.json`,
     `  WebSocket: ws://${host}:${port}/ws`,
@@ -104,6 +117,10 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
         : `  Token:     from ${tokens.tokens.map((t) => t.name).join(', ')}`
       : '  Token:     authentication DISABLED (loopback only)',
   ];
+  if (options.demoTrafficMs !== undefined) {
+    demo = startDemoTraffic(organism, options.demoTrafficMs, logger);
+    lines.push(demo.target ? `  Demo:      a question to ${demo.target} every ${options.demoTrafficMs / 1000} s` : '  Demo:      no agent to send demo questions to');
+  }
   process.stdout.write(`${lines.join('\n')}\n`);
 
   process.on('SIGTERM', () => void shutdown(ExitCode.OK));

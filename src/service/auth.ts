@@ -72,11 +72,36 @@ function bearerToken(value: string | null | undefined): string | null {
   return token.length > 0 && token.length <= 4096 ? token : null;
 }
 
-/** The credential of a request: the Authorization header, or for WebSocket upgrades also `?token=`. */
+/** The subprotocol a browser offers with its token-carrying one; the server selects it. */
+export const WS_SUBPROTOCOL = 'organism.v1';
+const BEARER_PROTOCOL_PREFIX = 'bearer.';
+
+/**
+ * The token a browser sends in `Sec-WebSocket-Protocol` (it cannot set Authorization on a
+ * WebSocket, and a token in the URL lands in logs and history): `bearer.<base64url(token)>`
+ * offered next to `organism.v1`. Null when no such entry is offered or it does not decode.
+ */
+export function subprotocolToken(header: string | string[] | undefined): string | null {
+  const value = Array.isArray(header) ? header.join(',') : header;
+  if (typeof value !== 'string') return null;
+  for (const part of value.split(',')) {
+    const p = part.trim();
+    if (!p.startsWith(BEARER_PROTOCOL_PREFIX)) continue;
+    const encoded = p.slice(BEARER_PROTOCOL_PREFIX.length);
+    if (!/^[A-Za-z0-9_-]+$/.test(encoded)) return null;
+    const token = Buffer.from(encoded, 'base64url').toString('utf8');
+    return token.length > 0 ? token : null;
+  }
+  return null;
+}
+
+/** The credential of a request: the Authorization header, or for WebSocket upgrades also the subprotocol or `?token=`. */
 export function requestCredential(request: FastifyRequest): string | null {
   const header = request.headers.authorization;
   if (typeof header === 'string' && header.length > 0) return header;
   if (String(request.headers.upgrade ?? '').toLowerCase() === 'websocket') {
+    const fromProtocol = subprotocolToken(request.headers['sec-websocket-protocol']);
+    if (fromProtocol) return fromProtocol;
     const token = (request.query as Record<string, unknown> | undefined)?.['token'];
     if (typeof token === 'string') return token;
   }

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Errors } from '../../errors/catalogue.js';
+import { subprotocolToken } from '../auth.js';
 
 export interface WsPrincipal {
   readonly name: string;
@@ -9,13 +10,15 @@ export interface WsPrincipal {
 /** Resolves a bare token to a principal, or null when it is missing or unknown. */
 export type WsAuthenticate = (token: string | undefined) => WsPrincipal | null;
 
-/** The token of an upgrade request: `Authorization: Bearer <token>`, else `?token=`. */
+/** The token of an upgrade request: `Authorization: Bearer <token>`, else the `bearer.` subprotocol, else `?token=`. */
 export function upgradeToken(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization;
   if (typeof header === 'string' && header.trim() !== '') {
     const m = /^bearer\s+(\S+)\s*$/i.exec(header.trim());
     return m ? m[1] : undefined;
   }
+  const fromProtocol = subprotocolToken(request.headers['sec-websocket-protocol']);
+  if (fromProtocol) return fromProtocol;
   const query = request.query as Record<string, unknown> | undefined;
   const token = query?.['token'];
   return typeof token === 'string' && token !== '' ? token : undefined;

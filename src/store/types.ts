@@ -124,6 +124,7 @@ export interface UsageRangeQuery {
 
 export interface UsageHistoryQuery extends UsageRangeQuery {
   readonly agentId?: string;
+  readonly threadId?: string;
   readonly model?: string;
   readonly limit: number;
   readonly offset: number;

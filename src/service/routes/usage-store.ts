@@ -44,13 +44,14 @@ export const persistedUsageRoutes: FastifyPluginAsyncTypebox<ServiceContext> = a
       },
     },
     async (request) => {
-      const { orgId, agentId, model, limit = 100, offset = 0 } = request.query;
+      const { orgId, agentId, threadId, model, limit = 100, offset = 0 } = request.query;
       const range = parseTimeRange(request.query.startTime, request.query.endTime);
       const page = await store().history({
         ...range,
         ...(orgId !== undefined ? { orgId } : {}),
         ...(agentId !== undefined ? { agentId } : {}),
         ...(model !== undefined ? { model } : {}),
+        ...(threadId !== undefined ? { threadId } : {}),
         limit,
         offset,
       });

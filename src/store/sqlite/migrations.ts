@@ -112,6 +112,10 @@ export const MIGRATIONS: readonly string[] = [
     UPDATE row_counts SET n = n - 1 WHERE name = 'threads';
   END;
   `,
+  // 3: usage history by thread (the console's thread timeline lists each LLM call of a thread).
+  `
+  CREATE INDEX usage_thread_ts ON usage_events(thread_id, ts DESC);
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -73,6 +73,11 @@ export class SqliteUsageStore implements UsageStore {
    * days at the edges counted from the events, so the total stays fast at millions of events.
    */
   private count(q: UsageHistoryQuery): number {
+    if (q.threadId) {
+      // The rollup has no thread; one thread's calls are few and indexed (usage_thread_ts).
+      const { clause, params } = filters(q, true);
+      return (prepared(this.db, `SELECT COUNT(*) AS n FROM usage_events ${clause}`).get(...params) as { n: number }).n;
+    }
     const { fromDay, toDay, edges } = splitRange(q.startTime, q.endTime);
     let n = 0;
     if (fromDay === null || toDay === null || fromDay < toDay) {
@@ -223,6 +228,10 @@ function filters(q: UsageHistoryQuery | UsageRangeQuery, withAgentModel: boolean
     if (h.model) {
       where.push('model = ?');
       params.push(h.model);
+    }
+    if (h.threadId) {
+      where.push('thread_id = ?');
+      params.push(h.threadId);
     }
   }
   return { clause: where.length ? `WHERE ${where.join(' AND ')}` : '', params };

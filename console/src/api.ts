@@ -215,6 +215,7 @@ export const api = {
   whoami: (token?: string) => request<{ name: string; role: Role }>('GET', '/whoami', token ? { token } : {}),
   organism: () => request<OrganismInfo>('GET', '/organism'),
   config: () => request<Record<string, unknown>>('GET', '/organism/config'),
+  edges: () => request<{ edges: Array<{ from: string; to: string; messages: number; denied: number }> }>('GET', '/organism/edges'),
   reload: (dryRun: boolean) => request<ReloadResult>('POST', '/organism/reload', { query: { dryRun: dryRun ? 'true' : undefined } }),
   agents: () => request<{ agents: AgentInfo[] }>('GET', '/agents'),
   agent: (name: string) => request<AgentInfo>('GET', `/agents/${enc(name)}`),

@@ -3,7 +3,7 @@
 // through useLive(); updates are batched to one render per animation frame, so a burst of
 // events costs one render, not one per event.
 import { useSyncExternalStore } from 'react';
-import type { AgentInfo, JournalStats, MessageRecord, ThreadInfo } from './api';
+import { api, type AgentInfo, type JournalStats, type MessageRecord, type ThreadInfo } from './api';
 
 export type ConnectionState = 'connecting' | 'open' | 'reconnecting' | 'closed';
 
@@ -186,6 +186,8 @@ export class LiveStore {
         s.journal = frame['journal'] as JournalStats;
         if (fresh && s.generation++ > 0) this.onResync();
         if (s.generation === 0) s.generation = 1;
+        // The totals so far per edge (the events only tell what comes next).
+        if (fresh) void api.edges().then((r) => this.seedEdges(r.edges), () => {});
         break;
       }
       case 'message': {
@@ -230,6 +232,17 @@ export class LiveStore {
         break;
     }
     for (const l of this.eventListeners) l(frame);
+    this.schedule();
+  }
+
+  private seedEdges(list: Array<{ from: string; to: string; messages: number; denied: number }>): void {
+    for (const e of list) {
+      const key = `${e.from}\u0000${e.to}`;
+      const edge = this.state.edges.get(key) ?? { from: e.from, to: e.to, count: 0, denied: 0, rate: new Rate() };
+      edge.count = Math.max(edge.count, e.messages);
+      edge.denied = Math.max(edge.denied, e.denied);
+      this.state.edges.set(key, edge);
+    }
     this.schedule();
   }
 

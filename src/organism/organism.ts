@@ -1,6 +1,7 @@
 import type { LoadedOrganism, OrganismConfig } from '../config/types.js';
 import { Errors } from '../errors/catalogue.js';
 import { EventBus } from '../events/bus.js';
+import { EdgeTraffic } from './edge-traffic.js';
 import type { OrganismStatus, ReloadResult } from '../events/types.js';
 import { LlmRouter } from '../llm/router.js';
 import { PayloadRegistry } from '../payload/index.js';
@@ -41,6 +42,8 @@ export class Organism {
   readonly bootId = newId();
   readonly bus: EventBus;
   readonly tracker = new UsageTracker();
+  /** Messages and denied sends per sender -> receiver since start (the topology's counts). */
+  readonly traffic = new EdgeTraffic();
   readonly budgets: BudgetManager;
   readonly storage: OrganismStorage;
   readonly logger: Logger;
@@ -57,6 +60,7 @@ export class Organism {
     this.loaded = loaded;
     this.logger = options.logger ?? silentLogger();
     this.bus = new EventBus((err) => this.logger.error({ err }, 'event listener failed'));
+    this.bus.on((event) => this.traffic.record(event));
     this.storage = options.storage ?? memoryStorage();
     this.budgets = new BudgetManager({ defaultMaxTokens: loaded.config.maxTokensPerThread });
     this.registryValue = new PayloadRegistry(loaded.payloadTypes);

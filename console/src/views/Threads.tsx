@@ -117,20 +117,25 @@ export function ThreadsView() {
   );
 }
 
+/**
+ * A thread has a budget while it runs, once an LLM call reserved tokens. Looked up in the list
+ * of budgets (a finished thread has none, and asking for it directly would be a 404).
+ */
 function Budget({ threadId }: { threadId: string }) {
   const qc = useQueryClient();
-  const q = useQuery({ queryKey: ['budget', threadId], queryFn: () => api.budget(threadId), retry: false });
+  const list = useQuery({ queryKey: ['budget', threadId], queryFn: api.budgets });
+  const b = list.data?.threads.find((x) => x.threadId === threadId);
   const [value, setValue] = useState('');
   const raise = useMutation({
     mutationFn: (max: number) => api.setBudget(threadId, max),
-    onSuccess: (b) => {
-      qc.setQueryData(['budget', threadId], b);
+    onSuccess: () => {
+      void qc.invalidateQueries({ queryKey: ['budget', threadId] });
       setValue('');
     },
   });
-  if (q.error) return <p className="muted">No budget for this thread (no LLM call has reserved one).</p>;
-  if (!q.data) return <Loading what="budget" />;
-  const b = q.data;
+  if (list.error) return <ErrorBox error={list.error} />;
+  if (!list.data) return <Loading what="budget" />;
+  if (!b) return <p className="muted">No budget: the thread has made no LLM call yet, or has finished.</p>;
   const submit = (e: FormEvent) => {
     e.preventDefault();
     raise.mutate(Number(value));

@@ -66,7 +66,7 @@ export function TopologyView() {
       <h1>Topology</h1>
       <p className="legend">
         <span className="lg-agent">LLM agent</span> <span className="lg-tool">code tool</span> <span className="lg-external">outside sender</span>{' '}
-        <span className="lg-denied">denied send</span> <span className="lg-paused">paused</span> · edge labels: messages since the console connected (per minute, last 60 s)
+        <span className="lg-denied">denied send</span> <span className="lg-paused">paused</span> · edge labels: messages since the server started (per minute over the last 60 s)
       </p>
       <svg className="topology" viewBox={`0 0 ${layout.width} ${layout.height}`} width={layout.width} height={layout.height} role="img" aria-label="Peer graph">
         <defs>

@@ -1,5 +1,9 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** This installation's root (the directory of its package.json), from dist/cli or src/cli alike. */
+export const INSTALLATION_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 const STARTER_YAML = `# A starter organism: one LLM agent (on the offline mock provider) and one code tool.
 # Every key is documented in docs/configuration.md of the organism package.
@@ -55,6 +59,49 @@ export const countWords: Handler = (payload, ctx) => {
 };
 `;
 
+/**
+ * The project's package.json. organism is a \`file:\` dependency on the installation that ran
+ * init, never a registry range: the name \`organism\` on the npm registry is not ours, and a
+ * range would install whatever someone publishes under it. organism itself does not need
+ * \`npm install\` here (handlers' \`import ... from 'organism'\` resolves to the running
+ * installation); installing gives editors and tsc the types and \`npx organism\` its binary.
+ */
+function starterPackage(dir: string): string {
+  const name = path.basename(dir).toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[._-]+/, '') || 'my-organism';
+  const pkg = {
+    name,
+    private: true,
+    type: 'module',
+    scripts: {
+      check: 'organism check organism.yaml',
+      serve: 'organism serve organism.yaml',
+      typecheck: 'tsc --noEmit',
+    },
+    dependencies: { organism: `file:${INSTALLATION_ROOT}` },
+  };
+  return JSON.stringify(pkg, null, 2) + '\n';
+}
+
+/** Type checking for handlers (tsc --noEmit); organism runs them without a build step. */
+const STARTER_TSCONFIG = JSON.stringify(
+  {
+    compilerOptions: {
+      target: 'ES2022',
+      module: 'NodeNext',
+      moduleResolution: 'NodeNext',
+      strict: true,
+      noEmit: true,
+      skipLibCheck: true,
+      verbatimModuleSyntax: true,
+      allowImportingTsExtensions: true,
+    },
+    include: ['**/*.ts'],
+    exclude: ['node_modules'],
+  },
+  null,
+  2,
+) + '\n';
+
 /** \`organism init [DIR]\`: writes a runnable starter organism; never overwrites. */
 export function initCommand(dirArg: string | undefined): number {
   const dir = path.resolve(dirArg ?? '.');
@@ -68,10 +115,20 @@ export function initCommand(dirArg: string | undefined): number {
     process.stderr.write(`organism init: not overwriting ${clash.join(', ')}\n`);
     return 1;
   }
-  for (const [name, text] of files) writeFileSync(path.join(dir, name), text);
+  // An existing project keeps its own package.json and tsconfig.json.
+  const project: Array<[string, string]> = [
+    ['package.json', starterPackage(dir)],
+    ['tsconfig.json', STARTER_TSCONFIG],
+  ];
+  const kept = project.filter(([name]) => existsSync(path.join(dir, name))).map(([name]) => name);
+  const written = [...files, ...project.filter(([name]) => !kept.includes(name))];
+  for (const [name, text] of written) writeFileSync(path.join(dir, name), text);
+  const config = path.join(dir, 'organism.yaml');
   process.stdout.write(
-    `Wrote ${path.join(dir, 'organism.yaml')} and handlers.ts.\n` +
-      `Next: organism check ${path.join(dir, 'organism.yaml')} && organism serve ${path.join(dir, 'organism.yaml')}\n`,
+    `Wrote ${written.map(([name]) => name).join(', ')} in ${dir}.\n` +
+      (kept.includes('package.json') ? `Kept your package.json: add "organism": "file:${INSTALLATION_ROOT}" to its dependencies for editor types.\n` : '') +
+      `Next: organism check ${config} && organism serve ${config}\n` +
+      `(npm install in ${dir} links this organism installation for editor types and npx; it is not needed to run.)\n`,
   );
   return 0;
 }

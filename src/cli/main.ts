@@ -116,7 +116,7 @@ program
 
 program
   .command('init')
-  .description('write a starter organism (organism.yaml + a TypeScript handler)')
+  .description('write a starter organism (organism.yaml, a TypeScript handler, package.json, tsconfig.json)')
   .argument('[dir]', 'target directory', '.')
   .action((dir: string) => {
     process.exit(initCommand(dir));

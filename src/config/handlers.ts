@@ -9,6 +9,7 @@ import type { PayloadTypeDef } from '../payload/types.js';
 import type { Handler } from '../pump/handler.js';
 import { ConfigMessages } from './messages.js';
 import { BUILTIN_LLM } from './schema.js';
+import { resolveOrganismToSelf } from './self-reference.js';
 
 export type HandlerRef =
   | { readonly kind: 'builtin'; readonly name: 'llm' }
@@ -44,6 +45,7 @@ export async function loadModules(baseDir: string, modulePaths: Iterable<string>
   const unique = [...new Set(modulePaths)];
   const out = new Map<string, LoadedModule>();
   if (unique.length === 0) return out;
+  resolveOrganismToSelf();
   // Outside an ES module package, tsx loads local imports as CommonJS, through the shared
   // require cache: forget the organism's own files there so they are read afresh.
   const cache = createRequire(import.meta.url).cache;

@@ -10,6 +10,7 @@ import { registerConsole } from './console.js';
 import type { ServiceContext } from './context.js';
 import { registerErrorHandling, sendError, toOrganismError } from './errors.js';
 import { registerJsonParser } from './json-parser.js';
+import { registerQueryCheck } from './query-check.js';
 import { openApiOptions } from './openapi.js';
 import { agentRoutes } from './routes/agents.js';
 import { capabilityRoutes } from './routes/capabilities.js';
@@ -76,6 +77,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   registerJsonParser(base, bodyLimit);
   registerAuth(base, options.auth);
   registerCasing(base);
+  registerQueryCheck(base);
   await app.register(swagger, openApiOptions(options.version));
 
   await app.register(healthRoutes, ctx);

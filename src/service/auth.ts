@@ -1,4 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Errors } from '../errors/catalogue.js';
 
@@ -32,6 +33,8 @@ declare module 'fastify' {
   }
   interface FastifyContextConfig {
     access?: Access;
+    /** A WebSocket route (the only kind where `?token=` is read). */
+    websocketRoute?: boolean;
   }
   interface FastifyInstance {
     /** Resolves an Authorization header value or a bare token to a principal (null: unknown). */
@@ -95,11 +98,36 @@ export function subprotocolToken(header: string | string[] | undefined): string 
   return null;
 }
 
-/** The credential of a request: the Authorization header, or for WebSocket upgrades also the subprotocol or `?token=`. */
+/** A WebSocket handshake as RFC 6455 has it: `Upgrade: websocket` and `Connection: upgrade` (among others). */
+export function isWebSocketUpgrade(headers: IncomingHttpHeaders): boolean {
+  if (String(headers.upgrade ?? '').trim().toLowerCase() !== 'websocket') return false;
+  return String(headers.connection ?? '')
+    .split(',')
+    .some((t) => t.trim().toLowerCase() === 'upgrade');
+}
+
+/** How many Authorization headers the client sent (Node keeps only the first in `headers`). */
+function authorizationCount(rawHeaders: readonly string[]): number {
+  let n = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]!.toLowerCase() === 'authorization') n++;
+  return n;
+}
+
+/**
+ * The token of a request, or null when it has none. The Authorization header must use the
+ * Bearer scheme (a bare token there is refused: it is how tokens leak into other schemes);
+ * on a WebSocket route during a real upgrade the token may also come as a `bearer.` subprotocol
+ * (what the console uses) or `?token=` (browsers cannot set headers there), never on REST routes. Two Authorization headers are refused outright.
+ */
 export function requestCredential(request: FastifyRequest): string | null {
+  const count = authorizationCount(request.raw.rawHeaders);
+  if (count > 1) throw Errors.AUTH_AMBIGUOUS(count);
   const header = request.headers.authorization;
-  if (typeof header === 'string' && header.length > 0) return header;
-  if (String(request.headers.upgrade ?? '').toLowerCase() === 'websocket') {
+  if (typeof header === 'string' && header.trim().length > 0) {
+    if (!/^bearer\s/i.test(header.trim())) throw Errors.AUTH_SCHEME();
+    return header;
+  }
+  if (request.routeOptions.config.websocketRoute === true && isWebSocketUpgrade(request.headers)) {
     const fromProtocol = subprotocolToken(request.headers['sec-websocket-protocol']);
     if (fromProtocol) return fromProtocol;
     const token = (request.query as Record<string, unknown> | undefined)?.['token'];
@@ -124,15 +152,23 @@ export function registerAuth(app: FastifyInstance, settings: AuthSettings): void
   app.decorate('authenticate', authenticate);
   app.decorateRequest('principal', null);
   app.addHook('onRoute', (route) => {
-    const access = route.config?.access ?? defaultAccess(route.method, (route as { websocket?: boolean }).websocket === true);
-    route.config = { ...(route.config ?? {}), access };
+    const websocketRoute = (route as { websocket?: boolean }).websocket === true;
+    const access = route.config?.access ?? defaultAccess(route.method, websocketRoute);
+    route.config = { ...(route.config ?? {}), access, websocketRoute };
   });
   app.addHook('onRequest', async (request, reply) => {
     // No route matched: the not-found handler answers (it reveals nothing).
     if (request.is404) return;
     const access: Access = request.routeOptions.config.access ?? 'operator';
     if (access === 'public') return;
-    const principal = authenticate(requestCredential(request));
+    let credential: string | null;
+    try {
+      credential = requestCredential(request);
+    } catch (err) {
+      if (Errors.AUTH_SCHEME.is(err)) reply.header('WWW-Authenticate', 'Bearer');
+      throw err;
+    }
+    const principal = authenticate(credential);
     if (!principal) {
       reply.header('WWW-Authenticate', 'Bearer');
       throw Errors.AUTH_REQUIRED();

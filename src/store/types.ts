@@ -124,8 +124,10 @@ export interface UsageRangeQuery {
 
 export interface UsageHistoryQuery extends UsageRangeQuery {
   readonly agentId?: string;
-  readonly threadId?: string;
   readonly model?: string;
+  readonly threadId?: string;
+  /** The `userId` of the metadata the message was injected with. */
+  readonly userId?: string;
   readonly limit: number;
   readonly offset: number;
 }

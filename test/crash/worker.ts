@@ -5,23 +5,16 @@
  *
  *   node --import tsx test/crash/worker.ts <dataDir> work|finish
  */
-import Database from 'better-sqlite3';
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Organism } from '../../src/organism/organism.js';
 import { send } from '../../src/pump/handler.js';
 import { openSqliteStorage } from '../../src/store/index.js';
 import { listener, loaded, mockProvider } from '../pump/harness.js';
+import { EFFECTS_FILE, EffectLog } from './effects.js';
 
 const [dataDir, mode] = process.argv.slice(2) as [string, 'work' | 'finish'];
-const effects = new Database(path.join(dataDir, 'effects.db'));
-effects.pragma('journal_mode = WAL');
-effects.exec(`CREATE TABLE IF NOT EXISTS effects (message_id TEXT PRIMARY KEY, thread_id TEXT NOT NULL);
-  CREATE TABLE IF NOT EXISTS runs (message_id TEXT NOT NULL, listener TEXT NOT NULL, attempt INTEGER NOT NULL);
-  CREATE TABLE IF NOT EXISTS violations (message_id TEXT NOT NULL, listener TEXT NOT NULL)`);
-const logRun = effects.prepare('INSERT INTO runs (message_id, listener, attempt) VALUES (?, ?, ?)');
-const violation = effects.prepare('INSERT INTO violations (message_id, listener) VALUES (?, ?)');
-const effect = effects.prepare('INSERT OR IGNORE INTO effects (message_id, thread_id) VALUES (?, ?)');
+const effects = new EffectLog(path.join(dataDir, EFFECTS_FILE));
 
 const jitter = () => new Promise((r) => setTimeout(r, Math.random() * 4));
 const storage = openSqliteStorage({ dataDir });
@@ -29,8 +22,7 @@ const storage = openSqliteStorage({ dataDir });
 /** Records the run, and a violation when the journal already had this delivery ACKED. */
 async function audit(name: string, messageId: string, attempt: number) {
   const entry = await storage.journal.get(messageId);
-  if (entry?.state === 'ACKED') violation.run(messageId, name);
-  logRun.run(messageId, name, attempt);
+  effects.run(name, messageId, attempt, entry?.state === 'ACKED');
 }
 
 const organism = new Organism(
@@ -49,7 +41,7 @@ const organism = new Organism(
         handler: async (p, ctx) => {
           await audit('sink', ctx.messageId, ctx.attempt);
           await jitter();
-          effect.run(ctx.messageId, ctx.threadId); // deduplicated by ctx.messageId
+          effects.applyEffect(ctx.messageId, ctx.threadId); // deduplicated by ctx.messageId
         },
       }),
     ],

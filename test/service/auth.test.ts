@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect } from 'node:net';
 import { createAuthenticator } from '../../src/service/auth.js';
 import { eventually, OPERATOR, startService, VIEWER, type Service } from './fixture.js';
 import { fill, ROUTES, type RouteCase } from './route-table.js';
@@ -104,5 +105,71 @@ describe('createAuthenticator', () => {
 
   it('with no tokens configured nobody gets in', () => {
     expect(createAuthenticator({ tokens: [] })('Bearer anything')).toBeNull();
+  });
+});
+
+/** A request written by hand (fetch may not set Connection/Upgrade, nor send a header twice). */
+function rawGet(path: string, headers: Array<[string, string]>): Promise<{ status: number; body: string }> {
+  const url = new URL(svc.url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(url.port), url.hostname);
+    const hasConnection = headers.some(([k]) => k.toLowerCase() === 'connection');
+    const lines = [`GET ${path} HTTP/1.1`, `Host: ${url.host}`, ...headers.map(([k, v]) => `${k}: ${v}`), ...(hasConnection ? [] : ['Connection: close'])];
+    socket.write(`${lines.join('\r\n')}\r\n\r\n`);
+    let text = '';
+    socket.setEncoding('utf8');
+    const done = () => {
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0);
+      const head = text.indexOf('\r\n\r\n');
+      resolve({ status, body: head >= 0 ? text.slice(head + 4) : '' });
+      socket.destroy();
+    };
+    socket.on('data', (chunk: string) => {
+      text += chunk;
+      // A 101 keeps the socket open: the status line is all we need.
+      if (/^HTTP\/1\.1 101 /.test(text) && text.includes('\r\n\r\n')) done();
+    });
+    socket.on('end', done);
+    socket.on('error', reject);
+  });
+}
+
+describe('where a token is accepted', () => {
+  it('?token= is refused on REST routes even with Upgrade: websocket, with or without Connection: upgrade', async () => {
+    for (const headers of [
+      [['Upgrade', 'websocket']],
+      [['Upgrade', 'websocket'], ['Connection', 'Upgrade']],
+    ] as Array<Array<[string, string]>>) {
+      const res = await rawGet(`/api/v1/organism?token=${OPERATOR}`, headers);
+      expect(res.status, JSON.stringify(headers) + res.body).toBe(401);
+      expect(JSON.parse(res.body).detail).toBe('Authentication required');
+    }
+  });
+
+  it('?token= on /ws needs a real upgrade (Upgrade: websocket and Connection: upgrade)', async () => {
+    const key = ['Sec-WebSocket-Key', 'dGhlIHNhbXBsZSBub25jZQ=='] as [string, string];
+    const version = ['Sec-WebSocket-Version', '13'] as [string, string];
+    const halfUpgrade = await rawGet(`/ws?token=${VIEWER}`, [['Upgrade', 'websocket'], key, version]);
+    expect(halfUpgrade.status, halfUpgrade.body).toBe(401);
+    const real = await rawGet(`/ws?token=${VIEWER}`, [['Upgrade', 'websocket'], ['Connection', 'keep-alive, Upgrade'], key, version]);
+    expect(real.status).toBe(101);
+  });
+
+  it('a bare token in Authorization (no Bearer scheme) is refused, naming the scheme', async () => {
+    const res = await svc.request('GET', '/api/v1/organism', { token: null, headers: { authorization: OPERATOR } });
+    expect(res.status).toBe(401);
+    expect(res.body).toMatchObject({ code: 'AUTH_SCHEME', detail: 'Authorization must be "Bearer <token>"' });
+    expect(res.headers.get('www-authenticate')).toBe('Bearer');
+  });
+
+  it('two Authorization headers are refused, whichever comes first', async () => {
+    for (const pair of [
+      [`Bearer ${OPERATOR}`, 'Bearer junk'],
+      ['Bearer junk', `Bearer ${OPERATOR}`],
+    ]) {
+      const res = await rawGet('/api/v1/organism', pair.map((v) => ['Authorization', v] as [string, string]));
+      expect(res.status).toBe(400);
+      expect(JSON.parse(res.body)).toMatchObject({ code: 'AUTH_AMBIGUOUS', detail: 'Send one Authorization header, not 2' });
+    }
   });
 });

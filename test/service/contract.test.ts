@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OrganismApiError } from '../../src/client/index.js';
 import { eventually, probe, startService, VIEWER, type Service, type StorageKind } from './fixture.js';
 
 describe.each<StorageKind>(['memory', 'sqlite'])('contract with %s storage', (kind) => {
@@ -25,16 +26,14 @@ describe.each<StorageKind>(['memory', 'sqlite'])('contract with %s storage', (ki
   }
 
   describe('health and organism', () => {
+    // These blocks go through the typed client (organism/client), as an application would.
     it('GET /health is open and reports the organism', async () => {
-      const res = await svc.request('GET', '/health', { token: null });
-      expect(res.status).toBe(200);
-      expect(res.body).toEqual({ status: 'healthy', organism: 'service-test', uptimeSeconds: expect.any(Number) });
+      expect(await svc.clientAs(null).health()).toEqual({ status: 'healthy', organism: 'service-test', uptimeSeconds: expect.any(Number) });
     });
 
     it('GET /organism reports every OrganismInfo field', async () => {
-      const res = await svc.request('GET', '/api/v1/organism');
-      expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({
+      const info = await svc.client.organism.info();
+      expect(info).toMatchObject({
         name: 'service-test',
         status: 'running',
         agentCount: 5,
@@ -42,27 +41,25 @@ describe.each<StorageKind>(['memory', 'sqlite'])('contract with %s storage', (ki
         bootId: svc.organism.bootId,
         journal: { counts: { PENDING: expect.any(Number), DISPATCHED: expect.any(Number), ACKED: expect.any(Number), FAILED: expect.any(Number) } },
       });
-      expect(res.body.startedAt).toMatch(/Z$/);
-      expect(res.body.journal.lastRecovery).toMatchObject({ bootId: svc.organism.bootId });
-      expect(Object.keys(res.body).sort()).toEqual(
+      expect(info.startedAt).toMatch(/Z$/);
+      expect(info.journal.lastRecovery).toMatchObject({ bootId: svc.organism.bootId });
+      expect(Object.keys(info).sort()).toEqual(
         ['activeThreads', 'agentCount', 'bootId', 'journal', 'name', 'startedAt', 'status', 'totalMessages', 'uptimeSeconds', 'version'].sort(),
       );
     });
 
     it('GET /organism/config is the sanitized configuration', async () => {
-      const res = await svc.request('GET', '/api/v1/organism/config');
-      expect(res.status).toBe(200);
-      expect(res.body.name).toBe('service-test');
-      expect(res.body.listeners.map((l: { name: string }) => l.name)).toEqual(['echo', 'slow', 'broken', 'greeter', 'shouter']);
+      const config = await svc.client.organism.config();
+      expect(config['name']).toBe('service-test');
+      expect((config['listeners'] as Array<{ name: string }>).map((l) => l.name)).toEqual(['echo', 'slow', 'broken', 'greeter', 'shouter']);
     });
   });
 
   describe('agents', () => {
     it('lists every listener with its live state', async () => {
-      const res = await svc.request('GET', '/api/v1/agents');
-      expect(res.status).toBe(200);
-      expect(res.body.count).toBe(5);
-      const greeter = res.body.agents.find((a: { name: string }) => a.name === 'greeter');
+      const list = await svc.client.agents.list();
+      expect(list.count).toBe(5);
+      const greeter = list.agents.find((a) => a.name === 'greeter');
       expect(greeter).toEqual({
         name: 'greeter',
         description: 'Greets people and has the shouter announce it',
@@ -76,56 +73,49 @@ describe.each<StorageKind>(['memory', 'sqlite'])('contract with %s storage', (ki
         messageCount: expect.any(Number),
         model: 'mock-small',
       });
-      expect(res.body.agents.find((a: { name: string }) => a.name === 'echo')).toMatchObject({ isAgent: false, model: null });
+      expect(list.agents.find((a) => a.name === 'echo')).toMatchObject({ isAgent: false, model: null });
     });
 
     it('GET /agents/{name}, /config and /schema', async () => {
-      const one = await svc.request('GET', '/api/v1/agents/echo');
-      expect(one.status).toBe(200);
-      expect(one.body).toMatchObject({ name: 'echo', payloadClass: 'Text', state: 'idle' });
-      const config = await svc.request('GET', '/api/v1/agents/greeter/config');
-      expect(config.body).toEqual({
+      expect(await svc.client.agents.get('echo')).toMatchObject({ name: 'echo', payloadClass: 'Text', state: 'idle' });
+      expect(await svc.client.agents.config('greeter')).toEqual({
         name: 'greeter',
         description: 'Greets people and has the shouter announce it',
         isAgent: true,
         peers: ['shouter'],
         payloadClass: 'Greeting',
       });
-      const schema = await svc.request('GET', '/api/v1/agents/greeter/schema');
-      expect(schema.status).toBe(200);
-      expect(schema.body.contentType).toBe('application/xml');
-      expect(schema.body.schema).toContain('Greeting');
-      expect(schema.body.schema).toContain('schema');
+      const schema = await svc.client.agents.schema('greeter');
+      expect(schema.contentType).toBe('application/xml');
+      expect(schema.schema).toContain('Greeting');
+      expect(schema.schema).toContain('schema');
     });
 
     it.each([
-      ['GET', '/api/v1/agents/nobody', 'Agent not found: nobody'],
-      ['GET', '/api/v1/agents/nobody/config', 'Agent not found: nobody'],
-      ['GET', '/api/v1/agents/nobody/schema', 'Schema not found for agent: nobody'],
-      ['POST', '/api/v1/agents/nobody/pause', 'Agent not found: nobody'],
-      ['POST', '/api/v1/agents/nobody/resume', 'Agent not found: nobody'],
-    ])('%s %s -> 404 %s', async (method, path, detail) => {
-      const res = await svc.request(method, path);
-      expect(res.status).toBe(404);
-      expect(res.body.detail).toBe(detail);
+      ['get', 'Agent not found: nobody'],
+      ['config', 'Agent not found: nobody'],
+      ['schema', 'Schema not found for agent: nobody'],
+      ['pause', 'Agent not found: nobody'],
+      ['resume', 'Agent not found: nobody'],
+    ] as const)('agents.%s(nobody) -> 404 %s', async (method, detail) => {
+      const err = await svc.client.agents[method]('nobody').catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(OrganismApiError);
+      expect(err).toMatchObject({ status: 404, detail });
     });
 
     it('pause and resume answer with the new state', async () => {
-      const paused = await svc.request('POST', '/api/v1/agents/shouter/pause');
-      expect(paused.body).toEqual({ success: true, agent: 'shouter', state: 'paused' });
-      expect((await svc.request('GET', '/api/v1/agents/shouter')).body.state).toBe('paused');
-      const resumed = await svc.request('POST', '/api/v1/agents/shouter/resume');
-      expect(resumed.body).toEqual({ success: true, agent: 'shouter', state: 'idle' });
-      expect((await svc.request('GET', '/api/v1/agents/shouter')).body.state).toBe('idle');
+      expect(await svc.client.agents.pause('shouter')).toEqual({ success: true, agent: 'shouter', state: 'paused' });
+      expect((await svc.client.agents.get('shouter')).state).toBe('paused');
+      expect(await svc.client.agents.resume('shouter')).toEqual({ success: true, agent: 'shouter', state: 'idle' });
+      expect((await svc.client.agents.get('shouter')).state).toBe('idle');
     });
   });
 
   describe('capabilities', () => {
     it('lists every listener with its root tag', async () => {
-      const res = await svc.request('GET', '/api/v1/capabilities');
-      expect(res.status).toBe(200);
-      expect(res.body.count).toBe(5);
-      expect(res.body.capabilities).toContainEqual({
+      const list = await svc.client.capabilities.list();
+      expect(list.count).toBe(5);
+      expect(list.capabilities).toContainEqual({
         name: 'greeter',
         description: 'Greets people and has the shouter announce it',
         isAgent: true,
@@ -135,19 +125,16 @@ describe.each<StorageKind>(['memory', 'sqlite'])('contract with %s storage', (ki
     });
 
     it('GET /capabilities/{name} includes the XSD, an example and the JSON Schema', async () => {
-      const res = await svc.request('GET', '/api/v1/capabilities/greeter');
-      expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({ name: 'greeter', payloadClass: 'Greeting', rootTag: 'Greeting' });
-      expect(res.body.schemaXsd).toMatch(/<xs:schema|<xsd:schema|schema/);
-      expect(res.body.exampleXml).toContain('<Greeting');
-      expect(typeof res.body.jsonSchema).toBe('object');
-      expect(JSON.stringify(res.body.jsonSchema)).toContain('name');
+      const cap = await svc.client.capabilities.get('greeter');
+      expect(cap).toMatchObject({ name: 'greeter', payloadClass: 'Greeting', rootTag: 'Greeting' });
+      expect(cap.schemaXsd).toMatch(/<xs:schema|<xsd:schema|schema/);
+      expect(cap.exampleXml).toContain('<Greeting');
+      expect(typeof cap.jsonSchema).toBe('object');
+      expect(JSON.stringify(cap.jsonSchema)).toContain('name');
     });
 
     it('unknown capability -> 404', async () => {
-      const res = await svc.request('GET', '/api/v1/capabilities/nothing');
-      expect(res.status).toBe(404);
-      expect(res.body.detail).toBe('Capability not found: nothing');
+      await expect(svc.client.capabilities.get('nothing')).rejects.toMatchObject({ status: 404, detail: 'Capability not found: nothing' });
     });
   });
 
@@ -259,8 +246,8 @@ describe.each<StorageKind>(['memory', 'sqlite'])('contract with %s storage', (ki
     it.each([
       ['limit=101', 'limit must be <= 100'],
       ['limit=0', 'limit must be >= 1'],
-      ['limit=abc', 'limit must be an integer'],
-      ['limit=2.5', 'limit must be an integer'],
+      ['limit=abc', 'limit must be a decimal integer (digits only, e.g. 50), not "abc"'],
+      ['limit=2.5', 'limit must be a decimal integer (digits only, e.g. 50), not "2.5"'],
       ['offset=-1', 'offset must be >= 0'],
     ])('GET /threads?%s -> 422 %s', async (query, detail) => {
       for (const path of ['/api/v1/threads', '/api/v1/messages']) {

@@ -6,6 +6,7 @@ import { loadOrganism } from '../../src/config/index.js';
 import { Organism } from '../../src/organism/organism.js';
 import { openSqliteStorage } from '../../src/store/index.js';
 import { buildApp, type BuildAppOptions } from '../../src/service/app.js';
+import { createClient, type FetchLike, type OrganismClient } from '../../src/client/index.js';
 import { ResponseChecker } from './openapi-check.js';
 
 export const OPERATOR = 'operator-token-0123456789';
@@ -139,6 +140,10 @@ export interface Service {
   readonly stops: number;
   readonly restarts: number;
   writeConfig(text: string): void;
+  /** The typed client (organism/client) as an operator; its answers are checked against the OpenAPI document too. */
+  readonly client: OrganismClient;
+  /** The typed client with any token (null: none). */
+  clientAs(token: string | null): OrganismClient;
   /** Real HTTP; every response is checked against the OpenAPI document. */
   request(method: string, path: string, options?: RequestOptions): Promise<ApiResponse>;
   close(): Promise<void>;
@@ -216,9 +221,27 @@ export async function startService(
     return { status: res.status, headers: res.headers, body: parsed };
   };
 
+  // The client's requests go through the same OpenAPI check as `request`.
+  const checkedFetch: FetchLike = async (u, init) => {
+    const res = await fetch(u, init);
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      // not JSON: the client reports it as the error detail
+    }
+    checker.check(init.method, u.slice(url.length), res.status, parsed);
+    return { status: res.status, ok: res.ok, text: async () => text };
+  };
+  const clientAs = (token: string | null): OrganismClient =>
+    createClient({ baseUrl: url, ...(token !== null ? { token } : {}), fetch: checkedFetch });
+
   return {
     url,
     app,
+    client: clientAs(OPERATOR),
+    clientAs,
     organism,
     dir,
     configPath,

@@ -44,7 +44,7 @@ export const persistedUsageRoutes: FastifyPluginAsyncTypebox<ServiceContext> = a
       },
     },
     async (request) => {
-      const { orgId, agentId, threadId, model, limit = 100, offset = 0 } = request.query;
+      const { orgId, agentId, model, threadId, userId, limit = 100, offset = 0 } = request.query;
       const range = parseTimeRange(request.query.startTime, request.query.endTime);
       const page = await store().history({
         ...range,
@@ -52,6 +52,7 @@ export const persistedUsageRoutes: FastifyPluginAsyncTypebox<ServiceContext> = a
         ...(agentId !== undefined ? { agentId } : {}),
         ...(model !== undefined ? { model } : {}),
         ...(threadId !== undefined ? { threadId } : {}),
+        ...(userId !== undefined ? { userId } : {}),
         limit,
         offset,
       });

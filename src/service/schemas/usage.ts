@@ -80,8 +80,9 @@ const RangeQuery = {
 export const UsageHistoryQuery = Type.Object({
   ...RangeQuery,
   agentId: Type.Optional(Type.String({ maxLength: 256 })),
-  threadId: Type.Optional(Type.String({ maxLength: 256, description: 'Only the LLM calls of this thread' })),
   model: Type.Optional(Type.String({ maxLength: 256 })),
+  threadId: Type.Optional(Type.String({ maxLength: 256, description: 'Events of this thread only' })),
+  userId: Type.Optional(Type.String({ maxLength: 256, description: 'Events of messages injected with this metadata userId' })),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Page size (1..1000)' })),
   offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
 });

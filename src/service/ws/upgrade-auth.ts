@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Errors } from '../../errors/catalogue.js';
-import { subprotocolToken } from '../auth.js';
+import { isWebSocketUpgrade, subprotocolToken } from '../auth.js';
 
 export interface WsPrincipal {
   readonly name: string;
@@ -10,13 +10,14 @@ export interface WsPrincipal {
 /** Resolves a bare token to a principal, or null when it is missing or unknown. */
 export type WsAuthenticate = (token: string | undefined) => WsPrincipal | null;
 
-/** The token of an upgrade request: `Authorization: Bearer <token>`, else the `bearer.` subprotocol, else `?token=`. */
+/** The token of an upgrade request: `Authorization: Bearer <token>`, else (only during a real upgrade) the `bearer.` subprotocol, else `?token=`. */
 export function upgradeToken(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization;
   if (typeof header === 'string' && header.trim() !== '') {
     const m = /^bearer\s+(\S+)\s*$/i.exec(header.trim());
     return m ? m[1] : undefined;
   }
+  if (!isWebSocketUpgrade(request.headers)) return undefined;
   const fromProtocol = subprotocolToken(request.headers['sec-websocket-protocol']);
   if (fromProtocol) return fromProtocol;
   const query = request.query as Record<string, unknown> | undefined;

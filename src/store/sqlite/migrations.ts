@@ -112,9 +112,10 @@ export const MIGRATIONS: readonly string[] = [
     UPDATE row_counts SET n = n - 1 WHERE name = 'threads';
   END;
   `,
-  // 3: usage history by thread (the console's thread timeline lists each LLM call of a thread).
+  // Usage history filtered by thread or user (GET /usage/history?threadId=, ?userId=).
   `
   CREATE INDEX usage_thread_ts ON usage_events(thread_id, ts DESC);
+  CREATE INDEX usage_user_ts ON usage_events(user_id, ts DESC);
   `,
 ];
 

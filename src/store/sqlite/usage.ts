@@ -73,8 +73,8 @@ export class SqliteUsageStore implements UsageStore {
    * days at the edges counted from the events, so the total stays fast at millions of events.
    */
   private count(q: UsageHistoryQuery): number {
-    if (q.threadId) {
-      // The rollup has no thread; one thread's calls are few and indexed (usage_thread_ts).
+    if (q.threadId || q.userId) {
+      // The rollup has no thread or user dimension; these filters are narrow and indexed.
       const { clause, params } = filters(q, true);
       return (prepared(this.db, `SELECT COUNT(*) AS n FROM usage_events ${clause}`).get(...params) as { n: number }).n;
     }
@@ -232,6 +232,10 @@ function filters(q: UsageHistoryQuery | UsageRangeQuery, withAgentModel: boolean
     if (h.threadId) {
       where.push('thread_id = ?');
       params.push(h.threadId);
+    }
+    if (h.userId) {
+      where.push('user_id = ?');
+      params.push(h.userId);
     }
   }
   return { clause: where.length ? `WHERE ${where.join(' AND ')}` : '', params };

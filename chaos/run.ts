@@ -1,0 +1,316 @@
+/**
+ * `npm run chaos`: randomized faults against a real supervised `organism serve` (the built
+ * CLI) under a multi-hop workload, with the durability checks after every cycle and at the
+ * end. Writes chaos/results/latest.json and latest.md; exits 1 on any violation.
+ *
+ *   npm run chaos -- [--cycles N] [--seed S] [--phases kill-group,hup-storm,...]
+ *   (or CHAOS_CYCLES, CHAOS_SEED, CHAOS_PHASES; CHAOS_PORT pins the port, CHAOS_TMPFS_MB the
+ *   size of the data directory's tmpfs)
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes, randomInt } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { openSqliteStorage } from '../src/store/index.js';
+import { checkDurability, type Violation } from '../test/crash/checks.js';
+import { EFFECTS_FILE, readEffects } from '../test/crash/effects.js';
+import { apiSource } from './lib/api-source.js';
+import { CHECKS, type CheckName } from './lib/checks.js';
+import { Fatal, Harness, PHASE_WEIGHTS, PHASES, type Phase } from './lib/harness.js';
+import { HostileLlm } from './lib/hostile-llm.js';
+import { signal } from './lib/procs.js';
+import { Random, sleep } from './lib/random.js';
+import { writeResults, type CycleRecord, type RunResult } from './lib/report.js';
+import { Serve } from './lib/server.js';
+import { expectationOf, Injector, STEADY_MIX, type Accepted } from './lib/workload.js';
+
+const ONE_CALL_AGENTS = ['thinker', 'ping', 'pong'];
+const CEILING = 40_000; // max_tokens_per_thread of chaos/organism/organism.yaml
+const DRAIN_DEADLINE_MS = 30_000;
+const MAX_DETAILS = 200;
+
+function options() {
+  const { values } = parseArgs({
+    options: { cycles: { type: 'string' }, seed: { type: 'string' }, phases: { type: 'string' } },
+    allowPositionals: false,
+  });
+  const cycles = Number(values.cycles ?? process.env['CHAOS_CYCLES'] ?? 1000);
+  if (!Number.isInteger(cycles) || cycles < 1) throw new Error(`--cycles must be a positive integer, not ${values.cycles ?? process.env['CHAOS_CYCLES']}`);
+  const seedText = values.seed ?? process.env['CHAOS_SEED'];
+  const seed = seedText === undefined ? randomInt(2 ** 31) : Number(seedText);
+  if (!Number.isInteger(seed)) throw new Error(`--seed must be an integer, not ${seedText}`);
+  const phaseText = values.phases ?? process.env['CHAOS_PHASES'];
+  const phases = phaseText ? phaseText.split(',').map((p) => p.trim()).filter(Boolean) : [...PHASES];
+  const unknown = phases.filter((p) => !(PHASES as readonly string[]).includes(p));
+  if (unknown.length) throw new Error(`unknown phase(s) ${unknown.join(', ')}; known: ${PHASES.join(', ')}`);
+  return { cycles, seed, phases: phases as Phase[] };
+}
+
+async function freePort(): Promise<number> {
+  const pinned = process.env['CHAOS_PORT'];
+  if (pinned) return Number(pinned);
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as { port: number }).port;
+  await new Promise<void>((r) => server.close(() => r()));
+  return port;
+}
+
+/** A small tmpfs for the data directory, so the disk can be filled; null when we may not mount. */
+function mountTmpfs(dir: string): boolean {
+  if (process.getuid?.() !== 0) return false;
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${Number(process.env['CHAOS_TMPFS_MB'] ?? 1024)}m`, 'chaos', dir], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const total = (counts: Partial<Record<CheckName, number>>) => Object.values(counts).reduce((n, x) => n + x, 0);
+
+function commit(): string {
+  try {
+    const sha = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'chaos', 'test/crash'], { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+    return dirty ? `${sha} (with uncommitted changes)` : sha;
+  } catch {
+    return 'unknown';
+  }
+}
+
+async function main(): Promise<number> {
+  const opts = options();
+  const rng = new Random(opts.seed);
+  const startedAt = new Date();
+  const t0 = performance.now();
+  const runDir = mkdtempSync(path.join(os.tmpdir(), 'organism-chaos-'));
+  const tmpfsRoot = path.join(runDir, 'disk');
+  mkdirSync(tmpfsRoot);
+  const mounted = mountTmpfs(tmpfsRoot);
+  const phases = opts.phases.filter((p) => p !== 'disk-full' || mounted);
+  const notes: string[] = [];
+  if (!mounted && opts.phases.includes('disk-full')) notes.push('disk-full phase skipped: mounting a tmpfs needs root (the data directory is on the ordinary disk)');
+  const dataDir = path.join(tmpfsRoot, 'data');
+  const effectsDb = path.join(runDir, EFFECTS_FILE);
+  const hostile = new HostileLlm();
+  const hostileUrl = phases.includes('hostile-reply') ? await hostile.start() : 'http://127.0.0.1:9/v1';
+  const configPath = path.join(runDir, 'organism.yaml');
+  const template = readFileSync(fileURLToPath(new URL('./organism/organism.yaml', import.meta.url)), 'utf8');
+  writeFileSync(configPath, template.replaceAll('${HOSTILE_BASE_URL}', hostileUrl).replaceAll('${HANDLERS}', fileURLToPath(new URL('./organism/handlers.ts', import.meta.url))));
+
+  const violations: Array<Violation & { cycle: number; phase: string }> = [];
+  const counts: Partial<Record<CheckName, number>> = {};
+  let phase = 'setup';
+  let cycle = 0;
+  const printed = new Map<string, number>();
+  const report = (check: CheckName, detail: string) => {
+    counts[check] = (counts[check] ?? 0) + 1;
+    if (violations.filter((v) => v.check === check).length < MAX_DETAILS) violations.push({ check, detail, cycle, phase });
+    // The console gets the first few of each check per cycle; the results keep more.
+    const key = `${cycle}:${check}`;
+    const shown = printed.get(key) ?? 0;
+    printed.set(key, shown + 1);
+    if (shown < 3) process.stdout.write(`  VIOLATION ${check}: ${detail}\n`);
+    else if (shown === 3) process.stdout.write(`  (more ${check} violations in this cycle: see the results)\n`);
+  };
+
+  const serve = new Serve({
+    configPath,
+    dataDir,
+    port: await freePort(),
+    token: randomBytes(24).toString('hex'),
+    marker: path.basename(runDir),
+    logFile: path.join(runDir, 'serve.log'),
+    env: { CHAOS_EFFECTS_DB: effectsDb, CHAOS_DATA_DIR: dataDir },
+  });
+  const injector = new Injector(serve.api, rng, (check, detail) => report(check as CheckName, detail));
+  const harness = new Harness(serve, injector, rng, report, mounted ? tmpfsRoot : null);
+  const cycles: CycleRecord[] = [];
+  const allAccepted: Accepted[] = [];
+  let fatal: string | null = null;
+
+  let keepData = false;
+  const cleanup = () => {
+    for (const p of serve.processes()) signal(p.pid, 'SIGKILL');
+    if (mounted) {
+      if (keepData) {
+        try {
+          execFileSync('cp', ['-r', dataDir, path.join(runDir, 'data-copy')], { stdio: 'ignore' });
+        } catch {
+          // best effort: the report has the details
+        }
+      }
+      try {
+        execFileSync('umount', ['-l', tmpfsRoot], { stdio: 'ignore' });
+      } catch {
+        // already gone
+      }
+    }
+  };
+  /** The results so far; `complete`: the run ended (a stopped run keeps what it found). */
+  const snapshot = (complete: boolean): RunResult => ({
+    startedAt: startedAt.toISOString(),
+    seconds: (performance.now() - t0) / 1000,
+    commit: commit(),
+    machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}`,
+    seed: opts.seed,
+    cyclesPlanned: opts.cycles,
+    cyclesRun: cycles.length,
+    phases,
+    command: `npm run chaos -- --cycles ${opts.cycles} --seed ${opts.seed}${opts.phases.length === PHASES.length ? '' : ` --phases ${opts.phases.join(',')}`}`,
+    faults: { ...harness.faults },
+    injects: { ...injector.outcomes },
+    accepted: allAccepted.length,
+    acceptedByKind: allAccepted.reduce<Record<string, number>>((m, a) => ((m[a.kind] = (m[a.kind] ?? 0) + 1), m), {}),
+    timings: harness.timings,
+    checks: Object.fromEntries(Object.keys(CHECKS).map((k) => [k, counts[k as CheckName] ?? 0])) as Record<CheckName, number>,
+    violations,
+    fatal,
+    notes,
+    cycles,
+    complete,
+    green: complete && fatal === null && Object.values(counts).every((n) => !n) && cycles.length === opts.cycles,
+  });
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      notes.push(`stopped by ${sig} during cycle ${cycle}`);
+      writeResults(snapshot(false));
+      keepData = true;
+      cleanup();
+      process.exit(130);
+    });
+  }
+
+  process.stdout.write(`organism chaos: ${opts.cycles} cycles, seed ${opts.seed}, phases ${phases.join(',')}, data ${dataDir}${mounted ? ' (tmpfs)' : ''}, log ${serve.settings.logFile}\n`);
+  try {
+    await harness.startServe('the first start');
+    const order = rng.shuffle(phases);
+    for (cycle = 1; cycle <= opts.cycles; cycle++) {
+      const c0 = performance.now();
+      let next = order.length ? order.shift()! : rng.weighted(Object.fromEntries(phases.map((p) => [p, PHASE_WEIGHTS[p]])) as Record<Phase, number>);
+      while (next === 'kill-worker' && !harness.mayKillWorker()) next = phases.length > 1 ? rng.weighted(Object.fromEntries(phases.map((p) => [p, PHASE_WEIGHTS[p]])) as Record<Phase, number>) : next;
+      if (next === 'kill-worker' && !harness.mayKillWorker()) await sleep(20_000); // only that phase selected
+      phase = next;
+      harness.cycle = cycle;
+      injector.begin(cycle);
+      injector.context = phase;
+      const before = total(counts);
+      injector.start(2, () => rng.weighted(STEADY_MIX), [10, 40]);
+      await sleep(rng.int(150, 400));
+      await harness.run(next);
+      await sleep(rng.int(100, 250));
+      await injector.stop();
+      await settle(serve, report, harness, cycle);
+      await checkProcesses(serve, harness, report, cycle);
+      const found = await checkDurability({
+        source: apiSource(serve.api),
+        effects: readEffects(
+          effectsDb,
+          injector.accepted.map((a) => a.threadId),
+        ),
+        expectations: injector.accepted.map(expectationOf),
+        oneCallAgents: ONE_CALL_AGENTS,
+        ceiling: () => CEILING,
+        orgId: `c${cycle}`,
+      });
+      for (const v of found) report(v.check as CheckName, `cycle ${cycle} (${phase}): ${v.detail}`);
+      allAccepted.push(...injector.accepted);
+      const after = total(counts);
+      const record: CycleRecord = { cycle, phase, seconds: (performance.now() - c0) / 1000, accepted: injector.accepted.length, violations: after - before };
+      cycles.push(record);
+      if (cycle % 10 === 0) writeResults(snapshot(false));
+      process.stdout.write(`cycle ${cycle}/${opts.cycles} ${phase}: ${record.seconds.toFixed(1)} s, ${record.accepted} accepted, ${after} violations so far\n`);
+    }
+    phase = 'final stop';
+    const exited = serve.current!.exited;
+    signal(serve.supervisorPid, 'SIGTERM');
+    const stop = await Promise.race([exited, sleep(60_000).then(() => null)]);
+    if (!stop || stop.code !== 0) report('graceful-stop', `SIGTERM: organism serve ${stop ? `exited with ${stop.signal ?? stop.code}` : 'still running after 60 s'}`);
+    await sleep(2_500);
+    const left = serve.processes();
+    if (left.length) report('no-process-left', `after the final stop: ${left.map((p) => `${p.pid} ${p.cmdline}`).join('; ')}`);
+    cleanupProcesses(serve);
+
+    phase = 'final checks';
+    const storage = openSqliteStorage({ dataDir });
+    try {
+      const found = await checkDurability({
+        source: storage,
+        effects: readEffects(effectsDb),
+        expectations: allAccepted.map(expectationOf),
+        oneCallAgents: ONE_CALL_AGENTS,
+        ceiling: () => CEILING,
+      });
+      for (const v of found) report(v.check as CheckName, `final (on the store): ${v.detail}`);
+    } finally {
+      storage.close();
+    }
+  } catch (err) {
+    fatal = err instanceof Fatal ? err.message : `${(err as Error).stack ?? err}`;
+    process.stdout.write(`FATAL in cycle ${cycle} (${phase}): ${fatal}\n`);
+    await injector.stop().catch(() => undefined);
+  } finally {
+    keepData = fatal !== null || total(counts) > 0;
+    cleanup();
+    await hostile.stop();
+  }
+
+  const result = snapshot(true);
+  const written = writeResults(result);
+  process.stdout.write(`\n${result.green ? 'GREEN' : 'RED'}: ${cycles.length} cycles in ${result.seconds.toFixed(0)} s, ${total(counts)} violations; ${written.join(', ')}\n`);
+  if (result.green) rmSync(runDir, { recursive: true, force: true });
+  else process.stdout.write(`run directory kept: ${runDir}\n`);
+  return result.green ? 0 : 1;
+}
+
+/** Waits until nothing is left to deliver; a stuck journal is reported, then a restart recovers it. */
+async function settle(serve: Serve, report: (c: CheckName, d: string) => void, harness: Harness, cycle: number): Promise<void> {
+  const quiet = async (deadlineMs: number) => {
+    const t0 = performance.now();
+    while (performance.now() - t0 < deadlineMs) {
+      const stats = await serve.api.request('GET', '/api/v1/journal/stats', undefined, 10_000);
+      const org = await serve.api.request('GET', '/api/v1/organism', undefined, 10_000);
+      if (stats.ok && stats.status === 200 && org.ok && org.status === 200) {
+        const c = (stats.body as { counts: Record<string, number> }).counts;
+        if (c['PENDING'] === 0 && c['DISPATCHED'] === 0 && (org.body as { activeThreads: number }).activeThreads === 0) return null;
+      }
+      await sleep(50);
+    }
+    const stats = await serve.api.request('GET', '/api/v1/journal/stats', undefined, 10_000);
+    return stats.ok ? JSON.stringify((stats.body as { counts: unknown }).counts) : stats.error;
+  };
+  const stuck = await quiet(DRAIN_DEADLINE_MS);
+  if (stuck === null) return;
+  report('journal-drained', `cycle ${cycle}: still not quiet ${DRAIN_DEADLINE_MS / 1000} s after the fault (${stuck}); restarting to recover`);
+  await harness.killGroup();
+  const still = await quiet(DRAIN_DEADLINE_MS * 2);
+  if (still !== null) throw new Fatal(`the journal did not drain even after a restart: ${still}`);
+}
+
+/** Exactly the supervisor and one worker: anything else was left behind by a fault. */
+async function checkProcesses(serve: Serve, harness: Harness, report: (c: CheckName, d: string) => void, cycle: number): Promise<void> {
+  const sup = serve.supervisorPid;
+  let extra: string[] = [];
+  for (let i = 0; i < 40; i++) {
+    const procs = serve.processes();
+    const workers = procs.filter((p) => p.ppid === sup);
+    extra = procs.filter((p) => p.pid !== sup && p.ppid !== sup).map((p) => `${p.pid} (parent ${p.ppid}, state ${p.state}): ${p.cmdline}`);
+    if (extra.length === 0 && workers.length === 1) return;
+    if (extra.length === 0 && workers.length > 1) extra = workers.map((p) => `${p.pid} (one of ${workers.length} workers)`);
+    await sleep(100);
+  }
+  report('no-process-left', `cycle ${cycle}: ${extra.join('; ')}`);
+  for (const p of serve.processes()) if (p.pid !== sup && p.ppid !== sup) signal(p.pid, 'SIGKILL');
+  void harness;
+}
+
+function cleanupProcesses(serve: Serve): void {
+  for (const p of serve.processes()) signal(p.pid, 'SIGKILL');
+}
+
+process.exit(await main());

@@ -1,0 +1,156 @@
+import type * as T from './types.js';
+
+/** What the client needs of `fetch` (the global one in Node 20 and browsers, or any compatible). */
+export type FetchLike = (url: string, init: { method: string; headers: Record<string, string>; body?: string }) => Promise<{
+  readonly status: number;
+  readonly ok: boolean;
+  text(): Promise<string>;
+}>;
+
+export interface RestOptions {
+  /** Where the service listens, e.g. `http://127.0.0.1:8080` (no `/api/v1`). */
+  readonly baseUrl: string;
+  /** Bearer token (operator or viewer). Omitted: only `health()` works. */
+  readonly token?: string;
+  readonly fetch?: FetchLike;
+}
+
+/** A non-2xx answer: the service's `{detail, code, errors?}` with the HTTP status. */
+export class OrganismApiError extends Error {
+  override readonly name = 'OrganismApiError';
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    readonly detail: string,
+    readonly errors: T.ApiErrorBody['errors'] = undefined,
+    readonly method = '',
+    readonly path = '',
+  ) {
+    super(`${method} ${path}: ${status} ${detail}`.trim());
+  }
+}
+
+type Query = Record<string, string | number | boolean | readonly string[] | undefined>;
+
+function queryString(query: Query | undefined): string {
+  if (!query) return '';
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(query)) {
+    if (value === undefined) continue;
+    if (Array.isArray(value)) for (const v of value) params.append(key, String(v));
+    else params.append(key, String(value));
+  }
+  const text = params.toString();
+  return text ? `?${text}` : '';
+}
+
+const seg = encodeURIComponent;
+
+/**
+ * Every REST route of the control service as a typed method (docs/api.md). Answers are the
+ * parsed JSON bodies; any non-2xx answer throws {@link OrganismApiError}.
+ */
+export class RestClient {
+  readonly #base: string;
+  readonly #token: string | undefined;
+  readonly #fetch: FetchLike;
+
+  constructor(options: RestOptions) {
+    this.#base = options.baseUrl.replace(/\/+$/, '');
+    this.#token = options.token;
+    const f = options.fetch ?? (globalThis as { fetch?: FetchLike }).fetch;
+    if (!f) throw new Error('organism client: no fetch available; pass options.fetch');
+    this.#fetch = f;
+  }
+
+  /** Low-level call: `path` from the server root (`/api/v1/...`). */
+  async request<R>(method: 'GET' | 'POST' | 'PUT', path: string, options: { query?: Query; body?: unknown } = {}): Promise<R> {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (this.#token !== undefined) headers['authorization'] = `Bearer ${this.#token}`;
+    let body: string | undefined;
+    if (options.body !== undefined) {
+      body = JSON.stringify(options.body);
+      headers['content-type'] = 'application/json';
+    }
+    const url = `${this.#base}${path}${queryString(options.query)}`;
+    const res = await this.#fetch(url, { method, headers, ...(body !== undefined ? { body } : {}) });
+    const text = await res.text();
+    let parsed: unknown = null;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      parsed = text;
+    }
+    if (!res.ok) {
+      const e = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Partial<T.ApiErrorBody>;
+      throw new OrganismApiError(res.status, e.code ?? 'HTTP_ERROR', e.detail ?? (typeof parsed === 'string' ? parsed : `HTTP ${res.status}`), e.errors, method, path);
+    }
+    return parsed as R;
+  }
+
+  #api<R>(method: 'GET' | 'POST' | 'PUT', path: string, options?: { query?: Query; body?: unknown }): Promise<R> {
+    return this.request<R>(method, `/api/v1${path}`, options);
+  }
+
+  health = (): Promise<T.Health> => this.request('GET', '/health');
+  openapi = (): Promise<Record<string, unknown>> => this.#api('GET', '/openapi.json');
+
+  readonly organism = {
+    info: (): Promise<T.Organism> => this.#api('GET', '/organism'),
+    /** The sanitized configuration (env var names, never values). */
+    config: (): Promise<Record<string, unknown>> => this.#api('GET', '/organism/config'),
+    reload: (options: T.ReloadOptions = {}): Promise<T.Reload> => this.#api('POST', '/organism/reload', { query: { ...options } }),
+    stop: (): Promise<T.Stop> => this.#api('POST', '/organism/stop'),
+    restart: (): Promise<T.Restart> => this.#api('POST', '/organism/restart'),
+  };
+
+  readonly capabilities = {
+    list: (): Promise<T.CapabilityList> => this.#api('GET', '/capabilities'),
+    get: (name: string): Promise<T.Capability> => this.#api('GET', `/capabilities/${seg(name)}`),
+  };
+
+  readonly agents = {
+    list: (): Promise<T.AgentList> => this.#api('GET', '/agents'),
+    get: (name: string): Promise<T.Agent> => this.#api('GET', `/agents/${seg(name)}`),
+    config: (name: string): Promise<T.AgentSettings> => this.#api('GET', `/agents/${seg(name)}/config`),
+    schema: (name: string): Promise<T.AgentSchema> => this.#api('GET', `/agents/${seg(name)}/schema`),
+    pause: (name: string): Promise<T.Pause> => this.#api('POST', `/agents/${seg(name)}/pause`),
+    resume: (name: string): Promise<T.Resume> => this.#api('POST', `/agents/${seg(name)}/resume`),
+  };
+
+  readonly threads = {
+    list: (query: T.ThreadListQuery = {}): Promise<T.ThreadList> => this.#api('GET', '/threads', { query: { ...query } }),
+    get: (threadId: string): Promise<T.ThreadWithMessages> => this.#api('GET', `/threads/${seg(threadId)}`),
+    messages: (threadId: string, page: T.PageQuery = {}): Promise<T.MessageList> =>
+      this.#api('GET', `/threads/${seg(threadId)}/messages`, { query: { ...page } }),
+    kill: (threadId: string): Promise<T.Kill> => this.#api('POST', `/threads/${seg(threadId)}/kill`),
+  };
+
+  readonly messages = {
+    list: (query: T.MessageListQuery = {}): Promise<T.MessageList> => this.#api('GET', '/messages', { query: { ...query } }),
+  };
+
+  /** Queues a message; answers once it is journaled. `payload` is `{Type: {...}}` or the bare fields. */
+  inject = (request: T.Inject): Promise<T.Injected> => this.#api('POST', '/inject', { body: request });
+
+  readonly usage = {
+    overview: (): Promise<T.Usage> => this.#api('GET', '/usage'),
+    threads: (): Promise<T.ThreadBudgetList> => this.#api('GET', '/usage/threads'),
+    thread: (threadId: string): Promise<T.ThreadBudget> => this.#api('GET', `/usage/threads/${seg(threadId)}`),
+    setThreadBudget: (threadId: string, maxTokens: number): Promise<T.ThreadBudget> =>
+      this.#api('PUT', `/usage/threads/${seg(threadId)}`, { body: { maxTokens } satisfies T.SetBudget }),
+    agent: (agentId: string): Promise<T.AgentUsage> => this.#api('GET', `/usage/agents/${seg(agentId)}`),
+    model: (model: string): Promise<T.ModelUsage> => this.#api('GET', `/usage/models/${seg(model)}`),
+    reset: (): Promise<T.UsageReset> => this.#api('POST', '/usage/reset'),
+    history: (query: T.UsageHistoryOptions = {}): Promise<T.UsageHistory> => this.#api('GET', '/usage/history', { query: { ...query } }),
+    billing: (query: T.BillingOptions = {}): Promise<T.Billing> => this.#api('GET', '/usage/billing', { query: { ...query } }),
+    daily: (query: T.DailyOptions = {}): Promise<T.Daily> => this.#api('GET', '/usage/daily', { query: { ...query } }),
+  };
+
+  readonly journal = {
+    list: (query: T.JournalListQuery = {}): Promise<T.JournalList> => this.#api('GET', '/journal', { query: { ...query } }),
+    stats: (): Promise<T.Journal> => this.#api('GET', '/journal/stats'),
+    get: (messageId: string): Promise<T.JournalEntry> => this.#api('GET', `/journal/${seg(messageId)}`),
+    redeliver: (messageId: string): Promise<T.Redeliver> => this.#api('POST', `/journal/${seg(messageId)}/redeliver`),
+  };
+}

@@ -1,0 +1,90 @@
+import type { FastifyInstance } from 'fastify';
+import { Errors } from '../errors/catalogue.js';
+import type { FieldProblem } from './validation.js';
+
+/** What a route's query string may hold, read once from its querystring schema. */
+export interface QueryRules {
+  /** Every accepted parameter name (camelCase; snake_case is renamed before the check). */
+  readonly names: readonly string[];
+  /** Parameters the schema types as integer or number: they must be written as decimal integers. */
+  readonly integers: ReadonlySet<string>;
+  /** The schema allows parameters it does not name. */
+  readonly open: boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Set by the query check on every route it guards. */
+    queryRules?: QueryRules;
+  }
+}
+
+interface JsonSchemaLike {
+  readonly type?: unknown;
+  readonly properties?: Record<string, JsonSchemaLike>;
+  readonly additionalProperties?: unknown;
+}
+
+export function queryRules(schema: unknown): QueryRules {
+  const s = (typeof schema === 'object' && schema !== null ? schema : {}) as JsonSchemaLike;
+  const properties = s.properties ?? {};
+  const integers = new Set<string>();
+  for (const [name, p] of Object.entries(properties)) {
+    const types = Array.isArray(p.type) ? p.type : [p.type];
+    if (types.includes('integer') || types.includes('number')) integers.add(name);
+  }
+  return { names: Object.keys(properties), integers, open: s.additionalProperties === true };
+}
+
+/** Plain decimal digits, an optional minus, no leading zeros and not `-0`. */
+const DECIMAL_INTEGER = /^(0|-?[1-9][0-9]*)$/;
+
+const shown = (value: string): string => JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}...` : value);
+
+/**
+ * The problems of one query string, or none. Ajv's type coercion alone would read `0x10` as
+ * 16, `1e309` as Infinity, `-0` as 0 and twenty nines as 1e20 (which then reach the stores);
+ * here a number is what a person writes: decimal digits within the safe integer range. Unknown
+ * parameters are refused with the valid ones listed, so a misspelt filter is not silently ignored.
+ */
+export function queryProblems(query: unknown, rules: QueryRules): FieldProblem[] {
+  if (typeof query !== 'object' || query === null) return [];
+  const problems: FieldProblem[] = [];
+  for (const [name, value] of Object.entries(query as Record<string, unknown>)) {
+    if (!rules.open && !rules.names.includes(name)) {
+      const valid = rules.names.length > 0 ? `valid parameters: ${rules.names.join(', ')}` : 'this route takes no query parameters';
+      problems.push({ location: 'querystring', field: name, message: `is not a parameter of this route (${valid})` });
+      continue;
+    }
+    if (!rules.integers.has(name)) continue;
+    if (typeof value !== 'string') {
+      problems.push({ location: 'querystring', field: name, message: 'must be given once' });
+      continue;
+    }
+    if (!DECIMAL_INTEGER.test(value)) {
+      problems.push({ location: 'querystring', field: name, message: `must be a decimal integer (digits only, e.g. 50), not ${shown(value)}` });
+    } else if (!Number.isSafeInteger(Number(value))) {
+      problems.push({ location: 'querystring', field: name, message: `is out of range: ${shown(value)}` });
+    }
+  }
+  return problems;
+}
+
+/**
+ * Guards the query string of every route that is not a WebSocket route (those read `token`,
+ * `since` and filters themselves). Runs as a preValidation hook after the snake_case renaming,
+ * before ajv coerces the values.
+ */
+export function registerQueryCheck(app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    if ((route as { websocket?: boolean }).websocket === true) return;
+    const schema = route.schema as { querystring?: unknown } | undefined;
+    route.config = { ...(route.config ?? {}), queryRules: queryRules(schema?.querystring) };
+  });
+  app.addHook('preValidation', async (request) => {
+    const rules = request.routeOptions.config?.queryRules;
+    if (!rules) return;
+    const problems = queryProblems(request.query, rules);
+    if (problems.length > 0) throw Errors.INVALID_REQUEST.withData(problems, problems.map((p) => `${p.field} ${p.message}`).join('; '));
+  });
+}

@@ -1,0 +1,232 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Value } from 'typebox/value';
+import WebSocket from 'ws';
+import { createClient, OrganismApiError, OrganismCommandError, type OrganismSocket, type ServerFrame, type WebSocketFactory, type WebSocketLike } from '../../src/client/index.js';
+import { ServerFrame as ServerFrameSchema } from '../../src/service/schemas/frames.js';
+import { eventually, OPERATOR, probe, startService, VIEWER, type Service } from '../service/fixture.js';
+
+/** Every frame the client hands out must match the schema its types are derived from. */
+const mismatched: string[] = [];
+function recordFrames(live: OrganismSocket): ServerFrame[] {
+  const frames: ServerFrame[] = [];
+  live.on('frame', (f) => {
+    if (!Value.Check(ServerFrameSchema, f)) mismatched.push(JSON.stringify(f).slice(0, 400));
+    frames.push(f);
+  });
+  return frames;
+}
+
+/**
+ * The `ws` package, keeping each socket so a test can cut the connection like a network drop
+ * would, and refusing to connect while `offline` is set.
+ */
+function droppableFactory(): { factory: WebSocketFactory; sockets: WebSocket[]; urls: string[]; net: { offline: boolean } } {
+  const sockets: WebSocket[] = [];
+  const urls: string[] = [];
+  const net = { offline: false };
+  const factory: WebSocketFactory = (url, auth) => {
+    if (net.offline) throw new Error('offline');
+    urls.push(url);
+    const s = new WebSocket(url, { headers: auth.headers });
+    sockets.push(s);
+    return s as unknown as WebSocketLike;
+  };
+  return { factory, sockets, urls, net };
+}
+
+describe('organism/client against the real server (SQLite storage)', () => {
+  let svc: Service;
+  const opened: OrganismSocket[] = [];
+
+  beforeAll(async () => {
+    svc = await startService({ storage: 'sqlite', app: { ws: { replayBuffer: 8 } } });
+  });
+  afterEach(() => {
+    expect(mismatched).toEqual([]);
+  });
+  afterAll(async () => {
+    for (const s of opened) s.close();
+    await svc?.close();
+  });
+
+  function watch(...args: Parameters<Service['client']['watch']>): OrganismSocket {
+    const live = svc.client.watch(...args);
+    opened.push(live);
+    return live;
+  }
+
+  async function settled(threadId: string) {
+    return eventually(async () => {
+      const t = await svc.client.threads.get(threadId).catch(() => null);
+      return t && t.status !== 'active' ? t : null;
+    }, `thread ${threadId} to settle`);
+  }
+
+  it('calls every REST route of the OpenAPI document with a 2xx answer that matches its schema', async () => {
+    const c = svc.client;
+    expect(await c.health()).toMatchObject({ status: 'healthy', organism: 'service-test' });
+    expect((await c.openapi())['openapi']).toMatch(/^3\.1/);
+    expect(await c.organism.info()).toMatchObject({ name: 'service-test', status: 'running' });
+    expect((await c.organism.config())['name']).toBe('service-test');
+    expect(await c.organism.reload({ dryRun: true })).toMatchObject({ success: true, dryRun: true });
+    expect((await c.capabilities.list()).count).toBe(5);
+    expect((await c.capabilities.get('greeter')).rootTag).toBe('Greeting');
+    expect((await c.agents.list()).agents.map((a) => a.name)).toContain('echo');
+    expect((await c.agents.get('echo')).payloadClass).toBe('Text');
+    expect((await c.agents.config('greeter')).peers).toEqual(['shouter']);
+    expect((await c.agents.schema('greeter')).contentType).toBe('application/xml');
+    expect(await c.agents.pause('shouter')).toEqual({ success: true, agent: 'shouter', state: 'paused' });
+    expect(await c.agents.resume('shouter')).toEqual({ success: true, agent: 'shouter', state: 'idle' });
+
+    const { threadId, messageId } = await c.inject({ to: 'greeter', payload: { Greeting: { name: 'Ada' } }, metadata: { orgId: 'acme' } });
+    const thread = await settled(threadId);
+    expect(thread.messages[0]).toMatchObject({ id: messageId, from: 'api', to: 'greeter' });
+    expect((await c.threads.list({ status: 'completed', limit: 10 })).threads.map((t) => t.id)).toContain(threadId);
+    expect((await c.threads.messages(threadId, { limit: 1 })).messages[0]?.id).toBe(messageId);
+    expect((await c.messages.list({ threadId })).total).toBeGreaterThanOrEqual(2);
+
+    expect((await c.usage.overview()).usage.totals.requestCount).toBeGreaterThan(0);
+    expect((await c.usage.threads()).defaultMaxTokens).toBe(50000);
+    expect((await c.usage.agent('greeter')).requestCount).toBeGreaterThan(0);
+    expect((await c.usage.model('mock-small')).requestCount).toBeGreaterThan(0);
+    const history = await c.usage.history({ orgId: 'acme', limit: 10 });
+    expect(history.events[0]).toMatchObject({ threadId, agentId: 'greeter', model: 'mock-small' });
+    expect((await c.usage.billing({ orgId: 'acme' })).requestCount).toBeGreaterThan(0);
+    expect((await c.usage.daily()).count).toBeGreaterThan(0);
+
+    // A budget exists while a thread is live: hold one open on the slow listener.
+    const held = await c.inject({ to: 'slow', payload: { Text: { text: 'client-held' } } });
+    await eventually(() => probe().release.get('client-held'), 'slow to start');
+    // The slow listener is a code tool: a budget comes with the first LLM call, so give the
+    // thread one through the greeter and set its ceiling while the thread is still open.
+    await c.inject({ to: 'greeter', payload: { Greeting: { name: 'Budget' } }, threadId: held.threadId });
+    const budget = await eventually(() => c.usage.thread(held.threadId).catch(() => null), 'a budget');
+    expect(budget.threadId).toBe(held.threadId);
+    expect((await c.usage.setThreadBudget(held.threadId, 60000)).maxTokens).toBe(60000);
+    expect(await c.threads.kill(held.threadId)).toEqual({ success: true, threadId: held.threadId });
+
+    const failing = await c.inject({ to: 'broken', payload: { text: 'boom' } });
+    await eventually(async () => (await c.journal.get(failing.messageId)).deliveryState === 'FAILED' || null, 'a FAILED entry');
+    expect((await c.journal.list({ state: 'FAILED' })).entries.map((e) => e.id)).toContain(failing.messageId);
+    expect((await c.journal.stats()).counts.FAILED).toBeGreaterThan(0);
+    expect(await c.journal.redeliver(failing.messageId)).toEqual({ success: true, messageId: failing.messageId, threadId: failing.threadId, state: 'PENDING' });
+
+    expect(await c.usage.reset()).toEqual({ success: true, message: 'Usage tracking reset' });
+    expect(await c.organism.restart()).toEqual({ success: true, status: 'restarting' });
+    expect(await c.organism.stop()).toEqual({ success: true, status: 'stopping' });
+    expect(svc.restarts).toBe(1);
+    expect(svc.stops).toBe(1);
+
+    // Coverage: the client reached every documented route with a success.
+    const succeeded = new Set([...svc.checker.checked].filter((k) => /\s2\d\d$/.test(k)).map((k) => k.replace(/\s\d+$/, '')));
+    const documented = svc.checker.routes.map((r) => `${r.method} ${r.template}`);
+    expect(documented.filter((r) => !succeeded.has(r))).toEqual([]);
+  });
+
+  it('throws OrganismApiError with the status, code, detail and field errors', async () => {
+    const err = await svc.client.agents.get('nobody').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OrganismApiError);
+    expect(err).toMatchObject({ status: 404, code: 'AGENT_NOT_FOUND', detail: 'Agent not found: nobody' });
+    const invalid = (await svc.client.inject({ to: 'greeter', payload: { Greeting: { name: 5 } } }).catch((e: unknown) => e)) as OrganismApiError;
+    expect(invalid.status).toBe(422);
+    expect(invalid.errors).toContainEqual(expect.objectContaining({ location: 'payload', field: 'name' }));
+    const denied = (await svc.clientAs(VIEWER).agents.pause('echo').catch((e: unknown) => e)) as OrganismApiError;
+    expect(denied).toMatchObject({ status: 403, detail: 'Operator role required' });
+    const anonymous = (await svc.clientAs(null).organism.info().catch((e: unknown) => e)) as OrganismApiError;
+    expect(anonymous).toMatchObject({ status: 401, detail: 'Authentication required' });
+    const bounds = (await svc.client.threads.list({ limit: 101 }).catch((e: unknown) => e)) as OrganismApiError;
+    expect(bounds).toMatchObject({ status: 422, detail: 'limit must be <= 100' });
+  });
+
+  it('watch(): snapshot, typed frames, and the inject / subscribe / ping commands', async () => {
+    const live = watch();
+    const frames = recordFrames(live);
+    const snapshot = await live.ready();
+    expect(snapshot.bootId).toBe(svc.organism.bootId);
+    expect(snapshot.agents?.map((a) => a.name)).toContain('greeter');
+    expect(await live.ping()).toMatchObject({ event: 'pong' });
+
+    const sub = await live.subscribe({ events: ['message', 'thread_updated'], agents: ['echo'] });
+    expect(sub.filter).toEqual({ threads: [], agents: ['echo'], payloadTypes: [], events: ['message', 'thread_updated'] });
+    const injected = await live.inject({ to: 'echo', payload: { Text: { text: 'via socket' } } });
+    expect(injected).toMatchObject({ event: 'injected', threadId: expect.any(String), messageId: expect.any(String) });
+    const acked = await eventually(
+      () => frames.find((f) => f.event === 'message' && f.message.id === injected.messageId && f.message.deliveryState === 'ACKED'),
+      'the ACKED message frame',
+    );
+    expect(acked.event === 'message' && acked.message.payload).toEqual({ text: 'via socket' });
+    // The filter held: only messages and thread updates, all concerning echo.
+    const after = frames.slice(frames.indexOf(sub as ServerFrame) + 1);
+    expect(after.every((f) => ['message', 'thread_updated', 'injected'].includes(f.event))).toBe(true);
+
+    const refused = await live.inject({ to: 'nobody', payload: { Text: { text: 'x' } } }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(OrganismCommandError);
+    expect((refused as OrganismCommandError).message).toBe('Unknown target agent: nobody');
+    // Replies reach the command they answer even when several are in flight.
+    const [p1, s1, p2] = await Promise.all([live.ping(), live.subscribe({}), live.ping()]);
+    expect([p1.event, s1.event, p2.event]).toEqual(['pong', 'subscribed', 'pong']);
+  });
+
+  it('reconnects after a drop with since/bootId and receives the frames it missed', async () => {
+    const { factory, sockets, urls } = droppableFactory();
+    const client = createClient({ baseUrl: svc.url, token: OPERATOR, webSocket: factory });
+    const live = client.watch({ filter: { agents: ['echo'], events: ['message'] }, backoff: { initialMs: 20 } });
+    opened.push(live);
+    const frames = recordFrames(live);
+    let resyncs = 0;
+    let drops = 0;
+    live.on('resync', () => resyncs++);
+    live.on('disconnected', (d) => void (drops += d.reconnecting ? 1 : 0));
+    await live.ready();
+
+    sockets[0]!.terminate(); // the connection drops
+    await eventually(() => drops === 1, 'the drop');
+    const { messageId } = await svc.client.inject({ to: 'echo', payload: { Text: { text: 'while away' } } });
+    await eventually(() => frames.find((f) => f.event === 'message' && f.message.id === messageId && f.message.deliveryState === 'ACKED'), 'the missed frame');
+    expect(urls.length).toBeGreaterThanOrEqual(2);
+    const resumeUrl = new URL(urls[1]!);
+    expect(resumeUrl.searchParams.get('bootId')).toBe(svc.organism.bootId);
+    expect(Number(resumeUrl.searchParams.get('since'))).toBeGreaterThan(0);
+    expect(resumeUrl.searchParams.getAll('agent')).toEqual(['echo']);
+    expect(frames.filter((f) => f.event === 'connected').some((f) => f.event === 'connected' && f.resumed === true)).toBe(true);
+    expect(resyncs).toBe(0);
+  });
+
+  it('reports resync when the frames it missed are gone (replay buffer overrun)', async () => {
+    const { factory, sockets, net } = droppableFactory();
+    const live = createClient({ baseUrl: svc.url, token: OPERATOR, webSocket: factory }).watch({ backoff: { initialMs: 10, maxMs: 50 } });
+    opened.push(live);
+    const resyncs: ServerFrame[] = [];
+    live.on('resync', (f) => resyncs.push(f));
+    await live.ready();
+    const seqBefore = live.lastSeq;
+
+    net.offline = true;
+    sockets[0]!.terminate();
+    await eventually(() => !live.connected, 'the drop');
+    // More frames than the replay buffer (8) holds happen while it is away.
+    for (let i = 0; i < 6; i++) await svc.client.inject({ to: 'echo', payload: { Text: { text: `overrun ${i}` } } });
+    net.offline = false;
+    const snapshot = await eventually(() => resyncs[0], 'a resync', 20_000);
+    expect(snapshot.event === 'connected' && snapshot.resync).toBe(true);
+    expect(live.lastSeq).toBeGreaterThan(seqBefore);
+  });
+});
+
+describe('organism/client in a browser bundle', () => {
+  it('bundles for the browser with no Node built-in and without the ws package', async () => {
+    const { build } = await import('esbuild');
+    const result = await build({
+      entryPoints: [new URL('../../src/client/index.ts', import.meta.url).pathname],
+      bundle: true,
+      platform: 'browser',
+      format: 'esm',
+      write: false,
+      metafile: true,
+      logLevel: 'silent',
+    });
+    const inputs = Object.keys(result.metafile.inputs);
+    expect(inputs.filter((f) => f.includes('node_modules') || f.startsWith('node:'))).toEqual([]);
+    expect(inputs.every((f) => f.startsWith('src/client/'))).toBe(true);
+  });
+});

@@ -76,6 +76,8 @@ export async function registerConsole(app: FastifyInstance, dir: string): Promis
     return sendIndex(reply);
   };
   const config = { access: 'public' as const };
-  app.get('/', { config, schema: { hide: true } }, handler);
-  app.get('/*', { config, schema: { hide: true } }, handler);
+  // The page's own query (e.g. /journal?state=FAILED) is for the console, not for the server.
+  const schema = { hide: true, querystring: { type: 'object', additionalProperties: true } };
+  app.get('/', { config, schema }, handler);
+  app.get('/*', { config, schema }, handler);
 }

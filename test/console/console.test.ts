@@ -54,6 +54,10 @@ describe('serving', () => {
     expect(index.status).toBe(200);
     expect(index.headers.get('content-type')).toContain('text/html');
     expect(index.headers.get('content-security-policy')).toContain("default-src 'self'");
+    // The page's query string is the console's (view filters), not a server parameter.
+    const withQuery = await fetch(`${server.url}/journal?state=FAILED&x=1`);
+    expect(withQuery.status).toBe(200);
+    expect(withQuery.headers.get('content-type')).toContain('text/html');
     const html = await index.text();
     const script = /src="(\/assets\/[^"]+\.js)"/.exec(html)![1]!;
     const asset = await fetch(`${server.url}${script}`);
@@ -70,7 +74,8 @@ describe('serving', () => {
   });
 });
 
-describe('console in Chromium', () => {
+// Generous: a loaded 2-core machine runs a server, a browser and the test at once.
+describe('console in Chromium', { timeout: 120_000 }, () => {
   it('first load (cold cache): measures the shipped JavaScript (budget 1.5 MB uncompressed)', async () => {
     await freshPage();
     const client = await page.context().newCDPSession(page);

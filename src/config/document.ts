@@ -1,9 +1,9 @@
 import { isMap, isScalar, type Node } from 'yaml';
-import type { AuthTokenConfig, JournalConfig, ListenerConfig, ModelPrice, ProviderConfig } from './types.js';
+import type { AuthTokenConfig, JournalConfig, ListenerConfig, MetricsConfig, ModelPrice, ProviderConfig, TelemetryConfig } from './types.js';
 import { ConfigMessages } from './messages.js';
 import { readPayloadDrafts, type PayloadDraft } from './payloads.js';
 import { MapReader, type ProblemSink } from './reader.js';
-import { BUILTIN_LLM, Defaults, Keys, PROVIDER_TYPES, TOKEN_ROLES } from './schema.js';
+import { BUILTIN_LLM, Defaults, Keys, OTLP_PROTOCOLS, PROVIDER_TYPES, TOKEN_ROLES } from './schema.js';
 import { closest } from './suggest.js';
 
 /** A section read from YAML, kept with its reader so later checks can point into the file. */
@@ -22,10 +22,14 @@ export interface ConfigDraft {
   readonly maxQueue: number;
   readonly providers: readonly Located<ProviderConfig>[];
   readonly pricing: Readonly<Record<string, ModelPrice>>;
+  readonly maxReplyBytes: number;
+  readonly maxMessagesPerReply: number;
   readonly listeners: readonly Located<ListenerConfig>[];
   readonly payloads: readonly PayloadDraft[];
   readonly tokens: readonly Located<AuthTokenConfig>[];
   readonly journal: JournalConfig;
+  readonly metrics: MetricsConfig;
+  readonly telemetry: TelemetryConfig;
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -64,6 +68,8 @@ export function readDocument(sink: ProblemSink, root: Node | null): ConfigDraft 
   const llm = top.map('llm', Keys.llm);
   const auth = top.map('auth', Keys.auth);
   const journal = top.map('journal', Keys.journal);
+  const metrics = top.map('metrics', Keys.metrics);
+  const telemetry = top.map('telemetry', Keys.telemetry);
   return {
     name,
     maxTokensPerThread: top.integer('max_tokens_per_thread', Defaults.maxTokensPerThread, 1),
@@ -76,6 +82,8 @@ export function readDocument(sink: ProblemSink, root: Node | null): ConfigDraft 
       return r ? [{ value: readProvider(r), at: r }] : [];
     }),
     pricing: readPricing(llm?.map('pricing', null) ?? null),
+    maxReplyBytes: llm?.integer('max_reply_bytes', Defaults.maxReplyBytes, 1) ?? Defaults.maxReplyBytes,
+    maxMessagesPerReply: llm?.integer('max_messages_per_reply', Defaults.maxMessagesPerReply, 1) ?? Defaults.maxMessagesPerReply,
     listeners: (top.list('listeners', true) ?? []).flatMap((item) => {
       const r = MapReader.open(sink, item.node, item.path, Keys.listener);
       return r ? [{ value: readListener(r), at: r }] : [];
@@ -91,6 +99,24 @@ export function readDocument(sink: ProblemSink, root: Node | null): ConfigDraft 
       failedRetainDays:
         journal?.integer('failed_retain_days', Defaults.journalFailedRetainDays, 1) ?? Defaults.journalFailedRetainDays,
     },
+    metrics: { enabled: metrics?.boolean('enabled', true) ?? true, public: metrics?.boolean('public', false) ?? false },
+    telemetry: readTelemetry(telemetry),
+  };
+}
+
+function readTelemetry(r: MapReader | null): TelemetryConfig {
+  const otlp = r?.map('otlp', Keys.otlp) ?? null;
+  let endpoint: string | null = null;
+  if (otlp) {
+    endpoint = otlp.string('endpoint', true);
+    if (endpoint !== null && !/^https?:\/\/[^\s]+$/.test(endpoint)) {
+      otlp.problem('endpoint', ConfigMessages.badUrl(JSON.stringify(endpoint)));
+      endpoint = null;
+    }
+  }
+  return {
+    otlp: otlp && endpoint !== null ? { endpoint, protocol: otlp.enumeration('protocol', OTLP_PROTOCOLS, false) } : null,
+    captureContent: r?.boolean('capture_content', false) ?? false,
   };
 }
 
@@ -170,6 +196,7 @@ function readListener(r: MapReader): ListenerConfig {
     model: r.string('model'),
     maxOutputTokens: r.integer('max_output_tokens', Defaults.maxOutputTokens, 1),
     timeoutSeconds: r.number('timeout_seconds', Defaults.listenerTimeoutSeconds, true),
+    maxMessagesPerReply: r.has('max_messages_per_reply') ? r.integer('max_messages_per_reply', Defaults.maxMessagesPerReply, 1) : null,
   };
 }
 

@@ -64,6 +64,8 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
     llm: {
       providers: config.llm.providers.map(provider),
       pricing: structuredClone(config.llm.pricing),
+      maxReplyBytes: config.llm.maxReplyBytes,
+      maxMessagesPerReply: config.llm.maxMessagesPerReply,
     },
     listeners: config.listeners.map((l) => ({
       name: l.name,
@@ -76,6 +78,7 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
       model: l.model,
       maxOutputTokens: l.maxOutputTokens,
       timeoutSeconds: l.timeoutSeconds,
+      maxMessagesPerReply: l.maxMessagesPerReply,
     })),
     payloads: config.payloads.map((p) => ({
       name: p.name,
@@ -89,6 +92,8 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
     })),
     auth: { tokens: config.auth.tokens.map((t) => ({ name: t.name, role: t.role, tokenEnv: t.tokenEnv })) },
     journal: { ...config.journal },
+    ...(config.metrics ? { metrics: { ...config.metrics } } : {}),
+    ...(config.telemetry ? { telemetry: { otlp: config.telemetry.otlp ? { ...config.telemetry.otlp } : null, captureContent: config.telemetry.captureContent } } : {}),
   };
   const names = [
     ...config.llm.providers.flatMap((p) => (p.apiKeyEnv ? [p.apiKeyEnv] : [])),

@@ -12,17 +12,22 @@ export const Keys = {
     'payloads',
     'auth',
     'journal',
+    'metrics',
+    'telemetry',
   ],
   organism: ['name'],
-  llm: ['providers', 'pricing'],
+  llm: ['providers', 'pricing', 'max_reply_bytes', 'max_messages_per_reply'],
   provider: ['name', 'type', 'base_url', 'api_key_env', 'models', 'priority', 'timeout_seconds', 'max_retries', 'script', 'latency_ms'],
   price: ['prompt', 'completion', 'cache_read', 'cache_write'],
-  listener: ['name', 'description', 'agent', 'peers', 'payload', 'handler', 'prompt', 'model', 'max_output_tokens', 'timeout_seconds'],
+  listener: ['name', 'description', 'agent', 'peers', 'payload', 'handler', 'prompt', 'model', 'max_output_tokens', 'timeout_seconds', 'max_messages_per_reply'],
   payloadType: ['description', 'fields'],
   field: ['type', 'optional', 'description'],
   auth: ['tokens'],
   token: ['name', 'role', 'token_env'],
   journal: ['max_attempts', 'retain_days', 'failed_retain_days'],
+  metrics: ['enabled', 'public'],
+  telemetry: ['otlp', 'capture_content'],
+  otlp: ['endpoint', 'protocol'],
 } as const;
 
 export const Defaults = {
@@ -33,6 +38,10 @@ export const Defaults = {
   maxQueue: 10_000,
   listenerTimeoutSeconds: 30,
   maxOutputTokens: 1024,
+  /** An LLM answer longer than this (UTF-8 bytes) fails its delivery unread. */
+  maxReplyBytes: 256 * 1024,
+  /** `<send>` and `<reply>` elements one LLM answer may hold. */
+  maxMessagesPerReply: 20,
   providerPriority: 0,
   providerTimeoutSeconds: 60,
   providerMaxRetries: 3,
@@ -41,6 +50,7 @@ export const Defaults = {
   journalFailedRetainDays: 30,
 } as const;
 
+export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
 export const PROVIDER_TYPES = ['mock', 'openai', 'anthropic'] as const;
 export const TOKEN_ROLES = ['operator', 'viewer'] as const;
 export const BUILTIN_LLM = 'builtin:llm';

@@ -46,6 +46,8 @@ export interface ListenerConfig {
   readonly model: string | null;
   readonly maxOutputTokens: number;
   readonly timeoutSeconds: number;
+  /** LLM agents: messages one answer may send; null = `llm.max_messages_per_reply`. */
+  readonly maxMessagesPerReply: number | null;
 }
 
 export interface AuthTokenConfig {
@@ -60,6 +62,20 @@ export interface JournalConfig {
   readonly failedRetainDays: number;
 }
 
+/** `metrics:` in organism.yaml: GET /metrics (on by default, behind the API tokens unless public). */
+export interface MetricsConfig {
+  readonly enabled: boolean;
+  readonly public: boolean;
+}
+
+/** `telemetry:` in organism.yaml: OpenTelemetry traces (the standard OTEL_* variables also configure them). */
+export interface TelemetryConfig {
+  /** OTLP/HTTP exporter; null: traces only when OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set. */
+  readonly otlp: { readonly endpoint: string; readonly protocol: 'http/protobuf' | 'http/json' | null } | null;
+  /** Record prompt and completion text on chat spans (off: never). */
+  readonly captureContent: boolean;
+}
+
 /** A validated organism.yaml, with defaults applied. Contains no secrets. */
 export interface OrganismConfig {
   readonly name: string;
@@ -72,11 +88,19 @@ export interface OrganismConfig {
   readonly llm: {
     readonly providers: readonly ProviderConfig[];
     readonly pricing: Readonly<Record<string, ModelPrice>>;
+    /** Longest LLM answer read, in UTF-8 bytes; a longer one fails its delivery before parsing. */
+    readonly maxReplyBytes: number;
+    /** Default of `ListenerConfig.maxMessagesPerReply`. */
+    readonly maxMessagesPerReply: number;
   };
   readonly listeners: readonly ListenerConfig[];
   readonly payloads: readonly PayloadTypeDef[];
   readonly auth: { readonly tokens: readonly AuthTokenConfig[] };
   readonly journal: JournalConfig;
+  /** Absent (configs built in code): the defaults, metrics on and behind the tokens. */
+  readonly metrics?: MetricsConfig;
+  /** Absent (configs built in code): no traces unless the OTEL_* variables ask for them. */
+  readonly telemetry?: TelemetryConfig;
 }
 
 /** A listener ready to run: its config plus the loaded handler (null for builtin:llm). */

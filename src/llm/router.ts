@@ -6,6 +6,7 @@ import type { UsageTracker } from '../usage/tracker.js';
 import type { UsageEvent } from '../usage/types.js';
 import { newId } from '../util/ids.js';
 import { createProvider } from './providers/index.js';
+import { retryReasonOf, type LlmCallWatch, type LlmObserver } from './observer.js';
 import { abortableSleep, isRetryable, retryDelay, type Sleep } from './retry.js';
 import { estimatePromptTokens } from './tokens.js';
 import type { BoundLlmClient, CompletionRequest, CompletionResult, LlmProvider, ProviderResponse } from './types.js';
@@ -35,6 +36,8 @@ export interface RouterDeps {
   readonly random?: () => number;
   /** Monotonic milliseconds, for latencies. */
   readonly now?: () => number;
+  /** Telemetry following each call (chat spans, LLM metrics). */
+  readonly observer?: LlmObserver;
 }
 
 export interface RouterOptions extends RouterDeps {
@@ -70,7 +73,7 @@ export class LlmRouter {
     this.now = opts.now ?? (() => performance.now());
   }
 
-  static fromConfig(llm: OrganismConfig['llm'], deps: RouterDeps): LlmRouter {
+  static fromConfig(llm: Pick<OrganismConfig['llm'], 'providers' | 'pricing'>, deps: RouterDeps): LlmRouter {
     return new LlmRouter({ ...deps, providers: llm.providers.map(createProvider) });
   }
 
@@ -81,15 +84,19 @@ export class LlmRouter {
 
     const started = this.now();
     const { request: sized, reservation } = this.reserve(request, call.threadId);
+    const watch = this.opts.observer?.started({ ...sized, agent: call.agent, threadId: call.threadId }) ?? null;
     let success: Success;
     try {
-      success = await this.attempt(candidates, { ...sized, agent: call.agent, threadId: call.threadId }, call.signal);
+      success = await this.attempt(candidates, { ...sized, agent: call.agent, threadId: call.threadId }, call.signal, watch);
     } catch (err) {
       this.opts.budgets.cancel(reservation);
+      watch?.failed(err);
       throw err;
     }
     const totalLatencyMs = this.now() - started;
-    return this.account(success, request.model, reservation, call, totalLatencyMs);
+    const result = this.account(success, request.model, reservation, call, totalLatencyMs);
+    watch?.succeeded(result);
+    return result;
   }
 
   bind(call: CallContext, defaults: { model: string | null; maxOutputTokens: number }): BoundLlmClient {
@@ -118,7 +125,12 @@ export class LlmRouter {
   }
 
   /** Each candidate in priority order, with its retries; throws the final failure. */
-  private async attempt(candidates: readonly LlmProvider[], request: CompletionRequest, signal: AbortSignal): Promise<Success> {
+  private async attempt(
+    candidates: readonly LlmProvider[],
+    request: CompletionRequest,
+    signal: AbortSignal,
+    watch: LlmCallWatch | null = null,
+  ): Promise<Success> {
     let attempts = 0;
     const failures: Array<{ provider: string; reason: string }> = [];
     for (const provider of candidates) {
@@ -135,7 +147,9 @@ export class LlmRouter {
             failures.push({ provider: provider.name, reason: describe(err) });
             break;
           }
-          await this.sleep(retryDelay(attempt, err, this.random), signal);
+          const delayMs = retryDelay(attempt, err, this.random);
+          watch?.retried(provider.name, retryReasonOf(err), delayMs);
+          await this.sleep(delayMs, signal);
         }
       }
     }

@@ -3,8 +3,10 @@ import { Errors } from '../errors/catalogue.js';
 import { EventBus } from '../events/bus.js';
 import { EdgeTraffic } from './edge-traffic.js';
 import type { OrganismStatus, ReloadResult } from '../events/types.js';
+import { LlmObservers } from '../llm/observer.js';
 import { LlmRouter } from '../llm/router.js';
 import { PayloadRegistry } from '../payload/index.js';
+import { DeliveryObservers } from '../pump/observer.js';
 import { Pump, type InjectOptions, type PumpLimits, type StopOptions, type StopReport } from '../pump/pump.js';
 import type { Journal, JournalStats, RecoveryReport, ThreadStore, UsageStore } from '../store/types.js';
 import { MemoryJournal, MemoryThreadStore, MemoryUsageStore } from '../store/index.js';
@@ -47,6 +49,8 @@ export class Organism {
   readonly budgets: BudgetManager;
   readonly storage: OrganismStorage;
   readonly logger: Logger;
+  /** Telemetry hooks: delivery and LLM call observers (metrics and traces attach here). */
+  readonly observers: { readonly deliveries: DeliveryObservers; readonly llm: LlmObservers };
   private readonly pump: Pump;
   private loaded: LoadedOrganism;
   private registryValue: PayloadRegistry;
@@ -61,6 +65,8 @@ export class Organism {
     this.logger = options.logger ?? silentLogger();
     this.bus = new EventBus((err) => this.logger.error({ err }, 'event listener failed'));
     this.bus.on((event) => this.traffic.record(event));
+    const observerFailed = (err: unknown) => this.logger.error({ err }, 'telemetry observer failed');
+    this.observers = { deliveries: new DeliveryObservers(observerFailed), llm: new LlmObservers(observerFailed) };
     this.storage = options.storage ?? memoryStorage();
     this.budgets = new BudgetManager({ defaultMaxTokens: loaded.config.maxTokensPerThread });
     this.registryValue = new PayloadRegistry(loaded.payloadTypes);
@@ -80,6 +86,7 @@ export class Organism {
         llm: this.router,
         logger: this.logger,
         llmHandler: (listener) => createLlmAgentHandler(listener, () => this.peerView()),
+        observers: this.observers.deliveries,
         ...(options.now ? { now: options.now } : {}),
       },
       limitsOf(loaded.config),
@@ -170,9 +177,8 @@ export class Organism {
   }
 
   /** FAILED journal entry back to PENDING and into the pump. */
-  async redeliver(messageId: string): Promise<void> {
-    const message = await this.storage.journal.redeliver(messageId);
-    await this.pump.redeliver(message);
+  async redeliver(messageId: string, threadId: string): Promise<void> {
+    await this.pump.redeliver(threadId, () => this.storage.journal.redeliver(messageId));
   }
 
   /** What a reload would change, without changing anything. */
@@ -215,6 +221,11 @@ export class Organism {
     return { ...report, journal };
   }
 
+  /** True when `name` is a listener of this organism now. */
+  hasListener(name: string): boolean {
+    return this.pump.listener(name) !== undefined;
+  }
+
   agents(): AgentInfo[] {
     return this.pump.listeners().map(agentInfo);
   }
@@ -249,6 +260,7 @@ export class Organism {
       pricing: new Pricing(config.llm.pricing),
       tracker: this.tracker,
       budgets: this.budgets,
+      observer: this.observers.llm,
     });
   }
 
@@ -257,6 +269,7 @@ export class Organism {
     const registry = this.registryValue;
     return {
       registry,
+      replyLimits: { maxReplyBytes: this.loaded.config.llm.maxReplyBytes, maxMessagesPerReply: this.loaded.config.llm.maxMessagesPerReply },
       listener: (name: string) => {
         const runtime = this.pump.listener(name);
         if (!runtime) return null;

@@ -18,6 +18,11 @@ export interface Message {
   readonly metadata: Readonly<Record<string, string>>;
   /** Delivery attempt, 1 on first delivery; raised by journal recovery. */
   readonly attempt: number;
+  /**
+   * W3C traceparent of the delivery that sent it (or, for a message from outside, of the
+   * caller's span): journaled with the message, so a thread stays one trace across restarts.
+   */
+  readonly traceContext?: string | null;
 }
 
 /** Senders that are not listeners. */

@@ -14,6 +14,7 @@ import type { Logger } from '../util/logger.js';
 import type { Handler, HandlerContext, HandlerLogger } from './handler.js';
 import type { FailureReason } from './hooks.js';
 import { ListenerRuntime } from './listener-runtime.js';
+import type { DeliveryObservers, DeliveryOutcome, DeliveryWatch } from './observer.js';
 import {
   BUDGET_SENDER,
   BUDGET_WARNING_TYPE,
@@ -44,6 +45,8 @@ export interface PumpDeps {
   /** Builds the handler of a `builtin:llm` listener. */
   readonly llmHandler: (listener: ListenerConfig) => Handler;
   readonly now?: () => number;
+  /** Telemetry watching deliveries (metrics, traces). */
+  readonly observers?: DeliveryObservers;
 }
 
 export interface InjectOptions {
@@ -77,6 +80,9 @@ interface Delivery {
   readonly usage: UsageEvent[];
   /** The handler has returned (or was cut short): its concurrency slot is free again. */
   handlerDone: boolean;
+  readonly watch: DeliveryWatch | null;
+  /** How it ended, for the watch (unset: cut short by shutdown, it stays DISPATCHED). */
+  outcome: DeliveryOutcome | null;
 }
 
 /** Abort reasons the pump gives, so a delivery knows why it was cut short. */
@@ -262,6 +268,7 @@ export class Pump {
       hops: 0,
       metadata,
       attempt: 1,
+      traceContext: this.deps.observers?.injected() ?? null,
     };
     // Reserve the queue slot before awaiting the journal so concurrent injectors respect the bound.
     this.queued++;
@@ -279,12 +286,25 @@ export class Pump {
     return { threadId, messageId: message.id };
   }
 
-  /** Re-enqueues a journal entry that an operator redelivered (already PENDING in the journal). */
-  async redeliver(message: Message): Promise<void> {
+  /**
+   * Redelivers a journal entry an operator asked for: refusals (not accepting, thread killed)
+   * come before `claim` moves the entry back to PENDING, so a refused redeliver changes nothing.
+   */
+  async redeliver(threadId: string, claim: () => Promise<Message>): Promise<void> {
     this.assertAccepting();
-    const live = this.threads.get(message.threadId);
-    const stored = live ? null : await this.deps.threads.get(message.threadId);
-    if ((live ?? stored)?.status === 'killed') throw Errors.THREAD_KILLED(message.threadId);
+    const isKilled = async () => {
+      const live = this.threads.get(threadId);
+      const stored = live ? null : await this.deps.threads.get(threadId);
+      return { killed: (live ?? stored)?.status === 'killed', stored };
+    };
+    if ((await isKilled()).killed) throw Errors.THREAD_KILLED(threadId);
+    const message = await claim();
+    // Killed while the entry was being claimed: it ends like any queued message of a killed thread.
+    const { killed, stored } = await isKilled();
+    if (killed) {
+      this.failQuietly(message, 'killed', Errors.THREAD_KILLED(threadId).detail);
+      throw Errors.THREAD_KILLED(threadId);
+    }
     const thread = this.threads.activate(message.threadId, this.now(), message.metadata, stored);
     this.enqueue(message, thread, true);
     this.schedule();
@@ -312,6 +332,8 @@ export class Pump {
     if (!live) {
       const stored = await this.deps.threads.get(threadId);
       if (!stored) throw Errors.THREAD_NOT_FOUND(threadId);
+      // Completed, failed or killed: its status is history and stays as it was.
+      if (stored.status !== 'active') throw Errors.THREAD_FINISHED(threadId);
       const record: ThreadRecord = { ...stored, status: 'killed', lastActivity: this.now() };
       this.deps.threads.put(record);
       this.deps.bus.emit({ type: 'thread_updated', thread: record });
@@ -571,7 +593,9 @@ export class Pump {
     runtime.messageCount++;
     const controller = new AbortController();
     thread.controllers.add(controller);
-    const delivery: Delivery = { message, runtime, thread, controller, usage: [], handlerDone: false };
+    const observers = this.deps.observers;
+    const watch = observers?.active ? observers.started(message, runtime.config) : null;
+    const delivery: Delivery = { message, runtime, thread, controller, usage: [], handlerDone: false, watch, outcome: null };
     this.deliveries.set(message.id, delivery);
     this.reportState(runtime);
     this.journalStep(() => this.deps.journal.dispatched(message));
@@ -582,6 +606,7 @@ export class Pump {
         // next prompt) without running the handler, so they can never start a loop.
         this.handlerDone(delivery);
         await this.journalAck(message, [], []);
+        delivery.outcome = ACKED;
         this.deps.bus.emit({ type: 'message', message, state: 'ACKED' });
       } else {
         await this.runHandler(delivery);
@@ -589,6 +614,7 @@ export class Pump {
     } catch (err) {
       this.deps.logger.error({ err, messageId: message.id }, 'delivery bookkeeping failed');
     } finally {
+      watch?.end(delivery.outcome ?? { acked: false, reason: 'shutdown', error: 'the organism stopped during the delivery' });
       this.handlerDone(delivery);
       this.deliveries.delete(message.id);
       thread.controllers.delete(controller);
@@ -616,7 +642,8 @@ export class Pump {
         controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
       });
       aborted.catch(() => {});
-      const run = Promise.resolve().then(() => runtime.handler(message.payload, this.context(d)));
+      const handle = () => runtime.handler(message.payload, this.context(d));
+      const run = Promise.resolve().then(d.watch ? () => d.watch!.run(handle) : handle);
       outcome = { ok: true, result: await Promise.race([run, aborted]) };
     } catch (error) {
       outcome = { ok: false, error };
@@ -663,8 +690,9 @@ export class Pump {
     const notices = routed.refused.map((r) =>
       systemErrorMessage(message, runtime.name, r.reason, r.error, this.now(), { messageId: r.message.id, to: r.message.to }),
     );
-    const outgoing = [...routed.messages, ...notices];
+    const outgoing = traced([...routed.messages, ...notices], d.watch);
     await this.journalAck(message, outgoing, d.usage);
+    d.outcome = ACKED;
     runtime.lastFailed = false;
     this.deps.bus.emit({ type: 'message', message, state: 'ACKED' });
     for (const r of routed.refused) {
@@ -694,7 +722,8 @@ export class Pump {
       thread.error ??= error;
     }
     const target = notify !== null && !isSystemName(notify) && thread.status !== 'killed' ? notify : null;
-    const notice = target ? [systemErrorMessage(message, target, reason, error, this.now())] : [];
+    const notice = target ? traced([systemErrorMessage(message, target, reason, error, this.now())], d.watch) : [];
+    d.outcome = { acked: false, reason, error };
     try {
       await this.deps.journal.failed(message, reason, error, notice, d.usage);
     } catch (err) {
@@ -796,6 +825,7 @@ export class Pump {
       hops: parent ? parent.message.hops + 1 : 0,
       metadata: thread.metadata,
       attempt: 1,
+      traceContext: parent?.watch?.traceContext ?? null,
     };
     // Journaled PENDING first (durable), then queued for the agent.
     thread.queued++; // hold the thread open while the warning is being journaled
@@ -859,6 +889,14 @@ export class Pump {
       history: (limit = 50) => this.deps.journal.threadHistory(message.threadId, runtime.name, limit),
     };
   }
+}
+
+const ACKED: DeliveryOutcome = { acked: true };
+
+/** Messages a delivery sends carry its trace context (when a tracer gave it one). */
+function traced(messages: Message[], watch: DeliveryWatch | null): Message[] {
+  const traceContext = watch?.traceContext ?? null;
+  return traceContext === null ? messages : messages.map((m) => ({ ...m, traceContext }));
 }
 
 function sameConfig(a: ListenerConfig, b: ListenerConfig): boolean {

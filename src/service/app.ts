@@ -8,8 +8,10 @@ import { registerAuth, type AuthSettings } from './auth.js';
 import { registerCasing } from './casing.js';
 import { registerConsole } from './console.js';
 import type { ServiceContext } from './context.js';
+import { Errors } from '../errors/catalogue.js';
 import { registerErrorHandling, sendError, toOrganismError } from './errors.js';
 import { registerJsonParser } from './json-parser.js';
+import { registerMetrics } from './metrics.js';
 import { registerQueryCheck } from './query-check.js';
 import { openApiOptions } from './openapi.js';
 import { agentRoutes } from './routes/agents.js';
@@ -43,6 +45,16 @@ export interface BuildAppOptions {
   readonly ws?: Partial<WsLimits>;
   /** The built operator console (its index.html and assets), served at `/`; omitted: no console. */
   readonly consoleDir?: string;
+  /** GET /metrics; default: as organism.yaml says (`metrics.enabled`, on unless set false). */
+  readonly metrics?: boolean;
+  /** The serving process's shutdown state (omitted: always serving). */
+  readonly closing?: () => Closing | null;
+}
+
+/** A server on its way out: still draining the organism, or drained (storage closed). */
+export interface Closing {
+  readonly drained: boolean;
+  readonly restart: boolean;
 }
 
 /**
@@ -74,9 +86,12 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   };
 
   registerErrorHandling(base, bodyLimit);
+  if (options.closing) registerClosing(base, options.closing);
   registerJsonParser(base, bodyLimit);
   registerAuth(base, options.auth);
   registerCasing(base);
+  const metricsConfig = options.organism.config.metrics;
+  if (options.metrics ?? metricsConfig?.enabled ?? true) registerMetrics(base, { organism: options.organism, public: metricsConfig?.public ?? false });
   registerQueryCheck(base);
   await app.register(swagger, openApiOptions(options.version));
 
@@ -101,4 +116,17 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 
   await app.ready();
   return base;
+}
+
+/**
+ * While the process drains, no connection is kept alive (the client's next request opens a
+ * new one, which reaches the next worker); once drained, every request is a 503 to retry.
+ */
+function registerClosing(app: FastifyInstance, closing: () => Closing | null): void {
+  app.addHook('onRequest', async (_request, reply) => {
+    const state = closing();
+    if (!state) return;
+    reply.header('connection', 'close');
+    if (state.drained) return sendError(reply, Errors.SERVER_CLOSING(state.restart ? 'restarting' : 'stopping'));
+  });
 }

@@ -50,6 +50,13 @@ export interface JournalStats {
   readonly lastRecovery: RecoveryReport | null;
 }
 
+/** Journal figures that cost no scan (what /metrics reads on every scrape). */
+export interface KeptJournalStats {
+  readonly counts: Readonly<Record<DeliveryState, number>>;
+  /** Age in ms of the oldest PENDING entry, null when none. */
+  readonly oldestPendingAgeMs: number | null;
+}
+
 /** What recovery hands the pump to re-enqueue, in original order. */
 export interface RecoveredMessages {
   readonly messages: readonly Message[];
@@ -65,6 +72,8 @@ export interface Journal extends DispatchHook {
   get(messageId: string): Promise<JournalEntry | null>;
   list(query: JournalQuery): Promise<Page<JournalEntry>>;
   stats(): Promise<JournalStats>;
+  /** Counts kept as entries move (no scan of the journal). */
+  keptStats(): Promise<KeptJournalStats>;
   /** FAILED -> PENDING with a new attempt; returns the message to enqueue. */
   redeliver(messageId: string): Promise<Message>;
   /** Messages of a thread (oldest first) that involve `agent` (sender or receiver), last `limit`. */

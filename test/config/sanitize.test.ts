@@ -80,6 +80,8 @@ describe('sanitizeConfig', () => {
           },
         ],
         pricing: {},
+        maxReplyBytes: 262144,
+        maxMessagesPerReply: 20,
       },
       listeners: [
         {
@@ -93,11 +95,14 @@ describe('sanitizeConfig', () => {
           model: 'gpt-4o',
           maxOutputTokens: 1024,
           timeoutSeconds: 30,
+          maxMessagesPerReply: null,
         },
       ],
       payloads: [{ name: 'Note', fields: [{ name: 'text', type: 'string', optional: false }] }],
       auth: { tokens: [{ name: 'ops', role: 'operator', tokenEnv: 'TEST_OPS_TOKEN' }] },
       journal: { maxAttempts: 3, retainDays: 7, failedRetainDays: 30 },
+      metrics: { enabled: true, public: false },
+      telemetry: { otlp: null, captureContent: false },
     });
   });
 });

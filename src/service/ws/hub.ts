@@ -1,6 +1,6 @@
 import type { Organism } from '../../organism/organism.js';
 import { currentSeq, toFrame, type Frame } from './frames.js';
-import type { WsClient } from './client.js';
+import type { Channel, WsClient } from './client.js';
 import { ReplayRing } from './replay-ring.js';
 
 /**
@@ -10,6 +10,10 @@ import { ReplayRing } from './replay-ring.js';
  */
 export class WsHub {
   readonly clients = new Set<WsClient>();
+  /** Frames not sent to a backed-up client, since start (for /metrics). */
+  framesDropped = 0;
+  /** Connections the server dropped or refused, by reason (for /metrics). */
+  readonly connectionsDropped = new Map<string, number>();
   private readonly ring: ReplayRing;
   private off: (() => void) | null = null;
   private batchTimer: NodeJS.Timeout | null = null;
@@ -27,7 +31,7 @@ export class WsHub {
     this.off = this.organism.bus.on((event) => {
       const frame = toFrame(event);
       this.ring.push(frame);
-      for (const client of this.clients) if (client.wants(frame)) client.offer(frame);
+      for (const client of this.clients) if (client.wants(frame) && !client.offer(frame)) this.framesDropped++;
       if (this.batchMs <= 0) this.flush();
       else this.batchTimer ??= setTimeout(() => this.flush(), this.batchMs);
     });
@@ -55,9 +59,27 @@ export class WsHub {
     return this.ring.after(since);
   }
 
+  /** A connection was dropped or refused by the server; `reason` is a fixed word. */
+  dropped(reason: string): void {
+    this.connectionsDropped.set(reason, (this.connectionsDropped.get(reason) ?? 0) + 1);
+  }
+
+  /** Connected clients per channel, and what was dropped. */
+  stats(): WsStats {
+    const clients: Record<Channel, number> = { control: 0, messages: 0 };
+    for (const c of this.clients) clients[c.channel]++;
+    return { clients, framesDropped: this.framesDropped, connectionsDropped: new Map(this.connectionsDropped) };
+  }
+
   countFrom(ip: string): number {
     let n = 0;
     for (const c of this.clients) if (c.ip === ip) n++;
     return n;
   }
+}
+
+export interface WsStats {
+  readonly clients: Readonly<Record<Channel, number>>;
+  readonly framesDropped: number;
+  readonly connectionsDropped: ReadonlyMap<string, number>;
 }

@@ -9,7 +9,7 @@ import { WsClient, type Channel } from './client.js';
 import { handleCommand } from './commands.js';
 import { NO_FILTER, parseFilter } from './filter.js';
 import { frameJson, nextSeq } from './frames.js';
-import { WsHub } from './hub.js';
+import { WsHub, type WsStats } from './hub.js';
 import { CloseCode, closeReason, resolveLimits, type WsLimits } from './limits.js';
 import { snapshotBody } from './snapshot.js';
 import { upgradeAuthHook, type WsAuthenticate, type WsPrincipal } from './upgrade-auth.js';
@@ -33,6 +33,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Closes every WebSocket (default 1001 going away), e.g. before a graceful shutdown. */
     wsCloseAll: (code?: number, reason?: string) => void;
+    /** Connected clients per channel and what was dropped (read by /metrics). */
+    wsStats: () => WsStats;
   }
 }
 
@@ -78,6 +80,7 @@ const plugin: FastifyPluginAsync<WsOptions> = async (app, options) => {
     for (const c of hub.clients) closeWith(c.socket, code, reason);
   };
   app.decorate('wsCloseAll', closeAll);
+  app.decorate('wsStats', () => hub.stats());
 
   if (!app.hasDecorator('websocketServer')) {
     // preClose runs before the server stops: every client is told it is going away (1001).
@@ -99,6 +102,7 @@ const plugin: FastifyPluginAsync<WsOptions> = async (app, options) => {
     for (const c of hub.clients) {
       if (c.missedPings >= limits.maxMissedPings) {
         closeWith(c.socket, CloseCode.POLICY, Errors.WS_UNRESPONSIVE(c.missedPings).detail);
+        hub.dropped('unresponsive');
         c.socket.terminate();
         hub.clients.delete(c);
         continue;
@@ -128,6 +132,7 @@ const plugin: FastifyPluginAsync<WsOptions> = async (app, options) => {
       );
     } else if (now - c.laggingSince > limits.slowClientGraceMs) {
       closeWith(c.socket, CloseCode.TOO_SLOW, Errors.WS_TOO_SLOW(limits.sendBufferBytes, limits.slowClientGraceMs).detail);
+      hub.dropped('too_slow');
       // Its backlog may never drain; free it rather than wait for the close handshake.
       setTimeout(() => c.socket.terminate(), 2_000).unref();
       hub.clients.delete(c);
@@ -158,9 +163,11 @@ const plugin: FastifyPluginAsync<WsOptions> = async (app, options) => {
   const connect = (channel: Channel) => async (socket: WebSocket, request: FastifyRequest) => {
     const ip = request.ip;
     if (hub.clients.size >= limits.maxConnections) {
+      hub.dropped('too_many_connections');
       return closeWith(socket, CloseCode.POLICY, Errors.WS_TOO_MANY_CONNECTIONS(limits.maxConnections).detail);
     }
     if (hub.countFrom(ip) >= limits.maxPerIp) {
+      hub.dropped('too_many_from_ip');
       return closeWith(socket, CloseCode.POLICY, Errors.WS_TOO_MANY_FROM_IP(ip, limits.maxPerIp).detail);
     }
     const query = queryOf(request);

@@ -13,6 +13,7 @@ export class BoundedMap<V extends object> {
   constructor(
     private readonly max: number,
     private readonly isFinished: (value: V) => boolean,
+    private readonly onEvict: (value: V) => void = () => {},
   ) {}
 
   get size(): number {
@@ -41,7 +42,10 @@ export class BoundedMap<V extends object> {
   private trim(): void {
     while (this.entries.size > this.max && this.head < this.queue.length) {
       const { id, value } = this.queue[this.head++]!;
-      if (this.entries.get(id) === value && this.isFinished(value)) this.entries.delete(id);
+      if (this.entries.get(id) === value && this.isFinished(value)) {
+        this.entries.delete(id);
+        this.onEvict(value);
+      }
     }
     if (this.head > 1_024 && this.head * 2 > this.queue.length) {
       this.queue = this.queue.slice(this.head);

@@ -1,7 +1,7 @@
 import { Errors } from '../../errors/catalogue.js';
 import type { FailureReason } from '../../pump/hooks.js';
 import type { Message } from '../../pump/message.js';
-import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, Page, RecoveredMessages } from '../types.js';
+import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, Page, RecoveredMessages } from '../types.js';
 import { BoundedMap } from './bounded-map.js';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
@@ -16,12 +16,20 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 export class MemoryJournal implements Journal {
   private readonly bounded: BoundedMap<Mutable<JournalEntry>>;
   private readonly entries: Map<string, Mutable<JournalEntry>>;
+  /** Entries per state, kept as they move (read by /metrics without a scan). */
+  private readonly counts: Record<DeliveryState, number> = { PENDING: 0, DISPATCHED: 0, ACKED: 0, FAILED: 0 };
+  /** PENDING entries in the order they became PENDING: the first is the oldest. */
+  private readonly pendingIds = new Set<string>();
 
   constructor(
     maxEntries = 100_000,
     private readonly now: () => number = Date.now,
   ) {
-    this.bounded = new BoundedMap(maxEntries, (e) => e.state === 'ACKED' || e.state === 'FAILED');
+    this.bounded = new BoundedMap(
+      maxEntries,
+      (e) => e.state === 'ACKED' || e.state === 'FAILED',
+      (e) => this.counts[e.state]--,
+    );
     this.entries = this.bounded.entries;
   }
 
@@ -31,14 +39,14 @@ export class MemoryJournal implements Journal {
 
   dispatched(message: Message): void {
     const e = this.entries.get(message.id) ?? this.put(message);
-    e.state = 'DISPATCHED';
+    this.move(e, 'DISPATCHED');
     e.attempts = message.attempt;
     e.dispatchedAt = this.now();
   }
 
   acked(message: Message, outgoing: readonly Message[]): void {
     const e = this.entries.get(message.id) ?? this.put(message);
-    e.state = 'ACKED';
+    this.move(e, 'ACKED');
     e.ackedAt = this.now();
     this.bounded.finished(message.id, e);
     for (const m of outgoing) this.put(m);
@@ -46,7 +54,7 @@ export class MemoryJournal implements Journal {
 
   failed(message: Message, reason: FailureReason, error: string, outgoing: readonly Message[]): void {
     const e = this.entries.get(message.id) ?? this.put(message);
-    e.state = 'FAILED';
+    this.move(e, 'FAILED');
     e.failedAt = this.now();
     e.failureReason = reason;
     e.error = error;
@@ -89,8 +97,27 @@ export class MemoryJournal implements Journal {
     if (!e) throw Errors.JOURNAL_ENTRY_NOT_FOUND(messageId);
     if (e.state !== 'FAILED') throw Errors.JOURNAL_NOT_REDELIVERABLE(messageId, e.state);
     const message: Message = { ...e.message, attempt: e.message.attempt + 1 };
-    Object.assign(e, { message, state: 'PENDING', failedAt: null, failureReason: null, error: null });
+    this.move(e, 'PENDING');
+    Object.assign(e, { message, failedAt: null, failureReason: null, error: null });
     return message;
+  }
+
+  async keptStats(): Promise<KeptJournalStats> {
+    let oldestPendingAgeMs: number | null = null;
+    for (const id of this.pendingIds) {
+      const e = this.entries.get(id);
+      if (e) oldestPendingAgeMs = Math.max(0, this.now() - e.createdAt);
+      break;
+    }
+    return { counts: { ...this.counts }, oldestPendingAgeMs };
+  }
+
+  private move(e: Mutable<JournalEntry>, to: DeliveryState): void {
+    this.counts[e.state]--;
+    this.counts[to]++;
+    if (e.state === 'PENDING') this.pendingIds.delete(e.message.id);
+    if (to === 'PENDING') this.pendingIds.add(e.message.id);
+    e.state = to;
   }
 
   async threadHistory(threadId: string, agent: string, limit: number): Promise<readonly Message[]> {
@@ -114,6 +141,13 @@ export class MemoryJournal implements Journal {
       failureReason: null,
       error: null,
     };
+    const replaced = this.entries.get(message.id);
+    if (replaced) {
+      this.counts[replaced.state]--;
+      this.pendingIds.delete(message.id);
+    }
+    this.counts.PENDING++;
+    this.pendingIds.add(message.id);
     this.bounded.set(message.id, entry);
     return entry;
   }

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import type { DeliveryState } from '../types.js';
 import type { TransactionHook } from './writer.js';
 
 /** Recounts the journal's row counts from its rows (at migration, or after rows were written by other means). */
@@ -14,10 +15,15 @@ export const RECOUNT_JOURNAL_SQL = `
  * `row_counts` and `journal_agent_counts`. Changes are summed in memory while a transaction
  * runs and written at its end, inside it: a few small updates per transaction instead of a
  * trigger per row. `begin` drops the sums of an attempt that rolled back.
+ *
+ * Entries per state are kept in memory only (counted once at open and after recovery, then
+ * moved with every committed transition), so `/metrics` reads them without a scan.
  */
 export class JournalCounts implements TransactionHook {
   private total = 0;
   private readonly agents = new Map<string, number>();
+  private readonly stateDelta: Record<DeliveryState, number> = { PENDING: 0, DISPATCHED: 0, ACKED: 0, FAILED: 0 };
+  private readonly kept: Record<DeliveryState, number> = { PENDING: 0, DISPATCHED: 0, ACKED: 0, FAILED: 0 };
   private readonly addTotal: Database.Statement;
   private readonly addAgent: Database.Statement;
 
@@ -29,6 +35,23 @@ export class JournalCounts implements TransactionHook {
   begin(): void {
     this.total = 0;
     this.agents.clear();
+    for (const k of STATES) this.stateDelta[k] = 0;
+  }
+
+  /** An entry went from one state to another (null: inserted or deleted). */
+  moved(from: DeliveryState | null, to: DeliveryState | null): void {
+    if (from) this.stateDelta[from]--;
+    if (to) this.stateDelta[to]++;
+  }
+
+  /** Sets the per-state counts from a count of the rows (at open and after recovery). */
+  resetStates(counts: Readonly<Record<DeliveryState, number>>): void {
+    for (const k of STATES) this.kept[k] = counts[k];
+  }
+
+  /** Entries per state as of the last commit. */
+  get states(): Readonly<Record<DeliveryState, number>> {
+    return { ...this.kept };
   }
 
   /** An entry from `sender` to `recipient` was inserted (+1) or deleted (-1). */
@@ -41,6 +64,11 @@ export class JournalCounts implements TransactionHook {
   commit(): void {
     if (this.total !== 0) this.addTotal.run(this.total);
     for (const [agent, delta] of this.agents) if (delta !== 0) this.addAgent.run(agent, delta);
+    // Applied in memory just before the commit: a commit failure after this point would throw
+    // out of the transaction, and the next recount (stats(), recovery) puts them right.
+    for (const k of STATES) this.kept[k] += this.stateDelta[k];
     this.begin();
   }
 }
+
+const STATES: readonly DeliveryState[] = ['PENDING', 'DISPATCHED', 'ACKED', 'FAILED'];

@@ -3,7 +3,7 @@ import { Errors } from '../../errors/catalogue.js';
 import type { FailureReason } from '../../pump/hooks.js';
 import type { Message } from '../../pump/message.js';
 import type { UsageEvent } from '../../usage/types.js';
-import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, Page, RecoveredMessages, RecoveryReport } from '../types.js';
+import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, Page, RecoveredMessages, RecoveryReport } from '../types.js';
 import { entryOf, messageOf, type JournalRow } from './rows.js';
 import { usageInserter } from './usage-writes.js';
 import { JournalCounts } from './journal-counts.js';
@@ -18,6 +18,9 @@ export const PRUNE_ACKED_SQL = `DELETE FROM journal WHERE rowid IN
 export const PRUNE_FAILED_SQL = `DELETE FROM journal WHERE rowid IN
   (SELECT rowid FROM journal INDEXED BY journal_failed_at WHERE state = 'FAILED' AND failed_at < ? LIMIT ?) RETURNING sender, recipient`;
 const DAY_MS = 86_400_000;
+const FROM_FOR_DISPATCH: readonly DeliveryState[] = ['PENDING', 'DISPATCHED'];
+const FROM_FOR_ACK: readonly DeliveryState[] = ['DISPATCHED', 'PENDING', 'FAILED', 'ACKED'];
+const FROM_FOR_FAIL: readonly DeliveryState[] = ['DISPATCHED', 'PENDING', 'ACKED', 'FAILED'];
 
 /**
  * The certified-mail journal on SQLite. Every transition is written through the group writer,
@@ -42,12 +45,14 @@ export class SqliteJournal implements Journal {
     this.insert = db.prepare(`INSERT OR IGNORE INTO journal
       (id, thread_id, sender, recipient, payload_type, payload, metadata, hops, parent_id, msg_timestamp, attempt, state, attempts, created_at)
       VALUES (@id, @threadId, @from, @to, @payloadType, @payload, @metadata, @hops, @parentId, @timestamp, @attempt, 'PENDING', @attempts, @createdAt)`);
-    this.setDispatched = db.prepare(`UPDATE journal SET state = 'DISPATCHED', attempts = ?, attempt = ?, dispatched_at = ? WHERE id = ? AND state IN ('PENDING', 'DISPATCHED')`);
-    this.setAcked = db.prepare(`UPDATE journal SET state = 'ACKED', acked_at = ? WHERE id = ?`);
-    this.setFailed = db.prepare(`UPDATE journal SET state = 'FAILED', failed_at = ?, failure_reason = ?, error = ? WHERE id = ?`);
+    // Each transition names the state it leaves, so the kept per-state counts know what moved.
+    this.setDispatched = db.prepare(`UPDATE journal SET state = 'DISPATCHED', attempts = ?, attempt = ?, dispatched_at = ? WHERE id = ? AND state = ?`);
+    this.setAcked = db.prepare(`UPDATE journal SET state = 'ACKED', acked_at = ? WHERE id = ? AND state = ?`);
+    this.setFailed = db.prepare(`UPDATE journal SET state = 'FAILED', failed_at = ?, failure_reason = ?, error = ? WHERE id = ? AND state = ?`);
     this.insertUsage = usageInserter(db);
     this.counts = new JournalCounts(db);
     writer.addHook(this.counts);
+    this.counts.resetStates(this.stateCounts());
     const saved = db.prepare(`SELECT value FROM meta WHERE key = 'last_recovery'`).get() as { value: string } | undefined;
     this.lastRecovery = saved ? (JSON.parse(saved.value) as RecoveryReport) : null;
   }
@@ -59,16 +64,14 @@ export class SqliteJournal implements Journal {
   dispatched(message: Message): Promise<void> {
     return this.writer.write(() => {
       const now = this.now();
-      if (this.setDispatched.run(message.attempt, message.attempt, now, message.id).changes === 0 && this.ensure(message)) {
-        this.setDispatched.run(message.attempt, message.attempt, now, message.id);
-      }
+      this.transition(message, 'DISPATCHED', FROM_FOR_DISPATCH, (from) => this.setDispatched.run(message.attempt, message.attempt, now, message.id, from).changes);
     });
   }
 
   acked(message: Message, outgoing: readonly Message[], usage: readonly UsageEvent[]): Promise<void> {
     return this.writer.write(() => {
       const now = this.now();
-      if (this.setAcked.run(now, message.id).changes === 0 && this.ensure(message)) this.setAcked.run(now, message.id);
+      this.transition(message, 'ACKED', FROM_FOR_ACK, (from) => this.setAcked.run(now, message.id, from).changes);
       this.insertAll(outgoing);
       this.insertUsage(usage);
     });
@@ -77,7 +80,7 @@ export class SqliteJournal implements Journal {
   failed(message: Message, reason: FailureReason, error: string, outgoing: readonly Message[], usage: readonly UsageEvent[]): Promise<void> {
     return this.writer.write(() => {
       const now = this.now();
-      if (this.setFailed.run(now, reason, error, message.id).changes === 0 && this.ensure(message)) this.setFailed.run(now, reason, error, message.id);
+      this.transition(message, 'FAILED', FROM_FOR_FAIL, (from) => this.setFailed.run(now, reason, error, message.id, from).changes);
       this.insertAll(outgoing);
       this.insertUsage(usage);
     });
@@ -99,7 +102,7 @@ export class SqliteJournal implements Journal {
       for (const row of interrupted) {
         const next = row.attempt + 1;
         if (next > maxAttempts) {
-          this.setFailed.run(this.now(), 'max_attempts', `Gave up after ${row.attempt} interrupted attempt(s) (journal.max_attempts = ${maxAttempts})`, row.id);
+          this.setFailed.run(this.now(), 'max_attempts', `Gave up after ${row.attempt} interrupted attempt(s) (journal.max_attempts = ${maxAttempts})`, row.id, 'DISPATCHED');
           failedMaxAttempts++;
         } else {
           retry.run(next, row.id);
@@ -118,6 +121,7 @@ export class SqliteJournal implements Journal {
       };
       this.lastRecovery = report;
     })();
+    this.counts.resetStates(this.stateCounts());
     const report = { ...this.lastRecovery!, durationMs: Math.round((performance.now() - started) * 100) / 100 };
     this.lastRecovery = report;
     prepared(this.db, `INSERT OR REPLACE INTO meta (key, value) VALUES ('last_recovery', ?)`).run(JSON.stringify(report));
@@ -199,8 +203,20 @@ export class SqliteJournal implements Journal {
   async stats(): Promise<JournalStats> {
     this.writer.flush();
     const counts = this.stateCounts();
+    this.counts.resetStates(counts);
     const oldest = prepared(this.db, `SELECT MIN(created_at) AS t FROM journal WHERE state = 'PENDING'`).get() as { t: number | null };
     return { counts, oldestPendingAgeMs: oldest.t === null ? null : this.now() - oldest.t, lastRecovery: this.lastRecovery };
+  }
+
+  /**
+   * Entries per state from the kept counts and the oldest PENDING entry's age from one seek on
+   * the state index (the lowest seq of a state is its oldest entry): no scan, for /metrics.
+   */
+  async keptStats(): Promise<KeptJournalStats> {
+    const oldest = prepared(this.db, `SELECT created_at AS t FROM journal INDEXED BY journal_state WHERE state = 'PENDING' ORDER BY seq LIMIT 1`).get() as
+      | { t: number }
+      | undefined;
+    return { counts: this.counts.states, oldestPendingAgeMs: oldest ? Math.max(0, this.now() - oldest.t) : null };
   }
 
   async redeliver(messageId: string): Promise<Message> {
@@ -210,8 +226,9 @@ export class SqliteJournal implements Journal {
     if (row.state !== 'FAILED') throw Errors.JOURNAL_NOT_REDELIVERABLE(messageId, row.state);
     const attempt = row.attempt + 1;
     await this.writer.write(() => {
-      prepared(this.db, `UPDATE journal SET state = 'PENDING', attempt = ?, failed_at = NULL, failure_reason = NULL, error = NULL WHERE id = ? AND state = 'FAILED'`)
+      const { changes } = prepared(this.db, `UPDATE journal SET state = 'PENDING', attempt = ?, failed_at = NULL, failure_reason = NULL, error = NULL WHERE id = ? AND state = 'FAILED'`)
         .run(attempt, messageId);
+      if (changes > 0) this.counts.moved('FAILED', 'PENDING');
     });
     return { ...messageOf(row), attempt };
   }
@@ -230,12 +247,11 @@ export class SqliteJournal implements Journal {
   pruneStep(now = this.now()): number {
     let deleted = 0;
     this.writer.transaction(() => {
-      const rows = [
-        ...prepared(this.db, PRUNE_ACKED_SQL).all(now - this.retention.retainDays * DAY_MS, PRUNE_BATCH),
-        ...prepared(this.db, PRUNE_FAILED_SQL).all(now - this.retention.failedRetainDays * DAY_MS, PRUNE_BATCH),
-      ] as Array<{ sender: string; recipient: string }>;
-      for (const r of rows) this.counts.changed(r.sender, r.recipient, -1);
-      deleted = rows.length;
+      const acked = prepared(this.db, PRUNE_ACKED_SQL).all(now - this.retention.retainDays * DAY_MS, PRUNE_BATCH) as Array<{ sender: string; recipient: string }>;
+      const failed = prepared(this.db, PRUNE_FAILED_SQL).all(now - this.retention.failedRetainDays * DAY_MS, PRUNE_BATCH) as Array<{ sender: string; recipient: string }>;
+      for (const r of acked) this.counts.changed(r.sender, r.recipient, -1), this.counts.moved('ACKED', null);
+      for (const r of failed) this.counts.changed(r.sender, r.recipient, -1), this.counts.moved('FAILED', null);
+      deleted = acked.length + failed.length;
     });
     return deleted;
   }
@@ -269,8 +285,25 @@ export class SqliteJournal implements Journal {
         attempts: m.attempt - 1,
         createdAt,
       });
-      if (changes > 0) this.counts.changed(m.from, m.to, 1);
+      if (changes > 0) {
+        this.counts.changed(m.from, m.to, 1);
+        this.counts.moved(null, 'PENDING');
+      }
     }
+  }
+
+  /**
+   * Moves an entry to `to` from the first of `from` it is in (the usual state first, so the
+   * common case is one update). An entry that was never journaled is inserted PENDING first.
+   */
+  private transition(message: Message, to: DeliveryState, from: readonly DeliveryState[], run: (from: DeliveryState) => number): void {
+    for (const state of from) {
+      if (run(state) > 0) {
+        if (state !== to) this.counts.moved(state, to);
+        return;
+      }
+    }
+    if (this.ensure(message) && run('PENDING') > 0) this.counts.moved('PENDING', to);
   }
 
   /**

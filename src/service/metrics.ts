@@ -1,0 +1,82 @@
+import type { FastifyInstance } from 'fastify';
+import { Counter, Gauge, Histogram } from 'prom-client';
+import type { Organism } from '../organism/organism.js';
+import { OrganismMetrics } from '../telemetry/metrics.js';
+
+export interface MetricsRouteOptions {
+  readonly organism: Organism;
+  /** `metrics.public: true`: no token needed (for setups that protect /metrics otherwise). */
+  readonly public: boolean;
+}
+
+const HTTP_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/**
+ * GET /metrics (Prometheus text format) with the runtime's families, plus the service's own:
+ * HTTP request durations by route pattern and the WebSocket clients. Registered on the root
+ * instance so its hook sees every route. Returns the metrics, to detach when the app closes.
+ */
+export function registerMetrics(app: FastifyInstance, options: MetricsRouteOptions): OrganismMetrics {
+  const metrics = new OrganismMetrics(options.organism);
+  const registers = [metrics.registry];
+
+  const httpDuration = new Histogram({
+    name: 'organism_http_request_duration_seconds',
+    help: 'Control API request durations, by method, route pattern (never the raw URL) and status code.',
+    labelNames: ['method', 'route', 'status_code'],
+    buckets: HTTP_BUCKETS,
+    registers,
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    // Unmatched URLs share one label value: a scanner must not grow the label set.
+    const route = request.routeOptions.url ?? '(unmatched)';
+    httpDuration.observe({ method: request.method, route, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000);
+  });
+
+  const wsStats = () => (app.hasDecorator('wsStats') ? app.wsStats() : null);
+  new Gauge({
+    name: 'organism_ws_clients',
+    help: 'Connected WebSocket clients, by channel (control = /ws, messages = /ws/messages).',
+    labelNames: ['channel'],
+    registers,
+    collect() {
+      const stats = wsStats();
+      if (!stats) return;
+      for (const [channel, n] of Object.entries(stats.clients)) this.set({ channel }, n);
+    },
+  });
+  // The hub keeps plain totals; the counters catch up with them when scraped.
+  const counted = new Map<string, number>();
+  const catchUp = (counter: Counter<'reason'>, key: string, reason: string, total: number) => {
+    const delta = total - (counted.get(key) ?? 0);
+    if (delta > 0) counter.inc({ reason }, delta);
+    counted.set(key, total);
+  };
+  new Counter({
+    name: 'organism_ws_dropped_total',
+    help: 'WebSocket connections the server dropped or refused, by reason (too_slow, unresponsive, too_many_connections, too_many_from_ip).',
+    labelNames: ['reason'],
+    registers,
+    collect() {
+      const stats = wsStats();
+      if (stats) for (const [reason, n] of stats.connectionsDropped) catchUp(this, `conn:${reason}`, reason, n);
+    },
+  });
+  new Counter({
+    name: 'organism_ws_frames_dropped_total',
+    help: 'Event frames not sent to a backed-up WebSocket client (it resyncs from a snapshot once drained).',
+    labelNames: ['reason'],
+    registers,
+    collect() {
+      const stats = wsStats();
+      if (stats) catchUp(this, 'frames', 'client_lagging', stats.framesDropped);
+    },
+  });
+
+  app.get('/metrics', { schema: { hide: true }, config: { access: options.public ? 'public' : 'viewer' } }, async (_request, reply) => {
+    reply.header('content-type', metrics.contentType);
+    return metrics.text();
+  });
+  app.addHook('onClose', async () => metrics.detach());
+  return metrics;
+}

@@ -1,0 +1,23 @@
+/** Code listeners of the telemetry tests (loaded by absolute path from the test organism). */
+
+/** Sends to a listener it may not address: the pump refuses it (peer denial). */
+export function sneak() {
+  return { to: 'echo', payload: { text: 'sneaky' } };
+}
+
+/** Passes the text on to its peer (one hop of a chain). */
+export function relay(payload: Record<string, unknown>, ctx: { peers: readonly string[]; log: { info(msg: string): void } }) {
+  ctx.log.info('relaying');
+  const next = ctx.peers[0];
+  return next ? { to: next, payload: { text: `${String(payload['text'])}>` } } : undefined;
+}
+
+/** Addresses a listener that does not exist (its name must not become a label value). */
+export function stray(payload: Record<string, unknown>) {
+  return { to: `nobody-${String(payload['text'])}`, payload: { text: 'lost' } };
+}
+
+/** Holds its delivery until the organism stops (then it stays DISPATCHED in the journal). */
+export function hold(_payload: Record<string, unknown>, ctx: { signal: AbortSignal }) {
+  return new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('stopped')), { once: true }));
+}

@@ -143,7 +143,7 @@ function readProvider(r: MapReader): ProviderConfig {
     timeoutSeconds: r.number('timeout_seconds', Defaults.providerTimeoutSeconds, true),
     maxRetries: r.integer('max_retries', Defaults.providerMaxRetries, 0),
     script: script ? readScript(script) : {},
-    mockLatencyMs: type === 'mock' ? r.integer('latency_ms', 0, 0) : undefined,
+    ...(type === 'mock' ? readMockLatency(r) : {}),
     replyFormat: r.enumeration('reply_format', REPLY_FORMATS, false) ?? 'tools',
     maxTokensParam: readMaxTokensParam(r, type),
   };
@@ -177,6 +177,7 @@ function readMcpServer(r: MapReader): McpServerConfig {
 /** Mock script: agent name -> steps (a single string counts as a one-item list). */
 function readScript(script: MapReader): Record<string, readonly MockStep[]> {
   const out: Record<string, readonly MockStep[]> = {};
+
   for (const agent of script.keys()) {
     const node = script.valueNode(agent);
     if (node !== null && isScalar(node) && typeof node.value === 'string') {
@@ -326,4 +327,20 @@ function checkLlmListener(sink: ProblemSink, at: MapReader, l: ListenerConfig, p
   if (!providers.some((p) => providerServes(p, model))) {
     at.problem('model', ConfigMessages.modelNotServed(model, providers.map((p) => `${p.name} (${p.models.join(', ')})`)));
   }
+}
+
+/**
+ * Mock latency: `latency_ms: 300` (fixed) or `latency_ms: {min: 200, max: 1500, seed: 7}`
+ * (uniform in the range, from a seeded sequence so runs repeat).
+ */
+function readMockLatency(r: MapReader): Pick<ProviderConfig, 'mockLatencyMs' | 'mockLatencyMaxMs' | 'mockLatencySeed'> {
+  if (!isMap(r.valueNode('latency_ms'))) {
+    const fixed = r.integer('latency_ms', 0, 0);
+    return { mockLatencyMs: fixed, mockLatencyMaxMs: fixed };
+  }
+  const range = r.map('latency_ms', ['min', 'max', 'seed'])!;
+  const min = range.integer('min', 0, 0);
+  const max = range.integer('max', min, 0);
+  if (min > max) r.problem('latency_ms', ConfigMessages.latencyRange(min, max));
+  return { mockLatencyMs: min, mockLatencyMaxMs: Math.max(min, max), mockLatencySeed: range.integer('seed', 1, null) };
 }

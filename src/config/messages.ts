@@ -60,6 +60,7 @@ export const ConfigMessages = {
   unknownMcpServer: (name: string, suggestion: string | null) => `unknown MCP server ${quote(name)}: not declared in \`mcp_servers\`${didYouMean(suggestion)}`,
   maxTokensParamOnlyForOpenAi: () => '`max_tokens_param` is only valid for providers of type `openai`',
   mockStepCalls: () => 'a scripted step is a text template or a mapping with `calls` (a list of `{name, arguments}`)',
+  latencyRange: (min: number, max: number) => `\`latency_ms.min\` (${min}) is greater than \`latency_ms.max\` (${max})`,
   scriptUnknownListener: (name: string, suggestion: string | null) =>
     `script for unknown listener ${quote(name)}${didYouMean(suggestion)}`,
 

@@ -51,6 +51,10 @@ export interface ProviderConfig {
   readonly replyFormat?: ReplyFormat;
   /** OpenAI only: the token limit's parameter; absent = `max_completion_tokens` for api.openai.com, `max_tokens` elsewhere. */
   readonly maxTokensParam?: 'max_completion_tokens' | 'max_tokens' | null;
+  /** Mock only: upper end of the latency range (`latency_ms.max`); equal to mockLatencyMs when fixed. */
+  readonly mockLatencyMaxMs?: number;
+  /** Mock only: seed of the latency sequence (`latency_ms.seed`). */
+  readonly mockLatencySeed?: number;
 }
 
 /** USD per 1M tokens. */

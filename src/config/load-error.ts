@@ -1,0 +1,70 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+/** esbuild's diagnostics (tsx compiles handlers with it): `file:line:col: ERROR: text`. */
+const ESBUILD_ERROR = /^(.+?):(\d+):(\d+): ERROR: (.+)$/gm;
+
+export interface CompileError {
+  readonly file: string;
+  readonly line: number;
+  readonly column: number;
+  readonly text: string;
+  /** The source line, trimmed (empty when unreadable). */
+  readonly source: string;
+}
+
+/** The compiler errors in a failed handler import (TypeScript or JavaScript syntax), if any. */
+export function compileErrors(err: unknown): CompileError[] {
+  const message = err instanceof Error ? err.message : String(err);
+  const out: CompileError[] = [];
+  for (const m of message.matchAll(ESBUILD_ERROR)) {
+    const [, file = '', line = '0', column = '0', text = ''] = m;
+    let source = '';
+    try {
+      source = (readFileSync(file, 'utf8').split(/\r?\n/)[Number(line) - 1] ?? '').trim();
+    } catch {
+      // the file vanished: the position alone still helps
+    }
+    out.push({ file, line: Number(line), column: Number(column), text, source });
+  }
+  return out;
+}
+
+/**
+ * Why a handler module failed to load, in one line: a syntax error with its file, line and
+ * column (esbuild counts columns from 0; editors from 1), else the error's first line.
+ */
+export function describeLoadError(err: unknown, baseDir: string): string {
+  const errors = compileErrors(err);
+  const first = errors[0];
+  if (first) {
+    const where = `${path.relative(baseDir, first.file) || first.file}:${first.line}:${first.column + 1}`;
+    const more = errors.length > 1 ? ` (and ${errors.length - 1} more)` : '';
+    return `syntax error at ${where}: ${first.text}${first.source ? ` in \`${first.source}\`` : ''}${more}; fix it and run organism check again`;
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  const text = message.split('\n')[0] ?? message;
+  const missing = /^Cannot find (?:module|package) '([^']+)'/.exec(text)?.[1];
+  if (missing !== undefined) {
+    if (missing.startsWith('.') || path.isAbsolute(missing)) return `${text}; fix the import path`;
+    const name = missing.startsWith('@') ? missing.split('/').slice(0, 2).join('/') : (missing.split('/')[0] ?? missing);
+    return `${text}; install it beside the config (npm install ${name} in ${baseDir}) or fix the import`;
+  }
+  const where = localFrame(err, baseDir);
+  return where ? `${text} (thrown at ${where} while the module loaded); fix the module's top-level code` : text;
+}
+
+/**
+ * `file:line` of the first stack frame in the organism's own files (not node_modules). Only
+ * the line: columns in the compiled code need not match the source.
+ */
+function localFrame(err: unknown, baseDir: string): string | null {
+  const stack = err instanceof Error ? (err.stack ?? '') : '';
+  for (const m of stack.matchAll(/(?:file:\/\/)?(\/[^\s():?]+)(?:\?[^\s():]*)?:(\d+):\d+/g)) {
+    const [, file = '', line] = m;
+    if (file.startsWith(baseDir + path.sep) && !file.includes(`${path.sep}node_modules${path.sep}`)) {
+      return `${path.relative(baseDir, file)}:${line}`;
+    }
+  }
+  return null;
+}

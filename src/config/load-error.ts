@@ -50,21 +50,6 @@ export function describeLoadError(err: unknown, baseDir: string): string {
     const name = missing.startsWith('@') ? missing.split('/').slice(0, 2).join('/') : (missing.split('/')[0] ?? missing);
     return `${text}; install it beside the config (npm install ${name} in ${baseDir}) or fix the import`;
   }
-  const where = localFrame(err, baseDir);
-  return where ? `${text} (thrown at ${where} while the module loaded); fix the module's top-level code` : text;
-}
-
-/**
- * `file:line` of the first stack frame in the organism's own files (not node_modules). Only
- * the line: columns in the compiled code need not match the source.
- */
-function localFrame(err: unknown, baseDir: string): string | null {
-  const stack = err instanceof Error ? (err.stack ?? '') : '';
-  for (const m of stack.matchAll(/(?:file:\/\/)?(\/[^\s():?]+)(?:\?[^\s():]*)?:(\d+):\d+/g)) {
-    const [, file = '', line] = m;
-    if (file.startsWith(baseDir + path.sep) && !file.includes(`${path.sep}node_modules${path.sep}`)) {
-      return `${path.relative(baseDir, file)}:${line}`;
-    }
-  }
-  return null;
+  // No location here: stack lines of the compiled module need not match the source's lines.
+  return `${text} (while the module loaded); fix the module's top-level code`;
 }

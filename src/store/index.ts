@@ -4,6 +4,8 @@ export { MemoryThreadStore } from './memory/threads.js';
 export { MemoryUsageStore } from './memory/usage.js';
 export { MemoryLlmCallStore } from './memory/llm-calls.js';
 export { SqliteLlmCallStore } from './sqlite/llm-calls.js';
+export { MemoryOperatorState } from './memory/operator-state.js';
+export { SqliteOperatorState } from './sqlite/operator-state.js';
 export { utcDay, dayRange } from './usage-days.js';
 export { openSqliteStorage, storageError, DATABASE_FILE, type SqliteStorage, type SqliteStorageOptions } from './sqlite/storage.js';
 export { SqliteJournal } from './sqlite/journal.js';

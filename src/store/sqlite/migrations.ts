@@ -117,6 +117,12 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX usage_thread_ts ON usage_events(thread_id, ts DESC);
   CREATE INDEX usage_user_ts ON usage_events(user_id, ts DESC);
   `,
+  // Operator state that outlives the process: agents the operator paused, and the ceiling
+  // each finished thread had (its spend stays in usage_events).
+  `
+  CREATE TABLE paused_agents (agent TEXT PRIMARY KEY, since INTEGER NOT NULL) WITHOUT ROWID;
+  CREATE TABLE thread_ceilings (thread_id TEXT PRIMARY KEY, max_tokens INTEGER NOT NULL) WITHOUT ROWID;
+  `,
   // Every LLM call and MCP tool call, recorded with its delivery (llm.record); a delivery's
   // calls go when the journal prunes its entry.
   `

@@ -8,6 +8,7 @@ import { SqliteJournal } from './journal.js';
 import { SqliteLlmCallStore } from './llm-calls.js';
 import { acquireLock } from './lock.js';
 import { migrate } from './migrations.js';
+import { SqliteOperatorState } from './operator-state.js';
 import { SqliteThreadStore } from './threads.js';
 import { SqliteUsageStore } from './usage.js';
 import { GroupWriter } from './writer.js';
@@ -29,6 +30,7 @@ export interface SqliteStorage {
   readonly usage: SqliteUsageStore;
   readonly llmCalls: SqliteLlmCallStore;
   readonly budgets: { load(): unknown[]; save(snapshots: unknown[]): void };
+  readonly operator: SqliteOperatorState;
   close(): void;
 }
 
@@ -93,6 +95,7 @@ export function openSqliteStorage(options: SqliteStorageOptions): SqliteStorage 
     threads,
     usage,
     llmCalls: new SqliteLlmCallStore(db, writer),
+    operator: new SqliteOperatorState(db),
     budgets: {
       load: () => (db.prepare('SELECT data FROM budgets').all() as Array<{ data: string }>).map((r) => JSON.parse(r.data) as unknown),
       save: (snapshots) => {

@@ -2,6 +2,7 @@ import { loadOrganism } from '../config/index.js';
 import { Organism } from '../organism/organism.js';
 import { buildApp } from '../service/app.js';
 import { openSqliteStorage } from '../store/index.js';
+import { OrganismTracing, resolveTracing, traceLogFields } from '../telemetry/tracing.js';
 import { createLogger, type LogLevel } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import { resolveConfigPath, resolveDataDir } from './config-path.js';
@@ -35,11 +36,18 @@ const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost|\[::1\])$/;
  */
 export async function serveWorker(configArg: string | undefined, options: ServeOptions): Promise<number> {
   const { path, isDemo } = resolveConfigPath(configArg);
-  const logger = createLogger(options.logLevel);
+  // Lines written inside a delivery carry its trace_id and span_id (none when tracing is off).
+  const logger = createLogger(options.logLevel, 'organism', traceLogFields);
   if (!options.auth && !LOOPBACK.test(options.host)) {
     throw new ServeError(`refusing to bind ${options.host} with authentication disabled; use a loopback host or enable auth`, ExitCode.LISTEN);
   }
   const loaded = await loadOrganism(path);
+  let tracingSettings;
+  try {
+    tracingSettings = resolveTracing(loaded.config.telemetry, { name: loaded.config.name, version: VERSION });
+  } catch (err) {
+    throw new ServeError((err as Error).message, ExitCode.CONFIG_INVALID);
+  }
   const dataDir = resolveDataDir(options.dataDir, path, isDemo);
   let storage;
   try {
@@ -54,6 +62,8 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
   }
 
   const organism = new Organism(loaded, { storage, logger });
+  const tracing = tracingSettings ? new OrganismTracing(tracingSettings, { logger }) : null;
+  tracing?.attach(organism);
 
   let exitCode: number = ExitCode.OK;
   let shuttingDown: Promise<void> | null = null;
@@ -66,6 +76,8 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
       const stopped = await organism.stop({ timeoutMs: options.drainTimeoutMs });
       logger.info({ journal: stopped.journal, abortedInFlight: stopped.abortedInFlight }, 'journal at shutdown');
       await app.close();
+      // Spans still buffered go out before the process ends (bounded by the exporter's timeout).
+      await tracing?.shutdown().catch((err: unknown) => logger.warn({ err }, 'flushing traces failed'));
     })();
     return shuttingDown;
   };
@@ -78,6 +90,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     onStop: () => void shutdown(ExitCode.OK),
     onRestart: () => void shutdown(ExitCode.RESTART),
     reloadConfig: () => loadOrganism(path),
+    ...(tracing ? { tracing: { provider: tracing.provider } } : {}),
   });
   // Started after the app is built (schemas compiled): recovered messages start flowing at
   // once, and would otherwise share the event loop with building it (bench scenario 5).

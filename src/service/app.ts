@@ -10,6 +10,8 @@ import type { ServiceContext } from './context.js';
 import { registerErrorHandling, sendError, toOrganismError } from './errors.js';
 import { registerJsonParser } from './json-parser.js';
 import { registerMetrics } from './metrics.js';
+import { registerTracing } from './tracing.js';
+import type { TracerProvider } from '@opentelemetry/api';
 import { registerQueryCheck } from './query-check.js';
 import { openApiOptions } from './openapi.js';
 import { agentRoutes } from './routes/agents.js';
@@ -42,6 +44,8 @@ export interface BuildAppOptions {
   readonly ws?: Partial<WsLimits>;
   /** GET /metrics; default: as organism.yaml says (`metrics.enabled`, on unless set false). */
   readonly metrics?: boolean;
+  /** OpenTelemetry: HTTP server spans on this provider (the organism's tracing). */
+  readonly tracing?: { readonly provider: TracerProvider };
 }
 
 /**
@@ -72,6 +76,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     ...(options.reloadConfig ? { reloadConfig: options.reloadConfig } : {}),
   };
 
+  if (options.tracing) await registerTracing(base, options.tracing.provider);
   registerErrorHandling(base, bodyLimit);
   registerJsonParser(base, bodyLimit);
   registerAuth(base, options.auth);

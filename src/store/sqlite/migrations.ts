@@ -117,6 +117,10 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX usage_thread_ts ON usage_events(thread_id, ts DESC);
   CREATE INDEX usage_user_ts ON usage_events(user_id, ts DESC);
   `,
+  // The W3C traceparent a message carries (OpenTelemetry): a thread stays one trace across restarts.
+  `
+  ALTER TABLE journal ADD COLUMN trace_context TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

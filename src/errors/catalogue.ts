@@ -74,6 +74,7 @@ export const Errors = {
     'Journal entry %s is %s; only FAILED entries can be redelivered',
   ),
   THREAD_KILLED: define('THREAD_KILLED', 409, 'Thread %s was killed; it accepts no more messages'),
+  THREAD_FINISHED: define('THREAD_FINISHED', 409, 'Thread already finished: %s'),
   INVALID_PAYLOAD: define('INVALID_PAYLOAD', 422, 'Invalid %s payload: %s'),
   UNKNOWN_PAYLOAD_TYPE: define('UNKNOWN_PAYLOAD_TYPE', 422, 'Unknown payload type: %s'),
   WRONG_PAYLOAD_TYPE: define(
@@ -101,6 +102,11 @@ export const Errors = {
   LLM_NETWORK: define('LLM_NETWORK', 502, 'network error: %s'),
   LLM_BAD_RESPONSE: define('LLM_BAD_RESPONSE', 502, 'unreadable response: %s'),
   LLM_INVALID_REPLY: define('LLM_INVALID_REPLY', 502, 'Agent %s produced an invalid reply: %s'),
+  LLM_REPLY_TOO_LARGE: define(
+    'LLM_REPLY_TOO_LARGE',
+    502,
+    'Agent %s got an LLM answer of %s bytes, more than llm.max_reply_bytes (%s); it was not parsed',
+  ),
   ABORTED: define('ABORTED', 499, 'Aborted: %s'),
   CONFIG_INVALID: define('CONFIG_INVALID', 400, 'Configuration is invalid: %s'),
 

@@ -173,9 +173,8 @@ export class Organism {
   }
 
   /** FAILED journal entry back to PENDING and into the pump. */
-  async redeliver(messageId: string): Promise<void> {
-    const message = await this.storage.journal.redeliver(messageId);
-    await this.pump.redeliver(message);
+  async redeliver(messageId: string, threadId: string): Promise<void> {
+    await this.pump.redeliver(threadId, () => this.storage.journal.redeliver(messageId));
   }
 
   /** What a reload would change, without changing anything. */
@@ -266,6 +265,7 @@ export class Organism {
     const registry = this.registryValue;
     return {
       registry,
+      replyLimits: { maxReplyBytes: this.loaded.config.llm.maxReplyBytes, maxMessagesPerReply: this.loaded.config.llm.maxMessagesPerReply },
       listener: (name: string) => {
         const runtime = this.pump.listener(name);
         if (!runtime) return null;

@@ -286,12 +286,25 @@ export class Pump {
     return { threadId, messageId: message.id };
   }
 
-  /** Re-enqueues a journal entry that an operator redelivered (already PENDING in the journal). */
-  async redeliver(message: Message): Promise<void> {
+  /**
+   * Redelivers a journal entry an operator asked for: refusals (not accepting, thread killed)
+   * come before `claim` moves the entry back to PENDING, so a refused redeliver changes nothing.
+   */
+  async redeliver(threadId: string, claim: () => Promise<Message>): Promise<void> {
     this.assertAccepting();
-    const live = this.threads.get(message.threadId);
-    const stored = live ? null : await this.deps.threads.get(message.threadId);
-    if ((live ?? stored)?.status === 'killed') throw Errors.THREAD_KILLED(message.threadId);
+    const isKilled = async () => {
+      const live = this.threads.get(threadId);
+      const stored = live ? null : await this.deps.threads.get(threadId);
+      return { killed: (live ?? stored)?.status === 'killed', stored };
+    };
+    if ((await isKilled()).killed) throw Errors.THREAD_KILLED(threadId);
+    const message = await claim();
+    // Killed while the entry was being claimed: it ends like any queued message of a killed thread.
+    const { killed, stored } = await isKilled();
+    if (killed) {
+      this.failQuietly(message, 'killed', Errors.THREAD_KILLED(threadId).detail);
+      throw Errors.THREAD_KILLED(threadId);
+    }
     const thread = this.threads.activate(message.threadId, this.now(), message.metadata, stored);
     this.enqueue(message, thread, true);
     this.schedule();
@@ -319,6 +332,8 @@ export class Pump {
     if (!live) {
       const stored = await this.deps.threads.get(threadId);
       if (!stored) throw Errors.THREAD_NOT_FOUND(threadId);
+      // Completed, failed or killed: its status is history and stays as it was.
+      if (stored.status !== 'active') throw Errors.THREAD_FINISHED(threadId);
       const record: ThreadRecord = { ...stored, status: 'killed', lastActivity: this.now() };
       this.deps.threads.put(record);
       this.deps.bus.emit({ type: 'thread_updated', thread: record });

@@ -150,3 +150,42 @@ describe('reload', () => {
     expect(res.body.detail).toBe('Reload failed');
   });
 });
+
+describe('refusals change nothing (SQLite)', () => {
+  it('a redeliver refused because the thread was killed leaves the entry FAILED and nothing pending', async () => {
+    svc = await startService({ storage: 'sqlite' });
+    const s = svc;
+    const { threadId, messageId } = await inject(s, 'broken', 'fails');
+    await eventually(async () => (await s.request('GET', `/api/v1/journal/${messageId}`)).body.deliveryState === 'FAILED' || null, 'entry FAILED');
+    const before = (await s.request('GET', `/api/v1/journal/${messageId}`)).body;
+    // The thread ended in error; kill is refused (see below), so kill it through a live message first.
+    await inject(s, 'slow', 'keeps it alive', threadId);
+    await eventually(() => probe().release.has('keeps it alive') || null, 'slow handler to start');
+    expect((await s.request('POST', `/api/v1/threads/${threadId}/kill`)).status).toBe(200);
+
+    const res = await s.request('POST', `/api/v1/journal/${messageId}/redeliver`);
+    expect(res.status).toBe(409);
+    expect(res.body.detail).toBe(`Thread ${threadId} was killed; it accepts no more messages`);
+    const after = (await s.request('GET', `/api/v1/journal/${messageId}`)).body;
+    expect(after).toEqual(before);
+    const stats = (await s.request('GET', '/api/v1/journal/stats')).body;
+    expect(stats.counts.PENDING).toBe(0);
+    expect(stats.oldestPendingAgeMs).toBeNull();
+  });
+
+  it.each(['completed', 'error'])('kill of a %s thread is 409 Thread already finished and keeps its status', async (status) => {
+    svc = await startService({ storage: 'sqlite' });
+    const s = svc;
+    const { threadId } = await inject(s, status === 'completed' ? 'echo' : 'broken', 'done');
+    const thread = await eventually(async () => {
+      const t = (await s.request('GET', `/api/v1/threads/${threadId}`)).body;
+      return t.status === status ? t : null;
+    }, `thread ${status}`);
+    const res = await s.request('POST', `/api/v1/threads/${threadId}/kill`);
+    expect(res.status).toBe(409);
+    expect(res.body).toEqual({ code: 'THREAD_FINISHED', detail: `Thread already finished: ${threadId}` });
+    const again = (await s.request('GET', `/api/v1/threads/${threadId}`)).body;
+    expect(again.status).toBe(status);
+    expect(again.lastActivity).toBe(thread.lastActivity);
+  });
+});

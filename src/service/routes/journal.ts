@@ -61,7 +61,7 @@ export const journalRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (a
       const entry = await journal().get(messageId);
       if (!entry) throw Errors.JOURNAL_ENTRY_NOT_FOUND(messageId);
       if (entry.state !== 'FAILED') throw Errors.JOURNAL_NOT_REDELIVERABLE(messageId, entry.state);
-      await organism.redeliver(messageId);
+      await organism.redeliver(messageId, entry.message.threadId);
       return { success: true as const, messageId, threadId: entry.message.threadId, state: 'PENDING' as const };
     },
   );

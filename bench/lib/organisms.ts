@@ -64,6 +64,10 @@ export function chainOrganism(hops: number, overrides: Partial<OrganismConfig> =
 }
 
 /** The bundled offline demo (two mock LLM agents and a code tool), as `organism serve` loads it. */
-export function demoOrganism(): Promise<LoadedOrganism> {
-  return loadOrganism(DEMO_CONFIG);
+export async function demoOrganism(): Promise<LoadedOrganism> {
+  const loaded = await loadOrganism(DEMO_CONFIG);
+  // The demo's mock answers in 200-1500 ms so people can watch agents work; the scenarios
+  // measure the control plane, not that pause, so it answers at once here.
+  const providers = loaded.config.llm.providers.map((p) => ({ ...p, mockLatencyMs: 0, mockLatencyMaxMs: 0 }));
+  return { ...loaded, config: { ...loaded.config, llm: { ...loaded.config.llm, providers } } };
 }

@@ -17,6 +17,12 @@ function port(value: string): number {
   return n;
 }
 
+function seconds(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0.05 || n > 86_400) throw new InvalidArgumentError('expected seconds between 0.05 and 86400');
+  return n;
+}
+
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
@@ -56,6 +62,7 @@ program
   .option('--no-auth', 'disable authentication (refused unless the host is loopback)')
   .option('--drain-timeout <seconds>', 'how long in-flight work may take on stop/restart', Number, 30)
   .option('--no-supervisor', 'run the server in this process (no same-PID restarts)')
+  .option('--demo-traffic [seconds]', 'inject a demo question into the first agent every N seconds (default 3)', seconds)
   .addOption(logLevel())
   .action(async (config: string | undefined, opts) => {
     const worker = process.env[WORKER_ENV] === '1' || opts.supervisor === false;
@@ -76,6 +83,7 @@ program
           logLevel: opts.logLevel,
           auth: opts.auth,
           drainTimeoutMs: opts.drainTimeout * 1000,
+          ...(opts.demoTraffic !== undefined ? { demoTrafficMs: (opts.demoTraffic === true ? 3 : opts.demoTraffic) * 1000 } : {}),
         }),
       );
     } catch (err) {

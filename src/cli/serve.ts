@@ -2,12 +2,15 @@ import { loadOrganism } from '../config/index.js';
 import { Organism } from '../organism/organism.js';
 import type { Server } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { buildApp, type Closing } from '../service/app.js';
+import { consoleBuilt } from '../service/console.js';
 import { openSqliteStorage } from '../store/index.js';
 import { OrganismTracing, resolveTracing, traceLogFields } from '../telemetry/tracing.js';
 import { createLogger, type LogLevel } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import { resolveConfigPath, resolveDataDir } from './config-path.js';
+import { startDemoTraffic, type DemoTraffic } from './demo-traffic.js';
 import { ExitCode } from './exit-codes.js';
 import { resolveTokens } from './tokens.js';
 import { SupervisorChannel } from './worker-channel.js';
@@ -19,6 +22,8 @@ export interface ServeOptions {
   readonly logLevel: LogLevel;
   readonly auth: boolean;
   readonly drainTimeoutMs: number;
+  /** Inject a demo question every this many ms (`--demo-traffic`); omitted: no demo traffic. */
+  readonly demoTrafficMs?: number;
 }
 
 export class ServeError extends Error {
@@ -88,6 +93,11 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
   const tracing = tracingSettings ? new OrganismTracing(tracingSettings, { logger }) : null;
   tracing?.attach(organism);
 
+  // Built by `npm install` (vite) next to the compiled server: dist/console beside dist/cli.
+  const consoleDir = fileURLToPath(new URL('../console/', import.meta.url));
+  const hasConsole = consoleBuilt(consoleDir);
+  let demo: DemoTraffic | null = null;
+
   let exitCode: number = ExitCode.OK;
   let shuttingDown: Promise<void> | null = null;
   let closing: Closing | null = null;
@@ -98,6 +108,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     closing = { drained: false, restart };
     shuttingDown = (async () => {
       logger.info({ restart }, 'shutting down gracefully');
+      demo?.stop();
       // The HTTP server stays up while draining: reads answer, new injections get a clear 503.
       const stopped = await organism.stop({ timeoutMs: options.drainTimeoutMs });
       logger.info({ journal: stopped.journal, abortedInFlight: stopped.abortedInFlight }, 'journal at shutdown');
@@ -130,6 +141,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     onRestart: () => void shutdown(ExitCode.RESTART),
     reloadConfig: () => loadOrganism(path),
     ...(tracing ? { tracing: { provider: tracing.provider } } : {}),
+    ...(hasConsole ? { consoleDir } : {}),
     closing: () => closing,
   });
   // Every connection, accepted here or handed over by the supervisor (server.getConnections
@@ -164,6 +176,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
   const base = `http://${host}:${port}`;
   const lines = [
     `organism ${organism.name} serving (config ${path}${isDemo ? ', bundled demo' : ''})`,
+    hasConsole ? `  Console:   ${base}/` : `  Console:   not built (run npm run build:console)`,
     `  API:       ${base}/api/v1`,
     `  OpenAPI:   ${base}/api/v1/openapi.json`,
     `  WebSocket: ws://${host}:${port}/ws`,
@@ -174,6 +187,10 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
         : `  Token:     from ${tokens.tokens.map((t) => t.name).join(', ')}`
       : '  Token:     authentication DISABLED (loopback only)',
   ];
+  if (options.demoTrafficMs !== undefined) {
+    demo = startDemoTraffic(organism, options.demoTrafficMs, logger);
+    lines.push(demo.target ? `  Demo:      a question to ${demo.target} every ${options.demoTrafficMs / 1000} s` : '  Demo:      no agent to send demo questions to');
+  }
   process.stdout.write(`${lines.join('\n')}\n`);
 
   process.on('SIGTERM', () => void shutdown(ExitCode.OK));

@@ -93,12 +93,16 @@ export class RestClient {
   }
 
   health = (): Promise<T.Health> => this.request('GET', '/health');
+
+  /** The calling token's name and role. */
+  whoami = (): Promise<T.WhoAmI> => this.#api('GET', '/whoami');
   openapi = (): Promise<Record<string, unknown>> => this.#api('GET', '/openapi.json');
 
   readonly organism = {
     info: (): Promise<T.Organism> => this.#api('GET', '/organism'),
     /** The sanitized configuration (env var names, never values). */
     config: (): Promise<Record<string, unknown>> => this.#api('GET', '/organism/config'),
+    edges: (): Promise<T.EdgeTraffic> => this.#api('GET', '/organism/edges'),
     reload: (options: T.ReloadOptions = {}): Promise<T.Reload> => this.#api('POST', '/organism/reload', { query: { ...options } }),
     stop: (): Promise<T.Stop> => this.#api('POST', '/organism/stop'),
     restart: (): Promise<T.Restart> => this.#api('POST', '/organism/restart'),

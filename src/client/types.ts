@@ -12,7 +12,8 @@ import type { HealthResponse } from '../service/schemas/health.js';
 import type { InjectRequest, InjectResponse } from '../service/schemas/inject.js';
 import type { JournalEntryInfo, JournalListResponse, JournalQuery, RedeliverResponse } from '../service/schemas/journal.js';
 import type { MessageListResponse, MessageQuery, MessageRecord } from '../service/schemas/message.js';
-import type { JournalStats, OrganismInfo, ReloadQuery, ReloadResponse, RestartResponse, StopResponse } from '../service/schemas/organism.js';
+import type { EdgeTrafficResponse, JournalStats, OrganismInfo, ReloadQuery, ReloadResponse, RestartResponse, StopResponse } from '../service/schemas/organism.js';
+import type { WhoAmI as WhoAmIResponse } from '../service/schemas/whoami.js';
 import type { KillResponse, ThreadDetail, ThreadInfo, ThreadListResponse, ThreadPageQuery, ThreadQuery } from '../service/schemas/thread.js';
 import type {
   AgentUsageInfo,
@@ -32,6 +33,8 @@ import type {
 
 export type Health = Static<typeof HealthResponse>;
 export type Organism = Static<typeof OrganismInfo>;
+export type EdgeTraffic = Static<typeof EdgeTrafficResponse>;
+export type WhoAmI = Static<typeof WhoAmIResponse>;
 export type Journal = Static<typeof JournalStats>;
 export type Reload = Static<typeof ReloadResponse>;
 export type ReloadOptions = Static<typeof ReloadQuery>;

@@ -136,8 +136,24 @@ function readProvider(r: MapReader): ProviderConfig {
     timeoutSeconds: r.number('timeout_seconds', Defaults.providerTimeoutSeconds, true),
     maxRetries: r.integer('max_retries', Defaults.providerMaxRetries, 0),
     script: script ? readScript(script) : {},
-    mockLatencyMs: type === 'mock' ? r.integer('latency_ms', 0, 0) : undefined,
+    ...(type === 'mock' ? readMockLatency(r) : {}),
   };
+}
+
+/**
+ * Mock latency: `latency_ms: 300` (fixed) or `latency_ms: {min: 200, max: 1500, seed: 7}`
+ * (uniform in the range, from a seeded sequence so runs repeat).
+ */
+function readMockLatency(r: MapReader): Pick<ProviderConfig, 'mockLatencyMs' | 'mockLatencyMaxMs' | 'mockLatencySeed'> {
+  if (!isMap(r.valueNode('latency_ms'))) {
+    const fixed = r.integer('latency_ms', 0, 0);
+    return { mockLatencyMs: fixed, mockLatencyMaxMs: fixed };
+  }
+  const range = r.map('latency_ms', ['min', 'max', 'seed'])!;
+  const min = range.integer('min', 0, 0);
+  const max = range.integer('max', min, 0);
+  if (min > max) r.problem('latency_ms', ConfigMessages.latencyRange(min, max));
+  return { mockLatencyMs: min, mockLatencyMaxMs: Math.max(min, max), mockLatencySeed: range.integer('seed', 1, null) };
 }
 
 /** Mock script: agent name -> reply templates (a single string counts as a one-item list). */

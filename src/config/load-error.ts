@@ -43,5 +43,13 @@ export function describeLoadError(err: unknown, baseDir: string): string {
     return `syntax error at ${where}: ${first.text}${first.source ? ` in \`${first.source}\`` : ''}${more}; fix it and run organism check again`;
   }
   const message = err instanceof Error ? err.message : String(err);
-  return message.split('\n')[0] ?? message;
+  const text = message.split('\n')[0] ?? message;
+  const missing = /^Cannot find (?:module|package) '([^']+)'/.exec(text)?.[1];
+  if (missing !== undefined) {
+    if (missing.startsWith('.') || path.isAbsolute(missing)) return `${text}; fix the import path`;
+    const name = missing.startsWith('@') ? missing.split('/').slice(0, 2).join('/') : (missing.split('/')[0] ?? missing);
+    return `${text}; install it beside the config (npm install ${name} in ${baseDir}) or fix the import`;
+  }
+  // No location here: stack lines of the compiled module need not match the source's lines.
+  return `${text} (while the module loaded); fix the module's top-level code`;
 }

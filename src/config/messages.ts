@@ -56,6 +56,7 @@ export const ConfigMessages = {
   modelNotServed: (model: string, providers: readonly string[]) =>
     `no provider serves model ${quote(model)} (providers: ${providers.join(', ')}); add it to a provider's \`models\``,
   scriptOnlyForMock: () => '`script` is only valid for providers of type `mock`',
+  latencyRange: (min: number, max: number) => `\`latency_ms.min\` (${min}) is greater than \`latency_ms.max\` (${max})`,
   scriptUnknownListener: (name: string, suggestion: string | null) =>
     `script for unknown listener ${quote(name)}${didYouMean(suggestion)}`,
 

@@ -19,6 +19,10 @@ export interface ProviderConfig {
   readonly script: Readonly<Record<string, readonly string[]>>;
   /** Mock only: simulated response time (key `latency_ms`), to watch agents in the `waiting` state. */
   readonly mockLatencyMs?: number;
+  /** Mock only: upper end of the latency range (`latency_ms.max`); equal to mockLatencyMs when fixed. */
+  readonly mockLatencyMaxMs?: number;
+  /** Mock only: seed of the latency sequence (`latency_ms.seed`). */
+  readonly mockLatencySeed?: number;
 }
 
 /** USD per 1M tokens. */

@@ -1,6 +1,7 @@
 import type { LoadedOrganism, OrganismConfig } from '../config/types.js';
 import { Errors } from '../errors/catalogue.js';
 import { EventBus } from '../events/bus.js';
+import { EdgeTraffic } from './edge-traffic.js';
 import type { OrganismStatus, ReloadResult } from '../events/types.js';
 import { LlmObservers } from '../llm/observer.js';
 import { LlmRouter } from '../llm/router.js';
@@ -43,6 +44,8 @@ export class Organism {
   readonly bootId = newId();
   readonly bus: EventBus;
   readonly tracker = new UsageTracker();
+  /** Messages and denied sends per sender -> receiver since start (the topology's counts). */
+  readonly traffic = new EdgeTraffic();
   readonly budgets: BudgetManager;
   readonly storage: OrganismStorage;
   readonly logger: Logger;
@@ -61,6 +64,7 @@ export class Organism {
     this.loaded = loaded;
     this.logger = options.logger ?? silentLogger();
     this.bus = new EventBus((err) => this.logger.error({ err }, 'event listener failed'));
+    this.bus.on((event) => this.traffic.record(event));
     const observerFailed = (err: unknown) => this.logger.error({ err }, 'telemetry observer failed');
     this.observers = { deliveries: new DeliveryObservers(observerFailed), llm: new LlmObservers(observerFailed) };
     this.storage = options.storage ?? memoryStorage();

@@ -6,6 +6,7 @@ import type { Organism } from '../organism/organism.js';
 import type { Logger } from '../util/logger.js';
 import { registerAuth, type AuthSettings } from './auth.js';
 import { registerCasing } from './casing.js';
+import { registerConsole } from './console.js';
 import type { ServiceContext } from './context.js';
 import { Errors } from '../errors/catalogue.js';
 import { registerErrorHandling, sendError, toOrganismError } from './errors.js';
@@ -24,6 +25,7 @@ import { messageRoutes } from './routes/messages.js';
 import { organismRoutes } from './routes/organism.js';
 import { threadRoutes } from './routes/threads.js';
 import { usageRoutes } from './routes/usage.js';
+import { whoamiRoutes } from './routes/whoami.js';
 // Upgrade requests pass the auth hook (Authorization header or ?token=, viewer role by default).
 import { wsPlugin, type WsLimits } from './ws/plugin.js';
 
@@ -43,6 +45,8 @@ export interface BuildAppOptions {
   readonly bodyLimit?: number;
   /** WebSocket connection limits, buffers and heartbeat. */
   readonly ws?: Partial<WsLimits>;
+  /** The built operator console (its index.html and assets), served at `/`; omitted: no console. */
+  readonly consoleDir?: string;
   /** GET /metrics; default: as organism.yaml says (`metrics.enabled`, on unless set false). */
   readonly metrics?: boolean;
   /** OpenTelemetry: HTTP server spans on this provider (the organism's tracing). */
@@ -107,11 +111,13 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       await api.register(injectRoutes, ctx);
       await api.register(usageRoutes, ctx);
       await api.register(journalRoutes, ctx);
+      await api.register(whoamiRoutes, ctx);
       api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
     },
     { prefix: API_PREFIX },
   );
   await app.register(wsPlugin, { organism: options.organism, version: options.version, ...(options.ws ? { limits: options.ws } : {}) });
+  if (options.consoleDir) await registerConsole(base, options.consoleDir);
 
   await app.ready();
   return base;

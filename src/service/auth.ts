@@ -75,6 +75,29 @@ function bearerToken(value: string | null | undefined): string | null {
   return token.length > 0 && token.length <= 4096 ? token : null;
 }
 
+/** The subprotocol a browser offers with its token-carrying one; the server selects it. */
+export const WS_SUBPROTOCOL = 'organism.v1';
+const BEARER_PROTOCOL_PREFIX = 'bearer.';
+
+/**
+ * The token a browser sends in `Sec-WebSocket-Protocol` (it cannot set Authorization on a
+ * WebSocket, and a token in the URL lands in logs and history): `bearer.<base64url(token)>`
+ * offered next to `organism.v1`. Null when no such entry is offered or it does not decode.
+ */
+export function subprotocolToken(header: string | string[] | undefined): string | null {
+  const value = Array.isArray(header) ? header.join(',') : header;
+  if (typeof value !== 'string') return null;
+  for (const part of value.split(',')) {
+    const p = part.trim();
+    if (!p.startsWith(BEARER_PROTOCOL_PREFIX)) continue;
+    const encoded = p.slice(BEARER_PROTOCOL_PREFIX.length);
+    if (!/^[A-Za-z0-9_-]+$/.test(encoded)) return null;
+    const token = Buffer.from(encoded, 'base64url').toString('utf8');
+    return token.length > 0 ? token : null;
+  }
+  return null;
+}
+
 /** A WebSocket handshake as RFC 6455 has it: `Upgrade: websocket` and `Connection: upgrade` (among others). */
 export function isWebSocketUpgrade(headers: IncomingHttpHeaders): boolean {
   if (String(headers.upgrade ?? '').trim().toLowerCase() !== 'websocket') return false;
@@ -93,8 +116,8 @@ function authorizationCount(rawHeaders: readonly string[]): number {
 /**
  * The token of a request, or null when it has none. The Authorization header must use the
  * Bearer scheme (a bare token there is refused: it is how tokens leak into other schemes);
- * `?token=` counts only on a WebSocket route during a real upgrade (browsers cannot set headers
- * there), never on REST routes. Two Authorization headers are refused outright.
+ * on a WebSocket route during a real upgrade the token may also come as a `bearer.` subprotocol
+ * (what the console uses) or `?token=` (browsers cannot set headers there), never on REST routes. Two Authorization headers are refused outright.
  */
 export function requestCredential(request: FastifyRequest): string | null {
   const count = authorizationCount(request.raw.rawHeaders);
@@ -105,6 +128,8 @@ export function requestCredential(request: FastifyRequest): string | null {
     return header;
   }
   if (request.routeOptions.config.websocketRoute === true && isWebSocketUpgrade(request.headers)) {
+    const fromProtocol = subprotocolToken(request.headers['sec-websocket-protocol']);
+    if (fromProtocol) return fromProtocol;
     const token = (request.query as Record<string, unknown> | undefined)?.['token'];
     if (typeof token === 'string') return token;
   }

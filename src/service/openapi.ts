@@ -28,6 +28,7 @@ export function openApiOptions(version: string): SwaggerOptions {
         { name: 'usage' },
         { name: 'journal' },
         { name: 'health' },
+        { name: 'auth' },
       ],
     },
   };

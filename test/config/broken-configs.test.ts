@@ -336,7 +336,7 @@ const rows: Row[] = [
     `,
     keyPath: 'listeners[1].handler',
     line: 7,
-    message: 'handler module `./fails-on-load.ts` failed to load: boom while loading',
+    message: "handler module `./fails-on-load.ts` failed to load: boom while loading (while the module loaded); fix the module's top-level code",
   },
   {
     name: 'malformed handler ref',

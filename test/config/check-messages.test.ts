@@ -67,3 +67,26 @@ describe('organism check: one mis-indented YAML line gives one clear error', () 
     );
   });
 });
+
+describe('organism check: a handler module that fails to load says what to do', () => {
+  it('a package that is not installed: install it beside the config, or fix the import', async () => {
+    writeFileSync(path.join(dir, 'needs-package.ts'), "import { thing } from 'no-such-package-here/sub';\nexport const work = () => thing;\n");
+    const [problem] = await problemsOf(organism('./needs-package.ts#work'), CONFIG);
+    expect(problem?.message).toMatch(/^handler module `\.\/needs-package\.ts` failed to load: Cannot find (module|package) 'no-such-package-here\/sub'/);
+    expect(problem?.message).toContain(`; install it beside the config (npm install no-such-package-here in ${dir}) or fix the import`);
+  });
+
+  it('a module whose top-level code throws: the message and what to fix', async () => {
+    const esm = mkdtempSync(path.join(os.tmpdir(), 'organism-check-esm-'));
+    try {
+      writeFileSync(path.join(esm, 'package.json'), '{"type": "module"}');
+      writeFileSync(path.join(esm, 'throws.ts'), "const settings = JSON.parse('{bad');\nexport const work = () => settings;\n");
+      const [problem] = await problemsOf(organism('./throws.ts#work'), path.join(esm, 'organism.yaml'));
+      expect(problem?.message).toMatch(
+        /^handler module `\.\/throws\.ts` failed to load: .*JSON.* \(while the module loaded\); fix the module's top-level code$/,
+      );
+    } finally {
+      rmSync(esm, { recursive: true, force: true });
+    }
+  });
+});

@@ -135,8 +135,25 @@ describe('loading a valid config', () => {
       CONFIG_PATH,
     );
     expect(loaded.config.llm.providers).toEqual([
-      { name: 'mock', type: 'mock', baseUrl: null, apiKeyEnv: null, models: [], priority: 0, timeoutSeconds: 60, maxRetries: 3, script: {}, mockLatencyMs: 0 },
+      { name: 'mock', type: 'mock', baseUrl: null, apiKeyEnv: null, models: [], priority: 0, timeoutSeconds: 60, maxRetries: 3, script: {}, mockLatencyMs: 0, mockLatencyMaxMs: 0 },
     ]);
+  });
+
+  it('reads a mock latency range {min, max, seed}; min above max is reported at latency_ms', async () => {
+    const yaml = (latency: string) => `
+        organism: {name: x}
+        llm:
+          providers:
+            - {name: mock, type: mock, latency_ms: ${latency}}
+        listeners:
+          - {name: shout, handler: ./tools.ts#uppercase, payload: Announcement}
+      `;
+    const loaded = await loadOrganismFromString(yaml('{min: 200, max: 1500, seed: 7}'), CONFIG_PATH);
+    expect(loaded.config.llm.providers[0]).toMatchObject({ mockLatencyMs: 200, mockLatencyMaxMs: 1500, mockLatencySeed: 7 });
+    const err = await loadOrganismFromString(yaml('{min: 900, max: 100}'), CONFIG_PATH).catch((e: unknown) => e);
+    expect(String((err as Error).message)).toContain('`latency_ms.min` (900) is greater than `latency_ms.max` (100)');
+    const unknownKey = await loadOrganismFromString(yaml('{min: 1, most: 2}'), CONFIG_PATH).catch((e: unknown) => e);
+    expect(String((unknownKey as Error).message)).toContain('most');
   });
 
   it('reads every key of a full organism', async () => {
@@ -171,7 +188,6 @@ describe('loading a valid config', () => {
       timeoutSeconds: 20,
       maxRetries: 0,
       script: {},
-      mockLatencyMs: undefined,
     });
     expect(config.llm.pricing).toEqual({
       'mock-': { prompt: 0, completion: 0, cacheRead: null, cacheWrite: null },

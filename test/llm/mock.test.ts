@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Errors } from '../../src/errors/catalogue.js';
-import { MockProvider } from '../../src/llm/providers/mock.js';
+import { latencySequence, MockProvider } from '../../src/llm/providers/mock.js';
 import type { ChatMessage, CompletionRequest } from '../../src/llm/types.js';
 import { call, makeRouter, providerConfig, rejection } from './helpers.js';
 
@@ -81,6 +81,26 @@ describe('mock provider', () => {
     setTimeout(() => c.abort('killed'), 10);
     const err = await rejection(pending); // a minute-long latency would time the test out
     expect(err.message).toBe(Errors.ABORTED('killed').detail);
+  });
+
+  it('draws latencies uniformly from [min, max], the same sequence for the same seed', () => {
+    const draw = (seed: number) => {
+      const next = latencySequence(200, 1500, seed);
+      return Array.from({ length: 2000 }, () => next());
+    };
+    const a = draw(7);
+    expect(draw(7)).toEqual(a);
+    expect(draw(8)).not.toEqual(a);
+    for (const v of a) {
+      expect(Number.isInteger(v)).toBe(true);
+      expect(v).toBeGreaterThanOrEqual(200);
+      expect(v).toBeLessThanOrEqual(1500);
+    }
+    // Spread over the whole range: every tenth of it is hit.
+    const tenths = new Set(a.map((v) => Math.min(9, Math.floor((v - 200) / 130.1))));
+    expect(tenths.size).toBe(10);
+    const fixed = latencySequence(25, undefined, 1);
+    expect([fixed(), fixed()]).toEqual([25, 25]);
   });
 
   it('answers after its simulated latency', async () => {

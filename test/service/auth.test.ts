@@ -57,6 +57,15 @@ describe('auth matrix: no token / viewer / operator x every route', () => {
     expect(operator.status, JSON.stringify(operator.body)).toBeLessThan(500);
   });
 
+  it('GET /whoami names the calling token and its role, never the token', async () => {
+    const viewer = await svc.request('GET', '/api/v1/whoami', { token: VIEWER });
+    const operator = await svc.request('GET', '/api/v1/whoami', { token: OPERATOR });
+    expect(viewer.body.role).toBe('viewer');
+    expect(operator.body.role).toBe('operator');
+    expect(viewer.body.name).not.toBe(operator.body.name);
+    expect(JSON.stringify(viewer.body)).not.toContain(VIEWER);
+  });
+
   it('accepts the scheme in any case and rejects other schemes', async () => {
     const lower = await svc.request('GET', '/api/v1/organism', { token: null, headers: { authorization: `bearer ${VIEWER}` } });
     expect(lower.status).toBe(200);

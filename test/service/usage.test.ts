@@ -97,6 +97,15 @@ describe.each<StorageKind>(['memory', 'sqlite'])('usage with %s storage', (kind)
       expect(future.body.total).toBe(0);
     });
 
+    it('history by thread: only that thread\'s LLM calls (thread_id accepted)', async () => {
+      await eventually(async () => ((await svc.request('GET', '/api/v1/usage/history')).body.total >= 1 ? true : null), 'usage event to persist');
+      const mine = await svc.request('GET', `/api/v1/usage/history?threadId=${threadId}`);
+      expect(mine.body.total).toBe(1);
+      expect(mine.body.events[0].threadId).toBe(threadId);
+      expect((await svc.request('GET', `/api/v1/usage/history?thread_id=${threadId}`)).body.total).toBe(1);
+      expect((await svc.request('GET', '/api/v1/usage/history?threadId=no-such-thread')).body).toMatchObject({ total: 0, events: [] });
+    });
+
     it.each([
       ['start_time=yesterday', 'startTime must be an ISO 8601 date or time (e.g. 2025-01-31T12:00:00Z), not: "yesterday"'],
       ['endTime=2025-01-31T12:00:00', 'endTime must be an ISO 8601 date or time (e.g. 2025-01-31T12:00:00Z), not: "2025-01-31T12:00:00"'],

@@ -86,6 +86,35 @@ describe('/ws', () => {
     expect((await viaHeader.next('connected')).bootId).toBeTypeOf('string');
   });
 
+  it('takes a browser token as a bearer.<base64url> subprotocol beside organism.v1, answering organism.v1 only', async () => {
+    const { url } = await server();
+    const offer = (token: string, ...others: string[]) => [...others, `bearer.${Buffer.from(token).toString('base64url')}`];
+    const viewer = new WebSocket(`${url}/ws`, offer(VIEW, 'organism.v1'));
+    cleanup.push(() => viewer.terminate());
+    const first = await new Promise<Frame>((resolve, reject) => {
+      viewer.once('message', (d) => resolve(JSON.parse(String(d)) as Frame));
+      viewer.once('error', reject);
+    });
+    expect(first.event).toBe('connected');
+    expect(viewer.protocol).toBe('organism.v1');
+    // The role follows the token: a viewer may not inject over the socket.
+    viewer.send(JSON.stringify({ cmd: 'inject', to: 'a', payload: { Text: { text: 'x' } } }));
+    const answer = await new Promise<Frame>((resolve) => viewer.once('message', (d) => resolve(JSON.parse(String(d)) as Frame)));
+    expect(answer).toMatchObject({ event: 'error' });
+    // A wrong token in the subprotocol is refused before any socket exists, like a wrong header.
+    const refused = await new Promise<number>((resolve) => {
+      const s = new WebSocket(`${url}/ws`, offer('wrong-token', 'organism.v1'));
+      s.on('unexpected-response', (req, res) => {
+        resolve(res.statusCode ?? 0);
+        res.resume();
+        req.destroy();
+      });
+      s.on('open', () => (resolve(101), s.terminate()));
+      s.on('error', () => {});
+    });
+    expect(refused).toBe(401);
+  });
+
   it('sends a snapshot, then events with increasing seq and ISO timestamps', async () => {
     const { url, organism } = await server();
     await injectAndSettle(organism, 'before');

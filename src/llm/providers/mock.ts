@@ -18,8 +18,10 @@ const PLACEHOLDER = /\{\{\s*([\w.-]+)\s*(?:\|\s*(upper|lower)\s*)?\}\}/g;
 export class MockProvider extends ConfiguredProvider {
   readonly type = 'mock' as const;
 
+  private readonly nextLatency = latencySequence(this.config.mockLatencyMs ?? 0, this.config.mockLatencyMaxMs, this.config.mockLatencySeed ?? 1);
+
   async complete(request: CompletionRequest, signal: AbortSignal): Promise<ProviderResponse> {
-    const latency = this.config.mockLatencyMs ?? 0;
+    const latency = this.nextLatency();
     if (latency > 0) await abortableSleep(latency, signal);
     if (signal.aborted) throw Errors.ABORTED(String(signal.reason ?? 'aborted'));
     const fields = lastPayloadFields(request);
@@ -85,6 +87,24 @@ function fill(template: string, fields: Record<string, string>): string {
     if (filter === 'lower') value = value.toLowerCase();
     return escapeXml(value);
   });
+}
+
+/**
+ * The mock's response times: integers uniform in [min, max] from a seeded sequence (mulberry32,
+ * a tiny well-mixed 32-bit generator), so the same config replays the same latencies.
+ */
+export function latencySequence(min: number, max: number | undefined, seed: number): () => number {
+  const hi = Math.max(min, max ?? min);
+  if (hi === min) return () => min;
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    const unit = ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    return min + Math.floor(unit * (hi - min + 1));
+  };
 }
 
 function escapeXml(s: string): string {

@@ -5,6 +5,7 @@ import { Errors, OrganismError } from '../../errors/catalogue.js';
 import { uptimeSeconds, type ServiceContext } from '../context.js';
 import { errorResponses } from '../schemas/error.js';
 import {
+  EdgeTrafficResponse,
   OrganismConfig,
   OrganismInfo,
   ReloadQuery,
@@ -43,6 +44,21 @@ export const organismRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (
     '/organism/config',
     { schema: { tags: ['organism'], summary: 'Sanitized configuration (no secrets)', response: { 200: OrganismConfig, ...errorResponses } } },
     async () => sanitizeConfig(organism.config) as Record<string, unknown>,
+  );
+
+  app.get(
+    '/organism/edges',
+    {
+      schema: {
+        tags: ['organism'],
+        summary: 'Traffic per sender -> receiver since the server started: messages sent and sends denied',
+        response: { 200: EdgeTrafficResponse, ...errorResponses },
+      },
+    },
+    async () => {
+      const edges = organism.traffic.list().map((e) => ({ ...e, lastAt: new Date(e.lastAt).toISOString() }));
+      return { edges, count: edges.length };
+    },
   );
 
   app.post(

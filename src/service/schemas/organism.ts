@@ -65,3 +65,16 @@ export const ReloadResponse = Type.Object(
 
 export const StopResponse = Type.Object({ success: SuccessFlag, status: Type.Literal('stopping') }, { title: 'StopResponse' });
 export const RestartResponse = Type.Object({ success: SuccessFlag, status: Type.Literal('restarting') }, { title: 'RestartResponse' });
+
+export const EdgeTrafficInfo = Type.Object(
+  {
+    from: Type.String({ description: 'Sender (a listener, or an outside sender such as api)' }),
+    to: Type.String(),
+    messages: Type.Integer({ description: 'Messages queued along this edge' }),
+    denied: Type.Integer({ description: 'Sends refused: not a declared peer' }),
+    lastAt: Timestamp,
+  },
+  { title: 'EdgeTrafficInfo' },
+);
+
+export const EdgeTrafficResponse = Type.Object({ edges: Type.Array(EdgeTrafficInfo), count: Type.Integer() }, { title: 'EdgeTrafficResponse' });

@@ -4,6 +4,7 @@ import fp from 'fastify-plugin';
 import type { WebSocket } from 'ws';
 import { Errors, OrganismError } from '../../errors/catalogue.js';
 import type { Organism } from '../../organism/organism.js';
+import { WS_SUBPROTOCOL } from '../auth.js';
 import { WsClient, type Channel } from './client.js';
 import { handleCommand } from './commands.js';
 import { NO_FILTER, parseFilter } from './filter.js';
@@ -46,6 +47,17 @@ function closeWith(socket: WebSocket, code: number, reason: string): void {
   }
 }
 
+/**
+ * The subprotocol answered on the handshake: `organism.v1` when offered (browsers send their
+ * token as a `bearer.` subprotocol beside it), never the token-carrying entry itself; a client
+ * offering only other protocols gets the first of those, and none when it offers only a token.
+ */
+function selectSubprotocol(protocols: Set<string>): string | false {
+  if (protocols.has(WS_SUBPROTOCOL)) return WS_SUBPROTOCOL;
+  for (const p of protocols) if (!p.startsWith('bearer.')) return p;
+  return false;
+}
+
 function queryOf(request: FastifyRequest): Record<string, unknown> {
   const q = request.query;
   return typeof q === 'object' && q !== null ? (q as Record<string, unknown>) : {};
@@ -72,7 +84,7 @@ const plugin: FastifyPluginAsync<WsOptions> = async (app, options) => {
 
   if (!app.hasDecorator('websocketServer')) {
     // preClose runs before the server stops: every client is told it is going away (1001).
-    await app.register(websocket, { options: { maxPayload: limits.maxCommandBytes }, preClose: (done) => (closeAll(), done()) });
+    await app.register(websocket, { options: { maxPayload: limits.maxCommandBytes, handleProtocols: selectSubprotocol }, preClose: (done) => (closeAll(), done()) });
   }
   hub.start();
 

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Errors } from '../../errors/catalogue.js';
-import { isWebSocketUpgrade } from '../auth.js';
+import { isWebSocketUpgrade, subprotocolToken } from '../auth.js';
 
 export interface WsPrincipal {
   readonly name: string;
@@ -10,7 +10,7 @@ export interface WsPrincipal {
 /** Resolves a bare token to a principal, or null when it is missing or unknown. */
 export type WsAuthenticate = (token: string | undefined) => WsPrincipal | null;
 
-/** The token of an upgrade request: `Authorization: Bearer <token>`, else `?token=` (only during a real upgrade). */
+/** The token of an upgrade request: `Authorization: Bearer <token>`, else (only during a real upgrade) the `bearer.` subprotocol, else `?token=`. */
 export function upgradeToken(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization;
   if (typeof header === 'string' && header.trim() !== '') {
@@ -18,6 +18,8 @@ export function upgradeToken(request: FastifyRequest): string | undefined {
     return m ? m[1] : undefined;
   }
   if (!isWebSocketUpgrade(request.headers)) return undefined;
+  const fromProtocol = subprotocolToken(request.headers['sec-websocket-protocol']);
+  if (fromProtocol) return fromProtocol;
   const query = request.query as Record<string, unknown> | undefined;
   const token = query?.['token'];
   return typeof token === 'string' && token !== '' ? token : undefined;

@@ -1,0 +1,280 @@
+// The live view of the organism: one /ws socket (snapshot, then events), resumed with
+// `since=<seq>&bootId=` after a drop, fully reloaded on `resync: true`. Components read it
+// through useLive(); updates are batched to one render per animation frame, so a burst of
+// events costs one render, not one per event.
+import { useSyncExternalStore } from 'react';
+import { api, type AgentInfo, type JournalStats, type MessageRecord, type ThreadInfo } from './api';
+
+export type ConnectionState = 'connecting' | 'open' | 'reconnecting' | 'closed';
+
+export interface Frame {
+  event: string;
+  seq: number;
+  timestamp: string;
+  [key: string]: unknown;
+}
+
+/** Counts per second over the last WINDOW seconds (a ring of buckets). */
+const WINDOW = 300;
+export class Rate {
+  readonly buckets = new Float64Array(WINDOW);
+  private lastSecond = 0;
+  add(n: number, now = Date.now()): void {
+    this.advance(now);
+    this.buckets[this.lastSecond % WINDOW]! += n;
+  }
+  private advance(now: number): void {
+    const sec = Math.floor(now / 1000);
+    if (this.lastSecond === 0) this.lastSecond = sec;
+    for (let s = this.lastSecond + 1; s <= sec && s - this.lastSecond <= WINDOW; s++) this.buckets[s % WINDOW] = 0;
+    if (sec - this.lastSecond > WINDOW) this.buckets.fill(0);
+    this.lastSecond = Math.max(this.lastSecond, sec);
+  }
+  /** The last `n` seconds (n < WINDOW), oldest first; the last one is the current, partial second. */
+  series(n: number, now = Date.now()): number[] {
+    this.advance(now);
+    const out: number[] = [];
+    for (let s = this.lastSecond - n + 1; s <= this.lastSecond; s++) out.push(this.buckets[((s % WINDOW) + WINDOW) % WINDOW]!);
+    return out;
+  }
+  /** Mean per second over the `n` whole seconds before the current one. */
+  mean(n: number, now = Date.now()): number {
+    const s = this.series(n + 1, now).slice(0, n);
+    return s.reduce((a, b) => a + b, 0) / n;
+  }
+}
+
+export interface EdgeStats {
+  from: string;
+  to: string;
+  count: number;
+  denied: number;
+  rate: Rate;
+}
+
+export interface LiveState {
+  connection: ConnectionState;
+  bootId: string | null;
+  lastSeq: number;
+  organism: { name: string; status: string; activeThreads: number; totalMessages: number } | null;
+  agents: Map<string, AgentInfo>;
+  threads: Map<string, ThreadInfo>;
+  journal: JournalStats | null;
+  edges: Map<string, EdgeStats>;
+  messageRate: Rate;
+  tokenRate: Rate;
+  /** Bumped on every resync: views refetch everything. */
+  generation: number;
+  /** Bumped on every batch of events. */
+  version: number;
+}
+
+type Listener = () => void;
+type EventListener = (frame: Frame) => void;
+
+function base64url(text: string): string {
+  const bytes = new TextEncoder().encode(text);
+  let bin = '';
+  for (const b of bytes) bin += String.fromCharCode(b);
+  return btoa(bin).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+/** The handshake subprotocols carrying the token (a browser cannot set Authorization on a WebSocket). */
+export function authProtocols(token: string): string[] {
+  return ['organism.v1', `bearer.${base64url(token)}`];
+}
+
+export function wsUrl(path: string, query: Record<string, string> = {}): string {
+  const params = new URLSearchParams(query).toString();
+  return `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}${path}${params ? `?${params}` : ''}`;
+}
+
+export class LiveStore {
+  private socket: WebSocket | null = null;
+  private listeners = new Set<Listener>();
+  private eventListeners = new Set<EventListener>();
+  private pending = false;
+  private retry = 0;
+  private retryTimer: ReturnType<typeof setTimeout> | null = null;
+  private stopped = false;
+  state: LiveState = LiveStore.empty();
+
+  constructor(
+    private readonly token: string,
+    /** Told when the server refused the token (the socket never opened, twice in a row). */
+    private readonly onAuthLost: () => void,
+    private readonly onResync: () => void,
+  ) {}
+
+  static empty(): LiveState {
+    return {
+      connection: 'connecting',
+      bootId: null,
+      lastSeq: 0,
+      organism: null,
+      agents: new Map(),
+      threads: new Map(),
+      journal: null,
+      edges: new Map(),
+      messageRate: new Rate(),
+      tokenRate: new Rate(),
+      generation: 0,
+      version: 0,
+    };
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.connect();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.socket?.close(1000, 'signed out');
+    this.socket = null;
+  }
+
+  subscribe = (l: Listener): (() => void) => {
+    this.listeners.add(l);
+    return () => this.listeners.delete(l);
+  };
+
+  onEvent(l: EventListener): () => void {
+    this.eventListeners.add(l);
+    return () => this.eventListeners.delete(l);
+  }
+
+  private connect(): void {
+    const resume: Record<string, string> = this.state.bootId ? { since: String(this.state.lastSeq), bootId: this.state.bootId } : {};
+    const socket = new WebSocket(wsUrl('/ws', resume), authProtocols(this.token));
+    this.socket = socket;
+    let opened = false;
+    socket.onopen = () => {
+      opened = true;
+      this.retry = 0;
+    };
+    socket.onmessage = (e) => {
+      const frame = JSON.parse(String(e.data)) as Frame;
+      this.apply(frame);
+    };
+    socket.onclose = () => {
+      if (this.socket !== socket) return;
+      this.socket = null;
+      if (this.stopped) return;
+      this.set({ connection: 'reconnecting' });
+      if (!opened) this.retry++;
+      else this.retry = 1;
+      // Refused before opening: maybe the token is gone (server restarted with other tokens).
+      if (!opened && this.retry >= 2) this.onAuthLost();
+      const delay = Math.min(250 * 2 ** Math.min(this.retry, 5), 5000);
+      this.retryTimer = setTimeout(() => this.connect(), delay);
+    };
+  }
+
+  private apply(frame: Frame): void {
+    const s = this.state;
+    if (frame.seq > s.lastSeq || frame.event === 'connected') s.lastSeq = frame.seq;
+    switch (frame.event) {
+      case 'connected': {
+        const fresh = frame['bootId'] !== s.bootId || frame['resync'] === true;
+        s.connection = 'open';
+        s.bootId = frame['bootId'] as string;
+        s.organism = frame['organism'] as LiveState['organism'];
+        s.agents = new Map((frame['agents'] as AgentInfo[]).map((a) => [a.name, a]));
+        s.threads = new Map((frame['threads'] as ThreadInfo[]).map((t) => [t.id, t]));
+        s.journal = frame['journal'] as JournalStats;
+        if (fresh && s.generation++ > 0) this.onResync();
+        if (s.generation === 0) s.generation = 1;
+        // The totals so far per edge (the events only tell what comes next).
+        if (fresh) void api.edges().then((r) => this.seedEdges(r.edges), () => {});
+        break;
+      }
+      case 'message': {
+        const m = frame['message'] as MessageRecord;
+        if (m.deliveryState === 'PENDING') {
+          s.messageRate.add(1);
+          const key = `${m.from}\u0000${m.to}`;
+          const edge = s.edges.get(key) ?? { from: m.from, to: m.to, count: 0, denied: 0, rate: new Rate() };
+          edge.count++;
+          edge.rate.add(1);
+          s.edges.set(key, edge);
+          if (s.organism) s.organism.totalMessages++;
+        }
+        break;
+      }
+      case 'peer_denied': {
+        const key = `${String(frame['from'])}\u0000${String(frame['to'])}`;
+        const edge = s.edges.get(key) ?? { from: String(frame['from']), to: String(frame['to']), count: 0, denied: 0, rate: new Rate() };
+        edge.denied++;
+        s.edges.set(key, edge);
+        break;
+      }
+      case 'agent_state': {
+        const a = s.agents.get(frame['agent'] as string);
+        if (a) s.agents.set(a.name, { ...a, state: frame['state'] as AgentInfo['state'], currentThread: (frame['currentThread'] as string | null) ?? null, lastActivity: frame.timestamp });
+        break;
+      }
+      case 'thread_created':
+      case 'thread_updated': {
+        const t = frame['thread'] as ThreadInfo;
+        s.threads.set(t.id, t);
+        if (s.organism) s.organism.activeThreads = [...s.threads.values()].filter((x) => x.status === 'active').length;
+        break;
+      }
+      case 'usage': {
+        const u = frame['usage'] as { totalTokens?: number };
+        s.tokenRate.add(u.totalTokens ?? 0);
+        break;
+      }
+      case 'organism_status':
+        if (s.organism) s.organism.status = frame['status'] as string;
+        break;
+    }
+    for (const l of this.eventListeners) l(frame);
+    this.schedule();
+  }
+
+  private seedEdges(list: Array<{ from: string; to: string; messages: number; denied: number }>): void {
+    for (const e of list) {
+      const key = `${e.from}\u0000${e.to}`;
+      const edge = this.state.edges.get(key) ?? { from: e.from, to: e.to, count: 0, denied: 0, rate: new Rate() };
+      edge.count = Math.max(edge.count, e.messages);
+      edge.denied = Math.max(edge.denied, e.denied);
+      this.state.edges.set(key, edge);
+    }
+    this.schedule();
+  }
+
+  private set(patch: Partial<LiveState>): void {
+    Object.assign(this.state, patch);
+    this.schedule();
+  }
+
+  /** One notification per animation frame, however many events arrived. */
+  private schedule(): void {
+    if (this.pending) return;
+    this.pending = true;
+    requestAnimationFrame(() => {
+      this.pending = false;
+      this.state = { ...this.state, version: this.state.version + 1 };
+      for (const l of this.listeners) l();
+    });
+  }
+}
+
+let store: LiveStore | null = null;
+export function setLiveStore(s: LiveStore | null): void {
+  store = s;
+}
+export function liveStore(): LiveStore | null {
+  return store;
+}
+
+const EMPTY = LiveStore.empty();
+const noop = () => () => {};
+
+/** The live state, re-rendered at most once per animation frame. */
+export function useLive(): LiveState {
+  return useSyncExternalStore(store ? store.subscribe : noop, () => store?.state ?? EMPTY);
+}

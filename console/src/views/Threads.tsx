@@ -1,0 +1,292 @@
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { Link, useNavigate, useParams } from '@tanstack/react-router';
+import { useState, type FormEvent } from 'react';
+import { api, type JournalEntry, type MessageRecord, type UsageEvent } from '../api';
+import { useLive } from '../live';
+import { useRefetchOn } from '../session';
+import { Card, Confirm, ErrorBox, fmt, Json, Loading, OpButton, StateBadge } from '../ui';
+
+const PAGE = 25;
+const STATUSES = ['active', 'completed', 'error', 'killed'];
+
+export function ThreadsView() {
+  const live = useLive();
+  const navigate = useNavigate();
+  const [status, setStatus] = useState('');
+  const [agent, setAgent] = useState('');
+  const [offset, setOffset] = useState(0);
+  const [search, setSearch] = useState('');
+  const [searchError, setSearchError] = useState<unknown>(null);
+  const q = useQuery({
+    queryKey: ['threads', status, agent, offset],
+    queryFn: () => api.threads({ status: status || undefined, agent: agent || undefined, limit: PAGE, offset }),
+    placeholderData: keepPreviousData,
+  });
+  // A new or changed thread refreshes the page from the API (no polling).
+  useRefetchOn((f) => f.event === 'thread_created' || f.event === 'thread_updated', [['threads']], 500);
+
+  const open = async (e: FormEvent) => {
+    e.preventDefault();
+    setSearchError(null);
+    const id = search.trim();
+    if (!id) return;
+    try {
+      await api.thread(id);
+      void navigate({ to: '/threads/$threadId', params: { threadId: id } });
+    } catch (err) {
+      setSearchError(err);
+    }
+  };
+
+  const total = q.data?.total ?? 0;
+  return (
+    <div>
+      <h1>Threads</h1>
+      <div className="toolbar">
+        <label>
+          Status
+          <select value={status} onChange={(e) => (setStatus(e.target.value), setOffset(0))}>
+            <option value="">any</option>
+            {STATUSES.map((s) => (
+              <option key={s}>{s}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Agent
+          <select value={agent} onChange={(e) => (setAgent(e.target.value), setOffset(0))}>
+            <option value="">any</option>
+            {[...live.agents.keys()].map((a) => (
+              <option key={a}>{a}</option>
+            ))}
+          </select>
+        </label>
+        <form onSubmit={open} className="inline">
+          <label>
+            Thread id
+            <input value={search} onChange={(e) => setSearch(e.target.value)} placeholder="search by id" />
+          </label>
+          <button type="submit">Open</button>
+        </form>
+      </div>
+      <ErrorBox error={q.error ?? searchError} />
+      <table aria-label="Threads">
+        <thead>
+          <tr>
+            <th>Thread</th>
+            <th>Status</th>
+            <th>Participants</th>
+            <th>Messages</th>
+            <th>Created</th>
+            <th>Last activity</th>
+            <th>Error</th>
+          </tr>
+        </thead>
+        <tbody>
+          {(q.data?.threads ?? []).map((t) => (
+            <tr key={t.id}>
+              <td>
+                <Link to="/threads/$threadId" params={{ threadId: t.id }}>
+                  <code>{t.id}</code>
+                </Link>
+              </td>
+              <td>
+                <StateBadge state={t.status} />
+              </td>
+              <td>{t.participants.join(', ')}</td>
+              <td>{t.messageCount}</td>
+              <td>{fmt.dateTime(t.createdAt)}</td>
+              <td>{fmt.time(t.lastActivity)}</td>
+              <td>{t.error ?? ''}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <div className="pager">
+        <button type="button" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - PAGE))}>
+          Previous page
+        </button>
+        <span>
+          {total === 0 ? 'none' : `${offset + 1}–${Math.min(offset + PAGE, total)} of ${fmt.int(total)}`}
+        </span>
+        <button type="button" disabled={offset + PAGE >= total} onClick={() => setOffset(offset + PAGE)}>
+          Next page
+        </button>
+      </div>
+    </div>
+  );
+}
+
+/**
+ * A thread has a budget while it runs, once an LLM call reserved tokens. Looked up in the list
+ * of budgets (a finished thread has none, and asking for it directly would be a 404).
+ */
+function Budget({ threadId }: { threadId: string }) {
+  const qc = useQueryClient();
+  const list = useQuery({ queryKey: ['budget', threadId], queryFn: api.budgets });
+  const b = list.data?.threads.find((x) => x.threadId === threadId);
+  const [value, setValue] = useState('');
+  const raise = useMutation({
+    mutationFn: (max: number) => api.setBudget(threadId, max),
+    onSuccess: () => {
+      void qc.invalidateQueries({ queryKey: ['budget', threadId] });
+      setValue('');
+    },
+  });
+  if (list.error) return <ErrorBox error={list.error} />;
+  if (!list.data) return <Loading what="budget" />;
+  if (!b) return <p className="muted">No budget: the thread has made no LLM call yet, or has finished.</p>;
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    raise.mutate(Number(value));
+  };
+  return (
+    <>
+      <meter min={0} max={100} value={Math.min(100, b.percentUsed)} aria-label="Budget used" />
+      <dl>
+        <dt>Used</dt>
+        <dd>
+          {fmt.int(b.totalTokens)} of {fmt.int(b.maxTokens)} tokens ({b.percentUsed}%)
+        </dd>
+        <dt>Remaining</dt>
+        <dd>{fmt.int(b.remaining)}</dd>
+        <dt>Exhausted</dt>
+        <dd>{b.isExhausted ? 'yes' : 'no'}</dd>
+      </dl>
+      <form onSubmit={submit} className="inline">
+        <label>
+          New ceiling (tokens)
+          <input type="number" min={0} step={1000} value={value} onChange={(e) => setValue(e.target.value)} required />
+        </label>
+        <OpButton type="submit" disabled={value === '' || raise.isPending}>
+          Raise budget
+        </OpButton>
+      </form>
+      <ErrorBox error={raise.error} />
+    </>
+  );
+}
+
+export function ThreadDetailView() {
+  const { threadId = '' } = useParams({ strict: false }) as { threadId?: string };
+  const qc = useQueryClient();
+  const thread = useQuery({ queryKey: ['thread', threadId], queryFn: () => api.thread(threadId) });
+  const messages = useQuery({ queryKey: ['thread-messages', threadId], queryFn: () => api.threadMessages(threadId, 100) });
+  const journal = useQuery({ queryKey: ['thread-journal', threadId], queryFn: () => api.journal({ threadId, limit: 100, offset: 0 }) });
+  const usage = useQuery({ queryKey: ['thread-usage', threadId], queryFn: () => api.usageHistory({ threadId, limit: 100 }) });
+  const [confirm, setConfirm] = useState(false);
+  const kill = useMutation({
+    mutationFn: () => api.kill(threadId),
+    onSuccess: () => qc.invalidateQueries({ queryKey: ['thread', threadId] }),
+    onSettled: () => setConfirm(false),
+  });
+  const concerns = (f: { event: string; [k: string]: unknown }) =>
+    (f['message'] as MessageRecord | undefined)?.threadId === threadId ||
+    (f['thread'] as { id?: string } | undefined)?.id === threadId ||
+    (f['usage'] as { threadId?: string } | undefined)?.threadId === threadId ||
+    f['threadId'] === threadId;
+  // Live while the thread runs: its own events refresh it.
+  useRefetchOn(concerns, [['thread', threadId], ['thread-messages', threadId], ['thread-journal', threadId], ['thread-usage', threadId], ['budget', threadId]], 400);
+
+  if (thread.error) return <ErrorBox error={thread.error} />;
+  if (!thread.data) return <Loading what="thread" />;
+  const t = thread.data;
+  const entries = new Map<string, JournalEntry>((journal.data?.entries ?? []).map((e) => [e.id, e]));
+  const usageByMessage = new Map<string, UsageEvent[]>();
+  for (const u of usage.data?.events ?? []) if (u.messageId) usageByMessage.set(u.messageId, [...(usageByMessage.get(u.messageId) ?? []), u]);
+
+  return (
+    <div className="grid">
+      <h1 className="span-all">
+        Thread <code>{t.id}</code> <StateBadge state={t.status} />
+      </h1>
+      <Card title="Thread">
+        <dl>
+          <dt>Participants</dt>
+          <dd>{t.participants.join(', ')}</dd>
+          <dt>Messages</dt>
+          <dd>{t.messageCount}</dd>
+          <dt>Created</dt>
+          <dd>{fmt.dateTime(t.createdAt)}</dd>
+          <dt>Last activity</dt>
+          <dd>{fmt.dateTime(t.lastActivity)}</dd>
+          {t.error && (
+            <>
+              <dt>Error</dt>
+              <dd>{t.error}</dd>
+            </>
+          )}
+        </dl>
+        <OpButton className="danger" disabled={t.status !== 'active'} onClick={() => setConfirm(true)}>
+          Kill thread
+        </OpButton>
+        <ErrorBox error={kill.error} />
+        <Confirm open={confirm} title="Kill this thread?" confirmLabel="Kill" onConfirm={() => kill.mutate()} onCancel={() => setConfirm(false)}>
+          <p>
+            Thread <code>{t.id}</code> stops: queued messages are dropped and it accepts no more.
+          </p>
+        </Confirm>
+      </Card>
+      <Card title="Budget">
+        <Budget threadId={threadId} />
+      </Card>
+      <Card title="LLM calls" className="span-2">
+        <table>
+          <thead>
+            <tr>
+              <th>Time</th>
+              <th>Agent</th>
+              <th>Model</th>
+              <th>Tokens (in/out)</th>
+              <th>Latency</th>
+              <th>Cost</th>
+            </tr>
+          </thead>
+          <tbody>
+            {(usage.data?.events ?? []).map((u) => (
+              <tr key={u.id}>
+                <td>{fmt.time(u.timestamp)}</td>
+                <td>{u.agentId}</td>
+                <td>{u.model}</td>
+                <td>
+                  {u.promptTokens}/{u.completionTokens}
+                </td>
+                <td>{Math.round(u.totalLatencyMs)} ms</td>
+                <td>{u.estimatedCost === null ? 'unpriced' : fmt.usd(u.estimatedCost)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </Card>
+      <Card title="Timeline" className="span-all">
+        <ErrorBox error={messages.error} />
+        <ol className="timeline" aria-label="Timeline">
+          {(messages.data?.messages ?? []).map((m) => {
+            const e = entries.get(m.id);
+            return (
+              <li key={m.id} className={`msg state-${(e?.deliveryState ?? m.deliveryState).toLowerCase()}`}>
+                <div className="msg-head">
+                  <span className="time">{fmt.time(m.timestamp)}</span>
+                  <strong>{m.from}</strong> → <strong>{m.to}</strong> <code>{m.payloadType}</code> <StateBadge state={e?.deliveryState ?? m.deliveryState} />
+                  {e && <span className="muted">attempts {e.attempts}</span>}
+                  {usageByMessage.get(m.id)?.map((u) => (
+                    <span key={u.id} className="muted">
+                      {' '}
+                      · {u.agentId} LLM {u.totalTokens} tokens
+                    </span>
+                  ))}
+                </div>
+                <Json value={m.payload} />
+                {e?.error && (
+                  <p className="error">
+                    {e.failureReason}: {e.error}
+                  </p>
+                )}
+              </li>
+            );
+          })}
+        </ol>
+      </Card>
+    </div>
+  );
+}

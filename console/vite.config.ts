@@ -1,0 +1,19 @@
+import react from '@vitejs/plugin-react';
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vite';
+
+// Built into dist/console, which `organism serve` serves at / (see src/service/console.ts).
+export default defineConfig({
+  root: fileURLToPath(new URL('.', import.meta.url)),
+  base: '/',
+  plugins: [react()],
+  build: {
+    outDir: fileURLToPath(new URL('../dist/console', import.meta.url)),
+    emptyOutDir: true,
+    sourcemap: false,
+    // Everything is same-origin; no preload polyfill fetches, no inlined module workers.
+    modulePreload: { polyfill: false },
+    // One bundle of ~0.5 MB is expected (React, TanStack, uPlot, dagre); the budget is 1.5 MB.
+    chunkSizeWarningLimit: 1500,
+  },
+});

@@ -63,6 +63,12 @@ export const Errors = {
   SCHEMA_NOT_FOUND: define('SCHEMA_NOT_FOUND', 404, 'Schema not found for agent: %s'),
   THREAD_NOT_FOUND: define('THREAD_NOT_FOUND', 404, 'Thread not found: %s'),
   BUDGET_NOT_FOUND: define('BUDGET_NOT_FOUND', 404, 'No budget found for thread: %s'),
+  BUDGET_BELOW_USAGE: define(
+    'BUDGET_BELOW_USAGE',
+    422,
+    'Thread %s has already used %s tokens, more than a ceiling of %s: set maxTokens to at least %s, or kill the thread to stop it',
+  ),
+  BUDGET_THREAD_FINISHED: define('BUDGET_THREAD_FINISHED', 409, 'Thread %s has finished (%s); its budget can no longer change'),
   RELOAD_FAILED: define('RELOAD_FAILED', 500, '%s'),
   RELOAD_FAILED_DEFAULT: define('RELOAD_FAILED_DEFAULT', 500, 'Reload failed'),
 

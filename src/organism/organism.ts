@@ -8,9 +8,9 @@ import { LlmRouter } from '../llm/router.js';
 import { PayloadRegistry } from '../payload/index.js';
 import { DeliveryObservers } from '../pump/observer.js';
 import { Pump, type InjectOptions, type PumpLimits, type StopOptions, type StopReport } from '../pump/pump.js';
-import type { Journal, JournalStats, RecoveryReport, ThreadStore, UsageStore } from '../store/types.js';
-import { MemoryJournal, MemoryThreadStore, MemoryUsageStore } from '../store/index.js';
-import { BudgetManager, type ThreadBudgetInfo } from '../usage/budgets.js';
+import type { Journal, JournalStats, OperatorStateStore, RecoveryReport, ThreadStore, ThreadUsageTotals, UsageStore } from '../store/types.js';
+import { MemoryJournal, MemoryOperatorState, MemoryThreadStore, MemoryUsageStore } from '../store/index.js';
+import { BudgetManager, budgetInfo, type ThreadBudgetInfo, type ThreadBudgetSnapshot } from '../usage/budgets.js';
 import { Pricing } from '../usage/pricing.js';
 import { UsageTracker } from '../usage/tracker.js';
 import { newId } from '../util/ids.js';
@@ -27,6 +27,8 @@ export interface OrganismStorage {
     load(): unknown[];
     save(snapshots: unknown[]): void;
   };
+  /** Paused agents (omitted: kept in memory, as long as the process lives). */
+  readonly operator?: OperatorStateStore;
   close(): void | Promise<void>;
 }
 
@@ -59,6 +61,7 @@ export class Organism {
   private recovery: RecoveryReport | null = null;
   private budgetsDirty = false;
   private budgetTimer: NodeJS.Timeout | null = null;
+  private readonly operator: OperatorStateStore;
 
   constructor(loaded: LoadedOrganism, options: OrganismOptions = {}) {
     this.loaded = loaded;
@@ -68,11 +71,20 @@ export class Organism {
     const observerFailed = (err: unknown) => this.logger.error({ err }, 'telemetry observer failed');
     this.observers = { deliveries: new DeliveryObservers(observerFailed), llm: new LlmObservers(observerFailed) };
     this.storage = options.storage ?? memoryStorage();
+    this.operator = this.storage.operator ?? new MemoryOperatorState();
     this.budgets = new BudgetManager({ defaultMaxTokens: loaded.config.maxTokensPerThread });
     this.registryValue = new PayloadRegistry(loaded.payloadTypes);
     this.router = this.makeRouter(loaded.config);
     this.storage.usage.attach(this.tracker);
     this.tracker.subscribe(() => {
+      this.budgetsDirty = true;
+    });
+    this.budgets.onRelease((final) => {
+      try {
+        this.operator.setFinalCeiling(final.threadId, final.maxTokens);
+      } catch (err) {
+        this.logger.error({ err, threadId: final.threadId }, 'saving a finished thread\'s ceiling failed');
+      }
       this.budgetsDirty = true;
     });
     this.pump = new Pump(
@@ -134,34 +146,43 @@ export class Organism {
     return this.pump.queuedCount;
   }
 
-  /** Recovers the journal (re-enqueueing what was not finished) and starts the pump. */
+  /**
+   * Recovers the journal (re-enqueueing what was not finished), re-applies the operator's
+   * pauses and the threads' budgets, and starts the pump.
+   */
   async start(): Promise<RecoveryReport> {
-    const snapshots = this.storage.budgets?.load() ?? [];
-    if (snapshots.length > 0) this.budgets.restore(snapshots as Parameters<BudgetManager['restore']>[0]);
     const { messages, report } = await this.storage.journal.recover(this.bootId, this.config.journal.maxAttempts);
-    this.recovery = report;
+    await this.restoreBudgets(messages.map((m) => m.threadId));
+    const pausedAgents = this.reapplyPauses();
+    this.recovery = { ...report, pausedAgents };
     this.started = Date.now();
-    // Budgets change with every LLM call; persisting them at most once a second bounds both
-    // the write load and what a crash could lose.
+    // Spend changes with every LLM call and is saved at most once a second (write load); a
+    // crash loses none of it: the next boot rebuilds it from the usage events. Ceilings set
+    // by the operator are saved at once.
     if (this.storage.budgets) {
       this.budgetTimer = setInterval(() => {
         if (this.budgetsDirty) this.saveBudgets();
       }, 1_000).unref();
     }
     await this.pump.start(messages);
-    this.logger.info({ recovery: report }, 'organism started');
-    return report;
+    this.logger.info({ recovery: this.recovery }, 'organism started');
+    return this.recovery;
   }
 
   inject(to: string, payload: unknown, options?: InjectOptions): Promise<{ threadId: string; messageId: string }> {
     return this.pump.inject(to, payload, options);
   }
 
+  /** Pauses an agent; the pause is persisted first, so it outlives restarts and crashes. */
   pauseAgent(name: string): void {
+    if (!this.pump.listener(name)) throw Errors.AGENT_NOT_FOUND(name);
+    this.operator.setPaused(name, true);
     this.pump.pauseAgent(name);
   }
 
   resumeAgent(name: string): void {
+    if (!this.pump.listener(name)) throw Errors.AGENT_NOT_FOUND(name);
+    this.operator.setPaused(name, false);
     this.pump.resumeAgent(name);
   }
 
@@ -169,11 +190,40 @@ export class Organism {
     return this.pump.killThread(threadId);
   }
 
-  /** Operator raises or lowers one thread's ceiling. */
-  setThreadBudget(threadId: string, maxTokens: number): ThreadBudgetInfo {
-    const info = this.budgets.setCeiling(threadId, maxTokens);
+  /**
+   * Operator raises or lowers one thread's ceiling, persisted at once. A thread that has not
+   * made an LLM call yet, or not started at all, gets the ceiling when it does; a finished
+   * thread's is final (BUDGET_THREAD_FINISHED).
+   */
+  async setThreadBudget(threadId: string, maxTokens: number): Promise<ThreadBudgetInfo> {
+    if (!this.budgets.has(threadId)) {
+      const thread = await this.thread(threadId);
+      if (thread && thread.status !== 'active') throw Errors.BUDGET_THREAD_FINISHED(threadId, thread.status);
+    }
+    const info = this.budgets.setCeiling(threadId, maxTokens, { create: true });
     this.saveBudgets();
     return info;
+  }
+
+  /**
+   * A thread's budget: the live one, or once the thread has finished its final figures (its
+   * last ceiling, its spend from the usage store). Null when it never had one.
+   */
+  async threadBudget(threadId: string): Promise<(ThreadBudgetInfo & { active: boolean }) | null> {
+    const live = this.budgets.get(threadId);
+    if (live) return { ...live, active: true };
+    const thread = await this.thread(threadId);
+    if (!thread || thread.status === 'active') return null;
+    const ceiling = this.operator.finalCeiling(threadId);
+    const usage = await this.threadUsage(threadId);
+    if (ceiling === null && !usage) return null;
+    const final = budgetInfo(threadId, ceiling ?? this.budgets.defaultMaxTokens, usage?.promptTokens ?? 0, usage?.completionTokens ?? 0);
+    return { ...final, active: false };
+  }
+
+  /** A thread's LLM usage from the usage store (live threads: what has been committed so far). */
+  async threadUsage(threadId: string): Promise<ThreadUsageTotals | null> {
+    return (await this.storage.usage.threadUsage([threadId])).get(threadId) ?? null;
   }
 
   /** FAILED journal entry back to PENDING and into the pump. */
@@ -201,6 +251,7 @@ export class Organism {
     const registry = new PayloadRegistry(next.payloadTypes);
     const router = this.makeRouter(next.config);
     const result = this.pump.reload(next.listeners, limitsOf(next.config), { registry, llm: router });
+    this.reapplyPauses(); // an agent removed and added back is still the one the operator paused
     this.loaded = next;
     this.registryValue = registry;
     this.router = router;
@@ -243,6 +294,48 @@ export class Organism {
 
   flush(): void {
     this.pump.flushThreads();
+    this.saveBudgets();
+  }
+
+  /** Pauses the persisted paused agents that exist; returns their names. */
+  private reapplyPauses(): string[] {
+    const paused: string[] = [];
+    for (const name of this.operator.pausedAgents()) {
+      const runtime = this.pump.listener(name);
+      if (!runtime) continue; // not in this configuration; paused again if it comes back
+      if (!runtime.paused) this.pump.pauseAgent(name);
+      paused.push(name);
+    }
+    return paused;
+  }
+
+  /**
+   * Budgets at boot: each persisted ceiling, with the spend rebuilt from the persisted usage
+   * events (committed with their deliveries' acks), for every thread with a saved budget or a
+   * recovered message. The saved spend lags by up to a second and the events miss calls whose
+   * delivery never acked (they were paid for, and run again on redelivery): the larger of the
+   * two is kept, so no crash gives a thread back tokens it spent.
+   */
+  private async restoreBudgets(recoveredThreads: readonly string[]): Promise<void> {
+    const saved = new Map<string, ThreadBudgetSnapshot>();
+    for (const s of (this.storage.budgets?.load() ?? []) as ThreadBudgetSnapshot[]) if (s && typeof s.threadId === 'string') saved.set(s.threadId, s);
+    const candidates = [...new Set([...saved.keys(), ...recoveredThreads])];
+    if (candidates.length === 0) return;
+    // A thread that ended after the last save keeps no budget (a preset one has no record yet).
+    const records = await this.storage.threads.getMany(candidates);
+    const ids = candidates.filter((id) => (records.get(id)?.status ?? 'active') === 'active');
+    const spent = await this.storage.usage.threadUsage(ids);
+    const snapshots: ThreadBudgetSnapshot[] = [];
+    for (const id of ids) {
+      const s = saved.get(id);
+      const events = spent.get(id);
+      if (!s && !events) continue; // no LLM call yet: its budget starts with its first one
+      const fromEvents = { promptTokens: events?.promptTokens ?? 0, completionTokens: events?.completionTokens ?? 0 };
+      const fromSaved = { promptTokens: s?.promptTokens ?? 0, completionTokens: s?.completionTokens ?? 0 };
+      const spend = total(fromSaved) > total(fromEvents) ? fromSaved : fromEvents;
+      snapshots.push({ threadId: id, maxTokens: s?.maxTokens ?? this.budgets.defaultMaxTokens, fired: s?.fired ?? [], ...spend });
+    }
+    this.budgets.restore(snapshots);
     this.saveBudgets();
   }
 
@@ -293,6 +386,9 @@ function memoryStorage(): OrganismStorage {
     journal: new MemoryJournal(),
     threads: new MemoryThreadStore(),
     usage: new MemoryUsageStore(),
+    operator: new MemoryOperatorState(),
     close() {},
   };
 }
+
+const total = (u: { promptTokens: number; completionTokens: number }) => u.promptTokens + u.completionTokens;

@@ -1,4 +1,5 @@
-import type { RecoveryReport, JournalEntry, JournalStats, ThreadRecord } from '../store/types.js';
+import type { RecoveryReport, JournalEntry, JournalStats, ThreadRecord, ThreadUsageTotals, UsageCountersRow } from '../store/types.js';
+import { zeroCounters } from '../usage/tracker.js';
 import type { AgentInfo } from '../organism/views.js';
 import type { Message } from '../pump/message.js';
 import type { DeliveryState } from '../store/types.js';
@@ -79,6 +80,7 @@ export function recoveryView(r: RecoveryReport | null) {
     pending: r.pending,
     redelivered: r.redelivered,
     failedMaxAttempts: r.failedMaxAttempts,
+    pausedAgents: [...(r.pausedAgents ?? [])],
   };
 }
 
@@ -88,4 +90,18 @@ export function journalStatsView(s: JournalStats) {
     oldestPendingAgeMs: s.oldestPendingAgeMs,
     lastRecovery: recoveryView(s.lastRecovery),
   };
+}
+
+/** A thread's usage (zeros when it made no LLM call). */
+export function threadUsageView(u: ThreadUsageTotals | null) {
+  const counts = (c: UsageCountersRow) => ({
+    totalTokens: c.totalTokens,
+    promptTokens: c.promptTokens,
+    completionTokens: c.completionTokens,
+    requestCount: c.requestCount,
+    totalCost: c.totalCost,
+    unpricedRequests: c.unpricedRequests,
+  });
+  if (!u) return { ...counts(zeroCounters()), byModel: {} };
+  return { ...counts(u), byModel: Object.fromEntries(Object.entries(u.byModel).map(([model, c]) => [model, counts(c)])) };
 }

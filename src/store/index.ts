@@ -2,6 +2,8 @@ export * from './types.js';
 export { MemoryJournal } from './memory/journal.js';
 export { MemoryThreadStore } from './memory/threads.js';
 export { MemoryUsageStore } from './memory/usage.js';
+export { MemoryOperatorState } from './memory/operator-state.js';
+export { SqliteOperatorState } from './sqlite/operator-state.js';
 export { utcDay, dayRange } from './usage-days.js';
 export { openSqliteStorage, storageError, DATABASE_FILE, type SqliteStorage, type SqliteStorageOptions } from './sqlite/storage.js';
 export { SqliteJournal } from './sqlite/journal.js';

@@ -41,6 +41,8 @@ export interface RecoveryReport {
   readonly pending: number;
   readonly redelivered: number;
   readonly failedMaxAttempts: number;
+  /** Agents the operator had paused, paused again at boot (set by the organism, not the journal). */
+  readonly pausedAgents?: readonly string[];
 }
 
 export interface JournalStats {
@@ -160,8 +162,16 @@ export interface DailyUsage {
   readonly count: number;
 }
 
+/** One thread's usage: its counters and the same per model. */
+export interface ThreadUsageTotals extends UsageCountersRow {
+  readonly threadId: string;
+  readonly byModel: Readonly<Record<string, UsageCountersRow>>;
+}
+
 /** The persisted usage store: history, billing and daily usage. */
 export interface UsageStore {
+  /** Usage of these threads from the persisted events (threads without any are absent). */
+  threadUsage(threadIds: readonly string[]): Promise<Map<string, ThreadUsageTotals>>;
   /** Subscribes to the live tracker (called once, at start). */
   attach(tracker: { subscribe(fn: (e: UsageEvent) => void): () => void }): void;
   history(q: UsageHistoryQuery): Promise<Page<UsageEvent>>;
@@ -175,3 +185,13 @@ export interface UsageStore {
 export const MAX_DAILY_RANGE_DAYS = 366;
 /** Without a start time, daily usage covers this many days up to the end. */
 export const DEFAULT_DAILY_RANGE_DAYS = 30;
+
+/** Operator decisions that must outlive the process: paused agents, finished threads' ceilings. */
+export interface OperatorStateStore {
+  pausedAgents(): readonly string[];
+  /** Persisted before it returns (a crash right after a pause keeps the agent paused). */
+  setPaused(agent: string, paused: boolean): void;
+  /** The ceiling a thread had when it ended (null: unknown, or it never had a budget). */
+  finalCeiling(threadId: string): number | null;
+  setFinalCeiling(threadId: string, maxTokens: number): void;
+}

@@ -85,6 +85,7 @@ export class BudgetManager {
   readonly defaultMaxTokens: number;
   private readonly budgets = new Map<string, Budget>();
   private readonly listeners = new Set<(e: BudgetThresholdEvent) => void>();
+  private readonly releaseListeners = new Set<(final: ThreadBudgetInfo) => void>();
   private nextId = 1;
 
   private readonly onListenerError: (err: unknown) => void;
@@ -183,17 +184,49 @@ export class BudgetManager {
     if (b) this.unreserve(b, r);
   }
 
-  setCeiling(threadId: string, maxTokens: number): ThreadBudgetInfo {
-    const b = this.budgets.get(threadId);
-    if (!b) throw Errors.BUDGET_NOT_FOUND(threadId);
+  /**
+   * Sets a thread's ceiling. With `create`, a thread without a budget gets one (the operator
+   * sets a ceiling before the thread's first LLM call, or before it starts at all). A ceiling
+   * below what the thread has already used is refused: it would state a limit already broken.
+   */
+  setCeiling(threadId: string, maxTokens: number, options: { create?: boolean } = {}): ThreadBudgetInfo {
+    if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new RangeError(`a ceiling must be a positive integer, not ${maxTokens}`);
+    let b = this.budgets.get(threadId);
+    if (!b) {
+      if (!options.create) throw Errors.BUDGET_NOT_FOUND(threadId);
+      b = { maxTokens, promptTokens: 0, completionTokens: 0, reserved: 0, fired: new Set(), open: new Map() };
+      this.budgets.set(threadId, b);
+    }
+    const used = b.promptTokens + b.completionTokens;
+    if (maxTokens < used) throw Errors.BUDGET_BELOW_USAGE(threadId, used, maxTokens, used);
     b.maxTokens = maxTokens;
-    const percent = maxTokens > 0 ? ((b.promptTokens + b.completionTokens) / maxTokens) * 100 : 100;
+    const percent = (used / maxTokens) * 100;
     for (const t of THRESHOLDS) if (percent < t.threshold) b.fired.delete(t.threshold);
     return info(threadId, b);
   }
 
+  /** The thread has ended: its budget goes (release listeners hear its final figures first). */
   release(threadId: string): void {
+    const b = this.budgets.get(threadId);
+    if (!b) return;
     this.budgets.delete(threadId);
+    const final = info(threadId, b);
+    for (const fn of this.releaseListeners) {
+      try {
+        fn(final);
+      } catch (err) {
+        try {
+          this.onListenerError(err);
+        } catch {
+          // nothing more to do
+        }
+      }
+    }
+  }
+
+  onRelease(fn: (final: ThreadBudgetInfo) => void): () => void {
+    this.releaseListeners.add(fn);
+    return () => this.releaseListeners.delete(fn);
   }
 
   onThreshold(fn: (e: BudgetThresholdEvent) => void): () => void {
@@ -239,9 +272,10 @@ export class BudgetManager {
   }
 }
 
-function info(threadId: string, b: Budget): ThreadBudgetInfo {
+function info(threadId: string, b: Omit<Budget, 'fired' | 'open'>): ThreadBudgetInfo {
   const totalTokens = b.promptTokens + b.completionTokens;
-  const remaining = b.maxTokens - totalTokens;
+  // Never negative: a restored spend can exceed the ceiling (see Organism.restoreBudgets).
+  const remaining = Math.max(0, b.maxTokens - totalTokens);
   return {
     threadId,
     maxTokens: b.maxTokens,
@@ -253,6 +287,11 @@ function info(threadId: string, b: Budget): ThreadBudgetInfo {
     percentUsed: b.maxTokens <= 0 ? 0 : Math.round((totalTokens / b.maxTokens) * 1000) / 10,
     isExhausted: remaining <= 0,
   };
+}
+
+/** A budget's figures from its parts (a finished thread's, rebuilt from the store). */
+export function budgetInfo(threadId: string, maxTokens: number, promptTokens: number, completionTokens: number): ThreadBudgetInfo {
+  return info(threadId, { maxTokens, promptTokens, completionTokens, reserved: 0 });
 }
 
 function isSnapshot(s: unknown): s is ThreadBudgetSnapshot {

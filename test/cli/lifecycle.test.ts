@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { alive, api, jobOrganism, killAll, processTree, servedAt, startCli, until } from './processes.js';
+import { alive, api, cpuShare, jobOrganism, killAll, processTree, servedAt, startCli, until } from './processes.js';
 
 afterEach(killAll);
 
@@ -107,4 +107,24 @@ describe('the serve worker and its supervisor', () => {
     }
     expect(server.child.exitCode).toBeNull();
   }, 400_000);
+});
+
+describe('an idle organism', () => {
+  it('sleeps: serve (supervised and not) and run, with nothing to do, use almost no CPU', async () => {
+    const dataDir = () => mkdtempSync(path.join(os.tmpdir(), 'organism-idle-'));
+    const supervised = startCli(['serve', '--port', '0', '--data-dir', dataDir(), '--log-level', 'warn']);
+    const single = startCli(['serve', '--port', '0', '--data-dir', dataDir(), '--no-supervisor', '--log-level', 'warn']);
+    const run = startCli(['run', '--log-level', 'warn']); // the demo's flow, then nothing
+    await servedAt(supervised);
+    await servedAt(single);
+    await until(() => run.output().includes('thread completed'), `the demo run (output: ${run.output()})`);
+    for (const [name, running] of [['serve', supervised], ['serve --no-supervisor', single], ['run', run]] as const) {
+      // Every process of the tree (supervisor and worker), over a few seconds; the least of a
+      // few windows, so the tail of start-up does not count. A spinning pump used 35-95 % of
+      // a core here (a fair share of a core even on a loaded machine); idle is about 1 %.
+      const shares: number[] = [];
+      for (let i = 0; i < 3; i++) shares.push(await cpuShare(running.child.pid!, 3_000));
+      expect(Math.min(...shares), `${name}: ${shares.map((s) => s.toFixed(3)).join(', ')} of a core`).toBeLessThan(0.05);
+    }
+  }, 300_000);
 });

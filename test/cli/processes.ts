@@ -116,12 +116,16 @@ const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' 
  * A resource check, not a timing assertion: an idle process uses (almost) none.
  */
 export async function cpuShare(pid: number, ms: number): Promise<number> {
-  const pids = processTree(pid);
-  const ticks = () => pids.reduce((sum, p) => sum + (readStat(p)?.ticks ?? 0), 0);
-  const before = ticks();
+  // Processes of the tree at the start; one started meanwhile is not counted (none is expected).
+  const before = new Map(processTree(pid).map((p) => [p, readStat(p)?.ticks ?? 0]));
   const t0 = process.hrtime.bigint();
   await new Promise((r) => setTimeout(r, ms));
-  const used = (ticks() - before) / CLOCK_TICKS;
+  let usedTicks = 0;
+  for (const [p, ticks] of before) {
+    const now = readStat(p);
+    if (now) usedTicks += now.ticks - ticks; // a process that exited meanwhile took its count along
+  }
+  const used = usedTicks / CLOCK_TICKS;
   const elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
   return used / elapsed;
 }

@@ -152,12 +152,11 @@ describe('organism serve', () => {
 
   it('refuses a data directory that is locked, unwritable or holds a corrupt database (exit 4, clear message)', async () => {
     const config = path.join(organismDir(), 'organism.yaml');
-    const serve = (dataDir: string, options: { uid?: number; gid?: number } = {}) =>
-      spawnSync(process.execPath, ['--import', 'tsx', MAIN, 'serve', config, '--data-dir', dataDir, '--port', '0', '--no-supervisor'], {
+    const serve = (dataDir: string, wrapper: string[] = []) =>
+      spawnSync(wrapper[0] ?? process.execPath, [...wrapper.slice(1), ...(wrapper.length > 0 ? [process.execPath] : []), '--import', 'tsx', MAIN, 'serve', config, '--data-dir', dataDir, '--port', '0', '--no-supervisor'], {
         encoding: 'utf8',
         env: { ...process.env, ORGANISM_API_TOKEN: TOKEN },
         timeout: 120_000,
-        ...options,
       });
 
     const held = openSqliteStorage({ dataDir: mkdtempSync(path.join(os.tmpdir(), 'organism-locked-')) });
@@ -176,12 +175,14 @@ describe('organism serve', () => {
     expect(bad.stderr).toContain('is not a valid organism database');
     expect(bad.stderr).not.toMatch(/\n\s+at /); // a message, not a stack trace
 
-    // Root writes anywhere, so the unwritable case runs as nobody when the test runs as root.
+    // Root writes anywhere: as root the unwritable case runs without the capability to
+    // override file modes (setpriv, util-linux), so the directory's mode applies as for anyone.
+    // Not as another user: that user may not be able to read the checkout (a clone under a
+    // mode-700 directory, anything under /root).
     const parent = mkdtempSync(path.join(os.tmpdir(), 'organism-ro-'));
     chmodSync(parent, 0o555);
-    chmodSync(path.dirname(config), 0o755);
-    const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
-    const unwritable = serve(path.join(parent, 'data'), asNobody);
+    const withoutOverride = process.getuid?.() === 0 ? ['setpriv', '--bounding-set', '-dac_override,-dac_read_search', '--'] : [];
+    const unwritable = serve(path.join(parent, 'data'), withoutOverride);
     expect(unwritable.status).toBe(4);
     expect(unwritable.stderr).toContain(`Data directory ${path.join(parent, 'data')} is not writable`);
   }, 240_000);

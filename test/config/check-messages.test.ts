@@ -5,6 +5,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { problemsOf } from './helpers.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'organism-check-'));
+// Its own package.json (no "type"): a package.json in a parent directory must not decide how
+// tsx loads these modules.
+writeFileSync(path.join(dir, 'package.json'), '{}');
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const CONFIG = path.join(dir, 'organism.yaml');
 

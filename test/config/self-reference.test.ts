@@ -29,7 +29,8 @@ export const kinds = [typeof definePayload, typeof createClient];
 describe("handlers import 'organism' (values and types) without it being installed", () => {
   it.each([
     ['an ES module package ("type": "module")', { type: 'module' }],
-    ['a directory without package.json (tsx loads it as CommonJS)', null],
+    // A package.json without "type" (not none: a parent directory's could decide otherwise).
+    ['a CommonJS package (tsx loads .ts as CommonJS)', {}],
   ])('in %s', async (_what, pkg) => {
     const dir = projectDir(pkg);
     const mod = (await loadModules(dir, ['./handlers.ts'])).get('./handlers.ts')!;

@@ -54,16 +54,27 @@ describe.each<StorageKind>(['memory', 'sqlite'])('usage with %s storage', (kind)
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ threadId, maxTokens: 80000 });
       expect((await svc.request('GET', `/api/v1/usage/threads/${threadId}`)).body.maxTokens).toBe(80000);
-      const bad = await svc.request('PUT', `/api/v1/usage/threads/${threadId}`, { body: { maxTokens: -1 } });
-      expect(bad.status).toBe(422);
-      expect(bad.body.detail).toBe('body.maxTokens must be >= 0');
+      for (const maxTokens of [-1, 0]) {
+        const bad = await svc.request('PUT', `/api/v1/usage/threads/${threadId}`, { body: { maxTokens } });
+        expect(bad.status).toBe(422);
+        expect(bad.body.detail).toBe('body.maxTokens must be >= 1');
+      }
     });
 
-    it.each([
-      ['GET', undefined],
-      ['PUT', { maxTokens: 10 }],
-    ])('%s /usage/threads/{unknown} -> 404 without creating a budget', async (method, body) => {
-      const res = await svc.request(method, '/api/v1/usage/threads/no-budget', body ? { body } : {});
+    it('PUT /usage/threads/{id} below what the thread used is 422 saying the least ceiling to set', async () => {
+      const used = (await svc.request('GET', `/api/v1/usage/threads/${threadId}`)).body.totalTokens as number;
+      expect(used).toBeGreaterThan(1);
+      const res = await svc.request('PUT', `/api/v1/usage/threads/${threadId}`, { body: { maxTokens: used - 1 } });
+      expect(res.status).toBe(422);
+      expect(res.body).toMatchObject({ code: 'BUDGET_BELOW_USAGE' });
+      expect(res.body.detail).toContain(`set maxTokens to at least ${used}`);
+      const exact = await svc.request('PUT', `/api/v1/usage/threads/${threadId}`, { body: { maxTokens: used } });
+      expect(exact.body).toMatchObject({ maxTokens: used, remaining: 0, isExhausted: true });
+      await svc.request('PUT', `/api/v1/usage/threads/${threadId}`, { body: { maxTokens: 80000 } });
+    });
+
+    it('GET /usage/threads/{unknown} -> 404 without creating a budget', async () => {
+      const res = await svc.request('GET', '/api/v1/usage/threads/no-budget');
       expect(res.status).toBe(404);
       expect(res.body.detail).toBe('No budget found for thread: no-budget');
       expect((await svc.request('GET', '/api/v1/usage')).body.usage.activeThreads).toBe(1);
@@ -150,5 +161,62 @@ describe.each<StorageKind>(['memory', 'sqlite'])('usage with %s storage', (kind)
       await eventually(() => probe().calls.find((c) => c.threadId === threadId && c.listener === 'shouter'), 'shouter to announce');
       expect(probe().calls.find((c) => c.threadId === threadId)!.text).toBe('Hello, Ada!');
     });
+  });
+});
+
+describe.each<StorageKind>(['memory', 'sqlite'])("a thread's budget and usage over its life (%s storage)", (kind) => {
+  let svc: Service;
+  beforeAll(async () => {
+    svc = await startService({ storage: kind });
+  });
+  afterAll(async () => {
+    await svc?.close();
+  });
+  const inject = (threadId: string) =>
+    svc.request('POST', '/api/v1/inject', { body: { to: 'greeter', threadId, payload: { Greeting: { name: 'Ada' } } } });
+  const finished = (threadId: string) =>
+    eventually(async () => {
+      const t = await svc.request('GET', `/api/v1/threads/${threadId}`);
+      return t.status === 200 && t.body.status !== 'active' ? t.body : null;
+    }, `thread ${threadId} to finish`);
+
+  it('a ceiling set before the thread starts is the one it runs under', async () => {
+    const early = await svc.request('PUT', '/api/v1/usage/threads/planned-tight', { body: { maxTokens: 1 } });
+    expect(early.status).toBe(200);
+    expect(early.body).toMatchObject({ threadId: 'planned-tight', maxTokens: 1, totalTokens: 0, remaining: 1, active: true });
+    expect((await inject('planned-tight')).status).toBe(200);
+    const thread = await finished('planned-tight');
+    expect(thread.status).toBe('error');
+    const failed = await svc.request('GET', '/api/v1/journal?state=FAILED');
+    expect(failed.body.entries.find((e: { threadId: string }) => e.threadId === 'planned-tight')).toMatchObject({ failureReason: 'budget_exhausted' });
+  });
+
+  it("after a thread ends its usage stays queryable and its budget is final", async () => {
+    expect((await svc.request('PUT', '/api/v1/usage/threads/planned-roomy', { body: { maxTokens: 12345 } })).status).toBe(200);
+    expect((await inject('planned-roomy')).status).toBe(200);
+    const thread = await finished('planned-roomy');
+    expect(thread.status).toBe('completed');
+    expect(thread.usage.requestCount).toBe(1);
+    expect(thread.usage.totalTokens).toBeGreaterThan(0);
+    expect(thread.usage.totalTokens).toBe(thread.usage.promptTokens + thread.usage.completionTokens);
+    const models = Object.values(thread.usage.byModel) as Array<{ totalTokens: number; requestCount: number }>;
+    expect(models).toHaveLength(1);
+    expect(models[0]).toMatchObject({ totalTokens: thread.usage.totalTokens, requestCount: 1 });
+
+    const budget = await svc.request('GET', '/api/v1/usage/threads/planned-roomy');
+    expect(budget.status).toBe(200);
+    expect(budget.body).toMatchObject({ threadId: 'planned-roomy', maxTokens: 12345, totalTokens: thread.usage.totalTokens, reservedTokens: 0, active: false });
+    // Live budgets only in the list; the finished thread's is final.
+    expect((await svc.request('GET', '/api/v1/usage/threads')).body.threads.map((t: { threadId: string }) => t.threadId)).not.toContain('planned-roomy');
+    const late = await svc.request('PUT', '/api/v1/usage/threads/planned-roomy', { body: { maxTokens: 99999 } });
+    expect(late.status).toBe(409);
+    expect(late.body).toMatchObject({ code: 'BUDGET_THREAD_FINISHED', detail: 'Thread planned-roomy has finished (completed); its budget can no longer change' });
+  });
+
+  it('a thread without LLM calls carries zero usage', async () => {
+    const res = await svc.request('POST', '/api/v1/inject', { body: { to: 'shouter', payload: { Text: { text: 'hi' } } } });
+    const thread = await finished(res.body.threadId);
+    expect(thread.usage).toEqual({ totalTokens: 0, promptTokens: 0, completionTokens: 0, requestCount: 0, totalCost: 0, unpricedRequests: 0, byModel: {} });
+    expect((await svc.request('GET', `/api/v1/usage/threads/${res.body.threadId}`)).status).toBe(404);
   });
 });

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Errors } from '../../src/errors/catalogue.js';
+import { Errors, OrganismError } from '../../src/errors/catalogue.js';
 import * as publicApi from '../../src/index.js';
 import { BudgetManager, type BudgetThresholdEvent, type Reservation, type ThreadBudgetSnapshot } from '../../src/usage/budgets.js';
 import { DEFAULT_PRICING, Pricing } from '../../src/usage/pricing.js';
@@ -244,11 +244,36 @@ describe('thread budgets, further', () => {
     expect(b.settle(b.reserve('t', 0), usage(0, 0), 'a').map((e) => e.threshold)).toEqual([95]);
   });
 
-  it('lowering the ceiling below the usage exhausts the thread; setCeiling answers with the new info', () => {
+  it('lowering the ceiling to the usage exhausts the thread; below the usage (or 0) is refused with what to set instead', () => {
     const b = new BudgetManager({ defaultMaxTokens: 1000 });
     b.settle(b.reserve('t', 10), usage(300, 0), 'a');
-    expect(b.setCeiling('t', 200)).toMatchObject({ maxTokens: 200, remaining: -100, isExhausted: true, percentUsed: 150 });
+    let err: unknown;
+    try {
+      b.setCeiling('t', 200);
+    } catch (e) {
+      err = e;
+    }
+    expect(Errors.BUDGET_BELOW_USAGE.is(err)).toBe(true);
+    expect((err as OrganismError).status).toBe(422);
+    expect((err as OrganismError).detail).toBe('Thread t has already used 300 tokens, more than a ceiling of 200: set maxTokens to at least 300, or kill the thread to stop it');
+    expect(b.get('t')).toMatchObject({ maxTokens: 1000 }); // unchanged
+    expect(() => b.setCeiling('t', 0)).toThrow(RangeError);
+    expect(b.setCeiling('t', 300)).toMatchObject({ maxTokens: 300, remaining: 0, isExhausted: true, percentUsed: 100 });
     expect(() => b.reserve('t', 1)).toThrow(/exhausted/);
+  });
+
+  it('setCeiling with create sets the ceiling of a thread before its first LLM call', () => {
+    const b = new BudgetManager({ defaultMaxTokens: 1000 });
+    expect(b.setCeiling('early', 50, { create: true })).toMatchObject({ maxTokens: 50, totalTokens: 0, remaining: 50 });
+    expect(() => b.reserve('early', 51)).toThrow(/exhausted/);
+    b.settle(b.reserve('early', 50), usage(40, 10), 'a');
+    expect(b.get('early')).toMatchObject({ maxTokens: 50, isExhausted: true });
+  });
+
+  it('remaining is never negative, even when a restored spend passed the ceiling', () => {
+    const b = new BudgetManager({ defaultMaxTokens: 1000 });
+    b.restore([{ threadId: 'over', maxTokens: 100, promptTokens: 90, completionTokens: 30, fired: [] }]);
+    expect(b.get('over')).toMatchObject({ totalTokens: 120, remaining: 0, isExhausted: true });
   });
 
   it('setCeiling without a budget throws BUDGET_NOT_FOUND (404) and does not create one', () => {
@@ -345,7 +370,9 @@ describe('budget properties', () => {
               expect(o.tokens).toBeGreaterThan(available);
             }
           } else if (o.kind === 'ceiling') {
-            if (b.has(id)) {
+            const before = b.get(id);
+            // A ceiling is a positive integer no lower than what the thread already used.
+            if (before && o.max >= 1 && o.max >= before.totalTokens) {
               b.setCeiling(id, o.max);
               rearmed.add(id);
             } else expect(() => b.setCeiling(id, o.max)).toThrow();

@@ -39,7 +39,7 @@ export const journalRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (a
     { schema: { tags, summary: 'Counts per state, oldest pending age, last recovery', response: { 200: JournalStats, ...errorResponses } } },
     async () => {
       const stats = await journal().stats();
-      return journalStatsView({ ...stats, lastRecovery: stats.lastRecovery ?? organism.lastRecovery });
+      return journalStatsView({ ...stats, lastRecovery: organism.lastRecovery ?? stats.lastRecovery });
     },
   );
 

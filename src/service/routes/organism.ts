@@ -35,7 +35,7 @@ export const organismRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (
         version: ctx.version,
         startedAt: isoOrNull(organism.startedAt),
         bootId: organism.bootId,
-        journal: journalStatsView({ ...stats, lastRecovery: stats.lastRecovery ?? organism.lastRecovery }),
+        journal: journalStatsView({ ...stats, lastRecovery: organism.lastRecovery ?? stats.lastRecovery }),
       };
     },
   );

@@ -5,7 +5,7 @@ import type { ServiceContext } from '../context.js';
 import { errorResponses } from '../schemas/error.js';
 import { MessageListResponse } from '../schemas/message.js';
 import { KillResponse, ThreadDetail, ThreadListResponse, ThreadPageQuery, ThreadParams, ThreadQuery } from '../schemas/thread.js';
-import { entryMessageView, threadView } from '../views.js';
+import { entryMessageView, threadUsageView, threadView } from '../views.js';
 
 /** How many messages GET /threads/{id} embeds (the latest ones, oldest first). */
 const EMBEDDED_MESSAGES = 100;
@@ -44,11 +44,12 @@ export const threadRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (ap
 
   app.get(
     '/threads/:threadId',
-    { schema: { tags, summary: 'A thread with its latest 100 messages (oldest first)', params: ThreadParams, response: { 200: ThreadDetail, ...errorResponses } } },
+    { schema: { tags, summary: 'A thread with its latest 100 messages (oldest first) and its LLM usage', params: ThreadParams, response: { 200: ThreadDetail, ...errorResponses } } },
     async (request) => {
       const thread = await existing(request.params.threadId);
       const page = await organism.storage.journal.list({ threadId: thread.id, limit: EMBEDDED_MESSAGES, offset: 0, order: 'newest' });
-      return { ...threadView(thread), messages: page.items.map(entryMessageView).reverse() };
+      const usage = await organism.threadUsage(thread.id);
+      return { ...threadView(thread), messages: page.items.map(entryMessageView).reverse(), usage: threadUsageView(usage) };
     },
   );
 

@@ -38,7 +38,8 @@ export const usageRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app
     '/usage/threads',
     { schema: { tags, summary: 'Thread budgets, highest percentUsed first', response: { 200: ThreadBudgetListResponse, ...errorResponses } } },
     async () => {
-      const threads = [...organism.budgets.list()].sort((a, b) => b.percentUsed - a.percentUsed);
+      // Live budgets only (finished threads answer at /usage/threads/{id}, /threads/{id}).
+      const threads = [...organism.budgets.list()].sort((a, b) => b.percentUsed - a.percentUsed).map((b) => ({ ...b, active: true }));
       return { threads, count: threads.length, defaultMaxTokens: organism.budgets.defaultMaxTokens };
     },
   );
@@ -47,7 +48,8 @@ export const usageRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app
     '/usage/threads/:threadId',
     { schema: { tags, params: ThreadBudgetParams, response: { 200: ThreadBudgetInfo, ...errorResponses } } },
     async (request) => {
-      const info = organism.budgets.get(request.params.threadId);
+      // A finished thread answers too: its last ceiling and its spend from the usage store.
+      const info = await organism.threadBudget(request.params.threadId);
       if (!info) throw Errors.BUDGET_NOT_FOUND(request.params.threadId);
       return info;
     },
@@ -64,11 +66,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app
         response: { 200: ThreadBudgetInfo, ...errorResponses },
       },
     },
-    async (request) => {
-      const { threadId } = request.params;
-      if (!organism.budgets.has(threadId)) throw Errors.BUDGET_NOT_FOUND(threadId);
-      return organism.setThreadBudget(threadId, request.body.maxTokens);
-    },
+    async (request) => ({ ...(await organism.setThreadBudget(request.params.threadId, request.body.maxTokens)), active: true }),
   );
 
   app.get(

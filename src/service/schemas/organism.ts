@@ -11,6 +11,7 @@ export const RecoveryReport = Type.Object(
     pending: Type.Integer(),
     redelivered: Type.Integer(),
     failedMaxAttempts: Type.Integer(),
+    pausedAgents: Type.Array(Type.String(), { description: 'Agents the operator had paused, paused again at this boot' }),
   },
   { title: 'RecoveryReport' },
 );

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { ThreadUsage } from './usage.js';
 import { Name, NullableString, PageFields, PageQuery, SuccessFlag, Timestamp } from './common.js';
 import { MessageRecord } from './message.js';
 
@@ -18,7 +19,11 @@ export const ThreadInfo = Type.Object(
 );
 
 export const ThreadDetail = Type.Object(
-  { ...ThreadInfo.properties, messages: Type.Array(MessageRecord, { description: 'Oldest first; the latest 100' }) },
+  {
+    ...ThreadInfo.properties,
+    messages: Type.Array(MessageRecord, { description: 'Oldest first; the latest 100' }),
+    usage: ThreadUsage,
+  },
   { title: 'ThreadDetail' },
 );
 

@@ -23,6 +23,14 @@ export const UsageTotals = Type.Object(
   { title: 'UsageTotals' },
 );
 
+export const UsageCounts = Type.Object({ ...Counts, ...Unpriced }, { title: 'UsageCounts' });
+
+/** A thread's LLM usage from the usage store: it stays after the thread ends. */
+export const ThreadUsage = Type.Object(
+  { ...Counts, ...Unpriced, byModel: Type.Record(Type.String(), UsageCounts, { description: 'The same counters per model' }) },
+  { title: 'ThreadUsage' },
+);
+
 export const AgentUsageInfo = Type.Object({ agentId: Type.String(), ...Counts, ...Unpriced }, { title: 'AgentUsageInfo' });
 export const ModelUsageInfo = Type.Object({ model: Type.String(), ...Counts, ...Unpriced }, { title: 'ModelUsageInfo' });
 
@@ -49,6 +57,7 @@ export const ThreadBudgetInfo = Type.Object(
     remaining: Type.Integer(),
     percentUsed: Type.Number({ description: 'totalTokens / maxTokens * 100, 1 decimal' }),
     isExhausted: Type.Boolean(),
+    active: Type.Boolean({ description: 'false: the thread has finished; these are its final figures (spend from the usage store)' }),
   },
   { title: 'ThreadBudgetInfo' },
 );
@@ -63,7 +72,13 @@ export const AgentUsageParams = Type.Object({ agentId: Name });
 export const ModelUsageParams = Type.Object({ model: Name });
 
 export const SetBudgetRequest = Type.Object(
-  { maxTokens: Type.Integer({ minimum: 0, maximum: 1_000_000_000, description: 'New ceiling of the thread' }) },
+  {
+    maxTokens: Type.Integer({
+      minimum: 1,
+      maximum: 1_000_000_000,
+      description: 'New ceiling of the thread: at least the tokens it has already used (422 otherwise); a thread not started yet gets it when it starts',
+    }),
+  },
   { title: 'SetBudgetRequest' },
 );
 

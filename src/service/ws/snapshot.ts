@@ -30,6 +30,6 @@ export async function snapshotBody(organism: Organism, version: string | null): 
     agents: organism.agents().map(agentView),
     threads: threads.items.map(threadView),
     usage: organism.tracker.totals(),
-    journal: journalStatsView({ ...stats, lastRecovery: stats.lastRecovery ?? organism.lastRecovery }),
+    journal: journalStatsView({ ...stats, lastRecovery: organism.lastRecovery ?? stats.lastRecovery }),
   };
 }

@@ -1,5 +1,5 @@
 import type { UsageEvent } from '../../usage/types.js';
-import type { BillingSummary, DailyUsage, Page, UsageHistoryQuery, UsageRangeQuery, UsageStore } from '../types.js';
+import type { BillingSummary, DailyUsage, Page, ThreadUsageTotals, UsageHistoryQuery, UsageRangeQuery, UsageStore } from '../types.js';
 import { addEvent, dayRange, utcDay, zeroCounters } from '../usage-days.js';
 
 /** Usage events in memory (bounded: the oldest go first), with the same queries as SQLite. */
@@ -54,6 +54,19 @@ export class MemoryUsageStore implements UsageStore {
     }
     const rows = days.map((date) => ({ date, ...byDay.get(date)! }));
     return { days: rows, count: rows.length };
+  }
+
+  async threadUsage(threadIds: readonly string[]): Promise<Map<string, ThreadUsageTotals>> {
+    const wanted = new Set(threadIds);
+    const out = new Map<string, ThreadUsageTotals & { byModel: Record<string, ReturnType<typeof zeroCounters>> }>();
+    for (const e of this.events) {
+      if (!wanted.has(e.threadId)) continue;
+      let t = out.get(e.threadId);
+      if (!t) out.set(e.threadId, (t = { threadId: e.threadId, ...zeroCounters(), byModel: {} }));
+      addEvent(t, e);
+      addEvent((t.byModel[e.model] ??= zeroCounters()), e);
+    }
+    return out;
   }
 
   async flush(): Promise<void> {}

@@ -117,6 +117,12 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX usage_thread_ts ON usage_events(thread_id, ts DESC);
   CREATE INDEX usage_user_ts ON usage_events(user_id, ts DESC);
   `,
+  // Operator state that outlives the process: agents the operator paused, and the ceiling
+  // each finished thread had (its spend stays in usage_events).
+  `
+  CREATE TABLE paused_agents (agent TEXT PRIMARY KEY, since INTEGER NOT NULL) WITHOUT ROWID;
+  CREATE TABLE thread_ceilings (thread_id TEXT PRIMARY KEY, max_tokens INTEGER NOT NULL) WITHOUT ROWID;
+  `,
   // The W3C traceparent a message carries (OpenTelemetry): a thread stays one trace across restarts.
   `
   ALTER TABLE journal ADD COLUMN trace_context TEXT;

@@ -7,6 +7,7 @@ import { diskFullText, freeBytes, LOW_SPACE_BYTES } from './disk-space.js';
 import { SqliteJournal } from './journal.js';
 import { acquireLock } from './lock.js';
 import { migrate } from './migrations.js';
+import { SqliteOperatorState } from './operator-state.js';
 import { SqliteThreadStore } from './threads.js';
 import { SqliteUsageStore } from './usage.js';
 import { GroupWriter } from './writer.js';
@@ -27,6 +28,7 @@ export interface SqliteStorage {
   readonly threads: SqliteThreadStore;
   readonly usage: SqliteUsageStore;
   readonly budgets: { load(): unknown[]; save(snapshots: unknown[]): void };
+  readonly operator: SqliteOperatorState;
   close(): void;
 }
 
@@ -90,6 +92,7 @@ export function openSqliteStorage(options: SqliteStorageOptions): SqliteStorage 
     journal,
     threads,
     usage,
+    operator: new SqliteOperatorState(db),
     budgets: {
       load: () => (db.prepare('SELECT data FROM budgets').all() as Array<{ data: string }>).map((r) => JSON.parse(r.data) as unknown),
       save: (snapshots) => {

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { UsageEvent } from '../../usage/types.js';
-import type { BillingSummary, DailyUsage, Page, UsageCountersRow, UsageHistoryQuery, UsageRangeQuery, UsageStore } from '../types.js';
+import type { BillingSummary, DailyUsage, Page, ThreadUsageTotals, UsageCountersRow, UsageHistoryQuery, UsageRangeQuery, UsageStore } from '../types.js';
 import { dayRange, utcDay, zeroCounters } from '../usage-days.js';
 import { usageOf, type UsageRow } from './rows.js';
 import { usageInserter } from './usage-writes.js';
@@ -11,6 +11,7 @@ const FLUSH_INTERVAL_MS = 200;
 /** Past this many buffered events the caller writes them itself: spend is never dropped. */
 const MAX_BUFFER = 100_000;
 const DAY_MS = 86_400_000;
+const THREAD_CHUNK = 500;
 
 const COUNTERS = `SUM(total_tokens) AS totalTokens, SUM(prompt_tokens) AS promptTokens, SUM(completion_tokens) AS completionTokens,
   SUM(request_count) AS requestCount, SUM(total_cost) AS totalCost, SUM(unpriced_requests) AS unpricedRequests`;
@@ -184,6 +185,30 @@ export class SqliteUsageStore implements UsageStore {
       };
     });
     return { days: out, count: out.length };
+  }
+
+  async threadUsage(threadIds: readonly string[]): Promise<Map<string, ThreadUsageTotals>> {
+    this.writeBuffer();
+    const out = new Map<string, ThreadUsageTotals>();
+    // Chunked: SQLite caps the number of bound parameters of one statement.
+    for (let i = 0; i < threadIds.length; i += THREAD_CHUNK) {
+      const chunk = threadIds.slice(i, i + THREAD_CHUNK);
+      const rows = this.db
+        .prepare(`SELECT thread_id AS threadId, model, ${EVENT_COUNTERS} FROM usage_events WHERE thread_id IN (${chunk.map(() => '?').join(',')}) GROUP BY thread_id, model`)
+        .all(...chunk) as Array<Counters & { threadId: string; model: string }>;
+      for (const { threadId, model, ...counters } of rows) {
+        let t = out.get(threadId) as (Counters & { threadId: string; byModel: Record<string, Counters> }) | undefined;
+        if (!t) out.set(threadId, (t = { threadId, ...zeroCounters(), byModel: {} }));
+        t.byModel[model] = counters;
+        t.totalTokens += counters.totalTokens;
+        t.promptTokens += counters.promptTokens;
+        t.completionTokens += counters.completionTokens;
+        t.requestCount += counters.requestCount;
+        t.totalCost += counters.totalCost;
+        t.unpricedRequests += counters.unpricedRequests;
+      }
+    }
+    return out;
   }
 
   private writeBuffer(): void {

@@ -1,0 +1,29 @@
+import type Database from 'better-sqlite3';
+import type { OperatorStateStore } from '../types.js';
+import { prepared } from './prepared.js';
+
+/** Operator state in the database, written at once (not batched): a pause survives any crash. */
+export class SqliteOperatorState implements OperatorStateStore {
+  constructor(
+    private readonly db: Database.Database,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  pausedAgents(): readonly string[] {
+    return (prepared(this.db, 'SELECT agent FROM paused_agents ORDER BY since, agent').all() as Array<{ agent: string }>).map((r) => r.agent);
+  }
+
+  setPaused(agent: string, paused: boolean): void {
+    if (paused) prepared(this.db, 'INSERT OR IGNORE INTO paused_agents (agent, since) VALUES (?, ?)').run(agent, this.now());
+    else prepared(this.db, 'DELETE FROM paused_agents WHERE agent = ?').run(agent);
+  }
+
+  finalCeiling(threadId: string): number | null {
+    const row = prepared(this.db, 'SELECT max_tokens AS maxTokens FROM thread_ceilings WHERE thread_id = ?').get(threadId) as { maxTokens: number } | undefined;
+    return row?.maxTokens ?? null;
+  }
+
+  setFinalCeiling(threadId: string, maxTokens: number): void {
+    prepared(this.db, 'INSERT OR REPLACE INTO thread_ceilings (thread_id, max_tokens) VALUES (?, ?)').run(threadId, maxTokens);
+  }
+}

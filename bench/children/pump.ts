@@ -9,7 +9,10 @@
  */
 import Database from 'better-sqlite3';
 import path from 'node:path';
+import { createServer } from 'node:http';
 import { Organism } from '../../src/organism/organism.js';
+import { OrganismMetrics } from '../../src/telemetry/metrics.js';
+import { OrganismTracing, resolveTracing } from '../../src/telemetry/tracing.js';
 import { openSqliteStorage } from '../../src/store/index.js';
 import { migrate } from '../../src/store/sqlite/migrations.js';
 import { newId } from '../../src/util/ids.js';
@@ -28,6 +31,8 @@ export interface PumpInput {
   readonly limits?: { readonly maxConcurrentHandlers: number; readonly maxConcurrentPerAgent: number };
   /** Run the throughput mode on in-memory storage (the pump without the journal). */
   readonly memory?: boolean;
+  /** Telemetry on: Prometheus metrics, or traces at 100 % sampling exported to a local OTLP sink. */
+  readonly telemetry?: 'metrics' | 'tracing';
 }
 
 export interface ThroughputResult {
@@ -64,8 +69,43 @@ function organismIn(input: PumpInput): Organism {
   return new Organism(loaded, { storage: openSqliteStorage({ dataDir: input.dataDir }) });
 }
 
+/** An OTLP/HTTP endpoint that accepts every export (what a collector costs the organism is not measured here). */
+async function otlpSink(): Promise<{ url: string; close: () => void }> {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  return { url: `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`, close: () => server.close() };
+}
+
+/** Turns the asked-for telemetry on; returns what stops it (tracing flushes its last spans). */
+async function telemetryOn(organism: Organism, input: PumpInput): Promise<() => Promise<void>> {
+  if (input.telemetry === 'metrics') {
+    const metrics = new OrganismMetrics(organism);
+    return async () => {
+      await metrics.text(); // one scrape, as Prometheus would
+      metrics.detach();
+    };
+  }
+  if (input.telemetry === 'tracing') {
+    const sink = await otlpSink();
+    const settings = resolveTracing({ otlp: { endpoint: sink.url, protocol: 'http/protobuf' }, captureContent: false }, { name: 'bench', version: 'bench' }, {})!;
+    const tracing = new OrganismTracing(settings);
+    const off = tracing.attach(organism);
+    return async () => {
+      off();
+      await tracing.shutdown();
+      sink.close();
+    };
+  }
+  return async () => {};
+}
+
 async function throughput(input: PumpInput): Promise<ThroughputResult> {
   const organism = organismIn(input);
+  const telemetryOff = await telemetryOn(organism, input);
   await organism.start();
   const done = ackCounter(organism, `hop${HOPS}`);
   const t0 = performance.now();
@@ -75,6 +115,7 @@ async function throughput(input: PumpInput): Promise<ThroughputResult> {
   await until(() => organism.activeThreads === 0, 60_000, 'threads to settle');
   const stats = await organism.storage.journal.stats();
   await organism.stop();
+  await telemetryOff();
   // The in-memory journal keeps the newest 100,000 entries (bounded memory), so only the SQLite one is counted in full.
   const expected = input.memory ? Math.min(HOPS * input.messages, 100_000) : HOPS * input.messages;
   if (stats.counts.ACKED !== expected) throw new Error(`expected ${expected} ACKED journal entries, found ${JSON.stringify(stats.counts)}`);

@@ -12,11 +12,13 @@ import { median, sig } from '../lib/stats.js';
 import { removeDir, tempDir } from '../lib/tmp.js';
 import type { OrganismServerInfo, OrganismServerInput } from '../servers/organism-http.js';
 
-type Target = 'bare' | 'fastify' | 'agents' | 'usage' | 'messages';
-const TARGETS: readonly Target[] = ['bare', 'fastify', 'agents', 'usage', 'messages'];
+type Target = 'bare' | 'fastify' | 'agents' | 'usage' | 'messages' | 'agentsOff' | 'agentsTraced';
+const TARGETS: readonly Target[] = ['bare', 'fastify', 'agents', 'usage', 'messages', 'agentsOff', 'agentsTraced'];
 const PATHS: Record<Target, string> = {
   bare: '/',
   fastify: '/',
+  agentsOff: '/api/v1/agents',
+  agentsTraced: '/api/v1/agents',
   agents: '/api/v1/agents',
   usage: '/api/v1/usage',
   messages: '/api/v1/messages?limit=50',
@@ -33,6 +35,8 @@ export async function runHttp(scale: Scale, log: (line: string) => void): Promis
   const started = performance.now();
   const dataDir = tempDir('http');
   const servers: RunningServer<{ port: number }>[] = [];
+  const offDir = tempDir('http-off');
+  const tracedDir = tempDir('http-traced');
   try {
     const bare = await startServer<{ port: number }>(benchFile('servers/bare-http.ts'), {}, { what: 'bare http server' });
     servers.push(bare);
@@ -41,8 +45,14 @@ export async function runHttp(scale: Scale, log: (line: string) => void): Promis
     const input: OrganismServerInput = { dataDir, organism: 'demo', seedThreads: scale.http.seedThreads };
     const org = await startServer<OrganismServerInfo>(benchFile('servers/organism-http.ts'), input, { what: 'organism server' });
     servers.push(org);
-    const auth = { authorization: `Bearer ${org.info.token}` };
-    const serverOf = (t: Target): RunningServer<{ port: number }> => (t === 'bare' ? bare : t === 'fastify' ? fastify : org);
+    // The same organism with telemetry off, and with tracing on (100 % sampled), each in its own process.
+    const off = await startServer<OrganismServerInfo>(benchFile('servers/organism-http.ts'), { ...input, dataDir: offDir, telemetry: 'off' }, { what: 'organism server, telemetry off' });
+    servers.push(off);
+    const traced = await startServer<OrganismServerInfo>(benchFile('servers/organism-http.ts'), { ...input, dataDir: tracedDir, telemetry: 'tracing' }, { what: 'organism server, tracing on' });
+    servers.push(traced);
+    const serverOf = (t: Target): RunningServer<OrganismServerInfo | { port: number }> =>
+      t === 'bare' ? bare : t === 'fastify' ? fastify : t === 'agentsOff' ? off : t === 'agentsTraced' ? traced : org;
+    const authOf = (s: RunningServer<OrganismServerInfo | { port: number }>) => ({ authorization: `Bearer ${(s.info as OrganismServerInfo).token}` });
     const { connections, durationSec, warmupSec } = scale.http;
 
     const measure = async (t: Target, seconds: number): Promise<Run> => {
@@ -51,7 +61,7 @@ export async function runHttp(scale: Scale, log: (line: string) => void): Promis
       const r = await load(`http://127.0.0.1:${server.info.port}${PATHS[t]}`, {
         connections,
         durationSec: seconds,
-        ...(server === org ? { headers: auth } : {}),
+        ...(server !== bare && server !== fastify ? { headers: authOf(server) } : {}),
       });
       const after = await server.request<CpuUsage>({ cmd: 'cpu' });
       if (r.errors > 0 || r.non2xx > 0) throw new Error(`${t}: ${r.errors} errors and ${r.non2xx} non-2xx responses out of ${r.requests}`);
@@ -60,7 +70,7 @@ export async function runHttp(scale: Scale, log: (line: string) => void): Promis
     };
 
     for (const t of TARGETS) await measure(t, warmupSec);
-    const runs: Record<Target, Run[]> = { bare: [], fastify: [], agents: [], usage: [], messages: [] };
+    const runs: Record<Target, Run[]> = { bare: [], fastify: [], agents: [], usage: [], messages: [], agentsOff: [], agentsTraced: [] };
     for (let round = 0; round < scale.rounds; round++) {
       const order = TARGETS.map((_, i) => TARGETS[(i + round) % TARGETS.length]!);
       for (const t of order) {
@@ -76,8 +86,11 @@ export async function runHttp(scale: Scale, log: (line: string) => void): Promis
     const cpu = (t: Target) => sig(median(runs[t].map((r) => r.cpuUsPerRequest)), 3);
     const bareRps = { name: 'bare node:http', unit: 'req/s', rounds: rps('bare') };
     const bareP99 = { name: 'bare node:http p99', unit: 'ms', rounds: p99('bare') };
+    const offRps = { name: 'GET /api/v1/agents, telemetry off (same run)', unit: 'req/s', rounds: rps('agentsOff') };
     const rows = [
       row({ scenario: 1, metric: 'GET /api/v1/agents throughput', unit: 'req/s', rounds: rps('agents'), baseline: bareRps, target: atLeast(0.6, '>= 0.6x bare', 'ratio') }),
+      row({ scenario: 1, metric: 'GET /api/v1/agents with metrics on (default), vs off', unit: 'req/s', rounds: rps('agents'), baseline: offRps, target: atLeast(0.95, '>= 0.95x off (metrics cost <= 5 %)', 'ratio') }),
+      row({ scenario: 1, metric: 'GET /api/v1/agents with tracing on (100 % sampled, HTTP spans), vs off', unit: 'req/s', rounds: rps('agentsTraced'), baseline: offRps, target: atLeast(0.75, '>= 0.75x off (tracing cost <= 25 %)', 'ratio') }),
       row({ scenario: 1, metric: 'GET /api/v1/messages?limit=50 throughput', unit: 'req/s', rounds: rps('messages'), baseline: bareRps, target: atLeast(0.3, '>= 0.3x bare', 'ratio') }),
       row({ scenario: 1, metric: 'GET /api/v1/usage throughput', unit: 'req/s', rounds: rps('usage'), baseline: bareRps, target: null }),
       row({ scenario: 1, metric: 'Fastify hello-world throughput (context)', unit: 'req/s', rounds: rps('fastify'), baseline: bareRps, target: null }),
@@ -112,5 +125,7 @@ export async function runHttp(scale: Scale, log: (line: string) => void): Promis
   } finally {
     for (const s of servers) await s.stop();
     removeDir(dataDir);
+    removeDir(offDir);
+    removeDir(tracedDir);
   }
 }

@@ -30,9 +30,15 @@ export async function runPump(scale: Scale, log: (line: string) => void): Promis
   const wide: ThroughputResult[] = [];
   const raw: RawResult[] = [];
   const steady: SteadyResult[] = [];
+  const withMetrics: ThroughputResult[] = [];
+  const withTracing: ThroughputResult[] = [];
   for (let r = 0; r < scale.rounds; r++) {
     const j = await round<ThroughputResult>({ mode: 'throughput', messages: n });
     journaled.push(j);
+    // Telemetry on vs off in the same run, interleaved with the plain rounds.
+    withMetrics.push(await round<ThroughputResult>({ mode: 'throughput', messages: n, telemetry: 'metrics' }));
+    withTracing.push(await round<ThroughputResult>({ mode: 'throughput', messages: n, telemetry: 'tracing' }));
+    log(`  round ${r + 1}: telemetry off ${Math.round(j.messagesPerSec)} msg/s, metrics on ${Math.round(withMetrics.at(-1)!.messagesPerSec)} msg/s, tracing on (100 %) ${Math.round(withTracing.at(-1)!.messagesPerSec)} msg/s`);
     const b = await round<RawResult>({ mode: 'raw', messages: n });
     raw.push(b);
     const m = await round<ThroughputResult>({ mode: 'throughput', messages: n, memory: true });
@@ -51,7 +57,10 @@ export async function runPump(scale: Scale, log: (line: string) => void): Promis
   const commitP50 = { name: 'raw 1-row commit p50', unit: 'ms', rounds: raw.map((b) => b.commitP50Ms) };
   const commitP99 = { name: 'raw 1-row commit p99', unit: 'ms', rounds: raw.map((b) => b.commitP99Ms) };
   const rate = scale.pump.steadyRate.toLocaleString('en-US');
+  const telemetryOff = { name: 'journaled 3-hop chain, telemetry off (same run)', unit: 'msg/s', rounds: journaled.map((j) => j.messagesPerSec) };
   const rows = [
+    row({ scenario: 2, metric: 'Journaled 3-hop chain with metrics on (prom-client), vs off', unit: 'msg/s', rounds: withMetrics.map((m) => m.messagesPerSec), baseline: telemetryOff, target: atLeast(0.95, '>= 0.95x off (metrics cost <= 5 %)', 'ratio') }),
+    row({ scenario: 2, metric: 'Journaled 3-hop chain with tracing on (100 % sampled, OTLP/protobuf), vs off', unit: 'msg/s', rounds: withTracing.map((m) => m.messagesPerSec), baseline: telemetryOff, target: atLeast(0.75, '>= 0.75x off (tracing cost <= 25 %)', 'ratio') }),
     row({ scenario: 2, metric: `Journaled 3-hop chain: injected messages through all 3 hops (${n.toLocaleString('en-US')})`, unit: 'msg/s', rounds: journaled.map((j) => j.messagesPerSec), baseline: rawRate, target: atLeast(20_000, '>= 20,000 msg/s') }),
     row({ scenario: 2, metric: 'Journaled 3-hop chain vs raw insert rate', unit: 'msg/s', rounds: journaled.map((j) => j.messagesPerSec), baseline: rawRate, target: atLeast(0.1, '>= 0.1x raw insert', 'ratio') }),
     row({ scenario: 2, metric: 'Same run counted per journaled delivery (3 per message)', unit: 'msg/s', rounds: journaled.map((j) => j.deliveriesPerSec), baseline: rawRate, target: null }),
@@ -67,7 +76,7 @@ export async function runPump(scale: Scale, log: (line: string) => void): Promis
     scenario: 2,
     title: 'Pump with the SQLite journal',
     rows,
-    context: { messages: n, hops: 3, rounds: scale.rounds, limits: 'defaults (max_concurrent_handlers 20, max_concurrent_per_agent 5, max_queue 10,000)', wideLimits: WIDE, journaled, raw, memory, wide, steady },
+    context: { withMetrics, withTracing, messages: n, hops: 3, rounds: scale.rounds, limits: 'defaults (max_concurrent_handlers 20, max_concurrent_per_agent 5, max_queue 10,000)', wideLimits: WIDE, journaled, raw, memory, wide, steady },
     notes: [
       `A 3-hop chain of no-op code handlers (hop1 -> hop2 -> hop3) with default concurrency limits; every injected message is journaled PENDING -> DISPATCHED -> ACKED at each of its 3 hops (3 journal rows, 9 transitions). Throughput is timed from the first inject to the last hop3 ack, and checked: every journal row ACKED.`,
       `The baseline inserts the same number of rows (${n.toLocaleString('en-US')}) into the same journal schema and pragmas (WAL, synchronous=NORMAL) with better-sqlite3 in 1,000-row transactions. Latency baselines: one-row transactions on that database, each timed.`,

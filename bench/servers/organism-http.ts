@@ -11,6 +11,8 @@ import path from 'node:path';
 import { Organism } from '../../src/organism/organism.js';
 import { buildApp } from '../../src/service/app.js';
 import { DATABASE_FILE, openSqliteStorage } from '../../src/store/index.js';
+import { createServer } from 'node:http';
+import { OrganismTracing, resolveTracing } from '../../src/telemetry/tracing.js';
 import { VERSION } from '../../src/version.js';
 import { childInput, serverFailed, serverReady } from '../lib/child.js';
 import { chainOrganism, demoOrganism } from '../lib/organisms.js';
@@ -21,6 +23,8 @@ export interface OrganismServerInput {
   readonly organism: 'demo' | 'sink';
   /** Demo questions run to completion before serving measurements. */
   readonly seedThreads: number;
+  /** Default: metrics on (as organism.yaml defaults). `off`: no /metrics; `tracing`: metrics and traces (100 %, OTLP/protobuf to a local sink). */
+  readonly telemetry?: 'off' | 'metrics' | 'tracing';
 }
 
 export interface OrganismServerInfo {
@@ -46,10 +50,28 @@ async function main(): Promise<void> {
   const loaded = input.organism === 'demo' ? await demoOrganism() : chainOrganism(1, { maxQueue: 100_000 });
   const storage = openSqliteStorage({ dataDir: input.dataDir });
   const organism = new Organism(loaded, { storage });
+  let tracing: OrganismTracing | null = null;
+  if (input.telemetry === 'tracing') {
+    const sink = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end());
+    });
+    await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
+    const endpoint = `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
+    tracing = new OrganismTracing(resolveTracing({ otlp: { endpoint, protocol: 'http/protobuf' }, captureContent: false }, { name: 'bench', version: VERSION }, {})!);
+    tracing.attach(organism);
+  }
   await organism.start();
   const token = randomBytes(24).toString('base64url');
   // Scenario 4 connects 1,000 clients (and one more) from one address: above the per-address default.
-  const app = await buildApp({ organism, auth: { tokens: [{ name: 'bench', role: 'operator', token }] }, version: VERSION, ws: { maxPerIp: 5_000, maxConnections: 5_000 } });
+  const app = await buildApp({
+    organism,
+    auth: { tokens: [{ name: 'bench', role: 'operator', token }] },
+    version: VERSION,
+    ws: { maxPerIp: 5_000, maxConnections: 5_000 },
+    ...(input.telemetry === 'off' ? { metrics: false } : {}),
+    ...(tracing ? { tracing: { provider: tracing.provider } } : {}),
+  });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
 

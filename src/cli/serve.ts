@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { buildApp, type Closing } from '../service/app.js';
 import { consoleBuilt } from '../service/console.js';
 import { openSqliteStorage } from '../store/index.js';
+import { OrganismTracing, resolveTracing, traceLogFields } from '../telemetry/tracing.js';
 import { createLogger, type LogLevel } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import { resolveConfigPath, resolveDataDir } from './config-path.js';
@@ -56,7 +57,8 @@ export function checkBindable(host: string, auth: boolean): void {
  */
 export async function serveWorker(configArg: string | undefined, options: ServeOptions): Promise<number> {
   const { path, isDemo } = resolveConfigPath(configArg);
-  const logger = createLogger(options.logLevel);
+  // Lines written inside a delivery carry its trace_id and span_id (none when tracing is off).
+  const logger = createLogger(options.logLevel, 'organism', traceLogFields);
   checkBindable(options.host, options.auth);
   const supervisor = SupervisorChannel.connect();
   let orphaned: (() => void) | null = null;
@@ -68,6 +70,12 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     else process.exit(ExitCode.FAILURE); // still booting: nothing to drain
   });
   const loaded = await loadOrganism(path);
+  let tracingSettings;
+  try {
+    tracingSettings = resolveTracing(loaded.config.telemetry, { name: loaded.config.name, version: VERSION });
+  } catch (err) {
+    throw new ServeError((err as Error).message, ExitCode.CONFIG_INVALID);
+  }
   const dataDir = resolveDataDir(options.dataDir, path, isDemo);
   let storage;
   try {
@@ -82,6 +90,8 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
   }
 
   const organism = new Organism(loaded, { storage, logger });
+  const tracing = tracingSettings ? new OrganismTracing(tracingSettings, { logger }) : null;
+  tracing?.attach(organism);
 
   // Built by `npm install` (vite) next to the compiled server: dist/console beside dist/cli.
   const consoleDir = fileURLToPath(new URL('../console/', import.meta.url));
@@ -106,6 +116,8 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
       supervisor?.close();
       await closeGently(app.server, connections, CONNECTION_GRACE_MS);
       await app.close();
+      // Spans still buffered go out before the process ends (bounded by the exporter's timeout).
+      await tracing?.shutdown().catch((err: unknown) => logger.warn({ err }, 'flushing traces failed'));
     })();
     return shuttingDown;
   };
@@ -128,6 +140,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     onStop: () => void shutdown(ExitCode.OK),
     onRestart: () => void shutdown(ExitCode.RESTART),
     reloadConfig: () => loadOrganism(path),
+    ...(tracing ? { tracing: { provider: tracing.provider } } : {}),
     ...(hasConsole ? { consoleDir } : {}),
     closing: () => closing,
   });

@@ -158,6 +158,11 @@ export const Errors = {
   BODY_TOO_LARGE: define('BODY_TOO_LARGE', 413, 'Request body is larger than %s bytes'),
   UNSUPPORTED_MEDIA_TYPE: define('UNSUPPORTED_MEDIA_TYPE', 415, 'Unsupported content type: %s (send application/json)'),
   BAD_REQUEST: define('BAD_REQUEST', 400, 'Bad request: %s'),
+  OTLP_PROTOCOL_UNSUPPORTED: define(
+    'OTLP_PROTOCOL_UNSUPPORTED',
+    400,
+    'OTLP protocol %s (from %s) is not supported: use http/protobuf or http/json',
+  ),
   INTERNAL_ERROR: define('INTERNAL_ERROR', 500, 'Internal server error'),
   RELOAD_NO_SOURCE: define('RELOAD_NO_SOURCE', 500, 'Reload failed: the organism was not loaded from a configuration file'),
   RESTART_UNAVAILABLE: define('RESTART_UNAVAILABLE', 501, 'Restart is not available: the server runs without a supervisor'),

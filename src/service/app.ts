@@ -12,6 +12,8 @@ import { Errors } from '../errors/catalogue.js';
 import { registerErrorHandling, sendError, toOrganismError } from './errors.js';
 import { registerJsonParser } from './json-parser.js';
 import { registerMetrics } from './metrics.js';
+import { registerTracing } from './tracing.js';
+import type { TracerProvider } from '@opentelemetry/api';
 import { registerQueryCheck } from './query-check.js';
 import { openApiOptions } from './openapi.js';
 import { agentRoutes } from './routes/agents.js';
@@ -48,6 +50,8 @@ export interface BuildAppOptions {
   readonly consoleDir?: string;
   /** GET /metrics; default: as organism.yaml says (`metrics.enabled`, on unless set false). */
   readonly metrics?: boolean;
+  /** OpenTelemetry: HTTP server spans on this provider (the organism's tracing). */
+  readonly tracing?: { readonly provider: TracerProvider };
   /** The serving process's shutdown state (omitted: always serving). */
   readonly closing?: () => Closing | null;
 }
@@ -86,6 +90,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     ...(options.reloadConfig ? { reloadConfig: options.reloadConfig } : {}),
   };
 
+  if (options.tracing) await registerTracing(base, options.tracing.provider);
   registerErrorHandling(base, bodyLimit);
   if (options.closing) registerClosing(base, options.closing);
   registerJsonParser(base, bodyLimit);

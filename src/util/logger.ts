@@ -27,11 +27,13 @@ function requestSerializer(req: RequestLike) {
  * names only); the request serializer and, as a last guard, every written line have `token=`
  * values in URLs redacted (a WebSocket client may only be able to send its token that way).
  */
-export function createLogger(level: LogLevel = 'info', name = 'organism'): Logger {
+export function createLogger(level: LogLevel = 'info', name = 'organism', mixin?: () => Record<string, unknown>): Logger {
   return pino(
     {
       name,
       level,
+      // Fields added to every line (the serve process adds the active trace and span ids).
+      ...(mixin ? { mixin } : {}),
       // Fastify keeps a parent logger's serializers over its own: this one logs every request.
       serializers: { req: requestSerializer },
       hooks: { streamWrite: redactUrl },

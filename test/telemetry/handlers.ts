@@ -21,3 +21,14 @@ export function stray(payload: Record<string, unknown>) {
 export function hold(_payload: Record<string, unknown>, ctx: { signal: AbortSignal }) {
   return new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('stopped')), { once: true }));
 }
+
+/** Always fails. */
+export function fail() {
+  throw new Error('failing on purpose');
+}
+
+/** On its first attempt holds until the organism stops; redelivered, it relays like `relay`. */
+export function holdOnce(payload: Record<string, unknown>, ctx: { attempt: number; signal: AbortSignal; peers: readonly string[]; log: { info(msg: string): void } }) {
+  if (ctx.attempt > 1) return relay(payload, ctx);
+  return new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('stopped')), { once: true }));
+}

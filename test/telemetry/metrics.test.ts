@@ -1,5 +1,5 @@
 import { spawnSync, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -176,6 +176,19 @@ describe('GET /metrics after a scripted workload', () => {
     const after = await (await scrape(w.service.url)).text();
     expect(after).toContain('route="(unmatched)"');
     expect(after).not.toContain('xxxxxxxx');
+  });
+
+  it('the Grafana dashboard in docs/ queries only metrics that /metrics exposes', () => {
+    const dashboard = JSON.parse(readFileSync(path.resolve('docs/grafana/organism-dashboard.json'), 'utf8')) as {
+      panels: Array<{ targets: Array<{ expr: string }> }>;
+    };
+    const families = [...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)];
+    const exposed = new Set(families.flatMap(([, name, type]) => (type === 'histogram' ? [`${name}_bucket`, `${name}_sum`, `${name}_count`] : [name!])));
+    const used = new Set(
+      dashboard.panels.flatMap((p) => p.targets.flatMap((t) => [...t.expr.matchAll(/\b((?:organism|gen_ai|process|nodejs)_[a-z0-9_]+)\{/g)].map((m) => m[1]!))),
+    );
+    expect(used.size).toBeGreaterThan(15);
+    for (const name of used) expect(exposed.has(name), name).toBe(true);
   });
 
   it('passes promtool check metrics', () => {

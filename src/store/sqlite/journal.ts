@@ -43,8 +43,8 @@ export class SqliteJournal implements Journal {
     private readonly now: () => number = Date.now,
   ) {
     this.insert = db.prepare(`INSERT OR IGNORE INTO journal
-      (id, thread_id, sender, recipient, payload_type, payload, metadata, hops, parent_id, msg_timestamp, attempt, state, attempts, created_at)
-      VALUES (@id, @threadId, @from, @to, @payloadType, @payload, @metadata, @hops, @parentId, @timestamp, @attempt, 'PENDING', @attempts, @createdAt)`);
+      (id, thread_id, sender, recipient, payload_type, payload, metadata, hops, parent_id, msg_timestamp, attempt, state, attempts, created_at, trace_context)
+      VALUES (@id, @threadId, @from, @to, @payloadType, @payload, @metadata, @hops, @parentId, @timestamp, @attempt, 'PENDING', @attempts, @createdAt, @traceContext)`);
     // Each transition names the state it leaves, so the kept per-state counts know what moved.
     this.setDispatched = db.prepare(`UPDATE journal SET state = 'DISPATCHED', attempts = ?, attempt = ?, dispatched_at = ? WHERE id = ? AND state = ?`);
     this.setAcked = db.prepare(`UPDATE journal SET state = 'ACKED', acked_at = ? WHERE id = ? AND state = ?`);
@@ -284,6 +284,7 @@ export class SqliteJournal implements Journal {
         attempt: m.attempt,
         attempts: m.attempt - 1,
         createdAt,
+        traceContext: m.traceContext ?? null,
       });
       if (changes > 0) {
         this.counts.changed(m.from, m.to, 1);

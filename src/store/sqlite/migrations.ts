@@ -123,6 +123,10 @@ export const MIGRATIONS: readonly string[] = [
   CREATE TABLE paused_agents (agent TEXT PRIMARY KEY, since INTEGER NOT NULL) WITHOUT ROWID;
   CREATE TABLE thread_ceilings (thread_id TEXT PRIMARY KEY, max_tokens INTEGER NOT NULL) WITHOUT ROWID;
   `,
+  // The W3C traceparent a message carries (OpenTelemetry): a thread stays one trace across restarts.
+  `
+  ALTER TABLE journal ADD COLUMN trace_context TEXT;
+  `,
   // Every LLM call and MCP tool call, recorded with its delivery (llm.record); a delivery's
   // calls go when the journal prunes its entry.
   `

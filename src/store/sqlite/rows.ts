@@ -23,6 +23,7 @@ export interface JournalRow {
   failed_at: number | null;
   failure_reason: string | null;
   error: string | null;
+  trace_context: string | null;
 }
 
 export function messageOf(r: JournalRow): Message {
@@ -38,6 +39,7 @@ export function messageOf(r: JournalRow): Message {
     hops: r.hops,
     metadata: JSON.parse(r.metadata) as Record<string, string>,
     attempt: r.attempt,
+    ...(r.trace_context ? { traceContext: r.trace_context } : {}),
   };
 }
 

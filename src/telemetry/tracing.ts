@@ -1,0 +1,348 @@
+import { createHash } from 'node:crypto';
+import {
+  context,
+  defaultTextMapGetter,
+  defaultTextMapSetter,
+  diag,
+  DiagLogLevel,
+  isSpanContextValid,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Link,
+  type Span,
+  type SpanContext,
+  type Tracer,
+} from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as OtlpProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BatchSpanProcessor, RandomIdGenerator, type IdGenerator, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import type { ListenerConfig, TelemetryConfig } from '../config/types.js';
+import { Errors } from '../errors/catalogue.js';
+import type { OrganismEvent } from '../events/types.js';
+import { errorTypeOf, type LlmCallInfo, type LlmCallWatch } from '../llm/observer.js';
+import type { CompletionResult } from '../llm/types.js';
+import type { Organism } from '../organism/organism.js';
+import type { Message } from '../pump/message.js';
+import type { DeliveryOutcome, DeliveryWatch } from '../pump/observer.js';
+import type { Logger } from '../util/logger.js';
+import { GenAiAttr, GenAiOperation, OrganismAttr, OrganismEvent as SpanEvent } from './conventions.js';
+
+export type OtlpProtocol = 'http/protobuf' | 'http/json';
+
+/** What tracing needs, resolved from OTEL_* variables and `telemetry:` in organism.yaml. */
+export interface TracingSettings {
+  readonly serviceName: string;
+  readonly serviceVersion: string;
+  readonly protocol: OtlpProtocol;
+  /** Full URL of the traces endpoint; null: the exporter reads OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT. */
+  readonly url: string | null;
+  readonly captureContent: boolean;
+}
+
+const PROTOCOLS: readonly string[] = ['http/protobuf', 'http/json'];
+
+/**
+ * Tracing is on when an OTLP endpoint is configured, by the standard variables (which win) or
+ * `telemetry.otlp` in organism.yaml; OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none turn it
+ * off. Null: off. An unsupported protocol (grpc) is an error naming where it came from.
+ */
+export function resolveTracing(
+  config: TelemetryConfig | undefined,
+  organism: { name: string; version: string },
+  env: NodeJS.ProcessEnv = process.env,
+): TracingSettings | null {
+  if (env['OTEL_SDK_DISABLED']?.trim().toLowerCase() === 'true') return null;
+  if (env['OTEL_TRACES_EXPORTER']?.trim().toLowerCase() === 'none') return null;
+  const envEndpoint = env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] || env['OTEL_EXPORTER_OTLP_ENDPOINT'];
+  if (!envEndpoint && !config?.otlp) return null;
+  const fromEnv = env['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL']
+    ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
+    : env['OTEL_EXPORTER_OTLP_PROTOCOL']
+      ? 'OTEL_EXPORTER_OTLP_PROTOCOL'
+      : null;
+  const protocol = (fromEnv ? env[fromEnv]!.trim() : (config?.otlp?.protocol ?? 'http/protobuf')) as string;
+  if (!PROTOCOLS.includes(protocol)) throw Errors.OTLP_PROTOCOL_UNSUPPORTED(JSON.stringify(protocol), fromEnv ?? 'telemetry.otlp.protocol');
+  const captureEnv = env['OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT']?.trim().toLowerCase();
+  return {
+    serviceName: env['OTEL_SERVICE_NAME']?.trim() || organism.name,
+    serviceVersion: organism.version,
+    protocol: protocol as OtlpProtocol,
+    url: envEndpoint ? null : tracesUrl(config!.otlp!.endpoint),
+    captureContent: config?.captureContent === true || captureEnv === 'true',
+  };
+}
+
+/** An OTLP base endpoint as the variables give it (`http://collector:4318`) gets the traces path. */
+function tracesUrl(endpoint: string): string {
+  const base = endpoint.replace(/\/+$/, '');
+  return base.endsWith('/v1/traces') ? base : `${base}/v1/traces`;
+}
+
+/**
+ * The trace id of a thread: its UUID as it is (a UUID is 128 bits, like a trace id), any other
+ * id hashed. Every delivery of a thread that has no parent span (its first, a later inject into
+ * it, a redelivered root after a restart) lands in this one trace, and an operator can find the
+ * trace from the thread id.
+ */
+export function traceIdOfThread(threadId: string): string {
+  const hex = threadId.replace(/-/g, '').toLowerCase();
+  if (/^[0-9a-f]{32}$/.test(hex) && !/^0+$/.test(hex)) return hex;
+  return createHash('sha256').update(threadId).digest('hex').slice(0, 32);
+}
+
+/** Random ids, except the trace id of a thread's root span, which the tracer sets just before starting it. */
+class ThreadTraceIds implements IdGenerator {
+  next: string | null = null;
+  private readonly random = new RandomIdGenerator();
+
+  generateTraceId(): string {
+    const id = this.next;
+    this.next = null;
+    return id ?? this.random.generateTraceId();
+  }
+
+  generateSpanId(): string {
+    return this.random.generateSpanId();
+  }
+}
+
+let globalsInstalled = false;
+
+/** Context propagation across awaits and the W3C propagator: process-wide, installed once. */
+function installGlobals(): void {
+  if (globalsInstalled) return;
+  globalsInstalled = true;
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+}
+
+/** `trace_id` and `span_id` of the active span, for pino's mixin (empty outside a span). */
+export function traceLogFields(): Record<string, string> {
+  const span = trace.getSpan(context.active());
+  if (!span) return {};
+  const sc = span.spanContext();
+  return isSpanContextValid(sc) ? { trace_id: sc.traceId, span_id: sc.spanId } : {};
+}
+
+/**
+ * OpenTelemetry traces of an organism: one trace per thread, a span per delivery
+ * (`invoke_agent <listener>` for agents, `execute_tool <listener>` for code listeners), a
+ * `chat <model>` CLIENT span per LLM call under it, peer denials and budget events as span
+ * events. The span of a delivery is the parent of the deliveries its messages cause: the
+ * messages carry its W3C traceparent, journaled with them. Export is batched and off the
+ * delivery path; an exporter failure is logged, never seen by a delivery.
+ */
+export class OrganismTracing {
+  readonly provider: NodeTracerProvider;
+  private readonly tracer: Tracer;
+  private readonly ids = new ThreadTraceIds();
+  private readonly propagator = new W3CTraceContextPropagator();
+  /** Deliveries in progress by thread and listener (at most one each), for span events. */
+  private readonly live = new Map<string, Span>();
+
+  constructor(
+    private readonly settings: TracingSettings,
+    options: { exporter?: SpanExporter; logger?: Logger } = {},
+  ) {
+    installGlobals();
+    if (options.logger) routeDiagnostics(options.logger);
+    const exporter = options.exporter ?? createExporter(settings);
+    this.provider = new NodeTracerProvider({
+      resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: settings.serviceName, [ATTR_SERVICE_VERSION]: settings.serviceVersion }),
+      idGenerator: this.ids,
+      // The batch processor reads OTEL_BSP_* and the sampler OTEL_TRACES_SAMPLER(_ARG).
+      spanProcessors: [new BatchSpanProcessor(exporter)],
+    });
+    this.tracer = this.provider.getTracer('organism', settings.serviceVersion);
+  }
+
+  /** Follows the organism's deliveries and LLM calls; returns a function that stops it. */
+  attach(organism: Organism): () => void {
+    const offs = [
+      organism.observers.deliveries.add({
+        injected: () => this.injected(),
+        started: (message, listener) => this.delivery(message, listener),
+      }),
+      organism.observers.llm.add({ started: (call) => this.chat(call) }),
+      organism.bus.on((event) => this.onEvent(event)),
+    ];
+    return () => offs.forEach((off) => off());
+  }
+
+  /** Exports what is still buffered, then stops. */
+  async shutdown(): Promise<void> {
+    await this.provider.shutdown();
+  }
+
+  async flush(): Promise<void> {
+    await this.provider.forceFlush();
+  }
+
+  /** A message from outside carries the caller's span (the HTTP request), linked from the thread's root. */
+  private injected(): string | null {
+    const span = trace.getSpan(context.active());
+    return span && isSpanContextValid(span.spanContext()) ? this.serialize(span) : null;
+  }
+
+  private delivery(message: Message, listener: ListenerConfig): DeliveryWatch {
+    const operation = listener.agent ? GenAiOperation.INVOKE_AGENT : GenAiOperation.EXECUTE_TOOL;
+    const carried = message.traceContext ? this.parse(message.traceContext) : null;
+    const links: Link[] = [];
+    let parent = ROOT_CONTEXT;
+    if (message.parentId !== null && carried) {
+      parent = trace.setSpanContext(ROOT_CONTEXT, carried);
+    } else {
+      // A thread's root delivery: the trace is the thread's; where it came from is a link.
+      if (carried) links.push({ context: carried });
+      this.ids.next = traceIdOfThread(message.threadId);
+    }
+    const span = this.tracer.startSpan(
+      `${operation} ${listener.name}`,
+      {
+        kind: SpanKind.INTERNAL,
+        links,
+        attributes: {
+          [GenAiAttr.OPERATION_NAME]: operation,
+          [GenAiAttr.AGENT_NAME]: listener.name,
+          [GenAiAttr.CONVERSATION_ID]: message.threadId,
+          [OrganismAttr.MESSAGE_ID]: message.id,
+          [OrganismAttr.ATTEMPT]: message.attempt,
+          [OrganismAttr.PAYLOAD_TYPE]: message.payloadType,
+          ...(listener.agent ? {} : { 'gen_ai.tool.name': listener.name }),
+        },
+      },
+      parent,
+    );
+    this.ids.next = null;
+    const key = liveKey(message.threadId, listener.name);
+    this.live.set(key, span);
+    const active = trace.setSpan(ROOT_CONTEXT, span);
+    return {
+      run: (fn) => context.with(active, fn),
+      traceContext: this.serialize(span),
+      end: (outcome: DeliveryOutcome) => {
+        if (this.live.get(key) === span) this.live.delete(key);
+        if (outcome.acked) {
+          span.setAttribute(OrganismAttr.OUTCOME, 'acked');
+        } else {
+          if (outcome.reason === 'budget_exhausted') span.addEvent(SpanEvent.BUDGET_EXHAUSTED, { 'organism.error': outcome.error });
+          span.setAttributes({
+            [OrganismAttr.OUTCOME]: outcome.reason === 'shutdown' ? 'interrupted' : 'failed',
+            [OrganismAttr.FAILURE_REASON]: outcome.reason,
+            [GenAiAttr.ERROR_TYPE]: outcome.reason,
+          });
+          span.setStatus({ code: SpanStatusCode.ERROR, message: `${outcome.reason}: ${outcome.error}` });
+        }
+        span.end();
+      },
+    };
+  }
+
+  private chat(call: LlmCallInfo): LlmCallWatch {
+    const span = this.tracer.startSpan(
+      `${GenAiOperation.CHAT} ${call.model}`,
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          [GenAiAttr.OPERATION_NAME]: GenAiOperation.CHAT,
+          [GenAiAttr.REQUEST_MODEL]: call.model,
+          [GenAiAttr.REQUEST_MAX_TOKENS]: call.maxOutputTokens,
+          [GenAiAttr.CONVERSATION_ID]: call.threadId,
+          [GenAiAttr.AGENT_NAME]: call.agent,
+          ...(this.settings.captureContent
+            ? {
+                [GenAiAttr.SYSTEM_INSTRUCTIONS]: JSON.stringify([{ type: 'text', content: call.system }]),
+                [GenAiAttr.INPUT_MESSAGES]: JSON.stringify(call.messages.map((m) => ({ role: m.role, parts: [{ type: 'text', content: m.content }] }))),
+              }
+            : {}),
+        },
+      },
+      context.active(),
+    );
+    return {
+      retried: (provider, reason, delayMs) =>
+        span.addEvent(SpanEvent.RETRY, { 'organism.llm.provider': provider, 'organism.llm.retry_reason': reason, 'organism.llm.retry_delay_ms': delayMs }),
+      succeeded: (result: CompletionResult) => {
+        const u = result.usage;
+        const finishReason = (result as { finishReason?: unknown }).finishReason;
+        span.setAttributes({
+          [GenAiAttr.PROVIDER_NAME]: result.provider,
+          [GenAiAttr.RESPONSE_MODEL]: result.model,
+          [GenAiAttr.USAGE_INPUT_TOKENS]: u.promptTokens,
+          [GenAiAttr.USAGE_OUTPUT_TOKENS]: u.completionTokens,
+          ...(u.cacheReadTokens !== null ? { [GenAiAttr.USAGE_CACHE_READ_INPUT_TOKENS]: u.cacheReadTokens } : {}),
+          ...(u.cacheWriteTokens !== null ? { [GenAiAttr.USAGE_CACHE_CREATION_INPUT_TOKENS]: u.cacheWriteTokens } : {}),
+          ...(u.reasoningTokens !== null ? { [GenAiAttr.USAGE_REASONING_OUTPUT_TOKENS]: u.reasoningTokens } : {}),
+          ...(typeof finishReason === 'string' ? { [GenAiAttr.RESPONSE_FINISH_REASONS]: [finishReason] } : {}),
+          ...(result.cost !== null ? { [OrganismAttr.COST_USD]: result.cost } : {}),
+          ...(this.settings.captureContent
+            ? { [GenAiAttr.OUTPUT_MESSAGES]: JSON.stringify([{ role: 'assistant', parts: [{ type: 'text', content: result.content }] }]) }
+            : {}),
+        });
+        span.end();
+      },
+      failed: (error) => {
+        const type = errorTypeOf(error);
+        span.setAttribute(GenAiAttr.ERROR_TYPE, type);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+        span.end();
+      },
+    };
+  }
+
+  private onEvent(event: OrganismEvent): void {
+    if (event.type === 'peer_denied') {
+      this.live.get(liveKey(event.threadId, event.from))?.addEvent(SpanEvent.PEER_DENIED, { 'organism.peer.target': event.to, 'organism.error': event.reason });
+    } else if (event.type === 'budget_warning') {
+      this.live.get(liveKey(event.threadId, event.agent))?.addEvent(SpanEvent.BUDGET_WARNING, {
+        'organism.budget.threshold': event.threshold,
+        'organism.budget.percent_used': event.percentUsed,
+        'organism.budget.tokens_used': event.tokensUsed,
+        'organism.budget.max_tokens': event.maxTokens,
+      });
+    }
+  }
+
+  private serialize(span: Span): string | null {
+    const carrier: Record<string, string> = {};
+    this.propagator.inject(trace.setSpan(ROOT_CONTEXT, span), carrier, defaultTextMapSetter);
+    return carrier['traceparent'] ?? null;
+  }
+
+  private parse(traceparent: string): SpanContext | null {
+    const ctx = this.propagator.extract(ROOT_CONTEXT, { traceparent }, defaultTextMapGetter);
+    const sc = trace.getSpanContext(ctx);
+    return sc && isSpanContextValid(sc) ? sc : null;
+  }
+}
+
+function liveKey(threadId: string, listener: string): string {
+  return `${threadId}\u0000${listener}`;
+}
+
+function createExporter(settings: TracingSettings): SpanExporter {
+  const options = settings.url ? { url: settings.url } : {};
+  return settings.protocol === 'http/json' ? new OtlpJsonExporter(options) : new OtlpProtoExporter(options);
+}
+
+let diagRouted = false;
+
+/** The SDK reports export failures through its diag logger: they go to the organism's log as warnings. */
+function routeDiagnostics(logger: Logger): void {
+  if (diagRouted) return;
+  diagRouted = true;
+  const log = (level: 'warn' | 'error') => (message: string, ...args: unknown[]) =>
+    logger[level]({ component: 'opentelemetry', detail: args.map((a) => (a instanceof Error ? a.message : String(a))) }, message);
+  diag.setLogger(
+    { error: log('error'), warn: log('warn'), info: () => {}, debug: () => {}, verbose: () => {} },
+    { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true },
+  );
+}

@@ -1,4 +1,5 @@
 import { loadOrganism } from '../config/index.js';
+import type { OrganismConfig } from '../config/types.js';
 import { Organism } from '../organism/organism.js';
 import { buildApp } from '../service/app.js';
 import { openSqliteStorage } from '../store/index.js';
@@ -78,6 +79,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     onStop: () => void shutdown(ExitCode.OK),
     onRestart: () => void shutdown(ExitCode.RESTART),
     reloadConfig: () => loadOrganism(path),
+    ...(options.auth ? { resolveTokens: (config: OrganismConfig) => resolveTokens(config, dataDir) } : {}),
   });
   // Started after the app is built (schemas compiled): recovered messages start flowing at
   // once, and would otherwise share the event loop with building it (bench scenario 5).

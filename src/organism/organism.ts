@@ -15,6 +15,7 @@ import { UsageTracker } from '../usage/tracker.js';
 import { newId } from '../util/ids.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { createLlmAgentHandler, type AgentWorldView } from '../agent/llm-agent.js';
+import { configChanges } from './config-changes.js';
 import { agentInfo, type AgentInfo } from './views.js';
 
 /** Where the organism keeps its journal, threads, usage and budgets. */
@@ -189,18 +190,26 @@ export class Organism {
         return r && (r.handlerVersion !== l.handlerVersion || JSON.stringify(r.config) !== JSON.stringify(l.config));
       })
       .map((l) => l.config.name);
-    return { success: true, added, removed, updated, error: null };
+    return { success: true, added, removed, updated, ...configChanges(this.config, next.config), error: null };
   }
 
-  /** Applies an already validated configuration. */
+  /**
+   * Applies an already validated configuration: listeners, payload types, limits, providers and
+   * pricing (a new router), and the default budget of threads that start from now on. Keys read
+   * only at start (journal, metrics, telemetry) are reported in `restartRequired`.
+   */
   reload(next: LoadedOrganism): ReloadResult {
+    const changes = configChanges(this.config, next.config);
     const registry = new PayloadRegistry(next.payloadTypes);
     const router = this.makeRouter(next.config);
-    const result = this.pump.reload(next.listeners, limitsOf(next.config), { registry, llm: router });
+    const listeners = this.pump.reload(next.listeners, limitsOf(next.config), { registry, llm: router });
+    this.budgets.defaultMaxTokens = next.config.maxTokensPerThread;
     this.loaded = next;
     this.registryValue = registry;
     this.router = router;
-    this.logger.info({ added: result.added, removed: result.removed, updated: result.updated }, 'configuration reloaded');
+    const result: ReloadResult = { success: true, ...listeners, ...changes, error: null };
+    this.bus.emit({ type: 'reload', result });
+    this.logger.info({ added: result.added, removed: result.removed, updated: result.updated, changed: result.changed, restartRequired: result.restartRequired }, 'configuration reloaded');
     return result;
   }
 

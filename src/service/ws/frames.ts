@@ -146,7 +146,15 @@ function bodyOf(e: OrganismEvent): Record<string, unknown> {
     case 'peer_denied':
       return { from: e.from, to: e.to, threadId: e.threadId, messageId: e.messageId, reason: e.reason };
     case 'reload':
-      return { success: e.result.success, added: e.result.added, removed: e.result.removed, updated: e.result.updated, error: e.result.error };
+      return {
+        success: e.result.success,
+        added: e.result.added,
+        removed: e.result.removed,
+        updated: e.result.updated,
+        changed: e.result.changed,
+        restartRequired: e.result.restartRequired,
+        error: e.result.error,
+      };
     case 'organism_status':
       return { status: e.status };
   }

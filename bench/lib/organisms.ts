@@ -20,6 +20,7 @@ export function codeListener(name: string, peers: readonly string[], handler: Ha
     model: null,
     maxOutputTokens: ConfigDefaults.maxOutputTokens,
     timeoutSeconds: ConfigDefaults.listenerTimeoutSeconds,
+    maxMessagesPerReply: null,
   };
   return { config, handler, handlerVersion: `bench:${name}` };
 }
@@ -36,6 +37,8 @@ export function benchConfig(listeners: readonly ResolvedListener[], overrides: P
     llm: {
       providers: [{ name: 'mock', type: 'mock', baseUrl: null, apiKeyEnv: null, models: [], priority: 0, timeoutSeconds: 30, maxRetries: 0, script: {} }],
       pricing: {},
+      maxReplyBytes: ConfigDefaults.maxReplyBytes,
+      maxMessagesPerReply: ConfigDefaults.maxMessagesPerReply,
     },
     listeners: listeners.map((l) => l.config),
     payloads: [],

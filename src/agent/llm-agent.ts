@@ -10,6 +10,8 @@ import { parseAgentReply } from './reply.js';
 /** What an agent can see of the organism: listeners by name (only its peers are asked for). */
 export interface AgentWorldView {
   readonly registry: PayloadRegistry;
+  /** The organism's `llm.max_reply_bytes` and `llm.max_messages_per_reply`. */
+  readonly replyLimits: { readonly maxReplyBytes: number; readonly maxMessagesPerReply: number };
   listener(name: string): { name: string; description: string; payloadType: string } | null;
 }
 
@@ -35,8 +37,16 @@ export function createLlmAgentHandler(listener: ListenerConfig, world: () => Age
     const history = await ctx.history(HISTORY_LIMIT);
     const messages = toTurns(history, ctx, payload, view.registry);
 
+    const maxMessages = listener.maxMessagesPerReply ?? view.replyLimits.maxMessagesPerReply;
+    const read = (content: string) => {
+      // Checked before any parsing: the size alone bounds the work a reply can cause.
+      const bytes = Buffer.byteLength(content, 'utf8');
+      if (bytes > view.replyLimits.maxReplyBytes) throw Errors.LLM_REPLY_TOO_LARGE(listener.name, bytes, view.replyLimits.maxReplyBytes);
+      return parseAgentReply(content, { peers, replyType: senderType, registry: view.registry, maxMessages });
+    };
+
     const first = await ctx.llm.complete({ system, messages });
-    const parsed = parseAgentReply(first.content, { peers, replyType: senderType, registry: view.registry });
+    const parsed = read(first.content);
     if (parsed.ok) return parsed.outgoing satisfies readonly Outgoing[];
 
     const repair: ChatMessage[] = [
@@ -51,7 +61,7 @@ export function createLlmAgentHandler(listener: ListenerConfig, world: () => Age
       },
     ];
     const second = await ctx.llm.complete({ system, messages: repair });
-    const reparsed = parseAgentReply(second.content, { peers, replyType: senderType, registry: view.registry });
+    const reparsed = read(second.content);
     if (reparsed.ok) return reparsed.outgoing;
     throw Errors.LLM_INVALID_REPLY(listener.name, reparsed.errors.join('; '));
   };

@@ -1,30 +1,38 @@
 import type { PayloadRegistry, PayloadType } from '../payload/index.js';
 import type { Outgoing } from '../pump/handler.js';
+import { findEnvelopes } from './envelopes.js';
 import type { PeerCard } from './prompt.js';
 
 export type ParsedReply = { ok: true; outgoing: Outgoing[] } | { ok: false; errors: string[] };
 
-const ENVELOPE = /<(send|reply)\b([^>]*)>([\s\S]*?)<\/\1\s*>/g;
+// Both are linear on any input: a literal start, and runs that cannot overlap between tries.
 const DONE = /<done\s*\/>|<done>\s*<\/done>/;
 const TO_ATTR = /\bto\s*=\s*(?:"([^"]*)"|'([^']*)')/;
 const ROOT_TAG = /^\s*<([A-Za-z_][\w.-]*)/;
 
+/** Problems listed one by one before the rest are counted ("... and N more"). */
+const MAX_LISTED_ERRORS = 20;
+
 /**
  * Reads an agent's XML answer: `<send to="peer">`, `<reply>` and `<done/>` elements; text
  * around them is ignored. Every payload is validated against its target's type, and every
- * problem is reported (they are shown to the model in the repair round).
+ * problem is reported (they are shown to the model in the repair round). An answer sending
+ * more than `maxMessages` messages is refused whole, before any payload is parsed.
  */
 export function parseAgentReply(
   content: string,
-  ctx: { peers: readonly PeerCard[]; replyType: PayloadType | null; registry: PayloadRegistry },
+  ctx: { peers: readonly PeerCard[]; replyType: PayloadType | null; registry: PayloadRegistry; maxMessages: number },
 ): ParsedReply {
   const outgoing: Outgoing[] = [];
   const errors: string[] = [];
   const text = stripCodeFences(content);
+  const envelopes = findEnvelopes(text);
+  if (envelopes.length > ctx.maxMessages) {
+    return { ok: false, errors: [`the reply sends ${envelopes.length} messages; at most ${ctx.maxMessages} are allowed in one reply`] };
+  }
   let found = 0;
-  for (const match of text.matchAll(ENVELOPE)) {
+  for (const { kind, attrs, inner } of envelopes) {
     found++;
-    const [, kind, attrs = '', inner = ''] = match;
     const rootTag = ROOT_TAG.exec(inner)?.[1];
     if (!rootTag) {
       errors.push(`<${kind}> #${found} contains no payload element`);
@@ -66,7 +74,13 @@ export function parseAgentReply(
     }
   }
   if (found === 0 && !DONE.test(text)) errors.push('no <send>, <reply> or <done/> element found');
-  return errors.length > 0 ? { ok: false, errors } : { ok: true, outgoing };
+  return errors.length > 0 ? { ok: false, errors: listed(errors) } : { ok: true, outgoing };
+}
+
+/** The first problems, then a count of the rest: they go into a prompt and a failure reason. */
+function listed(errors: string[]): string[] {
+  if (errors.length <= MAX_LISTED_ERRORS) return errors;
+  return [...errors.slice(0, MAX_LISTED_ERRORS), `... and ${errors.length - MAX_LISTED_ERRORS} more problems`];
 }
 
 function stripCodeFences(s: string): string {

@@ -22,6 +22,8 @@ export interface ConfigDraft {
   readonly maxQueue: number;
   readonly providers: readonly Located<ProviderConfig>[];
   readonly pricing: Readonly<Record<string, ModelPrice>>;
+  readonly maxReplyBytes: number;
+  readonly maxMessagesPerReply: number;
   readonly listeners: readonly Located<ListenerConfig>[];
   readonly payloads: readonly PayloadDraft[];
   readonly tokens: readonly Located<AuthTokenConfig>[];
@@ -80,6 +82,8 @@ export function readDocument(sink: ProblemSink, root: Node | null): ConfigDraft 
       return r ? [{ value: readProvider(r), at: r }] : [];
     }),
     pricing: readPricing(llm?.map('pricing', null) ?? null),
+    maxReplyBytes: llm?.integer('max_reply_bytes', Defaults.maxReplyBytes, 1) ?? Defaults.maxReplyBytes,
+    maxMessagesPerReply: llm?.integer('max_messages_per_reply', Defaults.maxMessagesPerReply, 1) ?? Defaults.maxMessagesPerReply,
     listeners: (top.list('listeners', true) ?? []).flatMap((item) => {
       const r = MapReader.open(sink, item.node, item.path, Keys.listener);
       return r ? [{ value: readListener(r), at: r }] : [];
@@ -176,6 +180,7 @@ function readListener(r: MapReader): ListenerConfig {
     model: r.string('model'),
     maxOutputTokens: r.integer('max_output_tokens', Defaults.maxOutputTokens, 1),
     timeoutSeconds: r.number('timeout_seconds', Defaults.listenerTimeoutSeconds, true),
+    maxMessagesPerReply: r.has('max_messages_per_reply') ? r.integer('max_messages_per_reply', Defaults.maxMessagesPerReply, 1) : null,
   };
 }
 

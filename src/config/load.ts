@@ -166,7 +166,12 @@ function buildConfig(draft: ConfigDraft, yamlPayloads: readonly PayloadTypeDef[]
     maxConcurrentPerAgent: draft.maxConcurrentPerAgent,
     maxHops: draft.maxHops,
     maxQueue: draft.maxQueue,
-    llm: { providers: draft.providers.map((p) => p.value), pricing: draft.pricing },
+    llm: {
+      providers: draft.providers.map((p) => p.value),
+      pricing: draft.pricing,
+      maxReplyBytes: draft.maxReplyBytes,
+      maxMessagesPerReply: draft.maxMessagesPerReply,
+    },
     listeners: draft.listeners.map((l) => l.value),
     payloads: yamlPayloads,
     auth: { tokens: draft.tokens.map((t) => t.value) },

@@ -64,6 +64,8 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
     llm: {
       providers: config.llm.providers.map(provider),
       pricing: structuredClone(config.llm.pricing),
+      maxReplyBytes: config.llm.maxReplyBytes,
+      maxMessagesPerReply: config.llm.maxMessagesPerReply,
     },
     listeners: config.listeners.map((l) => ({
       name: l.name,
@@ -76,6 +78,7 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
       model: l.model,
       maxOutputTokens: l.maxOutputTokens,
       timeoutSeconds: l.timeoutSeconds,
+      maxMessagesPerReply: l.maxMessagesPerReply,
     })),
     payloads: config.payloads.map((p) => ({
       name: p.name,

@@ -16,10 +16,10 @@ export const Keys = {
     'telemetry',
   ],
   organism: ['name'],
-  llm: ['providers', 'pricing'],
+  llm: ['providers', 'pricing', 'max_reply_bytes', 'max_messages_per_reply'],
   provider: ['name', 'type', 'base_url', 'api_key_env', 'models', 'priority', 'timeout_seconds', 'max_retries', 'script', 'latency_ms'],
   price: ['prompt', 'completion', 'cache_read', 'cache_write'],
-  listener: ['name', 'description', 'agent', 'peers', 'payload', 'handler', 'prompt', 'model', 'max_output_tokens', 'timeout_seconds'],
+  listener: ['name', 'description', 'agent', 'peers', 'payload', 'handler', 'prompt', 'model', 'max_output_tokens', 'timeout_seconds', 'max_messages_per_reply'],
   payloadType: ['description', 'fields'],
   field: ['type', 'optional', 'description'],
   auth: ['tokens'],
@@ -38,6 +38,10 @@ export const Defaults = {
   maxQueue: 10_000,
   listenerTimeoutSeconds: 30,
   maxOutputTokens: 1024,
+  /** An LLM answer longer than this (UTF-8 bytes) fails its delivery unread. */
+  maxReplyBytes: 256 * 1024,
+  /** `<send>` and `<reply>` elements one LLM answer may hold. */
+  maxMessagesPerReply: 20,
   providerPriority: 0,
   providerTimeoutSeconds: 60,
   providerMaxRetries: 3,

@@ -42,6 +42,8 @@ export interface ListenerConfig {
   readonly model: string | null;
   readonly maxOutputTokens: number;
   readonly timeoutSeconds: number;
+  /** LLM agents: messages one answer may send; null = `llm.max_messages_per_reply`. */
+  readonly maxMessagesPerReply: number | null;
 }
 
 export interface AuthTokenConfig {
@@ -82,6 +84,10 @@ export interface OrganismConfig {
   readonly llm: {
     readonly providers: readonly ProviderConfig[];
     readonly pricing: Readonly<Record<string, ModelPrice>>;
+    /** Longest LLM answer read, in UTF-8 bytes; a longer one fails its delivery before parsing. */
+    readonly maxReplyBytes: number;
+    /** Default of `ListenerConfig.maxMessagesPerReply`. */
+    readonly maxMessagesPerReply: number;
   };
   readonly listeners: readonly ListenerConfig[];
   readonly payloads: readonly PayloadTypeDef[];

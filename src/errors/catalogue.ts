@@ -104,6 +104,11 @@ export const Errors = {
   LLM_NETWORK: define('LLM_NETWORK', 502, 'network error: %s'),
   LLM_BAD_RESPONSE: define('LLM_BAD_RESPONSE', 502, 'unreadable response: %s'),
   LLM_INVALID_REPLY: define('LLM_INVALID_REPLY', 502, 'Agent %s produced an invalid reply: %s'),
+  LLM_REPLY_TOO_LARGE: define(
+    'LLM_REPLY_TOO_LARGE',
+    502,
+    'Agent %s got an LLM answer of %s bytes, more than llm.max_reply_bytes (%s); it was not parsed',
+  ),
   ABORTED: define('ABORTED', 499, 'Aborted: %s'),
   CONFIG_INVALID: define('CONFIG_INVALID', 400, 'Configuration is invalid: %s'),
 

@@ -73,7 +73,7 @@ export class LlmRouter {
     this.now = opts.now ?? (() => performance.now());
   }
 
-  static fromConfig(llm: OrganismConfig['llm'], deps: RouterDeps): LlmRouter {
+  static fromConfig(llm: Pick<OrganismConfig['llm'], 'providers' | 'pricing'>, deps: RouterDeps): LlmRouter {
     return new LlmRouter({ ...deps, providers: llm.providers.map(createProvider) });
   }
 

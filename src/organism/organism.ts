@@ -274,6 +274,7 @@ export class Organism {
     const registry = this.registryValue;
     return {
       registry,
+      replyLimits: { maxReplyBytes: this.loaded.config.llm.maxReplyBytes, maxMessagesPerReply: this.loaded.config.llm.maxMessagesPerReply },
       listener: (name: string) => {
         const runtime = this.pump.listener(name);
         if (!runtime) return null;

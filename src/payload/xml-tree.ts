@@ -55,11 +55,12 @@ export function parseXmlElement(xml: string): XmlParseResult {
   const valid = XMLValidator.validate(source);
   if (valid !== true) {
     const where = valid.err.col === undefined ? `line ${valid.err.line}` : `line ${valid.err.line}, column ${valid.err.col}`;
-    return { ok: false, message: `malformed XML at ${where}: ${valid.err.msg}` };
+    // The validator quotes what it refused (a tag name can be the rest of the document).
+    return { ok: false, message: `malformed XML at ${where}: ${clip(valid.err.msg, 200)}` };
   }
   // The validator lets text after a self-closing root (`<a/>x`) through and the parser drops it.
-  const trailing = /[^>\s][^>]*$/.exec(source.trimEnd());
-  if (trailing) return { ok: false, message: `text after the root element: ${JSON.stringify(clip(trailing[0]))}` };
+  const trailing = textAfterLastTag(source);
+  if (trailing) return { ok: false, message: `text after the root element: ${JSON.stringify(clip(trailing))}` };
   let raw: unknown;
   try {
     raw = parser.parse(source);
@@ -78,6 +79,15 @@ export function parseXmlElement(xml: string): XmlParseResult {
     return { ok: false, message: `expected exactly one root element, found ${roots.length === 0 ? 'none' : roots.map((r) => `<${r.name}>`).join(', ')}` };
   }
   return { ok: true, element: roots[0]! };
+}
+
+/**
+ * The non-blank text after the document's last `>`, or null. A search from the end, not a
+ * pattern like `[^>\s][^>]*$`: that one rescans to the end from every position (quadratic).
+ */
+function textAfterLastTag(source: string): string | null {
+  const tail = source.slice(source.lastIndexOf('>') + 1).trim();
+  return tail === '' ? null : tail;
 }
 
 type Converted = { ok: true; nodes: XmlNode[] } | { ok: false; message: string };

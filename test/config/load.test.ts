@@ -50,6 +50,8 @@ const FULL = y`
     pricing:
       mock-: {prompt: 0, completion: 0}
       gpt-4o: {prompt: 2.5, completion: 10, cache_read: 1.25}
+    max_reply_bytes: 65536
+    max_messages_per_reply: 3
   payloads:
     Note:
       description: A short note
@@ -68,6 +70,7 @@ const FULL = y`
       peers: [shout, echo]
       max_output_tokens: 256
       timeout_seconds: 2.5
+      max_messages_per_reply: 7
     - name: shout
       handler: ./tools.ts#uppercase
       payload: Announcement
@@ -97,7 +100,7 @@ describe('loading a valid config', () => {
       maxConcurrentPerAgent: 5,
       maxHops: 50,
       maxQueue: 10000,
-      llm: { providers: [], pricing: {} },
+      llm: { providers: [], pricing: {}, maxReplyBytes: 262144, maxMessagesPerReply: 20 },
       payloads: [],
       auth: { tokens: [] },
       journal: { maxAttempts: 3, retainDays: 7, failedRetainDays: 30 },
@@ -114,6 +117,7 @@ describe('loading a valid config', () => {
         model: null,
         maxOutputTokens: 1024,
         timeoutSeconds: 30,
+        maxMessagesPerReply: null,
       },
     ]);
   });
@@ -184,7 +188,9 @@ describe('loading a valid config', () => {
       model: 'mock-1',
       maxOutputTokens: 256,
       timeoutSeconds: 2.5,
+      maxMessagesPerReply: 7,
     });
+    expect(config.llm).toMatchObject({ maxReplyBytes: 65536, maxMessagesPerReply: 3 });
     expect(config.listeners[2]?.agent).toBe(true);
 
     // YAML types: branded like definePayload output, with the field grammar applied.

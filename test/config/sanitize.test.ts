@@ -80,6 +80,8 @@ describe('sanitizeConfig', () => {
           },
         ],
         pricing: {},
+        maxReplyBytes: 262144,
+        maxMessagesPerReply: 20,
       },
       listeners: [
         {
@@ -93,6 +95,7 @@ describe('sanitizeConfig', () => {
           model: 'gpt-4o',
           maxOutputTokens: 1024,
           timeoutSeconds: 30,
+          maxMessagesPerReply: null,
         },
       ],
       payloads: [{ name: 'Note', fields: [{ name: 'text', type: 'string', optional: false }] }],

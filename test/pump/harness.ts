@@ -1,3 +1,4 @@
+import { ConfigDefaults } from '../../src/config/index.js';
 import type { ListenerConfig, LoadedOrganism, OrganismConfig, ProviderConfig, ResolvedListener } from '../../src/config/types.js';
 import type { OrganismEvent } from '../../src/events/types.js';
 import { Organism, type OrganismOptions } from '../../src/organism/organism.js';
@@ -25,6 +26,7 @@ export function listener(name: string, spec: ListenerSpec = {}): ResolvedListene
     model: rest.model ?? null,
     maxOutputTokens: rest.maxOutputTokens ?? 256,
     timeoutSeconds: rest.timeoutSeconds ?? 30,
+    maxMessagesPerReply: rest.maxMessagesPerReply ?? null,
   };
   return { config, handler, handlerVersion: `v1:${name}` };
 }
@@ -44,7 +46,13 @@ export function mockProvider(script: Record<string, string[]> = {}, extra: Parti
   };
 }
 
-export function organismConfig(overrides: Partial<OrganismConfig> = {}): OrganismConfig {
+/** Config overrides; an `llm` section may leave out the reply limits (the defaults apply). */
+export type ConfigOverrides = Omit<Partial<OrganismConfig>, 'llm'> & {
+  readonly llm?: Pick<OrganismConfig['llm'], 'providers' | 'pricing'> & Partial<OrganismConfig['llm']>;
+};
+
+export function organismConfig(overrides: ConfigOverrides = {}): OrganismConfig {
+  const { llm, ...rest } = overrides;
   return {
     name: 'test',
     maxTokensPerThread: 100_000,
@@ -52,18 +60,24 @@ export function organismConfig(overrides: Partial<OrganismConfig> = {}): Organis
     maxConcurrentPerAgent: 5,
     maxHops: 50,
     maxQueue: 10_000,
-    llm: { providers: [mockProvider()], pricing: {} },
     listeners: [],
     payloads: [],
     auth: { tokens: [] },
     journal: { maxAttempts: 3, retainDays: 7, failedRetainDays: 30 },
-    ...overrides,
+    ...rest,
+    llm: {
+      providers: [mockProvider()],
+      pricing: {},
+      maxReplyBytes: ConfigDefaults.maxReplyBytes,
+      maxMessagesPerReply: ConfigDefaults.maxMessagesPerReply,
+      ...llm,
+    },
   };
 }
 
 export function loaded(
   listeners: ResolvedListener[],
-  overrides: Partial<OrganismConfig> = {},
+  overrides: ConfigOverrides = {},
   payloadTypes: PayloadTypeDef[] = [Text, Num],
 ): LoadedOrganism {
   return {
@@ -77,7 +91,7 @@ export function loaded(
 /** Builds and starts an organism, recording every event. */
 export async function startOrganism(
   listeners: ResolvedListener[],
-  overrides: Partial<OrganismConfig> = {},
+  overrides: ConfigOverrides = {},
   options: OrganismOptions = {},
   payloadTypes?: PayloadTypeDef[],
 ) {

@@ -1,4 +1,5 @@
 import { loadOrganism } from '../config/index.js';
+import type { OrganismConfig } from '../config/types.js';
 import { Organism } from '../organism/organism.js';
 import type { Server } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
@@ -142,6 +143,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     reloadConfig: () => loadOrganism(path),
     ...(tracing ? { tracing: { provider: tracing.provider } } : {}),
     ...(hasConsole ? { consoleDir } : {}),
+    ...(options.auth ? { resolveTokens: (config: OrganismConfig) => resolveTokens(config, dataDir) } : {}),
     closing: () => closing,
   });
   // Every connection, accepted here or handed over by the supervisor (server.getConnections

@@ -71,6 +71,8 @@ export const Errors = {
   BUDGET_THREAD_FINISHED: define('BUDGET_THREAD_FINISHED', 409, 'Thread %s has finished (%s); its budget can no longer change'),
   RELOAD_FAILED: define('RELOAD_FAILED', 500, '%s'),
   RELOAD_FAILED_DEFAULT: define('RELOAD_FAILED_DEFAULT', 500, 'Reload failed'),
+  /** A reload of a configuration with problems: nothing was applied; `errors` lists every problem. */
+  RELOAD_INVALID: define('RELOAD_INVALID', 422, '%s'),
 
   // --- decided by the issues ---
   JOURNAL_ENTRY_NOT_FOUND: define('JOURNAL_ENTRY_NOT_FOUND', 404, 'Journal entry not found: %s'),

@@ -13,6 +13,10 @@ export interface ReloadResult {
   readonly added: readonly string[];
   readonly removed: readonly string[];
   readonly updated: readonly string[];
+  /** Other organism.yaml keys that changed (`max_tokens_per_thread`, `llm.providers.mock.base_url`, ...). */
+  readonly changed: readonly string[];
+  /** The changed keys that take effect only at the next start. */
+  readonly restartRequired: readonly string[];
   readonly error: string | null;
 }
 

@@ -20,6 +20,7 @@ import { silentLogger, type Logger } from '../util/logger.js';
 import { createLlmAgentHandler, type AgentWorldView } from '../agent/llm-agent.js';
 import { providerServes } from '../config/document.js';
 import type { ListenerConfig, ReplyFormat } from '../config/types.js';
+import { configChanges } from './config-changes.js';
 import { agentInfo, type AgentInfo } from './views.js';
 
 /** Where the organism keeps its journal, threads, usage and budgets. */
@@ -254,14 +255,20 @@ export class Organism {
         return r && (r.handlerVersion !== l.handlerVersion || JSON.stringify(r.config) !== JSON.stringify(l.config));
       })
       .map((l) => l.config.name);
-    return { success: true, added, removed, updated, error: null };
+    return { success: true, added, removed, updated, ...configChanges(this.config, next.config), error: null };
   }
 
-  /** Applies an already validated configuration. */
+  /**
+   * Applies an already validated configuration: listeners, payload types, limits, providers and
+   * pricing (a new router), and the default budget of threads that start from now on. Keys read
+   * only at start (journal, metrics, telemetry) are reported in `restartRequired`.
+   */
   reload(next: LoadedOrganism): ReloadResult {
+    const changes = configChanges(this.config, next.config);
     const registry = new PayloadRegistry(next.payloadTypes);
     const router = this.makeRouter(next.config);
-    const result = this.pump.reload(next.listeners, limitsOf(next.config), { registry, llm: router });
+    const listeners = this.pump.reload(next.listeners, limitsOf(next.config), { registry, llm: router });
+    this.budgets.defaultMaxTokens = next.config.maxTokensPerThread;
     // Changed MCP servers get new connections (calls under way on the old ones fail as the old hub closes).
     if (JSON.stringify(next.config.mcpServers ?? []) !== JSON.stringify(this.loaded.config.mcpServers ?? [])) {
       const old = this.mcp;
@@ -272,7 +279,9 @@ export class Organism {
     this.loaded = next;
     this.registryValue = registry;
     this.router = router;
-    this.logger.info({ added: result.added, removed: result.removed, updated: result.updated }, 'configuration reloaded');
+    const result: ReloadResult = { success: true, ...listeners, ...changes, error: null };
+    this.bus.emit({ type: 'reload', result });
+    this.logger.info({ added: result.added, removed: result.removed, updated: result.updated, changed: result.changed, restartRequired: result.restartRequired }, 'configuration reloaded');
     return result;
   }
 

@@ -368,7 +368,7 @@ export class Pump {
     listeners: readonly ResolvedListener[],
     limits: PumpLimits,
     swap: Pick<PumpDeps, 'registry' | 'llm'>,
-  ): ReloadResult {
+  ): Pick<ReloadResult, 'added' | 'removed' | 'updated'> {
     this.deps = { ...this.deps, ...swap };
     const next = new Map(listeners.map((l) => [l.config.name, l]));
     const added: string[] = [];
@@ -400,10 +400,8 @@ export class Pump {
       }
     }
     this.limits = limits;
-    const result: ReloadResult = { success: true, added, removed, updated, error: null };
-    this.deps.bus.emit({ type: 'reload', result });
     this.schedule();
-    return result;
+    return { added, removed, updated };
   }
 
   // ---------------------------------------------------------------- views

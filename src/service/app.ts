@@ -42,6 +42,8 @@ export interface BuildAppOptions {
   readonly onStop?: () => void;
   readonly onRestart?: () => void;
   readonly reloadConfig?: () => Promise<LoadedOrganism>;
+  /** Resolves the tokens of a reloaded configuration (the CLI reads them from env). */
+  readonly resolveTokens?: ServiceContext['resolveTokens'];
   /** Largest accepted request body in bytes (default 1 MiB; larger is 413). */
   readonly bodyLimit?: number;
   /** WebSocket connection limits, buffers and heartbeat. */
@@ -88,6 +90,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     ...(options.onStop ? { onStop: options.onStop } : {}),
     ...(options.onRestart ? { onRestart: options.onRestart } : {}),
     ...(options.reloadConfig ? { reloadConfig: options.reloadConfig } : {}),
+    ...(options.resolveTokens ? { resolveTokens: options.resolveTokens } : {}),
   };
 
   if (options.tracing) await registerTracing(base, options.tracing.provider);

@@ -39,6 +39,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Resolves an Authorization header value or a bare token to a principal (null: unknown). */
     authenticate: (headerOrToken: string | null | undefined) => Principal | null;
+    /** Replaces the accepted tokens (a reload that changed `auth.tokens`). */
+    setAuthTokens: (tokens: readonly ApiToken[]) => void;
   }
 }
 
@@ -148,8 +150,12 @@ export function defaultAccess(method: string | string[], websocket: boolean): Ac
  * WebSocket plugin's). `authenticate` is decorated on the instance for the WebSocket layer.
  */
 export function registerAuth(app: FastifyInstance, settings: AuthSettings): void {
-  const authenticate = createAuthenticator(settings);
+  let current = createAuthenticator(settings);
+  const authenticate = (headerOrToken: string | null | undefined) => current(headerOrToken);
   app.decorate('authenticate', authenticate);
+  app.decorate('setAuthTokens', (tokens: readonly ApiToken[]) => {
+    current = createAuthenticator({ ...settings, tokens });
+  });
   app.decorateRequest('principal', null);
   app.addHook('onRoute', (route) => {
     const websocketRoute = (route as { websocket?: boolean }).websocket === true;

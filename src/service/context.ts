@@ -1,4 +1,5 @@
-import type { LoadedOrganism } from '../config/types.js';
+import type { LoadedOrganism, OrganismConfig } from '../config/types.js';
+import type { ApiToken } from './auth.js';
 import type { Organism } from '../organism/organism.js';
 
 /** What every route group gets: the organism and the process-level hooks the CLI supplies. */
@@ -11,6 +12,11 @@ export interface ServiceContext {
   readonly onRestart?: () => void;
   /** Re-reads and validates the configuration file; throws with the reason when it is invalid. */
   readonly reloadConfig?: () => Promise<LoadedOrganism>;
+  /**
+   * Resolves the API tokens a configuration names (from env); a reload that changes
+   * `auth.tokens` applies them. Problems (an unset variable) refuse the reload.
+   */
+  readonly resolveTokens?: (config: OrganismConfig) => { readonly tokens: readonly ApiToken[]; readonly problems: readonly string[] };
 }
 
 /** Seconds since the organism started (0 before it has). */

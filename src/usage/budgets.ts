@@ -82,7 +82,8 @@ interface Budget {
  * above to fire at its next settle (there is no agent to address them to before that).
  */
 export class BudgetManager {
-  readonly defaultMaxTokens: number;
+  /** The ceiling of budgets created from now on (a reload may change it; existing ones keep theirs). */
+  defaultMaxTokens: number;
   private readonly budgets = new Map<string, Budget>();
   private readonly listeners = new Set<(e: BudgetThresholdEvent) => void>();
   private readonly releaseListeners = new Set<(final: ThreadBudgetInfo) => void>();

@@ -302,9 +302,10 @@ describe('reload', () => {
       { ...listener('a', { handler: () => void calls.push('a2') }), handlerVersion: 'v2:a' },
       listener('c'),
     ]);
-    expect(organism.planReload(next)).toEqual({ success: true, added: ['c'], removed: ['b'], updated: ['a'], error: null });
+    const diff = { success: true, added: ['c'], removed: ['b'], updated: ['a'], changed: [], restartRequired: [], error: null };
+    expect(organism.planReload(next)).toEqual(diff);
     const result = organism.reload(next);
-    expect(result).toEqual({ success: true, added: ['c'], removed: ['b'], updated: ['a'], error: null });
+    expect(result).toEqual(diff);
     expect(organism.agents().map((x) => x.name).sort()).toEqual(['a', 'c', 'system.audit']);
     expect(events.some((e) => e.type === 'reload')).toBe(true);
     const { threadId } = await organism.inject('a', { text: 'x' });

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { BASE_LISTENERS, eventually, organismYaml, probe, startService, type Service } from './fixture.js';
+import { BASE_LISTENERS, eventually, OPERATOR as OPS, organismYaml, probe, startService, type Service } from './fixture.js';
 
 let svc: Service | undefined;
 afterEach(async () => {
@@ -112,7 +112,7 @@ describe('reload', () => {
     s.writeConfig(organismYaml(next));
     const res = await s.request('POST', '/api/v1/organism/reload');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ success: true, added: ['extra'], removed: ['broken'], updated: ['echo'], error: null, dryRun: false });
+    expect(res.body).toEqual({ success: true, added: ['extra'], removed: ['broken'], updated: ['echo'], changed: [], restartRequired: [], error: null, dryRun: false });
     expect(await names(s)).toEqual(['echo', 'extra', 'greeter', 'shouter', 'slow']);
     expect((await s.request('GET', '/api/v1/agents/echo')).body.description).toBe('Records everything');
     const { messageId } = await inject(s, 'extra', 'to the new one');
@@ -125,22 +125,26 @@ describe('reload', () => {
     s.writeConfig(organismYaml(BASE_LISTENERS.filter((l) => l.name !== 'slow')));
     const res = await s.request('POST', '/api/v1/organism/reload?dry_run=true');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ success: true, added: [], removed: ['slow'], updated: [], error: null, dryRun: true });
+    expect(res.body).toEqual({ success: true, added: [], removed: ['slow'], updated: [], changed: [], restartRequired: [], error: null, dryRun: true });
     expect(await names(s)).toContain('slow');
   });
 
-  it('an invalid file -> 500 with the loader text, and nothing changes', async () => {
+  it('an invalid file -> 422 with every problem, and nothing changes (dry run too)', async () => {
     svc = await startService();
     const s = svc;
     const before = await names(s);
-    s.writeConfig(organismYaml(BASE_LISTENERS).replace('payload: Greeting', 'payload: Nonexistent'));
+    s.writeConfig(organismYaml(BASE_LISTENERS).replace('payload: Greeting', 'payload: Nonexistent').replace('max_tokens_per_thread: 50000', 'max_tokens_per_thread: lots'));
     const res = await s.request('POST', '/api/v1/organism/reload');
-    expect(res.status).toBe(500);
-    expect(res.body.detail).toMatch(/^Configuration is invalid: 1 problem/);
-    expect(res.body.detail).toContain('Nonexistent');
+    expect(res.status).toBe(422);
+    expect(res.body.code).toBe('RELOAD_INVALID');
+    expect(res.body.detail).toMatch(/^Configuration is invalid: 2 problems/);
+    expect(res.body.errors).toHaveLength(2);
+    expect(res.body.errors.map((e: { field: string }) => e.field).sort()).toEqual(['listeners[3].payload', 'max_tokens_per_thread']);
+    expect(res.body.errors.find((e: { field: string }) => e.field === 'listeners[3].payload').message).toMatch(/organism\.yaml:\d+:\d+: .*Nonexistent/);
     expect(await names(s)).toEqual(before);
     const dry = await s.request('POST', '/api/v1/organism/reload?dryRun=true');
-    expect(dry.status).toBe(500);
+    expect(dry.status).toBe(422);
+    expect(dry.body.errors).toHaveLength(2);
   });
 
   it('a failure without text -> 500 Reload failed', async () => {
@@ -187,5 +191,84 @@ describe('refusals change nothing (SQLite)', () => {
     const again = (await s.request('GET', `/api/v1/threads/${threadId}`)).body;
     expect(again.status).toBe(status);
     expect(again.lastActivity).toBe(thread.lastActivity);
+  });
+});
+
+describe('reload of keys beyond the listeners', () => {
+  const yaml = () => organismYaml(BASE_LISTENERS);
+
+  it('max_tokens_per_thread: reported, and threads that start afterwards get the new ceiling', async () => {
+    svc = await startService({ storage: 'sqlite' });
+    const s = svc;
+    s.writeConfig(yaml().replace('max_tokens_per_thread: 50000', 'max_tokens_per_thread: 777'));
+    const dry = await s.request('POST', '/api/v1/organism/reload?dryRun=true');
+    expect(dry.body).toMatchObject({ changed: ['max_tokens_per_thread'], restartRequired: [], dryRun: true });
+    expect((await s.request('GET', '/api/v1/usage/threads')).body.defaultMaxTokens).toBe(50000);
+    const res = await s.request('POST', '/api/v1/organism/reload');
+    expect(res.body).toMatchObject({ success: true, added: [], removed: [], updated: [], changed: ['max_tokens_per_thread'], restartRequired: [] });
+    expect((await s.request('GET', '/api/v1/usage/threads')).body.defaultMaxTokens).toBe(777);
+    // A new thread's budget is created with the new ceiling.
+    await s.request('POST', '/api/v1/agents/shouter/pause');
+    const started = await s.request('POST', '/api/v1/inject', { body: { to: 'greeter', payload: { Greeting: { name: 'Ada' } } } });
+    const threadId = started.body.threadId as string;
+    const budget = await eventually(async () => {
+      const r = await s.request('GET', `/api/v1/usage/threads/${threadId}`);
+      return r.status === 200 ? r.body : null;
+    }, 'the budget of the new thread');
+    expect(budget.maxTokens).toBe(777);
+  });
+
+  it('a provider base_url, pricing and limits are reported by key (dry run too); journal keys need a restart', async () => {
+    svc = await startService();
+    const s = svc;
+    const next = yaml()
+      .replace('      type: mock\n', '      type: mock\n      base_url: http://127.0.0.1:9/v1\n')
+      .replace('mock-small: {prompt: 0.5, completion: 1.5}', 'mock-small: {prompt: 0.7, completion: 1.5}')
+      .replace('max_tokens_per_thread: 50000', 'max_tokens_per_thread: 50000\nmax_hops: 7\njournal:\n  max_attempts: 9');
+    s.writeConfig(next);
+    const expected = ['max_hops', 'llm.providers.mock.base_url', 'llm.pricing.mock-small', 'journal.max_attempts'];
+    const dry = await s.request('POST', '/api/v1/organism/reload?dryRun=true');
+    expect(dry.status, JSON.stringify(dry.body)).toBe(200);
+    expect([...dry.body.changed].sort()).toEqual([...expected].sort());
+    expect(dry.body.restartRequired).toEqual(['journal.max_attempts']);
+    const res = await s.request('POST', '/api/v1/organism/reload');
+    expect([...res.body.changed].sort()).toEqual([...expected].sort());
+    const config = (await s.request('GET', '/api/v1/organism/config')).body;
+    expect(JSON.stringify(config)).toContain('http://127.0.0.1:9/v1');
+    // Applied: nothing changes on a second reload of the same file.
+    expect((await s.request('POST', '/api/v1/organism/reload')).body).toMatchObject({ changed: [], restartRequired: [] });
+  });
+
+  it('auth tokens: a new token works after reload and the removed one stops; an unset variable is 422 and changes nothing', async () => {
+    const env: Record<string, string> = { FIRST_TOKEN: 'first-token-123456', SECOND_TOKEN: 'second-token-654321' };
+    const resolve = (config: { auth: { tokens: readonly { name: string; role: 'operator' | 'viewer'; tokenEnv: string }[] } }) => {
+      const problems: string[] = [];
+      const tokens = [{ name: 'ops', role: 'operator' as const, token: OPS }];
+      for (const t of config.auth.tokens) {
+        const value = env[t.tokenEnv];
+        if (value) tokens.push({ name: t.name, role: t.role as 'operator', token: value });
+        else problems.push(`auth token "${t.name}": environment variable ${t.tokenEnv} is not set`);
+      }
+      return { tokens, problems };
+    };
+    const withTokens = (names: Array<[string, string]>) =>
+      `${yaml()}auth:\n  tokens:\n${names.map(([n, e]) => `    - {name: ${n}, role: viewer, token_env: ${e}}`).join('\n')}\n`;
+    svc = await startService({ yaml: withTokens([['first', 'FIRST_TOKEN']]), app: { resolveTokens: resolve } });
+    const s = svc;
+    const asToken = (token: string) => s.request('GET', '/api/v1/organism', { token });
+    expect((await asToken('second-token-654321')).status).toBe(401);
+
+    s.writeConfig(withTokens([['second', 'SECOND_TOKEN']]));
+    const res = await s.request('POST', '/api/v1/organism/reload');
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.changed).toEqual(['auth.tokens.second', 'auth.tokens.first']);
+    expect((await asToken('second-token-654321')).status).toBe(200);
+
+    s.writeConfig(withTokens([['second', 'SECOND_TOKEN'], ['third', 'THIRD_TOKEN_UNSET']]));
+    const bad = await s.request('POST', '/api/v1/organism/reload');
+    expect(bad.status).toBe(422);
+    expect(bad.body.errors).toEqual([{ location: 'config', field: 'auth.tokens', message: 'auth token "third": environment variable THIRD_TOKEN_UNSET is not set' }]);
+    expect((await asToken('second-token-654321')).status).toBe(200);
+    expect((await s.request('GET', '/api/v1/organism/config')).body.auth.tokens).toHaveLength(1);
   });
 });

@@ -72,7 +72,7 @@ describe('frames', () => {
     expect(toFrame({ type: 'agent_state', agent: 'a', state: 'processing', currentThread: 't1' }).meta).toMatchObject({ threadId: 't1', agents: ['a'] });
     expect(JSON.parse(toFrame({ type: 'peer_denied', from: 'a', to: 'c', threadId: 't1', messageId: 'm1', reason: 'not a peer' }).json)).toMatchObject({ from: 'a', to: 'c', threadId: 't1', reason: 'not a peer' });
     expect(JSON.parse(toFrame({ type: 'organism_status', status: 'stopping' }).json)).toMatchObject({ event: 'organism_status', status: 'stopping' });
-    expect(JSON.parse(toFrame({ type: 'reload', result: { success: true, added: ['x'], removed: [], updated: [], error: null } }).json)).toMatchObject({ success: true, added: ['x'] });
+    expect(JSON.parse(toFrame({ type: 'reload', result: { success: true, added: ['x'], removed: [], updated: [], changed: ['max_hops'], restartRequired: [], error: null } }).json)).toMatchObject({ success: true, added: ['x'], changed: ['max_hops'], restartRequired: [] });
     const failed = toFrame({ type: 'journal_failed', message: message(), reason: 'max_attempts', error: 'boom' } as never);
     expect(JSON.parse(failed.json)).toMatchObject({ message: { deliveryState: 'FAILED' }, error: 'boom' });
     expect(failed.meta.isMessage).toBe(false);

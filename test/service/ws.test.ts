@@ -180,6 +180,31 @@ describe('/ws', () => {
     expect(String((await viewer.next('error', at2))['error'])).toMatch(/^Malformed command: /);
   });
 
+  it('a command id is echoed by its reply, errors included; a bad id is refused', async () => {
+    const { url } = await server();
+    const op = await client(`${url}/ws?token=${OP}`);
+    await op.next('connected');
+    // Several commands in flight: each reply carries the id of the command it answers.
+    op.cmd({ cmd: 'inject', id: 'inj-1', to: 'a', payload: { Text: { text: 'with id' } } });
+    op.cmd({ cmd: 'ping', id: 7 });
+    op.cmd({ cmd: 'subscribe', id: 'sub', events: ['message'] });
+    op.cmd({ cmd: 'inject', id: 'inj-2', to: 'nobody', payload: {} });
+    op.cmd({ cmd: 'dance', id: 'd' });
+    await eventually(() => op.frames.filter((f) => f['id'] !== undefined).length === 5);
+    const byId = Object.fromEntries(op.frames.filter((f) => f['id'] !== undefined).map((f) => [String(f['id']), f]));
+    expect(byId['inj-1']).toMatchObject({ event: 'injected', threadId: expect.any(String) });
+    expect(byId['7']).toMatchObject({ event: 'pong', id: 7 });
+    expect(byId['sub']).toMatchObject({ event: 'subscribed' });
+    expect(byId['inj-2']).toMatchObject({ event: 'error', error: 'Unknown target agent: nobody' });
+    expect(byId['d']).toMatchObject({ event: 'error', error: 'Unknown command: dance' });
+    const at = op.frames.length;
+    op.cmd({ cmd: 'ping', id: { nested: true } });
+    expect(await op.next('error', at)).toMatchObject({ error: 'Malformed command: id must be a string (up to 128 characters) or a number', cmd: 'ping' });
+    const at2 = op.frames.length;
+    op.cmd({ cmd: 'ping' });
+    expect((await op.next('pong', at2))['id']).toBeUndefined();
+  });
+
   it('resumes with since: replays what was missed, or resyncs when the boot changed', async () => {
     const { url, organism } = await server();
     const c = await client(`${url}/ws?token=${VIEW}`);

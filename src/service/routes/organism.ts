@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { loadOrganism, sanitizeConfig } from '../../config/index.js';
+import { ConfigInvalidError, formatConfigProblem, loadOrganism, sanitizeConfig } from '../../config/index.js';
 import type { LoadedOrganism } from '../../config/types.js';
 import { Errors, OrganismError } from '../../errors/catalogue.js';
 import { uptimeSeconds, type ServiceContext } from '../context.js';
@@ -76,9 +76,18 @@ export const organismRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (
       // One reload at a time: two concurrent diffs against the same state would race.
       const run = reloading.then(async () => {
         const next = await readConfig(ctx);
-        if (dryRun) return organism.planReload(next);
+        const plan = organism.planReload(next);
+        // Tokens are checked before anything is applied: an unset variable refuses the whole reload.
+        const tokens = plan.changed.some((k) => k.startsWith('auth.tokens')) && ctx.resolveTokens ? ctx.resolveTokens(next.config) : null;
+        if (tokens && tokens.problems.length > 0) {
+          const problems = tokens.problems.map((message) => ({ location: 'config', field: 'auth.tokens', message }));
+          throw Errors.RELOAD_INVALID.withData(problems, `Configuration is invalid: ${tokens.problems.join('; ')}`);
+        }
+        if (dryRun) return plan;
         try {
-          return organism.reload(next);
+          const result = organism.reload(next);
+          if (tokens) app.setAuthTokens(tokens.tokens);
+          return result;
         } catch (err) {
           throw reloadError(err);
         }
@@ -86,7 +95,16 @@ export const organismRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (
       reloading = run.catch(() => undefined);
       const result = await run;
       if (!result.success) throw result.error ? Errors.RELOAD_FAILED(result.error) : Errors.RELOAD_FAILED_DEFAULT();
-      return { success: true, added: [...result.added], removed: [...result.removed], updated: [...result.updated], error: null, dryRun };
+      return {
+        success: true,
+        added: [...result.added],
+        removed: [...result.removed],
+        updated: [...result.updated],
+        changed: [...result.changed],
+        restartRequired: [...result.restartRequired],
+        error: null,
+        dryRun,
+      };
     },
   );
 
@@ -125,6 +143,11 @@ async function readConfig(ctx: ServiceContext): Promise<LoadedOrganism> {
 }
 
 function reloadError(err: unknown): OrganismError {
+  if (err instanceof ConfigInvalidError) {
+    // The client's file, not a server fault: 422 with every problem, file and line included.
+    const problems = err.problems.map((p) => ({ location: 'config', field: p.keyPath, message: formatConfigProblem(p) }));
+    return Errors.RELOAD_INVALID.withData(problems, err.detail);
+  }
   if (err instanceof OrganismError && err.status === 500) return err;
   const text = err instanceof Error ? err.message : typeof err === 'string' ? err : '';
   return text ? Errors.RELOAD_FAILED(text) : Errors.RELOAD_FAILED_DEFAULT();

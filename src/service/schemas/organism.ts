@@ -58,6 +58,8 @@ export const ReloadResponse = Type.Object(
     added: Type.Array(Type.String()),
     removed: Type.Array(Type.String()),
     updated: Type.Array(Type.String()),
+    changed: Type.Array(Type.String(), { description: 'Other organism.yaml keys that changed, e.g. max_tokens_per_thread, llm.providers.mock.base_url' }),
+    restartRequired: Type.Array(Type.String(), { description: 'Changed keys that take effect only after a restart (journal.*, metrics, telemetry)' }),
     error: NullableString,
     dryRun: Type.Boolean(),
   },

@@ -7,12 +7,19 @@ import { frameJson } from './frames.js';
 /** How long an inject may wait for room in a full queue before it is refused as busy. */
 const INJECT_WAIT_MS = 5_000;
 
-function reply(client: WsClient, event: string, body: Record<string, unknown> = {}): void {
-  client.send(frameJson(event, body).json);
+/** Answers the command being handled (its `id`, when it had one, is echoed in the reply). */
+type Reply = (event: string, body?: Record<string, unknown>) => void;
+
+function replyError(reply: Reply, error: OrganismError, command: unknown): void {
+  reply('error', { error: error.detail, ...(typeof command === 'string' ? { cmd: command } : {}) });
 }
 
-function replyError(client: WsClient, error: OrganismError, command: unknown): void {
-  reply(client, 'error', { error: error.detail, ...(typeof command === 'string' ? { cmd: command } : {}) });
+/** A command id: a string of at most 128 characters or a finite number; anything else is refused. */
+function commandId(raw: unknown): string | number | undefined | OrganismError {
+  if (raw === undefined) return undefined;
+  if (typeof raw === 'string' && raw.length <= 128) return raw;
+  if (typeof raw === 'number' && Number.isFinite(raw)) return raw;
+  return Errors.WS_MALFORMED_COMMAND('id must be a string (up to 128 characters) or a number');
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -30,11 +37,11 @@ function injectMetadata(raw: unknown): Record<string, string> {
   return out;
 }
 
-async function inject(organism: Organism, client: WsClient, cmd: Record<string, unknown>): Promise<void> {
-  if (client.channel !== 'control') return replyError(client, Errors.WS_INJECT_ON_MESSAGES(), 'inject');
-  if (client.role !== 'operator') return replyError(client, Errors.OPERATOR_REQUIRED(), 'inject');
+async function inject(organism: Organism, client: WsClient, reply: Reply, cmd: Record<string, unknown>): Promise<void> {
+  if (client.channel !== 'control') return replyError(reply, Errors.WS_INJECT_ON_MESSAGES(), 'inject');
+  if (client.role !== 'operator') return replyError(reply, Errors.OPERATOR_REQUIRED(), 'inject');
   const to = cmd['to'];
-  if (typeof to !== 'string' || to === '') return replyError(client, Errors.WS_INJECT_NEEDS_TARGET(), 'inject');
+  if (typeof to !== 'string' || to === '') return replyError(reply, Errors.WS_INJECT_NEEDS_TARGET(), 'inject');
   const threadId = cmd['threadId'] ?? cmd['thread_id'];
   try {
     const result = await organism.inject(to, cmd['payload'] ?? {}, {
@@ -42,16 +49,17 @@ async function inject(organism: Organism, client: WsClient, cmd: Record<string, 
       metadata: injectMetadata(cmd['metadata']),
       waitMs: INJECT_WAIT_MS,
     });
-    reply(client, 'injected', { threadId: result.threadId, messageId: result.messageId });
+    reply('injected', { threadId: result.threadId, messageId: result.messageId });
   } catch (err) {
     const error = err instanceof OrganismError ? err : Errors.WS_INJECT_FAILED(err instanceof Error ? err.message : String(err));
-    reply(client, 'error', { error: error.detail, cmd: 'inject', ...(error.data !== undefined ? { errors: error.data } : {}) });
+    reply('error', { error: error.detail, cmd: 'inject', ...(error.data !== undefined ? { errors: error.data } : {}) });
   }
 }
 
 /**
- * Handles one text frame from a client: `{cmd: "subscribe" | "inject" | "ping", ...}`. Every
- * command is answered (`subscribed`, `injected`, `pong` or `error`); nothing a client sends
+ * Handles one text frame from a client: `{cmd: "subscribe" | "inject" | "ping", id?, ...}`.
+ * Every command is answered (`subscribed`, `injected`, `pong` or `error`), with the command's
+ * `id` when it gave one, so a client can pair replies with commands; nothing a client sends
  * can throw out of here.
  */
 export async function handleCommand(organism: Organism, client: WsClient, text: string): Promise<void> {
@@ -61,21 +69,25 @@ export async function handleCommand(organism: Organism, client: WsClient, text: 
     if (!isRecord(parsed)) throw new Error('expected a JSON object like {"cmd": "ping"}');
     cmd = parsed;
   } catch (err) {
-    return replyError(client, Errors.WS_MALFORMED_COMMAND((err as Error).message), undefined);
+    return replyError((event, body = {}) => client.send(frameJson(event, body).json), Errors.WS_MALFORMED_COMMAND((err as Error).message), undefined);
   }
   const name = cmd['cmd'];
+  const id = commandId(cmd['id']);
+  const reply: Reply = (event, body = {}) =>
+    client.send(frameJson(event, { ...body, ...(id !== undefined && !(id instanceof OrganismError) ? { id } : {}) }).json);
+  if (id instanceof OrganismError) return replyError(reply, id, name);
   switch (name) {
     case 'ping':
-      return reply(client, 'pong');
+      return reply('pong');
     case 'subscribe': {
       const filter = parseFilter(isRecord(cmd['filter']) ? cmd['filter'] : cmd);
-      if (filter instanceof OrganismError) return replyError(client, filter, 'subscribe');
+      if (filter instanceof OrganismError) return replyError(reply, filter, 'subscribe');
       client.filter = filter; // replaces the previous filter
-      return reply(client, 'subscribed', { filter });
+      return reply('subscribed', { filter });
     }
     case 'inject':
-      return inject(organism, client, cmd);
+      return inject(organism, client, reply, cmd);
     default:
-      return replyError(client, Errors.WS_UNKNOWN_COMMAND(typeof name === 'string' ? name : JSON.stringify(name ?? null)), name);
+      return replyError(reply, Errors.WS_UNKNOWN_COMMAND(typeof name === 'string' ? name : JSON.stringify(name ?? null)), name);
   }
 }

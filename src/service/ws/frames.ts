@@ -150,7 +150,15 @@ function bodyOf(e: OrganismEvent): Record<string, unknown> {
     case 'llm_delta':
       return { threadId: e.threadId, messageId: e.messageId, agent: e.agent, callId: e.callId, text: e.text };
     case 'reload':
-      return { success: e.result.success, added: e.result.added, removed: e.result.removed, updated: e.result.updated, error: e.result.error };
+      return {
+        success: e.result.success,
+        added: e.result.added,
+        removed: e.result.removed,
+        updated: e.result.updated,
+        changed: e.result.changed,
+        restartRequired: e.result.restartRequired,
+        error: e.result.error,
+      };
     case 'organism_status':
       return { status: e.status };
   }

@@ -1,0 +1,66 @@
+import type { OrganismConfig } from '../config/types.js';
+
+/** What a reload changes beyond the listeners, named by organism.yaml keys. */
+export interface ConfigChanges {
+  /** Every key whose value differs (`max_tokens_per_thread`, `llm.providers.mock.base_url`, ...). */
+  readonly changed: readonly string[];
+  /** The changed keys a running process cannot apply: they take effect at the next start. */
+  readonly restartRequired: readonly string[];
+}
+
+/**
+ * Keys read only when the process starts: journal retention and recovery attempts (storage is
+ * opened with them), the /metrics route and the trace exporter.
+ */
+const AT_START = [/^journal\./, /^metrics(\.|$)/, /^telemetry(\.|$)/];
+
+/** Config field names as organism.yaml spells them. */
+const YAML_NAMES: Record<string, string> = { mockLatencyMs: 'latency_ms', tokenEnv: 'token_env' };
+const yamlName = (key: string): string => YAML_NAMES[key] ?? key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+
+/** Entries of two named lists (providers, tokens): added or removed as a whole, else field by field. */
+function namedListChanges<T extends { readonly name: string }>(prefix: string, before: readonly T[], after: readonly T[]): string[] {
+  const out: string[] = [];
+  const old = new Map(before.map((x) => [x.name, x]));
+  const next = new Map(after.map((x) => [x.name, x]));
+  for (const [name, item] of next) {
+    const prev = old.get(name);
+    if (!prev) {
+      out.push(`${prefix}.${name}`);
+      continue;
+    }
+    const keys = new Set([...Object.keys(prev), ...Object.keys(item)]);
+    for (const key of keys) {
+      if (!same((prev as Record<string, unknown>)[key], (item as Record<string, unknown>)[key])) out.push(`${prefix}.${name}.${yamlName(key)}`);
+    }
+  }
+  for (const name of old.keys()) if (!next.has(name)) out.push(`${prefix}.${name}`);
+  return out;
+}
+
+function recordChanges(prefix: string, before: Readonly<Record<string, unknown>>, after: Readonly<Record<string, unknown>>): string[] {
+  const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
+  return [...keys].filter((k) => !same(before[k], after[k])).map((k) => `${prefix}.${k}`);
+}
+
+/** The keys that differ between two configurations (listeners are reported by the listener diff). */
+export function configChanges(before: OrganismConfig, after: OrganismConfig): ConfigChanges {
+  const changed: string[] = [];
+  if (before.name !== after.name) changed.push('organism.name');
+  for (const key of ['maxTokensPerThread', 'maxConcurrentHandlers', 'maxConcurrentPerAgent', 'maxHops', 'maxQueue'] as const) {
+    if (before[key] !== after[key]) changed.push(yamlName(key));
+  }
+  changed.push(...namedListChanges('llm.providers', before.llm.providers, after.llm.providers));
+  changed.push(...recordChanges('llm.pricing', before.llm.pricing, after.llm.pricing));
+  const payloads = (c: OrganismConfig) => Object.fromEntries(c.payloads.map((p) => [p.name, p]));
+  changed.push(...recordChanges('payloads', payloads(before), payloads(after)));
+  changed.push(...namedListChanges('auth.tokens', before.auth.tokens, after.auth.tokens));
+  for (const key of Object.keys({ ...before.journal, ...after.journal }) as Array<keyof OrganismConfig['journal']>) {
+    if (before.journal[key] !== after.journal[key]) changed.push(`journal.${yamlName(key)}`);
+  }
+  if (!same(before.metrics, after.metrics)) changed.push('metrics');
+  if (!same(before.telemetry, after.telemetry)) changed.push('telemetry');
+  return { changed, restartRequired: changed.filter((k) => AT_START.some((re) => re.test(k))) };
+}

@@ -24,6 +24,8 @@ export interface ServeSettings {
 export interface Started {
   readonly supervisor: ChildProcess;
   readonly exited: Promise<{ code: number | null; signal: string | null }>;
+  /** Set once the supervisor has exited. */
+  exit: { code: number | null; signal: string | null } | null;
 }
 
 /** Why a start did not come up: it exited first (a refused restart) or never answered. */
@@ -60,20 +62,25 @@ export class Serve {
     );
     closeSync(log);
     const exited = new Promise<{ code: number | null; signal: string | null }>((r) => supervisor.on('exit', (code, signal) => r({ code, signal })));
-    let exit: { code: number | null; signal: string | null } | null = null;
-    void exited.then((e) => (exit = e));
-    this.current = { supervisor, exited };
+    const started: Started = { supervisor, exited, exit: null };
+    void exited.then((e) => (started.exit = e));
+    this.current = started;
     const t0 = performance.now();
     while (performance.now() - t0 < deadlineMs) {
-      if (exit) {
-        const e = exit as { code: number | null; signal: string | null };
-        const tail = readFileSync(s.logFile, 'utf8').slice(logStart).trim().split('\n').slice(-3).join(' | ');
-        throw new StartFailed(`organism serve exited (${e.signal ?? e.code}) before serving: ${tail}`, e.code);
+      if (started.exit) {
+        const e = started.exit;
+        throw new StartFailed(`organism serve exited (${e.signal ?? e.code}) before serving: ${this.logTail(logStart)}`, e.code);
       }
       if (await this.healthy(1_000)) return performance.now() - t0;
       await sleep(25);
     }
     throw new StartFailed(`organism serve did not answer /health within ${deadlineMs / 1000} s`, null);
+  }
+
+  /** The last lines organism serve wrote (since `from`, a byte offset of its log). */
+  logTail(from = 0, lines = 3): string {
+    const text = readFileSync(this.settings.logFile, 'utf8');
+    return text.slice(Math.max(from, text.length - 20_000)).trim().split('\n').slice(-lines).join(' | ');
   }
 
   async healthy(timeoutMs: number): Promise<boolean> {
@@ -106,7 +113,7 @@ export class Serve {
   /** The worker: a marked child of the supervisor. */
   workerPid(): number | null {
     const sup = this.supervisorPid;
-    return this.processes().find((p) => p.ppid === sup)?.pid ?? null;
+    return this.processes().find((p) => p.ppid === sup && p.cmdline.includes(' serve '))?.pid ?? null;
   }
 
   async waitForWorker(deadlineMs: number, not?: number | null): Promise<number | null> {

@@ -6,7 +6,8 @@
  */
 import Database from 'better-sqlite3';
 import path from 'node:path';
-import { send, type Handler } from 'organism';
+// Types only: loading the whole package again for a one-line helper would slow every boot.
+import type { Handler, Outgoing } from 'organism';
 import { EffectLog } from '../../test/crash/effects.js';
 
 const effectsFile = process.env['CHAOS_EFFECTS_DB'];
@@ -22,6 +23,7 @@ function stateOf(messageId: string): string | undefined {
   return (journal.get(messageId) as { state: string } | undefined)?.state;
 }
 
+const send = (to: string, payload: Record<string, unknown>): Outgoing => ({ to, payload });
 const jitter = () => new Promise((r) => setTimeout(r, Math.random() * 3));
 
 export const intake: Handler = async (payload, ctx) => {

@@ -6,7 +6,7 @@ import { checkCommand, formatProblem } from './check.js';
 import { ExitCode } from './exit-codes.js';
 import { initCommand } from './init.js';
 import { runCommand } from './run.js';
-import { ServeError, serveWorker } from './serve.js';
+import { checkBindable, ServeError, serveWorker } from './serve.js';
 import { supervise, WORKER_ENV } from './supervisor.js';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -60,7 +60,12 @@ program
   .action(async (config: string | undefined, opts) => {
     const worker = process.env[WORKER_ENV] === '1' || opts.supervisor === false;
     if (!worker) {
-      process.exit(await supervise(fileURLToPath(import.meta.url), process.argv.slice(2)));
+      try {
+        checkBindable(opts.host, opts.auth);
+      } catch (err) {
+        process.exit(report(err));
+      }
+      process.exit(await supervise(fileURLToPath(import.meta.url), process.argv.slice(2), { port: opts.port, host: opts.host }));
     }
     try {
       process.exit(

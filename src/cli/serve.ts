@@ -1,12 +1,15 @@
 import { loadOrganism } from '../config/index.js';
 import { Organism } from '../organism/organism.js';
-import { buildApp } from '../service/app.js';
+import type { Server } from 'node:http';
+import { Server as NetServer, type Socket } from 'node:net';
+import { buildApp, type Closing } from '../service/app.js';
 import { openSqliteStorage } from '../store/index.js';
 import { createLogger, type LogLevel } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import { resolveConfigPath, resolveDataDir } from './config-path.js';
 import { ExitCode } from './exit-codes.js';
 import { resolveTokens } from './tokens.js';
+import { SupervisorChannel } from './worker-channel.js';
 
 export interface ServeOptions {
   readonly port: number;
@@ -27,18 +30,38 @@ export class ServeError extends Error {
 }
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost|\[::1\])$/;
+/** Open connections may finish their requests this long once the organism has drained. */
+const CONNECTION_GRACE_MS = 2_000;
+/** An orphaned worker (its supervisor died) drains this long, and is gone within ORPHAN_EXIT_MS. */
+const ORPHAN_DRAIN_MS = 1_000;
+const ORPHAN_EXIT_MS = 1_800;
+
+/** Refuses to expose an unauthenticated API beyond loopback (checked before anything binds). */
+export function checkBindable(host: string, auth: boolean): void {
+  if (!auth && !LOOPBACK.test(host)) {
+    throw new ServeError(`refusing to bind ${host} with authentication disabled; use a loopback host or enable auth`, ExitCode.LISTEN);
+  }
+}
 
 /**
  * One server process: loads the config, opens storage (recovering the journal), serves the
  * API, and shuts down gracefully on SIGTERM/SIGINT (exit 0) or restarts on SIGHUP and
- * POST /organism/restart (exit RESTART for the supervisor).
+ * POST /organism/restart (exit RESTART for the supervisor). Under a supervisor it serves on
+ * the supervisor's listening socket, and exits within ORPHAN_EXIT_MS if the supervisor dies.
  */
 export async function serveWorker(configArg: string | undefined, options: ServeOptions): Promise<number> {
   const { path, isDemo } = resolveConfigPath(configArg);
   const logger = createLogger(options.logLevel);
-  if (!options.auth && !LOOPBACK.test(options.host)) {
-    throw new ServeError(`refusing to bind ${options.host} with authentication disabled; use a loopback host or enable auth`, ExitCode.LISTEN);
-  }
+  checkBindable(options.host, options.auth);
+  const supervisor = SupervisorChannel.connect();
+  let orphaned: (() => void) | null = null;
+  supervisor?.onDisconnect(() => {
+    logger.warn('the supervisor is gone; shutting down');
+    // Whatever happens below, this process must not outlive its supervisor for long.
+    setTimeout(() => process.exit(ExitCode.FAILURE), ORPHAN_EXIT_MS).unref();
+    if (orphaned) orphaned();
+    else process.exit(ExitCode.FAILURE); // still booting: nothing to drain
+  });
   const loaded = await loadOrganism(path);
   const dataDir = resolveDataDir(options.dataDir, path, isDemo);
   let storage;
@@ -57,17 +80,33 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
 
   let exitCode: number = ExitCode.OK;
   let shuttingDown: Promise<void> | null = null;
+  let closing: Closing | null = null;
   const shutdown = (code: number): Promise<void> => {
     if (shuttingDown) return shuttingDown;
     exitCode = code;
+    const restart = code === ExitCode.RESTART;
+    closing = { drained: false, restart };
     shuttingDown = (async () => {
-      logger.info({ restart: code === ExitCode.RESTART }, 'shutting down gracefully');
-      // The HTTP server stays up while draining, so new injections get a clear 503.
+      logger.info({ restart }, 'shutting down gracefully');
+      // The HTTP server stays up while draining: reads answer, new injections get a clear 503.
       const stopped = await organism.stop({ timeoutMs: options.drainTimeoutMs });
       logger.info({ journal: stopped.journal, abortedInFlight: stopped.abortedInFlight }, 'journal at shutdown');
+      closing = { drained: true, restart };
+      supervisor?.close();
+      await closeGently(app.server, connections, CONNECTION_GRACE_MS);
       await app.close();
     })();
     return shuttingDown;
+  };
+  orphaned = () => {
+    if (shuttingDown) return;
+    exitCode = ExitCode.FAILURE;
+    // Nobody will hand this process connections or restart it: stop accepting first, then
+    // give in-flight work a short bound (what is aborted stays in the journal for recovery).
+    shuttingDown = (async () => {
+      await app.close();
+      await organism.stop({ timeoutMs: ORPHAN_DRAIN_MS });
+    })();
   };
 
   const app = await buildApp({
@@ -78,12 +117,30 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     onStop: () => void shutdown(ExitCode.OK),
     onRestart: () => void shutdown(ExitCode.RESTART),
     reloadConfig: () => loadOrganism(path),
+    closing: () => closing,
+  });
+  // Every connection, accepted here or handed over by the supervisor (server.getConnections
+  // counts only the former), so a shutdown can let each finish its request.
+  const connections = new Set<Socket>();
+  app.server.on('connection', (socket: Socket) => {
+    connections.add(socket);
+    socket.once('close', () => connections.delete(socket));
   });
   // Started after the app is built (schemas compiled): recovered messages start flowing at
   // once, and would otherwise share the event loop with building it (bench scenario 5).
   await organism.start();
   try {
-    await app.listen({ port: options.port, host: options.host });
+    if (supervisor) {
+      const listener = await supervisor.listener();
+      // Connections the received server accepts before Fastify takes its handle over.
+      listener.on('connection', (socket) => app.server.emit('connection', socket));
+      // server.listen(handle) serves on an existing socket; Node ignores the host then (one
+      // that is not 'localhost' keeps Fastify from binding extra addresses of its own).
+      await app.listen({ host: '127.0.0.1', handle: (listener as unknown as { _handle: unknown })._handle } as { host: string });
+      supervisor.ready((socket) => app.server.emit('connection', socket));
+    } else {
+      await app.listen({ port: options.port, host: options.host });
+    }
   } catch (err) {
     await organism.stop({ timeoutMs: 1_000 });
     throw new ServeError(`cannot listen on ${options.host}:${options.port}: ${(err as Error).message}`, ExitCode.LISTEN);
@@ -113,4 +170,15 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
   await new Promise<void>((resolve) => app.server.once('close', () => resolve()));
   if (shuttingDown) await shuttingDown;
   return exitCode;
+}
+
+/**
+ * Stops accepting, then lets open connections end by themselves (every response now closes
+ * its connection) for up to `graceMs`. http.Server#close would drop idle connections at once,
+ * racing a request a client is sending on one; net.Server#close only stops the listener.
+ */
+async function closeGently(server: Server, connections: ReadonlySet<Socket>, graceMs: number): Promise<void> {
+  const deadline = Date.now() + graceMs;
+  if (server.listening) NetServer.prototype.close.call(server);
+  while (connections.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
 }

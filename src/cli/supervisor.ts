@@ -1,5 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import { createServer, type Server, type Socket } from 'node:net';
 import { ExitCode } from './exit-codes.js';
+import { Channel, type WorkerMessage } from './worker-channel.js';
 
 /** Exit codes that mean "the worker cannot start": restarting would fail the same way. */
 const FATAL_CODES = new Set<number>([ExitCode.USAGE, ExitCode.CONFIG_INVALID, ExitCode.STORAGE, ExitCode.LISTEN]);
@@ -8,27 +10,78 @@ const MAX_CRASHES = 5;
 
 export const WORKER_ENV = 'ORGANISM_SERVE_WORKER';
 
+export interface ListenAddress {
+  readonly port: number;
+  readonly host: string;
+}
+
 /**
  * `organism serve` runs as a small supervisor that keeps the PID the operator started (so
  * systemd and friends keep tracking it) and runs the server in a worker process. Node 20 has
  * no exec-style self-replacement (process.execve arrived in later Node versions), so a
  * graceful restart is: the worker drains and exits with RESTART, the supervisor starts a new
- * worker on the same port. SIGHUP to the supervisor asks the worker for that restart;
- * SIGTERM/SIGINT ask it to shut down. A crashing worker is restarted with backoff.
+ * worker. SIGHUP to the supervisor asks the worker for that restart; SIGTERM/SIGINT ask it to
+ * shut down. A crashing worker is restarted with backoff.
+ *
+ * The supervisor owns the listening socket, so it outlives every worker and a restart never
+ * refuses a connection: each worker is handed the socket and accepts on it itself. A Node
+ * process holding a listening server also accepts on it, so the supervisor passes the
+ * connections it accepts to the ready worker, and holds them (paused, unread) while no worker
+ * is ready: between an old worker closing and a new one listening, clients wait, never refused.
  */
-export function supervise(script: string, args: readonly string[]): Promise<number> {
+export function supervise(script: string, args: readonly string[], address: ListenAddress): Promise<number> {
   return new Promise((resolve) => {
     let worker: ChildProcess | null = null;
+    let ready = false;
     let stopping = false;
     const crashes: number[] = [];
+    const held: Socket[] = [];
+
+    const server: Server = createServer({ pauseOnConnect: true });
+    server.on('connection', (socket) => {
+      socket.on('error', () => undefined); // a client that resets while held is simply gone
+      pass(socket);
+    });
+
+    const hold = (socket: Socket) => {
+      if (socket.destroyed) return;
+      held.push(socket);
+      socket.once('close', () => {
+        const i = held.indexOf(socket);
+        if (i >= 0) held.splice(i, 1);
+      });
+    };
+    const pass = (socket: Socket) => {
+      const current = worker;
+      if (!current || !ready || !current.connected) return hold(socket);
+      current.send({ type: 'organism:connection' } satisfies WorkerMessage, socket, (err) => {
+        if (err) hold(socket);
+      });
+    };
+    const flush = () => {
+      for (const socket of held.splice(0)) pass(socket);
+    };
 
     const start = () => {
-      worker = fork(script, [...args], {
+      ready = false;
+      const child = fork(script, [...args], {
         env: { ...process.env, [WORKER_ENV]: '1' },
-        stdio: 'inherit',
+        stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
       });
-      worker.on('exit', (code, signal) => {
-        worker = null;
+      worker = child;
+      child.on('message', (message: unknown) => {
+        const type = Channel.typeOf(message);
+        if (type === 'organism:listen') child.send({ type: 'organism:listener' } satisfies WorkerMessage, server);
+        else if (type === 'organism:ready') {
+          ready = true;
+          flush();
+        } else if (type === 'organism:closing') ready = false;
+      });
+      child.on('exit', (code, signal) => {
+        if (worker === child) {
+          worker = null;
+          ready = false;
+        }
         const exitCode = code ?? (signal ? 128 + (signalNumber(signal) ?? 0) : ExitCode.FAILURE);
         if (stopping) return finish(exitCode === ExitCode.RESTART ? ExitCode.OK : exitCode);
         if (exitCode === ExitCode.RESTART) return start();
@@ -51,7 +104,8 @@ export function supervise(script: string, args: readonly string[]): Promise<numb
       process.off('SIGHUP', onHup);
       process.off('SIGTERM', onTerm);
       process.off('SIGINT', onTerm);
-      resolve(code);
+      for (const socket of held.splice(0)) socket.destroy();
+      server.close(() => resolve(code));
     };
     const onHup = () => {
       if (worker && !stopping) worker.kill('SIGHUP');
@@ -61,10 +115,17 @@ export function supervise(script: string, args: readonly string[]): Promise<numb
       if (worker) worker.kill('SIGTERM');
       else finish(ExitCode.OK);
     };
-    process.on('SIGHUP', onHup);
-    process.on('SIGTERM', onTerm);
-    process.on('SIGINT', onTerm);
-    start();
+
+    server.once('error', (err) => {
+      process.stderr.write(`organism: cannot listen on ${address.host}:${address.port}: ${err.message}\n`);
+      resolve(ExitCode.LISTEN);
+    });
+    server.listen({ port: address.port, host: address.host }, () => {
+      process.on('SIGHUP', onHup);
+      process.on('SIGTERM', onTerm);
+      process.on('SIGINT', onTerm);
+      start();
+    });
   });
 }
 

@@ -7,6 +7,7 @@ import { tsImport } from 'tsx/esm/api';
 import { isPayloadTypeDef } from '../payload/define.js';
 import type { PayloadTypeDef } from '../payload/types.js';
 import type { Handler } from '../pump/handler.js';
+import { describeLoadError } from './load-error.js';
 import { ConfigMessages } from './messages.js';
 import { BUILTIN_LLM } from './schema.js';
 import { resolveOrganismToSelf } from './self-reference.js';
@@ -76,8 +77,7 @@ async function loadModule(baseDir: string, modulePath: string, cachedLocalFiles:
     for (const file of cachedLocalFiles()) imported.add(pathToFileURL(file).href);
     return { ok: true, resolved, exports: ns, hash: await hashLocalFiles(imported) };
   } catch (err) {
-    const reason = err instanceof Error ? (err.message.split('\n')[0] ?? err.message) : String(err);
-    return { ok: false, resolved, error: ConfigMessages.moduleFailed(modulePath, reason) };
+    return { ok: false, resolved, error: ConfigMessages.moduleFailed(modulePath, describeLoadError(err, baseDir)) };
   }
 }
 

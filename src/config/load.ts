@@ -4,6 +4,7 @@ import { LineCounter, parseDocument, type Node } from 'yaml';
 import type { PayloadTypeDef } from '../payload/types.js';
 import { checkCrossReferences, readDocument, type ConfigDraft, type Located } from './document.js';
 import { ConfigInvalidError } from './errors.js';
+import { yamlSyntaxProblem } from './yaml-errors.js';
 import { exportedPayloadTypes, functionExports, handlerVersion, loadModules, parseHandlerRef, resolveExport, type HandlerRef, type LoadedModule } from './handlers.js';
 import { ConfigMessages } from './messages.js';
 import { BUILTIN_PAYLOAD_TYPES, buildPayloadDefs, checkPayloadTypes, type TypeOrigin } from './payloads.js';
@@ -44,11 +45,10 @@ export async function loadOrganismFromString(yamlText: string, virtualPath: stri
   const sink = new ProblemSink(virtualPath, lines);
   const doc = parseDocument(yamlText, { lineCounter: lines, prettyErrors: false });
   if (doc.errors.length > 0) {
-    // A broken structure makes further checks misleading: report the syntax alone.
-    for (const err of doc.errors) {
-      const pos = lines.linePos(err.pos[0]);
-      sink.addAt(pos.line, pos.col, '', ConfigMessages.yamlSyntax(err.message));
-    }
+    // A broken structure makes further checks misleading: report the syntax alone, and only
+    // its first error (one mis-indented line makes the parser report a cascade).
+    const first = yamlSyntaxProblem(yamlText, doc.errors, lines);
+    sink.addAt(first.line, first.column, '', first.message);
     throw new ConfigInvalidError(sink.problems);
   }
   const draft = readDocument(sink, (doc.contents as Node | null) ?? null);

@@ -7,7 +7,12 @@ const didYouMean = (suggestion: string | null): string => (suggestion ? `; did y
 
 export const ConfigMessages = {
   cannotRead: (reason: string) => `cannot read the config file: ${reason}`,
-  yamlSyntax: (reason: string) => `YAML syntax error: ${reason}`,
+  yamlSyntax: (reason: string, hint: string, others: number) =>
+    `YAML syntax error: ${reason}; ${hint}${others > 0 ? ` (${others} more error${others === 1 ? '' : 's'} after this one, probably caused by it)` : ''}`,
+  yamlIndentHint: (lineText: string) =>
+    `check the indentation of ${lineText ? quote(lineText) : 'this line'}: keys of one mapping start in the same column, list items with \`- \`, indented with spaces`,
+  yamlDeeperIndent: (lineText: string, previousLine: number) =>
+    `YAML syntax error: ${quote(lineText)} is indented deeper than the key on line ${previousLine}, which already has a value; indent it like that key (or give that key no value to nest under it)`,
   topLevelNotMapping: () => 'expected a mapping of keys at the top level of the file',
 
   unknownKey: (key: string, suggestion: string | null, valid: readonly string[]) =>
@@ -61,7 +66,8 @@ export const ConfigMessages = {
   unknownPayloadType: (name: string, suggestion: string | null) => `unknown payload type ${quote(name)}${didYouMean(suggestion)}`,
   badFieldType: (expr: string) =>
     `invalid field type ${quote(expr)}: expected string, integer, number, boolean or a payload type name, optionally as a list (\`T[]\` or \`list<T>\`) and optional (trailing \`?\`)`,
-  unknownFieldType: (name: string, suggestion: string | null) => `field refers to unknown type ${quote(name)}${didYouMean(suggestion)}`,
+  unknownFieldType: (name: string, suggestion: string | null) =>
+    `field refers to unknown type ${quote(name)}${suggestion ? didYouMean(suggestion) : '; use string, integer, number, boolean or a payload type name'}`,
   exportedTypeUnknownRef: (typeName: string, field: string, ref: string, modulePath: string) =>
     `payload type ${quote(typeName)} exported by ${quote(modulePath)} has field ${quote(field)} of unknown type ${quote(ref)}`,
   duplicatePayloadType: (name: string, first: string, second: string) =>

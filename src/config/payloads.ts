@@ -11,6 +11,13 @@ import { closest } from './suggest.js';
 export const BUILTIN_PAYLOAD_TYPES: readonly string[] = [SYSTEM_ERROR_TYPE, BUDGET_WARNING_TYPE];
 
 const SCALARS = ['string', 'integer', 'number', 'boolean'];
+/** Names other languages use for the scalar types, for "did you mean". */
+const SCALAR_ALIASES: Readonly<Record<string, string>> = {
+  int: 'integer', int32: 'integer', int64: 'integer', long: 'integer', uint: 'integer',
+  float: 'number', double: 'number', decimal: 'number', num: 'number', float64: 'number',
+  bool: 'boolean',
+  str: 'string', text: 'string', char: 'string',
+};
 const TYPE_NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
 const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 
@@ -154,7 +161,11 @@ export function checkPayloadTypes(sink: ProblemSink, drafts: readonly PayloadDra
   for (const d of drafts) {
     for (const f of d.fields) {
       const ref = refName(f.type);
-      if (ref !== null && !known.includes(ref)) sink.add(f.node, f.path, ConfigMessages.unknownFieldType(ref, closest(ref, suggestions)));
+      if (ref !== null && !known.includes(ref)) {
+        const near = closest(ref, [...suggestions, ...Object.keys(SCALAR_ALIASES)]);
+        const suggestion = SCALAR_ALIASES[ref.toLowerCase()] ?? (near !== null ? (SCALAR_ALIASES[near] ?? near) : null);
+        sink.add(f.node, f.path, ConfigMessages.unknownFieldType(ref, suggestion));
+      }
     }
   }
   for (const o of origins) {

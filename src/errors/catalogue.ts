@@ -84,6 +84,7 @@ export const Errors = {
   ),
   ORGANISM_BUSY: define('ORGANISM_BUSY', 503, 'Organism busy: the message queue is full (%s messages); retry later'),
   ORGANISM_NOT_ACCEPTING: define('ORGANISM_NOT_ACCEPTING', 503, 'Organism is %s and accepts no new messages'),
+  SERVER_CLOSING: define('SERVER_CLOSING', 503, 'The server is %s; retry in a moment'),
   PEER_DENIED: define('PEER_DENIED', 403, '%s may not send to %s: not a declared peer'),
   HOP_LIMIT: define('HOP_LIMIT', 422, 'Hop limit of %s exceeded in thread %s'),
   HANDLER_TIMEOUT: define('HANDLER_TIMEOUT', 504, 'Handler %s timed out after %s ms'),

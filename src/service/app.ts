@@ -7,6 +7,7 @@ import type { Logger } from '../util/logger.js';
 import { registerAuth, type AuthSettings } from './auth.js';
 import { registerCasing } from './casing.js';
 import type { ServiceContext } from './context.js';
+import { Errors } from '../errors/catalogue.js';
 import { registerErrorHandling, sendError, toOrganismError } from './errors.js';
 import { registerJsonParser } from './json-parser.js';
 import { registerMetrics } from './metrics.js';
@@ -42,6 +43,14 @@ export interface BuildAppOptions {
   readonly ws?: Partial<WsLimits>;
   /** GET /metrics; default: as organism.yaml says (`metrics.enabled`, on unless set false). */
   readonly metrics?: boolean;
+  /** The serving process's shutdown state (omitted: always serving). */
+  readonly closing?: () => Closing | null;
+}
+
+/** A server on its way out: still draining the organism, or drained (storage closed). */
+export interface Closing {
+  readonly drained: boolean;
+  readonly restart: boolean;
 }
 
 /**
@@ -73,6 +82,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   };
 
   registerErrorHandling(base, bodyLimit);
+  if (options.closing) registerClosing(base, options.closing);
   registerJsonParser(base, bodyLimit);
   registerAuth(base, options.auth);
   registerCasing(base);
@@ -100,4 +110,17 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 
   await app.ready();
   return base;
+}
+
+/**
+ * While the process drains, no connection is kept alive (the client's next request opens a
+ * new one, which reaches the next worker); once drained, every request is a 503 to retry.
+ */
+function registerClosing(app: FastifyInstance, closing: () => Closing | null): void {
+  app.addHook('onRequest', async (_request, reply) => {
+    const state = closing();
+    if (!state) return;
+    reply.header('connection', 'close');
+    if (state.drained) return sendError(reply, Errors.SERVER_CLOSING(state.restart ? 'restarting' : 'stopping'));
+  });
 }

@@ -6,6 +6,7 @@ import { validationError } from './validation.js';
 const RETRY_AFTER: Record<string, string> = {
   ORGANISM_BUSY: '1',
   ORGANISM_NOT_ACCEPTING: '5',
+  SERVER_CLOSING: '1',
 };
 
 const bounded = (text: string, max = 200): string => (text.length > max ? `${text.slice(0, max)}...` : text);

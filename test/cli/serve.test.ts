@@ -15,7 +15,7 @@ afterEach(() => {
 });
 
 function cli(args: string[], env: Record<string, string> = {}) {
-  return spawnSync(process.execPath, ['--import', 'tsx', MAIN, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60_000 });
+  return spawnSync(process.execPath, ['--import', 'tsx', MAIN, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 120_000 });
 }
 
 async function freePort(): Promise<number> {
@@ -55,7 +55,7 @@ export const work = async (payload: Record<string, unknown>, ctx: { messageId: s
   return dir;
 }
 
-async function until<T>(fn: () => Promise<T | null | undefined | false>, what: string, timeoutMs = 30_000): Promise<T> {
+async function until<T>(fn: () => Promise<T | null | undefined | false>, what: string, timeoutMs = 120_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
@@ -127,7 +127,7 @@ describe('organism serve', () => {
     const stop = await api('/organism/stop', { method: 'POST' });
     expect(await stop.json()).toEqual({ success: true, status: 'stopping' });
     expect(await exited).toBe(0);
-  }, 120_000);
+  }, 300_000);
 
   it('creates a 0600 operator token in the data directory when none is configured', async () => {
     const dir = organismDir();
@@ -148,7 +148,7 @@ describe('organism serve', () => {
     expect((await fetch(`http://127.0.0.1:${port}/api/v1/agents`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
-  }, 60_000);
+  }, 180_000);
 
   it('refuses a data directory that is locked, unwritable or holds a corrupt database (exit 4, clear message)', async () => {
     const config = path.join(organismDir(), 'organism.yaml');
@@ -156,7 +156,7 @@ describe('organism serve', () => {
       spawnSync(process.execPath, ['--import', 'tsx', MAIN, 'serve', config, '--data-dir', dataDir, '--port', '0', '--no-supervisor'], {
         encoding: 'utf8',
         env: { ...process.env, ORGANISM_API_TOKEN: TOKEN },
-        timeout: 60_000,
+        timeout: 120_000,
         ...options,
       });
 
@@ -184,14 +184,14 @@ describe('organism serve', () => {
     const unwritable = serve(path.join(parent, 'data'), asNobody);
     expect(unwritable.status).toBe(4);
     expect(unwritable.stderr).toContain(`Data directory ${path.join(parent, 'data')} is not writable`);
-  }, 60_000);
+  }, 240_000);
 
   it('refuses a non-loopback host without auth (exit 5)', async () => {
     const dir = organismDir();
     const refused = cli(['serve', path.join(dir, 'organism.yaml'), '--host', '0.0.0.0', '--no-auth', '--no-supervisor']);
     expect(refused.status).toBe(5);
     expect(refused.stderr).toContain('refusing to bind 0.0.0.0 with authentication disabled');
-  });
+  }, 180_000);
 });
 
 describe('organism check and init', () => {
@@ -204,7 +204,7 @@ describe('organism check and init', () => {
     expect(r.stderr).toContain(`${file}:2:1: max_hopz:`);
     expect(r.stderr).toMatch(/max_hops/);
     expect(r.stderr).toContain('ghost');
-  });
+  }, 180_000);
 
   it('init writes a starter organism that checks clean and runs as written', () => {
     const dir = path.join(mkdtempSync(path.join(os.tmpdir(), 'organism-init-')), 'starter');
@@ -215,16 +215,16 @@ describe('organism check and init', () => {
     expect(run.stdout).toContain('assistant -> counter Count');
     expect(run.stdout).toContain('thread completed');
     expect(cli(['init', dir]).status).toBe(1); // never overwrites
-  });
+  }, 120_000);
 
   it('run on the bundled demo completes a multi-hop flow offline', () => {
     const cwd = mkdtempSync(path.join(os.tmpdir(), 'organism-demo-'));
     // Run from an unrelated directory, so the loader is named by its full path.
     const tsx = pathToFileURL(path.resolve('node_modules/tsx/dist/loader.mjs')).href;
-    const r = spawnSync(process.execPath, ['--import', tsx, MAIN, 'run', '--once'], { cwd, encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(process.execPath, ['--import', tsx, MAIN, 'run', '--once'], { cwd, encoding: 'utf8', timeout: 120_000 });
     expect(r.status).toBe(0);
     expect(r.stdout).toContain('researcher -> writer Findings');
     expect(r.stdout).toContain('writer -> announcer Announcement');
     expect(r.stdout).toContain('thread completed');
-  });
+  }, 180_000);
 });

@@ -635,7 +635,67 @@ const rows: Row[] = [
     `,
     keyPath: '',
     line: 5,
-    message: 'YAML syntax error: Map keys must be unique',
+    message: 'YAML syntax error: Map keys must be unique; remove or rename one of the two',
+  },
+  {
+    name: 'a key indented deeper than its sibling that has a value: one error, on that line',
+    yaml: y`
+      organism: {name: t}
+      listeners:
+        - name: shout
+          payload: Announcement
+            handler: ./tools.ts#uppercase
+    `,
+    keyPath: '',
+    line: 5,
+    message:
+      'YAML syntax error: `handler: ./tools.ts#uppercase` is indented deeper than the key on line 4, which already has a value; indent it like that key (or give that key no value to nest under it)',
+  },
+  {
+    name: 'a key indented less than its siblings: the error names that line and what to do',
+    // Written out: y\`\` would strip the short indentation this row is about.
+    yaml: [
+      'organism: {name: t}',
+      'listeners:',
+      '  - name: shout',
+      '    payload: Announcement',
+      '   handler: ./tools.ts#uppercase',
+      '  - name: other',
+      '    payload: Announcement',
+      '    handler: ./tools.ts#uppercase',
+      '',
+    ].join('\n'),
+    keyPath: '',
+    line: 5,
+    message:
+      'YAML syntax error: Sequence item without - indicator; check the indentation of `handler: ./tools.ts#uppercase`: keys of one mapping start in the same column, list items with `- `, indented with spaces',
+  },
+  {
+    name: 'a field type from another language: did you mean',
+    yaml: y`
+      organism: {name: t}
+      payloads:
+        Job:
+          fields: {priority: int, ratio: double, done: bool, tags: list<str>}
+      listeners:${SHOUT}
+    `,
+    keyPath: 'payloads.Job.fields.priority',
+    line: 4,
+    message: 'field refers to unknown type `int`; did you mean `integer`?',
+    count: 4,
+  },
+  {
+    name: 'a field type nothing is close to lists the valid ones',
+    yaml: y`
+      organism: {name: t}
+      payloads:
+        Job:
+          fields: {when: timestamp}
+      listeners:${SHOUT}
+    `,
+    keyPath: 'payloads.Job.fields.when',
+    line: 4,
+    message: 'field refers to unknown type `timestamp`; use string, integer, number, boolean or a payload type name',
   },
   {
     name: 'top level that is not a mapping',

@@ -1,0 +1,81 @@
+import type { Server, Socket } from 'node:net';
+
+/** Messages between `organism serve`'s supervisor and its worker (over the fork IPC channel). */
+export type WorkerMessage =
+  /** worker -> supervisor: send me the listening socket. */
+  | { type: 'organism:listen' }
+  /** supervisor -> worker: the listening socket (as the message's handle). */
+  | { type: 'organism:listener' }
+  /** worker -> supervisor: serving; pass me the connections you hold. */
+  | { type: 'organism:ready' }
+  /** worker -> supervisor: closing; hold new connections for the next worker. */
+  | { type: 'organism:closing' }
+  /** supervisor -> worker: a connection the supervisor accepted (as the handle). */
+  | { type: 'organism:connection' };
+
+export const Channel = {
+  typeOf(message: unknown): WorkerMessage['type'] | null {
+    const type = (message as { type?: unknown } | null)?.type;
+    return typeof type === 'string' && type.startsWith('organism:') ? (type as WorkerMessage['type']) : null;
+  },
+};
+
+/**
+ * The worker's side of the channel. The supervisor's death closes it, which is how the worker
+ * learns it is orphaned (Node has no parent-death signal): it then shuts down at once.
+ */
+export class SupervisorChannel {
+  private connectionHandler: ((socket: Socket) => void) | null = null;
+  private listenerWaiter: ((server: Server) => void) | null = null;
+
+  private constructor() {
+    process.on('message', (message: unknown, handle: unknown) => {
+      const type = Channel.typeOf(message);
+      if (type === 'organism:listener' && handle) this.listenerWaiter?.(handle as Server);
+      else if (type === 'organism:connection' && handle) this.accept(handle as Socket);
+    });
+  }
+
+  /** The channel when this process is a supervised worker, else null. */
+  static connect(): SupervisorChannel | null {
+    return process.send && process.connected ? new SupervisorChannel() : null;
+  }
+
+  /** The supervisor's listening socket, as a server accepting in this process. */
+  listener(): Promise<Server> {
+    return new Promise((resolve) => {
+      this.listenerWaiter = (server) => {
+        this.listenerWaiter = null;
+        resolve(server);
+      };
+      this.send({ type: 'organism:listen' });
+    });
+  }
+
+  /** Serving: connections the supervisor accepted go to `handler` from now on. */
+  ready(handler: (socket: Socket) => void): void {
+    this.connectionHandler = handler;
+    this.send({ type: 'organism:ready' });
+  }
+
+  /**
+   * About to close: the supervisor holds new connections for the next worker. A connection
+   * already on its way is still served (a closing server answers 503 and closes it).
+   */
+  close(): void {
+    this.send({ type: 'organism:closing' });
+  }
+
+  onDisconnect(fn: () => void): void {
+    process.once('disconnect', fn);
+  }
+
+  private accept(socket: Socket): void {
+    if (this.connectionHandler) this.connectionHandler(socket);
+    else socket.destroy();
+  }
+
+  private send(message: WorkerMessage): void {
+    if (process.connected) process.send!(message);
+  }
+}

@@ -1,0 +1,110 @@
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { alive, api, jobOrganism, killAll, processTree, servedAt, startCli, until } from './processes.js';
+
+afterEach(killAll);
+
+describe('the serve worker and its supervisor', () => {
+  it('a SIGKILLed supervisor takes its worker with it, and a new serve starts at once on the same directory and port', async () => {
+    const { config } = jobOrganism();
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'organism-orphan-'));
+    const first = startCli(['serve', config, '--data-dir', dataDir, '--port', '0', '--log-level', 'warn']);
+    const base = await servedAt(first);
+    const call = api(base);
+    // Work in flight when the supervisor dies.
+    for (let n = 0; n < 20; n++) expect((await call('/inject', { method: 'POST', body: JSON.stringify({ to: 'worker', payload: { Job: { n } } }) })).status).toBe(200);
+
+    const supervisor = first.child.pid!;
+    const [, worker] = processTree(supervisor);
+    expect(worker).toBeDefined();
+    first.child.kill('SIGKILL');
+    // The worker exits within 2 s by design (a hard exit backs the drain); the deadline here is
+    // generous for a loaded machine, and on a worker that ignored its orphaning (it kept
+    // serving for minutes) it fails all the same.
+    await until(() => !alive(worker!), 'the orphaned worker to exit', 10_000);
+
+    const port = new URL(base).port;
+    const second = startCli(['serve', config, '--data-dir', dataDir, '--port', port, '--log-level', 'warn']);
+    expect(await servedAt(second)).toBe(base);
+    expect(second.output()).not.toContain('in use');
+    const health = await until(async () => (await fetch(`${base}/health`)).status === 200, 'the second server');
+    expect(health).toBe(true);
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+  }, 300_000);
+
+  it('restarts (POST /organism/restart and SIGHUP) refuse no connection while a client injects and reads throughout; every accepted message is ACKED', async () => {
+    const { config } = jobOrganism();
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'organism-restart-'));
+    const server = startCli(['serve', config, '--data-dir', dataDir, '--port', '0', '--log-level', 'warn', '--drain-timeout', '5']);
+    const base = await servedAt(server);
+    const call = api(base);
+    const bootId = async () => ((await (await call('/organism')).json()) as { bootId: string }).bootId;
+    const firstBoot = await until(bootId, 'the server');
+
+    const accepted: string[] = [];
+    const refusedWith503: Array<string | null> = [];
+    const failures: string[] = [];
+    const statuses = new Map<number, number>();
+    let running = true;
+    const count = (status: number) => statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    const describe = (err: unknown) => {
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+      return `${(err as Error).message}: ${cause?.code ?? cause?.message ?? ''}`;
+    };
+    const injector = (async () => {
+      for (let n = 0; running; n++) {
+        try {
+          const res = await call('/inject', { method: 'POST', body: JSON.stringify({ to: 'worker', payload: { Job: { n } } }) });
+          count(res.status);
+          if (res.status === 200) accepted.push(((await res.json()) as { messageId: string }).messageId);
+          else {
+            await res.body?.cancel();
+            if (res.status === 503) refusedWith503.push(res.headers.get('retry-after'));
+          }
+        } catch (err) {
+          failures.push(`inject: ${describe(err)}`);
+        }
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    })();
+    const reader = (async () => {
+      while (running) {
+        try {
+          const res = await call('/agents');
+          count(res.status);
+          await res.body?.cancel();
+        } catch (err) {
+          failures.push(`read: ${describe(err)}`);
+        }
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    })();
+
+    await until(() => accepted.length >= 20, 'injections before the first restart');
+    expect((await call('/organism/restart', { method: 'POST' })).status).toBe(202);
+    const secondBoot = await until(async () => {
+      const id = await bootId();
+      return id !== firstBoot ? id : null;
+    }, 'the restart after POST /organism/restart');
+    const before = accepted.length;
+    await until(() => accepted.length >= before + 20, 'injections served by the new worker');
+    server.child.kill('SIGHUP');
+    await until(async () => (await bootId()) !== secondBoot, 'the restart after SIGHUP');
+    const later = accepted.length;
+    await until(() => accepted.length >= later + 20, 'injections after the second restart');
+    running = false;
+    await Promise.all([injector, reader]);
+
+    expect(failures).toEqual([]);
+    expect([...statuses.keys()].every((s) => s === 200 || s === 503)).toBe(true);
+    // Injects answered while a worker drained say when to retry.
+    expect(refusedWith503.every((h) => h !== null && Number(h) > 0)).toBe(true);
+    for (const id of accepted) {
+      await until(async () => ((await (await call(`/journal/${id}`)).json()) as { deliveryState: string }).deliveryState === 'ACKED', `message ${id} to be ACKED`);
+    }
+    expect(server.child.exitCode).toBeNull();
+  }, 400_000);
+});

@@ -60,14 +60,12 @@ export async function startServer(configPath: string, extraArgs: string[] = [], 
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
   const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-  let gone = false;
-  void exited.then(() => (gone = true));
-  const base = await until(() => {
-    if (gone) throw new Error('exited');
-    return /API: +(http:\/\/[^/\s]+)\/api\/v1/.exec(output)?.[1];
-  }, 'the server to listen', 90_000).catch((err: Error) => {
+  const listening = until(() => /API: +(http:\/\/[^/\s]+)\/api\/v1/.exec(output)?.[1], 'the server to listen', 90_000);
+  const died = exited.then((code) => Promise.reject(new Error(`the server exited (code ${code}) before listening`)));
+  const base = await Promise.race([listening, died]).catch((err: Error) => {
     throw new Error(`${err.message}; output:\n${output}`);
   });
+  died.catch(() => undefined); // settles later, when the server exits
   return {
     child,
     base,

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -191,10 +191,12 @@ describe('the data directory', () => {
     try {
       writeFileSync(path.join(mnt, 'fill'), Buffer.alloc(60 * 1024)); // room for the lock, not for the database
       expect(() => open(path.join(mnt, 'a'))).toThrow(/^Storage failure in .*organism\.db: the disk is full \(\d+ bytes free\)$/);
-      expect(readdirSync(path.join(mnt, 'a'))).not.toContain('organism.lock'); // released
+      expect(readdirSync(path.join(mnt, 'a'))).not.toContain('organism.pid'); // released
       writeFileSync(path.join(mnt, 'fill'), Buffer.alloc(64 * 1024 - 1)); // no room at all
       expect(() => open(path.join(mnt, 'b'))).toThrow(/^Data directory .*b is not writable: the disk is full \(\d+ bytes free\)$/);
-      expect(readdirSync(path.join(mnt, 'b'))).toEqual([]); // no empty lock file left behind
+      // Only the lock, which takes no space (it is never written); no half-written PID file.
+      expect(readdirSync(path.join(mnt, 'b'))).toEqual(['organism.lock']);
+      expect(statSync(path.join(mnt, 'b', 'organism.lock')).size).toBe(0);
       expect(spawnSync('umount', [mnt]).status).toBe(0); // busy if a refused open kept a file open
     } finally {
       spawnSync('umount', ['-l', mnt]);

@@ -22,6 +22,7 @@ llm:
     - name: mock
       type: mock
       models: [mock-]
+      reply_format: xml # the captured completion is the scripted text
       script:
         greeter:
           - '<send to="shouter"><Text><text>Hello, {{name}}!</text></Text></send>'
@@ -29,6 +30,7 @@ llm:
       type: openai
       base_url: ${fakeUrl}
       models: [fake-]
+      reply_format: xml # the fake server answers in XML text
   pricing:
     mock-small: {prompt: 0.5, completion: 1.5}
     fake-big: {prompt: 1, completion: 2}

@@ -20,7 +20,8 @@ export function telemetryYaml(fakeUrl: string, extra = ''): string {
       type: openai
       base_url: ${fakeUrl}
       models: [fake-]
-      max_retries: 2`,
+      max_retries: 2
+      reply_format: xml # the fake server answers in XML text`,
     )
     .replace('    mock-small: {prompt: 0.5, completion: 1.5}', '    mock-small: {prompt: 0.5, completion: 1.5}\n    fake-big: {prompt: 1, completion: 2}')
     .concat(

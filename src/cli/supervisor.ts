@@ -105,7 +105,11 @@ export function supervise(script: string, args: readonly string[], address: List
       process.off('SIGTERM', onTerm);
       process.off('SIGINT', onTerm);
       for (const socket of held.splice(0)) socket.destroy();
-      server.close(() => resolve(code));
+      // Not server.close's callback: for connections handed to a worker, Node waits for that
+      // worker to report them closed, and an exited worker never does (the supervisor then
+      // ended with exit code 13, an unsettled top-level await, instead of `code`).
+      server.close();
+      resolve(code);
     };
     const onHup = () => {
       if (worker && !stopping) worker.kill('SIGHUP');

@@ -43,6 +43,7 @@ export function supervise(script: string, args: readonly string[], address: List
       pass(socket);
     });
 
+    let retry: NodeJS.Timeout | null = null;
     const hold = (socket: Socket) => {
       if (socket.destroyed) return;
       held.push(socket);
@@ -50,6 +51,14 @@ export function supervise(script: string, args: readonly string[], address: List
         const i = held.indexOf(socket);
         if (i >= 0) held.splice(i, 1);
       });
+      // Held while a worker is ready (a hand-over failed as workers changed): try again shortly,
+      // or the client would wait, unanswered, until the next restart's flush.
+      if (ready && !retry) {
+        retry = setTimeout(() => {
+          retry = null;
+          flush();
+        }, 20);
+      }
     };
     const pass = (socket: Socket) => {
       const current = worker;
@@ -104,6 +113,7 @@ export function supervise(script: string, args: readonly string[], address: List
       process.off('SIGHUP', onHup);
       process.off('SIGTERM', onTerm);
       process.off('SIGINT', onTerm);
+      if (retry) clearTimeout(retry);
       for (const socket of held.splice(0)) socket.destroy();
       // Not server.close's callback: for connections handed to a worker, Node waits for that
       // worker to report them closed, and an exited worker never does (the supervisor then

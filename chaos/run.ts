@@ -133,6 +133,8 @@ async function main(): Promise<number> {
   const harness = new Harness(serve, injector, rng, report, mounted ? tmpfsRoot : null, dataDir);
   const cycles: CycleRecord[] = [];
   const allAccepted: Accepted[] = [];
+  /** The 1-minute load average at the start of every cycle (the machine is shared). */
+  const loads: number[] = [];
   let fatal: string | null = null;
 
   let keepData = false;
@@ -159,6 +161,7 @@ async function main(): Promise<number> {
     seconds: (performance.now() - t0) / 1000,
     commit: commit(),
     machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}`,
+    loadAverage: loads,
     seed: opts.seed,
     cyclesPlanned: opts.cycles,
     cyclesRun: cycles.length,
@@ -206,11 +209,17 @@ async function main(): Promise<number> {
       injector.context = phase;
       const before = total(counts);
       injector.start(2, () => rng.weighted(STEADY_MIX), [10, 40]);
+      loads.push(os.loadavg()[0]!);
       await sleep(rng.int(150, 400));
+      const f0 = performance.now();
       await harness.run(next);
+      harness.time('cycle step: the fault until serving again (ms)', performance.now() - f0);
       await sleep(rng.int(100, 250));
       await injector.stop();
+      const s0 = performance.now();
       await settle(serve, report, harness, cycle);
+      harness.time('cycle step: settle, until the journal is quiet (ms)', performance.now() - s0);
+      const k0 = performance.now();
       await checkProcesses(serve, report, cycle);
       const found = await checkDurability({
         source: apiSource(serve.api),
@@ -224,6 +233,7 @@ async function main(): Promise<number> {
         orgId: `c${cycle}`,
       });
       for (const v of found) report(v.check as CheckName, `cycle ${cycle} (${phase}): ${v.detail}`);
+      harness.time('cycle step: the checks (ms)', performance.now() - k0);
       allAccepted.push(...injector.accepted);
       const after = total(counts);
       const record: CycleRecord = { cycle, phase, seconds: (performance.now() - c0) / 1000, accepted: injector.accepted.length, violations: after - before };

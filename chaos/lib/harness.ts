@@ -65,7 +65,7 @@ export class Harness {
     this.faults[fault] = (this.faults[fault] ?? 0) + 1;
   }
 
-  private time(what: string, ms: number): void {
+  time(what: string, ms: number): void {
     (this.timings[what] ??= []).push(ms);
   }
 

@@ -17,6 +17,8 @@ export interface RunResult {
   readonly seconds: number;
   readonly commit: string;
   readonly machine: string;
+  /** The 1-minute load average at the start of each cycle. */
+  readonly loadAverage: readonly number[];
   readonly seed: number;
   readonly cyclesPlanned: number;
   readonly cyclesRun: number;
@@ -39,11 +41,12 @@ export interface RunResult {
 
 const n = (x: number) => x.toLocaleString('en-US');
 
-function summary(values: readonly number[]): string {
+function summary(values: readonly number[], digits = 0): string {
   if (values.length === 0) return '-';
   const sorted = [...values].sort((a, b) => a - b);
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-  return `${sorted.length} times: median ${Math.round(at(0.5))}, p95 ${Math.round(at(0.95))}, max ${Math.round(sorted[sorted.length - 1]!)}`;
+  const f = (x: number) => x.toFixed(digits);
+  return `${sorted.length} times: min ${f(sorted[0]!)}, median ${f(at(0.5))}, p95 ${f(at(0.95))}, max ${f(sorted[sorted.length - 1]!)}`;
 }
 
 export function markdown(r: RunResult): string {
@@ -55,6 +58,7 @@ export function markdown(r: RunResult): string {
     '',
     `- Command: \`${r.command}\``,
     `- Seed: ${r.seed} · commit ${r.commit} · started ${r.startedAt} · ${(r.seconds / 60).toFixed(1)} min · ${r.machine}`,
+    `- Load average (1 min, sampled at each cycle's start): ${summary(r.loadAverage, 1)}`,
     `- Phases: ${r.phases.join(', ')}`,
     `- Injects: ${n(r.accepted)} accepted (${Object.entries(r.acceptedByKind).map(([k, v]) => `${k} ${n(v)}`).join(', ')}); answers: ${Object.entries(r.injects).map(([k, v]) => `${k} ${n(v)}`).join(', ')}`,
     ...r.notes.map((x) => `- Note: ${x}`),
@@ -75,6 +79,7 @@ export function markdown(r: RunResult): string {
     '',
     '## Timings (ms)',
     '',
+    `- a whole cycle (ms): ${summary(r.cycles.map((c) => c.seconds * 1000))}`,
     ...Object.entries(r.timings).map(([k, v]) => `- ${k}: ${summary(v)}`),
     '',
   ];

@@ -1,13 +1,14 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { fileURLToPath } from 'node:url';
-import { ConfigInvalidError } from '../config/index.js';
+import { ConfigInvalidError, formatConfigProblem } from '../config/errors.js';
 import { VERSION } from '../version.js';
-import { checkCommand, formatProblem } from './check.js';
+import { checkBindable, ServeError } from './bind.js';
 import { ExitCode } from './exit-codes.js';
-import { initCommand } from './init.js';
-import { runCommand } from './run.js';
-import { checkBindable, ServeError, serveWorker } from './serve.js';
 import { supervise, WORKER_ENV } from './supervisor.js';
+
+// Each command loads its modules when it runs: the supervisor of `serve` only owns the socket
+// and restarts workers, and loading the whole server (Fastify, SQLite, telemetry, the MCP SDK)
+// there too cost a full second of CPU at every start.
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -30,7 +31,7 @@ function collect(value: string, previous: string[]): string[] {
 /** Prints a failure the way operators need it: what and where, never a stack trace. */
 function report(err: unknown): number {
   if (err instanceof ConfigInvalidError) {
-    for (const p of err.problems) process.stderr.write(`${formatProblem(p)}\n`);
+    for (const p of err.problems) process.stderr.write(`${formatConfigProblem(p)}\n`);
     return ExitCode.CONFIG_INVALID;
   }
   if (err instanceof ServeError) {
@@ -75,6 +76,7 @@ program
       process.exit(await supervise(fileURLToPath(import.meta.url), process.argv.slice(2), { port: opts.port, host: opts.host }));
     }
     try {
+      const { serveWorker } = await import('./serve.js');
       process.exit(
         await serveWorker(config, {
           port: opts.port,
@@ -101,6 +103,7 @@ program
   .addOption(logLevel().default('warn'))
   .action(async (config: string | undefined, opts) => {
     try {
+      const { runCommand } = await import('./run.js');
       process.exit(await runCommand(config, { inject: opts.inject, once: Boolean(opts.once), dataDir: opts.dataDir, logLevel: opts.logLevel }));
     } catch (err) {
       process.exit(report(err));
@@ -113,6 +116,7 @@ program
   .argument('[config]', 'organism.yaml (default: ./organism.yaml, else the bundled demo)')
   .action(async (config: string | undefined) => {
     try {
+      const { checkCommand } = await import('./check.js');
       process.exit(await checkCommand(config));
     } catch (err) {
       process.exit(report(err));
@@ -123,7 +127,8 @@ program
   .command('init')
   .description('write a starter organism (organism.yaml, a TypeScript handler, package.json, tsconfig.json)')
   .argument('[dir]', 'target directory', '.')
-  .action((dir: string) => {
+  .action(async (dir: string) => {
+    const { initCommand } = await import('./init.js');
     process.exit(initCommand(dir));
   });
 

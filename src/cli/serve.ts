@@ -12,9 +12,12 @@ import { createLogger, type LogLevel } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import { resolveConfigPath, resolveDataDir } from './config-path.js';
 import { startDemoTraffic, type DemoTraffic } from './demo-traffic.js';
+import { checkBindable, ServeError } from './bind.js';
 import { ExitCode } from './exit-codes.js';
 import { resolveTokens } from './tokens.js';
 import { SupervisorChannel } from './worker-channel.js';
+
+export { checkBindable, ServeError };
 
 export interface ServeOptions {
   readonly port: number;
@@ -27,28 +30,11 @@ export interface ServeOptions {
   readonly demoTrafficMs?: number;
 }
 
-export class ServeError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode: number,
-  ) {
-    super(message);
-  }
-}
-
-const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost|\[::1\])$/;
 /** Open connections may finish their requests this long once the organism has drained. */
 const CONNECTION_GRACE_MS = 2_000;
 /** An orphaned worker (its supervisor died) drains this long, and is gone within ORPHAN_EXIT_MS. */
 const ORPHAN_DRAIN_MS = 1_000;
 const ORPHAN_EXIT_MS = 1_800;
-
-/** Refuses to expose an unauthenticated API beyond loopback (checked before anything binds). */
-export function checkBindable(host: string, auth: boolean): void {
-  if (!auth && !LOOPBACK.test(host)) {
-    throw new ServeError(`refusing to bind ${host} with authentication disabled; use a loopback host or enable auth`, ExitCode.LISTEN);
-  }
-}
 
 /**
  * One server process: loads the config, opens storage (recovering the journal), serves the

@@ -75,8 +75,20 @@ program
       }
       process.exit(await supervise(fileURLToPath(import.meta.url), process.argv.slice(2), { port: opts.port, host: opts.host }));
     }
+    const supervised = process.env[WORKER_ENV] === '1';
+    // Until the server installs its own handlers (its boot takes a while): a worker whose
+    // supervisor is gone must not finish booting and serve on its own, and a SIGHUP meant for
+    // the supervisor (a hangup of the whole process group) must not kill it.
+    const orphaned = () => process.exit(ExitCode.FAILURE);
+    const ignore = () => undefined;
+    if (supervised) {
+      if (!process.connected) orphaned();
+      process.once('disconnect', orphaned);
+      process.on('SIGHUP', ignore);
+    }
     try {
       const { serveWorker } = await import('./serve.js');
+      process.off('disconnect', orphaned);
       process.exit(
         await serveWorker(config, {
           port: opts.port,

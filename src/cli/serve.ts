@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { buildApp, type Closing } from '../service/app.js';
 import { consoleBuilt } from '../service/console.js';
 import { openSqliteStorage } from '../store/index.js';
-import { OrganismTracing, resolveTracing, traceLogFields } from '../telemetry/tracing.js';
+import { resolveTracing, traceLogFields } from '../telemetry/settings.js';
 import { createLogger, type LogLevel } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import { resolveConfigPath, resolveDataDir } from './config-path.js';
@@ -15,6 +15,7 @@ import { startDemoTraffic, type DemoTraffic } from './demo-traffic.js';
 import { checkBindable, ServeError } from './bind.js';
 import { ExitCode } from './exit-codes.js';
 import { resolveTokens } from './tokens.js';
+import { WORKER_ENV } from './supervisor.js';
 import { SupervisorChannel } from './worker-channel.js';
 
 export { checkBindable, ServeError };
@@ -48,6 +49,8 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
   const logger = createLogger(options.logLevel, 'organism', traceLogFields);
   checkBindable(options.host, options.auth);
   const supervisor = SupervisorChannel.connect();
+  // Started by a supervisor that is gone already: serving alone would outlive it.
+  if (!supervisor && process.env[WORKER_ENV] === '1') throw new ServeError('the supervisor is gone; not starting', ExitCode.FAILURE);
   let orphaned: (() => void) | null = null;
   supervisor?.onDisconnect(() => {
     logger.warn('the supervisor is gone; shutting down');
@@ -77,7 +80,8 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
   }
 
   const organism = new Organism(loaded, { storage, logger });
-  const tracing = tracingSettings ? new OrganismTracing(tracingSettings, { logger }) : null;
+  // The OpenTelemetry SDK is loaded only when tracing is on.
+  const tracing = tracingSettings ? new (await import('../telemetry/tracing.js')).OrganismTracing(tracingSettings, { logger }) : null;
   tracing?.attach(organism);
 
   // Built by `npm install` (vite) next to the compiled server: dist/console beside dist/cli.
@@ -142,6 +146,13 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
   // Started after the app is built (schemas compiled): recovered messages start flowing at
   // once, and would otherwise share the event loop with building it (bench scenario 5).
   await organism.start();
+  // Installed once listening and before the supervisor hears "ready": it passes on a SIGHUP
+  // that came during the boot as soon as it does, and the worker must not miss that one.
+  const handleSignals = () => {
+    process.on('SIGTERM', () => void shutdown(ExitCode.OK));
+    process.on('SIGINT', () => void shutdown(ExitCode.OK));
+    process.on('SIGHUP', () => void shutdown(ExitCode.RESTART));
+  };
   try {
     if (supervisor) {
       const listener = await supervisor.listener();
@@ -150,9 +161,11 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
       // server.listen(handle) serves on an existing socket; Node ignores the host then (one
       // that is not 'localhost' keeps Fastify from binding extra addresses of its own).
       await app.listen({ host: '127.0.0.1', handle: (listener as unknown as { _handle: unknown })._handle } as { host: string });
+      handleSignals();
       supervisor.ready((socket) => app.server.emit('connection', socket));
     } else {
       await app.listen({ port: options.port, host: options.host });
+      handleSignals();
     }
   } catch (err) {
     await organism.stop({ timeoutMs: 1_000 });
@@ -180,10 +193,6 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     lines.push(demo.target ? `  Demo:      a question to ${demo.target} every ${options.demoTrafficMs / 1000} s` : '  Demo:      no agent to send demo questions to');
   }
   process.stdout.write(`${lines.join('\n')}\n`);
-
-  process.on('SIGTERM', () => void shutdown(ExitCode.OK));
-  process.on('SIGINT', () => void shutdown(ExitCode.OK));
-  process.on('SIGHUP', () => void shutdown(ExitCode.RESTART));
 
   await new Promise<void>((resolve) => app.server.once('close', () => resolve()));
   if (shuttingDown) await shuttingDown;

@@ -33,6 +33,10 @@ export function supervise(script: string, args: readonly string[], address: List
   return new Promise((resolve) => {
     let worker: ChildProcess | null = null;
     let ready = false;
+    /** The worker said it is closing: the next one reads the config afresh. */
+    let closing = false;
+    /** A SIGHUP came while the worker was booting: it restarts once it serves. */
+    let hupPending = false;
     let stopping = false;
     const crashes: number[] = [];
     const held: Socket[] = [];
@@ -73,6 +77,7 @@ export function supervise(script: string, args: readonly string[], address: List
 
     const start = () => {
       ready = false;
+      closing = false;
       const child = fork(script, [...args], {
         env: { ...process.env, [WORKER_ENV]: '1' },
         stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
@@ -84,7 +89,14 @@ export function supervise(script: string, args: readonly string[], address: List
         else if (type === 'organism:ready') {
           ready = true;
           flush();
-        } else if (type === 'organism:closing') ready = false;
+          if (hupPending) {
+            hupPending = false;
+            child.kill('SIGHUP');
+          }
+        } else if (type === 'organism:closing') {
+          ready = false;
+          closing = true;
+        }
       });
       child.on('exit', (code, signal) => {
         if (worker === child) {
@@ -121,8 +133,13 @@ export function supervise(script: string, args: readonly string[], address: List
       server.close();
       resolve(code);
     };
+    // A worker handles SIGHUP once it serves; one still booting would die of it (a crash, and
+    // a SIGHUP storm of five made the supervisor give up). So a SIGHUP during a boot waits for
+    // the boot to end, and one during a close is already answered by the next worker's boot.
     const onHup = () => {
-      if (worker && !stopping) worker.kill('SIGHUP');
+      if (!worker || stopping || closing) return;
+      if (ready) worker.kill('SIGHUP');
+      else hupPending = true;
     };
     const onTerm = () => {
       stopping = true;

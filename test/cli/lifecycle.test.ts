@@ -1,8 +1,18 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { alive, api, cpuShare, jobOrganism, killAll, processTree, servedAt, startCli, until } from './processes.js';
+
+/** The parent of a process (from /proc), or null once it is gone. */
+function parentOf(pid: number): number | null {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(text.slice(text.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return null;
+  }
+}
 
 afterEach(killAll);
 
@@ -107,6 +117,51 @@ describe('the serve worker and its supervisor', () => {
     }
     expect(server.child.exitCode).toBeNull();
   }, 400_000);
+});
+
+describe('signals while a worker boots', () => {
+  /** The supervisor's direct children (its worker; a worker's own children are not). */
+  const workersOf = (supervisor: number) => processTree(supervisor).filter((pid) => pid !== supervisor && parentOf(pid) === supervisor);
+
+  it('a SIGHUP storm restarts the worker without a crash: a SIGHUP during a boot restarts it once it serves', async () => {
+    const { config } = jobOrganism();
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'organism-hup-storm-'));
+    const server = startCli(['serve', config, '--data-dir', dataDir, '--port', '0', '--log-level', 'warn', '--drain-timeout', '5']);
+    const base = await servedAt(server);
+    const call = api(base);
+    const bootId = async () => ((await (await call('/organism')).json()) as { bootId: string }).bootId;
+    const firstBoot = await until(bootId, 'the server');
+    const supervisor = server.child.pid!;
+    const [first] = workersOf(supervisor);
+
+    server.child.kill('SIGHUP');
+    // The next worker is forked once the first has drained; it takes a while to boot.
+    const second = await until(() => workersOf(supervisor).find((pid) => pid !== first), 'the second worker', 60_000);
+    server.child.kill('SIGHUP');
+    server.child.kill('SIGHUP');
+    expect(alive(second)).toBe(true);
+    // The SIGHUPs it got while booting restart it once it serves (they were one reload
+    // request): a third worker then serves. Each prints the banner once it listens.
+    const banners = () => server.output().split('serving (config').length - 1;
+    await until(() => banners() >= 3 && workersOf(supervisor).some((pid) => pid !== first && pid !== second), 'the restart the SIGHUPs during the boot asked for');
+    await until(async () => (await bootId()) !== firstBoot, 'the third worker to serve');
+    expect(server.output()).not.toContain('worker exited');
+    expect(server.child.exitCode).toBeNull();
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+  }, 400_000);
+
+  it('a worker whose supervisor dies while it boots exits and never serves on its own', async () => {
+    const { config } = jobOrganism();
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'organism-boot-orphan-'));
+    const server = startCli(['serve', config, '--data-dir', dataDir, '--port', '0', '--log-level', 'warn']);
+    const supervisor = server.child.pid!;
+    const worker = await until(() => workersOf(supervisor)[0], 'the worker process', 60_000);
+    server.child.kill('SIGKILL');
+    await until(() => !alive(worker), 'the orphaned worker to exit', 60_000);
+    // The banner is the worker's, printed once it listens.
+    expect(server.output()).not.toContain('API:');
+  }, 300_000);
 });
 
 describe('an idle organism', () => {

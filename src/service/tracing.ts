@@ -1,4 +1,3 @@
-import { FastifyOtelInstrumentation } from '@fastify/otel';
 import type { TracerProvider } from '@opentelemetry/api';
 import type { FastifyInstance } from 'fastify';
 
@@ -9,6 +8,8 @@ import type { FastifyInstance } from 'fastify';
  * per hook per request would outnumber the work they describe.
  */
 export async function registerTracing(app: FastifyInstance, provider: TracerProvider): Promise<void> {
+  // Loaded only when tracing is on (it pulls in the OpenTelemetry instrumentation packages).
+  const { FastifyOtelInstrumentation } = await import('@fastify/otel');
   const instrumentation = new FastifyOtelInstrumentation({ instrumentHooks: false });
   instrumentation.setTracerProvider(provider);
   await app.register(instrumentation.plugin());

@@ -25,7 +25,6 @@ import { BatchSpanProcessor, RandomIdGenerator, type IdGenerator, type SpanExpor
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import type { ListenerConfig, TelemetryConfig } from '../config/types.js';
-import { Errors } from '../errors/catalogue.js';
 import type { OrganismEvent } from '../events/types.js';
 import { errorTypeOf, type LlmCallInfo, type LlmCallWatch } from '../llm/observer.js';
 import type { CompletionResult } from '../llm/types.js';
@@ -34,57 +33,10 @@ import type { Message } from '../pump/message.js';
 import type { DeliveryOutcome, DeliveryWatch } from '../pump/observer.js';
 import type { Logger } from '../util/logger.js';
 import { GenAiAttr, GenAiOperation, OrganismAttr, OrganismEvent as SpanEvent } from './conventions.js';
+import type { TracingSettings } from './settings.js';
 
-export type OtlpProtocol = 'http/protobuf' | 'http/json';
+export { resolveTracing, traceLogFields, type OtlpProtocol, type TracingSettings } from './settings.js';
 
-/** What tracing needs, resolved from OTEL_* variables and `telemetry:` in organism.yaml. */
-export interface TracingSettings {
-  readonly serviceName: string;
-  readonly serviceVersion: string;
-  readonly protocol: OtlpProtocol;
-  /** Full URL of the traces endpoint; null: the exporter reads OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT. */
-  readonly url: string | null;
-  readonly captureContent: boolean;
-}
-
-const PROTOCOLS: readonly string[] = ['http/protobuf', 'http/json'];
-
-/**
- * Tracing is on when an OTLP endpoint is configured, by the standard variables (which win) or
- * `telemetry.otlp` in organism.yaml; OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none turn it
- * off. Null: off. An unsupported protocol (grpc) is an error naming where it came from.
- */
-export function resolveTracing(
-  config: TelemetryConfig | undefined,
-  organism: { name: string; version: string },
-  env: NodeJS.ProcessEnv = process.env,
-): TracingSettings | null {
-  if (env['OTEL_SDK_DISABLED']?.trim().toLowerCase() === 'true') return null;
-  if (env['OTEL_TRACES_EXPORTER']?.trim().toLowerCase() === 'none') return null;
-  const envEndpoint = env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] || env['OTEL_EXPORTER_OTLP_ENDPOINT'];
-  if (!envEndpoint && !config?.otlp) return null;
-  const fromEnv = env['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL']
-    ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
-    : env['OTEL_EXPORTER_OTLP_PROTOCOL']
-      ? 'OTEL_EXPORTER_OTLP_PROTOCOL'
-      : null;
-  const protocol = (fromEnv ? env[fromEnv]!.trim() : (config?.otlp?.protocol ?? 'http/protobuf')) as string;
-  if (!PROTOCOLS.includes(protocol)) throw Errors.OTLP_PROTOCOL_UNSUPPORTED(JSON.stringify(protocol), fromEnv ?? 'telemetry.otlp.protocol');
-  const captureEnv = env['OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT']?.trim().toLowerCase();
-  return {
-    serviceName: env['OTEL_SERVICE_NAME']?.trim() || organism.name,
-    serviceVersion: organism.version,
-    protocol: protocol as OtlpProtocol,
-    url: envEndpoint ? null : tracesUrl(config!.otlp!.endpoint),
-    captureContent: config?.captureContent === true || captureEnv === 'true',
-  };
-}
-
-/** An OTLP base endpoint as the variables give it (`http://collector:4318`) gets the traces path. */
-function tracesUrl(endpoint: string): string {
-  const base = endpoint.replace(/\/+$/, '');
-  return base.endsWith('/v1/traces') ? base : `${base}/v1/traces`;
-}
 
 /**
  * The trace id of a thread: its UUID as it is (a UUID is 128 bits, like a trace id), any other
@@ -122,14 +74,6 @@ function installGlobals(): void {
   globalsInstalled = true;
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-}
-
-/** `trace_id` and `span_id` of the active span, for pino's mixin (empty outside a span). */
-export function traceLogFields(): Record<string, string> {
-  const span = trace.getSpan(context.active());
-  if (!span) return {};
-  const sc = span.spanContext();
-  return isSpanContextValid(sc) ? { trace_id: sc.traceId, span_id: sc.spanId } : {};
 }
 
 /**

@@ -33,7 +33,7 @@ export class StorageHealth {
       this.refusedWrites++;
       if (this.fullError) return;
       this.fullError = error;
-      this.logger?.error({ code: error.code, dataDir: this.dataDir }, `${error.detail}: new messages are refused (507) and unfinished deliveries wait for space`);
+      this.logger?.error({ code: error.code, dataDir: this.dataDir }, error.detail);
     } else if (error.code === Errors.STORAGE_CORRUPT.code) {
       if (this.corruptError) return;
       this.corruptError = error;

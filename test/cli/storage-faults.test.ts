@@ -21,8 +21,9 @@ afterEach(() => {
 
 /**
  * One code listener. Jobs with n >= 1000 wait for a `gate` file beside the config (all of
- * them released in the same tick, so their acks share one transaction) and answer with a
- * large result (its ack needs fresh disk space); the others return at once.
+ * them released in the same tick, so their acks share one transaction), mark that they
+ * returned with a \`returned-N\` file there, and answer with a large result (their ack needs
+ * fresh disk space); the others return at once.
  */
 function gatedOrganism(): { dir: string; config: string; open(): void } {
   const dir = organismDir(
@@ -38,7 +39,7 @@ listeners:
     timeout_seconds: 600
 `,
     {
-      'worker.ts': `import { existsSync } from 'node:fs';
+      'worker.ts': `import { existsSync, writeFileSync } from 'node:fs';
 const gate = new URL('./gate', import.meta.url);
 let released: Promise<void> | null = null;
 const opened = () => (released ??= new Promise<void>((resolve) => {
@@ -48,6 +49,7 @@ const opened = () => (released ??= new Promise<void>((resolve) => {
 export const work = async (payload: { n: number }) => {
   if (payload.n < 1000) return;
   await opened();
+  writeFileSync(new URL(\`./returned-\${payload.n}\`, import.meta.url), '');
   return { payloadType: 'Done', payload: { text: 'r'.repeat(100_000) } };
 };
 `,
@@ -133,7 +135,7 @@ describe('the data directory deleted under a running server', () => {
     expect(String(wsReply['error'])).toContain(dataDir);
 
     org.open();
-    expect(await server.exited).toBe(4);
+    expect(await exitOf(server)).toBe(4);
     // Loud once: the one error-level line is the loss, naming the directory.
     const errors = errorLines(server.output());
     expect(errors).toHaveLength(1);
@@ -161,7 +163,7 @@ describe('the data directory deleted under a running server', () => {
     // The lock file replaced (another file under its name): as lost as a deleted directory.
     rmSync(path.join(dataDir, 'organism.lock'));
     writeFileSync(path.join(dataDir, 'organism.lock'), '');
-    expect(await server.exited).toBe(4);
+    expect(await exitOf(server)).toBe(4);
     expect(server.output()).not.toMatch(/restarting in/);
     expect(errorLines(server.output()).filter((e) => e['code'] === 'STORAGE_LOST')).toHaveLength(1);
   }, 240_000);
@@ -202,7 +204,7 @@ describe('a full disk', () => {
 
     // The handlers finish while the disk is full: their acks (with a 100 KB result each) fail.
     org.open();
-    await until(() => /journal writes fail/.test(server.output()), 'the acks to fail');
+    await until(() => gated.every((_, i) => existsSync(path.join(org.dir, `returned-${1000 + i}`))), 'the gated handlers to return');
     for (const id of gated) expect(await stateOf(server, id)).toBe('DISPATCHED');
 
     rmSync(filler);
@@ -243,6 +245,15 @@ describe('damaged database pages', () => {
     expect(h.body.detail).toContain(file);
   }, 240_000);
 });
+
+/** The server's exit code; fails (rather than hang) if it does not exit within a minute. */
+function exitOf(server: ServerProcess): Promise<number | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the server did not exit; output:\n${server.output()}`)), 60_000);
+  });
+  return Promise.race([server.exited, late]).finally(() => clearTimeout(timer));
+}
 
 /** Fills the file system at `dir` to the last byte; returns the filler file. */
 function fill(dir: string): string {

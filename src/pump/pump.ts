@@ -178,14 +178,26 @@ export class Pump {
     // Stored threads are read before any is activated: activation queues thread writes, and a
     // read flushes the writer, so interleaving the two would commit once per recovered message.
     const storedThreads = await this.deps.threads.getMany([...new Set(recovered.map((m) => m.threadId).filter((id) => !this.threads.get(id)))]);
+    const revived: Array<{ thread: LiveThread; stored: ThreadRecord | null }> = [];
     for (const message of recovered) {
       const stored = this.threads.get(message.threadId) ? null : (storedThreads.get(message.threadId) ?? null);
       if (stored?.status === 'killed') {
         await this.deps.journal.failed(message, 'killed', Errors.THREAD_KILLED(message.threadId).detail, [], []);
         continue;
       }
+      const fresh = !this.threads.get(message.threadId);
       const thread = this.threads.activate(message.threadId, this.now(), message.metadata, stored);
+      if (fresh) revived.push({ thread, stored });
       this.enqueue(message, thread, false);
+    }
+    // Recovery goes on with the conversation the crash interrupted, not a new one: a failure
+    // before the crash still ends the thread in error once its work drains.
+    for (const { thread, stored } of revived) {
+      const error = stored?.error ?? (await this.failureSinceInject(thread.id));
+      if (error === null) continue;
+      thread.failed = true;
+      thread.error = error;
+      this.threads.touch(thread);
     }
     await this.closeOrphanThreads();
     this.setStatus('running');
@@ -229,11 +241,30 @@ export class Pump {
       const page = await this.deps.threads.list({ status: 'active', limit: 500, offset: 0 });
       const orphans = page.items.filter((t) => !this.threads.get(t.id));
       for (const t of orphans) {
-        const status = t.error ? 'error' : 'completed';
-        this.deps.threads.put({ ...t, status });
+        const error = t.error ?? (await this.failureSinceInject(t.id));
+        const status = error ? 'error' : 'completed';
+        this.deps.threads.put({ ...t, status, error });
         if (status === 'completed') this.deps.budgets.release(t.id);
       }
       if (orphans.length < 500) return;
+    }
+  }
+
+  /**
+   * The error of a delivery of the thread that FAILED (other than by a kill) since its latest
+   * inject, from the journal: the thread record is written behind the journal, so a crash can
+   * lose the error of a failure whose FAILED entry was committed. Null: none failed.
+   */
+  private async failureSinceInject(threadId: string): Promise<string | null> {
+    const PAGE = 50;
+    for (let offset = 0; ; offset += PAGE) {
+      const page = await this.deps.journal.list({ threadId, limit: PAGE, offset, order: 'newest' });
+      for (const e of page.items) {
+        if (e.state === 'FAILED' && e.failureReason !== 'killed') return e.error ?? e.failureReason ?? 'failed';
+        // Failures before the latest inject belong to an earlier exchange (an inject resets them).
+        if (e.message.parentId === null) return null;
+      }
+      if (page.items.length < PAGE) return null;
     }
   }
 

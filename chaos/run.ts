@@ -215,7 +215,9 @@ async function main(): Promise<number> {
       await harness.run(next);
       harness.time('cycle step: the fault until serving again (ms)', performance.now() - f0);
       await sleep(rng.int(100, 250));
+      const i0 = performance.now();
       await injector.stop();
+      harness.time('cycle step: the injectors\' last requests (ms)', performance.now() - i0);
       const s0 = performance.now();
       await settle(serve, report, harness, cycle);
       harness.time('cycle step: settle, until the journal is quiet (ms)', performance.now() - s0);

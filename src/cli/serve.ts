@@ -59,6 +59,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     if (orphaned) orphaned();
     else process.exit(ExitCode.FAILURE); // still booting: nothing to drain
   });
+  await supervisor?.loading();
   const loaded = await loadOrganism(path);
   let tracingSettings;
   try {

@@ -40,7 +40,9 @@ export function supervise(script: string, args: readonly string[], address: List
     let ready = false;
     /** The worker said it is closing: the next one reads the config afresh. */
     let closing = false;
-    /** A SIGHUP came while the worker was booting: it restarts once it serves. */
+    /** The worker has begun reading the config (it said so). */
+    let loading = false;
+    /** A SIGHUP came while the worker was loading: it restarts once it serves. */
     let hupPending = false;
     let stopping = false;
     const crashes: number[] = [];
@@ -83,6 +85,7 @@ export function supervise(script: string, args: readonly string[], address: List
     const start = () => {
       ready = false;
       closing = false;
+      loading = false;
       const child = fork(script, [...args], {
         env: { ...process.env, [WORKER_ENV]: '1' },
         stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
@@ -91,6 +94,10 @@ export function supervise(script: string, args: readonly string[], address: List
       child.on('message', (message: unknown) => {
         const type = Channel.typeOf(message);
         if (type === 'organism:listen') child.send({ type: 'organism:listener' } satisfies WorkerMessage, server);
+        else if (type === 'organism:loading') {
+          loading = true;
+          child.send({ type: 'organism:load' } satisfies WorkerMessage);
+        }
         else if (type === 'organism:ready') {
           ready = true;
           flush();
@@ -139,12 +146,14 @@ export function supervise(script: string, args: readonly string[], address: List
       resolve(code);
     };
     // A worker handles SIGHUP once it serves; one still booting would die of it (a crash, and
-    // a SIGHUP storm of five made the supervisor give up). So a SIGHUP during a boot waits for
-    // the boot to end, and one during a close is already answered by the next worker's boot.
+    // a SIGHUP storm of five made the supervisor give up). A SIGHUP asks for the config and
+    // handlers to be read afresh: one that comes before a worker reads them (while it closes,
+    // or while the next one loads its own code) is answered by that boot; one that comes while
+    // it reads them restarts it once it serves.
     const onHup = () => {
       if (!worker || stopping || closing) return;
       if (ready) worker.kill('SIGHUP');
-      else hupPending = true;
+      else if (loading) hupPending = true;
     };
     const onTerm = () => {
       stopping = true;

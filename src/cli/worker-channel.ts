@@ -6,6 +6,10 @@ export type WorkerMessage =
   | { type: 'organism:listen' }
   /** supervisor -> worker: the listening socket (as the message's handle). */
   | { type: 'organism:listener' }
+  /** worker -> supervisor: about to read the config (a SIGHUP before this needs no restart). */
+  | { type: 'organism:loading' }
+  /** supervisor -> worker: noted; read it (later SIGHUPs restart the worker once it serves). */
+  | { type: 'organism:load' }
   /** worker -> supervisor: serving; pass me the connections you hold. */
   | { type: 'organism:ready' }
   /** worker -> supervisor: closing; hold new connections for the next worker. */
@@ -27,12 +31,14 @@ export const Channel = {
 export class SupervisorChannel {
   private connectionHandler: ((socket: Socket) => void) | null = null;
   private listenerWaiter: ((server: Server) => void) | null = null;
+  private loadWaiter: (() => void) | null = null;
 
   private constructor() {
     process.on('message', (message: unknown, handle: unknown) => {
       const type = Channel.typeOf(message);
       if (type === 'organism:listener' && handle) this.listenerWaiter?.(handle as Server);
       else if (type === 'organism:connection' && handle) this.accept(handle as Socket);
+      else if (type === 'organism:load') this.loadWaiter?.();
     });
   }
 
@@ -49,6 +55,20 @@ export class SupervisorChannel {
         resolve(server);
       };
       this.send({ type: 'organism:listen' });
+    });
+  }
+
+  /**
+   * About to read the config and load the handlers: resolves once the supervisor knows, so a
+   * SIGHUP it handled before is one this read sees the effect of, and one after restarts us.
+   */
+  loading(): Promise<void> {
+    return new Promise((resolve) => {
+      this.loadWaiter = () => {
+        this.loadWaiter = null;
+        resolve();
+      };
+      this.send({ type: 'organism:loading' });
     });
   }
 

@@ -68,6 +68,28 @@ export const ConfigMessages = {
     `${quote(key)} looks like an actual secret, not the name of an environment variable: put the key in an env var and name the variable (the value has not been printed)`,
   badEnvName: (key: string) => `${quote(key)} must be the name of an environment variable (letters, digits and \`_\`, not starting with a digit)`,
 
+  timeoutDefeatsFailover: (
+    listener: string,
+    timeout: number,
+    providers: readonly { name: string; keyPath: string; line: number | null; timeout: number; attempts: number; worst: number }[],
+    starved: string | null,
+    minimum: number,
+  ) =>
+    `listener ${quote(listener)} times out after ${timeout} s, before its providers are done: ${providers
+      .map((p) => `${quote(p.name)} (${p.keyPath}${p.line === null ? '' : `, line ${p.line}`}) may take ${p.timeout} s x ${p.attempts} attempt${p.attempts === 1 ? '' : 's'}${p.worst > p.timeout * p.attempts ? ` + ${+(p.worst - p.timeout * p.attempts).toFixed(3)} s backoff = ${+p.worst.toFixed(3)} s` : ''}`)
+      .join(', ')}, so ${
+      starved === null ? (providers.length === 1 ? 'its retries are cut short' : 'the last provider\'s retries are cut short') : `failover to ${quote(starved)} can never happen`
+    }; set \`timeout_seconds\` to at least ${minimum} (or remove it: the default is derived from the providers), or lower the providers' \`timeout_seconds\` or \`max_retries\``,
+  providerKeyUse: (provider: string, agents: readonly string[]) =>
+    `the API key of provider ${quote(provider)}, ${agents.length > 0 ? `used by ${agents.map(quote).join(', ')}` : 'which no listener uses yet'}`,
+  tokenUse: (name: string, role: string) => `the ${role} token ${quote(name)}`,
+  envUnset: (variable: string, what: string, refused: boolean) =>
+    `environment variable ${quote(variable)} is not set (${what}); export it before \`organism serve\`${
+      refused ? ', which refuses to start without it' : ' (requests to this provider would carry no key)'
+    }`,
+  providerKeyUnset: (provider: string, variable: string, agents: readonly string[]) =>
+    `environment variable ${quote(variable)} is not set: it holds the API key of provider ${quote(provider)}, which ${agents.map(quote).join(', ')} call${agents.length === 1 ? 's' : ''}; export it and start again (without it requests would go out with no Authorization)`,
+
   unknownPayloadType: (name: string, suggestion: string | null) => `unknown payload type ${quote(name)}${didYouMean(suggestion)}`,
   badFieldType: (expr: string) =>
     `invalid field type ${quote(expr)}: expected string, integer, number, boolean or a payload type name, optionally as a list (\`T[]\` or \`list<T>\`) and optional (trailing \`?\`)`,

@@ -196,7 +196,7 @@ function checkListenerPayloads(draft: ConfigDraft, types: readonly TypeOrigin[])
   const known = [...types.map((t) => t.def.name), ...BUILTIN_PAYLOAD_TYPES];
   for (const { value: l, at } of draft.listeners) {
     if (l.payload !== '' && !known.includes(l.payload)) {
-      at.problem('payload', ConfigMessages.unknownPayloadType(l.payload, closest(l.payload, known)));
+      at.problem('payload', ConfigMessages.unknownPayloadType(l.payload, closest(l.payload, known), known));
     }
   }
 }

@@ -1,4 +1,4 @@
-import { loadOrganism } from '../config/index.js';
+import { loadOrganismToRun } from '../config/index.js';
 import type { OrganismConfig } from '../config/types.js';
 import { Organism } from '../organism/organism.js';
 import type { Server } from 'node:http';
@@ -70,7 +70,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     if (orphaned) orphaned();
     else process.exit(ExitCode.FAILURE); // still booting: nothing to drain
   });
-  const loaded = await loadOrganism(path);
+  const loaded = await loadOrganismToRun(path);
   let tracingSettings;
   try {
     tracingSettings = resolveTracing(loaded.config.telemetry, { name: loaded.config.name, version: VERSION });
@@ -140,7 +140,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     version: VERSION,
     onStop: () => void shutdown(ExitCode.OK),
     onRestart: () => void shutdown(ExitCode.RESTART),
-    reloadConfig: () => loadOrganism(path),
+    reloadConfig: () => loadOrganismToRun(path),
     ...(tracing ? { tracing: { provider: tracing.provider } } : {}),
     ...(hasConsole ? { consoleDir } : {}),
     ...(options.auth ? { resolveTokens: (config: OrganismConfig) => resolveTokens(config, dataDir) } : {}),

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { LineCounter, parseDocument, type Node } from 'yaml';
 import type { PayloadTypeDef } from '../payload/types.js';
+import { derivedListenerTimeout, missingProviderKeys, timeoutWarnings, unsetEnvWarnings } from './advice.js';
 import { checkCrossReferences, readDocument, type ConfigDraft, type Located } from './document.js';
 import { ConfigInvalidError } from './errors.js';
 import { yamlSyntaxProblem } from './yaml-errors.js';
@@ -13,8 +14,13 @@ import { BUILTIN_LLM } from './schema.js';
 import { closest } from './suggest.js';
 import type { ConfigProblem, ListenerConfig, LoadedOrganism, OrganismConfig, ResolvedListener } from './types.js';
 
+export interface LoadOptions {
+  /** Where \`api_key_env\` and \`token_env\` are looked up (default: process.env). */
+  readonly env?: NodeJS.ProcessEnv;
+}
+
 /** Loads and validates an organism.yaml; throws `ConfigInvalidError` listing every problem. */
-export async function loadOrganism(configPath: string): Promise<LoadedOrganism> {
+export async function loadOrganism(configPath: string, options: LoadOptions = {}): Promise<LoadedOrganism> {
   let text: string;
   try {
     text = await readFile(configPath, 'utf8');
@@ -22,16 +28,31 @@ export async function loadOrganism(configPath: string): Promise<LoadedOrganism> 
     const reason = err instanceof Error ? err.message : String(err);
     throw new ConfigInvalidError([{ file: configPath, line: null, column: null, keyPath: '', message: ConfigMessages.cannotRead(reason) }]);
   }
-  return loadOrganismFromString(text, configPath);
+  return loadOrganismFromString(text, configPath, options);
+}
+
+/**
+ * Loads a config to run it (serve, run, reload): also refuses one whose agents need a provider
+ * key that is unset, rather than sending requests without Authorization.
+ */
+export async function loadOrganismToRun(configPath: string, options: LoadOptions = {}): Promise<LoadedOrganism> {
+  const loaded = await loadOrganism(configPath, options);
+  if (loaded.missingKeys && loaded.missingKeys.length > 0) throw new ConfigInvalidError(loaded.missingKeys);
+  return loaded;
 }
 
 /** Every problem of a config file; empty when it is valid (handler modules are loaded to check them). */
-export async function checkOrganism(configPath: string): Promise<ConfigProblem[]> {
+export async function checkOrganism(configPath: string, options: LoadOptions = {}): Promise<ConfigProblem[]> {
+  return (await checkOrganismReport(configPath, options)).problems;
+}
+
+/** Problems (the config does not load) and warnings (it loads, but something will not work as meant). */
+export async function checkOrganismReport(configPath: string, options: LoadOptions = {}): Promise<{ problems: ConfigProblem[]; warnings: ConfigProblem[] }> {
   try {
-    await loadOrganism(configPath);
-    return [];
+    const loaded = await loadOrganism(configPath, options);
+    return { problems: [], warnings: [...(loaded.warnings ?? [])] };
   } catch (err) {
-    if (err instanceof ConfigInvalidError) return [...err.problems];
+    if (err instanceof ConfigInvalidError) return { problems: [...err.problems], warnings: [] };
     throw err;
   }
 }
@@ -40,7 +61,7 @@ export async function checkOrganism(configPath: string): Promise<ConfigProblem[]
  * Loads a config from text. `virtualPath` names the file in problems and anchors relative
  * handler paths (its directory need not contain a real config file).
  */
-export async function loadOrganismFromString(yamlText: string, virtualPath: string): Promise<LoadedOrganism> {
+export async function loadOrganismFromString(yamlText: string, virtualPath: string, options: LoadOptions = {}): Promise<LoadedOrganism> {
   const lines = new LineCounter();
   const sink = new ProblemSink(virtualPath, lines);
   const doc = parseDocument(yamlText, { lineCounter: lines, prettyErrors: false });
@@ -51,8 +72,9 @@ export async function loadOrganismFromString(yamlText: string, virtualPath: stri
     sink.addAt(first.line, first.column, '', first.message);
     throw new ConfigInvalidError(sink.problems);
   }
-  const draft = readDocument(sink, (doc.contents as Node | null) ?? null);
-  if (!draft) throw new ConfigInvalidError(sink.problems);
+  const read = readDocument(sink, (doc.contents as Node | null) ?? null);
+  if (!read) throw new ConfigInvalidError(sink.problems);
+  const { draft, explicitTimeout } = withDerivedTimeouts(read);
   checkCrossReferences(sink, draft);
 
   const baseDir = path.dirname(path.resolve(virtualPath));
@@ -66,12 +88,37 @@ export async function loadOrganismFromString(yamlText: string, virtualPath: stri
   checkListenerPayloads(draft, payloadTypes);
 
   if (sink.problems.length > 0) throw new ConfigInvalidError(sortProblems(sink.problems));
+  const env = options.env ?? process.env;
+  const warnings = new ProblemSink(virtualPath, lines);
+  timeoutWarnings(warnings, draft, explicitTimeout);
+  unsetEnvWarnings(warnings, draft, env);
+  const missing = new ProblemSink(virtualPath, lines);
+  missingProviderKeys(missing, draft, env);
   return {
+    warnings: sortProblems(warnings.problems),
+    missingKeys: missing.problems,
     path: path.resolve(virtualPath),
     config: buildConfig(draft, payloadTypes.filter((t) => t.fromYaml).map((t) => t.def)),
     listeners: listeners.filter((l): l is ResolvedListener => l !== null),
     payloadTypes: payloadTypes.map((t) => t.def),
   };
+}
+
+/**
+ * A listener without its own \`timeout_seconds\` gets one long enough for its model's providers
+ * (see derivedListenerTimeout); the ones that set it are returned to be checked.
+ */
+function withDerivedTimeouts(read: ConfigDraft): { draft: ConfigDraft; explicitTimeout: Set<Located<ListenerConfig>> } {
+  const explicitTimeout = new Set<Located<ListenerConfig>>();
+  const providers = read.providers.map((p) => p.value);
+  const listeners = read.listeners.map((l) => {
+    if (l.at.has('timeout_seconds')) {
+      explicitTimeout.add(l);
+      return l;
+    }
+    return { value: { ...l.value, timeoutSeconds: derivedListenerTimeout(providers, l.value.model) }, at: l.at };
+  });
+  return { draft: { ...read, listeners }, explicitTimeout };
 }
 
 function readHandlerRef(l: Located<ListenerConfig>): HandlerRef | null {
@@ -149,7 +196,7 @@ function checkListenerPayloads(draft: ConfigDraft, types: readonly TypeOrigin[])
   const known = [...types.map((t) => t.def.name), ...BUILTIN_PAYLOAD_TYPES];
   for (const { value: l, at } of draft.listeners) {
     if (l.payload !== '' && !known.includes(l.payload)) {
-      at.problem('payload', ConfigMessages.unknownPayloadType(l.payload, closest(l.payload, known)));
+      at.problem('payload', ConfigMessages.unknownPayloadType(l.payload, closest(l.payload, known), known));
     }
   }
 }

@@ -1,5 +1,5 @@
 import type { LoadedOrganism, OrganismConfig } from '../config/types.js';
-import { Errors } from '../errors/catalogue.js';
+import { Errors, OrganismError } from '../errors/catalogue.js';
 import { EventBus } from '../events/bus.js';
 import { EdgeTraffic } from './edge-traffic.js';
 import type { OrganismStatus, ReloadResult } from '../events/types.js';
@@ -390,7 +390,11 @@ export class Organism {
     try {
       this.storage.budgets?.save(this.budgets.snapshot());
     } catch (err) {
-      this.logger.error({ err }, 'saving thread budgets failed');
+      // A storage fault (a full disk) was logged once by the storage: tried again next tick.
+      if (err instanceof OrganismError && err.code.startsWith('STORAGE_')) {
+        this.budgetsDirty = true;
+        this.logger.debug({ err }, 'saving thread budgets failed; retrying');
+      } else this.logger.error({ err }, 'saving thread budgets failed');
     }
   }
 

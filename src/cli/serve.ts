@@ -195,6 +195,13 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
   }
   process.stdout.write(`${lines.join('\n')}\n`);
 
+  // The data directory deleted or replaced under us: staying up would only refuse work, and
+  // what this process acknowledged lives on a deleted file until it exits. So it drains (acks
+  // still commit to the open file), storage.close saves a rescue copy beside the directory,
+  // and the process exits STORAGE: a service manager starts it afresh; the supervisor does
+  // not (a fatal code), so nothing spins. The storage logged the loss, once, at error level.
+  storage.onLost(() => void shutdown(ExitCode.STORAGE));
+
   process.on('SIGTERM', () => void shutdown(ExitCode.OK));
   process.on('SIGINT', () => void shutdown(ExitCode.OK));
   process.on('SIGHUP', () => void shutdown(ExitCode.RESTART));

@@ -3,7 +3,12 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { ExitCode } from './exit-codes.js';
 import { Channel, type WorkerMessage } from './worker-channel.js';
 
-/** Exit codes that mean "the worker cannot start": restarting would fail the same way. */
+/**
+ * Exit codes that mean "the worker cannot start": restarting would fail the same way. STORAGE
+ * also ends a worker whose data directory was deleted under it (after its rescue copy): the
+ * supervisor exits 4 too, so the service manager sees the failure (and restarts on a fresh
+ * directory by its own policy) rather than a supervisor quietly starting an empty organism.
+ */
 const FATAL_CODES = new Set<number>([ExitCode.USAGE, ExitCode.CONFIG_INVALID, ExitCode.STORAGE, ExitCode.LISTEN]);
 const CRASH_WINDOW_MS = 60_000;
 const MAX_CRASHES = 5;

@@ -129,8 +129,24 @@ export const Errors = {
     'Data directory %s is in use by another organism process (pid %s); stop it or use another --data-dir',
   ),
   STORAGE_UNWRITABLE: define('STORAGE_UNWRITABLE', 503, 'Data directory %s is not writable: %s'),
-  STORAGE_CORRUPT: define('STORAGE_CORRUPT', 503, 'Database %s is not a valid organism database (%s); move it away to start afresh'),
+  STORAGE_CORRUPT: define(
+    'STORAGE_CORRUPT',
+    503,
+    'Database %s is not a valid organism database or is damaged (%s): stop the organism and move the file away to start afresh (sqlite3 FILE .recover may salvage its rows)',
+  ),
   STORAGE_FAILED: define('STORAGE_FAILED', 503, 'Storage failure in %s: %s'),
+  /** A write refused for want of space; injects get it with Retry-After until the disk has room. */
+  STORAGE_FULL: define(
+    'STORAGE_FULL',
+    507,
+    'The disk holding %s is full (%s free): free space there; new messages are refused until then, accepted ones are kept and their deliveries resume',
+  ),
+  /** The database file or its lock was deleted or replaced under the running server. */
+  STORAGE_LOST: define(
+    'STORAGE_LOST',
+    503,
+    'Data directory %s is gone: %s was %s while the server ran; it accepts no new messages, saves what it acknowledged to %s and exits',
+  ),
 
   // --- control service (HTTP layer) ---
   AUTH_REQUIRED: define('AUTH_REQUIRED', 401, 'Authentication required'),

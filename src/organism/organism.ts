@@ -1,5 +1,5 @@
 import type { LoadedOrganism, OrganismConfig } from '../config/types.js';
-import { Errors } from '../errors/catalogue.js';
+import { Errors, OrganismError } from '../errors/catalogue.js';
 import { EventBus } from '../events/bus.js';
 import { EdgeTraffic } from './edge-traffic.js';
 import type { OrganismStatus, ReloadResult } from '../events/types.js';
@@ -10,7 +10,7 @@ import { McpHub, mcpBaseDir, type McpTool, type McpToolResult } from '../mcp/hub
 import { PayloadRegistry } from '../payload/index.js';
 import { DeliveryObservers } from '../pump/observer.js';
 import { Pump, type InjectOptions, type PumpLimits, type StopOptions, type StopReport } from '../pump/pump.js';
-import type { Journal, JournalStats, LlmCallStore, OperatorStateStore, RecoveryReport, ThreadStore, ThreadUsageTotals, UsageStore } from '../store/types.js';
+import type { Journal, JournalStats, StorageProblem, LlmCallStore, OperatorStateStore, RecoveryReport, ThreadStore, ThreadUsageTotals, UsageStore } from '../store/types.js';
 import { MemoryJournal, MemoryLlmCallStore, MemoryOperatorState, MemoryThreadStore, MemoryUsageStore } from '../store/index.js';
 import { BudgetManager, budgetInfo, type ThreadBudgetInfo, type ThreadBudgetSnapshot } from '../usage/budgets.js';
 import { Pricing } from '../usage/pricing.js';
@@ -36,6 +36,8 @@ export interface OrganismStorage {
   };
   /** Paused agents (omitted: kept in memory, as long as the process lives). */
   readonly operator?: OperatorStateStore;
+  /** What is wrong with the data directory now (omitted: nothing can be). */
+  problem?(): StorageProblem | null;
   close(): void | Promise<void>;
 }
 
@@ -181,8 +183,24 @@ export class Organism {
     return this.recovery;
   }
 
-  inject(to: string, payload: unknown, options?: InjectOptions): Promise<{ threadId: string; messageId: string }> {
+  async inject(to: string, payload: unknown, options?: InjectOptions): Promise<{ threadId: string; messageId: string }> {
+    this.assertStorageWritable();
     return this.pump.inject(to, payload, options);
+  }
+
+  /** What is wrong with the data directory now (full, damaged, deleted), or null. */
+  storageProblem(): StorageProblem | null {
+    return this.storage.problem?.() ?? null;
+  }
+
+  /**
+   * New messages are refused at once while the disk is known to be full (no write is tried
+   * that would fail) and once the data directory is gone (writes would still succeed, on a
+   * deleted file that no restart reads).
+   */
+  private assertStorageWritable(): void {
+    const error = this.storageProblem()?.error;
+    if (error && (error.code === Errors.STORAGE_FULL.code || error.code === Errors.STORAGE_LOST.code)) throw error;
   }
 
   /** Pauses an agent; the pause is persisted first, so it outlives restarts and crashes. */
@@ -240,6 +258,7 @@ export class Organism {
 
   /** FAILED journal entry back to PENDING and into the pump. */
   async redeliver(messageId: string, threadId: string): Promise<void> {
+    this.assertStorageWritable();
     await this.pump.redeliver(threadId, () => this.storage.journal.redeliver(messageId));
   }
 
@@ -371,7 +390,11 @@ export class Organism {
     try {
       this.storage.budgets?.save(this.budgets.snapshot());
     } catch (err) {
-      this.logger.error({ err }, 'saving thread budgets failed');
+      // A storage fault (a full disk) was logged once by the storage: tried again next tick.
+      if (err instanceof OrganismError && err.code.startsWith('STORAGE_')) {
+        this.budgetsDirty = true;
+        this.logger.debug({ err }, 'saving thread budgets failed; retrying');
+      } else this.logger.error({ err }, 'saving thread budgets failed');
     }
   }
 

@@ -13,6 +13,7 @@ import { newId } from '../util/ids.js';
 import type { Logger } from '../util/logger.js';
 import type { Handler, HandlerContext, HandlerLogger } from './handler.js';
 import type { FailureReason } from './hooks.js';
+import { JournalTrouble } from './journal-trouble.js';
 import { ListenerRuntime } from './listener-runtime.js';
 import type { DeliveryObservers, DeliveryOutcome, DeliveryWatch } from './observer.js';
 import {
@@ -88,6 +89,10 @@ interface Delivery {
 /** Abort reasons the pump gives, so a delivery knows why it was cut short. */
 type AbortCause = 'killed' | 'timeout' | 'shutdown';
 
+/** A delivery's bookkeeping that failed is tried again after this long, doubling up to the max. */
+const BOOKING_RETRY_MS = 250;
+const BOOKING_RETRY_MAX_MS = 5_000;
+
 /** How long one turn of the event loop may spend starting deliveries (see Pump.turnStartedAt). */
 const TURN_BUDGET_MS = 4;
 
@@ -130,6 +135,7 @@ export class Pump {
   private turnStartedAt: number | null = null;
   /** A turn ran out of budget with work left: the next macrotask dispatches again. */
   private turnExhausted = false;
+  private readonly trouble: JournalTrouble;
 
   constructor(
     private deps: PumpDeps,
@@ -137,6 +143,7 @@ export class Pump {
     listeners: readonly ResolvedListener[],
   ) {
     this.now = deps.now ?? Date.now;
+    this.trouble = new JournalTrouble(deps.logger);
     this.threads = new ThreadTracker(deps.threads, deps.bus);
     for (const l of listeners) this.register(l);
     this.unsubscribes.push(
@@ -505,7 +512,7 @@ export class Pump {
 
     if (message.to === EXTERNAL_SENDER) {
       // Replies and errors addressed to the outside world end here: recorded, acknowledged.
-      this.journalStep(() => this.journalAck(message, [], []));
+      this.journalStep(() => this.deps.journal.acked(message, [], []));
       this.deps.bus.emit({ type: 'message', message, state: 'ACKED' });
       this.settleThread(thread);
       return;
@@ -596,14 +603,15 @@ export class Pump {
     const delivery: Delivery = { message, runtime, thread, controller, usage: [], handlerDone: false, watch, outcome: null };
     this.deliveries.set(message.id, delivery);
     this.reportState(runtime);
-    this.journalStep(() => this.deps.journal.dispatched(message));
+    // Not retried: a lost DISPATCHED mark costs nothing (the ack moves the entry from PENDING).
+    this.journalStep(() => this.deps.journal.dispatched(message), false);
 
     try {
       if (SYSTEM_PAYLOADS.has(message.payloadType)) {
         // System notices are recorded in the listener's history (an LLM agent sees them in its
         // next prompt) without running the handler, so they can never start a loop.
         this.handlerDone(delivery);
-        await this.journalAck(message, [], []);
+        if (!(await this.book(delivery, () => this.deps.journal.acked(message, [], [])))) return;
         delivery.outcome = ACKED;
         this.deps.bus.emit({ type: 'message', message, state: 'ACKED' });
       } else {
@@ -689,7 +697,7 @@ export class Pump {
       systemErrorMessage(message, runtime.name, r.reason, r.error, this.now(), { messageId: r.message.id, to: r.message.to }),
     );
     const outgoing = traced([...routed.messages, ...notices], d.watch);
-    await this.journalAck(message, outgoing, d.usage);
+    if (!(await this.book(d, () => this.deps.journal.acked(message, outgoing, d.usage)))) return;
     d.outcome = ACKED;
     runtime.lastFailed = false;
     this.deps.bus.emit({ type: 'message', message, state: 'ACKED' });
@@ -721,12 +729,8 @@ export class Pump {
     }
     const target = notify !== null && !isSystemName(notify) && thread.status !== 'killed' ? notify : null;
     const notice = target ? traced([systemErrorMessage(message, target, reason, error, this.now())], d.watch) : [];
+    if (!(await this.book(d, () => this.deps.journal.failed(message, reason, error, notice, d.usage)))) return;
     d.outcome = { acked: false, reason, error };
-    try {
-      await this.deps.journal.failed(message, reason, error, notice, d.usage);
-    } catch (err) {
-      this.deps.logger.error({ err, messageId: message.id }, 'journal write failed');
-    }
     this.deps.bus.emit({ type: 'message', message, state: 'FAILED' });
     this.deps.bus.emit({ type: 'journal_failed', message, reason, error });
     this.deps.logger.warn({ messageId: message.id, threadId: message.threadId, to: message.to, reason }, error);
@@ -761,16 +765,53 @@ export class Pump {
     this.deps.bus.emit({ type: 'journal_failed', message, reason, error });
   }
 
-  private async journalAck(message: Message, outgoing: readonly Message[], usage: readonly UsageEvent[]): Promise<void> {
-    await this.deps.journal.acked(message, outgoing, usage);
+  /**
+   * Writes a delivery's outcome (its ack or failure) to the journal, trying again with backoff
+   * until it commits: a write refused (a full disk) must not leave the entry DISPATCHED with
+   * nobody working on it. The delivery stays in flight meanwhile (its thread's next message
+   * waits; its handler's slot is free). False when a shutdown aborted it first: the entry
+   * stays in the journal and the next start delivers it again.
+   */
+  private async book(d: Delivery | null, write: () => void | Promise<void>): Promise<boolean> {
+    const signal = d?.controller.signal ?? null;
+    const givenUp = () => (signal ? signal.aborted && signal.reason === 'shutdown' : this.status === 'stopped');
+    for (let delay = BOOKING_RETRY_MS; ; delay = Math.min(delay * 2, BOOKING_RETRY_MAX_MS)) {
+      try {
+        await write();
+        this.trouble.succeeded();
+        return true;
+      } catch (err) {
+        this.trouble.failed(err);
+      }
+      if (givenUp()) return false;
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        const timer = setTimeout(() => {
+          signal?.removeEventListener('abort', wake);
+          resolve();
+        }, delay);
+        if (!d) timer.unref(); // nobody waits for it: it must not hold a stopping process up
+        signal?.addEventListener('abort', wake, { once: true });
+      });
+      if (givenUp()) return false;
+    }
   }
 
-  private journalStep(step: () => void | Promise<void>): void {
+  /** A journal write nobody waits for; retried like a delivery's bookkeeping unless `retry` is false. */
+  private journalStep(step: () => void | Promise<void>, retry = true): void {
+    if (retry) {
+      void this.book(null, step);
+      return;
+    }
+    const failed = (err: unknown) => this.trouble.failed(err);
     try {
       const r = step();
-      if (r) r.catch((err: unknown) => this.deps.logger.error({ err }, 'journal write failed'));
+      if (r) r.then(() => this.trouble.succeeded(), failed);
     } catch (err) {
-      this.deps.logger.error({ err }, 'journal write failed');
+      failed(err);
     }
   }
 

@@ -2,11 +2,13 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { Errors, OrganismError } from '../errors/catalogue.js';
 import { validationError } from './validation.js';
 
-/** Seconds a client should wait before retrying a 503. */
+/** Seconds a client should wait before retrying a 503 (or a 507: the disk is full). */
 const RETRY_AFTER: Record<string, string> = {
   ORGANISM_BUSY: '1',
   ORGANISM_NOT_ACCEPTING: '5',
   SERVER_CLOSING: '1',
+  STORAGE_FULL: '30',
+  STORAGE_LOST: '5',
 };
 
 const bounded = (text: string, max = 200): string => (text.length > max ? `${text.slice(0, max)}...` : text);
@@ -46,7 +48,7 @@ function fieldProblem(item: unknown): { location: string; field: string; message
   return { location: text(o['location'], 'payload'), field: text(o['field'] ?? o['path'], ''), message: text(o['message'], String(item)) };
 }
 
-/** Writes the error body `{detail, code, errors?}` with its status (and Retry-After on 503). */
+/** Writes the error body `{detail, code, errors?}` with its status (and Retry-After where RETRY_AFTER says). */
 export function sendError(reply: FastifyReply, error: OrganismError): FastifyReply {
   const retryAfter = RETRY_AFTER[error.code];
   if (retryAfter) reply.header('Retry-After', retryAfter);

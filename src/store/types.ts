@@ -1,3 +1,4 @@
+import type { OrganismError } from '../errors/catalogue.js';
 import type { CallRecordSink, LlmCallRecord, ToolCallRecord } from '../llm/call-record.js';
 import type { DispatchHook, FailureReason } from '../pump/hooks.js';
 import type { UsageEvent } from '../usage/types.js';
@@ -213,4 +214,11 @@ export interface OperatorStateStore {
   /** The ceiling a thread had when it ended (null: unknown, or it never had a budget). */
   finalCeiling(threadId: string): number | null;
   setFinalCeiling(threadId: string, maxTokens: number): void;
+}
+
+/** What is wrong with the data directory now, as /health reports it. */
+export interface StorageProblem {
+  /** degraded: passes by itself (space freed); unhealthy: needs the operator (deleted, damaged). */
+  readonly status: 'degraded' | 'unhealthy';
+  readonly error: OrganismError;
 }

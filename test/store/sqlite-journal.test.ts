@@ -190,7 +190,7 @@ describe('the data directory', () => {
     if (process.getuid?.() !== 0 || spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', mnt]).status !== 0) return ctx.skip();
     try {
       writeFileSync(path.join(mnt, 'fill'), Buffer.alloc(60 * 1024)); // room for the lock, not for the database
-      expect(() => open(path.join(mnt, 'a'))).toThrow(/^Storage failure in .*organism\.db: the disk is full \(\d+ bytes free\)$/);
+      expect(() => open(path.join(mnt, 'a'))).toThrow(/^The disk holding .*a is full \(\d+ bytes free\): free space there/);
       expect(readdirSync(path.join(mnt, 'a'))).not.toContain('organism.pid'); // released
       writeFileSync(path.join(mnt, 'fill'), Buffer.alloc(64 * 1024 - 1)); // no room at all
       expect(() => open(path.join(mnt, 'b'))).toThrow(/^Data directory .*b is not writable: the disk is full \(\d+ bytes free\)$/);

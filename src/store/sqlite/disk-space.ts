@@ -18,3 +18,9 @@ export function diskFullText(dir: string): string {
   const free = freeBytes(dir);
   return `the disk is full${free === null ? '' : ` (${free} bytes free)`}`;
 }
+
+/** "N bytes" free on the file system holding `dir` ("unknown" when it cannot be asked). */
+export function freeText(dir: string): string {
+  const free = freeBytes(dir);
+  return free === null ? 'unknown' : `${free} bytes`;
+}

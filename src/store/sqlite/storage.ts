@@ -3,14 +3,19 @@ import { accessSync, constants, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { Errors, OrganismError } from '../../errors/catalogue.js';
 import type { Logger } from '../../util/logger.js';
-import { diskFullText, freeBytes, LOW_SPACE_BYTES } from './disk-space.js';
+import { diskFullText, freeBytes, freeText, LOW_SPACE_BYTES } from './disk-space.js';
+import { guarded } from './guard.js';
+import { StorageHealth } from './health.js';
+import type { StorageProblem } from '../types.js';
 import { SqliteJournal } from './journal.js';
 import { SqliteLlmCallStore } from './llm-calls.js';
-import { acquireLock } from './lock.js';
+import { acquireLock, LOCK_FILE } from './lock.js';
 import { migrate } from './migrations.js';
 import { SqliteOperatorState } from './operator-state.js';
+import { rescueCopy, rescuePath } from './rescue.js';
 import { SqliteThreadStore } from './threads.js';
 import { SqliteUsageStore } from './usage.js';
+import { watchFiles } from './watch.js';
 import { GroupWriter } from './writer.js';
 
 export const DATABASE_FILE = 'organism.db';
@@ -31,6 +36,13 @@ export interface SqliteStorage {
   readonly llmCalls: SqliteLlmCallStore;
   readonly budgets: { load(): unknown[]; save(snapshots: unknown[]): void };
   readonly operator: SqliteOperatorState;
+  /** What is wrong with the data directory now (full, damaged, deleted), or null. */
+  problem(): StorageProblem | null;
+  /**
+   * Called once if the database file or its lock is deleted or replaced while open. A rescue
+   * copy of the database is written at once, and again at close (see rescue.ts).
+   */
+  onLost(listener: (error: OrganismError) => void): void;
   close(): void;
 }
 
@@ -75,18 +87,49 @@ export function openSqliteStorage(options: SqliteStorageOptions): SqliteStorage 
     throw storageError(file, err);
   }
   const logger = options.logger;
-  const report = (err: unknown) => logger?.error({ err: storageError(file, err) }, 'storage write failed');
-  const writer = new GroupWriter(db, report);
-  const journal = new SqliteJournal(db, writer, {
-    retainDays: options.retainDays ?? 7,
-    failedRetainDays: options.failedRetainDays ?? 30,
-  });
-  const threads = new SqliteThreadStore(db, writer);
-  const usage = new SqliteUsageStore(db, report);
+  const health = new StorageHealth(dataDir, logger);
+  // Every failure leaves the stores as a catalogue error, and the health hears of each once.
+  const map = (err: unknown): OrganismError => {
+    const error = storageError(file, err);
+    health.noted(error);
+    return error;
+  };
+  const report = (err: unknown) => void map(err);
+  const writer = new GroupWriter(db, report, () => health.wrote());
+  const journal = guarded(
+    new SqliteJournal(db, writer, {
+      retainDays: options.retainDays ?? 7,
+      failedRetainDays: options.failedRetainDays ?? 30,
+    }),
+    map,
+  );
+  const threads = guarded(new SqliteThreadStore(db, writer), map);
+  const usage = guarded(new SqliteUsageStore(db, report), map);
   const pruneTimer = setInterval(() => {
     journal.prune().catch(report);
   }, PRUNE_INTERVAL_MS).unref();
   setImmediate(() => journal.prune().catch(report)); // catch up after downtime
+
+  // The files deleted or replaced under the open database: what is on the unlinked inode
+  // (everything acknowledged) is copied out now, and again at close after the drain.
+  const lostListeners: Array<(error: OrganismError) => void> = [];
+  let rescueTo: string | null = null;
+  const rescue = (when: string) => {
+    if (!rescueTo) return;
+    try {
+      rescueCopy(db, rescueTo);
+      logger?.warn({ rescue: rescueTo, dataDir }, `${when}: the database is saved to ${rescueTo}; move it into a data directory as organism.db to deliver what it holds`);
+    } catch (err) {
+      logger?.error({ err, rescue: rescueTo, dataDir }, `saving the lost database to ${rescueTo} failed`);
+    }
+  };
+  const stopWatching = watchFiles([file, path.join(dataDir, LOCK_FILE)], (gone, how) => {
+    rescueTo = rescuePath(dataDir);
+    const error = Errors.STORAGE_LOST(dataDir, gone, how, rescueTo);
+    health.lost(error);
+    rescue('data directory lost');
+    for (const listener of lostListeners) listener(error);
+  });
 
   let closed = false;
   return {
@@ -94,24 +137,31 @@ export function openSqliteStorage(options: SqliteStorageOptions): SqliteStorage 
     journal,
     threads,
     usage,
-    llmCalls: new SqliteLlmCallStore(db, writer),
-    operator: new SqliteOperatorState(db),
-    budgets: {
-      load: () => (db.prepare('SELECT data FROM budgets').all() as Array<{ data: string }>).map((r) => JSON.parse(r.data) as unknown),
-      save: (snapshots) => {
-        db.transaction(() => {
-          db.prepare('DELETE FROM budgets').run();
-          const insert = db.prepare('INSERT INTO budgets (thread_id, data) VALUES (?, ?)');
-          for (const s of snapshots as Array<{ threadId: string }>) insert.run(s.threadId, JSON.stringify(s));
-        })();
+    llmCalls: guarded(new SqliteLlmCallStore(db, writer), map),
+    operator: guarded(new SqliteOperatorState(db), map),
+    problem: () => health.problem(),
+    onLost: (listener) => void lostListeners.push(listener),
+    budgets: guarded(
+      {
+        load: () => (db.prepare('SELECT data FROM budgets').all() as Array<{ data: string }>).map((r) => JSON.parse(r.data) as unknown),
+        save: (snapshots) => {
+          db.transaction(() => {
+            db.prepare('DELETE FROM budgets').run();
+            const insert = db.prepare('INSERT INTO budgets (thread_id, data) VALUES (?, ?)');
+            for (const s of snapshots as Array<{ threadId: string }>) insert.run(s.threadId, JSON.stringify(s));
+          })();
+        },
       },
-    },
+      map,
+    ),
     close() {
       if (closed) return;
       closed = true;
       clearInterval(pruneTimer);
+      stopWatching();
       writer.flush();
       usage.close();
+      rescue('closing the lost data directory');
       db.close();
       release();
     },
@@ -129,7 +179,7 @@ export function storageError(file: string, err: unknown): OrganismError {
   // when it hits ENOSPC growing the WAL or its shared-memory file: ask the file system.
   if (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR')) {
     const free = freeBytes(path.dirname(file));
-    if (code === 'SQLITE_FULL' || (free !== null && free < LOW_SPACE_BYTES)) return Errors.STORAGE_FAILED(file, diskFullText(path.dirname(file)));
+    if (code === 'SQLITE_FULL' || (free !== null && free < LOW_SPACE_BYTES)) return Errors.STORAGE_FULL(path.dirname(file), freeText(path.dirname(file)));
   }
   return Errors.STORAGE_FAILED(file, message);
 }

@@ -25,6 +25,8 @@ export class GroupWriter {
   constructor(
     private readonly db: Database.Database,
     private readonly onError: (err: unknown) => void,
+    /** After each transaction that committed (a full disk has room again). */
+    private readonly onCommit: () => void = () => undefined,
   ) {}
 
   addHook(hook: TransactionHook): void {
@@ -65,6 +67,7 @@ export class GroupWriter {
       for (const job of jobs) {
         try {
           this.transaction(job.run);
+          this.onCommit();
           job.resolve();
         } catch (jobErr) {
           this.onError(jobErr);
@@ -73,6 +76,7 @@ export class GroupWriter {
       }
       return;
     }
+    this.onCommit();
     for (const job of jobs) job.resolve();
   }
 }

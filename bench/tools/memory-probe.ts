@@ -1,9 +1,10 @@
 /**
  * Is the worker's memory growth a leak? Runs the real `organism serve --no-supervisor` (from
  * dist/: `npm run build` first) on the demo organism with its SQLite store, injects `warmup`
- * questions, takes a heap snapshot, injects `count` more, takes another, and compares them by
- * constructor (count, self size and retained size), beside the process's RSS and RSS peak.
- *   node --import tsx bench/tools/memory-probe.ts [count=30000] [warmup=2000] [concurrency=32]
+ * questions, takes a heap snapshot, injects `count` more in `rounds` rounds (RSS and the JS heap
+ * from /metrics after each), takes another, and compares them by constructor (count, self size
+ * and retained size). A leak grows with every round; a high-water mark does not.
+ *   node --import tsx bench/tools/memory-probe.ts [count=30000] [warmup=2000] [concurrency=32] [rounds=3]
  * The demo's mock latency (200-1500 ms per reply) is set to 0 so the run takes minutes, not
  * hours; everything else is examples/demo as shipped. Snapshots are taken with
  * --heapsnapshot-signal (V8 collects garbage before it writes one); they stay in the printed
@@ -16,7 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { groupSnapshot, type Group } from './heap-groups.js';
 
-const [count = 30_000, warmup = 2_000, concurrency = 32] = process.argv.slice(2).map(Number);
+const [count = 30_000, warmup = 2_000, concurrency = 32, rounds = 3] = process.argv.slice(2).map(Number);
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const dir = mkdtempSync(path.join(os.tmpdir(), 'organism-memory-'));
 const demo = readFileSync(path.join(root, 'examples/demo/organism.yaml'), 'utf8').replace(/latency_ms: \{[^}]*\}/, 'latency_ms: 0');
@@ -47,6 +48,13 @@ async function until<T>(f: () => Promise<T | null> | T | null, what: string, ms 
 const base = await until(() => /API: +(http:\/\/[^/\s]+)\/api\/v1/.exec(output)?.[1] ?? null, 'banner', 90_000);
 const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
 const organism = async () => (await (await fetch(`${base}/api/v1/organism`, { headers })).json()) as { activeThreads: number; totalMessages: number };
+
+/** The worker's own figures (prom-client's default metrics), in MB. */
+async function metrics(): Promise<string> {
+  const text = await (await fetch(`${base}/metrics`, { headers })).text();
+  const mb = (name: string) => (Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) / 2 ** 20).toFixed(0);
+  return `RSS ${mb('process_resident_memory_bytes')} MB, JS heap ${mb('nodejs_heap_size_used_bytes')} of ${mb('nodejs_heap_size_total_bytes')} MB, external ${mb('nodejs_external_memory_bytes')} MB`;
+}
 
 function memory(): { rssMb: number; peakMb: number } {
   const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
@@ -97,7 +105,11 @@ try {
   await inject(warmup);
   const a = await snapshot(`after ${warmup} injects`);
   const t0 = Date.now();
-  await inject(count);
+  for (let r = 1; r <= rounds; r++) {
+    await inject(Math.round(count / rounds));
+    await sleep(2_000);
+    process.stdout.write(`round ${r}: ${warmup + Math.round((count * r) / rounds)} injects, ${await metrics()}, RSS peak ${memory().peakMb.toFixed(0)} MB\n`);
+  }
   process.stdout.write(`${count} injects in ${((Date.now() - t0) / 1000).toFixed(0)} s (${(await organism()).totalMessages} messages)\n`);
   const b = await snapshot(`after ${warmup + count} injects`);
   const total = (g: Map<string, Group>, k: 'self' | 'count') => [...g.values()].reduce((s, x) => s + x[k], 0);

@@ -142,6 +142,11 @@ describe('numbers', () => {
     }
   });
 
+  it.each(['__proto__', 'a__b', '_x'])('an unknown query parameter %s is named as given (not camelCased)', async (name) => {
+    const res = await server.api(`/threads?${encodeURIComponent(name)}=1`);
+    expectError({ status: res.status, body: await res.json() }, 422, 'INVALID_REQUEST', new RegExp(`^${name} is not a parameter of this route`));
+  });
+
   it('a thread budget of 0 tokens is a 422 naming maxTokens', async () => {
     const res = await server.api('/usage/threads/some-thread', { method: 'PUT', body: JSON.stringify({ maxTokens: 0 }) });
     expectError({ status: res.status, body: await res.json() }, 422, 'INVALID_REQUEST', /maxTokens must be >= 1/);

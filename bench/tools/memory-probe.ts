@@ -4,7 +4,8 @@
  * questions, takes a heap snapshot, injects `count` more in `rounds` rounds (RSS and the JS heap
  * from /metrics after each), takes another, and compares them by constructor (count, self size
  * and retained size). A leak grows with every round; a high-water mark does not.
- *   node --import tsx bench/tools/memory-probe.ts [count=30000] [warmup=2000] [concurrency=32] [rounds=3]
+ *   node --import tsx bench/tools/memory-probe.ts [count=30000] [warmup=2000] [concurrency=32] [rounds=3] [heapMb]
+ * (`heapMb`: the server runs with --max-old-space-size=heapMb.)
  * The demo's mock latency (200-1500 ms per reply) is set to 0 so the run takes minutes, not
  * hours; everything else is examples/demo as shipped. Snapshots are taken with
  * --heapsnapshot-signal (V8 collects garbage before it writes one); they stay in the printed
@@ -17,7 +18,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { groupSnapshot, type Group } from './heap-groups.js';
 
-const [count = 30_000, warmup = 2_000, concurrency = 32, rounds = 3] = process.argv.slice(2).map(Number);
+const [count = 30_000, warmup = 2_000, concurrency = 32, rounds = 3, heapMb = 0] = process.argv.slice(2).map(Number);
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const dir = mkdtempSync(path.join(os.tmpdir(), 'organism-memory-'));
 const demo = readFileSync(path.join(root, 'examples/demo/organism.yaml'), 'utf8').replace(/latency_ms: \{[^}]*\}/, 'latency_ms: 0');
@@ -27,7 +28,7 @@ copyFileSync(path.join(root, 'examples/demo/tools.ts'), path.join(dir, 'tools.ts
 const TOKEN = 'memory-probe-token';
 const child = spawn(
   process.execPath,
-  ['--heapsnapshot-signal=SIGUSR2', path.join(root, 'bin/organism.js'), 'serve', 'organism.yaml', '--no-supervisor', '--port', '0', '--data-dir', 'data', '--log-level', 'warn'],
+  ['--heapsnapshot-signal=SIGUSR2', ...(heapMb > 0 ? [`--max-old-space-size=${heapMb}`] : []), path.join(root, 'bin/organism.js'), 'serve', 'organism.yaml', '--no-supervisor', '--port', '0', '--data-dir', 'data', '--log-level', 'warn'],
   { cwd: dir, env: { ...process.env, ORGANISM_API_TOKEN: TOKEN }, stdio: ['ignore', 'pipe', 'pipe'] },
 );
 let output = '';

@@ -147,6 +147,11 @@ describe('numbers', () => {
     expectError({ status: res.status, body: await res.json() }, 422, 'INVALID_REQUEST', new RegExp(`^${name} is not a parameter of this route`));
   });
 
+  it.each(['"0x10"', '"1e3"', '" 5"', '"5"'])('a thread budget given as the string %s is a 422 naming maxTokens (no coercion)', async (value) => {
+    const res = await server.api('/usage/threads/some-thread', { method: 'PUT', body: `{"maxTokens":${value}}` });
+    expectError({ status: res.status, body: await res.json() }, 422, 'INVALID_REQUEST', /^maxTokens must be a JSON number \(e\.g\. 1000\), not the string /);
+  });
+
   it('a thread budget of 0 tokens is a 422 naming maxTokens', async () => {
     const res = await server.api('/usage/threads/some-thread', { method: 'PUT', body: JSON.stringify({ maxTokens: 0 }) });
     expectError({ status: res.status, body: await res.json() }, 422, 'INVALID_REQUEST', /maxTokens must be >= 1/);

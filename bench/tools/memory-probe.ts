@@ -5,7 +5,8 @@
  * from /metrics after each), takes another, and compares them by constructor (count, self size
  * and retained size). A leak grows with every round; a high-water mark does not.
  *   node --import tsx bench/tools/memory-probe.ts [count=30000] [warmup=2000] [concurrency=32] [rounds=3] [heapMb]
- * (`heapMb`: the server runs with --max-old-space-size=heapMb.)
+ * (`heapMb`: the server runs with --max-old-space-size=heapMb; `snapshots` 0: RSS and heap
+ * figures only, since writing a snapshot itself leaves ~100-150 MB of RSS behind.)
  * The demo's mock latency (200-1500 ms per reply) is set to 0 so the run takes minutes, not
  * hours; everything else is examples/demo as shipped. Snapshots are taken with
  * --heapsnapshot-signal (V8 collects garbage before it writes one); they stay in the printed
@@ -18,7 +19,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { groupSnapshot, type Group } from './heap-groups.js';
 
-const [count = 30_000, warmup = 2_000, concurrency = 32, rounds = 3, heapMb = 0] = process.argv.slice(2).map(Number);
+const [count = 30_000, warmup = 2_000, concurrency = 32, rounds = 3, heapMb = 0, snapshots = 1] = process.argv.slice(2).map(Number);
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const dir = mkdtempSync(path.join(os.tmpdir(), 'organism-memory-'));
 const demo = readFileSync(path.join(root, 'examples/demo/organism.yaml'), 'utf8').replace(/latency_ms: \{[^}]*\}/, 'latency_ms: 0');
@@ -104,7 +105,9 @@ async function snapshot(label: string): Promise<{ file: string; groups: Map<stri
 try {
   process.stdout.write(`server pid ${child.pid}, directory ${dir}\n`);
   await inject(warmup);
-  const a = await snapshot(`after ${warmup} injects`);
+  await sleep(2_000);
+  process.stdout.write(`after ${warmup} injects: ${await metrics()}, RSS peak ${memory().peakMb.toFixed(0)} MB\n`);
+  const a = snapshots ? await snapshot(`after ${warmup} injects`) : null;
   const t0 = Date.now();
   for (let r = 1; r <= rounds; r++) {
     await inject(Math.round(count / rounds));
@@ -112,6 +115,10 @@ try {
     process.stdout.write(`round ${r}: ${warmup + Math.round((count * r) / rounds)} injects, ${await metrics()}, RSS peak ${memory().peakMb.toFixed(0)} MB\n`);
   }
   process.stdout.write(`${count} injects in ${((Date.now() - t0) / 1000).toFixed(0)} s (${(await organism()).totalMessages} messages)\n`);
+  if (!a) {
+    child.kill('SIGTERM');
+    process.exit(0);
+  }
   const b = await snapshot(`after ${warmup + count} injects`);
   const total = (g: Map<string, Group>, k: 'self' | 'count') => [...g.values()].reduce((s, x) => s + x[k], 0);
   process.stdout.write(`heap: ${(total(a.groups, 'self') / 2 ** 20).toFixed(1)} MB in ${total(a.groups, 'count')} objects -> ${(total(b.groups, 'self') / 2 ** 20).toFixed(1)} MB in ${total(b.groups, 'count')}\n`);

@@ -1,7 +1,7 @@
-import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/cli/exit-codes.js';
 import { killAll, startCli } from './processes.js';
 import { killServers, startServer } from './server-process.js';
@@ -9,6 +9,9 @@ import { killServers, startServer } from './server-process.js';
 afterEach(() => {
   killAll();
   killServers();
+});
+afterAll(() => {
+  if (huge) rmSync(huge.dir, { recursive: true, force: true }); // 50 MB
 });
 
 /** The demo, made ~50 MB by a comment block (valid YAML: before the cap it was parsed whole); written once. */

@@ -1,10 +1,10 @@
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { LineCounter, parseDocument, type Node } from 'yaml';
+import { LineCounter, parseDocument, visit, type Node } from 'yaml';
 import type { PayloadTypeDef } from '../payload/types.js';
 import { derivedListenerTimeout, missingProviderKeys, timeoutWarnings, unsetEnvWarnings } from './advice.js';
 import { checkCrossReferences, readDocument, type ConfigDraft, type Located } from './document.js';
 import { ConfigInvalidError } from './errors.js';
+import { maxConfigBytes, readConfigText } from './file-size.js';
 import { yamlSyntaxProblem } from './yaml-errors.js';
 import { exportedPayloadTypes, functionExports, handlerVersion, loadModules, parseHandlerRef, resolveExport, type HandlerRef, type LoadedModule } from './handlers.js';
 import { ConfigMessages } from './messages.js';
@@ -21,14 +21,17 @@ export interface LoadOptions {
 
 /** Loads and validates an organism.yaml; throws `ConfigInvalidError` listing every problem. */
 export async function loadOrganism(configPath: string, options: LoadOptions = {}): Promise<LoadedOrganism> {
-  let text: string;
+  const fileProblem = (message: string) => new ConfigInvalidError([{ file: configPath, line: null, column: null, keyPath: '', message }]);
+  const max = maxConfigBytes();
+  if (typeof max !== 'number') throw fileProblem(max.error);
+  let read: Awaited<ReturnType<typeof readConfigText>>;
   try {
-    text = await readFile(configPath, 'utf8');
+    read = await readConfigText(configPath, max);
   } catch (err) {
-    const reason = err instanceof Error ? err.message : String(err);
-    throw new ConfigInvalidError([{ file: configPath, line: null, column: null, keyPath: '', message: ConfigMessages.cannotRead(reason) }]);
+    throw fileProblem(ConfigMessages.cannotRead(err instanceof Error ? err.message : String(err)));
   }
-  return loadOrganismFromString(text, configPath, options);
+  if ('error' in read) throw fileProblem(read.error);
+  return loadOrganismFromString(read.text, configPath, options);
 }
 
 /**
@@ -70,6 +73,13 @@ export async function loadOrganismFromString(yamlText: string, virtualPath: stri
     // its first error (one mis-indented line makes the parser report a cascade).
     const first = yamlSyntaxProblem(yamlText, doc.errors, lines);
     sink.addAt(first.line, first.column, '', first.message);
+    throw new ConfigInvalidError(sink.problems);
+  }
+  // Aliases are refused before anything reads the tree (see firstAlias).
+  const alias = firstAlias(doc);
+  if (alias) {
+    const pos = alias.offset === null ? null : lines.linePos(alias.offset);
+    sink.addAt(pos?.line ?? null, pos?.col ?? null, '', ConfigMessages.yamlAlias(alias.source, alias.more));
     throw new ConfigInvalidError(sink.problems);
   }
   const read = readDocument(sink, (doc.contents as Node | null) ?? null);
@@ -119,6 +129,20 @@ function withDerivedTimeouts(read: ConfigDraft): { draft: ConfigDraft; explicitT
     return { value: { ...l.value, timeoutSeconds: derivedListenerTimeout(providers, l.value.model) }, at: l.at };
   });
   return { draft: { ...read, listeners }, explicitTimeout };
+}
+
+/**
+ * The first alias (`*name`) of a document, and how many follow. None of the configuration's
+ * keys needs one, and a few nested aliases stand for billions of values to whatever expands them.
+ */
+function firstAlias(doc: ReturnType<typeof parseDocument>): { source: string; offset: number | null; more: number } | null {
+  const found: Array<{ source: string; offset: number | null }> = [];
+  visit(doc, {
+    Alias(_key, node) {
+      found.push({ source: `*${node.source}`, offset: node.range?.[0] ?? null });
+    },
+  });
+  return found[0] ? { ...found[0], more: found.length - 1 } : null;
 }
 
 function readHandlerRef(l: Located<ListenerConfig>): HandlerRef | null {

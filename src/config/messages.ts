@@ -7,6 +7,11 @@ const didYouMean = (suggestion: string | null): string => (suggestion ? `; did y
 
 export const ConfigMessages = {
   cannotRead: (reason: string) => `cannot read the config file: ${reason}; check the path (default: ./organism.yaml) and its permissions`,
+  fileTooLarge: (size: number | null, max: number, env: string) =>
+    `the config file is ${size === null ? 'larger than the limit' : `${size.toLocaleString('en-US')} bytes, over the limit`} of ${max.toLocaleString('en-US')} bytes${max === 1024 * 1024 ? ' (1 MiB)' : ''}: an organism.yaml is a few KB, so check that this is the right file (${env} raises the limit)`,
+  badMaxConfigBytes: (env: string, value: string) => `${env} must be a number of bytes in decimal digits (e.g. 2097152), not ${JSON.stringify(value)}`,
+  yamlAlias: (alias: string, more: number) =>
+    `YAML aliases are not supported: \`${alias}\` here; write the value out${more > 0 ? ` (and ${more} more alias${more === 1 ? '' : 'es'} in this file)` : ''} (aliases can make a small file expand without bound)`,
   yamlSyntax: (reason: string, hint: string, others: number) =>
     `YAML syntax error: ${reason}; ${hint}${others > 0 ? ` (${others} more error${others === 1 ? '' : 's'} after this one, probably caused by it)` : ''}`,
   yamlIndentHint: (lineText: string) =>

@@ -4,7 +4,7 @@ import type { FailureReason } from '../../pump/hooks.js';
 import type { Message } from '../../pump/message.js';
 import type { UsageEvent } from '../../usage/types.js';
 import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, Page, RecoveredMessages, RecoveryReport } from '../types.js';
-import { entryOf, messageOf, type JournalRow } from './rows.js';
+import { entryOf, messageOf, type JournalRow } from '../rows.js';
 import { usageInserter } from './usage-writes.js';
 import { JournalCounts } from './journal-counts.js';
 import type { GroupWriter } from './writer.js';

@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import type { UsageEvent } from '../../usage/types.js';
 import type { BillingSummary, DailyUsage, Page, ThreadUsageTotals, UsageCountersRow, UsageHistoryQuery, UsageRangeQuery, UsageStore } from '../types.js';
 import { dayRange, utcDay, zeroCounters } from '../usage-days.js';
-import { usageOf, type UsageRow } from './rows.js';
+import { usageOf, type UsageRow } from '../rows.js';
 import { usageInserter } from './usage-writes.js';
 import { prepared } from './prepared.js';
 

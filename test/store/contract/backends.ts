@@ -98,6 +98,7 @@ class PostgresBackend implements Backend {
   async setup(): Promise<void> {
     this.database = `organism_test_${randomBytes(6).toString('hex')}`;
     this.admin = new pg.Pool({ connectionString: PG_ADMIN_URL, max: 1 });
+    this.admin.on('error', () => {});
     await this.admin.query(`CREATE DATABASE ${this.database}`);
   }
 
@@ -118,7 +119,11 @@ class PostgresBackend implements Backend {
     const url = this.url;
     let pool: pg.Pool | null = null;
     const query = async <T>(sql: string, params: readonly unknown[] = []): Promise<T[]> => {
-      if (!pool) this.pools.push((pool = new pg.Pool({ connectionString: url, max: 2, options: `-c search_path=${schema}` })));
+      if (!pool) {
+        pool = new pg.Pool({ connectionString: url, max: 2, options: `-c search_path=${schema}` });
+        pool.on('error', () => {}); // an idle connection ended by the DROP DATABASE at teardown
+        this.pools.push(pool);
+      }
       let n = 0;
       return (await pool.query(sql.replace(/\?/g, () => `$${++n}`), [...params])).rows as T[];
     };

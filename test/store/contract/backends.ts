@@ -46,6 +46,8 @@ export interface Place {
   /** Pretends a newer organism wrote the database. */
   setSchemaVersion(version: number): Promise<void>;
   readonly schemaVersion: number;
+  /** Where it is, for a child process to open it: `--data-dir` or `--store` (with the schema). */
+  readonly location: { readonly dataDir: string } | { readonly url: string; readonly schema: string };
 }
 
 export interface Backend {
@@ -84,6 +86,7 @@ const sqlite: Backend = {
         withDb((db) => db.pragma(`user_version = ${version}`));
       },
       schemaVersion: MIGRATIONS.length,
+      location: { dataDir },
     };
   },
 };
@@ -137,6 +140,7 @@ class PostgresBackend implements Backend {
         await query('UPDATE schema_version SET version = ?', [version]);
       },
       schemaVersion: PG_SCHEMA_VERSION,
+      location: { url, schema },
     };
   }
 }

@@ -131,6 +131,11 @@ export const Errors = {
   STORAGE_UNWRITABLE: define('STORAGE_UNWRITABLE', 503, 'Data directory %s is not writable: %s'),
   STORAGE_CORRUPT: define('STORAGE_CORRUPT', 503, 'Database %s is not a valid organism database (%s); move it away to start afresh'),
   STORAGE_FAILED: define('STORAGE_FAILED', 503, 'Storage failure in %s: %s'),
+  STORAGE_DATABASE_IN_USE: define(
+    'STORAGE_DATABASE_IN_USE',
+    503,
+    'Database %s (schema %s) is in use by another organism process; stop it or use another database',
+  ),
 
   // --- control service (HTTP layer) ---
   AUTH_REQUIRED: define('AUTH_REQUIRED', 401, 'Authentication required'),

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { Errors } from '../../errors/catalogue.js';
 import type { Logger } from '../../util/logger.js';
 import { PgJournal } from './journal.js';
 import { PgLlmCallStore } from './llm-calls.js';
@@ -20,6 +21,11 @@ export interface PostgresStorageOptions {
   readonly failedRetainDays?: number;
   /** Connections in the pool (one of them is the writer's while it commits). */
   readonly poolSize?: number;
+  /**
+   * How long to wait for the database to be free of another organism process (one that was
+   * just killed may hold it a moment longer, until the server notices). Default 5 s.
+   */
+  readonly lockWaitMs?: number;
   readonly logger?: Logger;
 }
 
@@ -57,12 +63,15 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
   const writer = new PgWriter(pool, report);
   const journal = new PgJournal(pool, writer, { retainDays: options.retainDays ?? 7, failedRetainDays: options.failedRetainDays ?? 30 });
   const operator = new PgOperatorState(pool, writer);
+  let owner: OwnerLock | null = null;
   try {
     if (options.schema) await pool.query(`CREATE SCHEMA IF NOT EXISTS ${options.schema}`); // the name is checked by createPool
+    owner = await takeOwnership(pool, where, options.lockWaitMs ?? 5_000);
     await migratePg(pool);
     await journal.load();
     await operator.load();
   } catch (err) {
+    owner?.release();
     await pool.end().catch(() => {});
     throw pgStorageError(where, err);
   }
@@ -99,6 +108,7 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
         clearTimeout(catchUp);
         usage.close();
         await writer.flush();
+        owner?.release();
         await pool.end();
       })();
       return closing;
@@ -106,3 +116,31 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
   };
 }
 
+interface OwnerLock {
+  release(): void;
+}
+
+/**
+ * One organism process per database schema, until workers share it (issue 15): recovery takes
+ * every DISPATCHED entry as interrupted, which is only true when no other process is running
+ * them. A session advisory lock on a connection held out of the pool for the storage's
+ * lifetime; the server drops it when that connection ends, however the process ends.
+ */
+async function takeOwnership(pool: pg.Pool, where: string, waitMs: number): Promise<OwnerLock> {
+  const client = await pool.connect();
+  const deadline = Date.now() + waitMs;
+  try {
+    for (;;) {
+      const r = await client.query<{ locked: boolean; schema: string }>(`SELECT pg_try_advisory_lock(hashtext('organism:' || current_schema())) AS locked, current_schema() AS schema`);
+      const { locked, schema } = r.rows[0]!;
+      if (locked) break;
+      if (Date.now() >= deadline) throw Errors.STORAGE_DATABASE_IN_USE(where, schema);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  } catch (err) {
+    client.release(true);
+    throw err;
+  }
+  // Closing the connection (not returning it to the pool) is what releases the lock.
+  return { release: () => client.release(true) };
+}

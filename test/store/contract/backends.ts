@@ -36,6 +36,8 @@ export interface StoreUnderTest {
 export interface OpenOptions {
   readonly retainDays?: number;
   readonly failedRetainDays?: number;
+  /** PostgreSQL: how long to wait for another holder of the database (SQLite refuses at once). */
+  readonly lockWaitMs?: number;
 }
 
 /** Where a store lives: a data directory, or a schema of the test database. */
@@ -76,7 +78,7 @@ const sqlite: Backend = {
     };
     return {
       async open(options = {}) {
-        const s = openSqliteStorage({ dataDir, ...options });
+        const s = openSqliteStorage({ dataDir, ...(options.retainDays ? { retainDays: options.retainDays } : {}), ...(options.failedRetainDays ? { failedRetainDays: options.failedRetainDays } : {}) });
         return track({ ...s, journal: s.journal, close: async () => s.close() });
       },
       async rows<T>(sql: string, params: readonly unknown[] = []) {

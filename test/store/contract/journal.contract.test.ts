@@ -253,6 +253,14 @@ eachBackend('journal contract', (backend) => {
     await expect(place.open()).rejects.toThrow(`database schema version ${place.schemaVersion + 1} is newer than this organism (${place.schemaVersion})`);
   });
 
+  it('one organism process per store: a second open while the first holds it is refused with a clear message', async () => {
+    const place = backend.place();
+    const s = await place.open();
+    await expect(place.open({ lockWaitMs: 0 })).rejects.toThrow(/is in use by another organism process/);
+    await s.close();
+    await (await place.open({ lockWaitMs: 0 })).close(); // free again once closed
+  });
+
   it('opening an up-to-date database again migrates nothing and keeps every row', async () => {
     const place = backend.place();
     const s = await place.open();

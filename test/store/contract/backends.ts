@@ -50,6 +50,8 @@ export interface Place {
   readonly schemaVersion: number;
   /** Where it is, for a child process to open it: `--data-dir` or `--store` (with the schema). */
   readonly location: { readonly dataDir: string } | { readonly url: string; readonly schema: string };
+  /** `organism serve` arguments that put its store here (and its data directory, which holds the token, somewhere new). */
+  cliArgs(): Promise<string[]>;
 }
 
 export interface Backend {
@@ -89,6 +91,7 @@ const sqlite: Backend = {
       },
       schemaVersion: MIGRATIONS.length,
       location: { dataDir },
+      cliArgs: async () => ['--data-dir', dataDir],
     };
   },
 };
@@ -143,6 +146,13 @@ class PostgresBackend implements Backend {
       },
       schemaVersion: PG_SCHEMA_VERSION,
       location: { url, schema },
+      // The schema reaches the CLI as the connection's search_path (libpq's `options` parameter).
+      async cliArgs() {
+        await query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+        const store = new URL(url);
+        store.searchParams.set('options', `-c search_path=${schema}`);
+        return ['--data-dir', mkdtempSync(path.join(os.tmpdir(), 'organism-pg-cli-')), '--store', store.toString()];
+      },
     };
   }
 }

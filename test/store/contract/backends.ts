@@ -175,6 +175,44 @@ const pgProblem = await probePostgres();
 const inCi = process.env['CI'] === 'true';
 
 /**
+ * Whether tests should run on PostgreSQL as well: when a server answers, and always in CI
+ * (where a missing server then fails them). Otherwise says once why they are skipped.
+ */
+export function withPostgres(what: string): boolean {
+  if (pgProblem === null || inCi) return true;
+  console.warn(`${what}: PostgreSQL skipped (no server at ${new URL(PG_ADMIN_URL).host}: ${pgProblem}; CI=true makes this a failure)`);
+  return false;
+}
+
+/** A fresh database on the test server (organism_test_<random>), dropped by `drop`. */
+export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `organism_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 5_000 });
+  await admin.connect().catch((err: Error) => {
+    throw new Error(`no PostgreSQL server answers at ${new URL(PG_ADMIN_URL).host} (${err.message})`);
+  });
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(PG_ADMIN_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: PG_ADMIN_URL });
+      await c.connect();
+      try {
+        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}
+
+/**
  * Declares `body` once per store, each in its own describe block (`<title> (sqlite)`,
  * `<title> (postgres)`), closing the stores a test opened after it.
  */

@@ -45,17 +45,22 @@ export class PgJournalCounts implements PgTransactionHook {
     if (this.total !== 0) (names.push('journal'), deltas.push(this.total));
     for (const k of DELIVERY_STATES) if (this.states[k] !== 0) (names.push(`journal:${k}`), deltas.push(this.states[k]));
     if (names.length > 0) {
-      await tx.query('UPDATE row_counts r SET n = r.n + d.delta FROM unnest($1::text[], $2::bigint[]) AS d(name, delta) WHERE r.name = d.name', [names, deltas]);
+      await tx.query({
+        name: 'counts-add',
+        text: 'UPDATE row_counts r SET n = r.n + d.delta FROM unnest($1::text[], $2::bigint[]) AS d(name, delta) WHERE r.name = d.name',
+        values: [names, deltas],
+      });
     }
     const agents = [...this.agents].filter(([, d]) => d !== 0);
     if (agents.length > 0) {
       // Sorted, so two processes committing at once lock the rows in the same order.
       agents.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-      await tx.query(
-        `INSERT INTO journal_agent_counts (agent, n) SELECT * FROM unnest($1::text[], $2::bigint[])
+      await tx.query({
+        name: 'counts-agents',
+        text: `INSERT INTO journal_agent_counts (agent, n) SELECT * FROM unnest($1::text[], $2::bigint[])
          ON CONFLICT (agent) DO UPDATE SET n = journal_agent_counts.n + excluded.n`,
-        [agents.map(([a]) => a), agents.map(([, d]) => d)],
-      );
+        values: [agents.map(([a]) => a), agents.map(([, d]) => d)],
+      });
     }
     this.begin();
   }

@@ -244,14 +244,15 @@ export class PgJournal implements Journal {
     if (messages.length === 0) return;
     const createdAt = this.now();
     const col = <T>(f: (m: Message) => T) => messages.map(f);
-    const inserted = await tx.query<{ sender: string; recipient: string }>(
-      `INSERT INTO journal (${JOURNAL_COLUMNS})
+    const inserted = await tx.query<{ sender: string; recipient: string }>({
+      name: 'journal-insert',
+      text: `INSERT INTO journal (${JOURNAL_COLUMNS})
        SELECT id, thread_id, sender, recipient, payload_type, payload, metadata, hops, parent_id, msg_timestamp, attempt, 'PENDING', attempt - 1, $13, trace_context
        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::text[], $10::bigint[], $11::int[], $12::text[])
          AS m(id, thread_id, sender, recipient, payload_type, payload, metadata, hops, parent_id, msg_timestamp, attempt, trace_context)
        ON CONFLICT (id) DO NOTHING
        RETURNING sender, recipient`,
-      [
+      values: [
         col((m) => m.id),
         col((m) => m.threadId),
         col((m) => m.from),
@@ -266,7 +267,7 @@ export class PgJournal implements Journal {
         col((m) => m.traceContext ?? null),
         createdAt,
       ],
-    );
+    });
     for (const r of inserted.rows) {
       this.counts.changed(r.sender, r.recipient, 1);
       this.counts.moved(null, 'PENDING');
@@ -281,10 +282,10 @@ export class PgJournal implements Journal {
   private async transition(tx: Tx, message: Message, to: DeliveryState, from: readonly DeliveryState[], set: string, values: readonly unknown[]): Promise<void> {
     const sql = `WITH old AS (SELECT seq, state FROM journal WHERE id = $1 AND state = ANY($2::text[]) FOR UPDATE)
       UPDATE journal j SET state = '${to}', ${set} FROM old WHERE j.seq = old.seq RETURNING old.state AS "from"`;
-    const run = async () => (await tx.query<{ from: DeliveryState }>(sql, [message.id, from, ...values])).rows[0]?.from;
+    const run = async () => (await tx.query<{ from: DeliveryState }>({ name: `journal-to-${to}`, text: sql, values: [message.id, from, ...values] })).rows[0]?.from;
     let left = await run();
     if (left === undefined) {
-      const exists = (await tx.query('SELECT 1 FROM journal WHERE id = $1', [message.id])).rowCount;
+      const exists = (await tx.query({ name: 'journal-exists', text: 'SELECT 1 FROM journal WHERE id = $1', values: [message.id] })).rowCount;
       if (exists) return;
       await this.insertAll(tx, [message]);
       left = await run();

@@ -39,14 +39,15 @@ export class PgThreadStore implements ThreadStore {
     void this.writer
       .write(async (tx) => {
         // xmax = 0 on the returned row: it was inserted, not updated (the kept thread count).
-        const r = await tx.query<{ inserted: boolean }>(
-          `INSERT INTO threads (id, status, participants, message_count, created_at, last_activity, error, metadata)
+        const r = await tx.query<{ inserted: boolean }>({
+          name: 'thread-put',
+          text: `INSERT INTO threads (id, status, participants, message_count, created_at, last_activity, error, metadata)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
            ON CONFLICT (id) DO UPDATE SET status = excluded.status, participants = excluded.participants,
              message_count = excluded.message_count, last_activity = excluded.last_activity, error = excluded.error, metadata = excluded.metadata
            RETURNING (xmax = 0) AS inserted`,
-          [t.id, t.status, t.participants, t.messageCount, t.createdAt, t.lastActivity, t.error, JSON.stringify(t.metadata)],
-        );
+          values: [t.id, t.status, t.participants, t.messageCount, t.createdAt, t.lastActivity, t.error, JSON.stringify(t.metadata)],
+        });
         if (r.rows[0]?.inserted) await tx.query(`UPDATE row_counts SET n = n + 1 WHERE name = 'threads'`);
       })
       .catch(() => {}); // reported by the writer's error handler

@@ -9,8 +9,9 @@ import type { Tx } from './writer.js';
 export async function insertUsage(tx: Tx, events: readonly UsageEvent[]): Promise<void> {
   if (events.length === 0) return;
   const col = <T>(f: (e: UsageEvent) => T) => events.map(f);
-  await tx.query(
-    `WITH ins AS (
+  await tx.query({
+    name: 'usage-insert',
+    text: `WITH ins AS (
        INSERT INTO usage_events (id, ts, thread_id, agent_id, message_id, model, provider, prompt_tokens, completion_tokens, total_tokens,
          cache_read_tokens, cache_write_tokens, reasoning_tokens, provider_latency_ms, total_latency_ms, cost, org_id, user_id, metadata)
        SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::bigint[], $10::bigint[],
@@ -29,7 +30,7 @@ export async function insertUsage(tx: Tx, events: readonly UsageEvent[]): Promis
        request_count = d.request_count + excluded.request_count,
        total_cost = d.total_cost + excluded.total_cost,
        unpriced_requests = d.unpriced_requests + excluded.unpriced_requests`,
-    [
+    values: [
       col((e) => e.id),
       col((e) => e.timestamp),
       col((e) => e.threadId),
@@ -50,5 +51,5 @@ export async function insertUsage(tx: Tx, events: readonly UsageEvent[]): Promis
       col((e) => e.metadata['userId'] ?? null),
       col((e) => JSON.stringify(e.metadata)),
     ],
-  );
+  });
 }

@@ -1,4 +1,3 @@
-import type pg from 'pg';
 import { Errors } from '../../errors/catalogue.js';
 import type { FailureReason } from '../../pump/hooks.js';
 import type { Message } from '../../pump/message.js';
@@ -8,6 +7,7 @@ import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, 
 import { DELIVERY_STATES } from '../types.js';
 import { PgJournalCounts, RECOUNT_STATES_SQL } from './journal-counts.js';
 import { insertUsage } from './usage-writes.js';
+import type { Reader } from './pool.js';
 import type { PgWriter, Tx } from './writer.js';
 
 const PRUNE_BATCH = 1_000;
@@ -42,7 +42,7 @@ export class PgJournal implements Journal {
   private lastRecovery: RecoveryReport | null = null;
 
   constructor(
-    private readonly pool: pg.Pool,
+    private readonly pool: Reader,
     private readonly writer: PgWriter,
     private readonly retention: { retainDays: number; failedRetainDays: number },
     private readonly now: () => number = Date.now,

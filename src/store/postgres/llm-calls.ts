@@ -1,6 +1,6 @@
-import type pg from 'pg';
 import type { LlmCallRecord, ToolCallRecord } from '../../llm/call-record.js';
 import type { LlmCallStore, RecordedCalls } from '../types.js';
+import type { Reader } from './pool.js';
 import type { PgWriter } from './writer.js';
 
 /**
@@ -10,7 +10,7 @@ import type { PgWriter } from './writer.js';
  */
 export class PgLlmCallStore implements LlmCallStore {
   constructor(
-    private readonly pool: pg.Pool,
+    private readonly pool: Reader,
     private readonly writer: PgWriter,
   ) {}
 

@@ -1,5 +1,5 @@
-import type pg from 'pg';
 import type { OperatorStateStore } from '../types.js';
+import type { Reader } from './pool.js';
 import type { PgWriter } from './writer.js';
 
 /**
@@ -12,7 +12,7 @@ export class PgOperatorState implements OperatorStateStore {
   private paused = new Set<string>();
 
   constructor(
-    private readonly pool: pg.Pool,
+    private readonly pool: Reader,
     private readonly writer: PgWriter,
     private readonly now: () => number = Date.now,
   ) {}

@@ -66,3 +66,20 @@ export function pgStorageError(where: string, err: unknown): OrganismError {
   })();
   return Errors.STORAGE_FAILED(where, detail);
 }
+
+/** What the stores read through: the pool's query, its failures as the catalogue's storage errors. */
+export interface Reader {
+  query<R extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: readonly unknown[]): Promise<pg.QueryResult<R>>;
+}
+
+export function reader(pool: pg.Pool, where: string): Reader {
+  return {
+    query: async <R extends pg.QueryResultRow>(text: string, values: readonly unknown[] = []) => {
+      try {
+        return await pool.query<R>(text, [...values]);
+      } catch (err) {
+        throw pgStorageError(where, err);
+      }
+    },
+  };
+}

@@ -5,7 +5,7 @@ import { PgJournal } from './journal.js';
 import { PgLlmCallStore } from './llm-calls.js';
 import { migratePg } from './migrations.js';
 import { PgOperatorState } from './operator-state.js';
-import { createPool, pgStorageError, redactUrl } from './pool.js';
+import { createPool, pgStorageError, reader, redactUrl } from './pool.js';
 import { PgThreadStore } from './threads.js';
 import { PgUsageStore } from './usage.js';
 import { PgWriter } from './writer.js';
@@ -60,13 +60,16 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
   const report = (err: unknown) => logger?.error({ err: pgStorageError(where, err) }, 'storage write failed');
   // An idle connection that breaks (server restart) must not crash the process; the pool replaces it.
   pool.on('error', (err) => logger?.warn({ err: pgStorageError(where, err) }, 'an idle PostgreSQL connection failed'));
-  const writer = new PgWriter(pool, report);
-  const journal = new PgJournal(pool, writer, { retainDays: options.retainDays ?? 7, failedRetainDays: options.failedRetainDays ?? 30 });
-  const operator = new PgOperatorState(pool, writer);
+  const writer = new PgWriter(pool, report, (err) => pgStorageError(where, err));
+  const db = reader(pool, where);
+  const journal = new PgJournal(db, writer, { retainDays: options.retainDays ?? 7, failedRetainDays: options.failedRetainDays ?? 30 });
+  const operator = new PgOperatorState(db, writer);
   let owner: OwnerLock | null = null;
   try {
     if (options.schema) await pool.query(`CREATE SCHEMA IF NOT EXISTS ${options.schema}`); // the name is checked by createPool
-    owner = await takeOwnership(pool, where, options.lockWaitMs ?? 5_000);
+    owner = await takeOwnership(pool, where, options.lockWaitMs ?? 5_000, (err) =>
+      logger?.error({ err: pgStorageError(where, err) }, 'lost the connection that holds this organism\'s database lock'),
+    );
     await migratePg(pool);
     await journal.load();
     await operator.load();
@@ -75,7 +78,7 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
     await pool.end().catch(() => {});
     throw pgStorageError(where, err);
   }
-  const usage = new PgUsageStore(pool, writer);
+  const usage = new PgUsageStore(db, writer);
   const pruneTimer = setInterval(() => void journal.prune().catch(report), PRUNE_INTERVAL_MS).unref();
   const catchUp = setTimeout(() => void journal.prune().catch(report), 0); // after downtime
 
@@ -83,14 +86,14 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
   return {
     where,
     journal,
-    threads: new PgThreadStore(pool, writer),
+    threads: new PgThreadStore(db, writer),
     usage,
-    llmCalls: new PgLlmCallStore(pool, writer),
+    llmCalls: new PgLlmCallStore(db, writer),
     operator,
     budgets: {
       load: async () => {
         await writer.flush();
-        return (await pool.query<{ data: string }>('SELECT data FROM budgets')).rows.map((r) => JSON.parse(r.data) as unknown);
+        return (await db.query<{ data: string }>('SELECT data FROM budgets')).rows.map((r) => JSON.parse(r.data) as unknown);
       },
       save: (snapshots) =>
         writer.write(async (tx) => {
@@ -126,8 +129,10 @@ interface OwnerLock {
  * them. A session advisory lock on a connection held out of the pool for the storage's
  * lifetime; the server drops it when that connection ends, however the process ends.
  */
-async function takeOwnership(pool: pg.Pool, where: string, waitMs: number): Promise<OwnerLock> {
+async function takeOwnership(pool: pg.Pool, where: string, waitMs: number, onLost: (err: unknown) => void): Promise<OwnerLock> {
   const client = await pool.connect();
+  // Out of the pool, its failures (server restart, connection cut) reach no pool handler.
+  client.on('error', onLost);
   const deadline = Date.now() + waitMs;
   try {
     for (;;) {

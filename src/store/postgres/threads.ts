@@ -1,5 +1,5 @@
-import type pg from 'pg';
 import type { Page, ThreadQuery, ThreadRecord, ThreadStatus, ThreadStore } from '../types.js';
+import type { Reader } from './pool.js';
 import type { PgWriter } from './writer.js';
 
 interface ThreadRow {
@@ -31,7 +31,7 @@ const recordOf = (r: ThreadRow): ThreadRecord => ({
  */
 export class PgThreadStore implements ThreadStore {
   constructor(
-    private readonly pool: pg.Pool,
+    private readonly pool: Reader,
     private readonly writer: PgWriter,
   ) {}
 

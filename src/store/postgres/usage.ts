@@ -1,9 +1,9 @@
-import type pg from 'pg';
 import type { UsageEvent } from '../../usage/types.js';
 import { usageOf, type UsageRow } from '../rows.js';
 import type { BillingSummary, DailyUsage, Page, ThreadUsageTotals, UsageCountersRow, UsageHistoryQuery, UsageRangeQuery, UsageStore } from '../types.js';
 import { dayRange, splitRange, zeroCounters } from '../usage-days.js';
 import { insertUsage } from './usage-writes.js';
+import type { Reader } from './pool.js';
 import type { PgWriter } from './writer.js';
 
 const FLUSH_SIZE = 500;
@@ -34,7 +34,7 @@ export class PgUsageStore implements UsageStore {
   private unsubscribe: (() => void) | null = null;
 
   constructor(
-    private readonly pool: pg.Pool,
+    private readonly pool: Reader,
     private readonly writer: PgWriter,
   ) {}
 
@@ -103,7 +103,8 @@ export class PgUsageStore implements UsageStore {
       into.totalCost += row.totalCost ?? 0;
       into.unpricedRequests += row.unpricedRequests ?? 0;
     };
-    const addRows = (rows: ReadonlyArray<UsageCountersRow & { model: string; agentId: string; orgId: string }>) => {
+    type Row = UsageCountersRow & { model: string; agentId: string; orgId: string };
+    const addRows = (rows: readonly Row[]) => {
       for (const r of rows) {
         add(total, r);
         add((byModel[r.model] ??= zeroCounters()), r);
@@ -116,13 +117,13 @@ export class PgUsageStore implements UsageStore {
     if (fromDay === null || toDay === null || fromDay < toDay) {
       const { clause, params } = dayFilters(fromDay, toDay, q.orgId);
       const sql = `SELECT model, agent_id AS "agentId", org_id AS "orgId", ${COUNTERS} FROM usage_daily ${clause} GROUP BY model, agent_id, org_id`;
-      addRows((await this.pool.query(sql, params)).rows);
+      addRows((await this.pool.query<Row>(sql, params)).rows);
     }
     // ...and the partial days at the edges from the events themselves.
     for (const [start, end] of edges) {
       const { clause, params } = filters({ startTime: start, endTime: end, ...(q.orgId ? { orgId: q.orgId } : {}) }, false);
       const sql = `SELECT model, agent_id AS "agentId", org_id AS "orgId", ${EVENT_COUNTERS} FROM usage_events ${clause} GROUP BY model, agent_id, org_id`;
-      addRows((await this.pool.query(sql, params)).rows);
+      addRows((await this.pool.query<Row>(sql, params)).rows);
     }
     return { orgId: q.orgId ?? null, startTime: q.startTime ?? null, endTime: q.endTime ?? null, ...total, byModel, byAgent, byOrg };
   }

@@ -36,9 +36,14 @@ export class PgWriter {
   private scheduled = false;
   private readonly hooks: PgTransactionHook[] = [];
 
+  /**
+   * @param onError reports a failed write (once per write)
+   * @param mapError what callers get for a failed write (the catalogue's storage errors)
+   */
   constructor(
     private readonly pool: pg.Pool,
     private readonly onError: (err: unknown) => void,
+    private readonly mapError: (err: unknown) => unknown = (err) => err,
   ) {}
 
   addHook(hook: PgTransactionHook): void {
@@ -100,8 +105,9 @@ export class PgWriter {
           await this.inTransaction(job.run);
           job.resolve();
         } catch (jobErr) {
-          this.onError(jobErr);
-          job.reject(jobErr);
+          const err = this.mapError(jobErr);
+          this.onError(err);
+          job.reject(err);
         }
       }
       return;
@@ -112,6 +118,11 @@ export class PgWriter {
   private async inTransaction(work: (tx: Tx) => Promise<void>): Promise<void> {
     const client = await this.pool.connect();
     let broken = false;
+    // A connection cut while checked out also emits 'error' (the query under way fails with it).
+    const lost = () => {
+      broken = true;
+    };
+    client.on('error', lost);
     try {
       await client.query('BEGIN');
       for (const h of this.hooks) h.begin();
@@ -130,6 +141,7 @@ export class PgWriter {
       if (isConnectionError(err)) broken = true;
       throw err;
     } finally {
+      client.off('error', lost);
       client.release(broken);
     }
   }

@@ -41,6 +41,8 @@ describe.skipIf(!withPostgres('PostgreSQL store tests'))('PostgreSQL store', () 
     });
     const write = s.journal.pending([msg()]);
     await expect(write).rejects.toMatchObject({ code: 'STORAGE_FAILED', status: 503 });
+    const burst = await Promise.allSettled(Array.from({ length: 20 }, () => s.journal.pending([msg()])));
+    expect(burst.map((r) => (r.status === 'rejected' ? (r.reason as { code: string }).code : 'committed'))).toEqual(Array(20).fill('STORAGE_FAILED'));
     await expect(write).rejects.toThrow(`Storage failure in ${db.url}`);
     await expect(s.journal.get(kept.id)).rejects.toMatchObject({ code: 'STORAGE_FAILED', status: 503 });
     await admin((c) => c.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`));

@@ -97,14 +97,18 @@ export class PgWriter {
       await this.inTransaction(async (tx) => {
         for (const job of jobs) await job.run(tx);
       });
-    } catch {
-      // One bad write must not sink the batch: redo each on its own to find it (a lost
-      // connection fails each one, and each is reported).
-      for (const job of jobs) {
+    } catch (batchErr) {
+      // No connection to be had (the database is down): every write of the batch fails now,
+      // with one report, rather than each waiting for a connection of its own.
+      if (batchErr instanceof NoConnection) return this.failAll(jobs, batchErr.cause);
+      // One bad write must not sink the batch: redo each on its own to find it.
+      for (let i = 0; i < jobs.length; i++) {
+        const job = jobs[i]!;
         try {
           await this.inTransaction(job.run);
           job.resolve();
         } catch (jobErr) {
+          if (jobErr instanceof NoConnection) return this.failAll(jobs.slice(i), jobErr.cause);
           const err = this.mapError(jobErr);
           this.onError(err);
           job.reject(err);
@@ -115,8 +119,19 @@ export class PgWriter {
     for (const job of jobs) job.resolve();
   }
 
+  private failAll(jobs: readonly Job[], cause: unknown): void {
+    const err = this.mapError(cause);
+    this.onError(err);
+    for (const job of jobs) job.reject(err);
+  }
+
   private async inTransaction(work: (tx: Tx) => Promise<void>): Promise<void> {
-    const client = await this.pool.connect();
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw new NoConnection(err);
+    }
     let broken = false;
     // A connection cut while checked out also emits 'error' (the query under way fails with it).
     const lost = () => {
@@ -148,6 +163,13 @@ export class PgWriter {
 }
 
 const noop = () => {};
+
+/** The pool could not hand out a connection (nothing of the transaction ran). */
+class NoConnection extends Error {
+  constructor(override readonly cause: unknown) {
+    super('no connection to PostgreSQL');
+  }
+}
 
 function isConnectionError(err: unknown): boolean {
   const code = (err as { code?: string }).code ?? '';

@@ -140,7 +140,7 @@ eachBackend('kept counts contract', (backend) => {
       }),
       { numRuns: 15 },
     );
-  }, 120_000);
+  }, 300_000);
 
   it('entries per state kept for /metrics equal COUNT(*) per state after any mix of transitions, prunes and reopen-with-recovery', async () => {
     await fc.assert(
@@ -167,5 +167,5 @@ eachBackend('kept counts contract', (backend) => {
       }),
       { numRuns: 25 },
     );
-  }, 120_000);
+  }, 300_000);
 });

@@ -5,14 +5,15 @@ import type pg from 'pg';
  * PostgreSQL: a failed upgrade leaves the previous version whole); `schema_version`
  * records the last one applied. Times are ms since the epoch (BIGINT) as in SQLite; JSON
  * documents stay TEXT so a payload reads back byte for byte as written (jsonb would reorder
- * its keys). Counts that list totals read are kept in `row_counts` in the same transactions
+ * its keys). Ids that break ties in lists sort by bytes (COLLATE "C"), as in SQLite, whatever
+ * the database's collation. Counts that list totals read are kept in `row_counts` in the same transactions
  * as the rows (see journal-counts.ts): COUNT(*) in PostgreSQL reads every row it counts.
  */
 export const PG_MIGRATIONS: readonly string[] = [
   `
   CREATE TABLE journal (
     seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
+    id TEXT COLLATE "C" NOT NULL UNIQUE,
     thread_id TEXT NOT NULL,
     sender TEXT NOT NULL,
     recipient TEXT NOT NULL,
@@ -41,7 +42,7 @@ export const PG_MIGRATIONS: readonly string[] = [
   CREATE INDEX journal_failed_at ON journal (failed_at) WHERE state = 'FAILED';
 
   CREATE TABLE threads (
-    id TEXT PRIMARY KEY,
+    id TEXT COLLATE "C" PRIMARY KEY,
     status TEXT NOT NULL,
     participants TEXT[] NOT NULL,
     message_count INTEGER NOT NULL,
@@ -57,7 +58,7 @@ export const PG_MIGRATIONS: readonly string[] = [
   CREATE TABLE budgets (thread_id TEXT PRIMARY KEY, data TEXT NOT NULL);
 
   CREATE TABLE usage_events (
-    id TEXT PRIMARY KEY,
+    id TEXT COLLATE "C" PRIMARY KEY,
     ts BIGINT NOT NULL,
     thread_id TEXT NOT NULL,
     agent_id TEXT NOT NULL,
@@ -87,7 +88,7 @@ export const PG_MIGRATIONS: readonly string[] = [
 
   -- Maintained with every insert, so billing and daily answers do not scan events.
   CREATE TABLE usage_daily (
-    day TEXT NOT NULL,
+    day TEXT COLLATE "C" NOT NULL,
     org_id TEXT NOT NULL,
     agent_id TEXT NOT NULL,
     model TEXT NOT NULL,

@@ -38,17 +38,19 @@ export class PgThreadStore implements ThreadStore {
   put(t: ThreadRecord): void {
     void this.writer
       .write(async (tx) => {
-        // xmax = 0 on the returned row: it was inserted, not updated (the kept thread count).
-        const r = await tx.query<{ inserted: boolean }>({
+        // xmax = 0 on the upserted row: it was inserted, not updated (the kept thread count);
+        // one statement, one round trip.
+        await tx.query({
           name: 'thread-put',
-          text: `INSERT INTO threads (id, status, participants, message_count, created_at, last_activity, error, metadata)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-           ON CONFLICT (id) DO UPDATE SET status = excluded.status, participants = excluded.participants,
-             message_count = excluded.message_count, last_activity = excluded.last_activity, error = excluded.error, metadata = excluded.metadata
-           RETURNING (xmax = 0) AS inserted`,
+          text: `WITH up AS (
+              INSERT INTO threads (id, status, participants, message_count, created_at, last_activity, error, metadata)
+              VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+              ON CONFLICT (id) DO UPDATE SET status = excluded.status, participants = excluded.participants,
+                message_count = excluded.message_count, last_activity = excluded.last_activity, error = excluded.error, metadata = excluded.metadata
+              RETURNING (xmax = 0) AS inserted)
+            UPDATE row_counts SET n = n + 1 WHERE name = 'threads' AND (SELECT inserted FROM up)`,
           values: [t.id, t.status, t.participants, t.messageCount, t.createdAt, t.lastActivity, t.error, JSON.stringify(t.metadata)],
         });
-        if (r.rows[0]?.inserted) await tx.query(`UPDATE row_counts SET n = n + 1 WHERE name = 'threads'`);
       })
       .catch(() => {}); // reported by the writer's error handler
   }

@@ -26,6 +26,7 @@ export class PgOperatorState implements OperatorStateStore {
     return [...this.paused];
   }
 
+  /** The in-memory copy follows the operator at once (the pump pauses at once); the promise says whether it was stored. */
   setPaused(agent: string, paused: boolean): Promise<void> {
     if (paused) this.paused.add(agent);
     else this.paused.delete(agent);

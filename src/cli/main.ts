@@ -48,6 +48,7 @@ program
   .option('-p, --port <port>', 'HTTP port', portOption, 8080)
   .option('-H, --host <host>', 'bind address', '127.0.0.1')
   .option('--data-dir <dir>', 'data directory (default: $ORGANISM_DATA_DIR or .organism/ beside the config)')
+  .option('--store <url>', 'keep the journal, threads and usage in PostgreSQL (postgres://user@host/db; default: $ORGANISM_STORE, else SQLite in the data directory)')
   .option('--no-auth', 'disable authentication (refused unless the host is loopback)')
   .option('--drain-timeout <seconds>', 'how long in-flight work may take on stop/restart', secondsOption(0, 86_400), 30)
   .option('--no-supervisor', 'run the server in this process (no same-PID restarts)')
@@ -69,6 +70,7 @@ program
           port: opts.port,
           host: opts.host,
           dataDir: opts.dataDir,
+          ...(opts.store !== undefined ? { store: opts.store } : {}),
           logLevel: opts.logLevel,
           auth: opts.auth,
           drainTimeoutMs: opts.drainTimeout * 1000,

@@ -7,6 +7,10 @@ import { fileURLToPath } from 'node:url';
 import { buildApp, type Closing } from '../service/app.js';
 import { consoleBuilt } from '../service/console.js';
 import { openSqliteStorage } from '../store/index.js';
+import { openPostgresStorage } from '../store/postgres/index.js';
+import type { OrganismStorage } from '../organism/organism.js';
+import { mkdirSync } from 'node:fs';
+import { resolveStore } from './store-option.js';
 import { OrganismTracing, resolveTracing, traceLogFields } from '../telemetry/tracing.js';
 import { createLogger, type LogLevel } from '../util/logger.js';
 import { VERSION } from '../version.js';
@@ -20,6 +24,8 @@ export interface ServeOptions {
   readonly port: number;
   readonly host: string;
   readonly dataDir?: string;
+  /** `--store`: a PostgreSQL URL instead of the data directory's SQLite store (the data directory then keeps only the generated token). */
+  readonly store?: string;
   readonly logLevel: LogLevel;
   readonly auth: boolean;
   readonly drainTimeoutMs: number;
@@ -78,15 +84,30 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     throw new ServeError((err as Error).message, ExitCode.CONFIG_INVALID);
   }
   const dataDir = resolveDataDir(options.dataDir, path, isDemo);
-  let storage;
+  let store;
   try {
-    storage = openSqliteStorage({ dataDir, retainDays: loaded.config.journal.retainDays, failedRetainDays: loaded.config.journal.failedRetainDays, logger });
+    store = resolveStore(options.store);
+  } catch (err) {
+    throw new ServeError((err as Error).message, ExitCode.USAGE);
+  }
+  const retention = { retainDays: loaded.config.journal.retainDays, failedRetainDays: loaded.config.journal.failedRetainDays };
+  let storage: OrganismStorage;
+  let storeLabel = dataDir;
+  try {
+    if (store.kind === 'postgres') {
+      const pg = await openPostgresStorage({ url: store.url, ...retention, logger });
+      storeLabel = pg.where;
+      storage = pg;
+      mkdirSync(dataDir, { recursive: true }); // the generated token's home
+    } else {
+      storage = openSqliteStorage({ dataDir, ...retention, logger });
+    }
   } catch (err) {
     throw new ServeError((err as Error).message, ExitCode.STORAGE);
   }
   const tokens = options.auth ? resolveTokens(loaded.config, dataDir) : { tokens: [], generatedFile: null, problems: [] };
   if (tokens.problems.length > 0) {
-    storage.close();
+    await storage.close();
     throw new ServeError(tokens.problems.join('\n'), ExitCode.CONFIG_INVALID);
   }
 
@@ -182,7 +203,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     `  API:       ${base}/api/v1`,
     `  OpenAPI:   ${base}/api/v1/openapi.json`,
     `  WebSocket: ws://${host}:${port}/ws`,
-    `  Data:      ${dataDir}`,
+    `  Data:      ${storeLabel}`,
     options.auth
       ? tokens.generatedFile
         ? `  Token:     operator token in ${tokens.generatedFile} (Authorization: Bearer $(cat ${tokens.generatedFile}))`
@@ -200,7 +221,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
   // still commit to the open file), storage.close saves a rescue copy beside the directory,
   // and the process exits STORAGE: a service manager starts it afresh; the supervisor does
   // not (a fatal code), so nothing spins. The storage logged the loss, once, at error level.
-  storage.onLost(() => void shutdown(ExitCode.STORAGE));
+  storage.onLost?.(() => void shutdown(ExitCode.STORAGE));
 
   process.on('SIGTERM', () => void shutdown(ExitCode.OK));
   process.on('SIGINT', () => void shutdown(ExitCode.OK));

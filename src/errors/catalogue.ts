@@ -147,6 +147,11 @@ export const Errors = {
     503,
     'Data directory %s is gone: %s was %s while the server ran; it accepts no new messages, saves what it acknowledged to %s and exits',
   ),
+  STORAGE_DATABASE_IN_USE: define(
+    'STORAGE_DATABASE_IN_USE',
+    503,
+    'Database %s (schema %s) is in use by another organism process; stop it or use another database',
+  ),
 
   // --- control service (HTTP layer) ---
   AUTH_REQUIRED: define('AUTH_REQUIRED', 401, 'Authentication required'),

@@ -5,7 +5,9 @@ import type { FastifyInstance } from 'fastify';
 import { loadOrganismFromString } from '../../src/config/index.js';
 import { Organism } from '../../src/organism/organism.js';
 import { buildApp } from '../../src/service/app.js';
-import { OrganismTracing, resolveTracing, traceIdOfThread, traceLogFields, type OtlpProtocol } from '../../src/telemetry/tracing.js';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { defaultTextMapSetter, ROOT_CONTEXT, trace } from '@opentelemetry/api';
+import { formatTraceparent, OrganismTracing, parseTraceparent, resolveTracing, traceIdOfThread, traceLogFields, type OtlpProtocol } from '../../src/telemetry/tracing.js';
 import { eventually } from '../service/fixture.js';
 import { startFakeLlm, type FakeLlm } from './fake-llm.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './otlp-receiver.js';
@@ -290,6 +292,25 @@ for (const [protocol, captureContent] of [
     });
   });
 }
+
+describe('the traceparent a message carries', () => {
+  const sc = { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', traceFlags: 1 };
+
+  it('is the W3C header the standard propagator writes, and reads back as a remote context', () => {
+    const carrier: Record<string, string> = {};
+    new W3CTraceContextPropagator().inject(trace.setSpanContext(ROOT_CONTEXT, sc), carrier, defaultTextMapSetter);
+    expect(formatTraceparent(sc)).toBe(carrier['traceparent']);
+    expect(formatTraceparent({ ...sc, traceFlags: 0 })).toBe('00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00');
+    expect(parseTraceparent(formatTraceparent(sc)!)).toEqual({ ...sc, isRemote: true });
+  });
+
+  it('is absent for an invalid span, and anything else is not read as one', () => {
+    expect(formatTraceparent({ ...sc, traceId: '0'.repeat(32) })).toBeNull();
+    for (const bad of ['', 'garbage', `00-${'0'.repeat(32)}-b7ad6b7169203331-01`, '00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01', '01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', '00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01', '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-extra']) {
+      expect(parseTraceparent(bad), bad).toBeNull();
+    }
+  });
+});
 
 describe('tracing configuration and failures', () => {
   it('is off unless an endpoint is configured; the variables win over organism.yaml', () => {

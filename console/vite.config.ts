@@ -7,6 +7,8 @@ export default defineConfig({
   root: fileURLToPath(new URL('.', import.meta.url)),
   base: '/',
   plugins: [react()],
+  // The package's typed client, from its sources (bundled for the browser: no Node built-in).
+  resolve: { alias: { 'organism/client': fileURLToPath(new URL('../src/client/index.ts', import.meta.url)) } },
   build: {
     outDir: fileURLToPath(new URL('../dist/console', import.meta.url)),
     emptyOutDir: true,

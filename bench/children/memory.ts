@@ -33,9 +33,9 @@ export interface MemoryResult {
   readonly large: MemoryPoint;
   readonly seconds: number;
   /**
-   * The usage tracker's live per-thread aggregates (never pruned), which the code-handler chain
-   * does not reach: a standalone tracker fed one LLM-call event per thread, read after `small`
-   * and after `large` threads.
+   * The usage tracker's live aggregates, which the code-handler chain does not reach: a
+   * standalone tracker fed one LLM-call event per thread, read after `small` and after `large`
+   * threads (it keeps nothing per thread: this stays flat).
    */
   readonly usageTracker: { readonly small: MemoryPoint; readonly large: MemoryPoint };
 }
@@ -70,7 +70,7 @@ async function trackerGrowth(input: MemoryInput): Promise<{ small: MemoryPoint; 
   const small = await settle(input.small);
   feed(input.small, input.large);
   const large = await settle(input.large);
-  if (tracker.thread('0190f5c2-7a1b-7c3d-8e4f-000000000000').requestCount !== 1) throw new Error('tracker lost a thread');
+  if (tracker.totals().requestCount !== input.large) throw new Error('tracker lost an event');
   return { small, large };
 }
 

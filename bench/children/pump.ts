@@ -9,14 +9,16 @@
  */
 import Database from 'better-sqlite3';
 import path from 'node:path';
-import { createServer } from 'node:http';
 import { Organism } from '../../src/organism/organism.js';
 import { OrganismMetrics } from '../../src/telemetry/metrics.js';
-import { OrganismTracing, resolveTracing } from '../../src/telemetry/tracing.js';
+import { createExporter, OrganismTracing, resolveTracing } from '../../src/telemetry/tracing.js';
+import { ExportResultCode } from '@opentelemetry/core';
+import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { openSqliteStorage } from '../../src/store/index.js';
 import { migrate } from '../../src/store/sqlite/migrations.js';
 import { newId } from '../../src/util/ids.js';
-import { childMain } from '../lib/child.js';
+import { benchFile, childMain, startServer } from '../lib/child.js';
+import type { OtlpSinkInfo } from '../servers/otlp-sink.js';
 import { ackCounter, injectAll } from '../lib/drive.js';
 import { chainOrganism } from '../lib/organisms.js';
 import { percentile, sleep, until } from '../lib/stats.js';
@@ -39,6 +41,11 @@ export interface ThroughputResult {
   readonly messagesPerSec: number;
   readonly deliveriesPerSec: number;
   readonly seconds: number;
+  /** CPU time (user + system) the process spent per injected message over the timed part, in microseconds: less sensitive than the rate to other load on a shared machine. */
+  readonly cpuMicrosPerMessage: number;
+  /** Tracing rounds: spans the OTLP exporter delivered (all of them or the round fails), and export calls. */
+  readonly spansExported?: number;
+  readonly exports?: number;
   readonly journal: Record<string, number>;
 }
 
@@ -69,57 +76,89 @@ function organismIn(input: PumpInput): Organism {
   return new Organism(loaded, { storage: openSqliteStorage({ dataDir: input.dataDir }) });
 }
 
-/** An OTLP/HTTP endpoint that accepts every export (what a collector costs the organism is not measured here). */
-async function otlpSink(): Promise<{ url: string; close: () => void }> {
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end());
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  return { url: `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`, close: () => server.close() };
+
+/** The real OTLP exporter, counting the spans it delivered (a round that lost spans would flatter tracing). */
+function countingExporter(inner: SpanExporter): { exporter: SpanExporter; exported: () => number; exports: () => number } {
+  let exported = 0;
+  let exports = 0;
+  const exporter: SpanExporter = {
+    export: (spans, done) => {
+      exports++;
+      inner.export(spans, (result) => {
+        if (result.code === ExportResultCode.SUCCESS) exported += spans.length;
+        done(result);
+      });
+    },
+    shutdown: () => inner.shutdown(),
+    forceFlush: () => inner.forceFlush?.() ?? Promise.resolve(),
+  };
+  return { exporter, exported: () => exported, exports: () => exports };
 }
 
-/** Turns the asked-for telemetry on; returns what stops it (tracing flushes its last spans). */
-async function telemetryOn(organism: Organism, input: PumpInput): Promise<() => Promise<void>> {
+interface TelemetryStop {
+  stop(): Promise<void>;
+  /** Tracing: spans exported and export calls, known after stop(). */
+  spans?: { exported: () => number; exports: () => number };
+}
+
+/** Turns the asked-for telemetry on; stop() ends it (tracing flushes its last spans). */
+async function telemetryOn(organism: Organism, input: PumpInput): Promise<TelemetryStop> {
   if (input.telemetry === 'metrics') {
     const metrics = new OrganismMetrics(organism);
-    return async () => {
-      await metrics.text(); // one scrape, as Prometheus would
-      metrics.detach();
+    return {
+      stop: async () => {
+        await metrics.text(); // one scrape, as Prometheus would
+        metrics.detach();
+      },
     };
   }
   if (input.telemetry === 'tracing') {
-    const sink = await otlpSink();
-    const settings = resolveTracing({ otlp: { endpoint: sink.url, protocol: 'http/protobuf' }, captureContent: false }, { name: 'bench', version: 'bench' }, {})!;
-    const tracing = new OrganismTracing(settings);
+    const sink = await startServer<OtlpSinkInfo>(benchFile('servers/otlp-sink.ts'), {}, { what: 'OTLP sink' });
+    const settings = resolveTracing({ otlp: { endpoint: sink.info.url, protocol: 'http/protobuf' }, captureContent: false }, { name: 'bench', version: 'bench' }, {})!;
+    const counting = countingExporter(createExporter(settings));
+    const tracing = new OrganismTracing(settings, { exporter: counting.exporter });
     const off = tracing.attach(organism);
-    return async () => {
-      off();
-      await tracing.shutdown();
-      sink.close();
+    return {
+      stop: async () => {
+        off();
+        await tracing.shutdown();
+        await sink.stop();
+      },
+      spans: counting,
     };
   }
-  return async () => {};
+  return { stop: async () => {} };
 }
 
 async function throughput(input: PumpInput): Promise<ThroughputResult> {
   const organism = organismIn(input);
-  const telemetryOff = await telemetryOn(organism, input);
+  const telemetry = await telemetryOn(organism, input);
   await organism.start();
   const done = ackCounter(organism, `hop${HOPS}`);
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   await injectAll(organism, 'hop1', input.messages);
   await until(() => done.count >= input.messages, 600_000, 'the last final-hop ack', 1);
   const seconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
   await until(() => organism.activeThreads === 0, 60_000, 'threads to settle');
   const stats = await organism.storage.journal.stats();
   await organism.stop();
-  await telemetryOff();
+  await telemetry.stop();
   // The in-memory journal keeps the newest 100,000 entries (bounded memory), so only the SQLite one is counted in full.
   const expected = input.memory ? Math.min(HOPS * input.messages, 100_000) : HOPS * input.messages;
   if (stats.counts.ACKED !== expected) throw new Error(`expected ${expected} ACKED journal entries, found ${JSON.stringify(stats.counts)}`);
-  return { messagesPerSec: input.messages / seconds, deliveriesPerSec: (HOPS * input.messages) / seconds, seconds, journal: { ...stats.counts } };
+  const spans = telemetry.spans ? { spansExported: telemetry.spans.exported(), exports: telemetry.spans.exports() } : {};
+  // One span per delivery: a tracing round that dropped spans (a full queue) measured less work than it claims.
+  if (telemetry.spans && spans.spansExported !== HOPS * input.messages) throw new Error(`expected ${HOPS * input.messages} spans exported, the exporter delivered ${spans.spansExported}`);
+  return {
+    messagesPerSec: input.messages / seconds,
+    deliveriesPerSec: (HOPS * input.messages) / seconds,
+    seconds,
+    cpuMicrosPerMessage: (cpu.user + cpu.system) / input.messages,
+    ...spans,
+    journal: { ...stats.counts },
+  };
 }
 
 async function raw(input: PumpInput): Promise<RawResult> {

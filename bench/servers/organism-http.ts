@@ -11,10 +11,10 @@ import path from 'node:path';
 import { Organism } from '../../src/organism/organism.js';
 import { buildApp } from '../../src/service/app.js';
 import { DATABASE_FILE, openSqliteStorage } from '../../src/store/index.js';
-import { createServer } from 'node:http';
 import { OrganismTracing, resolveTracing } from '../../src/telemetry/tracing.js';
 import { VERSION } from '../../src/version.js';
-import { childInput, serverFailed, serverReady } from '../lib/child.js';
+import { benchFile, childInput, serverFailed, serverReady, startServer, type RunningServer } from '../lib/child.js';
+import type { OtlpSinkInfo } from './otlp-sink.js';
 import { chainOrganism, demoOrganism } from '../lib/organisms.js';
 import { sleep, until } from '../lib/stats.js';
 
@@ -23,7 +23,7 @@ export interface OrganismServerInput {
   readonly organism: 'demo' | 'sink';
   /** Demo questions run to completion before serving measurements. */
   readonly seedThreads: number;
-  /** Default: metrics on (as organism.yaml defaults). `off`: no /metrics; `tracing`: metrics and traces (100 %, OTLP/protobuf to a local sink). */
+  /** Default: metrics on (as organism.yaml defaults). `off`: no /metrics; `tracing`: metrics and traces (100 %, OTLP/protobuf to a sink in its own process). */
   readonly telemetry?: 'off' | 'metrics' | 'tracing';
 }
 
@@ -51,14 +51,11 @@ async function main(): Promise<void> {
   const storage = openSqliteStorage({ dataDir: input.dataDir });
   const organism = new Organism(loaded, { storage });
   let tracing: OrganismTracing | null = null;
+  let sink: RunningServer<OtlpSinkInfo> | null = null;
   if (input.telemetry === 'tracing') {
-    const sink = createServer((req, res) => {
-      req.resume();
-      req.on('end', () => res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end());
-    });
-    await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
-    const endpoint = `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
-    tracing = new OrganismTracing(resolveTracing({ otlp: { endpoint, protocol: 'http/protobuf' }, captureContent: false }, { name: 'bench', version: VERSION }, {})!);
+    // The collector runs in its own process (stopped with this one: its IPC channel closes).
+    sink = await startServer<OtlpSinkInfo>(benchFile('servers/otlp-sink.ts'), {}, { what: 'OTLP sink' });
+    tracing = new OrganismTracing(resolveTracing({ otlp: { endpoint: sink.info.url, protocol: 'http/protobuf' }, captureContent: false }, { name: 'bench', version: VERSION }, {})!);
     tracing.attach(organism);
   }
   await organism.start();
@@ -141,6 +138,8 @@ async function main(): Promise<void> {
     void (async () => {
       await app.close();
       await organism.stop({ timeoutMs: 5_000 });
+      await tracing?.shutdown();
+      await sink?.stop();
       process.exit(0);
     })();
   });

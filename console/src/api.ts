@@ -1,5 +1,7 @@
-// Every call the console makes to the control service, in one place: the same REST routes an
-// operator would use with curl (docs/api.md). Errors carry the API's own `detail`.
+// Every call the console makes to the control service, in one place, through organism/client
+// (the typed client of the package, src/client): the same REST routes an operator would use
+// with curl (docs/api.md). Errors carry the API's own `detail`.
+import { createClient, OrganismApiError, type Inject, type JournalListQuery, type OrganismClient, type ThreadListQuery } from 'organism/client';
 
 export type Role = 'operator' | 'viewer';
 export type AgentState = 'idle' | 'processing' | 'waiting' | 'error' | 'paused';
@@ -169,79 +171,70 @@ export function getApiToken(): string | null {
   return currentToken;
 }
 
-type Query = Record<string, string | number | undefined | null>;
-
-function withQuery(path: string, query?: Query): string {
-  if (!query) return path;
-  const params = new URLSearchParams();
-  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null && v !== '') params.set(k, String(v));
-  const s = params.toString();
-  return s ? `${path}?${s}` : path;
+/** One client per token, on this page's origin (the console is served by the service itself). */
+const clients = new Map<string, OrganismClient>();
+export function clientFor(token: string | null = currentToken): OrganismClient {
+  const key = token ?? '';
+  let c = clients.get(key);
+  if (!c) {
+    if (clients.size > 4) clients.clear(); // signed-out tokens are not kept around
+    c = createClient({ baseUrl: location.origin, ...(token ? { token } : {}) });
+    clients.set(key, c);
+  }
+  return c;
 }
 
-/** One REST call; the token goes in the Authorization header, never in the URL. */
-export async function request<T>(method: string, path: string, options: { query?: Query; body?: unknown; token?: string } = {}): Promise<T> {
-  const token = options.token ?? currentToken;
-  const headers: Record<string, string> = {};
-  if (token) headers['Authorization'] = `Bearer ${token}`;
-  if (options.body !== undefined) headers['Content-Type'] = 'application/json';
-  let res: Response;
+/** Runs a client call; its errors become ApiError (status 0: the server cannot be reached). */
+async function call<T>(fn: (c: OrganismClient) => Promise<T>, token?: string): Promise<T> {
   try {
-    res = await fetch(withQuery(`/api/v1${path}`, options.query), {
-      method,
-      headers,
-      ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
-    });
-  } catch {
+    return await fn(clientFor(token ?? currentToken));
+  } catch (err) {
+    if (err instanceof OrganismApiError) throw new ApiError(err.status, err.detail, err.errors ?? []);
     throw new ApiError(0, 'The server cannot be reached');
   }
-  const text = await res.text();
-  let body: unknown = null;
-  try {
-    body = text ? JSON.parse(text) : null;
-  } catch {
-    body = null;
-  }
-  if (!res.ok) {
-    const b = (body ?? {}) as { detail?: string; errors?: ApiError['errors'] };
-    throw new ApiError(res.status, b.detail ?? `HTTP ${res.status}`, b.errors ?? []);
-  }
-  return body as T;
 }
 
-const enc = encodeURIComponent;
+/** Query values the console leaves empty are not sent. */
+function given<Q extends Record<string, unknown>>(query: Q): { [K in keyof Q]: Exclude<Q[K], '' | null> } {
+  return Object.fromEntries(Object.entries(query).filter(([, v]) => v !== undefined && v !== null && v !== '')) as { [K in keyof Q]: Exclude<Q[K], '' | null> };
+}
 
 export const api = {
-  whoami: (token?: string) => request<{ name: string; role: Role }>('GET', '/whoami', token ? { token } : {}),
-  organism: () => request<OrganismInfo>('GET', '/organism'),
-  config: () => request<Record<string, unknown>>('GET', '/organism/config'),
-  edges: () => request<{ edges: Array<{ from: string; to: string; messages: number; denied: number }> }>('GET', '/organism/edges'),
-  reload: (dryRun: boolean) => request<ReloadResult>('POST', '/organism/reload', { query: { dryRun: dryRun ? 'true' : undefined } }),
-  agents: () => request<{ agents: AgentInfo[] }>('GET', '/agents'),
-  agent: (name: string) => request<AgentInfo>('GET', `/agents/${enc(name)}`),
-  agentSchema: (name: string) => request<{ schema: string }>('GET', `/agents/${enc(name)}/schema`),
-  capabilities: () => request<{ capabilities: Capability[] }>('GET', '/capabilities'),
-  capability: (name: string) => request<Capability>('GET', `/capabilities/${enc(name)}`),
-  pause: (name: string) => request<unknown>('POST', `/agents/${enc(name)}/pause`),
-  resume: (name: string) => request<unknown>('POST', `/agents/${enc(name)}/resume`),
-  threads: (q: { status?: string; agent?: string; limit: number; offset: number }) => request<Page & { threads: ThreadInfo[] }>('GET', '/threads', { query: q }),
-  thread: (id: string) => request<ThreadInfo>('GET', `/threads/${enc(id)}`),
-  threadMessages: (id: string, limit = 100, offset = 0) => request<Page & { messages: MessageRecord[] }>('GET', `/threads/${enc(id)}/messages`, { query: { limit, offset } }),
-  kill: (id: string) => request<unknown>('POST', `/threads/${enc(id)}/kill`),
-  messages: (q: { agent?: string; threadId?: string; limit: number }) => request<Page & { messages: MessageRecord[] }>('GET', '/messages', { query: q }),
-  inject: (body: { to: string; payload: unknown; threadId?: string; metadata?: Record<string, string> }) =>
-    request<{ threadId: string; messageId: string }>('POST', '/inject', { body }),
-  usage: () => request<{ usage: UsageOverview }>('GET', '/usage'),
-  budgets: () => request<{ threads: ThreadBudget[]; defaultMaxTokens: number }>('GET', '/usage/threads'),
-  budget: (id: string) => request<ThreadBudget>('GET', `/usage/threads/${enc(id)}`),
-  setBudget: (id: string, maxTokens: number) => request<ThreadBudget>('PUT', `/usage/threads/${enc(id)}`, { body: { maxTokens } }),
-  agentUsage: (name: string) => request<Counts>('GET', `/usage/agents/${enc(name)}`),
-  usageHistory: (q: { threadId?: string; limit: number }) => request<Page & { events: UsageEvent[] }>('GET', '/usage/history', { query: q }),
-  billing: (q: { startTime?: string; endTime?: string }) => request<Billing>('GET', '/usage/billing', { query: q }),
-  daily: (q: { startTime?: string; endTime?: string }) =>
-    request<{ days: Array<{ date: string; totalTokens: number; requestCount: number; totalCost: number }> }>('GET', '/usage/daily', { query: q }),
-  journal: (q: { state?: string; agent?: string; threadId?: string; limit: number; offset: number }) =>
-    request<Page & { entries: JournalEntry[] }>('GET', '/journal', { query: q }),
-  journalStats: () => request<JournalStats>('GET', '/journal/stats'),
-  redeliver: (id: string) => request<unknown>('POST', `/journal/${enc(id)}/redeliver`),
+  whoami: (token?: string): Promise<{ name: string; role: Role }> => call((c) => c.whoami(), token),
+  organism: (): Promise<OrganismInfo> => call((c) => c.organism.info()),
+  config: (): Promise<Record<string, unknown>> => call((c) => c.organism.config()),
+  edges: (): Promise<{ edges: Array<{ from: string; to: string; messages: number; denied: number }> }> => call((c) => c.organism.edges()),
+  reload: (dryRun: boolean): Promise<ReloadResult> => call((c) => c.organism.reload(dryRun ? { dryRun: true } : {})),
+  agents: (): Promise<{ agents: AgentInfo[] }> => call((c) => c.agents.list()),
+  agent: (name: string): Promise<AgentInfo> => call((c) => c.agents.get(name)),
+  agentSchema: (name: string): Promise<{ schema: string }> => call((c) => c.agents.schema(name)),
+  capabilities: (): Promise<{ capabilities: Capability[] }> => call((c) => c.capabilities.list()),
+  capability: (name: string): Promise<Capability> => call((c) => c.capabilities.get(name)),
+  pause: (name: string): Promise<unknown> => call((c) => c.agents.pause(name)),
+  resume: (name: string): Promise<unknown> => call((c) => c.agents.resume(name)),
+  // The status comes from a <select> of the valid values (the server answers 422 otherwise).
+  threads: (q: { status?: string; agent?: string; limit: number; offset: number }): Promise<Page & { threads: ThreadInfo[] }> =>
+    call((c) => c.threads.list(given(q) as ThreadListQuery)),
+  thread: (id: string): Promise<ThreadInfo> => call((c) => c.threads.get(id)),
+  threadMessages: (id: string, limit = 100, offset = 0): Promise<Page & { messages: MessageRecord[] }> => call((c) => c.threads.messages(id, { limit, offset })),
+  kill: (id: string): Promise<unknown> => call((c) => c.threads.kill(id)),
+  messages: (q: { agent?: string; threadId?: string; limit: number }): Promise<Page & { messages: MessageRecord[] }> => call((c) => c.messages.list(given(q))),
+  // Raw JSON typed by the operator may be anything: the server says what is wrong with it (422).
+  inject: (body: { to: string; payload: unknown; threadId?: string; metadata?: Record<string, string> }): Promise<{ threadId: string; messageId: string }> =>
+    call((c) => c.inject(body as Inject)),
+  usage: (): Promise<{ usage: UsageOverview }> => call((c) => c.usage.overview()),
+  budgets: (): Promise<{ threads: ThreadBudget[]; defaultMaxTokens: number }> => call((c) => c.usage.threads()),
+  budget: (id: string): Promise<ThreadBudget> => call((c) => c.usage.thread(id)),
+  setBudget: (id: string, maxTokens: number): Promise<ThreadBudget> => call((c) => c.usage.setThreadBudget(id, maxTokens)),
+  agentUsage: (name: string): Promise<Counts> => call((c) => c.usage.agent(name)),
+  usageHistory: (q: { threadId?: string; limit: number }): Promise<Page & { events: UsageEvent[] }> => call((c) => c.usage.history(given(q))),
+  // The schemas describe per-model and per-agent maps as open objects; their values are Counts.
+  billing: (q: { startTime?: string; endTime?: string }): Promise<Billing> => call((c) => c.usage.billing(given(q))) as Promise<Billing>,
+  daily: (q: { startTime?: string; endTime?: string }): Promise<{ days: Array<{ date: string; totalTokens: number; requestCount: number; totalCost: number }> }> =>
+    call((c) => c.usage.daily(given(q))),
+  // Entries' metadata is an open object in the schema: string values (the server only stores those).
+  journal: (q: { state?: string; agent?: string; threadId?: string; limit: number; offset: number }): Promise<Page & { entries: JournalEntry[] }> =>
+    call((c) => c.journal.list(given(q) as JournalListQuery)) as Promise<Page & { entries: JournalEntry[] }>,
+  journalStats: (): Promise<JournalStats> => call((c) => c.journal.stats()),
+  redeliver: (id: string): Promise<unknown> => call((c) => c.journal.redeliver(id)),
 };

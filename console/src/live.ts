@@ -1,9 +1,10 @@
-// The live view of the organism: one /ws socket (snapshot, then events), resumed with
-// `since=<seq>&bootId=` after a drop, fully reloaded on `resync: true`. Components read it
-// through useLive(); updates are batched to one render per animation frame, so a burst of
-// events costs one render, not one per event.
+// The live view of the organism: one /ws socket of organism/client (snapshot, then events;
+// the client resumes with `since=<seq>&bootId=` after a drop), fully reloaded on
+// `resync: true`. Components read it through useLive(); updates are batched to one render per
+// animation frame, so a burst of events costs one render, not one per event.
 import { useSyncExternalStore } from 'react';
-import { api, type AgentInfo, type JournalStats, type MessageRecord, type ThreadInfo } from './api';
+import type { OrganismSocket } from 'organism/client';
+import { api, clientFor, type AgentInfo, type JournalStats, type MessageRecord, type ThreadInfo } from './api';
 
 export type ConnectionState = 'connecting' | 'open' | 'reconnecting' | 'closed';
 
@@ -72,30 +73,12 @@ export interface LiveState {
 type Listener = () => void;
 type EventListener = (frame: Frame) => void;
 
-function base64url(text: string): string {
-  const bytes = new TextEncoder().encode(text);
-  let bin = '';
-  for (const b of bytes) bin += String.fromCharCode(b);
-  return btoa(bin).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
-}
-
-/** The handshake subprotocols carrying the token (a browser cannot set Authorization on a WebSocket). */
-export function authProtocols(token: string): string[] {
-  return ['organism.v1', `bearer.${base64url(token)}`];
-}
-
-export function wsUrl(path: string, query: Record<string, string> = {}): string {
-  const params = new URLSearchParams(query).toString();
-  return `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}${path}${params ? `?${params}` : ''}`;
-}
-
 export class LiveStore {
-  private socket: WebSocket | null = null;
+  private socket: OrganismSocket | null = null;
+  private unsubscribe: Array<() => void> = [];
   private listeners = new Set<Listener>();
   private eventListeners = new Set<EventListener>();
   private pending = false;
-  private retry = 0;
-  private retryTimer: ReturnType<typeof setTimeout> | null = null;
   private stopped = false;
   state: LiveState = LiveStore.empty();
 
@@ -123,15 +106,40 @@ export class LiveStore {
     };
   }
 
+  /**
+   * Opens the socket; the client authenticates it with the token as a subprotocol (a browser
+   * cannot set Authorization on a WebSocket, and a token in the URL would land in logs), and
+   * reconnects with backoff after a drop.
+   */
   start(): void {
     this.stopped = false;
-    this.connect();
+    const socket = clientFor(this.token).watch({ backoff: { initialMs: 250, maxMs: 5000 } });
+    this.socket = socket;
+    let opened = false;
+    let refused = 0;
+    this.unsubscribe = [
+      socket.on('frame', (frame) => {
+        if (frame.event === 'connected') {
+          opened = true;
+          refused = 0;
+        }
+        this.apply(frame as unknown as Frame);
+      }),
+      socket.on('disconnected', () => {
+        if (this.stopped) return;
+        this.set({ connection: 'reconnecting' });
+        refused = opened ? 1 : refused + 1;
+        // Refused before opening: maybe the token is gone (server restarted with other tokens).
+        if (!opened && refused >= 2) this.onAuthLost();
+        opened = false;
+      }),
+    ];
   }
 
   stop(): void {
     this.stopped = true;
-    if (this.retryTimer) clearTimeout(this.retryTimer);
-    this.socket?.close(1000, 'signed out');
+    for (const off of this.unsubscribe.splice(0)) off();
+    this.socket?.close();
     this.socket = null;
   }
 
@@ -143,33 +151,6 @@ export class LiveStore {
   onEvent(l: EventListener): () => void {
     this.eventListeners.add(l);
     return () => this.eventListeners.delete(l);
-  }
-
-  private connect(): void {
-    const resume: Record<string, string> = this.state.bootId ? { since: String(this.state.lastSeq), bootId: this.state.bootId } : {};
-    const socket = new WebSocket(wsUrl('/ws', resume), authProtocols(this.token));
-    this.socket = socket;
-    let opened = false;
-    socket.onopen = () => {
-      opened = true;
-      this.retry = 0;
-    };
-    socket.onmessage = (e) => {
-      const frame = JSON.parse(String(e.data)) as Frame;
-      this.apply(frame);
-    };
-    socket.onclose = () => {
-      if (this.socket !== socket) return;
-      this.socket = null;
-      if (this.stopped) return;
-      this.set({ connection: 'reconnecting' });
-      if (!opened) this.retry++;
-      else this.retry = 1;
-      // Refused before opening: maybe the token is gone (server restarted with other tokens).
-      if (!opened && this.retry >= 2) this.onAuthLost();
-      const delay = Math.min(250 * 2 ** Math.min(this.retry, 5), 5000);
-      this.retryTimer = setTimeout(() => this.connect(), delay);
-    };
   }
 
   private apply(frame: Frame): void {

@@ -11,6 +11,8 @@ export const ExitCode = {
   STORAGE: 4,
   /** The HTTP port could not be bound, or the bind address was refused. */
   LISTEN: 5,
+  /** `run --once`: a thread it started ended in `error` or was killed. */
+  THREAD_FAILED: 6,
   /** Internal: a worker asks its supervisor for a restart. */
   RESTART: 75,
 } as const;

@@ -1,9 +1,10 @@
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, Option } from 'commander';
 import { fileURLToPath } from 'node:url';
 import { ConfigInvalidError, formatConfigProblem } from '../config/errors.js';
 import { VERSION } from '../version.js';
 import { checkBindable, ServeError } from './bind.js';
 import { ExitCode } from './exit-codes.js';
+import { portOption, secondsOption } from './options.js';
 import { supervise, WORKER_ENV } from './supervisor.js';
 
 // Each command loads its modules when it runs: the supervisor of `serve` only owns the socket
@@ -11,18 +12,6 @@ import { supervise, WORKER_ENV } from './supervisor.js';
 // there too cost a full second of CPU at every start.
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-
-function port(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('expected a port number 0-65535');
-  return n;
-}
-
-function seconds(value: string): number {
-  const n = Number(value);
-  if (!Number.isFinite(n) || n < 0.05 || n > 86_400) throw new InvalidArgumentError('expected seconds between 0.05 and 86400');
-  return n;
-}
 
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
@@ -57,13 +46,14 @@ program
   .command('serve')
   .description('serve the control API (REST + WebSocket) for an organism')
   .argument('[config]', 'organism.yaml (default: ./organism.yaml, else the bundled demo)')
-  .option('-p, --port <port>', 'HTTP port', port, 8080)
+  .option('-p, --port <port>', 'HTTP port', portOption, 8080)
   .option('-H, --host <host>', 'bind address', '127.0.0.1')
   .option('--data-dir <dir>', 'data directory (default: $ORGANISM_DATA_DIR or .organism/ beside the config)')
+  .option('--store <url>', 'keep the journal, threads and usage in PostgreSQL (postgres://user@host/db; default: $ORGANISM_STORE, else SQLite in the data directory)')
   .option('--no-auth', 'disable authentication (refused unless the host is loopback)')
-  .option('--drain-timeout <seconds>', 'how long in-flight work may take on stop/restart', Number, 30)
+  .option('--drain-timeout <seconds>', 'how long in-flight work may take on stop/restart', secondsOption(0, 86_400), 30)
   .option('--no-supervisor', 'run the server in this process (no same-PID restarts)')
-  .option('--demo-traffic [seconds]', 'inject a demo question into the first agent every N seconds (default 3)', seconds)
+  .option('--demo-traffic [seconds]', 'inject a demo question into the first agent every N seconds (default 3)', secondsOption(0.05, 86_400))
   .addOption(logLevel())
   .action(async (config: string | undefined, opts) => {
     const worker = process.env[WORKER_ENV] === '1' || opts.supervisor === false;
@@ -94,6 +84,7 @@ program
           port: opts.port,
           host: opts.host,
           dataDir: opts.dataDir,
+          ...(opts.store !== undefined ? { store: opts.store } : {}),
           logLevel: opts.logLevel,
           auth: opts.auth,
           drainTimeoutMs: opts.drainTimeout * 1000,

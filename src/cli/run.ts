@@ -1,8 +1,10 @@
-import { loadOrganism } from '../config/index.js';
+import { loadOrganismToRun } from '../config/index.js';
 import { Organism } from '../organism/organism.js';
 import { openSqliteStorage } from '../store/index.js';
 import { createLogger, type LogLevel } from '../util/logger.js';
 import { resolveConfigPath, resolveDataDir } from './config-path.js';
+import type { ThreadRecord } from '../store/types.js';
+import { ExitCode } from './exit-codes.js';
 import { formatEvent } from './traffic.js';
 
 export interface RunOptions {
@@ -27,7 +29,7 @@ export function parseInjectArg(arg: string): { to: string; payload: unknown } {
 /** `organism run`: the organism headless, its traffic printed line by line. */
 export async function runCommand(configArg: string | undefined, options: RunOptions): Promise<number> {
   const { path, isDemo } = resolveConfigPath(configArg);
-  const loaded = await loadOrganism(path);
+  const loaded = await loadOrganismToRun(path);
   const logger = createLogger(options.logLevel);
   const storage = options.dataDir ? openSqliteStorage({ dataDir: resolveDataDir(options.dataDir, path, isDemo), logger }) : undefined;
   const organism = new Organism(loaded, { logger, ...(storage ? { storage } : {}) });
@@ -39,9 +41,10 @@ export async function runCommand(configArg: string | undefined, options: RunOpti
   await organism.start();
 
   const injections = options.inject.length > 0 || !isDemo ? options.inject : [`researcher={"Question":{"text":"tide pools"}}`];
+  const threadIds: string[] = [];
   for (const arg of injections) {
     const { to, payload } = parseInjectArg(arg);
-    await organism.inject(to, payload, { waitMs: 5_000 });
+    threadIds.push((await organism.inject(to, payload, { waitMs: 5_000 })).threadId);
   }
 
   const stop = async () => {
@@ -50,12 +53,25 @@ export async function runCommand(configArg: string | undefined, options: RunOpti
   };
   if (options.once) {
     await waitUntilIdle(organism);
-    return stop();
+    const threads = await Promise.all(threadIds.map((id) => organism.thread(id)));
+    await stop();
+    const failed = failedThreads(threads);
+    for (const line of failed) process.stderr.write(`organism run: ${line}\n`);
+    return failed.length > 0 ? ExitCode.THREAD_FAILED : ExitCode.OK;
   }
   return new Promise((resolve) => {
     const onSignal = () => void stop().then(resolve);
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
+  });
+}
+
+/** One line per thread that ended in \`error\` or was killed, naming it and its error. */
+export function failedThreads(threads: readonly (ThreadRecord | null)[]): string[] {
+  return threads.flatMap((t) => {
+    if (!t || (t.status !== 'error' && t.status !== 'killed')) return [];
+    const how = t.status === 'killed' ? 'was killed' : 'ended in error';
+    return [`thread ${t.id} ${how}${t.error ? `: ${t.error}` : ''}`];
   });
 }
 

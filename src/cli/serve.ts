@@ -1,4 +1,4 @@
-import { loadOrganism } from '../config/index.js';
+import { loadOrganismToRun } from '../config/index.js';
 import type { OrganismConfig } from '../config/types.js';
 import { Organism } from '../organism/organism.js';
 import type { Server } from 'node:http';
@@ -8,6 +8,9 @@ import { buildApp, type Closing } from '../service/app.js';
 import { consoleBuilt } from '../service/console.js';
 import { openSqliteStorage } from '../store/index.js';
 import { resolveTracing, traceLogFields } from '../telemetry/settings.js';
+import type { OrganismStorage } from '../organism/organism.js';
+import { mkdirSync } from 'node:fs';
+import { resolveStore } from './store-option.js';
 import { createLogger, type LogLevel } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import { resolveConfigPath, resolveDataDir } from './config-path.js';
@@ -24,6 +27,8 @@ export interface ServeOptions {
   readonly port: number;
   readonly host: string;
   readonly dataDir?: string;
+  /** `--store`: a PostgreSQL URL instead of the data directory's SQLite store (the data directory then keeps only the generated token). */
+  readonly store?: string;
   readonly logLevel: LogLevel;
   readonly auth: boolean;
   readonly drainTimeoutMs: number;
@@ -60,7 +65,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     else process.exit(ExitCode.FAILURE); // still booting: nothing to drain
   });
   await supervisor?.loading();
-  const loaded = await loadOrganism(path);
+  const loaded = await loadOrganismToRun(path);
   let tracingSettings;
   try {
     tracingSettings = resolveTracing(loaded.config.telemetry, { name: loaded.config.name, version: VERSION });
@@ -68,15 +73,32 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     throw new ServeError((err as Error).message, ExitCode.CONFIG_INVALID);
   }
   const dataDir = resolveDataDir(options.dataDir, path, isDemo);
-  let storage;
+  let store;
   try {
-    storage = openSqliteStorage({ dataDir, retainDays: loaded.config.journal.retainDays, failedRetainDays: loaded.config.journal.failedRetainDays, logger });
+    store = resolveStore(options.store);
+  } catch (err) {
+    throw new ServeError((err as Error).message, ExitCode.USAGE);
+  }
+  const retention = { retainDays: loaded.config.journal.retainDays, failedRetainDays: loaded.config.journal.failedRetainDays };
+  let storage: OrganismStorage;
+  let storeLabel = dataDir;
+  try {
+    if (store.kind === 'postgres') {
+      // Loaded only for a PostgreSQL store (most organisms run on the embedded SQLite).
+      const { openPostgresStorage } = await import('../store/postgres/index.js');
+      const pg = await openPostgresStorage({ url: store.url, ...retention, logger });
+      storeLabel = pg.where;
+      storage = pg;
+      mkdirSync(dataDir, { recursive: true }); // the generated token's home
+    } else {
+      storage = openSqliteStorage({ dataDir, ...retention, logger });
+    }
   } catch (err) {
     throw new ServeError((err as Error).message, ExitCode.STORAGE);
   }
   const tokens = options.auth ? resolveTokens(loaded.config, dataDir) : { tokens: [], generatedFile: null, problems: [] };
   if (tokens.problems.length > 0) {
-    storage.close();
+    await storage.close();
     throw new ServeError(tokens.problems.join('\n'), ExitCode.CONFIG_INVALID);
   }
 
@@ -131,7 +153,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     version: VERSION,
     onStop: () => void shutdown(ExitCode.OK),
     onRestart: () => void shutdown(ExitCode.RESTART),
-    reloadConfig: () => loadOrganism(path),
+    reloadConfig: () => loadOrganismToRun(path),
     ...(tracing ? { tracing: { provider: tracing.provider } } : {}),
     ...(hasConsole ? { consoleDir } : {}),
     ...(options.auth ? { resolveTokens: (config: OrganismConfig) => resolveTokens(config, dataDir) } : {}),
@@ -182,7 +204,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     `  API:       ${base}/api/v1`,
     `  OpenAPI:   ${base}/api/v1/openapi.json`,
     `  WebSocket: ws://${host}:${port}/ws`,
-    `  Data:      ${dataDir}`,
+    `  Data:      ${storeLabel}`,
     options.auth
       ? tokens.generatedFile
         ? `  Token:     operator token in ${tokens.generatedFile} (Authorization: Bearer $(cat ${tokens.generatedFile}))`
@@ -200,7 +222,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
   // still commit to the open file), storage.close saves a rescue copy beside the directory,
   // and the process exits STORAGE: a service manager starts it afresh; the supervisor does
   // not (a fatal code), so nothing spins. The storage logged the loss, once, at error level.
-  storage.onLost(() => void shutdown(ExitCode.STORAGE));
+  storage.onLost?.(() => void shutdown(ExitCode.STORAGE));
 
   await new Promise<void>((resolve) => app.server.once('close', () => resolve()));
   if (shuttingDown) await shuttingDown;

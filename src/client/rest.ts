@@ -58,9 +58,10 @@ export class RestClient {
   constructor(options: RestOptions) {
     this.#base = options.baseUrl.replace(/\/+$/, '');
     this.#token = options.token;
-    const f = options.fetch ?? (globalThis as { fetch?: FetchLike }).fetch;
-    if (!f) throw new Error('organism client: no fetch available; pass options.fetch');
-    this.#fetch = f;
+    const global = (globalThis as { fetch?: FetchLike }).fetch;
+    if (!options.fetch && !global) throw new Error('organism client: no fetch available; pass options.fetch');
+    // The global fetch called as a method of this object throws "Illegal invocation" in browsers.
+    this.#fetch = options.fetch ?? ((url, init) => global!(url, init));
   }
 
   /** Low-level call: `path` from the server root (`/api/v1/...`). */

@@ -11,11 +11,37 @@ export interface WebSocketLike {
   close(code?: number, reason?: string): void;
 }
 
-/**
- * Opens a socket. `headers` holds the Authorization header; a factory that cannot send headers
- * (the browser's WebSocket) should use `urlWithToken` instead, which carries `?token=`.
- */
-export type WebSocketFactory = (url: string, auth: { headers: Record<string, string>; urlWithToken: string }) => WebSocketLike;
+/** How a socket may carry the token; a factory uses the one its WebSocket supports. */
+export interface WebSocketAuth {
+  /** `Authorization: Bearer <token>` (Node's `ws`). */
+  readonly headers: Record<string, string>;
+  /**
+   * Handshake subprotocols `organism.v1` and `bearer.<base64url(token)>`: what a browser's
+   * WebSocket, which cannot set headers, should offer (`new WebSocket(url, protocols)`). The
+   * token then stays out of the URL, and so out of logs and history. Empty without a token.
+   */
+  readonly protocols: string[];
+  /** The URL with `?token=`: a last resort (URLs end up in logs). */
+  readonly urlWithToken: string;
+}
+
+/** Opens a socket to `url` (no token in it), authenticated by one of the forms of `auth`. */
+export type WebSocketFactory = (url: string, auth: WebSocketAuth) => WebSocketLike;
+
+/** The subprotocol the service answers with. */
+export const WS_SUBPROTOCOL = 'organism.v1';
+
+function base64url(text: string): string {
+  const bytes = new TextEncoder().encode(text);
+  let bin = '';
+  for (const b of bytes) bin += String.fromCharCode(b);
+  return btoa(bin).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+/** The handshake subprotocols carrying `token`: `['organism.v1', 'bearer.<base64url(token)>']`. */
+export function bearerProtocols(token: string): string[] {
+  return [WS_SUBPROTOCOL, `bearer.${base64url(token)}`];
+}
 
 const OPEN = 1;
 
@@ -37,9 +63,10 @@ export async function defaultWebSocketFactory(): Promise<WebSocketFactory> {
     const Ws = (mod.WebSocket ?? mod.default) as new (url: string, options: { headers: Record<string, string> }) => WebSocketLike;
     return (url, auth) => new Ws(url, { headers: auth.headers });
   }
-  const Global = (globalThis as { WebSocket?: new (url: string) => WebSocketLike }).WebSocket;
+  const Global = (globalThis as { WebSocket?: new (url: string, protocols?: string[]) => WebSocketLike }).WebSocket;
   if (!Global) throw new Error('organism client: no WebSocket available; pass options.webSocket');
-  return (_url, auth) => new Global(auth.urlWithToken);
+  // A browser cannot set Authorization on a WebSocket: the token goes as a subprotocol.
+  return (url, auth) => (auth.protocols.length > 0 ? new Global(url, auth.protocols) : new Global(url));
 }
 
 export interface WatchOptions {
@@ -203,7 +230,7 @@ export class OrganismSocket {
     const urlWithToken = this.token !== undefined ? `${url}${url.includes('?') ? '&' : '?'}token=${encodeURIComponent(this.token)}` : url;
     let socket: WebSocketLike;
     try {
-      socket = factory(url, { headers, urlWithToken });
+      socket = factory(url, { headers, protocols: this.token !== undefined ? bearerProtocols(this.token) : [], urlWithToken });
     } catch (err) {
       this.#emit('error', err);
       return this.#scheduleReconnect({ code: 1006, reason: String(err) });

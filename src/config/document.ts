@@ -302,7 +302,7 @@ function checkPeers(at: MapReader, l: ListenerConfig, names: readonly string[]):
     const peer = isScalar(item.node) ? item.node.value : undefined;
     if (typeof peer !== 'string') return;
     if (peer === l.name) at.sink.add(item.node, item.path, ConfigMessages.selfPeer(peer));
-    else if (!names.includes(peer)) at.sink.add(item.node, item.path, ConfigMessages.unknownPeer(peer, closest(peer, names)));
+    else if (!names.includes(peer)) at.sink.add(item.node, item.path, ConfigMessages.unknownPeer(peer, closest(peer, names), names.filter((n) => n !== l.name)));
     else if (seen.has(peer)) at.sink.add(item.node, item.path, ConfigMessages.duplicatePeer(peer));
     seen.add(peer);
   });

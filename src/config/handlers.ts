@@ -77,7 +77,13 @@ async function loadModule(baseDir: string, modulePath: string, cachedLocalFiles:
     for (const file of cachedLocalFiles()) imported.add(pathToFileURL(file).href);
     return { ok: true, resolved, exports: ns, hash: await hashLocalFiles(imported) };
   } catch (err) {
-    return { ok: false, resolved, error: ConfigMessages.moduleFailed(modulePath, describeLoadError(err, baseDir)) };
+    await new Promise((resolve) => setImmediate(resolve));
+    // The files the import reached, latest first (the failing one is usually the last), then the module.
+    const reached = [...imported]
+      .filter((u) => u.startsWith('file:') && !u.includes('/node_modules/'))
+      .map((u) => fileURLToPath(u.split('?')[0] ?? u))
+      .reverse();
+    return { ok: false, resolved, error: ConfigMessages.moduleFailed(modulePath, describeLoadError(err, baseDir, [...new Set(reached)])) };
   }
 }
 

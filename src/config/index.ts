@@ -1,5 +1,5 @@
 // Public API of the config concern: load/check organism.yaml, the sanitized view, problems.
-export { checkOrganism, loadOrganism, loadOrganismFromString } from './load.js';
+export { checkOrganism, checkOrganismReport, loadOrganism, loadOrganismFromString, loadOrganismToRun, type LoadOptions } from './load.js';
 export { ConfigInvalidError, formatConfigProblem } from './errors.js';
 export { sanitizeConfig } from './sanitize.js';
 export { parseHandlerRef, type HandlerRef } from './handlers.js';

@@ -1,9 +1,10 @@
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { LineCounter, parseDocument, type Node } from 'yaml';
+import { LineCounter, parseDocument, visit, type Node } from 'yaml';
 import type { PayloadTypeDef } from '../payload/types.js';
+import { derivedListenerTimeout, missingProviderKeys, timeoutWarnings, unsetEnvWarnings } from './advice.js';
 import { checkCrossReferences, readDocument, type ConfigDraft, type Located } from './document.js';
 import { ConfigInvalidError } from './errors.js';
+import { maxConfigBytes, readConfigText } from './file-size.js';
 import { yamlSyntaxProblem } from './yaml-errors.js';
 import { exportedPayloadTypes, functionExports, handlerVersion, loadModules, parseHandlerRef, resolveExport, type HandlerRef, type LoadedModule } from './handlers.js';
 import { ConfigMessages } from './messages.js';
@@ -13,25 +14,48 @@ import { BUILTIN_LLM } from './schema.js';
 import { closest } from './suggest.js';
 import type { ConfigProblem, ListenerConfig, LoadedOrganism, OrganismConfig, ResolvedListener } from './types.js';
 
+export interface LoadOptions {
+  /** Where \`api_key_env\` and \`token_env\` are looked up (default: process.env). */
+  readonly env?: NodeJS.ProcessEnv;
+}
+
 /** Loads and validates an organism.yaml; throws `ConfigInvalidError` listing every problem. */
-export async function loadOrganism(configPath: string): Promise<LoadedOrganism> {
-  let text: string;
+export async function loadOrganism(configPath: string, options: LoadOptions = {}): Promise<LoadedOrganism> {
+  const fileProblem = (message: string) => new ConfigInvalidError([{ file: configPath, line: null, column: null, keyPath: '', message }]);
+  const max = maxConfigBytes();
+  if (typeof max !== 'number') throw fileProblem(max.error);
+  let read: Awaited<ReturnType<typeof readConfigText>>;
   try {
-    text = await readFile(configPath, 'utf8');
+    read = await readConfigText(configPath, max);
   } catch (err) {
-    const reason = err instanceof Error ? err.message : String(err);
-    throw new ConfigInvalidError([{ file: configPath, line: null, column: null, keyPath: '', message: ConfigMessages.cannotRead(reason) }]);
+    throw fileProblem(ConfigMessages.cannotRead(err instanceof Error ? err.message : String(err)));
   }
-  return loadOrganismFromString(text, configPath);
+  if ('error' in read) throw fileProblem(read.error);
+  return loadOrganismFromString(read.text, configPath, options);
+}
+
+/**
+ * Loads a config to run it (serve, run, reload): also refuses one whose agents need a provider
+ * key that is unset, rather than sending requests without Authorization.
+ */
+export async function loadOrganismToRun(configPath: string, options: LoadOptions = {}): Promise<LoadedOrganism> {
+  const loaded = await loadOrganism(configPath, options);
+  if (loaded.missingKeys && loaded.missingKeys.length > 0) throw new ConfigInvalidError(loaded.missingKeys);
+  return loaded;
 }
 
 /** Every problem of a config file; empty when it is valid (handler modules are loaded to check them). */
-export async function checkOrganism(configPath: string): Promise<ConfigProblem[]> {
+export async function checkOrganism(configPath: string, options: LoadOptions = {}): Promise<ConfigProblem[]> {
+  return (await checkOrganismReport(configPath, options)).problems;
+}
+
+/** Problems (the config does not load) and warnings (it loads, but something will not work as meant). */
+export async function checkOrganismReport(configPath: string, options: LoadOptions = {}): Promise<{ problems: ConfigProblem[]; warnings: ConfigProblem[] }> {
   try {
-    await loadOrganism(configPath);
-    return [];
+    const loaded = await loadOrganism(configPath, options);
+    return { problems: [], warnings: [...(loaded.warnings ?? [])] };
   } catch (err) {
-    if (err instanceof ConfigInvalidError) return [...err.problems];
+    if (err instanceof ConfigInvalidError) return { problems: [...err.problems], warnings: [] };
     throw err;
   }
 }
@@ -40,7 +64,7 @@ export async function checkOrganism(configPath: string): Promise<ConfigProblem[]
  * Loads a config from text. `virtualPath` names the file in problems and anchors relative
  * handler paths (its directory need not contain a real config file).
  */
-export async function loadOrganismFromString(yamlText: string, virtualPath: string): Promise<LoadedOrganism> {
+export async function loadOrganismFromString(yamlText: string, virtualPath: string, options: LoadOptions = {}): Promise<LoadedOrganism> {
   const lines = new LineCounter();
   const sink = new ProblemSink(virtualPath, lines);
   const doc = parseDocument(yamlText, { lineCounter: lines, prettyErrors: false });
@@ -51,8 +75,16 @@ export async function loadOrganismFromString(yamlText: string, virtualPath: stri
     sink.addAt(first.line, first.column, '', first.message);
     throw new ConfigInvalidError(sink.problems);
   }
-  const draft = readDocument(sink, (doc.contents as Node | null) ?? null);
-  if (!draft) throw new ConfigInvalidError(sink.problems);
+  // Aliases are refused before anything reads the tree (see firstAlias).
+  const alias = firstAlias(doc);
+  if (alias) {
+    const pos = alias.offset === null ? null : lines.linePos(alias.offset);
+    sink.addAt(pos?.line ?? null, pos?.col ?? null, '', ConfigMessages.yamlAlias(alias.source, alias.more));
+    throw new ConfigInvalidError(sink.problems);
+  }
+  const read = readDocument(sink, (doc.contents as Node | null) ?? null);
+  if (!read) throw new ConfigInvalidError(sink.problems);
+  const { draft, explicitTimeout } = withDerivedTimeouts(read);
   checkCrossReferences(sink, draft);
 
   const baseDir = path.dirname(path.resolve(virtualPath));
@@ -66,12 +98,51 @@ export async function loadOrganismFromString(yamlText: string, virtualPath: stri
   checkListenerPayloads(draft, payloadTypes);
 
   if (sink.problems.length > 0) throw new ConfigInvalidError(sortProblems(sink.problems));
+  const env = options.env ?? process.env;
+  const warnings = new ProblemSink(virtualPath, lines);
+  timeoutWarnings(warnings, draft, explicitTimeout);
+  unsetEnvWarnings(warnings, draft, env);
+  const missing = new ProblemSink(virtualPath, lines);
+  missingProviderKeys(missing, draft, env);
   return {
+    warnings: sortProblems(warnings.problems),
+    missingKeys: missing.problems,
     path: path.resolve(virtualPath),
     config: buildConfig(draft, payloadTypes.filter((t) => t.fromYaml).map((t) => t.def)),
     listeners: listeners.filter((l): l is ResolvedListener => l !== null),
     payloadTypes: payloadTypes.map((t) => t.def),
   };
+}
+
+/**
+ * A listener without its own \`timeout_seconds\` gets one long enough for its model's providers
+ * (see derivedListenerTimeout); the ones that set it are returned to be checked.
+ */
+function withDerivedTimeouts(read: ConfigDraft): { draft: ConfigDraft; explicitTimeout: Set<Located<ListenerConfig>> } {
+  const explicitTimeout = new Set<Located<ListenerConfig>>();
+  const providers = read.providers.map((p) => p.value);
+  const listeners = read.listeners.map((l) => {
+    if (l.at.has('timeout_seconds')) {
+      explicitTimeout.add(l);
+      return l;
+    }
+    return { value: { ...l.value, timeoutSeconds: derivedListenerTimeout(providers, l.value.model) }, at: l.at };
+  });
+  return { draft: { ...read, listeners }, explicitTimeout };
+}
+
+/**
+ * The first alias (`*name`) of a document, and how many follow. None of the configuration's
+ * keys needs one, and a few nested aliases stand for billions of values to whatever expands them.
+ */
+function firstAlias(doc: ReturnType<typeof parseDocument>): { source: string; offset: number | null; more: number } | null {
+  const found: Array<{ source: string; offset: number | null }> = [];
+  visit(doc, {
+    Alias(_key, node) {
+      found.push({ source: `*${node.source}`, offset: node.range?.[0] ?? null });
+    },
+  });
+  return found[0] ? { ...found[0], more: found.length - 1 } : null;
 }
 
 function readHandlerRef(l: Located<ListenerConfig>): HandlerRef | null {
@@ -149,7 +220,7 @@ function checkListenerPayloads(draft: ConfigDraft, types: readonly TypeOrigin[])
   const known = [...types.map((t) => t.def.name), ...BUILTIN_PAYLOAD_TYPES];
   for (const { value: l, at } of draft.listeners) {
     if (l.payload !== '' && !known.includes(l.payload)) {
-      at.problem('payload', ConfigMessages.unknownPayloadType(l.payload, closest(l.payload, known)));
+      at.problem('payload', ConfigMessages.unknownPayloadType(l.payload, closest(l.payload, known), known));
     }
   }
 }

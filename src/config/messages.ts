@@ -6,20 +6,25 @@ const quote = (s: string): string => `\`${s}\``;
 const didYouMean = (suggestion: string | null): string => (suggestion ? `; did you mean ${quote(suggestion)}?` : '');
 
 export const ConfigMessages = {
-  cannotRead: (reason: string) => `cannot read the config file: ${reason}`,
+  cannotRead: (reason: string) => `cannot read the config file: ${reason}; check the path (default: ./organism.yaml) and its permissions`,
+  fileTooLarge: (size: number | null, max: number, env: string) =>
+    `the config file is ${size === null ? 'larger than the limit' : `${size.toLocaleString('en-US')} bytes, over the limit`} of ${max.toLocaleString('en-US')} bytes${max === 1024 * 1024 ? ' (1 MiB)' : ''}: an organism.yaml is a few KB, so check that this is the right file (${env} raises the limit)`,
+  badMaxConfigBytes: (env: string, value: string) => `${env} must be a number of bytes in decimal digits (e.g. 2097152), not ${JSON.stringify(value)}`,
+  yamlAlias: (alias: string, more: number) =>
+    `YAML aliases are not supported: \`${alias}\` here; write the value out${more > 0 ? ` (and ${more} more alias${more === 1 ? '' : 'es'} in this file)` : ''} (aliases can make a small file expand without bound)`,
   yamlSyntax: (reason: string, hint: string, others: number) =>
     `YAML syntax error: ${reason}; ${hint}${others > 0 ? ` (${others} more error${others === 1 ? '' : 's'} after this one, probably caused by it)` : ''}`,
   yamlIndentHint: (lineText: string) =>
     `check the indentation of ${lineText ? quote(lineText) : 'this line'}: keys of one mapping start in the same column, list items with \`- \`, indented with spaces`,
   yamlDeeperIndent: (lineText: string, previousLine: number) =>
     `YAML syntax error: ${quote(lineText)} is indented deeper than the key on line ${previousLine}, which already has a value; indent it like that key (or give that key no value to nest under it)`,
-  topLevelNotMapping: () => 'expected a mapping of keys at the top level of the file',
+  topLevelNotMapping: () => 'expected a mapping of keys at the top level of the file; start from `organism init` or write `organism: {name: ...}` and `listeners:` at column 1',
 
   unknownKey: (key: string, suggestion: string | null, valid: readonly string[]) =>
     suggestion
       ? `unknown key ${quote(key)}${didYouMean(suggestion)}`
       : `unknown key ${quote(key)}; valid keys: ${valid.join(', ')}`,
-  missingKey: (key: string) => `missing required key ${quote(key)}`,
+  missingKey: (key: string) => `missing required key ${quote(key)}; add \`${key}: ...\` here`,
   wrongType: (expected: string, got: string) => `expected ${expected}, got ${got}`,
   badEnum: (allowed: readonly string[], got: string, suggestion: string | null) =>
     `expected one of ${allowed.join(', ')}, got ${got}${didYouMean(suggestion)}`,
@@ -30,35 +35,39 @@ export const ConfigMessages = {
   invalidFieldName: (name: string) =>
     `invalid field name ${quote(name)}: use letters, digits, \`_\` and \`-\`, starting with a letter or \`_\``,
   reservedSystemName: (name: string) =>
-    `listener name ${quote(name)} is reserved: names starting with \`system.\` belong to built-in listeners`,
+    `listener name ${quote(name)} is reserved: names starting with \`system.\` belong to built-in listeners; choose another name`,
   duplicateName: (what: string, name: string, firstLine: number | null) =>
-    `duplicate ${what} name ${quote(name)}${firstLine === null ? '' : ` (first declared at line ${firstLine})`}`,
+    `duplicate ${what} name ${quote(name)}${firstLine === null ? '' : ` (first declared at line ${firstLine})`}; rename one of them`,
 
-  unknownPeer: (peer: string, suggestion: string | null) => `unknown peer ${quote(peer)}: no listener has that name${didYouMean(suggestion)}`,
-  selfPeer: (name: string) => `listener ${quote(name)} lists itself as a peer; it may always reply to its sender`,
-  duplicatePeer: (peer: string) => `peer ${quote(peer)} is listed more than once`,
+  unknownPeer: (peer: string, suggestion: string | null, names: readonly string[]) =>
+    `unknown peer ${quote(peer)}: no listener has that name${
+      suggestion ? didYouMean(suggestion) : names.length > 0 ? `; the other listeners: ${names.join(', ')}` : `; declare a listener named ${quote(peer)} or remove it from \`peers\``
+    }`,
+  selfPeer: (name: string) => `listener ${quote(name)} lists itself as a peer; remove it from \`peers\` (a listener may always reply to its sender)`,
+  duplicatePeer: (peer: string) => `peer ${quote(peer)} is listed more than once; remove the repetition`,
 
   malformedHandler: (ref: string) =>
     `malformed handler ${quote(ref)}: expected \`./path/to/module.ts#exportName\` (relative to the config file) or \`builtin:llm\``,
   handlerExtension: (ref: string) => `handler module in ${quote(ref)} must be a .ts or .js file`,
   unknownBuiltin: (ref: string) => `unknown built-in handler ${quote(ref)}; the only built-in is \`builtin:llm\``,
-  moduleNotFound: (modulePath: string, resolved: string) => `handler module ${quote(modulePath)} not found (looked for ${resolved})`,
+  moduleNotFound: (modulePath: string, resolved: string) =>
+    `handler module ${quote(modulePath)} not found (looked for ${resolved}); fix the path, which is relative to the config file`,
   moduleFailed: (modulePath: string, reason: string) => `handler module ${quote(modulePath)} failed to load: ${reason}`,
   exportNotFound: (modulePath: string, exportName: string, suggestion: string | null, functions: readonly string[]) =>
     `handler module ${quote(modulePath)} has no export ${quote(exportName)}${
-      suggestion ? didYouMean(suggestion) : `; its function exports: ${functions.length > 0 ? functions.join(', ') : 'none'}`
+      suggestion ? didYouMean(suggestion) : functions.length > 0 ? `; export it, or name one of its function exports: ${functions.join(', ')}` : '; export it (the module exports no function)'
     }`,
   exportNotFunction: (modulePath: string, exportName: string, got: string) =>
-    `export ${quote(exportName)} of ${quote(modulePath)} is not a function (got ${got})`,
+    `export ${quote(exportName)} of ${quote(modulePath)} is not a function (got ${got}); export a handler \`(payload, ctx) => ...\` under that name or name another export`,
 
-  llmNeedsPrompt: () => 'a `builtin:llm` listener needs a `prompt`',
-  llmNeedsModel: () => 'a `builtin:llm` listener needs a `model` when `llm.providers` are declared',
+  llmNeedsPrompt: () => "a `builtin:llm` listener needs a `prompt`; add `prompt:` with the agent's instructions",
+  llmNeedsModel: () => 'a `builtin:llm` listener needs a `model` when `llm.providers` are declared; add `model:` naming a model a provider serves',
   modelNotServed: (model: string, providers: readonly string[]) =>
-    `no provider serves model ${quote(model)} (providers: ${providers.join(', ')}); add it to a provider's \`models\``,
-  scriptOnlyForMock: () => '`script` is only valid for providers of type `mock`',
+    `no provider serves model ${quote(model)} (providers: ${providers.join(', ')}); add it to a provider's \`models\` or use a model one serves`,
+  scriptOnlyForMock: () => '`script` is only valid for providers of type `mock`; remove it or make the provider `type: mock`',
   mcpNeedsOneTransport: () => 'an MCP server needs either `command` (stdio) or `url` (Streamable HTTP), not both and not neither',
   unknownMcpServer: (name: string, suggestion: string | null) => `unknown MCP server ${quote(name)}: not declared in \`mcp_servers\`${didYouMean(suggestion)}`,
-  maxTokensParamOnlyForOpenAi: () => '`max_tokens_param` is only valid for providers of type `openai`',
+  maxTokensParamOnlyForOpenAi: () => '`max_tokens_param` is only valid for providers of type `openai`; remove it',
   mockStepCalls: () => 'a scripted step is a text template or a mapping with `calls` (a list of `{name, arguments}`)',
   latencyRange: (min: number, max: number) => `\`latency_ms.min\` (${min}) is greater than \`latency_ms.max\` (${max})`,
   scriptUnknownListener: (name: string, suggestion: string | null) =>
@@ -68,16 +77,43 @@ export const ConfigMessages = {
     `${quote(key)} looks like an actual secret, not the name of an environment variable: put the key in an env var and name the variable (the value has not been printed)`,
   badEnvName: (key: string) => `${quote(key)} must be the name of an environment variable (letters, digits and \`_\`, not starting with a digit)`,
 
-  unknownPayloadType: (name: string, suggestion: string | null) => `unknown payload type ${quote(name)}${didYouMean(suggestion)}`,
+  timeoutDefeatsFailover: (
+    listener: string,
+    timeout: number,
+    providers: readonly { name: string; keyPath: string; line: number | null; timeout: number; attempts: number; worst: number }[],
+    starved: string | null,
+    minimum: number,
+  ) =>
+    `listener ${quote(listener)} times out after ${timeout} s, before its providers are done: ${providers
+      .map((p) => `${quote(p.name)} (${p.keyPath}${p.line === null ? '' : `, line ${p.line}`}) may take ${p.timeout} s x ${p.attempts} attempt${p.attempts === 1 ? '' : 's'}${p.worst > p.timeout * p.attempts ? ` + ${+(p.worst - p.timeout * p.attempts).toFixed(3)} s backoff = ${+p.worst.toFixed(3)} s` : ''}`)
+      .join(', ')}, so ${
+      starved === null ? (providers.length === 1 ? 'its retries are cut short' : 'the last provider\'s retries are cut short') : `failover to ${quote(starved)} can never happen`
+    }; set \`timeout_seconds\` to at least ${minimum} (or remove it: the default is derived from the providers), or lower the providers' \`timeout_seconds\` or \`max_retries\``,
+  providerKeyUse: (provider: string, agents: readonly string[]) =>
+    `the API key of provider ${quote(provider)}, ${agents.length > 0 ? `used by ${agents.map(quote).join(', ')}` : 'which no listener uses yet'}`,
+  tokenUse: (name: string, role: string) => `the ${role} token ${quote(name)}`,
+  envUnset: (variable: string, what: string, refused: boolean) =>
+    `environment variable ${quote(variable)} is not set (${what}); export it before \`organism serve\`${
+      refused ? ', which refuses to start without it' : ' (requests to this provider would carry no key)'
+    }`,
+  providerKeyUnset: (provider: string, variable: string, agents: readonly string[]) =>
+    `environment variable ${quote(variable)} is not set: it holds the API key of provider ${quote(provider)}, which ${agents.map(quote).join(', ')} call${agents.length === 1 ? 's' : ''}; export it and start again (without it requests would go out with no Authorization)`,
+
+  unknownPayloadType: (name: string, suggestion: string | null, known: readonly string[]) =>
+    `unknown payload type ${quote(name)}${
+      suggestion ? didYouMean(suggestion) : `; declare it under \`payloads\` or export it from a handler module (known types: ${known.join(', ')})`
+    }`,
   badFieldType: (expr: string) =>
     `invalid field type ${quote(expr)}: expected string, integer, number, boolean or a payload type name, optionally as a list (\`T[]\` or \`list<T>\`) and optional (trailing \`?\`)`,
   unknownFieldType: (name: string, suggestion: string | null) =>
     `field refers to unknown type ${quote(name)}${suggestion ? didYouMean(suggestion) : '; use string, integer, number, boolean or a payload type name'}`,
-  exportedTypeUnknownRef: (typeName: string, field: string, ref: string, modulePath: string) =>
-    `payload type ${quote(typeName)} exported by ${quote(modulePath)} has field ${quote(field)} of unknown type ${quote(ref)}`,
+  exportedTypeUnknownRef: (typeName: string, field: string, ref: string, modulePath: string, suggestion: string | null) =>
+    `payload type ${quote(typeName)} exported by ${quote(modulePath)} has field ${quote(field)} of unknown type ${quote(ref)}${
+      suggestion ? didYouMean(suggestion) : '; use string, integer, number, boolean or a payload type name'
+    }`,
   duplicatePayloadType: (name: string, first: string, second: string) =>
-    `duplicate payload type ${quote(name)}: declared by ${first} and by ${second}`,
-  builtinPayloadType: (name: string) => `payload type name ${quote(name)} is reserved for a built-in type`,
+    `duplicate payload type ${quote(name)}: declared by ${first} and by ${second}; rename or remove one`,
+  builtinPayloadType: (name: string) => `payload type name ${quote(name)} is reserved for a built-in type; choose another name`,
   recursivePayloadType: (name: string) =>
     `payload type ${quote(name)} contains itself through required fields; make one of them optional or a list`,
 } as const;

@@ -173,7 +173,7 @@ export function checkPayloadTypes(sink: ProblemSink, drafts: readonly PayloadDra
     for (const f of o.def.fields) {
       const ref = refName(f.type);
       if (ref !== null && !known.includes(ref)) {
-        sink.add(o.node, o.path, ConfigMessages.exportedTypeUnknownRef(o.def.name, f.name, ref, o.source));
+        sink.add(o.node, o.path, ConfigMessages.exportedTypeUnknownRef(o.def.name, f.name, ref, o.source, closest(ref, known)));
       }
     }
   }

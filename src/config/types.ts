@@ -159,6 +159,10 @@ export interface LoadedOrganism {
   readonly listeners: readonly ResolvedListener[];
   /** YAML-declared types plus those exported by handler modules. */
   readonly payloadTypes: readonly PayloadTypeDef[];
+  /** What `check` warns of: the config loads, but timeouts defeat failover or env vars are unset. */
+  readonly warnings?: readonly ConfigProblem[];
+  /** Provider keys (api_key_env) that listeners' models need and that were unset at load: serve and run refuse to start. */
+  readonly missingKeys?: readonly ConfigProblem[];
 }
 
 /** One problem found in a config file. */

@@ -147,6 +147,11 @@ export const Errors = {
     503,
     'Data directory %s is gone: %s was %s while the server ran; it accepts no new messages, saves what it acknowledged to %s and exits',
   ),
+  STORAGE_DATABASE_IN_USE: define(
+    'STORAGE_DATABASE_IN_USE',
+    503,
+    'Database %s (schema %s) is in use by another organism process; stop it or use another database',
+  ),
 
   // --- control service (HTTP layer) ---
   AUTH_REQUIRED: define('AUTH_REQUIRED', 401, 'Authentication required'),
@@ -176,6 +181,16 @@ export const Errors = {
   BODY_TOO_LARGE: define('BODY_TOO_LARGE', 413, 'Request body is larger than %s bytes'),
   UNSUPPORTED_MEDIA_TYPE: define('UNSUPPORTED_MEDIA_TYPE', 415, 'Unsupported content type: %s (send application/json)'),
   BAD_REQUEST: define('BAD_REQUEST', 400, 'Bad request: %s'),
+  /** Refusals of Node's HTTP parser, before any route runs. */
+  MALFORMED_HTTP: define('MALFORMED_HTTP', 400, 'Malformed HTTP request: %s'),
+  HEADERS_TOO_LARGE: define(
+    'HEADERS_TOO_LARGE',
+    431,
+    'The request line and headers are larger than %s bytes, the server\'s limit: send a shorter URL (fewer or shorter query parameters) or smaller headers',
+  ),
+  REQUEST_TIMEOUT: define('REQUEST_TIMEOUT', 408, 'The request did not arrive in time: send its headers and body without pausing'),
+  EXPECTATION_FAILED: define('EXPECTATION_FAILED', 417, 'Expect: %s is not supported (only 100-continue is)'),
+  FORBIDDEN_JSON_KEY: define('FORBIDDEN_JSON_KEY', 400, 'JSON key %s is not allowed (at %s): it could change object prototypes; rename or remove it'),
   OTLP_PROTOCOL_UNSUPPORTED: define(
     'OTLP_PROTOCOL_UNSUPPORTED',
     400,

@@ -1,5 +1,5 @@
 import type { LoadedOrganism, OrganismConfig } from '../config/types.js';
-import { Errors } from '../errors/catalogue.js';
+import { Errors, OrganismError } from '../errors/catalogue.js';
 import { EventBus } from '../events/bus.js';
 import { EdgeTraffic } from './edge-traffic.js';
 import type { OrganismStatus, ReloadResult } from '../events/types.js';
@@ -30,14 +30,17 @@ export interface OrganismStorage {
   readonly usage: UsageStore;
   /** Recorded LLM and MCP tool calls; in memory when absent. */
   readonly llmCalls?: LlmCallStore;
+  /** Thread budgets (a network store answers with promises: see OperatorStateStore). */
   readonly budgets?: {
-    load(): unknown[];
-    save(snapshots: unknown[]): void;
+    load(): unknown[] | Promise<unknown[]>;
+    save(snapshots: unknown[]): void | Promise<void>;
   };
   /** Paused agents (omitted: kept in memory, as long as the process lives). */
   readonly operator?: OperatorStateStore;
   /** What is wrong with the data directory now (omitted: nothing can be). */
   problem?(): StorageProblem | null;
+  /** Called once if the store is deleted or replaced under the running process (omitted: it cannot be). */
+  onLost?(listener: (error: OrganismError) => void): void;
   close(): void | Promise<void>;
 }
 
@@ -94,10 +97,11 @@ export class Organism {
       this.budgetsDirty = true;
     });
     this.budgets.onRelease((final) => {
+      const failed = (err: unknown) => this.logger.error({ err, threadId: final.threadId }, 'saving a finished thread\'s ceiling failed');
       try {
-        this.operator.setFinalCeiling(final.threadId, final.maxTokens);
+        void Promise.resolve(this.operator.setFinalCeiling(final.threadId, final.maxTokens)).catch(failed);
       } catch (err) {
-        this.logger.error({ err, threadId: final.threadId }, 'saving a finished thread\'s ceiling failed');
+        failed(err);
       }
       this.budgetsDirty = true;
     });
@@ -175,7 +179,7 @@ export class Organism {
     // by the operator are saved at once.
     if (this.storage.budgets) {
       this.budgetTimer = setInterval(() => {
-        if (this.budgetsDirty) this.saveBudgets();
+        if (this.budgetsDirty) void this.saveBudgets();
       }, 1_000).unref();
     }
     await this.pump.start(messages);
@@ -203,17 +207,24 @@ export class Organism {
     if (error && (error.code === Errors.STORAGE_FULL.code || error.code === Errors.STORAGE_LOST.code)) throw error;
   }
 
-  /** Pauses an agent; the pause is persisted first, so it outlives restarts and crashes. */
-  pauseAgent(name: string): void {
+  /**
+   * Pauses an agent, persisted so it outlives restarts and crashes: an embedded store persists
+   * it before the pump pauses; a network store's write is under way as the pump pauses, and the
+   * returned promise resolves once it has committed (callers answer the operator after it).
+   * An unknown agent throws at once.
+   */
+  pauseAgent(name: string): Promise<void> {
     if (!this.pump.listener(name)) throw Errors.AGENT_NOT_FOUND(name);
-    this.operator.setPaused(name, true);
+    const persisted = this.operator.setPaused(name, true);
     this.pump.pauseAgent(name);
+    return Promise.resolve(persisted);
   }
 
-  resumeAgent(name: string): void {
+  resumeAgent(name: string): Promise<void> {
     if (!this.pump.listener(name)) throw Errors.AGENT_NOT_FOUND(name);
-    this.operator.setPaused(name, false);
+    const persisted = this.operator.setPaused(name, false);
     this.pump.resumeAgent(name);
+    return Promise.resolve(persisted);
   }
 
   killThread(threadId: string) {
@@ -231,7 +242,7 @@ export class Organism {
       if (thread && thread.status !== 'active') throw Errors.BUDGET_THREAD_FINISHED(threadId, thread.status);
     }
     const info = this.budgets.setCeiling(threadId, maxTokens, { create: true });
-    this.saveBudgets();
+    await this.saveBudgets();
     return info;
   }
 
@@ -244,7 +255,7 @@ export class Organism {
     if (live) return { ...live, active: true };
     const thread = await this.thread(threadId);
     if (!thread || thread.status === 'active') return null;
-    const ceiling = this.operator.finalCeiling(threadId);
+    const ceiling = await this.operator.finalCeiling(threadId);
     const usage = await this.threadUsage(threadId);
     if (ceiling === null && !usage) return null;
     const final = budgetInfo(threadId, ceiling ?? this.budgets.defaultMaxTokens, usage?.promptTokens ?? 0, usage?.completionTokens ?? 0);
@@ -309,7 +320,7 @@ export class Organism {
     const report = await this.pump.stop(options);
     await this.mcp.close();
     if (this.budgetTimer) clearInterval(this.budgetTimer);
-    this.saveBudgets();
+    await this.saveBudgets();
     await this.storage.usage.flush();
     // Collected after the drain and before storage closes: what the next boot will recover.
     const journal = await this.storage.journal.stats().catch(() => null);
@@ -340,7 +351,7 @@ export class Organism {
 
   flush(): void {
     this.pump.flushThreads();
-    this.saveBudgets();
+    void this.saveBudgets();
   }
 
   /** Pauses the persisted paused agents that exist; returns their names. */
@@ -364,7 +375,7 @@ export class Organism {
    */
   private async restoreBudgets(recoveredThreads: readonly string[]): Promise<void> {
     const saved = new Map<string, ThreadBudgetSnapshot>();
-    for (const s of (this.storage.budgets?.load() ?? []) as ThreadBudgetSnapshot[]) if (s && typeof s.threadId === 'string') saved.set(s.threadId, s);
+    for (const s of ((await this.storage.budgets?.load()) ?? []) as ThreadBudgetSnapshot[]) if (s && typeof s.threadId === 'string') saved.set(s.threadId, s);
     const candidates = [...new Set([...saved.keys(), ...recoveredThreads])];
     if (candidates.length === 0) return;
     // A thread that ended after the last save keeps no budget (a preset one has no record yet).
@@ -382,15 +393,20 @@ export class Organism {
       snapshots.push({ threadId: id, maxTokens: s?.maxTokens ?? this.budgets.defaultMaxTokens, fired: s?.fired ?? [], ...spend });
     }
     this.budgets.restore(snapshots);
-    this.saveBudgets();
+    await this.saveBudgets();
   }
 
-  private saveBudgets(): void {
+  /** Saves the budgets; resolves once saved (failures are logged, never thrown). */
+  private async saveBudgets(): Promise<void> {
     this.budgetsDirty = false;
     try {
-      this.storage.budgets?.save(this.budgets.snapshot());
+      await this.storage.budgets?.save(this.budgets.snapshot());
     } catch (err) {
-      this.logger.error({ err }, 'saving thread budgets failed');
+      // A storage fault (a full disk) was logged once by the storage: tried again next tick.
+      if (err instanceof OrganismError && err.code.startsWith('STORAGE_')) {
+        this.budgetsDirty = true;
+        this.logger.debug({ err }, 'saving thread budgets failed; retrying');
+      } else this.logger.error({ err }, 'saving thread budgets failed');
     }
   }
 

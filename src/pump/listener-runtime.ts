@@ -8,7 +8,7 @@ export class ListenerRuntime {
   readonly queue = new ListenerQueue();
   paused = false;
   inFlight = 0;
-  /** Deliveries whose handler is still running (what the concurrency limits count; see Pump). */
+  /** Deliveries whose handler is still running (what the concurrency limits count; see PumpState.running). */
   running = 0;
   /** Deliveries currently awaiting an LLM response. */
   waiting = 0;

@@ -10,7 +10,7 @@ export type DeliveryOutcome =
 export interface DeliveryWatch {
   /** Runs the handler (tracing makes the delivery's span current while it runs). */
   run<T>(fn: () => T): T;
-  /** What the messages this delivery sends carry as their trace context (null: none). */
+  /** What the messages this delivery sends carry as their trace context (null: none); may be computed when first read. */
   readonly traceContext: string | null;
   /** The delivery ended (its journal step is written or failed). */
   end(outcome: DeliveryOutcome): void;
@@ -48,39 +48,74 @@ export class DeliveryObservers {
   }
 
   injected(): string | null {
-    let context: string | null = null;
-    for (const o of this.list) context ??= this.guard(() => o.injected(), null);
-    return context;
+    for (const o of this.list) {
+      try {
+        const context = o.injected();
+        if (context !== null) return context;
+      } catch (err) {
+        this.onError(err);
+      }
+    }
+    return null;
   }
 
   started(message: Message, listener: ListenerConfig): DeliveryWatch {
-    if (this.list.length === 0) return PLAIN;
-    const watches = this.list.map((o) => this.guard(() => o.started(message, listener), PLAIN));
-    if (watches.length === 1) return this.safe(watches[0]!);
-    return this.safe({
-      run: (fn) => watches.reduceRight<() => ReturnType<typeof fn>>((inner, w) => () => w.run(inner), fn)(),
-      traceContext: watches.find((w) => w.traceContext !== null)?.traceContext ?? null,
-      end: (outcome) => {
-        for (const w of watches) w.end(outcome);
+    const list = this.list;
+    if (list.length === 0) return PLAIN;
+    // One observer (the usual case) is wrapped without a closure per delivery: this runs for every delivery.
+    if (list.length === 1) return new GuardedWatch(this.start(list[0]!, message, listener), this.onError);
+    const watches = list.map((o) => this.start(o, message, listener));
+    return new GuardedWatch(
+      {
+        run: (fn) => watches.reduceRight<() => ReturnType<typeof fn>>((inner, w) => () => w.run(inner), fn)(),
+        get traceContext() {
+          for (const w of watches) if (w.traceContext !== null) return w.traceContext;
+          return null;
+        },
+        end: (outcome) => {
+          for (const w of watches) w.end(outcome);
+        },
       },
-    });
+      this.onError,
+    );
   }
 
-  /** An observer's failure never touches the delivery: its end is isolated like a bus listener. */
-  private safe(w: DeliveryWatch): DeliveryWatch {
-    return {
-      run: w.run.bind(w),
-      traceContext: w.traceContext,
-      end: (outcome) => this.guard(() => w.end(outcome), undefined),
-    };
-  }
-
-  private guard<T>(fn: () => T, fallback: T): T {
+  private start(o: DeliveryObserver, message: Message, listener: ListenerConfig): DeliveryWatch {
     try {
-      return fn();
+      return o.started(message, listener);
     } catch (err) {
       this.onError(err);
-      return fallback;
+      return PLAIN;
+    }
+  }
+}
+
+/** An observer's failure never touches the delivery: its end is isolated like a bus listener. */
+class GuardedWatch implements DeliveryWatch {
+  constructor(
+    private readonly watch: DeliveryWatch,
+    private readonly onError: (err: unknown) => void,
+  ) {}
+
+  /** Read when a message is sent (a tracer may format it only then). */
+  get traceContext(): string | null {
+    try {
+      return this.watch.traceContext;
+    } catch (err) {
+      this.onError(err);
+      return null;
+    }
+  }
+
+  run<T>(fn: () => T): T {
+    return this.watch.run(fn);
+  }
+
+  end(outcome: DeliveryOutcome): void {
+    try {
+      this.watch.end(outcome);
+    } catch (err) {
+      this.onError(err);
     }
   }
 }

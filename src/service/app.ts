@@ -10,6 +10,7 @@ import { registerConsole } from './console.js';
 import type { ServiceContext } from './context.js';
 import { Errors } from '../errors/catalogue.js';
 import { registerErrorHandling, sendError, toOrganismError } from './errors.js';
+import { answerClientError, registerHttpRefusals } from './http-refusals.js';
 import { registerJsonParser } from './json-parser.js';
 import { registerMetrics } from './metrics.js';
 import { registerTracing } from './tracing.js';
@@ -81,6 +82,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     frameworkErrors: (err, request, reply) => {
       sendError(reply, toOrganismError(err, request, bodyLimit).error);
     },
+    // Requests Node's HTTP parser refuses get the same error body too (see http-refusals.ts).
+    clientErrorHandler: answerClientError,
+    http: { requireHostHeader: false },
   }).withTypeProvider<TypeBoxTypeProvider>();
   const base = app as unknown as FastifyInstance;
 
@@ -95,6 +99,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 
   if (options.tracing) await registerTracing(base, options.tracing.provider);
   registerErrorHandling(base, bodyLimit);
+  registerHttpRefusals(base);
   if (options.closing) registerClosing(base, options.closing);
   registerJsonParser(base, bodyLimit);
   registerAuth(base, options.auth);

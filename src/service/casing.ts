@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 
-const camel = (key: string): string => key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+/** Only snake_case names are renamed: `__proto__`, `_x` or `a__b` stay as given (and are named so in errors). */
+const SNAKE = /^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$/;
+const camel = (key: string): string => (SNAKE.test(key) ? key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase()) : key);
 
 /**
  * Renames snake_case keys to camelCase in place (`thread_id` -> `threadId`); a camelCase key

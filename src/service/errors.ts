@@ -48,13 +48,18 @@ function fieldProblem(item: unknown): { location: string; field: string; message
   return { location: text(o['location'], 'payload'), field: text(o['field'] ?? o['path'], ''), message: text(o['message'], String(item)) };
 }
 
-/** Writes the error body `{detail, code, errors?}` with its status (and Retry-After where RETRY_AFTER says). */
+/** The error body every answer carries: `{detail, code, errors?}`. */
+export function errorBody(error: OrganismError): { detail: string; code: string; errors?: unknown } {
+  const body: { detail: string; code: string; errors?: unknown } = { detail: error.detail, code: error.code };
+  if (Array.isArray(error.data)) body.errors = error.data.map(fieldProblem);
+  return body;
+}
+
+/** Writes the error body with its status (and Retry-After where RETRY_AFTER says). */
 export function sendError(reply: FastifyReply, error: OrganismError): FastifyReply {
   const retryAfter = RETRY_AFTER[error.code];
   if (retryAfter) reply.header('Retry-After', retryAfter);
-  const body: { detail: string; code: string; errors?: unknown } = { detail: error.detail, code: error.code };
-  if (Array.isArray(error.data)) body.errors = error.data.map(fieldProblem);
-  return reply.code(error.status).type('application/json; charset=utf-8').send(body);
+  return reply.code(error.status).type('application/json; charset=utf-8').send(errorBody(error));
 }
 
 /** The one error handler and the not-found handler of the service. */

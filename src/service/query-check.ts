@@ -16,6 +16,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Set by the query check on every route it guards. */
     queryRules?: QueryRules;
+    /** Top-level body fields the route's body schema types as integer or number. */
+    bodyNumbers?: readonly string[];
   }
 }
 
@@ -71,6 +73,19 @@ export function queryProblems(query: unknown, rules: QueryRules): FieldProblem[]
 }
 
 /**
+ * Numbers of a JSON body must be JSON numbers: ajv's type coercion would take the strings
+ * `"0x10"` as 16, `"1e3"` as 1000 and `" 5"` as 5. (JSON number tokens such as `1e3` are numbers
+ * and stay for the schema to bound; `1e309` parses as Infinity, which the schema refuses.)
+ */
+export function bodyNumberProblems(body: unknown, names: readonly string[]): FieldProblem[] {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return [];
+  return names.flatMap((name) => {
+    const value = (body as Record<string, unknown>)[name];
+    return typeof value === 'string' ? [{ location: 'body', field: name, message: `must be a JSON number (e.g. 1000), not the string ${shown(value)}` }] : [];
+  });
+}
+
+/**
  * Guards the query string of every route that is not a WebSocket route (those read `token`,
  * `since` and filters themselves). Runs as a preValidation hook after the snake_case renaming,
  * before ajv coerces the values.
@@ -79,12 +94,14 @@ export function registerQueryCheck(app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
     if ((route as { websocket?: boolean }).websocket === true) return;
     const schema = route.schema as { querystring?: unknown } | undefined;
-    route.config = { ...(route.config ?? {}), queryRules: queryRules(schema?.querystring) };
+    const body = (schema as { body?: unknown } | undefined)?.body;
+    route.config = { ...(route.config ?? {}), queryRules: queryRules(schema?.querystring), bodyNumbers: [...queryRules(body).integers] };
   });
   app.addHook('preValidation', async (request) => {
-    const rules = request.routeOptions.config?.queryRules;
+    const config = request.routeOptions.config;
+    const rules = config?.queryRules;
     if (!rules) return;
-    const problems = queryProblems(request.query, rules);
+    const problems = [...queryProblems(request.query, rules), ...bodyNumberProblems(request.body, config.bodyNumbers ?? [])];
     if (problems.length > 0) throw Errors.INVALID_REQUEST.withData(problems, problems.map((p) => `${p.field} ${p.message}`).join('; '));
   });
 }

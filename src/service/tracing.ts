@@ -3,14 +3,18 @@ import type { FastifyInstance } from 'fastify';
 
 /**
  * HTTP server spans for the control API through @fastify/otel, on the organism's tracer
- * provider. Registered before the routes so it sees them all; an inject made inside a request
- * links the thread's root delivery span to the request's span. Hook spans are left out: a span
- * per hook per request would outnumber the work they describe.
+ * provider: one SERVER span per request (method, route pattern, status). Registered before the
+ * routes so it sees them all; an inject made inside a request links the thread's root delivery
+ * span to the request's span (the handler runs in the context @fastify/otel enters at
+ * onRequest, a body read in later packets included: tested). Hook spans and the per-route
+ * handler span are left out: they would double or triple the spans of a request for what its
+ * SERVER span already times, and span creation plus OTLP serialization are most of what
+ * tracing costs a cheap request (profiled on the bench's GET /api/v1/agents).
  */
 export async function registerTracing(app: FastifyInstance, provider: TracerProvider): Promise<void> {
   // Loaded only when tracing is on (it pulls in the OpenTelemetry instrumentation packages).
   const { FastifyOtelInstrumentation } = await import('@fastify/otel');
-  const instrumentation = new FastifyOtelInstrumentation({ instrumentHooks: false });
+  const instrumentation = new FastifyOtelInstrumentation({ instrumentHooks: false, instrumentHandler: false });
   instrumentation.setTracerProvider(provider);
   await app.register(instrumentation.plugin());
 }

@@ -206,14 +206,19 @@ export interface LlmCallStore extends CallRecordSink {
   forThread(threadId: string, page: { limit: number; offset: number }): Promise<RecordedCalls>;
 }
 
-/** Operator decisions that must outlive the process: paused agents, finished threads' ceilings. */
+/**
+ * Operator decisions that must outlive the process: paused agents, finished threads' ceilings.
+ * An embedded store answers at once; a network database (PostgreSQL) returns promises for what
+ * it cannot answer or persist synchronously, and the caller awaits them where it matters.
+ */
 export interface OperatorStateStore {
+  /** The paused agents (a network store answers from what it loaded at open and wrote since). */
   pausedAgents(): readonly string[];
-  /** Persisted before it returns (a crash right after a pause keeps the agent paused). */
-  setPaused(agent: string, paused: boolean): void;
+  /** Persisted before it returns, or before its promise resolves (a crash right after a pause keeps the agent paused). */
+  setPaused(agent: string, paused: boolean): void | Promise<void>;
   /** The ceiling a thread had when it ended (null: unknown, or it never had a budget). */
-  finalCeiling(threadId: string): number | null;
-  setFinalCeiling(threadId: string, maxTokens: number): void;
+  finalCeiling(threadId: string): number | null | Promise<number | null>;
+  setFinalCeiling(threadId: string, maxTokens: number): void | Promise<void>;
 }
 
 /** What is wrong with the data directory now, as /health reports it. */

@@ -21,4 +21,32 @@ export function dayRange(startTime: number | undefined, endTime: number | undefi
   return days;
 }
 
+
+/**
+ * Splits [start, end) into whole UTC days [fromDay, toDay) (answered by the rollup) and the
+ * partial-day edges (answered by raw events).
+ */
+export function splitRange(start: number | undefined, end: number | undefined) {
+  const edges: Array<[number, number]> = [];
+  let fromDay: string | null = null;
+  let toDay: string | null = null;
+  let firstWhole = start;
+  let lastWhole = end;
+  if (start !== undefined) {
+    firstWhole = Math.ceil(start / DAY_MS) * DAY_MS;
+    fromDay = utcDay(firstWhole);
+  }
+  if (end !== undefined) {
+    lastWhole = Math.floor(end / DAY_MS) * DAY_MS;
+    toDay = utcDay(lastWhole);
+  }
+  if (start !== undefined && end !== undefined && firstWhole! > lastWhole!) {
+    // The whole range lies within one day.
+    return { fromDay: '9999-12-31', toDay: '0000-01-01', edges: [[start, end] as [number, number]] };
+  }
+  if (start !== undefined && firstWhole! > start) edges.push([start, firstWhole!]);
+  if (end !== undefined && lastWhole! < end) edges.push([lastWhole!, end]);
+  return { fromDay, toDay, edges };
+}
+
 export { addUsage as addEvent, zeroCounters } from '../usage/tracker.js';

@@ -9,6 +9,7 @@ export const GenAiAttr = {
   PROVIDER_NAME: 'gen_ai.provider.name',
   AGENT_NAME: 'gen_ai.agent.name',
   CONVERSATION_ID: 'gen_ai.conversation.id',
+  TOOL_NAME: 'gen_ai.tool.name',
   REQUEST_MODEL: 'gen_ai.request.model',
   REQUEST_MAX_TOKENS: 'gen_ai.request.max_tokens',
   RESPONSE_MODEL: 'gen_ai.response.model',

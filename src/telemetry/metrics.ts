@@ -3,7 +3,7 @@ import type { OrganismEvent } from '../events/types.js';
 import { errorTypeOf, type LlmCallInfo, type LlmCallWatch } from '../llm/observer.js';
 import type { CompletionResult } from '../llm/types.js';
 import type { Organism } from '../organism/organism.js';
-import type { DeliveryOutcome } from '../pump/observer.js';
+import type { DeliveryOutcome, DeliveryWatch } from '../pump/observer.js';
 import { EXTERNAL_SENDER } from '../pump/message.js';
 import type { DeliveryState, KeptJournalStats, ThreadStatus } from '../store/types.js';
 import { GEN_AI_OPERATION_CHAT, GenAiTokenType } from './conventions.js';
@@ -196,19 +196,7 @@ export class OrganismMetrics {
       organism.bus.on((event) => this.onEvent(event)),
       organism.observers.deliveries.add({
         injected: () => null,
-        started: (message, listener) => {
-          const started = performance.now();
-          const name = listener.name;
-          return {
-            run: (fn) => fn(),
-            traceContext: null,
-            end: (outcome: DeliveryOutcome) => {
-              if (!outcome.acked && outcome.reason === 'shutdown') return; // not ended: redelivered after restart
-              this.deliveries.inc({ listener: name, outcome: outcome.acked ? 'acked' : 'failed' });
-              this.deliveryDuration.observe({ listener: name }, (performance.now() - started) / 1000);
-            },
-          };
-        },
+        started: (_message, listener) => new DeliveryTimer(listener.name, this.deliveries, this.deliveryDuration),
       }),
       organism.observers.llm.add({ started: (call) => this.llmCall(call) }),
     );
@@ -299,5 +287,27 @@ export class OrganismMetrics {
         );
       },
     };
+  }
+}
+
+/** Times one delivery for the delivery counters: a class, as one is made for every delivery. */
+class DeliveryTimer implements DeliveryWatch {
+  readonly traceContext = null;
+  private readonly started = performance.now();
+
+  constructor(
+    private readonly listener: string,
+    private readonly deliveries: Counter<'listener' | 'outcome'>,
+    private readonly duration: Histogram<'listener'>,
+  ) {}
+
+  run<T>(fn: () => T): T {
+    return fn();
+  }
+
+  end(outcome: DeliveryOutcome): void {
+    if (!outcome.acked && outcome.reason === 'shutdown') return; // not ended: redelivered after restart
+    this.deliveries.inc({ listener: this.listener, outcome: outcome.acked ? 'acked' : 'failed' });
+    this.duration.observe({ listener: this.listener }, (performance.now() - this.started) / 1000);
   }
 }

@@ -1,8 +1,6 @@
 import { createHash } from 'node:crypto';
 import {
   context,
-  defaultTextMapGetter,
-  defaultTextMapSetter,
   diag,
   DiagLogLevel,
   isSpanContextValid,
@@ -11,6 +9,8 @@ import {
   SpanKind,
   SpanStatusCode,
   trace,
+  type Attributes,
+  type Context,
   type Link,
   type Span,
   type SpanContext,
@@ -88,7 +88,6 @@ export class OrganismTracing {
   readonly provider: NodeTracerProvider;
   private readonly tracer: Tracer;
   private readonly ids = new ThreadTraceIds();
-  private readonly propagator = new W3CTraceContextPropagator();
   /** Deliveries in progress by thread and listener (at most one each), for span events. */
   private readonly live = new Map<string, Span>();
 
@@ -133,61 +132,33 @@ export class OrganismTracing {
   /** A message from outside carries the caller's span (the HTTP request), linked from the thread's root. */
   private injected(): string | null {
     const span = trace.getSpan(context.active());
-    return span && isSpanContextValid(span.spanContext()) ? this.serialize(span) : null;
+    return span ? formatTraceparent(span.spanContext()) : null;
   }
 
   private delivery(message: Message, listener: ListenerConfig): DeliveryWatch {
     const operation = listener.agent ? GenAiOperation.INVOKE_AGENT : GenAiOperation.EXECUTE_TOOL;
-    const carried = message.traceContext ? this.parse(message.traceContext) : null;
-    const links: Link[] = [];
+    const carried = message.traceContext ? parseTraceparent(message.traceContext) : null;
+    let links: Link[] | undefined;
     let parent = ROOT_CONTEXT;
     if (message.parentId !== null && carried) {
       parent = trace.setSpanContext(ROOT_CONTEXT, carried);
     } else {
       // A thread's root delivery: the trace is the thread's; where it came from is a link.
-      if (carried) links.push({ context: carried });
+      if (carried) links = [{ context: carried }];
       this.ids.next = traceIdOfThread(message.threadId);
     }
-    const span = this.tracer.startSpan(
-      `${operation} ${listener.name}`,
-      {
-        kind: SpanKind.INTERNAL,
-        links,
-        attributes: {
-          [GenAiAttr.OPERATION_NAME]: operation,
-          [GenAiAttr.AGENT_NAME]: listener.name,
-          [GenAiAttr.CONVERSATION_ID]: message.threadId,
-          [OrganismAttr.MESSAGE_ID]: message.id,
-          [OrganismAttr.ATTEMPT]: message.attempt,
-          [OrganismAttr.PAYLOAD_TYPE]: message.payloadType,
-          ...(listener.agent ? {} : { 'gen_ai.tool.name': listener.name }),
-        },
-      },
-      parent,
-    );
-    this.ids.next = null;
-    const key = liveKey(message.threadId, listener.name);
-    this.live.set(key, span);
-    const active = trace.setSpan(ROOT_CONTEXT, span);
-    return {
-      run: (fn) => context.with(active, fn),
-      traceContext: this.serialize(span),
-      end: (outcome: DeliveryOutcome) => {
-        if (this.live.get(key) === span) this.live.delete(key);
-        if (outcome.acked) {
-          span.setAttribute(OrganismAttr.OUTCOME, 'acked');
-        } else {
-          if (outcome.reason === 'budget_exhausted') span.addEvent(SpanEvent.BUDGET_EXHAUSTED, { 'organism.error': outcome.error });
-          span.setAttributes({
-            [OrganismAttr.OUTCOME]: outcome.reason === 'shutdown' ? 'interrupted' : 'failed',
-            [OrganismAttr.FAILURE_REASON]: outcome.reason,
-            [GenAiAttr.ERROR_TYPE]: outcome.reason,
-          });
-          span.setStatus({ code: SpanStatusCode.ERROR, message: `${outcome.reason}: ${outcome.error}` });
-        }
-        span.end();
-      },
+    const attributes: Attributes = {
+      [GenAiAttr.OPERATION_NAME]: operation,
+      [GenAiAttr.AGENT_NAME]: listener.name,
+      [GenAiAttr.CONVERSATION_ID]: message.threadId,
+      [OrganismAttr.MESSAGE_ID]: message.id,
+      [OrganismAttr.ATTEMPT]: message.attempt,
+      [OrganismAttr.PAYLOAD_TYPE]: message.payloadType,
     };
+    if (!listener.agent) attributes[GenAiAttr.TOOL_NAME] = listener.name;
+    const span = this.tracer.startSpan(spanName(operation, listener.name), { kind: SpanKind.INTERNAL, links, attributes }, parent);
+    this.ids.next = null;
+    return new DeliverySpan(span, liveKey(message.threadId, listener.name), this.live);
   }
 
   private chat(call: LlmCallInfo): LlmCallWatch {
@@ -255,24 +226,85 @@ export class OrganismTracing {
     }
   }
 
-  private serialize(span: Span): string | null {
-    const carrier: Record<string, string> = {};
-    this.propagator.inject(trace.setSpan(ROOT_CONTEXT, span), carrier, defaultTextMapSetter);
-    return carrier['traceparent'] ?? null;
+}
+
+/**
+ * The span of one delivery, as the pump follows it: a class rather than closures, as it is
+ * made for every delivery. Its traceparent is formatted when a message first needs it.
+ */
+class DeliverySpan implements DeliveryWatch {
+  private readonly active: Context;
+  private context: string | null = null;
+
+  constructor(
+    private readonly span: Span,
+    private readonly key: string,
+    private readonly live: Map<string, Span>,
+  ) {
+    live.set(key, span);
+    this.active = trace.setSpan(ROOT_CONTEXT, span);
   }
 
-  private parse(traceparent: string): SpanContext | null {
-    const ctx = this.propagator.extract(ROOT_CONTEXT, { traceparent }, defaultTextMapGetter);
-    const sc = trace.getSpanContext(ctx);
-    return sc && isSpanContextValid(sc) ? sc : null;
+  get traceContext(): string | null {
+    return (this.context ??= formatTraceparent(this.span.spanContext()));
   }
+
+  run<T>(fn: () => T): T {
+    return context.with(this.active, fn);
+  }
+
+  end(outcome: DeliveryOutcome): void {
+    const span = this.span;
+    if (this.live.get(this.key) === span) this.live.delete(this.key);
+    if (outcome.acked) {
+      span.setAttribute(OrganismAttr.OUTCOME, 'acked');
+    } else {
+      if (outcome.reason === 'budget_exhausted') span.addEvent(SpanEvent.BUDGET_EXHAUSTED, { 'organism.error': outcome.error });
+      span.setAttributes({
+        [OrganismAttr.OUTCOME]: outcome.reason === 'shutdown' ? 'interrupted' : 'failed',
+        [OrganismAttr.FAILURE_REASON]: outcome.reason,
+        [GenAiAttr.ERROR_TYPE]: outcome.reason,
+      });
+      span.setStatus({ code: SpanStatusCode.ERROR, message: `${outcome.reason}: ${outcome.error}` });
+    }
+    span.end();
+  }
+}
+
+/** Span names by operation and listener, made once (the set is bounded by the configuration). */
+const spanNames = new Map<string, string>();
+function spanName(operation: string, listener: string): string {
+  const key = liveKey(operation, listener);
+  let name = spanNames.get(key);
+  if (name === undefined) spanNames.set(key, (name = `${operation} ${listener}`));
+  return name;
 }
 
 function liveKey(threadId: string, listener: string): string {
   return `${threadId}\u0000${listener}`;
 }
 
-function createExporter(settings: TracingSettings): SpanExporter {
+/**
+ * The W3C traceparent of a span (version 00), written directly: the propagator's inject builds
+ * a context and a carrier for each delivery to produce the same string. Null for an invalid span.
+ */
+export function formatTraceparent(sc: SpanContext): string | null {
+  if (!isSpanContextValid(sc)) return null;
+  return `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & 0xff).toString(16).padStart(2, '0')}`;
+}
+
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+/** The remote span context of a journaled traceparent (as formatTraceparent writes it), or null when it is not one. */
+export function parseTraceparent(traceparent: string): SpanContext | null {
+  const m = TRACEPARENT.exec(traceparent);
+  if (!m) return null;
+  const sc: SpanContext = { traceId: m[1]!, spanId: m[2]!, traceFlags: parseInt(m[3]!, 16), isRemote: true };
+  return isSpanContextValid(sc) ? sc : null;
+}
+
+/** The OTLP/HTTP exporter for the configured protocol (exported for the bench, which counts what it delivers). */
+export function createExporter(settings: TracingSettings): SpanExporter {
   const options = settings.url ? { url: settings.url } : {};
   return settings.protocol === 'http/json' ? new OtlpJsonExporter(options) : new OtlpProtoExporter(options);
 }

@@ -24,9 +24,6 @@ export interface AgentUsage extends UsageCounters {
 export interface ModelUsage extends UsageCounters {
   readonly model: string;
 }
-export interface ThreadUsage extends UsageCounters {
-  readonly threadId: string;
-}
 
 /** Empty counters. */
 export const zeroCounters = (): UsageCounters => ({
@@ -49,14 +46,15 @@ export function addUsage(c: UsageCounters, e: UsageEvent): void {
 }
 
 /**
- * Live usage aggregates (totals, per agent, per model, per thread) and the fan-out of every
- * event to subscribers (the persisted store subscribes at start). O(1) per event.
+ * Live usage aggregates (totals, per agent, per model) and the fan-out of every event to
+ * subscribers (the persisted store subscribes at start). O(1) per event, and bounded by the
+ * configuration: nothing is kept per thread, whose usage the usage store answers (a live map
+ * per thread, never read, grew by about 190 bytes for every thread the process ever ran).
  */
 export class UsageTracker {
   private totalsValue = { ...zeroCounters(), latencySum: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 };
   private agents = new Map<string, UsageCounters>();
   private models = new Map<string, UsageCounters>();
-  private threads = new Map<string, UsageCounters>();
   private readonly subscribers = new Set<UsageSubscriber>();
 
   constructor(private readonly onSubscriberError: (err: unknown) => void = () => {}) {}
@@ -70,7 +68,6 @@ export class UsageTracker {
     t.reasoningTokens += event.reasoningTokens ?? 0;
     addUsage(bucket(this.agents, event.agentId), event);
     addUsage(bucket(this.models, event.model), event);
-    addUsage(bucket(this.threads, event.threadId), event);
     for (const fn of this.subscribers) {
       try {
         fn(event);
@@ -110,16 +107,11 @@ export class UsageTracker {
     return { model, ...(this.models.get(model) ?? zeroCounters()) };
   }
 
-  thread(threadId: string): ThreadUsage {
-    return { threadId, ...(this.threads.get(threadId) ?? zeroCounters()) };
-  }
-
   /** Clears the live aggregates only: subscribers (e.g. the persisted store) keep receiving. */
   reset(): void {
     this.totalsValue = { ...zeroCounters(), latencySum: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 };
     this.agents = new Map();
     this.models = new Map();
-    this.threads = new Map();
   }
 }
 

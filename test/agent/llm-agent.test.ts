@@ -125,7 +125,7 @@ describe('budgets in the pump', () => {
     organism.setThreadBudget(threadId, 100_000);
     await organism.inject('talker', { text: 'go on' }, { threadId });
     const resumed = await settled(organism, threadId);
-    expect(organism.tracker.thread(threadId).totalTokens).toBeGreaterThan(budget.totalTokens + 2_000);
+    expect((await organism.threadUsage(threadId))?.totalTokens).toBeGreaterThan(budget.totalTokens + 2_000);
     // This time the conversation ran into the hop limit, which ends the thread in error.
     expect(resumed.error).toBe(Errors.HOP_LIMIT(50, threadId).detail);
     await organism.stop();

@@ -217,6 +217,60 @@ describe('organism/client against the real server (SQLite storage)', () => {
   });
 });
 
+describe('organism/client as a browser uses it', () => {
+  let svc: Service;
+  beforeAll(async () => {
+    svc = await startService({ storage: 'sqlite' });
+  });
+  afterAll(async () => {
+    await svc?.close();
+  });
+
+  it("the default WebSocket of a browser authenticates with the bearer subprotocol: the token is never in the socket's URL", async () => {
+    const g = globalThis as Record<string, unknown>;
+    const opened: Array<{ url: string; protocols: string[] | undefined; socket: WebSocket }> = [];
+    // A browser's WebSocket: (url, protocols), no way to set headers.
+    class BrowserWebSocket extends WebSocket {
+      constructor(url: string, protocols?: string[]) {
+        super(url, protocols);
+        opened.push({ url, protocols, socket: this });
+      }
+    }
+    const saved = { window: g['window'], WebSocket: g['WebSocket'] };
+    g['window'] = {};
+    g['WebSocket'] = BrowserWebSocket;
+    let live: OrganismSocket | null = null;
+    try {
+      live = createClient({ baseUrl: svc.url, token: OPERATOR }).watch({ reconnect: false });
+      const connected = await live.ready();
+      expect(connected.event).toBe('connected');
+    } finally {
+      g['window'] = saved.window;
+      g['WebSocket'] = saved.WebSocket;
+      live?.close();
+    }
+    expect(opened).toHaveLength(1);
+    expect(opened[0]!.url).not.toContain('token');
+    expect(opened[0]!.url).not.toContain(OPERATOR);
+    expect(opened[0]!.protocols).toEqual(['organism.v1', `bearer.${Buffer.from(OPERATOR).toString('base64url')}`]);
+    expect(opened[0]!.socket.protocol).toBe('organism.v1');
+  });
+
+  it("calls the global fetch as a function, not as a method of the client (a browser's fetch throws Illegal invocation otherwise)", async () => {
+    const realFetch = globalThis.fetch;
+    globalThis.fetch = function (this: unknown, ...args: Parameters<typeof fetch>) {
+      if (this !== undefined && this !== globalThis) throw new TypeError('Illegal invocation');
+      return realFetch(...args);
+    } as typeof fetch;
+    try {
+      const who = await createClient({ baseUrl: svc.url, token: OPERATOR }).whoami();
+      expect(who.role).toBe('operator');
+    } finally {
+      globalThis.fetch = realFetch;
+    }
+  });
+});
+
 describe('organism/client in a browser bundle', () => {
   it('bundles for the browser with no Node built-in and without the ws package', async () => {
     const { build } = await import('esbuild');

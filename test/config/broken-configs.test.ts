@@ -64,7 +64,7 @@ const rows: Row[] = [
     `,
     keyPath: 'organism.name',
     line: 1,
-    message: 'missing required key `name`',
+    message: 'missing required key `name`; add `name: ...` here',
   },
   {
     name: 'missing listeners',
@@ -74,7 +74,7 @@ const rows: Row[] = [
     `,
     keyPath: 'listeners',
     line: 1,
-    message: 'missing required key `listeners`',
+    message: 'missing required key `listeners`; add `listeners: ...` here',
   },
   {
     name: 'missing listener handler',
@@ -86,7 +86,7 @@ const rows: Row[] = [
     `,
     keyPath: 'listeners[0].handler',
     line: 3,
-    message: 'missing required key `handler`',
+    message: 'missing required key `handler`; add `handler: ...` here',
     // Without its handler module, nothing declares Announcement either.
     count: 2,
   },
@@ -205,7 +205,7 @@ const rows: Row[] = [
     `,
     keyPath: 'listeners[0].peers[0]',
     line: 7,
-    message: 'listener `shout` lists itself as a peer; it may always reply to its sender',
+    message: 'listener `shout` lists itself as a peer; remove it from `peers` (a listener may always reply to its sender)',
   },
   {
     name: 'duplicate listener name',
@@ -215,7 +215,7 @@ const rows: Row[] = [
     `,
     keyPath: 'listeners[1].name',
     line: 6,
-    message: 'duplicate listener name `shout` (first declared at line 3)',
+    message: 'duplicate listener name `shout` (first declared at line 3); rename one of them',
   },
   {
     name: 'duplicate provider name',
@@ -229,7 +229,7 @@ const rows: Row[] = [
     `,
     keyPath: 'llm.providers[1].name',
     line: 5,
-    message: 'duplicate provider name `local` (first declared at line 4)',
+    message: 'duplicate provider name `local` (first declared at line 4); rename one of them',
   },
   {
     name: 'system. prefix is reserved',
@@ -242,7 +242,7 @@ const rows: Row[] = [
     `,
     keyPath: 'listeners[0].name',
     line: 3,
-    message: 'listener name `system.shout` is reserved: names starting with `system.` belong to built-in listeners',
+    message: 'listener name `system.shout` is reserved: names starting with `system.` belong to built-in listeners; choose another name',
   },
   {
     name: 'invalid listener name',
@@ -268,7 +268,7 @@ const rows: Row[] = [
     `,
     keyPath: 'listeners[0].handler',
     line: 4,
-    message: `handler module \`./missing/tools.ts\` not found (looked for ${path.join(FIXTURES, 'missing', 'tools.ts')})`,
+    message: `handler module \`./missing/tools.ts\` not found (looked for ${path.join(FIXTURES, 'missing', 'tools.ts')}); fix the path, which is relative to the config file`,
     // Nothing declares Announcement once tools.ts is not loaded.
     count: 2,
   },
@@ -296,7 +296,7 @@ const rows: Row[] = [
     `,
     keyPath: 'listeners[0].handler',
     line: 4,
-    message: 'handler module `./tools.ts` has no export `announce`; its function exports: uppercase',
+    message: 'handler module `./tools.ts` has no export `announce`; export it, or name one of its function exports: uppercase',
   },
   {
     name: 'unknown one-letter peer gets no far-fetched suggestion',
@@ -310,7 +310,7 @@ const rows: Row[] = [
     `,
     keyPath: 'listeners[0].peers[0]',
     line: 6,
-    message: 'unknown peer `b`: no listener has that name',
+    message: 'unknown peer `b`: no listener has that name; declare a listener named `b` or remove it from `peers`',
   },
   {
     name: 'handler export that is not a function',
@@ -323,7 +323,7 @@ const rows: Row[] = [
     `,
     keyPath: 'listeners[0].handler',
     line: 4,
-    message: 'export `notAFunction` of `./tools.ts` is not a function (got number)',
+    message: 'export `notAFunction` of `./tools.ts` is not a function (got number); export a handler `(payload, ctx) => ...` under that name or name another export',
   },
   {
     name: 'handler module that throws while loading',
@@ -389,7 +389,7 @@ const rows: Row[] = [
     `,
     keyPath: 'listeners[1].prompt',
     line: 6,
-    message: 'a `builtin:llm` listener needs a `prompt`',
+    message: 'a `builtin:llm` listener needs a `prompt`; add `prompt:` with the agent\'s instructions',
   },
   {
     name: 'builtin:llm with a model no provider serves',
@@ -407,7 +407,7 @@ const rows: Row[] = [
     `,
     keyPath: 'listeners[1].model',
     line: 12,
-    message: "no provider serves model `claude-3-haiku` (providers: openai (gpt-4o)); add it to a provider's `models`",
+    message: "no provider serves model `claude-3-haiku` (providers: openai (gpt-4o)); add it to a provider's `models` or use a model one serves",
   },
   {
     name: 'builtin:llm without a model while providers are declared',
@@ -425,7 +425,7 @@ const rows: Row[] = [
     `,
     keyPath: 'listeners[0].model',
     line: 6,
-    message: 'a `builtin:llm` listener needs a `model` when `llm.providers` are declared',
+    message: 'a `builtin:llm` listener needs a `model` when `llm.providers` are declared; add `model:` naming a model a provider serves',
   },
   {
     name: 'script on a provider that is not mock',
@@ -440,7 +440,7 @@ const rows: Row[] = [
     `,
     keyPath: 'llm.providers[0].script',
     line: 6,
-    message: '`script` is only valid for providers of type `mock`',
+    message: '`script` is only valid for providers of type `mock`; remove it or make the provider `type: mock`',
   },
   {
     name: 'mock script for an unknown listener',
@@ -511,7 +511,7 @@ const rows: Row[] = [
     `,
     keyPath: 'llm.pricing.my-model.completion',
     line: 4,
-    message: 'missing required key `completion`',
+    message: 'missing required key `completion`; add `completion: ...` here',
   },
   {
     name: 'unknown listener payload type, with the closest type',
@@ -582,7 +582,7 @@ const rows: Row[] = [
     `,
     keyPath: 'listeners[0].handler',
     line: 7,
-    message: 'duplicate payload type `Announcement`: declared by organism.yaml and by ./tools.ts',
+    message: 'duplicate payload type `Announcement`: declared by organism.yaml and by ./tools.ts; rename or remove one',
   },
   {
     name: 'payload type exported by two modules, one with a dangling field type',
@@ -595,7 +595,7 @@ const rows: Row[] = [
     `,
     keyPath: 'listeners[1].handler',
     line: 7,
-    message: 'duplicate payload type `Announcement`: declared by ./tools.ts and by ./other-announcement.ts',
+    message: 'duplicate payload type `Announcement`: declared by ./tools.ts and by ./other-announcement.ts; rename or remove one',
     count: 2,
   },
   {
@@ -609,7 +609,7 @@ const rows: Row[] = [
     `,
     keyPath: 'payloads.SystemError',
     line: 3,
-    message: 'payload type name `SystemError` is reserved for a built-in type',
+    message: 'payload type name `SystemError` is reserved for a built-in type; choose another name',
   },
   {
     name: 'payload type that requires itself',
@@ -705,7 +705,7 @@ const rows: Row[] = [
     `,
     keyPath: '',
     line: 1,
-    message: 'expected a mapping of keys at the top level of the file',
+    message: 'expected a mapping of keys at the top level of the file; start from `organism init` or write `organism: {name: ...}` and `listeners:` at column 1',
   },
 ];
 
@@ -721,5 +721,22 @@ describe('broken configs', () => {
     expect(match?.line).toBe(row.line);
     expect(match?.file).toBe(path.join(FIXTURES, 'organism.yaml'));
     expect(problems).toHaveLength(row.count ?? 1);
+  });
+
+  /**
+   * What to do, in one of the forms the messages use: a suggestion, the valid values, the
+   * expected type, or an imperative.
+   */
+  const ACTION =
+    /did you mean `[^`]+`\?|valid keys: |expected .+, got |: expected |[;:] (add|remove|rename|fix|declare|use|set|export|choose|install|check|start|give|indent|put|make|the other listeners|the only built-in)\b| must be /;
+
+  it('every problem of every row names its file and line and says what to do', async () => {
+    const vague: string[] = [];
+    for (const row of rows) {
+      for (const p of await problemsOf(row.yaml)) {
+        if (p.file !== path.join(FIXTURES, 'organism.yaml') || p.line === null || !ACTION.test(p.message)) vague.push(`${row.name}: ${p.line} ${p.keyPath}: ${p.message}`);
+      }
+    }
+    expect(vague).toEqual([]);
   });
 });

@@ -40,6 +40,34 @@ describe('organism check: a handler with a syntax error shows the compiler messa
     ]);
   });
 
+  it.each([
+    ['JavaScript', 'esm-syntax.js', 'export function work(p) {\n  return p.(x);\n}\n', 'esm-syntax.js:2:12: Expected identifier but found "(" in `return p.(x);`'],
+    ['TypeScript', 'esm-syntax.ts', 'export const work = (p: Record<string, unknown>) => {\n  const x = ;\n  return p;\n};\n', 'esm-syntax.ts:2:13: Unexpected ";" in `const x = ;`'],
+  ])('%s in a "type": "module" project (Node parses the JavaScript itself)', async (_lang, file, source, where) => {
+    const esm = mkdtempSync(path.join(os.tmpdir(), 'organism-check-esm-'));
+    try {
+      writeFileSync(path.join(esm, 'package.json'), '{"type": "module"}');
+      writeFileSync(path.join(esm, file), source);
+      const problems = await problemsOf(organism(`./${file}#work`), path.join(esm, 'organism.yaml'));
+      expect(problems.map((p) => p.message)).toEqual([`handler module \`./${file}\` failed to load: syntax error at ${where}; fix it and run organism check again`]);
+    } finally {
+      rmSync(esm, { recursive: true, force: true });
+    }
+  });
+
+  it('a JavaScript syntax error in a file an ES module handler imports names that file', async () => {
+    const esm = mkdtempSync(path.join(os.tmpdir(), 'organism-check-esm-'));
+    try {
+      writeFileSync(path.join(esm, 'package.json'), '{"type": "module"}');
+      writeFileSync(path.join(esm, 'helper.js'), 'export const twice = (n) => n * * 2;\n');
+      writeFileSync(path.join(esm, 'uses-helper.js'), "import { twice } from './helper.js';\nexport const work = (p) => twice(p.n);\n");
+      const [problem] = await problemsOf(organism('./uses-helper.js#work'), path.join(esm, 'organism.yaml'));
+      expect(problem?.message).toMatch(/^handler module `\.\/uses-helper\.js` failed to load: syntax error at helper\.js:1:\d+: .+ in `export const twice/);
+    } finally {
+      rmSync(esm, { recursive: true, force: true });
+    }
+  });
+
   it('a syntax error in a file the handler imports names that file', async () => {
     writeFileSync(path.join(dir, 'helper.ts'), 'export const twice = (n: number) => n * * 2;\n');
     writeFileSync(path.join(dir, 'uses-helper.ts'), "import { twice } from './helper.ts';\nexport const work = (p: { n: number }) => twice(p.n);\n");

@@ -65,8 +65,8 @@ describe('tool calling, MCP and recording keys', () => {
     const byPath = Object.fromEntries(problems.map((p) => [p.keyPath, `${p.line}: ${p.message}`]));
     expect(byPath['llm.record']).toBe('5: expected one of full, metadata, off, got "everything"');
     expect(byPath['llm.providers[0].reply_format']).toMatch(/^7: expected one of tools, xml, got "json"/);
-    expect(byPath['llm.providers[0].max_tokens_param']).toBe('7: `max_tokens_param` is only valid for providers of type `openai`');
-    expect(byPath['llm.providers[0].script.writer[0].calls']).toBe('7: missing required key `calls`');
+    expect(byPath['llm.providers[0].max_tokens_param']).toBe('7: `max_tokens_param` is only valid for providers of type `openai`; remove it');
+    expect(byPath['llm.providers[0].script.writer[0].calls']).toBe('7: missing required key `calls`; add `calls: ...` here');
     expect(byPath['mcp_servers[0].command']).toContain('needs either `command` (stdio) or `url` (Streamable HTTP)');
     expect(byPath['mcp_servers[1].name']).toContain('needs either `command` (stdio) or `url`');
     expect(byPath['listeners[0].reply_format']).toBe('12: expected one of tools, xml, got "tool"; did you mean `tools`?');

@@ -276,7 +276,7 @@ describe('handler modules', () => {
       (err: unknown) => (err instanceof ConfigInvalidError ? err.problems : []),
     );
     expect(problems[0]?.message).toBe(
-      `handler module \`./tools.ts\` not found (looked for ${path.join(FIXTURES, 'nested', 'tools.ts')})`,
+      `handler module \`./tools.ts\` not found (looked for ${path.join(FIXTURES, 'nested', 'tools.ts')}); fix the path, which is relative to the config file`,
     );
   });
 });

@@ -100,7 +100,8 @@ describe('sanitizeConfig', () => {
           prompt: `Never reveal ${SECRET_KEY}`,
           model: 'gpt-4o',
           maxOutputTokens: 1024,
-          timeoutSeconds: 30,
+          // Derived: one provider of 60 s x 4 attempts + 7 s backoff, plus 30 s.
+          timeoutSeconds: 277,
           replyFormat: null,
           mcpServers: ['files'],
           maxToolRounds: 8,

@@ -2,16 +2,17 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { openSqliteStorage } from '../../src/store/index.js';
+import { expect, it } from 'vitest';
+import { eachBackend, type Place } from '../store/contract/backends.js';
 import { checkDurability } from './checks.js';
 import { EFFECTS_FILE, readEffects } from './effects.js';
 
 const KILLS = Number(process.env['CRASH_KILLS'] ?? 20);
 const WORKER = path.join(import.meta.dirname, 'worker.ts');
 
-function start(dataDir: string, mode: 'work' | 'finish'): { child: ChildProcess; ready: Promise<void>; exited: Promise<number | null>; output: () => string } {
-  const child = spawn(process.execPath, ['--import', 'tsx', WORKER, dataDir, mode], { stdio: ['ignore', 'pipe', 'pipe'] });
+function start(dataDir: string, mode: 'work' | 'finish', place: Place): { child: ChildProcess; ready: Promise<void>; exited: Promise<number | null>; output: () => string } {
+  const store = 'url' in place.location ? [place.location.url, place.location.schema] : [];
+  const child = spawn(process.execPath, ['--import', 'tsx', WORKER, dataDir, mode, ...store], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -24,17 +25,19 @@ function start(dataDir: string, mode: 'work' | 'finish'): { child: ChildProcess;
   return { child, ready, exited, output: () => out };
 }
 
-describe('crash safety (SIGKILL at random instants)', () => {
+eachBackend('crash safety (SIGKILL at random instants)', (backend) => {
   it(`loses nothing acknowledged and repeats no finished work across ${KILLS} kills`, async () => {
-    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'organism-crash-'));
+    const place = backend.place();
+    // The test's logs; with SQLite also the organism's data directory.
+    const dataDir = 'dataDir' in place.location ? place.location.dataDir : mkdtempSync(path.join(os.tmpdir(), 'organism-crash-'));
     for (let k = 0; k < KILLS; k++) {
-      const w = start(dataDir, 'work');
+      const w = start(dataDir, 'work', place);
       await w.ready;
       await new Promise((r) => setTimeout(r, 30 + Math.random() * 300));
       w.child.kill('SIGKILL');
       await w.exited;
     }
-    const f = start(dataDir, 'finish');
+    const f = start(dataDir, 'finish', place);
     await f.ready;
     expect(await f.exited, f.output()).toBe(0);
 
@@ -50,7 +53,7 @@ describe('crash safety (SIGKILL at random instants)', () => {
       .map((l) => JSON.parse(l) as { pending: number; redelivered: number });
     expect(recoveries.reduce((n, r) => n + r.pending + r.redelivered, 0)).toBeGreaterThan(0);
 
-    const storage = openSqliteStorage({ dataDir });
+    const storage = await place.open();
     try {
       // Every message whose inject returned survived and its whole chain completed, with its
       // side effect exactly once; no handler ran again for a delivery the journal had ACKED;
@@ -73,7 +76,7 @@ describe('crash safety (SIGKILL at random instants)', () => {
       const billing = await storage.usage.billing({});
       expect(billing.byOrg['acme']?.requestCount).toBe(events.total);
     } finally {
-      storage.close();
+      await storage.close();
     }
   }, 300_000);
 });

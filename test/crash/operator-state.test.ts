@@ -1,17 +1,18 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { alive, api, jobOrganism, killAll, processTree, servedAt, startCli, until, type Running } from '../cli/processes.js';
+import { eachBackend } from '../store/contract/backends.js';
 
 afterEach(killAll);
 
 /** The operator's decisions (pauses, ceilings) and the threads' spend across restarts and kill -9 of real processes. */
-describe('operator state across restarts and crashes', () => {
+eachBackend('operator state across restarts and crashes', (backend) => {
   it('a paused agent stays paused across SIGHUP, a crashed worker and kill -9 of the whole service; its held message runs only on resume', async () => {
     const { config } = jobOrganism();
-    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'organism-paused-'));
-    const serve = () => startCli(['serve', config, '--data-dir', dataDir, '--port', '0', '--log-level', 'warn']);
+    const store = await backend.place().cliArgs();
+    const serve = () => startCli(['serve', config, ...store, '--port', '0', '--log-level', 'warn']);
     let server = serve();
     let call = api(await servedAt(server));
     const organism = async () => (await (await call('/organism')).json()) as { bootId: string; journal: { lastRecovery: { pausedAgents: string[] } } };
@@ -108,8 +109,8 @@ listeners:
 `,
       );
     writeConfig(20);
-    const dataDir = path.join(dir, 'data');
-    const serve = () => startCli(['serve', config, '--data-dir', dataDir, '--port', '0', '--no-supervisor', '--log-level', 'warn']);
+    const store = await backend.place().cliArgs();
+    const serve = () => startCli(['serve', config, ...store, '--port', '0', '--no-supervisor', '--log-level', 'warn']);
     let server: Running = serve();
     let call = api(await servedAt(server));
     const threadIds: string[] = [];

@@ -3,21 +3,25 @@
  * (code handler -> mock LLM agent -> code handler with a side effect). The parent SIGKILLs
  * it at random instants and restarts it; `finish` mode only recovers and drains.
  *
- *   node --import tsx test/crash/worker.ts <dataDir> work|finish
+ *   node --import tsx test/crash/worker.ts <dataDir> work|finish [<postgres url> <schema>]
+ *
+ * With a PostgreSQL URL the organism's store is that database's schema (the data directory
+ * then only holds the test's logs).
  */
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Organism } from '../../src/organism/organism.js';
 import { send } from '../../src/pump/handler.js';
 import { openSqliteStorage } from '../../src/store/index.js';
+import { openPostgresStorage } from '../../src/store/postgres/index.js';
 import { listener, loaded, mockProvider } from '../pump/harness.js';
 import { EFFECTS_FILE, EffectLog } from './effects.js';
 
-const [dataDir, mode] = process.argv.slice(2) as [string, 'work' | 'finish'];
+const [dataDir, mode, pgUrl, pgSchema] = process.argv.slice(2) as [string, 'work' | 'finish', string?, string?];
 const effects = new EffectLog(path.join(dataDir, EFFECTS_FILE));
 
 const jitter = () => new Promise((r) => setTimeout(r, Math.random() * 4));
-const storage = openSqliteStorage({ dataDir });
+const storage = pgUrl ? await openPostgresStorage({ url: pgUrl, ...(pgSchema ? { schema: pgSchema } : {}) }) : openSqliteStorage({ dataDir });
 
 /** Records the run, and a violation when the journal already had this delivery ACKED. */
 async function audit(name: string, messageId: string, attempt: number) {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OrganismApiError } from '../../src/client/index.js';
-import { eventually, probe, startService, VIEWER, type Service, type StorageKind } from './fixture.js';
+import { eventually, probe, startService, VIEWER, STORAGE_KINDS, type Service, type StorageKind } from './fixture.js';
 
-describe.each<StorageKind>(['memory', 'sqlite'])('contract with %s storage', (kind) => {
+describe.each<StorageKind>(STORAGE_KINDS)('contract with %s storage', (kind) => {
   let svc: Service;
 
   beforeAll(async () => {

@@ -147,6 +147,33 @@ describe('reload', () => {
     expect(dry.body.errors).toHaveLength(2);
   });
 
+  it('a provider an agent calls whose api_key_env is unset -> 422 naming the variable, and nothing changes', async () => {
+    delete process.env['RELOAD_TEST_UNSET_KEY'];
+    // No reloadConfig of its own: the route loads the file as serve does.
+    svc = await startService({ app: { reloadConfig: undefined } });
+    const s = svc;
+    s.writeConfig(
+      organismYaml(BASE_LISTENERS).replace(
+        '  pricing:\n',
+        '    - name: real\n      type: openai\n      base_url: http://127.0.0.1:9/v1\n      api_key_env: RELOAD_TEST_UNSET_KEY\n      models: [mock-small]\n      priority: -1\n  pricing:\n',
+      ),
+    );
+    const res = await s.request('POST', '/api/v1/organism/reload');
+    expect(res.status).toBe(422);
+    expect(res.body.code).toBe('RELOAD_INVALID');
+    expect(res.body.errors).toEqual([
+      {
+        location: 'config',
+        field: 'llm.providers[1].api_key_env',
+        message: expect.stringMatching(
+          /organism\.yaml:\d+:\d+: llm\.providers\[1\]\.api_key_env: environment variable `RELOAD_TEST_UNSET_KEY` is not set: it holds the API key of provider `real`, which `greeter` calls/,
+        ),
+      },
+    ]);
+    const config = (await s.request('GET', '/api/v1/organism/config')).body as { llm: { providers: Array<{ name: string }> } };
+    expect(config.llm.providers.map((p) => p.name)).toEqual(['mock']);
+  });
+
   it('a failure without text -> 500 Reload failed', async () => {
     svc = await startService({ app: { reloadConfig: () => Promise.reject(new Error('')) } });
     const res = await svc.request('POST', '/api/v1/organism/reload');

@@ -5,6 +5,8 @@ import type { FastifyInstance } from 'fastify';
 import { loadOrganism } from '../../src/config/index.js';
 import { Organism } from '../../src/organism/organism.js';
 import { openSqliteStorage } from '../../src/store/index.js';
+import { openPostgresStorage } from '../../src/store/postgres/index.js';
+import { createTestDatabase, withPostgres } from '../store/contract/backends.js';
 import { buildApp, type BuildAppOptions } from '../../src/service/app.js';
 import { createClient, type FetchLike, type OrganismClient } from '../../src/client/index.js';
 import { ResponseChecker } from './openapi-check.js';
@@ -164,7 +166,10 @@ export interface ApiResponse {
   readonly body: any;
 }
 
-export type StorageKind = 'memory' | 'sqlite';
+export type StorageKind = 'memory' | 'sqlite' | 'postgres';
+
+/** The stores the service tests run on: PostgreSQL too when a server answers (always in CI). */
+export const STORAGE_KINDS: readonly StorageKind[] = withPostgres('service tests') ? ['memory', 'sqlite', 'postgres'] : ['memory', 'sqlite'];
 
 export async function startService(
   options: { yaml?: string; app?: Partial<BuildAppOptions>; storage?: StorageKind; files?: Record<string, string> } = {},
@@ -175,8 +180,15 @@ export async function startService(
   for (const [name, text] of Object.entries(options.files ?? {})) writeFileSync(path.join(dir, name), text);
   writeFileSync(configPath, options.yaml ?? organismYaml());
   const loaded = await loadOrganism(configPath);
-  // The CLI serves on SQLite; the memory stores are the library default. Both must behave the same.
-  const storage = options.storage === 'sqlite' ? openSqliteStorage({ dataDir: path.join(dir, 'data') }) : undefined;
+  // The CLI serves on SQLite (or PostgreSQL with --store); the memory stores are the library
+  // default. All must behave the same. PostgreSQL: a fresh database, dropped at close.
+  const database = options.storage === 'postgres' ? await createTestDatabase() : null;
+  const storage =
+    options.storage === 'sqlite'
+      ? openSqliteStorage({ dataDir: path.join(dir, 'data') })
+      : database
+        ? await openPostgresStorage({ url: database.url })
+        : undefined;
   const organism = new Organism(loaded, storage ? { storage } : {});
   await organism.start();
   let stops = 0;
@@ -258,6 +270,7 @@ export async function startService(
     close: async () => {
       await app.close();
       if (organism.status !== 'stopped') await organism.stop({ timeoutMs: 2_000 });
+      await database?.drop();
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, probe, startService, type Service, type StorageKind } from './fixture.js';
+import { eventually, probe, startService, STORAGE_KINDS, type Service, type StorageKind } from './fixture.js';
 
-describe.each<StorageKind>(['memory', 'sqlite'])('usage with %s storage', (kind) => {
+describe.each<StorageKind>(STORAGE_KINDS)('usage with %s storage', (kind) => {
   let svc: Service;
   let threadId: string;
 
@@ -164,7 +164,7 @@ describe.each<StorageKind>(['memory', 'sqlite'])('usage with %s storage', (kind)
   });
 });
 
-describe.each<StorageKind>(['memory', 'sqlite'])("a thread's budget and usage over its life (%s storage)", (kind) => {
+describe.each<StorageKind>(STORAGE_KINDS)("a thread's budget and usage over its life (%s storage)", (kind) => {
   let svc: Service;
   beforeAll(async () => {
     svc = await startService({ storage: kind });

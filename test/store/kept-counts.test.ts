@@ -6,12 +6,13 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Message } from '../../src/pump/message.js';
 import { DATABASE_FILE, MemoryJournal, openSqliteStorage, type SqliteStorage } from '../../src/store/index.js';
-import { DELIVERY_STATES, type Journal } from '../../src/store/types.js';
+import type { Journal } from '../../src/store/types.js';
 import { newId } from '../../src/util/ids.js';
 
 /**
  * /metrics reads the journal's entries per state from counts kept as entries move (no scan on
- * a scrape). Whatever the order of transitions, they must equal a count of the rows.
+ * a scrape). Whatever the order of transitions, they must equal a count of the rows (asserted
+ * on SQLite and PostgreSQL by test/store/contract/counts.contract.test.ts; the memory journal here).
  */
 const opened: SqliteStorage[] = [];
 afterEach(() => {
@@ -64,39 +65,6 @@ async function apply(journal: Journal, known: Message[], o: Op, pick: number, cl
 }
 
 describe('kept journal counts', () => {
-  it('SQLite: equal COUNT(*) per state after any mix of transitions, prunes and reopen-with-recovery', async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.array(fc.tuple(op, fc.nat(50)), { minLength: 1, maxLength: 40 }), async (steps) => {
-        const dataDir = mkdtempSync(path.join(os.tmpdir(), 'organism-kept-'));
-        let s = openSqliteStorage({ dataDir, retainDays: 1, failedRetainDays: 2 });
-        opened.push(s);
-        const known: Message[] = [];
-        const clock = { t: 0 };
-        for (const [o, pick] of steps) {
-          if (o === 'reopen') {
-            s.close();
-            opened.pop();
-            s = openSqliteStorage({ dataDir, retainDays: 1, failedRetainDays: 2 });
-            opened.push(s);
-            await s.journal.recover(newId(), 3);
-            continue;
-          }
-          await apply(s.journal, known, o, pick, clock);
-        }
-        const kept = await s.journal.keptStats();
-        const db = new Database(path.join(dataDir, DATABASE_FILE), { readonly: true });
-        try {
-          for (const state of DELIVERY_STATES) expect(kept.counts[state], state).toBe(db.prepare('SELECT COUNT(*) FROM journal WHERE state = ?').pluck().get(state));
-          const oldest = db.prepare(`SELECT MIN(created_at) FROM journal WHERE state = 'PENDING'`).pluck().get() as number | null;
-          expect(kept.oldestPendingAgeMs === null).toBe(oldest === null);
-        } finally {
-          db.close();
-        }
-      }),
-      { numRuns: 30 },
-    );
-  });
-
   it('memory journal: equal a count of its entries, including evicted ones', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(fc.tuple(op, fc.nat(50)), { minLength: 1, maxLength: 60 }), async (steps) => {

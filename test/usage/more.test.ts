@@ -70,7 +70,6 @@ describe('usage tracker, further', () => {
     expect(t.byAgent()).toEqual([]);
     expect(t.byModel()).toEqual([]);
     expect(t.model('none')).toMatchObject({ model: 'none', requestCount: 0, totalTokens: 0 });
-    expect(t.thread('none')).toMatchObject({ threadId: 'none', requestCount: 0, totalTokens: 0 });
   });
 
   it('sums cache and reasoning tokens and averages total (not provider) latency', () => {
@@ -80,7 +79,7 @@ describe('usage tracker, further', () => {
     expect(t.totals()).toMatchObject({ cacheReadTokens: 3, cacheWriteTokens: 4, reasoningTokens: 7, avgLatencyMs: 200 });
   });
 
-  it('keeps per-model and per-thread aggregates apart', () => {
+  it('keeps per-model aggregates apart', () => {
     const t = new UsageTracker();
     t.record(event({ model: 'm1', threadId: 't1', cost: 0.5 }));
     t.record(event({ model: 'm2', threadId: 't2', cost: 0.25, promptTokens: 100, completionTokens: 0, totalTokens: 100 }));
@@ -89,8 +88,6 @@ describe('usage tracker, further', () => {
       { model: 'm1', totalTokens: 15, promptTokens: 10, completionTokens: 5, requestCount: 1, totalCost: 0.5, unpricedRequests: 0 },
       { model: 'm2', totalTokens: 115, promptTokens: 110, completionTokens: 5, requestCount: 2, totalCost: 0.25, unpricedRequests: 1 },
     ]);
-    expect(t.thread('t1')).toMatchObject({ requestCount: 2, totalCost: 0.5, unpricedRequests: 1, totalTokens: 30 });
-    expect(t.thread('t2')).toMatchObject({ requestCount: 1, totalTokens: 100 });
   });
 
   it('unsubscribe stops delivery; a subscriber sees the aggregates already updated', () => {

@@ -32,14 +32,13 @@ describe('pricing', () => {
 });
 
 describe('usage tracker', () => {
-  it('aggregates totals, per agent, per model and per thread, with zeros for unknown ids', () => {
+  it('aggregates totals, per agent and per model, with zeros for unknown ids', () => {
     const t = new UsageTracker();
     t.record(event({ agentId: 'a', model: 'm1', threadId: 't1', totalLatencyMs: 10 }));
     t.record(event({ agentId: 'b', model: 'm1', threadId: 't1', totalLatencyMs: 30, cost: null }));
     expect(t.totals()).toMatchObject({ requestCount: 2, totalTokens: 30, totalCost: 0.001, unpricedRequests: 1, avgLatencyMs: 20 });
     expect(t.agent('a')).toMatchObject({ agentId: 'a', requestCount: 1, totalTokens: 15 });
     expect(t.model('m1')).toMatchObject({ requestCount: 2 });
-    expect(t.thread('t1')).toMatchObject({ requestCount: 2 });
     expect(t.agent('nobody')).toEqual({ agentId: 'nobody', totalTokens: 0, promptTokens: 0, completionTokens: 0, requestCount: 0, totalCost: 0, unpricedRequests: 0 });
     expect(t.byAgent().map((a) => a.agentId)).toEqual(['a', 'b']);
   });

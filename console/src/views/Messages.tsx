@@ -1,9 +1,9 @@
 import { Link } from '@tanstack/react-router';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useRef, useState, type FormEvent } from 'react';
+import type { OrganismSocket, WsFilter } from 'organism/client';
 import type { MessageRecord } from '../api';
-import { getApiToken } from '../api';
-import { authProtocols, wsUrl } from '../live';
+import { clientFor, getApiToken } from '../api';
 import { fmt, StateBadge } from '../ui';
 
 const BUFFER = 2000;
@@ -26,7 +26,7 @@ export function MessagesView() {
   const [rows, setRows] = useState<MessageRecord[]>([]);
   const [missed, setMissed] = useState(0);
   const [connected, setConnected] = useState(false);
-  const socket = useRef<WebSocket | null>(null);
+  const socket = useRef<OrganismSocket | null>(null);
   const pausedRef = useRef(paused);
   pausedRef.current = paused;
   const buffer = useRef<MessageRecord[]>([]);
@@ -34,17 +34,17 @@ export function MessagesView() {
   useEffect(() => {
     const token = getApiToken();
     if (!token) return;
-    let closed = false;
-    let timer: ReturnType<typeof setTimeout> | null = null;
     let flush: number | null = null;
-    const connect = () => {
-      const ws = new WebSocket(wsUrl('/ws/messages'), authProtocols(token));
-      socket.current = ws;
-      ws.onopen = () => setConnected(true);
-      ws.onmessage = (e) => {
-        const f = JSON.parse(String(e.data)) as { event: string; message?: MessageRecord };
-        if (f.event === 'connected') sendFilter(ws, chipsRef.current);
-        if (f.event !== 'message' || !f.message) return;
+    // organism/client's socket: token as a subprotocol, reconnects by itself after a drop.
+    const live = clientFor(token).watch({ channel: 'messages', backoff: { initialMs: 1000, maxMs: 5000 } });
+    socket.current = live;
+    const off = [
+      live.on('connected', () => {
+        setConnected(true);
+        sendFilter(live, chipsRef.current);
+      }),
+      live.on('disconnected', () => setConnected(false)),
+      live.on('message', (f) => {
         if (pausedRef.current) return setMissed((n) => n + 1);
         buffer.current.push(f.message);
         // One state update per animation frame, however many frames arrived.
@@ -54,25 +54,20 @@ export function MessagesView() {
           buffer.current = [];
           setRows((r) => [...batch.reverse(), ...r].slice(0, BUFFER));
         });
-      };
-      ws.onclose = () => {
-        setConnected(false);
-        if (!closed) timer = setTimeout(connect, 1000);
-      };
-    };
-    connect();
+      }),
+    ];
     return () => {
-      closed = true;
-      if (timer) clearTimeout(timer);
+      for (const o of off) o();
       if (flush !== null) cancelAnimationFrame(flush);
-      socket.current?.close();
+      live.close();
+      socket.current = null;
     };
   }, []);
 
   const chipsRef = useRef(chips);
   chipsRef.current = chips;
   useEffect(() => {
-    if (socket.current?.readyState === WebSocket.OPEN) sendFilter(socket.current, chips);
+    if (socket.current?.connected) sendFilter(socket.current, chips);
   }, [chips]);
 
   const add = (e: FormEvent) => {
@@ -163,7 +158,11 @@ export function MessagesView() {
   );
 }
 
-function sendFilter(ws: WebSocket, chips: Chip[]): void {
+/** The server filters: a `subscribe` command (the client keeps the filter for reconnects). */
+function sendFilter(live: OrganismSocket, chips: Chip[]): void {
   const pick = (k: Kind) => chips.filter((c) => c.kind === k).map((c) => c.value);
-  ws.send(JSON.stringify({ cmd: 'subscribe', agents: pick('agent'), threads: pick('thread'), payloadTypes: pick('payloadType') }));
+  const filter: Partial<WsFilter> = { agents: pick('agent'), threads: pick('thread'), payloadTypes: pick('payloadType') };
+  live.subscribe(filter).catch(() => {
+    // The socket dropped meanwhile: the filter is sent again once it reconnects.
+  });
 }

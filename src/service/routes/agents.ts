@@ -54,7 +54,7 @@ export const agentRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app
     { schema: { tags, summary: 'Hold new messages (in-flight work finishes)', params: AgentParams, response: { 200: PauseResponse, ...errorResponses } } },
     async (request) => {
       const { name } = request.params;
-      organism.pauseAgent(name);
+      await organism.pauseAgent(name);
       return { success: true as const, agent: name, state: 'paused' as const };
     },
   );
@@ -64,7 +64,7 @@ export const agentRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app
     { schema: { tags, summary: 'Release held messages in order', params: AgentParams, response: { 200: ResumeResponse, ...errorResponses } } },
     async (request) => {
       const { name } = request.params;
-      organism.resumeAgent(name);
+      await organism.resumeAgent(name);
       return { success: true as const, agent: name, state: 'idle' as const };
     },
   );

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ConfigInvalidError, formatConfigProblem, loadOrganism, sanitizeConfig } from '../../config/index.js';
+import { ConfigInvalidError, formatConfigProblem, loadOrganismToRun, sanitizeConfig } from '../../config/index.js';
 import type { LoadedOrganism } from '../../config/types.js';
 import { Errors, OrganismError } from '../../errors/catalogue.js';
 import { uptimeSeconds, type ServiceContext } from '../context.js';
@@ -136,7 +136,7 @@ async function readConfig(ctx: ServiceContext): Promise<LoadedOrganism> {
     if (ctx.reloadConfig) return await ctx.reloadConfig();
     const path = ctx.organism.configPath;
     if (!path) throw Errors.RELOAD_NO_SOURCE();
-    return await loadOrganism(path);
+    return await loadOrganismToRun(path);
   } catch (err) {
     throw reloadError(err);
   }

@@ -4,7 +4,7 @@ import type { FailureReason } from '../../pump/hooks.js';
 import type { Message } from '../../pump/message.js';
 import type { UsageEvent } from '../../usage/types.js';
 import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, Page, RecoveredMessages, RecoveryReport } from '../types.js';
-import { entryOf, messageOf, type JournalRow } from './rows.js';
+import { entryOf, messageOf, type JournalRow } from '../rows.js';
 import { usageInserter } from './usage-writes.js';
 import { JournalCounts } from './journal-counts.js';
 import type { GroupWriter } from './writer.js';
@@ -246,6 +246,7 @@ export class SqliteJournal implements Journal {
    */
   pruneStep(now = this.now()): number {
     let deleted = 0;
+    this.writer.flush(); // acks still queued are due as well
     this.writer.transaction(() => {
       const acked = prepared(this.db, PRUNE_ACKED_SQL).all(now - this.retention.retainDays * DAY_MS, PRUNE_BATCH) as Array<{ sender: string; recipient: string }>;
       const failed = prepared(this.db, PRUNE_FAILED_SQL).all(now - this.retention.failedRetainDays * DAY_MS, PRUNE_BATCH) as Array<{ sender: string; recipient: string }>;

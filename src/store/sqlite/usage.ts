@@ -1,8 +1,8 @@
 import type Database from 'better-sqlite3';
 import type { UsageEvent } from '../../usage/types.js';
 import type { BillingSummary, DailyUsage, Page, ThreadUsageTotals, UsageCountersRow, UsageHistoryQuery, UsageRangeQuery, UsageStore } from '../types.js';
-import { dayRange, utcDay, zeroCounters } from '../usage-days.js';
-import { usageOf, type UsageRow } from './rows.js';
+import { dayRange, splitRange, zeroCounters } from '../usage-days.js';
+import { usageOf, type UsageRow } from '../rows.js';
 import { usageInserter } from './usage-writes.js';
 import { prepared } from './prepared.js';
 
@@ -10,7 +10,6 @@ const FLUSH_SIZE = 500;
 const FLUSH_INTERVAL_MS = 200;
 /** Past this many buffered events the caller writes them itself: spend is never dropped. */
 const MAX_BUFFER = 100_000;
-const DAY_MS = 86_400_000;
 const THREAD_CHUNK = 500;
 
 const COUNTERS = `SUM(total_tokens) AS totalTokens, SUM(prompt_tokens) AS promptTokens, SUM(completion_tokens) AS completionTokens,
@@ -264,31 +263,4 @@ function filters(q: UsageHistoryQuery | UsageRangeQuery, withAgentModel: boolean
     }
   }
   return { clause: where.length ? `WHERE ${where.join(' AND ')}` : '', params };
-}
-
-/**
- * Splits [start, end) into whole UTC days [fromDay, toDay) (answered by the rollup) and the
- * partial-day edges (answered by raw events).
- */
-function splitRange(start: number | undefined, end: number | undefined) {
-  const edges: Array<[number, number]> = [];
-  let fromDay: string | null = null;
-  let toDay: string | null = null;
-  let firstWhole = start;
-  let lastWhole = end;
-  if (start !== undefined) {
-    firstWhole = Math.ceil(start / DAY_MS) * DAY_MS;
-    fromDay = utcDay(firstWhole);
-  }
-  if (end !== undefined) {
-    lastWhole = Math.floor(end / DAY_MS) * DAY_MS;
-    toDay = utcDay(lastWhole);
-  }
-  if (start !== undefined && end !== undefined && firstWhole! > lastWhole!) {
-    // The whole range lies within one day.
-    return { fromDay: '9999-12-31', toDay: '0000-01-01', edges: [[start, end] as [number, number]] };
-  }
-  if (start !== undefined && firstWhole! > start) edges.push([start, firstWhole!]);
-  if (end !== undefined && lastWhole! < end) edges.push([lastWhole!, end]);
-  return { fromDay, toDay, edges };
 }

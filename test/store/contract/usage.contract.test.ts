@@ -1,17 +1,12 @@
-import { mkdtempSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { MemoryUsageStore, openSqliteStorage, type SqliteStorage, type UsageStore } from '../../src/store/index.js';
-import { UsageTracker } from '../../src/usage/tracker.js';
-import type { UsageEvent } from '../../src/usage/types.js';
-import { newId } from '../../src/util/ids.js';
+import { describe, expect, it } from 'vitest';
+import { MemoryUsageStore, type UsageStore } from '../../../src/store/index.js';
+import { UsageTracker } from '../../../src/usage/tracker.js';
+import type { UsageEvent } from '../../../src/usage/types.js';
+import { newId } from '../../../src/util/ids.js';
+import { eachBackend } from './backends.js';
 
 const t = (iso: string) => Date.parse(iso);
-const opened: SqliteStorage[] = [];
-afterEach(() => {
-  while (opened.length) opened.pop()!.close();
-});
+const t0 = t;
 
 function event(ts: string, over: Partial<UsageEvent> = {}, org = 'acme'): UsageEvent {
   return {
@@ -28,21 +23,10 @@ const EVENTS = [
   event('2026-03-04T08:00:00.000Z'),
 ];
 
-const stores: Array<[string, () => UsageStore]> = [
-  ['memory', () => new MemoryUsageStore()],
-  [
-    'sqlite',
-    () => {
-      const s = openSqliteStorage({ dataDir: mkdtempSync(path.join(os.tmpdir(), 'organism-usage-')) });
-      opened.push(s);
-      return s.usage;
-    },
-  ],
-];
-
-describe.each(stores)('%s usage store', (_name, make) => {
+/** The usage store's rules, for any store `make` opens (empty). */
+function usageRules(make: () => UsageStore | Promise<UsageStore>): void {
   async function loaded() {
-    const store = make();
+    const store = await make();
     const tracker = new UsageTracker();
     store.attach(tracker);
     for (const e of EVENTS) tracker.record(e);
@@ -100,5 +84,59 @@ describe.each(stores)('%s usage store', (_name, make) => {
     await store.flush();
     expect((await store.history({ limit: 10, offset: 0 })).total).toBe(5);
     expect(tracker.totals().requestCount).toBe(1);
+  });
+
+  it('history filtered by thread and by user, with totals', async () => {
+    const { store, tracker } = await loaded();
+    tracker.record(event('2026-03-04T09:00:00.000Z', { threadId: 'other' }));
+    tracker.record({ ...event('2026-03-04T10:00:00.000Z'), metadata: { orgId: 'acme', userId: 'v' } });
+    await store.flush();
+    expect((await store.history({ threadId: 'other', limit: 10, offset: 0 })).total).toBe(1);
+    expect((await store.history({ userId: 'v', limit: 10, offset: 0 })).items.map((e) => e.metadata['userId'])).toEqual(['v']);
+    expect((await store.history({ userId: 'u', limit: 2, offset: 0 })).total).toBe(5);
+  });
+
+  it('thread usage: counters per thread and per model, threads without events absent', async () => {
+    const { store } = await loaded();
+    const usage = await store.threadUsage(['th', 'nothing']);
+    expect([...usage.keys()]).toEqual(['th']);
+    expect(usage.get('th')).toMatchObject({ threadId: 'th', requestCount: 4, totalTokens: 600, unpricedRequests: 1 });
+    expect(usage.get('th')!.byModel['gpt-4o']).toMatchObject({ requestCount: 2, promptTokens: 200 });
+    expect((await store.threadUsage([])).size).toBe(0);
+  });
+}
+
+describe('memory usage store', () => usageRules(() => new MemoryUsageStore()));
+
+eachBackend('usage store contract', (backend) => {
+  usageRules(async () => (await backend.place().open()).usage);
+
+  it('events of a delivery are committed with its ack, not from the live tracker', async () => {
+    const s = await backend.place().open();
+    const tracker = new UsageTracker();
+    s.usage.attach(tracker);
+    const withDelivery = event('2026-03-04T08:00:00.000Z', { messageId: 'm1' });
+    tracker.record(withDelivery); // the tracker sees it live; the journal commits it with the ack
+    await s.usage.flush();
+    expect((await s.usage.history({ limit: 10, offset: 0 })).total).toBe(0);
+    const m = { id: 'm1', threadId: 'th', from: 'api', to: 'writer', payloadType: 'Text', payload: {}, timestamp: 0, parentId: null, hops: 0, metadata: {}, attempt: 1 };
+    await s.journal.acked(m, [], [withDelivery]);
+    expect((await s.usage.history({ limit: 10, offset: 0 })).items.map((e) => e.id)).toEqual([withDelivery.id]);
+    expect((await s.usage.billing({})).requestCount).toBe(1);
+  });
+
+  it('spend survives a reopen, with the rollup and the events agreeing', async () => {
+    const place = backend.place();
+    const s = await place.open();
+    const tracker = new UsageTracker();
+    s.usage.attach(tracker);
+    for (const e of EVENTS) tracker.record(e);
+    await s.close(); // closing writes what is buffered
+    const t = await place.open();
+    const all = await t.usage.billing({});
+    expect(all).toMatchObject({ requestCount: 4, totalTokens: 600, unpricedRequests: 1 });
+    const days = await t.usage.daily({ startTime: t0('2026-03-01T00:00:00Z'), endTime: t0('2026-03-05T00:00:00Z') });
+    expect(days.days.reduce((n, d) => n + d.requestCount, 0)).toBe(4);
+    expect((await t.usage.history({ limit: 1, offset: 0 })).total).toBe(4);
   });
 });

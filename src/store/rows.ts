@@ -1,7 +1,8 @@
-import type { FailureReason } from '../../pump/hooks.js';
-import type { Message } from '../../pump/message.js';
-import type { UsageEvent } from '../../usage/types.js';
-import type { DeliveryState, JournalEntry } from '../types.js';
+/** Row shapes shared by the SQL stores (SQLite and PostgreSQL keep the same columns) and their mapping to domain objects. */
+import type { FailureReason } from '../pump/hooks.js';
+import type { Message } from '../pump/message.js';
+import type { UsageEvent } from '../usage/types.js';
+import type { DeliveryState, JournalEntry } from './types.js';
 
 export interface JournalRow {
   id: string;

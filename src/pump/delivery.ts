@@ -1,0 +1,222 @@
+import { Errors, OrganismError } from '../errors/catalogue.js';
+import type { BoundLlmClient } from '../llm/types.js';
+import type { Logger } from '../util/logger.js';
+import { PumpDispatch } from './dispatch.js';
+import type { HandlerContext, HandlerLogger } from './handler.js';
+import { traced } from './journal-bookkeeping.js';
+import type { ListenerRuntime } from './listener-runtime.js';
+import { BUDGET_WARNING_TYPE, SYSTEM_ERROR_TYPE, type Message } from './message.js';
+import type { DeliveryOutcome } from './observer.js';
+import type { AbortCause, Delivery } from './pump-state.js';
+import { normalizeResult, routeOutgoing } from './routing.js';
+import { systemErrorMessage } from './system-messages.js';
+
+const SYSTEM_PAYLOADS = new Set([SYSTEM_ERROR_TYPE, BUDGET_WARNING_TYPE]);
+
+/**
+ * The delivery of one message: runs its listener's handler with its context (bounded by the
+ * handler's timeout, cut short by a kill or a shutdown), routes what the handler returned,
+ * and books the ack or the failure.
+ */
+export abstract class PumpDelivery extends PumpDispatch {
+  protected readonly deliveries = new Map<string, Delivery>();
+
+  protected override async deliver(runtime: ListenerRuntime, message: Message): Promise<void> {
+    const thread = this.threads.get(message.threadId);
+    if (!thread || thread.status === 'killed') {
+      runtime.queue.release(message.threadId);
+      this.failQuietly(message, 'killed', Errors.THREAD_KILLED(message.threadId).detail);
+      return;
+    }
+    thread.queued--;
+    thread.inFlight++;
+    this.inFlight++;
+    runtime.inFlight++;
+    this.running++;
+    runtime.running++;
+    runtime.currentThread = message.threadId;
+    runtime.lastActivity = this.now();
+    runtime.messageCount++;
+    const controller = new AbortController();
+    thread.controllers.add(controller);
+    const observers = this.deps.observers;
+    const watch = observers?.active ? observers.started(message, runtime.config) : null;
+    const delivery: Delivery = { message, runtime, thread, controller, usage: [], handlerDone: false, watch, outcome: null };
+    this.deliveries.set(message.id, delivery);
+    this.reportState(runtime);
+    // Not retried: a lost DISPATCHED mark costs nothing (the ack moves the entry from PENDING).
+    this.journalStep(() => this.deps.journal.dispatched(message), false);
+
+    try {
+      if (SYSTEM_PAYLOADS.has(message.payloadType)) {
+        // System notices are recorded in the listener's history (an LLM agent sees them in its
+        // next prompt) without running the handler, so they can never start a loop.
+        this.handlerDone(delivery);
+        if (!(await this.book(delivery, () => this.deps.journal.acked(message, [], [])))) return;
+        delivery.outcome = ACKED;
+        this.deps.bus.emit({ type: 'message', message, state: 'ACKED' });
+      } else {
+        await this.runHandler(delivery);
+      }
+    } catch (err) {
+      this.deps.logger.error({ err, messageId: message.id }, 'delivery bookkeeping failed');
+    } finally {
+      watch?.end(delivery.outcome ?? { acked: false, reason: 'shutdown', error: 'the organism stopped during the delivery' });
+      this.handlerDone(delivery);
+      this.deliveries.delete(message.id);
+      thread.controllers.delete(controller);
+      thread.inFlight--;
+      this.inFlight--;
+      runtime.inFlight--;
+      if (runtime.inFlight === 0) runtime.currentThread = null;
+      runtime.lastActivity = this.now();
+      runtime.queue.release(message.threadId);
+      this.reportState(runtime);
+      this.settleThread(thread);
+      this.schedule();
+      this.notifyProgress();
+    }
+  }
+
+  private async runHandler(d: Delivery): Promise<void> {
+    const { message, runtime, thread, controller } = d;
+    const timeoutMs = runtime.config.timeoutSeconds * 1000;
+    const timer = setTimeout(() => controller.abort('timeout' satisfies AbortCause), timeoutMs);
+    let outcome: { ok: true; result: unknown } | { ok: false; error: unknown };
+    try {
+      const aborted = new Promise<never>((_, reject) => {
+        if (controller.signal.aborted) reject(controller.signal.reason);
+        controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
+      });
+      aborted.catch(() => {});
+      const handle = () => runtime.handler(message.payload, this.context(d));
+      const run = Promise.resolve().then(d.watch ? () => d.watch!.run(handle) : handle);
+      outcome = { ok: true, result: await Promise.race([run, aborted]) };
+    } catch (error) {
+      outcome = { ok: false, error };
+    } finally {
+      clearTimeout(timer);
+    }
+    this.handlerDone(d);
+
+    const cause = controller.signal.aborted ? (controller.signal.reason as AbortCause) : null;
+    if (cause === 'shutdown') return; // stays DISPATCHED: a durable journal redelivers it after restart
+    if (cause === 'killed' || thread.status === 'killed') {
+      await this.fail(d, 'killed', Errors.THREAD_KILLED(thread.id).detail, null);
+      return;
+    }
+    if (cause === 'timeout') {
+      await this.fail(d, 'timeout', Errors.HANDLER_TIMEOUT(runtime.name, timeoutMs).detail, message.from);
+      return;
+    }
+    if (!outcome.ok) {
+      if (Errors.BUDGET_EXHAUSTED.is(outcome.error)) {
+        thread.error = outcome.error.detail;
+        await this.fail(d, 'budget_exhausted', outcome.error.detail, runtime.name);
+        return;
+      }
+      const text = outcome.error instanceof OrganismError ? outcome.error.detail : errorText(outcome.error);
+      await this.fail(d, 'handler_error', Errors.HANDLER_FAILED(runtime.name, text).detail, message.from);
+      return;
+    }
+    const normalized = normalizeResult(outcome.result);
+    const routed = normalized.ok
+      ? routeOutgoing(normalized.items, {
+          sender: runtime.config,
+          cause: message,
+          maxHops: this.limits.maxHops,
+          now: this.now(),
+          registry: this.deps.registry,
+          acceptedType: (name) => this.runtimes.get(name)?.config.payload,
+        })
+      : ({ ok: false, error: normalized.error } as const);
+    if (!routed.ok) {
+      await this.fail(d, 'invalid_result', Errors.INVALID_RESULT(runtime.name, routed.error).detail, message.from);
+      return;
+    }
+    const notices = routed.refused.map((r) =>
+      systemErrorMessage(message, runtime.name, r.reason, r.error, this.now(), { messageId: r.message.id, to: r.message.to }),
+    );
+    const outgoing = traced([...routed.messages, ...notices], d.watch);
+    if (!(await this.book(d, () => this.deps.journal.acked(message, outgoing, d.usage)))) return;
+    d.outcome = ACKED;
+    runtime.lastFailed = false;
+    this.deps.bus.emit({ type: 'message', message, state: 'ACKED' });
+    for (const r of routed.refused) {
+      this.refuse(r);
+      // A refused message is a fault of the conversation: the thread ends in `error`.
+      thread.failed = true;
+      thread.error ??= r.error;
+    }
+    for (const m of outgoing) this.enqueue(m, thread, true);
+  }
+
+  /** Frees the delivery's concurrency slot once (the rest of it waits for the journal). */
+  private handlerDone(d: Delivery): void {
+    if (d.handlerDone) return;
+    d.handlerDone = true;
+    this.running--;
+    d.runtime.running--;
+    this.schedule();
+  }
+
+  private context(d: Delivery): HandlerContext {
+    const { message, runtime, controller } = d;
+    const bound = this.deps.llm.bind(
+      {
+        threadId: message.threadId,
+        agent: runtime.name,
+        messageId: message.id,
+        metadata: { ...message.metadata },
+        signal: controller.signal,
+        // Token deltas go to live watchers only: never journaled.
+        onDelta: (callId, text) =>
+          this.deps.bus.emit({ type: 'llm_delta', threadId: message.threadId, messageId: message.id, agent: runtime.name, callId, text }),
+      },
+      { model: runtime.config.model, maxOutputTokens: runtime.config.maxOutputTokens },
+    );
+    const llm: BoundLlmClient = {
+      complete: async (request) => {
+        runtime.waiting++;
+        this.reportState(runtime);
+        try {
+          return await bound.complete(request);
+        } finally {
+          runtime.waiting--;
+          this.reportState(runtime);
+        }
+      },
+    };
+    return {
+      threadId: message.threadId,
+      messageId: message.id,
+      from: message.from,
+      self: runtime.name,
+      payloadType: message.payloadType,
+      attempt: message.attempt,
+      metadata: message.metadata,
+      signal: controller.signal,
+      llm,
+      log: handlerLogger(this.deps.logger, runtime.name, message),
+      peers: runtime.config.peers,
+      history: (limit = 50) => this.deps.journal.threadHistory(message.threadId, runtime.name, limit),
+    };
+  }
+}
+
+const ACKED: DeliveryOutcome = { acked: true };
+
+function errorText(err: unknown): string {
+  if (err instanceof Error) return err.message || err.name;
+  return String(err);
+}
+
+function handlerLogger(logger: Logger, listener: string, message: Message): HandlerLogger {
+  const child = logger.child({ listener, threadId: message.threadId, messageId: message.id });
+  return {
+    debug: (msg, data) => child.debug(data ?? {}, msg),
+    info: (msg, data) => child.info(data ?? {}, msg),
+    warn: (msg, data) => child.warn(data ?? {}, msg),
+    error: (msg, data) => child.error(data ?? {}, msg),
+  };
+}

@@ -1,0 +1,3 @@
+export { openPostgresStorage, type PostgresStorage, type PostgresStorageOptions } from './storage.js';
+export { PG_MIGRATIONS, PG_SCHEMA_VERSION } from './migrations.js';
+export { redactUrl } from './pool.js';

@@ -1,0 +1,295 @@
+import { Errors } from '../../errors/catalogue.js';
+import type { FailureReason } from '../../pump/hooks.js';
+import type { Message } from '../../pump/message.js';
+import type { UsageEvent } from '../../usage/types.js';
+import { entryOf, messageOf, type JournalRow } from '../rows.js';
+import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, Page, RecoveredMessages, RecoveryReport } from '../types.js';
+import { DELIVERY_STATES } from '../types.js';
+import { PgJournalCounts, RECOUNT_STATES_SQL } from './journal-counts.js';
+import { insertUsage } from './usage-writes.js';
+import type { Reader } from './pool.js';
+import type { PgWriter, Tx } from './writer.js';
+
+const PRUNE_BATCH = 1_000;
+const DAY_MS = 86_400_000;
+const FROM_FOR_DISPATCH: readonly DeliveryState[] = ['PENDING', 'DISPATCHED'];
+const ANY_STATE: readonly DeliveryState[] = DELIVERY_STATES;
+
+const JOURNAL_COLUMNS = `id, thread_id, sender, recipient, payload_type, payload, metadata, hops, parent_id, msg_timestamp, attempt, state, attempts, created_at, trace_context`;
+
+/** Deletes a batch of old entries of one state, with the LLM calls recorded for them. */
+const pruneSql = (state: 'ACKED' | 'FAILED', column: 'acked_at' | 'failed_at') => `
+  WITH gone AS (
+    DELETE FROM journal WHERE seq IN (SELECT seq FROM journal WHERE state = '${state}' AND ${column} < $1 LIMIT $2)
+    RETURNING id, sender, recipient
+  ), calls AS (DELETE FROM llm_calls WHERE message_id IN (SELECT id FROM gone)),
+  tools AS (DELETE FROM llm_tool_calls WHERE message_id IN (SELECT id FROM gone))
+  SELECT sender, recipient FROM gone`;
+export const PG_PRUNE_ACKED_SQL = pruneSql('ACKED', 'acked_at');
+export const PG_PRUNE_FAILED_SQL = pruneSql('FAILED', 'failed_at');
+
+/**
+ * The certified-mail journal on PostgreSQL, with the SQLite journal's rules. Every transition
+ * goes through the write-behind writer (one transaction per batch, in order); an ack commits
+ * its outgoing messages (PENDING) and the usage it caused in that same transaction. Reads wait
+ * for the writes queued before them.
+ *
+ * One process owns the journal for now: recovery takes over every DISPATCHED entry as
+ * interrupted. Workers sharing it (claims, leases) are issue 15's next step.
+ */
+export class PgJournal implements Journal {
+  private readonly counts = new PgJournalCounts();
+  private lastRecovery: RecoveryReport | null = null;
+
+  constructor(
+    private readonly pool: Reader,
+    private readonly writer: PgWriter,
+    private readonly retention: { retainDays: number; failedRetainDays: number },
+    private readonly now: () => number = Date.now,
+  ) {
+    writer.addHook(this.counts);
+  }
+
+  /** Reads the last recovery report (called once at open). */
+  async load(): Promise<void> {
+    const saved = (await this.pool.query<{ value: string }>(`SELECT value FROM meta WHERE key = 'last_recovery'`)).rows[0];
+    this.lastRecovery = saved ? (JSON.parse(saved.value) as RecoveryReport) : null;
+  }
+
+  pending(messages: readonly Message[]): Promise<void> {
+    return this.writer.write((tx) => this.insertAll(tx, messages));
+  }
+
+  dispatched(message: Message): Promise<void> {
+    return this.writer.write((tx) =>
+      this.transition(tx, message, 'DISPATCHED', FROM_FOR_DISPATCH, `attempts = $3, attempt = $3, dispatched_at = $4`, [message.attempt, this.now()]),
+    );
+  }
+
+  acked(message: Message, outgoing: readonly Message[], usage: readonly UsageEvent[]): Promise<void> {
+    return this.writer.write(async (tx) => {
+      await this.transition(tx, message, 'ACKED', ANY_STATE, `acked_at = $3`, [this.now()]);
+      await this.insertAll(tx, outgoing);
+      await insertUsage(tx, usage);
+    });
+  }
+
+  failed(message: Message, reason: FailureReason, error: string, outgoing: readonly Message[], usage: readonly UsageEvent[]): Promise<void> {
+    return this.writer.write(async (tx) => {
+      await this.transition(tx, message, 'FAILED', ANY_STATE, `failed_at = $3, failure_reason = $4, error = $5`, [this.now(), reason, error]);
+      await this.insertAll(tx, outgoing);
+      await insertUsage(tx, usage);
+    });
+  }
+
+  /**
+   * After a crash: PENDING entries go out again in their original order; DISPATCHED ones (the
+   * process died mid-handler) go out with attempt + 1, or FAIL once past `maxAttempts`. The
+   * per-state counts are recounted from the rows in the same transaction.
+   */
+  async recover(bootId: string, maxAttempts: number): Promise<RecoveredMessages> {
+    const started = performance.now();
+    const { rows, redelivered, failedMaxAttempts } = await this.writer.transaction(async (tx) => {
+      const failed = await tx.query(
+        `UPDATE journal SET state = 'FAILED', failed_at = $1, failure_reason = 'max_attempts',
+           error = 'Gave up after ' || attempt || ' interrupted attempt(s) (journal.max_attempts = ' || $2::int || ')'
+         WHERE state = 'DISPATCHED' AND attempt + 1 > $2`,
+        [this.now(), maxAttempts],
+      );
+      const retried = await tx.query(`UPDATE journal SET state = 'PENDING', attempt = attempt + 1 WHERE state = 'DISPATCHED'`);
+      await tx.query(RECOUNT_STATES_SQL);
+      this.counts.statesRecounted(); // writes batched before this one are in the recount
+      const pending = await tx.query<JournalRow>(`SELECT * FROM journal WHERE state = 'PENDING' ORDER BY seq`);
+      return { rows: pending.rows, redelivered: retried.rowCount ?? 0, failedMaxAttempts: failed.rowCount ?? 0 };
+    });
+    const report: RecoveryReport = {
+      bootId,
+      at: this.now(),
+      durationMs: Math.round((performance.now() - started) * 100) / 100,
+      pending: rows.length - redelivered,
+      redelivered,
+      failedMaxAttempts,
+    };
+    this.lastRecovery = report;
+    await this.pool.query(`INSERT INTO meta (key, value) VALUES ('last_recovery', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [JSON.stringify(report)]);
+    return { messages: rows.map(messageOf), report };
+  }
+
+  async get(messageId: string): Promise<JournalEntry | null> {
+    await this.writer.flush();
+    const row = (await this.pool.query<JournalRow>('SELECT * FROM journal WHERE id = $1', [messageId])).rows[0];
+    return row ? entryOf(row) : null;
+  }
+
+  async list(q: JournalQuery): Promise<Page<JournalEntry>> {
+    await this.writer.flush();
+    const where: string[] = [];
+    const params: unknown[] = [];
+    const add = (sql: (n: number) => string, value: unknown) => {
+      params.push(value);
+      where.push(sql(params.length));
+    };
+    if (q.state) add((n) => `state = $${n}`, q.state);
+    if (q.threadId) add((n) => `thread_id = $${n}`, q.threadId);
+    if (q.agent) add((n) => `(sender = $${n} OR recipient = $${n})`, q.agent);
+    const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
+    const order = q.order === 'oldest' ? 'ASC' : 'DESC';
+    const n = params.length;
+    const rows =
+      q.agent && !q.threadId
+        ? await this.listByAgent(q, order)
+        : (await this.pool.query<JournalRow>(`SELECT * FROM journal ${clause} ORDER BY seq ${order} LIMIT $${n + 1} OFFSET $${n + 2}`, [...params, q.limit, q.offset])).rows;
+    return { items: rows.map(entryOf), total: await this.count(q, clause, params) };
+  }
+
+  /**
+   * An agent's entries, as the newest (or oldest) of its sent and of its received ones merged:
+   * each side walks its own index for limit + offset rows, instead of gathering and sorting
+   * every match of `sender = $1 OR recipient = $1`.
+   */
+  private async listByAgent(q: JournalQuery, order: 'ASC' | 'DESC'): Promise<JournalRow[]> {
+    const state = q.state ? 'AND state = $5' : '';
+    const side = (column: string) => `(SELECT seq FROM journal WHERE ${column} = $1 ${state} ORDER BY seq ${order} LIMIT $2)`;
+    const params: unknown[] = [q.agent, q.limit + q.offset, q.limit, q.offset, ...(q.state ? [q.state] : [])];
+    const sql = `SELECT * FROM journal WHERE seq IN (${side('sender')} UNION ALL ${side('recipient')}) ORDER BY seq ${order} LIMIT $3 OFFSET $4`;
+    return (await this.pool.query<JournalRow>(sql, params)).rows;
+  }
+
+  /** Matches before paging: from the kept counts where they answer the query, else COUNT(*). */
+  private async count(q: JournalQuery, clause: string, params: readonly unknown[]): Promise<number> {
+    if (!q.threadId && !(q.state && q.agent)) {
+      if (q.agent) return (await this.pool.query<{ n: number }>('SELECT n FROM journal_agent_counts WHERE agent = $1', [q.agent])).rows[0]?.n ?? 0;
+      const name = q.state ? `journal:${q.state}` : 'journal';
+      return (await this.pool.query<{ n: number }>('SELECT n FROM row_counts WHERE name = $1', [name])).rows[0]!.n;
+    }
+    return (await this.pool.query<{ n: number }>(`SELECT COUNT(*) AS n FROM journal ${clause}`, [...params])).rows[0]!.n;
+  }
+
+  /** Entries per state from the kept counts. */
+  private async stateCounts(): Promise<Record<DeliveryState, number>> {
+    const counts: Record<DeliveryState, number> = { PENDING: 0, DISPATCHED: 0, ACKED: 0, FAILED: 0 };
+    const rows = (await this.pool.query<{ name: string; n: number }>(`SELECT name, n FROM row_counts WHERE name LIKE 'journal:%'`)).rows;
+    for (const r of rows) counts[r.name.slice('journal:'.length) as DeliveryState] = r.n;
+    return counts;
+  }
+
+  async stats(): Promise<JournalStats> {
+    await this.writer.flush();
+    const counts = await this.stateCounts();
+    const oldest = await this.oldestPending();
+    return { counts, oldestPendingAgeMs: oldest === null ? null : this.now() - oldest, lastRecovery: this.lastRecovery };
+  }
+
+  /** The kept counts and the oldest PENDING entry's creation from one seek on the state index: no scan, for /metrics. */
+  async keptStats(): Promise<KeptJournalStats> {
+    const [counts, oldest] = await Promise.all([this.stateCounts(), this.oldestPending()]);
+    return { counts, oldestPendingAgeMs: oldest === null ? null : Math.max(0, this.now() - oldest) };
+  }
+
+  private async oldestPending(): Promise<number | null> {
+    const row = (await this.pool.query<{ t: number }>(`SELECT created_at AS t FROM journal WHERE state = 'PENDING' ORDER BY seq LIMIT 1`)).rows[0];
+    return row ? row.t : null;
+  }
+
+  async redeliver(messageId: string): Promise<Message> {
+    await this.writer.flush();
+    const row = (await this.pool.query<JournalRow>('SELECT * FROM journal WHERE id = $1', [messageId])).rows[0];
+    if (!row) throw Errors.JOURNAL_ENTRY_NOT_FOUND(messageId);
+    if (row.state !== 'FAILED') throw Errors.JOURNAL_NOT_REDELIVERABLE(messageId, row.state);
+    const attempt = row.attempt + 1;
+    await this.writer.write(async (tx) => {
+      const r = await tx.query(
+        `UPDATE journal SET state = 'PENDING', attempt = $1, failed_at = NULL, failure_reason = NULL, error = NULL WHERE id = $2 AND state = 'FAILED'`,
+        [attempt, messageId],
+      );
+      if ((r.rowCount ?? 0) > 0) this.counts.moved('FAILED', 'PENDING');
+    });
+    return { ...messageOf(row), attempt };
+  }
+
+  async threadHistory(threadId: string, agent: string, limit: number): Promise<readonly Message[]> {
+    await this.writer.flush();
+    const rows = (
+      await this.pool.query<JournalRow>(`SELECT * FROM journal WHERE thread_id = $1 AND (sender = $2 OR recipient = $2) ORDER BY seq DESC LIMIT $3`, [threadId, agent, limit])
+    ).rows;
+    return rows.reverse().map(messageOf);
+  }
+
+  /**
+   * Deletes ACKED entries older than retainDays and FAILED ones older than failedRetainDays
+   * (with their recorded LLM calls), one small batch per call; returns how many went.
+   */
+  pruneStep(now = this.now()): Promise<number> {
+    return this.writer.transaction(async (tx) => {
+      const acked = (await tx.query<{ sender: string; recipient: string }>(PG_PRUNE_ACKED_SQL, [now - this.retention.retainDays * DAY_MS, PRUNE_BATCH])).rows;
+      const failed = (await tx.query<{ sender: string; recipient: string }>(PG_PRUNE_FAILED_SQL, [now - this.retention.failedRetainDays * DAY_MS, PRUNE_BATCH])).rows;
+      for (const r of acked) this.counts.changed(r.sender, r.recipient, -1), this.counts.moved('ACKED', null);
+      for (const r of failed) this.counts.changed(r.sender, r.recipient, -1), this.counts.moved('FAILED', null);
+      return acked.length + failed.length;
+    });
+  }
+
+  /** Prunes everything due, one batch per transaction. */
+  async prune(now = this.now()): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const n = await this.pruneStep(now);
+      total += n;
+      if (n === 0) return total;
+    }
+  }
+
+  /** Inserts messages PENDING (once each, by id) in one statement, in their order. */
+  private async insertAll(tx: Tx, messages: readonly Message[]): Promise<void> {
+    if (messages.length === 0) return;
+    const createdAt = this.now();
+    const col = <T>(f: (m: Message) => T) => messages.map(f);
+    const inserted = await tx.query<{ sender: string; recipient: string }>({
+      name: 'journal-insert',
+      text: `INSERT INTO journal (${JOURNAL_COLUMNS})
+       SELECT id, thread_id, sender, recipient, payload_type, payload, metadata, hops, parent_id, msg_timestamp, attempt, 'PENDING', attempt - 1, $13, trace_context
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::text[], $10::bigint[], $11::int[], $12::text[])
+         AS m(id, thread_id, sender, recipient, payload_type, payload, metadata, hops, parent_id, msg_timestamp, attempt, trace_context)
+       ON CONFLICT (id) DO NOTHING
+       RETURNING sender, recipient`,
+      values: [
+        col((m) => m.id),
+        col((m) => m.threadId),
+        col((m) => m.from),
+        col((m) => m.to),
+        col((m) => m.payloadType),
+        col((m) => JSON.stringify(m.payload)),
+        col((m) => JSON.stringify(m.metadata)),
+        col((m) => m.hops),
+        col((m) => m.parentId),
+        col((m) => m.timestamp),
+        col((m) => m.attempt),
+        col((m) => m.traceContext ?? null),
+        createdAt,
+      ],
+    });
+    for (const r of inserted.rows) {
+      this.counts.changed(r.sender, r.recipient, 1);
+      this.counts.moved(null, 'PENDING');
+    }
+  }
+
+  /**
+   * Moves an entry to `to` if it is in one of `from`, learning the state it left in the same
+   * statement (for the kept counts). An entry that was never journaled is inserted PENDING
+   * first; one in another state is left as it is.
+   */
+  private async transition(tx: Tx, message: Message, to: DeliveryState, from: readonly DeliveryState[], set: string, values: readonly unknown[]): Promise<void> {
+    const sql = `WITH old AS (SELECT seq, state FROM journal WHERE id = $1 AND state = ANY($2::text[]) FOR UPDATE)
+      UPDATE journal j SET state = '${to}', ${set} FROM old WHERE j.seq = old.seq RETURNING old.state AS "from"`;
+    const run = async () => (await tx.query<{ from: DeliveryState }>({ name: `journal-to-${to}`, text: sql, values: [message.id, from, ...values] })).rows[0]?.from;
+    let left = await run();
+    if (left === undefined) {
+      const exists = (await tx.query({ name: 'journal-exists', text: 'SELECT 1 FROM journal WHERE id = $1', values: [message.id] })).rowCount;
+      if (exists) return;
+      await this.insertAll(tx, [message]);
+      left = await run();
+    }
+    if (left !== undefined && left !== to) this.counts.moved(left, to);
+  }
+}

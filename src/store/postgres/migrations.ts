@@ -1,0 +1,172 @@
+import type pg from 'pg';
+
+/**
+ * Schema versions, applied in order at open in one transaction (DDL is transactional in
+ * PostgreSQL: a failed upgrade leaves the previous version whole); `schema_version`
+ * records the last one applied. Times are ms since the epoch (BIGINT) as in SQLite; JSON
+ * documents stay TEXT so a payload reads back byte for byte as written (jsonb would reorder
+ * its keys). Ids that break ties in lists sort by bytes (COLLATE "C"), as in SQLite, whatever
+ * the database's collation. Counts that list totals read are kept in `row_counts` in the same transactions
+ * as the rows (see journal-counts.ts): COUNT(*) in PostgreSQL reads every row it counts.
+ */
+export const PG_MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE journal (
+    seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id TEXT COLLATE "C" NOT NULL UNIQUE,
+    thread_id TEXT NOT NULL,
+    sender TEXT NOT NULL,
+    recipient TEXT NOT NULL,
+    payload_type TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    hops INTEGER NOT NULL,
+    parent_id TEXT,
+    msg_timestamp BIGINT NOT NULL,
+    attempt INTEGER NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('PENDING', 'DISPATCHED', 'ACKED', 'FAILED')),
+    attempts INTEGER NOT NULL,
+    created_at BIGINT NOT NULL,
+    dispatched_at BIGINT,
+    acked_at BIGINT,
+    failed_at BIGINT,
+    failure_reason TEXT,
+    error TEXT,
+    trace_context TEXT
+  );
+  CREATE INDEX journal_state ON journal (state, seq);
+  CREATE INDEX journal_thread ON journal (thread_id, seq);
+  CREATE INDEX journal_sender ON journal (sender, seq);
+  CREATE INDEX journal_recipient ON journal (recipient, seq);
+  CREATE INDEX journal_acked_at ON journal (acked_at) WHERE state = 'ACKED';
+  CREATE INDEX journal_failed_at ON journal (failed_at) WHERE state = 'FAILED';
+
+  CREATE TABLE threads (
+    id TEXT COLLATE "C" PRIMARY KEY,
+    status TEXT NOT NULL,
+    participants TEXT[] NOT NULL,
+    message_count INTEGER NOT NULL,
+    created_at BIGINT NOT NULL,
+    last_activity BIGINT NOT NULL,
+    error TEXT,
+    metadata TEXT NOT NULL
+  );
+  CREATE INDEX threads_activity ON threads (last_activity DESC, id DESC);
+  CREATE INDEX threads_status ON threads (status, last_activity DESC);
+  CREATE INDEX threads_participants ON threads USING GIN (participants);
+
+  CREATE TABLE budgets (thread_id TEXT PRIMARY KEY, data TEXT NOT NULL);
+
+  CREATE TABLE usage_events (
+    id TEXT COLLATE "C" PRIMARY KEY,
+    ts BIGINT NOT NULL,
+    thread_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    message_id TEXT,
+    model TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    prompt_tokens BIGINT NOT NULL,
+    completion_tokens BIGINT NOT NULL,
+    total_tokens BIGINT NOT NULL,
+    cache_read_tokens BIGINT,
+    cache_write_tokens BIGINT,
+    reasoning_tokens BIGINT,
+    provider_latency_ms DOUBLE PRECISION NOT NULL,
+    total_latency_ms DOUBLE PRECISION NOT NULL,
+    cost DOUBLE PRECISION,
+    org_id TEXT NOT NULL,
+    user_id TEXT,
+    metadata TEXT NOT NULL
+  );
+  CREATE INDEX usage_ts ON usage_events (ts DESC, id DESC);
+  CREATE INDEX usage_org_ts ON usage_events (org_id, ts DESC);
+  CREATE INDEX usage_agent_ts ON usage_events (agent_id, ts DESC);
+  CREATE INDEX usage_model_ts ON usage_events (model, ts DESC);
+  CREATE INDEX usage_message ON usage_events (message_id);
+  CREATE INDEX usage_thread_ts ON usage_events (thread_id, ts DESC);
+  CREATE INDEX usage_user_ts ON usage_events (user_id, ts DESC);
+
+  -- Maintained with every insert, so billing and daily answers do not scan events.
+  CREATE TABLE usage_daily (
+    day TEXT COLLATE "C" NOT NULL,
+    org_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    model TEXT NOT NULL,
+    total_tokens BIGINT NOT NULL,
+    prompt_tokens BIGINT NOT NULL,
+    completion_tokens BIGINT NOT NULL,
+    request_count BIGINT NOT NULL,
+    total_cost DOUBLE PRECISION NOT NULL,
+    unpriced_requests BIGINT NOT NULL,
+    PRIMARY KEY (day, org_id, agent_id, model)
+  );
+
+  CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+  -- 'journal' (all entries), 'journal:<STATE>' (entries per state), 'threads' (all threads).
+  CREATE TABLE row_counts (name TEXT PRIMARY KEY, n BIGINT NOT NULL);
+  INSERT INTO row_counts (name, n) VALUES ('journal', 0), ('journal:PENDING', 0), ('journal:DISPATCHED', 0), ('journal:ACKED', 0), ('journal:FAILED', 0), ('threads', 0);
+  -- Entries an agent sent or received (one per entry when it sent to itself).
+  CREATE TABLE journal_agent_counts (agent TEXT PRIMARY KEY, n BIGINT NOT NULL);
+
+  CREATE TABLE paused_agents (agent TEXT PRIMARY KEY, since BIGINT NOT NULL);
+  CREATE TABLE thread_ceilings (thread_id TEXT PRIMARY KEY, max_tokens BIGINT NOT NULL);
+
+  -- Every LLM call and MCP tool call of a delivery; they go when the journal prunes its entry.
+  CREATE TABLE llm_calls (
+    seq BIGINT GENERATED ALWAYS AS IDENTITY,
+    id TEXT PRIMARY KEY,
+    thread_id TEXT NOT NULL,
+    message_id TEXT,
+    started_at BIGINT NOT NULL,
+    data TEXT NOT NULL
+  );
+  CREATE INDEX llm_calls_message ON llm_calls (message_id, started_at, seq);
+  CREATE INDEX llm_calls_thread ON llm_calls (thread_id, started_at, seq);
+  CREATE TABLE llm_tool_calls (
+    seq BIGINT GENERATED ALWAYS AS IDENTITY,
+    id TEXT PRIMARY KEY,
+    llm_call_id TEXT NOT NULL,
+    thread_id TEXT NOT NULL,
+    message_id TEXT,
+    started_at BIGINT NOT NULL,
+    data TEXT NOT NULL
+  );
+  CREATE INDEX llm_tool_calls_message ON llm_tool_calls (message_id, started_at, seq);
+  CREATE INDEX llm_tool_calls_thread ON llm_tool_calls (thread_id, started_at, seq);
+  `,
+];
+
+export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;
+
+/** Any number: one lock id for "organism migrates this schema", so two processes starting together take turns. */
+const MIGRATION_LOCK = 0x6f7267616e69;
+
+/**
+ * Brings the schema up to date, refusing one written by a newer organism. Serialized across
+ * processes by an advisory lock held for the migration's transaction.
+ */
+export async function migratePg(pool: pg.Pool): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+    await client.query('CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)');
+    const row = (await client.query<{ version: number }>('SELECT version FROM schema_version')).rows[0];
+    if (!row) await client.query('INSERT INTO schema_version (version) VALUES (0)');
+    const current = row?.version ?? 0;
+    if (current > PG_SCHEMA_VERSION) {
+      throw new Error(`database schema version ${current} is newer than this organism (${PG_SCHEMA_VERSION})`);
+    }
+    for (let v = current; v < PG_SCHEMA_VERSION; v++) {
+      await client.query(PG_MIGRATIONS[v]!);
+      await client.query('UPDATE schema_version SET version = $1', [v + 1]);
+    }
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,54 @@
+import type { OperatorStateStore } from '../types.js';
+import type { Reader } from './pool.js';
+import type { PgWriter } from './writer.js';
+
+/**
+ * Operator state on PostgreSQL. Paused agents are read once at open and kept in memory (this
+ * process is the only one that changes them, until workers share the database): `pausedAgents`
+ * answers synchronously. Each change is committed through the writer, in order with the
+ * other writes, and its promise resolves after the commit.
+ */
+export class PgOperatorState implements OperatorStateStore {
+  private paused = new Set<string>();
+
+  constructor(
+    private readonly pool: Reader,
+    private readonly writer: PgWriter,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async load(): Promise<void> {
+    const rows = (await this.pool.query<{ agent: string }>('SELECT agent FROM paused_agents ORDER BY since, agent')).rows;
+    this.paused = new Set(rows.map((r) => r.agent));
+  }
+
+  pausedAgents(): readonly string[] {
+    return [...this.paused];
+  }
+
+  /** The in-memory copy follows the operator at once (the pump pauses at once); the promise says whether it was stored. */
+  setPaused(agent: string, paused: boolean): Promise<void> {
+    if (paused) this.paused.add(agent);
+    else this.paused.delete(agent);
+    const since = this.now();
+    return this.writer.write(async (tx) => {
+      if (paused) await tx.query('INSERT INTO paused_agents (agent, since) VALUES ($1, $2) ON CONFLICT (agent) DO NOTHING', [agent, since]);
+      else await tx.query('DELETE FROM paused_agents WHERE agent = $1', [agent]);
+    });
+  }
+
+  async finalCeiling(threadId: string): Promise<number | null> {
+    await this.writer.flush();
+    const row = (await this.pool.query<{ maxTokens: number }>('SELECT max_tokens AS "maxTokens" FROM thread_ceilings WHERE thread_id = $1', [threadId])).rows[0];
+    return row?.maxTokens ?? null;
+  }
+
+  setFinalCeiling(threadId: string, maxTokens: number): Promise<void> {
+    return this.writer.write(async (tx) => {
+      await tx.query(
+        'INSERT INTO thread_ceilings (thread_id, max_tokens) VALUES ($1, $2) ON CONFLICT (thread_id) DO UPDATE SET max_tokens = excluded.max_tokens',
+        [threadId, maxTokens],
+      );
+    });
+  }
+}

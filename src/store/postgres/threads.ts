@@ -1,0 +1,103 @@
+import type { Page, ThreadQuery, ThreadRecord, ThreadStatus, ThreadStore } from '../types.js';
+import type { Reader } from './pool.js';
+import type { PgWriter } from './writer.js';
+
+interface ThreadRow {
+  id: string;
+  status: ThreadStatus;
+  participants: string[];
+  message_count: number;
+  created_at: number;
+  last_activity: number;
+  error: string | null;
+  metadata: string;
+}
+
+const recordOf = (r: ThreadRow): ThreadRecord => ({
+  id: r.id,
+  status: r.status,
+  participants: r.participants,
+  messageCount: r.message_count,
+  createdAt: r.created_at,
+  lastActivity: r.last_activity,
+  error: r.error,
+  metadata: JSON.parse(r.metadata) as Record<string, string>,
+});
+
+/**
+ * Thread records on PostgreSQL. `put` is write-behind (the interface is synchronous: the pump
+ * records thread state on its hot path without waiting); the write goes into the writer's next
+ * transaction, in order, and reads wait for it.
+ */
+export class PgThreadStore implements ThreadStore {
+  constructor(
+    private readonly pool: Reader,
+    private readonly writer: PgWriter,
+  ) {}
+
+  put(t: ThreadRecord): void {
+    void this.writer
+      .write(async (tx) => {
+        // xmax = 0 on the upserted row: it was inserted, not updated (the kept thread count);
+        // one statement, one round trip.
+        await tx.query({
+          name: 'thread-put',
+          text: `WITH up AS (
+              INSERT INTO threads (id, status, participants, message_count, created_at, last_activity, error, metadata)
+              VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+              ON CONFLICT (id) DO UPDATE SET status = excluded.status, participants = excluded.participants,
+                message_count = excluded.message_count, last_activity = excluded.last_activity, error = excluded.error, metadata = excluded.metadata
+              RETURNING (xmax = 0) AS inserted)
+            UPDATE row_counts SET n = n + 1 WHERE name = 'threads' AND (SELECT inserted FROM up)`,
+          values: [t.id, t.status, t.participants, t.messageCount, t.createdAt, t.lastActivity, t.error, JSON.stringify(t.metadata)],
+        });
+      })
+      .catch(() => {}); // reported by the writer's error handler
+  }
+
+  async get(id: string): Promise<ThreadRecord | null> {
+    await this.writer.flush();
+    const row = (await this.pool.query<ThreadRow>('SELECT * FROM threads WHERE id = $1', [id])).rows[0];
+    return row ? recordOf(row) : null;
+  }
+
+  async getMany(ids: readonly string[]): Promise<Map<string, ThreadRecord>> {
+    await this.writer.flush();
+    const found = new Map<string, ThreadRecord>();
+    if (ids.length === 0) return found;
+    const rows = (await this.pool.query<ThreadRow>('SELECT * FROM threads WHERE id = ANY($1::text[])', [ids])).rows;
+    for (const row of rows) found.set(row.id, recordOf(row));
+    return found;
+  }
+
+  async list(q: ThreadQuery): Promise<Page<ThreadRecord>> {
+    await this.writer.flush();
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (q.status) {
+      params.push(q.status);
+      where.push(`status = $${params.length}`);
+    }
+    if (q.agent) {
+      params.push([q.agent]);
+      where.push(`participants @> $${params.length}::text[]`);
+    }
+    const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
+    const n = params.length;
+    const rows = (
+      await this.pool.query<ThreadRow>(`SELECT * FROM threads ${clause} ORDER BY last_activity DESC, id DESC LIMIT $${n + 1} OFFSET $${n + 2}`, [...params, q.limit, q.offset])
+    ).rows;
+    return { items: rows.map(recordOf), total: await this.count(q, clause, params) };
+  }
+
+  /**
+   * Matches before paging: all threads from the kept count, completed ones as the remainder of
+   * the other (small) statuses counted on their index, else COUNT(*).
+   */
+  private async count(q: ThreadQuery, clause: string, params: readonly unknown[]): Promise<number> {
+    const countWhere = async (where: string, args: readonly unknown[]) => (await this.pool.query<{ n: number }>(`SELECT COUNT(*) AS n FROM threads ${where}`, [...args])).rows[0]!.n;
+    if (q.agent || (q.status && q.status !== 'completed')) return countWhere(clause, params);
+    const all = (await this.pool.query<{ n: number }>(`SELECT n FROM row_counts WHERE name = 'threads'`)).rows[0]!.n;
+    return q.status === 'completed' ? all - (await countWhere(`WHERE status IN ('active', 'error', 'killed')`, [])) : all;
+  }
+}

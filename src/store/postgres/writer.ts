@@ -1,0 +1,177 @@
+import type pg from 'pg';
+
+/** The client of the transaction under way (every statement of a job goes through it). */
+export type Tx = pg.PoolClient;
+
+/** Joins every transaction of the writer: `begin` as it starts, `commit` just before COMMIT (it may write). */
+export interface PgTransactionHook {
+  begin(): void;
+  commit(tx: Tx): Promise<void>;
+  /** The transaction committed (what `commit` wrote is now visible). */
+  committed?(): void;
+}
+
+interface Job {
+  run: (tx: Tx) => Promise<void>;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * Write-behind group commit on PostgreSQL, the counterpart of the SQLite GroupWriter: writes
+ * queued while a transaction runs (or within one tick) go in order into the next transaction,
+ * and every caller's promise resolves after that COMMIT. A write whose promise is not awaited
+ * (a thread record, an LLM call record) still lands in order with the writes after it; reads
+ * await `flush()` first, so they see every write queued before them.
+ *
+ * One transaction at a time, on one pooled connection: the order of the queue is the order of
+ * the commits (the journal's seq follows it), and reads use the pool's other connections.
+ */
+export class PgWriter {
+  private queue: Job[] = [];
+  /** The batch committing now. */
+  private current: Promise<void> | null = null;
+  /** Settles when the last write queued so far has settled (writes settle in queue order). */
+  private last: Promise<void> = Promise.resolve();
+  private scheduled = false;
+  private readonly hooks: PgTransactionHook[] = [];
+
+  /**
+   * @param onError reports a failed write (once per write)
+   * @param mapError what callers get for a failed write (the catalogue's storage errors)
+   */
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly onError: (err: unknown) => void,
+    private readonly mapError: (err: unknown) => unknown = (err) => err,
+  ) {}
+
+  addHook(hook: PgTransactionHook): void {
+    this.hooks.push(hook);
+  }
+
+  write(run: (tx: Tx) => Promise<void>): Promise<void> {
+    const done = new Promise<void>((resolve, reject) => this.queue.push({ run, resolve, reject }));
+    this.last = done.then(noop, noop);
+    if (!this.current && !this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.next());
+    }
+    return done;
+  }
+
+  /** Resolves once everything queued before the call has committed (or failed). */
+  async flush(): Promise<void> {
+    const target = this.last;
+    this.next();
+    await target;
+  }
+
+  /**
+   * Runs `work` in the transaction of a batch (the hooks join it), after the writes queued
+   * before it and before those queued later (recovery, pruning); resolves with its result
+   * once committed.
+   */
+  async transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    let result: T | undefined;
+    await this.write(async (tx) => {
+      result = await work(tx);
+    });
+    return result as T;
+  }
+
+  /** Starts the next batch unless one is committing (it starts the next when it ends). */
+  private next(): void {
+    this.scheduled = false;
+    if (this.current || this.queue.length === 0) return;
+    const jobs = this.queue;
+    this.queue = [];
+    this.current = this.commitBatch(jobs).finally(() => {
+      this.current = null;
+      this.next(); // what queued up meanwhile goes in the next transaction at once
+    });
+  }
+
+  private async commitBatch(jobs: Job[]): Promise<void> {
+    try {
+      await this.inTransaction(async (tx) => {
+        for (const job of jobs) await job.run(tx);
+      });
+    } catch (batchErr) {
+      // No connection to be had (the database is down): every write of the batch fails now,
+      // with one report, rather than each waiting for a connection of its own.
+      if (batchErr instanceof NoConnection) return this.failAll(jobs, batchErr.cause);
+      // One bad write must not sink the batch: redo each on its own to find it.
+      for (let i = 0; i < jobs.length; i++) {
+        const job = jobs[i]!;
+        try {
+          await this.inTransaction(job.run);
+          job.resolve();
+        } catch (jobErr) {
+          if (jobErr instanceof NoConnection) return this.failAll(jobs.slice(i), jobErr.cause);
+          const err = this.mapError(jobErr);
+          this.onError(err);
+          job.reject(err);
+        }
+      }
+      return;
+    }
+    for (const job of jobs) job.resolve();
+  }
+
+  private failAll(jobs: readonly Job[], cause: unknown): void {
+    const err = this.mapError(cause);
+    this.onError(err);
+    for (const job of jobs) job.reject(err);
+  }
+
+  private async inTransaction(work: (tx: Tx) => Promise<void>): Promise<void> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw new NoConnection(err);
+    }
+    let broken = false;
+    // A connection cut while checked out also emits 'error' (the query under way fails with it).
+    const lost = () => {
+      broken = true;
+    };
+    client.on('error', lost);
+    try {
+      await client.query('BEGIN');
+      for (const h of this.hooks) h.begin();
+      try {
+        await work(client);
+        for (const h of this.hooks) await h.commit(client);
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {
+          broken = true; // the connection is gone: do not return it to the pool
+        });
+        throw err;
+      }
+      for (const h of this.hooks) h.committed?.();
+    } catch (err) {
+      if (isConnectionError(err)) broken = true;
+      throw err;
+    } finally {
+      client.off('error', lost);
+      client.release(broken);
+    }
+  }
+}
+
+const noop = () => {};
+
+/** The pool could not hand out a connection (nothing of the transaction ran). */
+class NoConnection extends Error {
+  constructor(override readonly cause: unknown) {
+    super('no connection to PostgreSQL');
+  }
+}
+
+function isConnectionError(err: unknown): boolean {
+  const code = (err as { code?: string }).code ?? '';
+  return code.startsWith('08') || code.startsWith('57P') || code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'EPIPE';
+}

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/cli/exit-codes.js';
 import { failedThreads } from '../../src/cli/run.js';
 import type { ThreadRecord } from '../../src/store/types.js';
-import { killAll, organismDir, startCli } from './processes.js';
+import { jobYaml, killAll, organismDir, startCli } from './processes.js';
 
 afterEach(killAll);
 
@@ -85,14 +85,7 @@ describe('serve and run refuse an unset provider key an agent needs', () => {
 });
 
 describe('organism run --once: exit code of its threads', () => {
-  const JOBS = `organism: {name: jobs}
-payloads:
-  Job: {fields: {n: integer}}
-listeners:
-  - name: worker
-    handler: ./worker.ts#work
-    payload: Job
-`;
+  const JOBS = jobYaml('jobs');
   const WORKER = 'export const work = (payload: Record<string, unknown>) => { if (payload["n"] === 2) throw new Error("disk on fire"); };\n';
 
   it('exits THREAD_FAILED when a thread ended in error, naming the thread and its error on stderr; 0 when every thread completed', async () => {

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { startCli, until } from './processes.js';
+import { jobYaml, startCli, until } from './processes.js';
 
 const OPERATOR = 'op-secret-token-0f3a9c7e51';
 const VIEWER = 'viewer-secret-token-8b2d6e4f90';
@@ -13,17 +13,13 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-const YAML = `organism: {name: secrets}
-auth:
+const YAML = jobYaml(
+  'secrets',
+  `auth:
   tokens:
     - {name: dashboard, role: viewer, token_env: SECRETS_VIEWER_TOKEN}
-payloads:
-  Job: {fields: {n: integer}}
-listeners:
-  - name: worker
-    handler: ./worker.ts#work
-    payload: Job
-`;
+`,
+);
 
 /** Opens a WebSocket and waits for its first frame (the server has then logged the upgrade). */
 function firstFrame(url: string, headers: Record<string, string> = {}): Promise<unknown> {

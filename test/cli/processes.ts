@@ -208,22 +208,23 @@ export async function cpuShare(pid: number, ms: number): Promise<number> {
   return used / elapsed;
 }
 
-/** An organism with one code listener whose jobs take a while (so restarts find work in flight). */
-export function jobOrganism(): { dir: string; config: string } {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'organism-life-'));
-  const config = path.join(dir, 'organism.yaml');
-  writeFileSync(
-    config,
-    `organism: {name: jobs}
-max_concurrent_per_agent: 2
-payloads:
+/** organism.yaml of `name` whose one listener, `worker` (./worker.ts#work), takes Job {n}; `settings` go after the name. */
+export function jobYaml(name: string, settings = ''): string {
+  return `organism: {name: ${name}}
+${settings}payloads:
   Job: {fields: {n: integer}}
 listeners:
   - name: worker
     handler: ./worker.ts#work
     payload: Job
-`,
-  );
+`;
+}
+
+/** An organism with one code listener whose jobs take a while (so restarts find work in flight). */
+export function jobOrganism(): { dir: string; config: string } {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'organism-life-'));
+  const config = path.join(dir, 'organism.yaml');
+  writeFileSync(config, jobYaml('jobs', 'max_concurrent_per_agent: 2\n'));
   writeFileSync(path.join(dir, 'worker.ts'), `export const work = async () => { await new Promise((r) => setTimeout(r, 40)); };\n`);
   return { dir, config };
 }

@@ -5,21 +5,13 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DATABASE_FILE, openSqliteStorage } from '../../src/store/index.js';
-import { api as apiOf, freePort, killAll, MAIN, organismDir, runCli as cli, startCli, until } from './processes.js';
+import { api as apiOf, freePort, jobYaml, killAll, MAIN, organismDir, runCli as cli, startCli, until } from './processes.js';
 
 afterEach(killAll);
 
 /** An organism whose jobs take a while (so restarts find work in flight) and leave a side effect. */
 function servedOrganism(): string {
-  const dir = organismDir(`organism: {name: served}
-max_concurrent_per_agent: 1
-payloads:
-  Job: {fields: {n: integer}}
-listeners:
-  - name: worker
-    handler: ./worker.ts#work
-    payload: Job
-`);
+  const dir = organismDir(jobYaml('served', 'max_concurrent_per_agent: 1\n'));
   writeFileSync(
     path.join(dir, 'worker.ts'),
     `import { appendFileSync } from 'node:fs';

@@ -4,16 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Errors } from '../../src/errors/catalogue.js';
-import { cliCommand, killAll, organismDir, procState, runCli, startServer, TOKEN, until } from '../cli/processes.js';
+import { cliCommand, jobYaml, killAll, organismDir, procState, runCli, startServer, TOKEN, until } from '../cli/processes.js';
 
-const YAML = `organism: {name: locked}
-payloads:
-  Job: {fields: {n: integer}}
-listeners:
-  - name: worker
-    handler: ./worker.ts#work
-    payload: Job
-`;
+const YAML = jobYaml('locked');
 const WORKER = 'export const work = () => undefined;\n';
 
 const cleanups: Array<() => void> = [];

@@ -1,22 +1,27 @@
-// Pieces the list views share: the agent filter, the pager, the link to a thread.
+// Pieces the list views share: filters, the pager, the link to a thread.
 import { Link } from '@tanstack/react-router';
 import { useLive } from './live';
 import { fmt } from './ui';
 
-/** A filter on one agent (any of those the live feed knows), as a labelled select. */
-export function AgentFilter({ value, onChange }: { value: string; onChange: (agent: string) => void }) {
-  const live = useLive();
+/** A labelled select of one of `options`, or "any" (the empty string). */
+export function Filter({ label, value, options, onChange }: { label: string; value: string; options: readonly string[]; onChange: (value: string) => void }) {
   return (
     <label>
-      Agent
+      {label}
       <select value={value} onChange={(e) => onChange(e.target.value)}>
         <option value="">any</option>
-        {[...live.agents.keys()].map((a) => (
-          <option key={a}>{a}</option>
+        {options.map((o) => (
+          <option key={o}>{o}</option>
         ))}
       </select>
     </label>
   );
+}
+
+/** A filter on one agent, any of those the live feed knows. */
+export function AgentFilter({ value, onChange }: { value: string; onChange: (agent: string) => void }) {
+  const live = useLive();
+  return <Filter label="Agent" value={value} options={[...live.agents.keys()]} onChange={onChange} />;
 }
 
 /** Previous / next over a list the API serves `page` rows at a time from `offset`. */

@@ -2,7 +2,7 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { useNavigate, useSearch } from '@tanstack/react-router';
 import { useState } from 'react';
 import { api, ApiError } from '../api';
-import { AgentFilter, Pager, ThreadLink } from '../lists';
+import { AgentFilter, Filter, Pager, ThreadLink } from '../lists';
 import { useIsOperator, useRefetchOn } from '../session';
 import { ErrorBox, fmt, OpButton, StateBadge } from '../ui';
 
@@ -76,15 +76,7 @@ export function JournalView() {
         </p>
       )}
       <div className="toolbar">
-        <label>
-          State
-          <select value={state} onChange={(e) => (setOffset(0), void navigate({ to: '/journal', search: e.target.value ? { state: e.target.value } : {} }))}>
-            <option value="">any</option>
-            {STATES.map((k) => (
-              <option key={k}>{k}</option>
-            ))}
-          </select>
-        </label>
+        <Filter label="State" value={state} options={STATES} onChange={(k) => (setOffset(0), void navigate({ to: '/journal', search: k ? { state: k } : {} }))} />
         <AgentFilter value={agent} onChange={(a) => (setAgent(a), setOffset(0))} />
         <label>
           Thread

@@ -2,7 +2,7 @@ import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tansta
 import { useNavigate, useParams } from '@tanstack/react-router';
 import { useState, type FormEvent } from 'react';
 import { api, type JournalEntry, type MessageRecord, type UsageEvent } from '../api';
-import { AgentFilter, Pager, ThreadLink } from '../lists';
+import { AgentFilter, Filter, Pager, ThreadLink } from '../lists';
 import { useRefetchOn } from '../session';
 import { Card, Confirm, ErrorBox, fmt, Json, Loading, OpButton, StateBadge } from '../ui';
 
@@ -42,15 +42,7 @@ export function ThreadsView() {
     <div>
       <h1>Threads</h1>
       <div className="toolbar">
-        <label>
-          Status
-          <select value={status} onChange={(e) => (setStatus(e.target.value), setOffset(0))}>
-            <option value="">any</option>
-            {STATUSES.map((s) => (
-              <option key={s}>{s}</option>
-            ))}
-          </select>
-        </label>
+        <Filter label="Status" value={status} options={STATUSES} onChange={(s) => (setStatus(s), setOffset(0))} />
         <AgentFilter value={agent} onChange={(a) => (setAgent(a), setOffset(0))} />
         <form onSubmit={open} className="inline">
           <label>

@@ -1,5 +1,5 @@
 import { isMap, isScalar, type Node } from 'yaml';
-import type { AuthTokenConfig, JournalConfig, ListenerConfig, LlmRecordMode, McpServerConfig, MetricsConfig, MockStep, ModelPrice, ProviderConfig, TelemetryConfig } from './types.js';
+import type { AuthTokenConfig, JournalConfig, ListenerConfig, LlmRecordMode, McpServerConfig, MetricsConfig, MockStep, ModelPrice, ProviderConfig, TelemetryConfig, TopLevelSettings } from './types.js';
 import { ConfigMessages } from './messages.js';
 import { readPayloadDrafts, type PayloadDraft } from './payloads.js';
 import { MapReader, type ProblemSink } from './reader.js';
@@ -13,13 +13,7 @@ export interface Located<T> {
 }
 
 /** Everything read from the document before handler modules are loaded. */
-export interface ConfigDraft {
-  readonly name: string;
-  readonly maxTokensPerThread: number;
-  readonly maxConcurrentHandlers: number;
-  readonly maxConcurrentPerAgent: number;
-  readonly maxHops: number;
-  readonly maxQueue: number;
+export interface ConfigDraft extends TopLevelSettings {
   readonly providers: readonly Located<ProviderConfig>[];
   readonly pricing: Readonly<Record<string, ModelPrice>>;
   readonly llmRecord: LlmRecordMode;

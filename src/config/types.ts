@@ -114,8 +114,8 @@ export interface TelemetryConfig {
   readonly captureContent: boolean;
 }
 
-/** A validated organism.yaml, with defaults applied. Contains no secrets. */
-export interface OrganismConfig {
+/** The organism's name and run-wide limits: the top-level scalars of organism.yaml. */
+export interface TopLevelSettings {
   readonly name: string;
   readonly maxTokensPerThread: number;
   readonly maxConcurrentHandlers: number;
@@ -123,6 +123,10 @@ export interface OrganismConfig {
   readonly maxHops: number;
   /** Bound on queued messages across the pump (backpressure for injectors). */
   readonly maxQueue: number;
+}
+
+/** A validated organism.yaml, with defaults applied. Contains no secrets. */
+export interface OrganismConfig extends TopLevelSettings {
   readonly llm: {
     readonly providers: readonly ProviderConfig[];
     readonly pricing: Readonly<Record<string, ModelPrice>>;

@@ -1,5 +1,7 @@
-/** One LLM call, as recorded by the usage tracker. */
-export interface UsageEvent {
+import type { TokenUsage } from '../llm/types.js';
+
+/** One LLM call, as recorded by the usage tracker: its token counts are the provider's. */
+export interface UsageEvent extends TokenUsage {
   /** Unique id of the event (UUIDv7). */
   readonly id: string;
   /** Milliseconds since the epoch. */
@@ -10,12 +12,6 @@ export interface UsageEvent {
   readonly messageId: string | null;
   readonly model: string;
   readonly provider: string;
-  readonly promptTokens: number;
-  readonly completionTokens: number;
-  readonly totalTokens: number;
-  readonly cacheReadTokens: number | null;
-  readonly cacheWriteTokens: number | null;
-  readonly reasoningTokens: number | null;
   /** Time spent in the successful provider request. */
   readonly providerLatencyMs: number;
   /** Wall time of the whole call including retries and backoff waits. */

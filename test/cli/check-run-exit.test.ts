@@ -1,19 +1,17 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/cli/exit-codes.js';
 import { failedThreads } from '../../src/cli/run.js';
 import type { ThreadRecord } from '../../src/store/types.js';
-import { killAll, startCli } from './processes.js';
+import { jobYaml, killAll, organismDir, startCli } from './processes.js';
 
 afterEach(killAll);
 
+/** A fresh organism directory's config file. */
 function project(yaml: string, files: Record<string, string> = {}): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'organism-check-run-'));
-  writeFileSync(path.join(dir, 'organism.yaml'), yaml);
-  for (const [name, text] of Object.entries(files)) writeFileSync(path.join(dir, name), text);
-  return path.join(dir, 'organism.yaml');
+  return path.join(organismDir(yaml, files), 'organism.yaml');
 }
 
 /** An agent calling an OpenAI provider (never reached: nothing here sends it work) whose key is unset. */
@@ -87,14 +85,7 @@ describe('serve and run refuse an unset provider key an agent needs', () => {
 });
 
 describe('organism run --once: exit code of its threads', () => {
-  const JOBS = `organism: {name: jobs}
-payloads:
-  Job: {fields: {n: integer}}
-listeners:
-  - name: worker
-    handler: ./worker.ts#work
-    payload: Job
-`;
+  const JOBS = jobYaml('jobs');
   const WORKER = 'export const work = (payload: Record<string, unknown>) => { if (payload["n"] === 2) throw new Error("disk on fire"); };\n';
 
   it('exits THREAD_FAILED when a thread ended in error, naming the thread and its error on stderr; 0 when every thread completed', async () => {

@@ -3,13 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/cli/exit-codes.js';
-import { killAll, startCli } from './processes.js';
-import { killServers, startServer } from './server-process.js';
+import { killAll, startCli, startServer } from './processes.js';
 
-afterEach(() => {
-  killAll();
-  killServers();
-});
+afterEach(killAll);
 afterAll(() => {
   if (huge) rmSync(huge.dir, { recursive: true, force: true }); // 50 MB
 });

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { killServers, organismDir, startServer, TOKEN, type ServerProcess } from './server-process.js';
+import { killAll, organismDir, startServer, TOKEN, type ServerProcess } from './processes.js';
 
 /**
  * Fuzz of every route of the OpenAPI document, read from a real `organism serve` process on
@@ -62,7 +62,7 @@ listeners:
   Object.assign(ids, { threadId: threads, messageId: messages, name: ['echo', 'worker', 'broken'], agentId: ['echo', 'worker'], model: ['mock-1'] });
   routes = readRoutes((await (await server.api('/openapi.json')).json()) as OpenApi);
 }, 120_000);
-afterAll(() => killServers());
+afterAll(() => killAll());
 
 interface OpenApi {
   paths: Record<string, Record<string, {

@@ -3,11 +3,11 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Errors } from '../../src/errors/catalogue.js';
 import { openAiOk, startProtocolServer } from '../llm/protocol-server.js';
-import { cpuMsOf, killServers, organismDir, startServer } from './server-process.js';
+import { cpuMsOf, killAll, organismDir, startServer } from './processes.js';
 
 const closers: Array<() => Promise<void>> = [];
 afterEach(async () => {
-  killServers();
+  killAll();
   while (closers.length) await closers.pop()!();
 });
 

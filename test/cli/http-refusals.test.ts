@@ -1,7 +1,7 @@
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { killServers, organismDir, startServer, TOKEN, type ServerProcess } from './server-process.js';
+import { killAll, organismDir, startServer, TOKEN, type ServerProcess } from './processes.js';
 
 /**
  * What Node's HTTP parser and the JSON body parser refuse, against the real server process on
@@ -23,7 +23,7 @@ listeners:
   server = await startServer(path.join(dir, 'organism.yaml'), ['--data-dir', path.join(dir, 'data')]);
   port = Number(new URL(server.base).port);
 }, 120_000);
-afterAll(() => killServers());
+afterAll(() => killAll());
 
 interface RawAnswer {
   status: number;

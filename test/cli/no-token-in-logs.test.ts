@@ -1,12 +1,11 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { jobYaml, startCli, until } from './processes.js';
 
-const MAIN = path.resolve('src/cli/main.ts');
 const OPERATOR = 'op-secret-token-0f3a9c7e51';
 const VIEWER = 'viewer-secret-token-8b2d6e4f90';
 const dirs: string[] = [];
@@ -14,31 +13,13 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-const YAML = `organism: {name: secrets}
-auth:
+const YAML = jobYaml(
+  'secrets',
+  `auth:
   tokens:
     - {name: dashboard, role: viewer, token_env: SECRETS_VIEWER_TOKEN}
-payloads:
-  Job: {fields: {n: integer}}
-listeners:
-  - name: worker
-    handler: ./worker.ts#work
-    payload: Job
-`;
-
-async function until<T>(fn: () => Promise<T | null | undefined | false>, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch {
-      // not up yet
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+`,
+);
 
 /** Opens a WebSocket and waits for its first frame (the server has then logged the upgrade). */
 function firstFrame(url: string, headers: Record<string, string> = {}): Promise<unknown> {
@@ -73,16 +54,12 @@ describe('no token in any log line of a whole server run', () => {
     dirs.push(dir);
     writeFileSync(path.join(dir, 'organism.yaml'), YAML);
     writeFileSync(path.join(dir, 'worker.ts'), `export const work = async () => {};\n`);
-    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve', path.join(dir, 'organism.yaml'), '--port', '0', '--log-level', 'trace', '--no-supervisor'], {
-      env: { ...process.env, ORGANISM_API_TOKEN: OPERATOR, SECRETS_VIEWER_TOKEN: VIEWER },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const { child, output, exited } = startCli(['serve', path.join(dir, 'organism.yaml'), '--port', '0', '--log-level', 'trace', '--no-supervisor'], {
+      ORGANISM_API_TOKEN: OPERATOR,
+      SECRETS_VIEWER_TOKEN: VIEWER,
     });
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     try {
-      const port = Number(await until(async () => /API:\s+http:\/\/127\.0\.0\.1:(\d+)/.exec(out)?.[1], 'the server to listen'));
+      const port = Number(await until(() => /API:\s+http:\/\/127\.0\.0\.1:(\d+)/.exec(output())?.[1], 'the server to listen', 30_000));
       const base = `http://127.0.0.1:${port}`;
       const op = { authorization: `Bearer ${OPERATOR}` };
       const call = (p: string, init: RequestInit = {}) => fetch(`${base}${p}`, init).then(async (r) => ({ status: r.status, body: await r.text() }));
@@ -109,6 +86,7 @@ describe('no token in any log line of a whole server run', () => {
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL');
     }
+    const out = output();
     // The run was logged (so the assertion below is about real log lines), WebSocket upgrades included.
     expect(out).toContain('"msg":"incoming request"');
     expect(out).toContain('/ws?token=[redacted]');

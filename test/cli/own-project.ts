@@ -1,9 +1,9 @@
-import { spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
+import { spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { expect } from 'vitest';
 import { createClient } from '../../src/client/index.js';
+import { freePort, startProcess, until } from './processes.js';
 
 /**
  * A user's own organism, as README's "Your own organism" builds it: `organism init`, then a
@@ -50,51 +50,19 @@ export function run(command: string, args: string[], cwd: string, env: Record<st
   return spawnSync(command, args, { cwd, encoding: 'utf8', env: { ...process.env, ...env }, timeout: 180_000 });
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function until<T>(fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, what: string, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch {
-      // not up yet
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 /**
  * Runs `serve` (the given command line) in `dir`, injects a note for the relay and waits until
  * the sink wrote it. Returns the server's output; stops the server on the way out.
  */
 export async function serveAndRelay(command: string, args: string[], dir: string, children: ChildProcess[]): Promise<string> {
   const port = await freePort();
-  const child = spawn(command, [...args, 'serve', 'organism.yaml', '--port', String(port), '--no-supervisor'], {
-    cwd: dir,
-    env: { ...process.env, ORGANISM_API_TOKEN: TOKEN },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const { child, output, exited } = startProcess(command, [...args, 'serve', 'organism.yaml', '--port', String(port), '--no-supervisor'], { cwd: dir, env: { ORGANISM_API_TOKEN: TOKEN } });
   children.push(child);
-  let output = '';
-  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
   const client = createClient({ baseUrl: `http://127.0.0.1:${port}`, token: TOKEN });
-  await until(() => child.exitCode === null && client.health(), `the server to answer (output: ${output})`);
+  await until(() => child.exitCode === null && client.health(), `the server to answer (output: ${output()})`);
   const { threadId } = await client.inject({ to: 'relay', payload: { Note: { text: 'hello from my own organism' } } });
   const log = path.join(dir, 'delivered.log');
-  await until(() => existsSync(log) && readFileSync(log, 'utf8').includes('HELLO FROM MY OWN ORGANISM'), `the sink to receive the note (output: ${output})`);
+  await until(() => existsSync(log) && readFileSync(log, 'utf8').includes('HELLO FROM MY OWN ORGANISM'), `the sink to receive the note (output: ${output()})`);
   expect(readFileSync(log, 'utf8')).toBe('relay: HELLO FROM MY OWN ORGANISM\n');
   const thread = await until(async () => {
     const t = await client.threads.get(threadId);
@@ -104,5 +72,5 @@ export async function serveAndRelay(command: string, args: string[], dir: string
   expect(thread.messages.map((m) => `${m.from}->${m.to} ${m.deliveryState}`)).toEqual(['api->relay ACKED', 'relay->sink ACKED']);
   await client.organism.stop();
   expect(await exited).toBe(0);
-  return output;
+  return output();
 }

@@ -1,12 +1,18 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
-/** Helpers for tests that run the real `organism` CLI as child processes. */
+/**
+ * The one place for tests that run the real `organism` CLI (or another command) as child
+ * processes: starting, waiting for, reading and killing them.
+ */
 
 export const MAIN = path.resolve('src/cli/main.ts');
 export const TOKEN = 'test-operator-token-123';
+
+type Env = Record<string, string | undefined>;
 
 export interface Running {
   readonly child: ChildProcess;
@@ -17,18 +23,32 @@ export interface Running {
 
 const started: ChildProcess[] = [];
 
-/** Starts `organism <args>` from the sources; killed by `killAll` if still running. */
-export function startCli(args: string[], env: Record<string, string | undefined> = {}): Running {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
-    env: { ...process.env, ORGANISM_API_TOKEN: TOKEN, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+/** `node --import tsx src/cli/main.ts <args>`: the CLI from the sources, as a command line. */
+export function cliCommand(args: string[]): string[] {
+  return [process.execPath, '--import', 'tsx', MAIN, ...args];
+}
+
+/** Starts `command <args>` (env over this process's; an undefined value unsets); killed by `killAll` if still running. */
+export function startProcess(command: string, args: string[], opts: { env?: Env; cwd?: string } = {}): Running {
+  const child = spawn(command, args, { cwd: opts.cwd, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   started.push(child);
   let text = '';
   child.stdout!.on('data', (d: Buffer) => (text += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (text += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   return { child, output: () => text, exited };
+}
+
+/** Starts `organism <args>` from the sources, with the test operator token; killed by `killAll` if still running. */
+export function startCli(args: string[], env: Env = {}): Running {
+  const [command, ...rest] = cliCommand(args);
+  return startProcess(command!, rest, { env: { ORGANISM_API_TOKEN: TOKEN, ...env } });
+}
+
+/** Runs `organism <args>` from the sources to completion, with the test operator token; `wrapper` goes before `node`. */
+export function runCli(args: string[], opts: { env?: Env; timeoutMs?: number; wrapper?: string[] } = {}): SpawnSyncReturns<string> {
+  const [command, ...rest] = [...(opts.wrapper ?? []), ...cliCommand(args)];
+  return spawnSync(command!, rest, { encoding: 'utf8', env: { ...process.env, ORGANISM_API_TOKEN: TOKEN, ...opts.env }, timeout: opts.timeoutMs ?? 120_000 });
 }
 
 /** SIGKILLs every process these helpers started and their descendants. */
@@ -66,9 +86,53 @@ export async function servedAt(running: Running): Promise<string> {
   return match[1]!;
 }
 
+/** Authenticated JSON requests to `base`/api/v1. */
 export function api(base: string) {
   return (p: string, init: RequestInit = {}) =>
     fetch(`${base}/api/v1${p}`, { ...init, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', ...(init.headers ?? {}) } });
+}
+
+/** A loopback port free at the time of asking. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** A fresh directory holding `organism.yaml` (and any other files given). */
+export function organismDir(yaml: string, files: Record<string, string> = {}): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'organism-test-'));
+  writeFileSync(path.join(dir, 'organism.yaml'), yaml);
+  for (const [name, text] of Object.entries(files)) writeFileSync(path.join(dir, name), text);
+  return dir;
+}
+
+export interface ServerProcess extends Running {
+  /** `http://127.0.0.1:PORT` */
+  readonly base: string;
+  /** An authenticated request to /api/v1 (JSON). */
+  api(p: string, init?: RequestInit): Promise<Response>;
+  /** Polls `check` (errors count as "not yet") until it returns a truthy value. */
+  until: typeof until;
+}
+
+/**
+ * Starts `organism serve CONFIG --port 0` in its own process and waits for it to listen.
+ * `--no-supervisor` by default, so the child is the server itself (its PID, its CPU time).
+ */
+export async function startServer(configPath: string, extraArgs: string[] = [], opts: { supervisor?: boolean; env?: Record<string, string> } = {}): Promise<ServerProcess> {
+  const running = startCli(['serve', configPath, '--port', '0', '--log-level', 'warn', ...(opts.supervisor ? [] : ['--no-supervisor']), ...extraArgs], opts.env);
+  const listening = until(() => /API: +(http:\/\/[^/\s]+)\/api\/v1/.exec(running.output())?.[1], 'the server to listen', 90_000);
+  const died = running.exited.then((code) => Promise.reject(new Error(`the server exited (code ${code}) before listening`)));
+  const base = await Promise.race([listening, died]).catch((err: Error) => {
+    throw new Error(`${err.message}; output:\n${running.output()}`);
+  });
+  died.catch(() => undefined); // settles later, when the server exits
+  return { ...running, base, api: api(base), until };
 }
 
 interface ProcStat {
@@ -100,16 +164,30 @@ export function processTree(pid: number): number[] {
   return tree;
 }
 
-/** Whether `pid` runs (a zombie has exited: only its exit status is left). */
-export function alive(pid: number): boolean {
+/** The state letter of `pid` (R, S, Z, ...), from /proc; null when there is no such process. */
+export function procState(pid: number): string | null {
   try {
-    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
   } catch {
-    return false;
+    return null;
   }
 }
 
+/** Whether `pid` runs (a zombie has exited: only its exit status is left). */
+export function alive(pid: number): boolean {
+  const state = procState(pid);
+  return state !== null && state !== 'Z';
+}
+
 const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+/** CPU time (user + system, ms) the process `pid` has used. */
+export function cpuMsOf(pid: number): number {
+  const stat = readStat(pid);
+  if (!stat) throw new Error(`no process ${pid}`);
+  return (stat.ticks * 1000) / CLOCK_TICKS;
+}
 
 /**
  * CPU used by the process tree of `pid` over `ms` of wall time, as a fraction of one core.
@@ -130,22 +208,23 @@ export async function cpuShare(pid: number, ms: number): Promise<number> {
   return used / elapsed;
 }
 
-/** An organism with one code listener whose jobs take a while (so restarts find work in flight). */
-export function jobOrganism(): { dir: string; config: string } {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'organism-life-'));
-  const config = path.join(dir, 'organism.yaml');
-  writeFileSync(
-    config,
-    `organism: {name: jobs}
-max_concurrent_per_agent: 2
-payloads:
+/** organism.yaml of `name` whose one listener, `worker` (./worker.ts#work), takes Job {n}; `settings` go after the name. */
+export function jobYaml(name: string, settings = ''): string {
+  return `organism: {name: ${name}}
+${settings}payloads:
   Job: {fields: {n: integer}}
 listeners:
   - name: worker
     handler: ./worker.ts#work
     payload: Job
-`,
-  );
+`;
+}
+
+/** An organism with one code listener whose jobs take a while (so restarts find work in flight). */
+export function jobOrganism(): { dir: string; config: string } {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'organism-life-'));
+  const config = path.join(dir, 'organism.yaml');
+  writeFileSync(config, jobYaml('jobs', 'max_concurrent_per_agent: 2\n'));
   writeFileSync(path.join(dir, 'worker.ts'), `export const work = async () => { await new Promise((r) => setTimeout(r, 40)); };\n`);
   return { dir, config };
 }

@@ -1,48 +1,17 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DATABASE_FILE, openSqliteStorage } from '../../src/store/index.js';
+import { api as apiOf, freePort, jobYaml, killAll, MAIN, organismDir, runCli as cli, startCli, until } from './processes.js';
 
-const MAIN = path.resolve('src/cli/main.ts');
-const TOKEN = 'test-operator-token-123';
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
-});
+afterEach(killAll);
 
-function cli(args: string[], env: Record<string, string> = {}) {
-  return spawnSync(process.execPath, ['--import', 'tsx', MAIN, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 120_000 });
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-function organismDir(): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'organism-serve-'));
-  writeFileSync(
-    path.join(dir, 'organism.yaml'),
-    `organism: {name: served}
-max_concurrent_per_agent: 1
-payloads:
-  Job: {fields: {n: integer}}
-listeners:
-  - name: worker
-    handler: ./worker.ts#work
-    payload: Job
-`,
-  );
-  // Each job takes a while (so restarts find work in flight) and leaves a side effect.
+/** An organism whose jobs take a while (so restarts find work in flight) and leave a side effect. */
+function servedOrganism(): string {
+  const dir = organismDir(jobYaml('served', 'max_concurrent_per_agent: 1\n'));
   writeFileSync(
     path.join(dir, 'worker.ts'),
     `import { appendFileSync } from 'node:fs';
@@ -55,41 +24,18 @@ export const work = async (payload: Record<string, unknown>, ctx: { messageId: s
   return dir;
 }
 
-async function until<T>(fn: () => Promise<T | null | undefined | false>, what: string, timeoutMs = 120_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch {
-      // not up yet
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 describe('organism serve', () => {
   it('restarts on SIGHUP and on POST /organism/restart keeping its PID and losing nothing; stop exits 0', async () => {
-    const dir = organismDir();
+    const dir = servedOrganism();
     const port = await freePort();
-    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve', path.join(dir, 'organism.yaml'), '--port', String(port), '--log-level', 'warn', '--drain-timeout', '5'], {
-      env: { ...process.env, ORGANISM_API_TOKEN: TOKEN },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.push(child);
-    let output = '';
-    child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    const { child, output, exited } = startCli(['serve', path.join(dir, 'organism.yaml'), '--port', String(port), '--log-level', 'warn', '--drain-timeout', '5']);
     const base = `http://127.0.0.1:${port}`;
-    const api = (p: string, init: RequestInit = {}) =>
-      fetch(`${base}/api/v1${p}`, { ...init, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', ...(init.headers ?? {}) } });
+    const api = apiOf(base);
     const bootId = async () => ((await (await api('/organism')).json()) as { bootId: string }).bootId;
 
-    const firstBoot = await until(bootId, `the server (output: ${output})`);
-    expect(output).toContain(`API:       ${base}/api/v1`);
-    expect(output).toContain(`WebSocket: ws://127.0.0.1:${port}/ws`);
+    const firstBoot = await until(bootId, `the server (output: ${output()})`);
+    expect(output()).toContain(`API:       ${base}/api/v1`);
+    expect(output()).toContain(`WebSocket: ws://127.0.0.1:${port}/ws`);
 
     const injectJobs = async (from: number, count: number) => {
       const ids: string[] = [];
@@ -130,18 +76,12 @@ describe('organism serve', () => {
   }, 300_000);
 
   it('creates a 0600 operator token in the data directory when none is configured', async () => {
-    const dir = organismDir();
+    const dir = servedOrganism();
     const port = await freePort();
-    const env = { ...process.env };
-    delete env['ORGANISM_API_TOKEN'];
-    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve', path.join(dir, 'organism.yaml'), '--port', String(port), '--no-supervisor'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    children.push(child);
-    let output = '';
-    child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    const { child, output, exited } = startCli(['serve', path.join(dir, 'organism.yaml'), '--port', String(port), '--no-supervisor'], { ORGANISM_API_TOKEN: undefined });
     const tokenFile = path.join(dir, '.organism', 'operator-token');
-    await until(async () => output.includes('Token:'), 'the banner');
-    expect(output).toContain(tokenFile);
+    await until(() => output().includes('Token:'), 'the banner');
+    expect(output()).toContain(tokenFile);
     expect(statSync(tokenFile).mode & 0o777).toBe(0o600);
     const token = readFileSync(tokenFile, 'utf8').trim();
     expect((await fetch(`http://127.0.0.1:${port}/api/v1/agents`)).status).toBe(401);
@@ -151,13 +91,8 @@ describe('organism serve', () => {
   }, 180_000);
 
   it('refuses a data directory that is locked, unwritable or holds a corrupt database (exit 4, clear message)', async () => {
-    const config = path.join(organismDir(), 'organism.yaml');
-    const serve = (dataDir: string, wrapper: string[] = []) =>
-      spawnSync(wrapper[0] ?? process.execPath, [...wrapper.slice(1), ...(wrapper.length > 0 ? [process.execPath] : []), '--import', 'tsx', MAIN, 'serve', config, '--data-dir', dataDir, '--port', '0', '--no-supervisor'], {
-        encoding: 'utf8',
-        env: { ...process.env, ORGANISM_API_TOKEN: TOKEN },
-        timeout: 120_000,
-      });
+    const config = path.join(servedOrganism(), 'organism.yaml');
+    const serve = (dataDir: string, wrapper: string[] = []) => cli(['serve', config, '--data-dir', dataDir, '--port', '0', '--no-supervisor'], { wrapper });
 
     const held = openSqliteStorage({ dataDir: mkdtempSync(path.join(os.tmpdir(), 'organism-locked-')) });
     try {
@@ -188,7 +123,7 @@ describe('organism serve', () => {
   }, 240_000);
 
   it('refuses a non-loopback host without auth (exit 5)', async () => {
-    const dir = organismDir();
+    const dir = servedOrganism();
     const refused = cli(['serve', path.join(dir, 'organism.yaml'), '--host', '0.0.0.0', '--no-auth', '--no-supervisor']);
     expect(refused.status).toBe(5);
     expect(refused.stderr).toContain('refusing to bind 0.0.0.0 with authentication disabled');

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { openSqliteStorage } from '../../src/store/index.js';
 import type { Message } from '../../src/pump/message.js';
-import { killServers, organismDir, startServer, TOKEN, until, type ServerProcess } from './server-process.js';
+import { killAll, organismDir, startServer, TOKEN, until, type ServerProcess } from './processes.js';
 
 /**
  * Storage faults against the real `organism serve` process and its real SQLite files: the data
@@ -15,7 +15,7 @@ import { killServers, organismDir, startServer, TOKEN, until, type ServerProcess
 
 const mounts: string[] = [];
 afterEach(() => {
-  killServers();
+  killAll();
   for (const mnt of mounts.splice(0)) spawnSync('umount', ['-l', mnt]);
 });
 

@@ -288,10 +288,10 @@ describe('reload', () => {
     dir = null;
   });
 
-  it('sees changed handler code, and a new handler version', async () => {
+  /** A fresh directory with an organism.yaml whose one listener is `tool` of ./handlers.ts; its path. */
+  function toolOrganism(): string {
     dir = mkdtempSync(path.join(tmpdir(), 'organism-config-'));
     const configPath = path.join(dir, 'organism.yaml');
-    const modulePath = path.join(dir, 'handlers.ts');
     writeFileSync(configPath, y`
       organism: {name: reload}
       payloads:
@@ -299,45 +299,46 @@ describe('reload', () => {
       listeners:
         - {name: tool, handler: ./handlers.ts#tool, payload: Ping}
     `);
-    writeFileSync(modulePath, `export const tool = (): { payload: { version: number } } => ({ payload: { version: 1 } });\n`);
+    return configPath;
+  }
+
+  /** Loads `configPath`, makes `change`, loads it again: the handler answers `before`, then `after`, under a new version. */
+  async function expectReloaded(configPath: string, change: () => void, before: unknown, after: unknown): Promise<void> {
     const first = await loadOrganism(configPath);
-    writeFileSync(modulePath, `export const tool = (): { payload: { version: number } } => ({ payload: { version: 2 } });\n`);
+    change();
     const second = await loadOrganism(configPath);
 
     const ctx = {} as HandlerContext;
-    expect(await first.listeners[0]?.handler?.({ n: 1 }, ctx)).toEqual({ payload: { version: 1 } });
-    expect(await second.listeners[0]?.handler?.({ n: 1 }, ctx)).toEqual({ payload: { version: 2 } });
+    expect(await first.listeners[0]?.handler?.({ n: 1 }, ctx)).toEqual({ payload: before });
+    expect(await second.listeners[0]?.handler?.({ n: 1 }, ctx)).toEqual({ payload: after });
     expect(second.listeners[0]?.handlerVersion).not.toBe(first.listeners[0]?.handlerVersion);
+  }
+
+  it('sees changed handler code, and a new handler version', async () => {
+    const configPath = toolOrganism();
+    const modulePath = path.join(dir!, 'handlers.ts');
+    writeFileSync(modulePath, `export const tool = (): { payload: { version: number } } => ({ payload: { version: 1 } });\n`);
+    await expectReloaded(
+      configPath,
+      () => writeFileSync(modulePath, `export const tool = (): { payload: { version: number } } => ({ payload: { version: 2 } });\n`),
+      { version: 1 },
+      { version: 2 },
+    );
   });
 
   it.each([
     ['in an ES module package', true],
     ['in a directory without package.json', false],
   ])('sees a changed local import of the handler module, and a new handler version (%s)', async (_, esm) => {
-    dir = mkdtempSync(path.join(tmpdir(), 'organism-config-'));
-    const configPath = path.join(dir, 'organism.yaml');
-    writeFileSync(configPath, y`
-      organism: {name: reload}
-      payloads:
-        Ping: {fields: {n: integer}}
-      listeners:
-        - {name: tool, handler: ./handlers.ts#tool, payload: Ping}
-    `);
+    const configPath = toolOrganism();
     writeFileSync(
-      path.join(dir, 'handlers.ts'),
+      path.join(dir!, 'handlers.ts'),
       `import { greeting } from './helper.js';\nexport const tool = (): { payload: { text: string } } => ({ payload: { text: greeting } });\n`,
     );
-    writeFileSync(path.join(dir, 'helper.ts'), `export const greeting = 'hello';\n`);
+    writeFileSync(path.join(dir!, 'helper.ts'), `export const greeting = 'hello';\n`);
     // ESM resolves imports through tsx's loader hooks, CommonJS through the require cache.
-    if (esm) writeFileSync(path.join(dir, 'package.json'), '{"type": "module"}\n');
-    const first = await loadOrganism(configPath);
-    writeFileSync(path.join(dir, 'helper.ts'), `export const greeting = 'bonjour';\n`);
-    const second = await loadOrganism(configPath);
-
-    const ctx = {} as HandlerContext;
-    expect(await first.listeners[0]?.handler?.({ n: 1 }, ctx)).toEqual({ payload: { text: 'hello' } });
-    expect(await second.listeners[0]?.handler?.({ n: 1 }, ctx)).toEqual({ payload: { text: 'bonjour' } });
-    expect(second.listeners[0]?.handlerVersion).not.toBe(first.listeners[0]?.handlerVersion);
+    if (esm) writeFileSync(path.join(dir!, 'package.json'), '{"type": "module"}\n');
+    await expectReloaded(configPath, () => writeFileSync(path.join(dir!, 'helper.ts'), `export const greeting = 'bonjour';\n`), { text: 'hello' }, { text: 'bonjour' });
   });
 
   it('keeps the handler version when nothing changed', async () => {

@@ -4,40 +4,20 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Errors } from '../../src/errors/catalogue.js';
-import { killServers, MAIN, organismDir, startServer, TOKEN, until } from '../cli/server-process.js';
+import { cliCommand, jobYaml, killAll, organismDir, procState, runCli, startServer, TOKEN, until } from '../cli/processes.js';
 
-const YAML = `organism: {name: locked}
-payloads:
-  Job: {fields: {n: integer}}
-listeners:
-  - name: worker
-    handler: ./worker.ts#work
-    payload: Job
-`;
+const YAML = jobYaml('locked');
 const WORKER = 'export const work = () => undefined;\n';
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {
-  killServers();
+  killAll();
   for (const c of cleanups.splice(0)) c();
 });
 
 /** `organism serve` on `dataDir` run to completion: for starts that must be refused. */
 function serveOnce(config: string, dataDir: string) {
-  return spawnSync(process.execPath, ['--import', 'tsx', MAIN, 'serve', config, '--data-dir', dataDir, '--port', '0', '--no-supervisor', '--log-level', 'warn'], {
-    encoding: 'utf8',
-    env: { ...process.env, ORGANISM_API_TOKEN: TOKEN },
-    timeout: 90_000,
-  });
-}
-
-function state(pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-  } catch {
-    return null;
-  }
+  return runCli(['serve', config, '--data-dir', dataDir, '--port', '0', '--no-supervisor', '--log-level', 'warn'], { timeoutMs: 90_000 });
 }
 
 describe('the data-directory lock is held by the kernel', () => {
@@ -48,8 +28,7 @@ describe('the data-directory lock is held by the kernel', () => {
 
     // The first server's parent is a shell that becomes `sleep` and never reaps it: after
     // SIGKILL its PID still answers kill(pid, 0), as a dead worker's does until it is reaped.
-    const args = ['--import', 'tsx', MAIN, 'serve', config, '--data-dir', dataDir, '--port', '0', '--no-supervisor', '--log-level', 'warn'];
-    const quoted = [process.execPath, ...args].map((a) => `'${a}'`).join(' ');
+    const quoted = cliCommand(['serve', config, '--data-dir', dataDir, '--port', '0', '--no-supervisor', '--log-level', 'warn']).map((a) => `'${a}'`).join(' ');
     const shell = spawn('sh', ['-c', `${quoted} > ${dir}/first.out 2>&1 & echo $!; exec sleep 600`], { env: { ...process.env, ORGANISM_API_TOKEN: TOKEN }, stdio: ['ignore', 'pipe', 'ignore'] });
     cleanups.push(() => shell.kill('SIGKILL'));
     let shellOut = '';
@@ -58,7 +37,7 @@ describe('the data-directory lock is held by the kernel', () => {
     await until(() => existsSync(`${dir}/first.out`) && readFileSync(`${dir}/first.out`, 'utf8').includes('API:'), 'the first server to listen', 90_000);
 
     process.kill(firstPid, 'SIGKILL');
-    await until(() => state(firstPid) === 'Z', 'the first server to die (a zombie)');
+    await until(() => procState(firstPid) === 'Z', 'the first server to die (a zombie)');
     expect(() => process.kill(firstPid, 0)).not.toThrow(); // its PID still answers
 
     // At once: no waiting for staleness, no refusal.

@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useParams } from '@tanstack/react-router';
 import { api, type AgentInfo } from '../api';
+import { ThreadLink } from '../lists';
 import { useLive } from '../live';
 import { useIsOperator, useRefetchOn } from '../session';
 import { useTick } from '../tick';
@@ -74,9 +75,7 @@ export function AgentsView() {
               <td>{a.queueDepth}</td>
               <td>
                 {a.currentThread ? (
-                  <Link to="/threads/$threadId" params={{ threadId: a.currentThread }}>
-                    <code>{fmt.short(a.currentThread)}</code>
-                  </Link>
+                  <ThreadLink id={a.currentThread} short />
                 ) : (
                   '—'
                 )}
@@ -133,9 +132,7 @@ export function AgentDetailView() {
           <dt>Current thread</dt>
           <dd>
             {a.currentThread ? (
-              <Link to="/threads/$threadId" params={{ threadId: a.currentThread }}>
-                <code>{a.currentThread}</code>
-              </Link>
+              <ThreadLink id={a.currentThread} />
             ) : (
               '—'
             )}
@@ -208,9 +205,7 @@ export function AgentDetailView() {
                   <StateBadge state={m.deliveryState} />
                 </td>
                 <td>
-                  <Link to="/threads/$threadId" params={{ threadId: m.threadId }}>
-                    <code>{fmt.short(m.threadId)}</code>
-                  </Link>
+                  <ThreadLink id={m.threadId} short />
                 </td>
               </tr>
             ))}

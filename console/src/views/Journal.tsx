@@ -1,8 +1,8 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { Link, useNavigate, useSearch } from '@tanstack/react-router';
+import { useNavigate, useSearch } from '@tanstack/react-router';
 import { useState } from 'react';
 import { api, ApiError } from '../api';
-import { useLive } from '../live';
+import { AgentFilter, Filter, Pager, ThreadLink } from '../lists';
 import { useIsOperator, useRefetchOn } from '../session';
 import { ErrorBox, fmt, OpButton, StateBadge } from '../ui';
 
@@ -12,7 +12,6 @@ const STATES = ['PENDING', 'DISPATCHED', 'ACKED', 'FAILED'];
 export function JournalView() {
   const search = useSearch({ strict: false }) as { state?: string };
   const navigate = useNavigate();
-  const live = useLive();
   const operator = useIsOperator();
   const qc = useQueryClient();
   const state = search.state ?? '';
@@ -77,24 +76,8 @@ export function JournalView() {
         </p>
       )}
       <div className="toolbar">
-        <label>
-          State
-          <select value={state} onChange={(e) => (setOffset(0), void navigate({ to: '/journal', search: e.target.value ? { state: e.target.value } : {} }))}>
-            <option value="">any</option>
-            {STATES.map((k) => (
-              <option key={k}>{k}</option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Agent
-          <select value={agent} onChange={(e) => (setAgent(e.target.value), setOffset(0))}>
-            <option value="">any</option>
-            {[...live.agents.keys()].map((a) => (
-              <option key={a}>{a}</option>
-            ))}
-          </select>
-        </label>
+        <Filter label="State" value={state} options={STATES} onChange={(k) => (setOffset(0), void navigate({ to: '/journal', search: k ? { state: k } : {} }))} />
+        <AgentFilter value={agent} onChange={(a) => (setAgent(a), setOffset(0))} />
         <label>
           Thread
           <input value={threadId} onChange={(e) => (setThreadId(e.target.value), setOffset(0))} placeholder="thread id" />
@@ -151,9 +134,7 @@ export function JournalView() {
               </td>
               <td>{e.attempts}</td>
               <td>
-                <Link to="/threads/$threadId" params={{ threadId: e.threadId }}>
-                  <code>{fmt.short(e.threadId)}</code>
-                </Link>
+                <ThreadLink id={e.threadId} short />
               </td>
               <td className="wrap">{e.failureReason ? `${e.failureReason}: ${e.error ?? ''}` : ''}</td>
               <td>
@@ -167,15 +148,7 @@ export function JournalView() {
           ))}
         </tbody>
       </table>
-      <div className="pager">
-        <button type="button" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - PAGE))}>
-          Previous page
-        </button>
-        <span>{total === 0 ? 'none' : `${offset + 1}–${Math.min(offset + PAGE, total)} of ${fmt.int(total)}`}</span>
-        <button type="button" disabled={offset + PAGE >= total} onClick={() => setOffset(offset + PAGE)}>
-          Next page
-        </button>
-      </div>
+      <Pager offset={offset} page={PAGE} total={total} onOffset={setOffset} />
     </div>
   );
 }

@@ -1,9 +1,9 @@
-import { Link } from '@tanstack/react-router';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useRef, useState, type FormEvent } from 'react';
 import type { OrganismSocket, WsFilter } from 'organism/client';
 import type { MessageRecord } from '../api';
 import { clientFor, getApiToken } from '../api';
+import { ThreadLink } from '../lists';
 import { fmt, StateBadge } from '../ui';
 
 const BUFFER = 2000;
@@ -144,9 +144,7 @@ export function MessagesView() {
                   <StateBadge state={m.deliveryState} />
                 </span>
                 <span>
-                  <Link to="/threads/$threadId" params={{ threadId: m.threadId }}>
-                    <code>{fmt.short(m.threadId)}</code>
-                  </Link>
+                  <ThreadLink id={m.threadId} short />
                 </span>
                 <span className="payload">{JSON.stringify(m.payload)}</span>
               </div>

@@ -1,6 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { Link } from '@tanstack/react-router';
 import { api } from '../api';
+import { ThreadLink } from '../lists';
 import { useLive } from '../live';
 import { useRefetchOn } from '../session';
 import { useTick } from '../tick';
@@ -138,9 +139,7 @@ export function OverviewView() {
               {active.slice(0, 10).map((t) => (
                 <tr key={t.id}>
                   <td>
-                    <Link to="/threads/$threadId" params={{ threadId: t.id }}>
-                      <code>{t.id}</code>
-                    </Link>
+                    <ThreadLink id={t.id} />
                   </td>
                   <td>{t.participants.join(', ')}</td>
                   <td>{t.messageCount}</td>

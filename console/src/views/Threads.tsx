@@ -1,8 +1,8 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { Link, useNavigate, useParams } from '@tanstack/react-router';
+import { useNavigate, useParams } from '@tanstack/react-router';
 import { useState, type FormEvent } from 'react';
 import { api, type JournalEntry, type MessageRecord, type UsageEvent } from '../api';
-import { useLive } from '../live';
+import { AgentFilter, Filter, Pager, ThreadLink } from '../lists';
 import { useRefetchOn } from '../session';
 import { Card, Confirm, ErrorBox, fmt, Json, Loading, OpButton, StateBadge } from '../ui';
 
@@ -10,7 +10,6 @@ const PAGE = 25;
 const STATUSES = ['active', 'completed', 'error', 'killed'];
 
 export function ThreadsView() {
-  const live = useLive();
   const navigate = useNavigate();
   const [status, setStatus] = useState('');
   const [agent, setAgent] = useState('');
@@ -43,24 +42,8 @@ export function ThreadsView() {
     <div>
       <h1>Threads</h1>
       <div className="toolbar">
-        <label>
-          Status
-          <select value={status} onChange={(e) => (setStatus(e.target.value), setOffset(0))}>
-            <option value="">any</option>
-            {STATUSES.map((s) => (
-              <option key={s}>{s}</option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Agent
-          <select value={agent} onChange={(e) => (setAgent(e.target.value), setOffset(0))}>
-            <option value="">any</option>
-            {[...live.agents.keys()].map((a) => (
-              <option key={a}>{a}</option>
-            ))}
-          </select>
-        </label>
+        <Filter label="Status" value={status} options={STATUSES} onChange={(s) => (setStatus(s), setOffset(0))} />
+        <AgentFilter value={agent} onChange={(a) => (setAgent(a), setOffset(0))} />
         <form onSubmit={open} className="inline">
           <label>
             Thread id
@@ -86,9 +69,7 @@ export function ThreadsView() {
           {(q.data?.threads ?? []).map((t) => (
             <tr key={t.id}>
               <td>
-                <Link to="/threads/$threadId" params={{ threadId: t.id }}>
-                  <code>{t.id}</code>
-                </Link>
+                <ThreadLink id={t.id} />
               </td>
               <td>
                 <StateBadge state={t.status} />
@@ -102,17 +83,7 @@ export function ThreadsView() {
           ))}
         </tbody>
       </table>
-      <div className="pager">
-        <button type="button" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - PAGE))}>
-          Previous page
-        </button>
-        <span>
-          {total === 0 ? 'none' : `${offset + 1}–${Math.min(offset + PAGE, total)} of ${fmt.int(total)}`}
-        </span>
-        <button type="button" disabled={offset + PAGE >= total} onClick={() => setOffset(offset + PAGE)}>
-          Next page
-        </button>
-      </div>
+      <Pager offset={offset} page={PAGE} total={total} onOffset={setOffset} />
     </div>
   );
 }

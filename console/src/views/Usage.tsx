@@ -1,7 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
-import { Link } from '@tanstack/react-router';
 import { useState } from 'react';
 import { api, type Counts } from '../api';
+import { ThreadLink } from '../lists';
 import { useRefetchOn } from '../session';
 import { Card, Chart, ErrorBox, fmt, Loading } from '../ui';
 
@@ -143,9 +143,7 @@ export function UsageView() {
             {sortedBudgets.slice(0, 100).map((b) => (
               <tr key={b.threadId} className={b.isExhausted ? 'exhausted' : ''}>
                 <td>
-                  <Link to="/threads/$threadId" params={{ threadId: b.threadId }}>
-                    <code>{b.threadId}</code>
-                  </Link>
+                  <ThreadLink id={b.threadId} />
                 </td>
                 <td>
                   <meter min={0} max={100} value={Math.min(100, b.percentUsed)} aria-label={`Budget used by ${b.threadId}`} /> {b.percentUsed}%

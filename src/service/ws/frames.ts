@@ -134,17 +134,11 @@ function bodyOf(e: OrganismEvent): Record<string, unknown> {
       return { thread: threadView(e.thread) };
     case 'usage':
       return { usage: usageView(e.usage) };
-    case 'budget_warning':
-      return {
-        threadId: e.threadId,
-        agent: e.agent,
-        severity: e.severity,
-        threshold: e.threshold,
-        percentUsed: e.percentUsed,
-        tokensUsed: e.tokensUsed,
-        tokensRemaining: e.tokensRemaining,
-        maxTokens: e.maxTokens,
-      };
+    case 'budget_warning': {
+      // The event holds nothing but the warning (all plain values): the frame is the event.
+      const { type: _type, ...warning } = e;
+      return warning;
+    }
     case 'peer_denied':
       return { from: e.from, to: e.to, threadId: e.threadId, messageId: e.messageId, reason: e.reason };
     case 'llm_delta':

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { Organism } from '../../src/organism/organism.js';
 import { OrganismMetrics } from '../../src/telemetry/metrics.js';
 import { createExporter, OrganismTracing, resolveTracing } from '../../src/telemetry/tracing.js';
+import { context } from '@opentelemetry/api';
 import { ExportResultCode } from '@opentelemetry/core';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { openSqliteStorage } from '../../src/store/index.js';
@@ -35,6 +36,8 @@ export interface PumpInput {
   readonly memory?: boolean;
   /** Telemetry on: Prometheus metrics, or traces at 100 % sampling exported to a local OTLP sink. */
   readonly telemetry?: 'metrics' | 'tracing';
+  /** Tracing rounds: 'disabled' removes the process-wide context manager after tracing starts (measuring what it costs). */
+  readonly contextManager?: 'disabled';
 }
 
 export interface ThroughputResult {
@@ -117,6 +120,7 @@ async function telemetryOn(organism: Organism, input: PumpInput): Promise<Teleme
     const settings = resolveTracing({ otlp: { endpoint: sink.info.url, protocol: 'http/protobuf' }, captureContent: false }, { name: 'bench', version: 'bench' }, {})!;
     const counting = countingExporter(createExporter(settings));
     const tracing = new OrganismTracing(settings, { exporter: counting.exporter });
+    if (input.contextManager === 'disabled') context.disable();
     const off = tracing.attach(organism);
     return {
       stop: async () => {

@@ -86,6 +86,8 @@ function commit(): string {
 
 async function main(): Promise<number> {
   const opts = options();
+  // What is tested is what was built at the start: the checkout may move on during a long run.
+  const testedCommit = commit();
   const rng = new Random(opts.seed);
   const startedAt = new Date();
   const t0 = performance.now();
@@ -159,7 +161,7 @@ async function main(): Promise<number> {
   const snapshot = (complete: boolean): RunResult => ({
     startedAt: startedAt.toISOString(),
     seconds: (performance.now() - t0) / 1000,
-    commit: commit(),
+    commit: testedCommit,
     machine: `${os.cpus().length} x ${os.cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}`,
     loadAverage: loads,
     seed: opts.seed,

@@ -33,7 +33,16 @@ export abstract class PumpControl extends PumpBudgetNotices {
     // Stored threads are read before any is activated: activation queues thread writes, and a
     // read flushes the writer, so interleaving the two would commit once per recovered message.
     const storedThreads = await this.deps.threads.getMany([...new Set(recovered.map((m) => m.threadId).filter((id) => !this.threads.get(id)))]);
-    const revived: Array<{ thread: LiveThread; stored: ThreadRecord | null }> = [];
+    // Recovery goes on with the conversation the crash interrupted, not a new one: a failure
+    // before the crash still ends the thread in error once its work drains. Read (like the
+    // stored threads) before anything is activated, and marked before its first message is
+    // enqueued: a message to the caller settles the thread at once.
+    const failures = new Map<string, string>();
+    for (const id of new Set(recovered.map((m) => m.threadId))) {
+      if (this.threads.get(id) || storedThreads.get(id)?.status === 'killed') continue;
+      const error = storedThreads.get(id)?.error ?? (await this.failureSinceInject(id));
+      if (error !== null) failures.set(id, error);
+    }
     for (const message of recovered) {
       const stored = this.threads.get(message.threadId) ? null : (storedThreads.get(message.threadId) ?? null);
       if (stored?.status === 'killed') {
@@ -42,17 +51,12 @@ export abstract class PumpControl extends PumpBudgetNotices {
       }
       const fresh = !this.threads.get(message.threadId);
       const thread = this.threads.activate(message.threadId, this.now(), message.metadata, stored);
-      if (fresh) revived.push({ thread, stored });
+      const error = fresh ? failures.get(thread.id) : undefined;
+      if (error !== undefined) {
+        thread.failed = true;
+        thread.error = error;
+      }
       this.enqueue(message, thread, false);
-    }
-    // Recovery goes on with the conversation the crash interrupted, not a new one: a failure
-    // before the crash still ends the thread in error once its work drains.
-    for (const { thread, stored } of revived) {
-      const error = stored?.error ?? (await this.failureSinceInject(thread.id));
-      if (error === null) continue;
-      thread.failed = true;
-      thread.error = error;
-      this.threads.touch(thread);
     }
     await this.closeOrphanThreads();
     this.setStatus('running');

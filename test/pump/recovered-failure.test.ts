@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Organism } from '../../src/organism/organism.js';
-import type { Message } from '../../src/pump/message.js';
+import { EXTERNAL_SENDER, type Message } from '../../src/pump/message.js';
 import { openSqliteStorage } from '../../src/store/index.js';
 import { newId } from '../../src/util/ids.js';
 import { listener, loaded, settled } from './harness.js';
@@ -100,6 +100,37 @@ describe('a thread recovered after a crash', () => {
     } finally {
       await organism.stop({ timeoutMs: 1_000 });
       storage.close();
+    }
+  });
+
+  it('ends in error when all that is left is the failure notice to the caller (it settles the thread at once)', async () => {
+    for (const storedError of [null, 'a broke']) {
+      const dataDir = mkdtempSync(path.join(os.tmpdir(), 'organism-recovered-notice-'));
+      dirs.push(dataDir);
+      const threadId = newId();
+      const pre = openSqliteStorage({ dataDir });
+      try {
+        const root = message(threadId, EXTERNAL_SENDER, 'a', null);
+        const notice = message(threadId, 'system.pump', EXTERNAL_SENDER, root);
+        pre.journal.pending([root]);
+        pre.journal.dispatched(root);
+        pre.journal.failed(root, 'handler_error', 'a broke', [notice], []);
+        pre.threads.put({ id: threadId, status: 'active', participants: ['a'], messageCount: 1, createdAt: root.timestamp, lastActivity: root.timestamp, error: storedError, metadata: {} });
+      } finally {
+        pre.close();
+      }
+      const storage = openSqliteStorage({ dataDir });
+      const organism = new Organism(loaded(listeners()), { storage });
+      await organism.start();
+      try {
+        const thread = await settled(organism, threadId);
+        expect(thread.status).toBe('error');
+        // As stored, too (the thread store answers its reads after pending writes).
+        expect((await storage.threads.get(threadId))?.status).toBe('error');
+      } finally {
+        await organism.stop({ timeoutMs: 1_000 });
+        storage.close();
+      }
     }
   });
 

@@ -25,9 +25,21 @@ const recordOf = (r: ThreadRow): ThreadRecord => ({
   metadata: JSON.parse(r.metadata) as Record<string, string>,
 });
 
-/** Thread records on SQLite, written through the group writer (one transaction per tick). */
+/** A thread record whose write failed (a full disk) is written again after this long. */
+const RETRY_MS = 500;
+
+/**
+ * Thread records on SQLite, written through the group writer (one transaction per tick). A
+ * write that fails (the disk full) is tried again until it commits, unless a newer record of
+ * the thread came meanwhile: the pump writes a finished thread's record once, and nothing else
+ * would ever correct a thread left `active` in the store while its work had ended.
+ */
 export class SqliteThreadStore implements ThreadStore {
   private readonly upsert: Database.Statement;
+  /** Records written but not committed yet, the latest per thread. */
+  private readonly uncommitted = new Map<string, ThreadRecord>();
+  private readonly toRetry = new Set<string>();
+  private retryTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly db: Database.Database,
@@ -40,7 +52,9 @@ export class SqliteThreadStore implements ThreadStore {
   }
 
   put(t: ThreadRecord): void {
-    void this.writer
+    this.uncommitted.set(t.id, t);
+    this.toRetry.delete(t.id);
+    this.writer
       .write(() => {
         this.upsert.run({
           id: t.id,
@@ -53,7 +67,30 @@ export class SqliteThreadStore implements ThreadStore {
           metadata: JSON.stringify(t.metadata),
         });
       })
-      .catch(() => {}); // reported by the writer's error handler
+      .then(
+        () => {
+          if (this.uncommitted.get(t.id) === t) this.uncommitted.delete(t.id);
+        },
+        () => {
+          // Reported by the writer's error handler; tried again unless a newer record came.
+          if (this.uncommitted.get(t.id) !== t) return;
+          this.toRetry.add(t.id);
+          this.scheduleRetry();
+        },
+      );
+  }
+
+  private scheduleRetry(): void {
+    if (this.retryTimer) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      if (!this.db.open) return;
+      for (const id of [...this.toRetry]) {
+        const record = this.uncommitted.get(id);
+        if (record) this.put(record);
+      }
+    }, RETRY_MS);
+    this.retryTimer.unref();
   }
 
   async get(id: string): Promise<ThreadRecord | null> {

@@ -1,0 +1,65 @@
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { migrate } from '../../src/store/sqlite/migrations.js';
+import { SqliteThreadStore } from '../../src/store/sqlite/threads.js';
+import { GroupWriter } from '../../src/store/sqlite/writer.js';
+import type { ThreadRecord } from '../../src/store/types.js';
+
+const open: Database.Database[] = [];
+afterEach(() => {
+  for (const db of open.splice(0)) db.close();
+});
+
+function store() {
+  const db = new Database(':memory:');
+  open.push(db);
+  migrate(db);
+  const errors: unknown[] = [];
+  const threads = new SqliteThreadStore(db, new GroupWriter(db, (err) => errors.push(err)));
+  return { db, threads, errors };
+}
+
+const record = (status: ThreadRecord['status'], error: string | null = null): ThreadRecord => ({
+  id: 't-1',
+  status,
+  participants: ['a'],
+  messageCount: 2,
+  createdAt: 1,
+  lastActivity: 2,
+  error,
+  metadata: {},
+});
+
+async function until(check: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('SQLite thread records when a write fails', () => {
+  it('are written again once writes succeed (a thread must not stay active in the store after it ended)', async () => {
+    const { db, threads, errors } = store();
+    threads.put(record('active'));
+    expect((await threads.get('t-1'))?.status).toBe('active');
+    // Writes refused, as on a full disk: the thread's final record fails.
+    db.pragma('query_only = ON');
+    threads.put(record('error', 'budget exhausted'));
+    await until(async () => errors.length > 0, 'the failed write');
+    db.pragma('query_only = OFF');
+    await until(async () => (await threads.get('t-1'))?.status === 'error', 'the record written again');
+    expect((await threads.get('t-1'))?.error).toBe('budget exhausted');
+  });
+
+  it('a newer record of the thread wins over the retry of an older one', async () => {
+    const { db, threads, errors } = store();
+    db.pragma('query_only = ON');
+    threads.put(record('active'));
+    await until(async () => errors.length > 0, 'the failed write');
+    db.pragma('query_only = OFF');
+    threads.put(record('completed'));
+    await new Promise((r) => setTimeout(r, 1_200)); // past the retry of the older record
+    expect((await threads.get('t-1'))?.status).toBe('completed');
+  });
+});

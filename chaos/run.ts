@@ -64,7 +64,7 @@ async function freePort(): Promise<number> {
 function mountTmpfs(dir: string): boolean {
   if (process.getuid?.() !== 0) return false;
   try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${Number(process.env['CHAOS_TMPFS_MB'] ?? 1024)}m`, 'chaos', dir], { stdio: 'ignore' });
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${Number(process.env['CHAOS_TMPFS_MB'] ?? 2048)}m`, 'chaos', dir], { stdio: 'ignore' });
     return true;
   } catch {
     return false;

@@ -47,6 +47,8 @@ export function supervise(script: string, args: readonly string[], address: List
     let stopping = false;
     const crashes: number[] = [];
     const held: Socket[] = [];
+    /** Connections on their way to a worker (its send callback not called yet). */
+    const passing = new Map<Socket, ChildProcess>();
 
     const server: Server = createServer({ pauseOnConnect: true });
     server.on('connection', (socket) => {
@@ -56,7 +58,7 @@ export function supervise(script: string, args: readonly string[], address: List
 
     let retry: NodeJS.Timeout | null = null;
     const hold = (socket: Socket) => {
-      if (socket.destroyed) return;
+      if (socket.destroyed || held.includes(socket)) return;
       held.push(socket);
       socket.once('close', () => {
         const i = held.indexOf(socket);
@@ -74,9 +76,28 @@ export function supervise(script: string, args: readonly string[], address: List
     const pass = (socket: Socket) => {
       const current = worker;
       if (!current || !ready || !current.connected) return hold(socket);
-      current.send({ type: 'organism:connection' } satisfies WorkerMessage, socket, (err) => {
+      passing.set(socket, current);
+      // keepOpen: the supervisor closes its own copy once the worker's is on its way. Node's
+      // own hand-over keeps the parent's copy until the worker acknowledges it, and when the
+      // worker dies first it never closes it: the client's connection stayed open with nobody
+      // to answer (20 s client timeouts in the chaos run after worker SIGKILLs).
+      current.send({ type: 'organism:connection' } satisfies WorkerMessage, socket, { keepOpen: true }, (err) => {
+        passing.delete(socket);
         if (err) hold(socket);
+        else socket.destroy();
       });
+    };
+    /**
+     * Node passes one handle at a time and queues the others until the worker acknowledges
+     * the one in flight; when the worker dies, that queue is dropped without a callback. Its
+     * connections, never handed over, go to the next worker.
+     */
+    const reclaim = (child: ChildProcess) => {
+      for (const [socket, owner] of passing) {
+        if (owner !== child) continue;
+        passing.delete(socket);
+        hold(socket);
+      }
     };
     const flush = () => {
       for (const socket of held.splice(0)) pass(socket);
@@ -115,6 +136,7 @@ export function supervise(script: string, args: readonly string[], address: List
           worker = null;
           ready = false;
         }
+        reclaim(child);
         const exitCode = code ?? (signal ? 128 + (signalNumber(signal) ?? 0) : ExitCode.FAILURE);
         if (stopping) return finish(exitCode === ExitCode.RESTART ? ExitCode.OK : exitCode);
         if (exitCode === ExitCode.RESTART) return start();

@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -44,6 +45,56 @@ describe('the serve worker and its supervisor', () => {
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);
   }, 300_000);
+
+  it('connections on their way to a worker that is SIGKILLed are answered by the next one: none is left hanging', async () => {
+    const { config } = jobOrganism();
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'organism-handover-'));
+    const server = startCli(['serve', config, '--data-dir', dataDir, '--port', '0', '--log-level', 'warn']);
+    const base = new URL(await servedAt(server));
+    const supervisor = server.child.pid!;
+    // Each request on a connection of its own, so every one is handed over by the supervisor.
+    const hung: number[] = [];
+    const outcomes = new Map<string, number>();
+    const one = (n: number) =>
+      new Promise<void>((resolve) => {
+        const req = httpRequest({ host: base.hostname, port: base.port, path: '/health', agent: false }, (res) => {
+          res.resume();
+          res.on('end', () => {
+            outcomes.set(String(res.statusCode), (outcomes.get(String(res.statusCode)) ?? 0) + 1);
+            resolve();
+          });
+        });
+        // Far longer than a worker restart takes on a loaded machine: a request still open
+        // then was left with nobody to answer it.
+        const timer = setTimeout(() => {
+          hung.push(n);
+          req.destroy();
+        }, 60_000);
+        req.on('close', () => clearTimeout(timer));
+        req.on('error', (err: NodeJS.ErrnoException) => {
+          outcomes.set(err.code ?? 'error', (outcomes.get(err.code ?? 'error') ?? 0) + 1);
+          resolve();
+        });
+        req.end();
+      });
+    let n = 0;
+    let running = true;
+    const clients = Array.from({ length: 12 }, async () => {
+      while (running) await one(n++);
+    });
+    for (let kill = 0; kill < 3; kill++) {
+      await new Promise((r) => setTimeout(r, 300));
+      const [worker] = processTree(supervisor).filter((pid) => pid !== supervisor && parentOf(pid) === supervisor);
+      process.kill(worker!, 'SIGKILL');
+      await until(() => processTree(supervisor).some((pid) => pid !== worker && parentOf(pid) === supervisor), 'the next worker', 120_000);
+      await until(async () => (await fetch(`${base.origin}/health`)).status === 200, 'the next worker to serve');
+    }
+    running = false;
+    await Promise.all(clients);
+    expect(hung).toEqual([]);
+    expect(outcomes.get('200')).toBeGreaterThan(0);
+    expect(server.child.exitCode).toBeNull();
+  }, 600_000);
 
   it('restarts (POST /organism/restart and SIGHUP) refuse no connection while a client injects and reads throughout; every accepted message is ACKED', async () => {
     const { config } = jobOrganism();

@@ -95,7 +95,12 @@ export function openSqliteStorage(options: SqliteStorageOptions): SqliteStorage 
     return error;
   };
   const report = (err: unknown) => void map(err);
-  const writer = new GroupWriter(db, report, () => health.wrote());
+  // After a commit, thread records whose write failed (a full disk) are written again at once.
+  let threadStore: SqliteThreadStore | null = null;
+  const writer = new GroupWriter(db, report, () => {
+    health.wrote();
+    threadStore?.afterCommit();
+  });
   const journal = guarded(
     new SqliteJournal(db, writer, {
       retainDays: options.retainDays ?? 7,
@@ -103,7 +108,8 @@ export function openSqliteStorage(options: SqliteStorageOptions): SqliteStorage 
     }),
     map,
   );
-  const threads = guarded(new SqliteThreadStore(db, writer), map);
+  threadStore = new SqliteThreadStore(db, writer);
+  const threads = guarded(threadStore, map);
   const usage = guarded(new SqliteUsageStore(db, report), map);
   const pruneTimer = setInterval(() => {
     journal.prune().catch(report);

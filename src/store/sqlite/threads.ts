@@ -80,15 +80,25 @@ export class SqliteThreadStore implements ThreadStore {
       );
   }
 
+  /** Something committed (the disk has room again): records whose write failed go now. */
+  afterCommit(): void {
+    if (this.toRetry.size === 0) return;
+    setImmediate(() => this.retryNow());
+  }
+
+  private retryNow(): void {
+    if (!this.db.open) return;
+    for (const id of [...this.toRetry]) {
+      const record = this.uncommitted.get(id);
+      if (record) this.put(record);
+    }
+  }
+
   private scheduleRetry(): void {
     if (this.retryTimer) return;
     this.retryTimer = setTimeout(() => {
       this.retryTimer = null;
-      if (!this.db.open) return;
-      for (const id of [...this.toRetry]) {
-        const record = this.uncommitted.get(id);
-        if (record) this.put(record);
-      }
+      this.retryNow();
     }, RETRY_MS);
     this.retryTimer.unref();
   }

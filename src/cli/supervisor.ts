@@ -47,8 +47,9 @@ export function supervise(script: string, args: readonly string[], address: List
     let stopping = false;
     const crashes: number[] = [];
     const held: Socket[] = [];
-    /** Connections on their way to a worker (its send callback not called yet). */
-    const passing = new Map<Socket, ChildProcess>();
+    /** Connections sent to a worker that it has not yet said it took, by hand-over id. */
+    const passing = new Map<number, { socket: Socket; owner: ChildProcess }>();
+    let lastId = 0;
 
     const server: Server = createServer({ pauseOnConnect: true });
     server.on('connection', (socket) => {
@@ -76,27 +77,35 @@ export function supervise(script: string, args: readonly string[], address: List
     const pass = (socket: Socket) => {
       const current = worker;
       if (!current || !ready || !current.connected) return hold(socket);
-      passing.set(socket, current);
-      // keepOpen: the supervisor closes its own copy once the worker's is on its way. Node's
-      // own hand-over keeps the parent's copy until the worker acknowledges it, and when the
-      // worker dies first it never closes it: the client's connection stayed open with nobody
-      // to answer (20 s client timeouts in the chaos run after worker SIGKILLs).
-      current.send({ type: 'organism:connection' } satisfies WorkerMessage, socket, { keepOpen: true }, (err) => {
-        passing.delete(socket);
-        if (err) hold(socket);
-        else socket.destroy();
+      const id = ++lastId;
+      passing.set(id, { socket, owner: current });
+      // keepOpen: the supervisor closes its copy only when the worker says it took the
+      // connection (organism:taken). Node's own hand-over never closes the parent's copy when
+      // the worker dies first (the client then waits with nobody to answer), and closing it as
+      // soon as the message is written loses a connection still in the channel when the worker
+      // exits (the kernel drops it: the client gets ECONNRESET, seen during graceful restarts).
+      current.send({ type: 'organism:connection', id } satisfies WorkerMessage, socket, { keepOpen: true }, (err) => {
+        if (!err) return;
+        passing.delete(id);
+        hold(socket);
       });
     };
+    const taken = (id: number) => {
+      const handed = passing.get(id);
+      if (!handed) return;
+      passing.delete(id);
+      handed.socket.destroy();
+    };
     /**
-     * Node passes one handle at a time and queues the others until the worker acknowledges
-     * the one in flight; when the worker dies, that queue is dropped without a callback. Its
-     * connections, never handed over, go to the next worker.
+     * Connections a dead worker never took (still in the channel, or queued by Node behind a
+     * handle awaiting its ACK, which Node drops without a callback) go to the next worker:
+     * nothing was read from them.
      */
     const reclaim = (child: ChildProcess) => {
-      for (const [socket, owner] of passing) {
-        if (owner !== child) continue;
-        passing.delete(socket);
-        hold(socket);
+      for (const [id, handed] of passing) {
+        if (handed.owner !== child) continue;
+        passing.delete(id);
+        hold(handed.socket);
       }
     };
     const flush = () => {
@@ -114,7 +123,8 @@ export function supervise(script: string, args: readonly string[], address: List
       worker = child;
       child.on('message', (message: unknown) => {
         const type = Channel.typeOf(message);
-        if (type === 'organism:listen') child.send({ type: 'organism:listener' } satisfies WorkerMessage, server);
+        if (type === 'organism:taken') taken((message as { id: number }).id);
+        else if (type === 'organism:listen') child.send({ type: 'organism:listener' } satisfies WorkerMessage, server);
         else if (type === 'organism:loading') {
           loading = true;
           child.send({ type: 'organism:load' } satisfies WorkerMessage);

@@ -15,7 +15,9 @@ export type WorkerMessage =
   /** worker -> supervisor: closing; hold new connections for the next worker. */
   | { type: 'organism:closing' }
   /** supervisor -> worker: a connection the supervisor accepted (as the handle). */
-  | { type: 'organism:connection' };
+  | { type: 'organism:connection'; id: number }
+  /** worker -> supervisor: connection `id` arrived, before anything was read from it. */
+  | { type: 'organism:taken'; id: number };
 
 export const Channel = {
   typeOf(message: unknown): WorkerMessage['type'] | null {
@@ -37,7 +39,12 @@ export class SupervisorChannel {
     process.on('message', (message: unknown, handle: unknown) => {
       const type = Channel.typeOf(message);
       if (type === 'organism:listener' && handle) this.listenerWaiter?.(handle as Server);
-      else if (type === 'organism:connection' && handle) this.accept(handle as Socket);
+      else if (type === 'organism:connection' && handle) {
+        // Said before the socket is read: until then the supervisor keeps its copy, and gives
+        // it to the next worker if this one dies with the connection still in the channel.
+        this.send({ type: 'organism:taken', id: (message as { id: number }).id });
+        this.accept(handle as Socket);
+      }
       else if (type === 'organism:load') this.loadWaiter?.();
     });
   }

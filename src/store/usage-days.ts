@@ -1,3 +1,5 @@
+import { zeroCounters } from '../usage/tracker.js';
+import type { ThreadUsageTotals } from './types.js';
 import { DEFAULT_DAILY_RANGE_DAYS, MAX_DAILY_RANGE_DAYS } from './types.js';
 
 const DAY_MS = 86_400_000;
@@ -50,3 +52,20 @@ export function splitRange(start: number | undefined, end: number | undefined) {
 }
 
 export { addUsage as addEvent, zeroCounters } from '../usage/tracker.js';
+
+type Counters = ReturnType<typeof zeroCounters>;
+
+/** Adds rows of `GROUP BY thread_id, model` to each thread's totals and its per-model counters. */
+export function addThreadModelRows(out: Map<string, ThreadUsageTotals>, rows: Iterable<Counters & { threadId: string; model: string }>): void {
+  for (const { threadId, model, ...counters } of rows) {
+    let t = out.get(threadId) as (Counters & { threadId: string; byModel: Record<string, Counters> }) | undefined;
+    if (!t) out.set(threadId, (t = { threadId, ...zeroCounters(), byModel: {} }));
+    t.byModel[model] = counters;
+    t.totalTokens += counters.totalTokens;
+    t.promptTokens += counters.promptTokens;
+    t.completionTokens += counters.completionTokens;
+    t.requestCount += counters.requestCount;
+    t.totalCost += counters.totalCost;
+    t.unpricedRequests += counters.unpricedRequests;
+  }
+}

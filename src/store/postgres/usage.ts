@@ -1,7 +1,7 @@
 import type { UsageEvent } from '../../usage/types.js';
 import { usageOf, type UsageRow } from '../rows.js';
 import type { BillingSummary, DailyUsage, Page, ThreadUsageTotals, UsageCountersRow, UsageHistoryQuery, UsageRangeQuery, UsageStore } from '../types.js';
-import { dayRange, splitRange, zeroCounters } from '../usage-days.js';
+import { addThreadModelRows, dayRange, splitRange, zeroCounters } from '../usage-days.js';
 import { insertUsage } from './usage-writes.js';
 import type { Reader } from './pool.js';
 import type { PgWriter } from './writer.js';
@@ -166,17 +166,7 @@ export class PgUsageStore implements UsageStore {
         [threadIds],
       )
     ).rows;
-    for (const { threadId, model, ...counters } of rows) {
-      let t = out.get(threadId) as (Counters & { threadId: string; byModel: Record<string, Counters> }) | undefined;
-      if (!t) out.set(threadId, (t = { threadId, ...zeroCounters(), byModel: {} }));
-      t.byModel[model] = counters;
-      t.totalTokens += counters.totalTokens;
-      t.promptTokens += counters.promptTokens;
-      t.completionTokens += counters.completionTokens;
-      t.requestCount += counters.requestCount;
-      t.totalCost += counters.totalCost;
-      t.unpricedRequests += counters.unpricedRequests;
-    }
+    addThreadModelRows(out, rows);
     return out;
   }
 

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { UsageEvent } from '../../usage/types.js';
 import type { BillingSummary, DailyUsage, Page, ThreadUsageTotals, UsageCountersRow, UsageHistoryQuery, UsageRangeQuery, UsageStore } from '../types.js';
-import { dayRange, splitRange, zeroCounters } from '../usage-days.js';
+import { addThreadModelRows, dayRange, splitRange, zeroCounters } from '../usage-days.js';
 import { usageOf, type UsageRow } from '../rows.js';
 import { usageInserter } from './usage-writes.js';
 import { prepared } from './prepared.js';
@@ -195,17 +195,7 @@ export class SqliteUsageStore implements UsageStore {
       const rows = this.db
         .prepare(`SELECT thread_id AS threadId, model, ${EVENT_COUNTERS} FROM usage_events WHERE thread_id IN (${chunk.map(() => '?').join(',')}) GROUP BY thread_id, model`)
         .all(...chunk) as Array<Counters & { threadId: string; model: string }>;
-      for (const { threadId, model, ...counters } of rows) {
-        let t = out.get(threadId) as (Counters & { threadId: string; byModel: Record<string, Counters> }) | undefined;
-        if (!t) out.set(threadId, (t = { threadId, ...zeroCounters(), byModel: {} }));
-        t.byModel[model] = counters;
-        t.totalTokens += counters.totalTokens;
-        t.promptTokens += counters.promptTokens;
-        t.completionTokens += counters.completionTokens;
-        t.requestCount += counters.requestCount;
-        t.totalCost += counters.totalCost;
-        t.unpricedRequests += counters.unpricedRequests;
-      }
+      addThreadModelRows(out, rows);
     }
     return out;
   }

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { migrate } from '../../src/store/sqlite/migrations.js';
 import { SqliteThreadStore } from '../../src/store/sqlite/threads.js';
 import { GroupWriter } from '../../src/store/sqlite/writer.js';
@@ -7,6 +7,7 @@ import type { ThreadRecord } from '../../src/store/types.js';
 
 const open: Database.Database[] = [];
 afterEach(() => {
+  vi.useRealTimers();
   for (const db of open.splice(0)) db.close();
 });
 
@@ -34,7 +35,8 @@ async function until(check: () => Promise<boolean>, what: string): Promise<void>
   const deadline = Date.now() + 10_000;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
+    // setImmediate, not setTimeout: one test fakes setTimeout.
+    await new Promise((r) => setImmediate(r));
   }
 }
 
@@ -61,5 +63,25 @@ describe('SQLite thread records when a write fails', () => {
     threads.put(record('completed'));
     await new Promise((r) => setTimeout(r, 1_200)); // past the retry of the older record
     expect((await threads.get('t-1'))?.status).toBe('completed');
+  });
+
+  it('are written again right after the next commit, without waiting for the retry timer', async () => {
+    // Wired as storage.ts wires it: a commit tells the thread store the disk has room again.
+    // The retry timer (setTimeout) is faked and never advanced, so only the commit can retry.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const db = new Database(':memory:');
+    open.push(db);
+    migrate(db);
+    const errors: unknown[] = [];
+    let threads: SqliteThreadStore | null = null;
+    const writer = new GroupWriter(db, (err) => errors.push(err), () => threads?.afterCommit());
+    threads = new SqliteThreadStore(db, writer);
+    db.pragma('query_only = ON');
+    threads.put(record('error', 'budget exhausted'));
+    await until(async () => errors.length > 0, 'the failed write');
+    db.pragma('query_only = OFF');
+    // Any other write that commits (here another thread's record) brings the failed one back.
+    threads.put({ ...record('active'), id: 't-2' });
+    await until(async () => (await threads!.get('t-1'))?.status === 'error', 'the record written again after a commit');
   });
 });

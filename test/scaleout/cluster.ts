@@ -203,6 +203,8 @@ export interface Cluster {
   readonly workers: WorkerProcess[];
   /** Starts `organism worker` and waits until GET /api/v1/workers lists it. */
   startWorker(name: string, extraArgs?: string[]): Promise<WorkerProcess>;
+  /** Stops a worker (SIGTERM: gracefully; SIGKILL) and forgets it; its exit code. */
+  stopWorker(worker: WorkerProcess, signal?: NodeJS.Signals): Promise<number | null>;
   /** Starts serve again (after a kill), on a new port. */
   restartServe(): Promise<ServerProcess>;
   /** An authenticated request to the current serve process's /api/v1. */
@@ -254,6 +256,11 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       const worker = { ...running, name, pid };
       cluster.workers.push(worker);
       return worker;
+    },
+    async stopWorker(worker, signal = 'SIGTERM') {
+      const code = await stopProcess(worker, signal);
+      cluster.workers.splice(cluster.workers.indexOf(worker), 1);
+      return code;
     },
     async restartServe() {
       await stopProcess(cluster.serve, 'SIGKILL');

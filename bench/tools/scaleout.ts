@@ -249,10 +249,10 @@ async function main(): Promise<void> {
   ];
   const dir = fileURLToPath(new URL('../results/', import.meta.url));
   mkdirSync(dir, { recursive: true });
-  const base = path.join(dir, `scaleout-${startedAt.slice(0, 10)}`);
-  writeFileSync(`${base}.md`, `${lines.join('\n')}\n`);
-  writeFileSync(`${base}.json`, `${JSON.stringify({ startedAt, machine, pgVersion, commit: commit(), loadAtStart, loadAtEnd, settings: { MESSAGES, ROUNDS, WORKER_COUNTS, PUMP_MESSAGES, STEADY_RATE, STEADY_SEC, HANDLER_MS, CONCURRENCY }, handlerBound: bound, gains, pump }, null, 2)}\n`);
-  log(`\n${lines.join('\n')}\nWrote ${path.relative(process.cwd(), base)}.md and .json`);
+  const out = path.join(dir, `scaleout-${startedAt.slice(0, 10)}`);
+  writeFileSync(`${out}.md`, `${lines.join('\n')}\n`);
+  writeFileSync(`${out}.json`, `${JSON.stringify({ startedAt, machine, pgVersion, commit: commit(), loadAtStart, loadAtEnd, settings: { MESSAGES, ROUNDS, WORKER_COUNTS, PUMP_MESSAGES, STEADY_RATE, STEADY_SEC, HANDLER_MS, CONCURRENCY }, handlerBound: bound, gains, pump }, null, 2)}\n`);
+  log(`\n${lines.join('\n')}\nWrote ${path.relative(process.cwd(), out)}.md and .json`);
 }
 
 main().catch((err: unknown) => {

@@ -14,7 +14,8 @@
  * Writes bench/results/scaleout-<date>.md and .json, with the load average at start and end.
  * Environment (defaults in brackets): SCALEOUT_MESSAGES [300] per worker-count round,
  * SCALEOUT_ROUNDS [2], SCALEOUT_WORKERS [1,2,4], SCALEOUT_PUMP_MESSAGES [5000],
- * SCALEOUT_STEADY_RATE [200] msg/s, SCALEOUT_STEADY_SEC [10], ORGANISM_BENCH_POSTGRES
+ * SCALEOUT_STEADY_RATE [50] msg/s (below what PostgreSQL sustains on a small loaded machine, so latency is not queueing), SCALEOUT_STEADY_SEC [10], SCALEOUT_ONLY [both]: bound|pump
+ * (a trial run of one part, written to only-scaleout-<part>-<date>.*, which git ignores), ORGANISM_BENCH_POSTGRES
  * [postgres://postgres@127.0.0.1:5432/postgres] (databases bench_scaleout_<random> are created
  * there and dropped after).
  */
@@ -36,9 +37,10 @@ const MESSAGES = num('SCALEOUT_MESSAGES', 300);
 const ROUNDS = num('SCALEOUT_ROUNDS', 2);
 const WORKER_COUNTS = (process.env['SCALEOUT_WORKERS'] ?? '1,2,4').split(',').map(Number);
 const PUMP_MESSAGES = num('SCALEOUT_PUMP_MESSAGES', 5_000);
-const STEADY_RATE = num('SCALEOUT_STEADY_RATE', 200);
+const STEADY_RATE = num('SCALEOUT_STEADY_RATE', 50);
 const STEADY_SEC = num('SCALEOUT_STEADY_SEC', 10);
 const ADMIN_URL = process.env['ORGANISM_BENCH_POSTGRES'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const ONLY = process.env['SCALEOUT_ONLY'] ?? '';
 const HANDLER_MS = 100;
 const CONCURRENCY = 10;
 
@@ -200,13 +202,13 @@ async function main(): Promise<void> {
   const startedAt = new Date().toISOString();
   const loadAtStart = load();
   const machine = `${os.cpus().length} x ${os.cpus()[0]?.model ?? 'unknown CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${process.platform} ${os.release()}, Node ${process.version}`;
-  const pgVersion = await admin(async (c) => (await c.query<{ v: string }>('SHOW server_version')).rows[0]!.v);
+  const pgVersion = await admin(async (c) => (await c.query<{ server_version: string }>('SHOW server_version')).rows[0]!.server_version);
   log(`organism scale-out bench, ${machine}, PostgreSQL ${pgVersion}, load average ${loadAtStart}`);
 
   log(`\n== Handler-bound chain: 3 hops x ${HANDLER_MS} ms handlers, --concurrency ${CONCURRENCY} per worker, workers ${WORKER_COUNTS.join(', ')}`);
-  const bound = await handlerBound();
+  const bound = ONLY === 'pump' ? [] : await handlerBound();
   log(`\n== Journaled 3-hop chain of no-op handlers, SQLite beside PostgreSQL`);
-  const pump = await pumpBeside();
+  const pump = ONLY === 'bound' ? [] : await pumpBeside();
   const loadAtEnd = load();
 
   const rate = (n: number) => median(bound.filter((b) => b.workers === n).map((b) => b.messagesPerSec));
@@ -223,7 +225,7 @@ async function main(): Promise<void> {
     '',
     `## Handler-bound chain: 1 vs 2 vs 4 workers`,
     '',
-    `3 hops, each handler waits ${HANDLER_MS} ms (an LLM call's wait); \`organism serve --handlers off\` takes the injects over HTTP; each \`organism worker\` runs with \`--concurrency ${CONCURRENCY}\`; organism-wide limits 1000. Per round: hop1 paused, ${MESSAGES} messages injected, hop1 resumed, timed from the resume to the last hop3 ack in the journal. Ideal: ${(CONCURRENCY * 1000) / HANDLER_MS / 3} msg/s per worker.`,
+    `3 hops, each handler waits ${HANDLER_MS} ms (an LLM call's wait); \`organism serve --handlers off\` takes the injects over HTTP; each \`organism worker\` runs with \`--concurrency ${CONCURRENCY}\`; organism-wide limits 1000. Per round: hop1 paused, ${MESSAGES} messages injected, hop1 resumed, timed from the resume to the last hop3 ack in the journal. Ideal: ${((CONCURRENCY * 1000) / HANDLER_MS / 3).toFixed(1)} msg/s per worker.`,
     '',
     '| Workers | msg/s (median) | Rounds | vs 1 worker | Target | Result |',
     '|---|---|---|---|---|---|',
@@ -249,7 +251,7 @@ async function main(): Promise<void> {
   ];
   const dir = fileURLToPath(new URL('../results/', import.meta.url));
   mkdirSync(dir, { recursive: true });
-  const out = path.join(dir, `scaleout-${startedAt.slice(0, 10)}`);
+  const out = path.join(dir, `${ONLY ? `only-scaleout-${ONLY}-` : 'scaleout-'}${startedAt.slice(0, 10)}`);
   writeFileSync(`${out}.md`, `${lines.join('\n')}\n`);
   writeFileSync(`${out}.json`, `${JSON.stringify({ startedAt, machine, pgVersion, commit: commit(), loadAtStart, loadAtEnd, settings: { MESSAGES, ROUNDS, WORKER_COUNTS, PUMP_MESSAGES, STEADY_RATE, STEADY_SEC, HANDLER_MS, CONCURRENCY }, handlerBound: bound, gains, pump }, null, 2)}\n`);
   log(`\n${lines.join('\n')}\nWrote ${path.relative(process.cwd(), out)}.md and .json`);

@@ -9,6 +9,7 @@ import { LlmRouter } from '../llm/router.js';
 import { McpHub, mcpBaseDir, type McpTool, type McpToolResult } from '../mcp/hub.js';
 import { PayloadRegistry } from '../payload/index.js';
 import { DeliveryObservers } from '../pump/observer.js';
+import type { WorkSource } from '../pump/work-source.js';
 import { Pump, type InjectOptions, type PumpLimits, type StopOptions, type StopReport } from '../pump/pump.js';
 import type { Journal, JournalStats, StorageProblem, LlmCallStore, OperatorStateStore, RecoveryReport, ThreadStore, ThreadUsageTotals, UsageStore } from '../store/types.js';
 import { MemoryJournal, MemoryLlmCallStore, MemoryOperatorState, MemoryThreadStore, MemoryUsageStore } from '../store/index.js';
@@ -39,6 +40,8 @@ export interface OrganismStorage {
   readonly operator?: OperatorStateStore;
   /** What is wrong with the data directory now (omitted: nothing can be). */
   problem?(): StorageProblem | null;
+  /** Shared mode: the store is the work queue of several processes (omitted: embedded, one process). */
+  readonly work?: WorkSource;
   /** Called once if the store is deleted or replaced under the running process (omitted: it cannot be). */
   onLost?(listener: (error: OrganismError) => void): void;
   close(): void | Promise<void>;
@@ -117,6 +120,7 @@ export class Organism {
         logger: this.logger,
         llmHandler: (listener) => createLlmAgentHandler(listener, () => this.peerView()),
         observers: this.observers.deliveries,
+        ...(this.storage.work ? { work: this.storage.work } : {}),
         ...(options.now ? { now: options.now } : {}),
       },
       limitsOf(loaded.config),

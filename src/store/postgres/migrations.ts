@@ -135,6 +135,14 @@ export const PG_MIGRATIONS: readonly string[] = [
   CREATE INDEX llm_tool_calls_message ON llm_tool_calls (message_id, started_at, seq);
   CREATE INDEX llm_tool_calls_thread ON llm_tool_calls (thread_id, started_at, seq);
   `,
+  // Events across processes (issue 15): every bus event a process publishes takes the next
+  // event_seq; one too large for a NOTIFY payload waits here (pruned after a minute) and the
+  // notification carries its seq.
+  `
+  CREATE SEQUENCE event_seq;
+  CREATE TABLE event_bodies (seq BIGINT PRIMARY KEY, origin TEXT NOT NULL, at BIGINT NOT NULL, body TEXT NOT NULL);
+  CREATE INDEX event_bodies_at ON event_bodies (at);
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;

@@ -23,6 +23,10 @@ import { providerServes } from '../config/document.js';
 import type { ListenerConfig, ReplyFormat } from '../config/types.js';
 import { configChanges } from './config-changes.js';
 import { agentInfo, type AgentInfo } from './views.js';
+import { standaloneLink, type ClusterCommand, type ClusterLink } from './cluster-link.js';
+import { configIdentity, describeConfigDifference } from './config-identity.js';
+import { isSystemName } from '../pump/system-messages.js';
+import type { OrganismEvent } from '../events/types.js';
 
 /** Where the organism keeps its journal, threads, usage and budgets. */
 export interface OrganismStorage {
@@ -44,6 +48,8 @@ export interface OrganismStorage {
   readonly work?: WorkSource;
   /** Called once if the store is deleted or replaced under the running process (omitted: it cannot be). */
   onLost?(listener: (error: OrganismError) => void): void;
+  /** Resolves once every write queued so far has committed (omitted: writes commit as they are made). */
+  flush?(): Promise<void>;
   close(): void | Promise<void>;
 }
 
@@ -80,12 +86,18 @@ export class Organism {
   private budgetsDirty = false;
   private budgetTimer: NodeJS.Timeout | null = null;
   private readonly operator: OperatorStateStore;
+  /** The other processes of a shared organism (alone: nobody). */
+  private cluster: ClusterLink = standaloneLink();
+  /** Re-reads this process's organism.yaml (a reload announced by another process). */
+  private reloadSource: (() => Promise<LoadedOrganism>) | null = null;
+  /** Applying what other processes announce, one at a time and in order. */
+  private following: Promise<void> = Promise.resolve();
 
   constructor(loaded: LoadedOrganism, options: OrganismOptions = {}) {
     this.loaded = loaded;
     this.logger = options.logger ?? silentLogger();
     this.bus = new EventBus((err) => this.logger.error({ err }, 'event listener failed'));
-    this.bus.on((event) => this.traffic.record(event));
+    this.bus.on((event) => this.traffic.record(event), { relayed: true });
     const observerFailed = (err: unknown) => this.logger.error({ err }, 'telemetry observer failed');
     this.observers = { deliveries: new DeliveryObservers(observerFailed), llm: new LlmObservers(observerFailed) };
     this.storage = options.storage ?? memoryStorage();
@@ -173,6 +185,13 @@ export class Organism {
    * pauses and the threads' budgets, and starts the pump.
    */
   async start(): Promise<RecoveryReport> {
+    // Heard before anything stored is read: a pause or kill stored meanwhile is not missed.
+    await this.cluster.start({
+      event: (event, origin) => this.bus.relay(event, origin),
+      command: (command) => this.follow(() => this.applyCommand(command)),
+      resync: () => this.follow(() => this.resync()),
+    });
+    await this.operator.refresh?.();
     const { messages, report } = await this.storage.journal.recover(this.bootId, this.config.journal.maxAttempts);
     await this.restoreBudgets(messages.map((m) => m.threadId));
     const pausedAgents = this.reapplyPauses();
@@ -221,18 +240,49 @@ export class Organism {
     if (!this.pump.listener(name)) throw Errors.AGENT_NOT_FOUND(name);
     const persisted = this.operator.setPaused(name, true);
     this.pump.pauseAgent(name);
-    return Promise.resolve(persisted);
+    return Promise.resolve(persisted).then(() => this.cluster.publishCommand({ kind: 'paused', agent: name, paused: true }));
   }
 
   resumeAgent(name: string): Promise<void> {
     if (!this.pump.listener(name)) throw Errors.AGENT_NOT_FOUND(name);
     const persisted = this.operator.setPaused(name, false);
     this.pump.resumeAgent(name);
-    return Promise.resolve(persisted);
+    return Promise.resolve(persisted).then(() => this.cluster.publishCommand({ kind: 'paused', agent: name, paused: false }));
   }
 
-  killThread(threadId: string) {
-    return this.pump.killThread(threadId);
+  /** Kills a thread here and, once it is stored as killed, in every other process of a shared organism. */
+  async killThread(threadId: string) {
+    const record = await this.pump.killThread(threadId);
+    await this.storage.flush?.();
+    await this.cluster.publishCommand({ kind: 'kill', threadId });
+    return record;
+  }
+
+  /**
+   * Joins the other processes of a shared organism (before `start`): this process's events go
+   * to them and theirs come onto this bus (for listeners that ask for relayed events); pauses,
+   * kills and reloads made anywhere apply here. `reloadConfig` re-reads this process's own
+   * organism.yaml when another process announces a reload.
+   */
+  joinCluster(link: ClusterLink, options: { reloadConfig?: () => Promise<LoadedOrganism> } = {}): void {
+    this.cluster = link;
+    this.reloadSource = options.reloadConfig ?? null;
+    this.bus.on((event) => {
+      if (sharedEvent(event)) link.publishEvent(event);
+    });
+  }
+
+  /** The identity of the configuration this process runs (what workers compare across processes). */
+  get configIdentity() {
+    return configIdentity(this.loaded);
+  }
+
+  /**
+   * After a reload here: stores the configuration now running and tells the other processes,
+   * which reload too when their own organism.yaml is the same. Nothing to do alone.
+   */
+  async shareReload(): Promise<void> {
+    await this.cluster.publishConfig(this.configIdentity);
   }
 
   /**
@@ -322,6 +372,7 @@ export class Organism {
   /** Stops the pump (draining in-flight work), then flushes and closes storage. */
   async stop(options?: StopOptions): Promise<StopReport & { journal: JournalStats | null }> {
     const report = await this.pump.stop(options);
+    await this.cluster.close().catch((err: unknown) => this.logger.warn({ err }, 'closing the link to the other processes failed'));
     await this.mcp.close();
     if (this.budgetTimer) clearInterval(this.budgetTimer);
     await this.saveBudgets();
@@ -356,6 +407,71 @@ export class Organism {
   flush(): void {
     this.pump.flushThreads();
     void this.saveBudgets();
+  }
+
+  private follow(work: () => Promise<void>): void {
+    this.following = this.following.then(work).catch((err: unknown) => this.logger.error({ err }, 'applying what another process announced failed'));
+  }
+
+  private async applyCommand(command: ClusterCommand): Promise<void> {
+    switch (command.kind) {
+      case 'kill':
+        if (this.pump.killThreadHere(command.threadId)) this.logger.info({ threadId: command.threadId }, 'thread killed by another process; its work here aborted');
+        return;
+      case 'paused':
+        return this.followPauses();
+      case 'reload':
+        return this.followReload();
+    }
+  }
+
+  /** Notifications were lost while the link was down: everything they could have said, read from the store. */
+  private async resync(): Promise<void> {
+    await this.followPauses();
+    const ids = this.pump.liveThreadIds();
+    if (ids.length > 0) {
+      for (const [id, record] of await this.storage.threads.getMany(ids)) if (record.status === 'killed') this.pump.killThreadHere(id);
+    }
+    await this.followReload();
+  }
+
+  /** Pauses and resumes this process's agents to match the stored paused set. */
+  private async followPauses(): Promise<void> {
+    await this.operator.refresh?.();
+    const paused = new Set(this.operator.pausedAgents());
+    for (const runtime of this.pump.listeners()) {
+      if (isSystemName(runtime.name)) continue;
+      if (paused.has(runtime.name) && !runtime.paused) this.pump.pauseAgent(runtime.name);
+      else if (!paused.has(runtime.name) && runtime.paused) this.pump.resumeAgent(runtime.name);
+    }
+  }
+
+  /**
+   * The stored configuration changed: this process re-reads its own organism.yaml and swaps to
+   * it when it is the stored one; otherwise it says what differs and keeps running the old one
+   * (an operator deploys the file, then reloads again).
+   */
+  private async followReload(): Promise<void> {
+    const stored = await this.cluster.storedConfig();
+    if (!stored || stored.hash === this.configIdentity.hash) return;
+    if (!this.reloadSource) {
+      this.logger.error('the organism was reloaded by another process, but this one cannot re-read its configuration; still running the previous one');
+      return;
+    }
+    let next: LoadedOrganism;
+    try {
+      next = await this.reloadSource();
+    } catch (err) {
+      this.logger.error({ err }, 'the organism was reloaded by another process, but this one\'s organism.yaml does not load; still running the previous configuration');
+      return;
+    }
+    const mine = configIdentity(next);
+    if (mine.hash !== stored.hash) {
+      const difference = describeConfigDifference(mine.text, stored.text);
+      this.logger.error({ difference }, `the organism was reloaded by another process, but this one's organism.yaml differs (${difference}); still running the previous configuration`);
+      return;
+    }
+    this.reload(next);
   }
 
   /** Pauses the persisted paused agents that exist; returns their names. */
@@ -490,6 +606,14 @@ export class Organism {
       callMcp: (call) => this.callMcp(call),
     };
   }
+}
+
+/**
+ * Events other processes' live views show. A process's own status (starting, stopping) and its
+ * reload report stay with it: a worker stopping is not the organism stopping.
+ */
+function sharedEvent(event: OrganismEvent): boolean {
+  return event.type !== 'organism_status' && event.type !== 'reload';
 }
 
 function limitsOf(config: OrganismConfig): PumpLimits {

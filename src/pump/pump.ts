@@ -161,6 +161,11 @@ export class Pump extends PumpControl {
     return live ? this.threads.snapshot(live) : null;
   }
 
+  /** Ids of the threads with work queued or in flight in this process. */
+  liveThreadIds(): string[] {
+    return [...this.threads.liveThreads()].map((t) => t.id);
+  }
+
   get activeThreadCount(): number {
     return this.threads.activeCount;
   }

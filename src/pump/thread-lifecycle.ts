@@ -60,6 +60,22 @@ export abstract class PumpThreadLifecycle extends PumpBookkeeping {
       this.deps.budgets.release(threadId);
       return record;
     }
+    return this.killLive(live);
+  }
+
+  /**
+   * Another process killed the thread (and stored it as killed): what of it runs or waits
+   * here ends as in a local kill. False when nothing of it is here.
+   */
+  killThreadHere(threadId: string): boolean {
+    const live = this.threads.get(threadId);
+    if (!live || live.status === 'killed') return false;
+    this.killLive(live);
+    return true;
+  }
+
+  private killLive(live: LiveThread): ThreadRecord {
+    const threadId = live.id;
     live.status = 'killed';
     live.lastActivity = this.now();
     const reason = Errors.THREAD_KILLED(threadId).detail;

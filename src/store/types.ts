@@ -216,6 +216,11 @@ export interface OperatorStateStore {
   pausedAgents(): readonly string[];
   /** Persisted before it returns, or before its promise resolves (a crash right after a pause keeps the agent paused). */
   setPaused(agent: string, paused: boolean): void | Promise<void>;
+  /**
+   * Re-reads what other processes may have changed (a database shared by several processes);
+   * omitted where this process is the only writer.
+   */
+  refresh?(): Promise<void>;
   /** The ceiling a thread had when it ended (null: unknown, or it never had a budget). */
   finalCeiling(threadId: string): number | null | Promise<number | null>;
   setFinalCeiling(threadId: string, maxTokens: number): void | Promise<void>;

@@ -162,6 +162,14 @@ export const PG_MIGRATIONS: readonly string[] = [
   CREATE INDEX journal_open ON journal (thread_id, recipient, seq) WHERE state IN ('PENDING', 'DISPATCHED');
   CREATE INDEX journal_claimed ON journal (claimed_by) WHERE state = 'DISPATCHED';
   `,
+  // Events across processes (issue 15): every bus event a process publishes takes the next
+  // event_seq; one too large for a NOTIFY payload waits here (pruned after a minute) and the
+  // notification carries its seq.
+  `
+  CREATE SEQUENCE event_seq;
+  CREATE TABLE event_bodies (seq BIGINT PRIMARY KEY, origin TEXT NOT NULL, at BIGINT NOT NULL, body TEXT NOT NULL);
+  CREATE INDEX event_bodies_at ON event_bodies (at);
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;

@@ -208,13 +208,13 @@ export class Organism {
   }
 
   /**
-   * New messages are refused at once while the disk is known to be full (no write is tried
-   * that would fail) and once the data directory is gone (writes would still succeed, on a
-   * deleted file that no restart reads).
+   * New messages are refused at once while the disk is known to be full or the database
+   * server is known to be unreachable (no write is tried that would fail) and once the data
+   * directory is gone (writes would still succeed, on a deleted file that no restart reads).
    */
   private assertStorageWritable(): void {
     const error = this.storageProblem()?.error;
-    if (error && (error.code === Errors.STORAGE_FULL.code || error.code === Errors.STORAGE_LOST.code)) throw error;
+    if (error && (error.code === Errors.STORAGE_FULL.code || error.code === Errors.STORAGE_LOST.code || error.code === Errors.STORAGE_UNAVAILABLE.code)) throw error;
   }
 
   /**

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { BUDGET_LEDGER_MIGRATION } from './budget-ledger.js';
 
 /**
  * Schema versions, applied in order at open in one transaction (DDL is transactional in
@@ -135,6 +136,8 @@ export const PG_MIGRATIONS: readonly string[] = [
   CREATE INDEX llm_tool_calls_message ON llm_tool_calls (message_id, started_at, seq);
   CREATE INDEX llm_tool_calls_thread ON llm_tool_calls (thread_id, started_at, seq);
   `,
+  // Budgets as rows reserved against atomically by every process (scale-out, issue 15).
+  BUDGET_LEDGER_MIGRATION,
 ];
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;

@@ -9,6 +9,10 @@ import { createPool, pgStorageError, reader, redactUrl } from './pool.js';
 import { PgThreadStore } from './threads.js';
 import { PgUsageStore } from './usage.js';
 import { PgWriter } from './writer.js';
+import { PgBudgetLedger } from './budget-ledger.js';
+import { PgReachability } from './reachability.js';
+import type { BudgetLedgerFactory } from '../../usage/ledger.js';
+import type { StorageProblem } from '../types.js';
 
 const PRUNE_INTERVAL_MS = 10 * 60_000;
 
@@ -38,6 +42,10 @@ export interface PostgresStorage {
   readonly llmCalls: PgLlmCallStore;
   readonly operator: PgOperatorState;
   readonly budgets: { load(): Promise<unknown[]>; save(snapshots: unknown[]): Promise<void> };
+  /** Thread budgets as rows every process of the organism reserves against (see PgBudgetLedger). */
+  readonly budgetLedger: BudgetLedgerFactory;
+  /** The server is unreachable now (STORAGE_UNAVAILABLE), or null. */
+  problem(): StorageProblem | null;
   /** Resolves once every write queued so far has committed. */
   flush(): Promise<void>;
   /** Flushes, then closes the pool. */
@@ -57,11 +65,17 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
   const where = redactUrl(options.url);
   const logger = options.logger;
   const pool = createPool({ url: options.url, ...(options.schema ? { schema: options.schema } : {}), ...(options.poolSize ? { max: options.poolSize } : {}) });
-  const report = (err: unknown) => logger?.error({ err: pgStorageError(where, err) }, 'storage write failed');
+  // An unreachable server is logged once by the watch (going away, coming back), not per write.
+  let reach: PgReachability | null = null;
+  const report = (err: unknown) => {
+    if (!reach?.failed(err)) logger?.error({ err: pgStorageError(where, err) }, 'storage write failed');
+  };
   // An idle connection that breaks (server restart) must not crash the process; the pool replaces it.
-  pool.on('error', (err) => logger?.warn({ err: pgStorageError(where, err) }, 'an idle PostgreSQL connection failed'));
+  pool.on('error', (err) => {
+    if (!reach?.failed(err)) logger?.warn({ err: pgStorageError(where, err) }, 'an idle PostgreSQL connection failed');
+  });
   const writer = new PgWriter(pool, report, (err) => pgStorageError(where, err));
-  const db = reader(pool, where);
+  const db = reader(pool, where, (err) => reach?.failed(err));
   const journal = new PgJournal(db, writer, { retainDays: options.retainDays ?? 7, failedRetainDays: options.failedRetainDays ?? 30 });
   const operator = new PgOperatorState(db, writer);
   let owner: OwnerLock | null = null;
@@ -78,6 +92,7 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
     await pool.end().catch(() => {});
     throw pgStorageError(where, err);
   }
+  reach = new PgReachability(pool, where, logger);
   const usage = new PgUsageStore(db, writer);
   const pruneTimer = setInterval(() => void journal.prune().catch(report), PRUNE_INTERVAL_MS).unref();
   const catchUp = setTimeout(() => void journal.prune().catch(report), 0); // after downtime
@@ -90,6 +105,8 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
     usage,
     llmCalls: new PgLlmCallStore(db, writer),
     operator,
+    budgetLedger: (o) => new PgBudgetLedger(pool, where, { ...o, ...(logger ? { logger } : {}) }),
+    problem: () => reach?.problem() ?? null,
     budgets: {
       load: async () => {
         await writer.flush();
@@ -109,6 +126,7 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
       closing ??= (async () => {
         clearInterval(pruneTimer);
         clearTimeout(catchUp);
+        reach?.close();
         usage.close();
         await writer.flush();
         owner?.release();

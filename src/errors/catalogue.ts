@@ -147,6 +147,15 @@ export const Errors = {
     503,
     'Data directory %s is gone: %s was %s while the server ran; it accepts no new messages, saves what it acknowledged to %s and exits',
   ),
+  /**
+   * A database server (PostgreSQL) that does not answer: a passing state, unlike STORAGE_FAILED
+   * (one operation failed); injects get it with Retry-After until the server is back.
+   */
+  STORAGE_UNAVAILABLE: define(
+    'STORAGE_UNAVAILABLE',
+    503,
+    'Database %s cannot be reached (%s): new messages are refused until it answers again; accepted ones are kept and their deliveries resume',
+  ),
   STORAGE_DATABASE_IN_USE: define(
     'STORAGE_DATABASE_IN_USE',
     503,

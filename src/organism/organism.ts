@@ -14,6 +14,7 @@ import { Pump, type InjectOptions, type PumpLimits, type StopOptions, type StopR
 import type { Journal, JournalStats, StorageProblem, LlmCallStore, OperatorStateStore, RecoveryReport, ThreadStore, ThreadUsageTotals, UsageStore } from '../store/types.js';
 import { MemoryJournal, MemoryLlmCallStore, MemoryOperatorState, MemoryThreadStore, MemoryUsageStore } from '../store/index.js';
 import { BudgetManager, budgetInfo, type ThreadBudgetInfo, type ThreadBudgetSnapshot } from '../usage/budgets.js';
+import type { BudgetLedger, BudgetLedgerFactory } from '../usage/ledger.js';
 import { Pricing } from '../usage/pricing.js';
 import { UsageTracker } from '../usage/tracker.js';
 import { newId } from '../util/ids.js';
@@ -40,6 +41,11 @@ export interface OrganismStorage {
     load(): unknown[] | Promise<unknown[]>;
     save(snapshots: unknown[]): void | Promise<void>;
   };
+  /**
+   * A shared store's budget ledger (every process reserves against the same rows); omitted:
+   * budgets live in this process (BudgetManager) and are saved through `budgets`.
+   */
+  readonly budgetLedger?: BudgetLedgerFactory;
   /** Paused agents (omitted: kept in memory, as long as the process lives). */
   readonly operator?: OperatorStateStore;
   /** What is wrong with the data directory now (omitted: nothing can be). */
@@ -69,7 +75,9 @@ export class Organism {
   readonly tracker = new UsageTracker();
   /** Messages and denied sends per sender -> receiver since start (the topology's counts). */
   readonly traffic = new EdgeTraffic();
-  readonly budgets: BudgetManager;
+  readonly budgets: BudgetLedger;
+  /** The embedded ledger, saved as snapshots; null when the store keeps the budgets itself. */
+  private readonly localBudgets: BudgetManager | null;
   readonly storage: OrganismStorage;
   readonly logger: Logger;
   /** Where every LLM call and MCP tool call is recorded (llm.record). */
@@ -102,7 +110,9 @@ export class Organism {
     this.observers = { deliveries: new DeliveryObservers(observerFailed), llm: new LlmObservers(observerFailed) };
     this.storage = options.storage ?? memoryStorage();
     this.operator = this.storage.operator ?? new MemoryOperatorState();
-    this.budgets = new BudgetManager({ defaultMaxTokens: loaded.config.maxTokensPerThread });
+    const listenerFailed = (err: unknown) => this.logger.error({ err }, 'budget listener failed');
+    this.localBudgets = this.storage.budgetLedger ? null : new BudgetManager({ defaultMaxTokens: loaded.config.maxTokensPerThread });
+    this.budgets = this.localBudgets ?? this.storage.budgetLedger!({ defaultMaxTokens: loaded.config.maxTokensPerThread, onListenerError: listenerFailed });
     this.registryValue = new PayloadRegistry(loaded.payloadTypes);
     this.llmCalls = this.storage.llmCalls ?? new MemoryLlmCallStore();
     this.router = this.makeRouter(loaded.config);
@@ -200,7 +210,7 @@ export class Organism {
     // Spend changes with every LLM call and is saved at most once a second (write load); a
     // crash loses none of it: the next boot rebuilds it from the usage events. Ceilings set
     // by the operator are saved at once.
-    if (this.storage.budgets) {
+    if (this.storage.budgets && this.localBudgets) {
       this.budgetTimer = setInterval(() => {
         if (this.budgetsDirty) void this.saveBudgets();
       }, 1_000).unref();
@@ -221,13 +231,13 @@ export class Organism {
   }
 
   /**
-   * New messages are refused at once while the disk is known to be full (no write is tried
-   * that would fail) and once the data directory is gone (writes would still succeed, on a
-   * deleted file that no restart reads).
+   * New messages are refused at once while the disk is known to be full or the database
+   * server is known to be unreachable (no write is tried that would fail) and once the data
+   * directory is gone (writes would still succeed, on a deleted file that no restart reads).
    */
   private assertStorageWritable(): void {
     const error = this.storageProblem()?.error;
-    if (error && (error.code === Errors.STORAGE_FULL.code || error.code === Errors.STORAGE_LOST.code)) throw error;
+    if (error && (error.code === Errors.STORAGE_FULL.code || error.code === Errors.STORAGE_LOST.code || error.code === Errors.STORAGE_UNAVAILABLE.code)) throw error;
   }
 
   /**
@@ -291,11 +301,11 @@ export class Organism {
    * thread's is final (BUDGET_THREAD_FINISHED).
    */
   async setThreadBudget(threadId: string, maxTokens: number): Promise<ThreadBudgetInfo> {
-    if (!this.budgets.has(threadId)) {
+    if (!(await this.budgets.has(threadId))) {
       const thread = await this.thread(threadId);
       if (thread && thread.status !== 'active') throw Errors.BUDGET_THREAD_FINISHED(threadId, thread.status);
     }
-    const info = this.budgets.setCeiling(threadId, maxTokens, { create: true });
+    const info = await this.budgets.setCeiling(threadId, maxTokens, { create: true });
     await this.saveBudgets();
     return info;
   }
@@ -305,7 +315,7 @@ export class Organism {
    * last ceiling, its spend from the usage store). Null when it never had one.
    */
   async threadBudget(threadId: string): Promise<(ThreadBudgetInfo & { active: boolean }) | null> {
-    const live = this.budgets.get(threadId);
+    const live = await this.budgets.get(threadId);
     if (live) return { ...live, active: true };
     const thread = await this.thread(threadId);
     if (!thread || thread.status === 'active') return null;
@@ -376,6 +386,7 @@ export class Organism {
     await this.mcp.close();
     if (this.budgetTimer) clearInterval(this.budgetTimer);
     await this.saveBudgets();
+    await this.budgets.close?.();
     await this.storage.usage.flush();
     // Collected after the drain and before storage closes: what the next boot will recover.
     const journal = await this.storage.journal.stats().catch(() => null);
@@ -494,6 +505,8 @@ export class Organism {
    * two is kept, so no crash gives a thread back tokens it spent.
    */
   private async restoreBudgets(recoveredThreads: readonly string[]): Promise<void> {
+    // A shared ledger's rows are the budgets, spend settled as each call ended.
+    if (!this.localBudgets) return;
     const saved = new Map<string, ThreadBudgetSnapshot>();
     for (const s of ((await this.storage.budgets?.load()) ?? []) as ThreadBudgetSnapshot[]) if (s && typeof s.threadId === 'string') saved.set(s.threadId, s);
     const candidates = [...new Set([...saved.keys(), ...recoveredThreads])];
@@ -512,15 +525,16 @@ export class Organism {
       const spend = total(fromSaved) > total(fromEvents) ? fromSaved : fromEvents;
       snapshots.push({ threadId: id, maxTokens: s?.maxTokens ?? this.budgets.defaultMaxTokens, fired: s?.fired ?? [], ...spend });
     }
-    this.budgets.restore(snapshots);
+    this.localBudgets.restore(snapshots);
     await this.saveBudgets();
   }
 
   /** Saves the budgets; resolves once saved (failures are logged, never thrown). */
   private async saveBudgets(): Promise<void> {
     this.budgetsDirty = false;
+    if (!this.localBudgets) return;
     try {
-      await this.storage.budgets?.save(this.budgets.snapshot());
+      await this.storage.budgets?.save(this.localBudgets.snapshot());
     } catch (err) {
       // A storage fault (a full disk) was logged once by the storage: tried again next tick.
       if (err instanceof OrganismError && err.code.startsWith('STORAGE_')) {

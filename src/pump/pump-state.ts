@@ -4,7 +4,7 @@ import type { AgentState, OrganismStatus } from '../events/types.js';
 import type { LlmRouter } from '../llm/router.js';
 import type { PayloadRegistry } from '../payload/index.js';
 import type { Journal, ThreadStore } from '../store/types.js';
-import type { BudgetManager } from '../usage/budgets.js';
+import type { BudgetLedger } from '../usage/ledger.js';
 import type { UsageTracker } from '../usage/tracker.js';
 import type { UsageEvent } from '../usage/types.js';
 import type { Logger } from '../util/logger.js';
@@ -28,7 +28,7 @@ export interface PumpDeps {
   readonly threads: ThreadStore;
   readonly bus: EventBus;
   readonly tracker: UsageTracker;
-  readonly budgets: BudgetManager;
+  readonly budgets: BudgetLedger;
   readonly llm: LlmRouter;
   readonly logger: Logger;
   /** Builds the handler of a `builtin:llm` listener. */

@@ -9,6 +9,7 @@ const RETRY_AFTER: Record<string, string> = {
   SERVER_CLOSING: '1',
   STORAGE_FULL: '30',
   STORAGE_LOST: '5',
+  STORAGE_UNAVAILABLE: '5',
 };
 
 const bounded = (text: string, max = 200): string => (text.length > max ? `${text.slice(0, max)}...` : text);

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { BUDGET_LEDGER_MIGRATION } from './budget-ledger.js';
 
 /**
  * Schema versions, applied in order at open in one transaction (DDL is transactional in
@@ -170,6 +171,8 @@ export const PG_MIGRATIONS: readonly string[] = [
   CREATE TABLE event_bodies (seq BIGINT PRIMARY KEY, origin TEXT NOT NULL, at BIGINT NOT NULL, body TEXT NOT NULL);
   CREATE INDEX event_bodies_at ON event_bodies (at);
   `,
+  // Budgets as rows reserved against atomically by every process (scale-out, issue 15).
+  BUDGET_LEDGER_MIGRATION,
 ];
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;

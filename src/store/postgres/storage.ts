@@ -15,6 +15,10 @@ import { DEFAULT_LEASE_MS, PgWorkSource } from './work-source.js';
 import { PgWorkers } from './workers.js';
 import { newId } from '../../util/ids.js';
 import { hostname } from 'node:os';
+import { PgBudgetLedger } from './budget-ledger.js';
+import { PgReachability } from './reachability.js';
+import type { BudgetLedgerFactory } from '../../usage/ledger.js';
+import type { StorageProblem } from '../types.js';
 
 const PRUNE_INTERVAL_MS = 10 * 60_000;
 
@@ -84,6 +88,10 @@ export interface PostgresStorage {
   /** Shared mode: the work source the pump claims from (absent: one process owns the database). */
   readonly work?: PgWorkSource;
   readonly shared?: SharedStorage;
+  /** Thread budgets as rows every process of the organism reserves against (see PgBudgetLedger). */
+  readonly budgetLedger: BudgetLedgerFactory;
+  /** The server is unreachable now (STORAGE_UNAVAILABLE), or null. */
+  problem(): StorageProblem | null;
   /** Resolves once every write queued so far has committed. */
   flush(): Promise<void>;
   /** Flushes, then closes the pool. */
@@ -103,11 +111,17 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
   const where = redactUrl(options.url);
   const logger = options.logger;
   const pool = createPool({ url: options.url, ...(options.schema ? { schema: options.schema } : {}), ...(options.poolSize ? { max: options.poolSize } : {}) });
-  const report = (err: unknown) => logger?.error({ err: pgStorageError(where, err) }, 'storage write failed');
+  // An unreachable server is logged once by the watch (going away, coming back), not per write.
+  let reach: PgReachability | null = null;
+  const report = (err: unknown) => {
+    if (!reach?.failed(err)) logger?.error({ err: pgStorageError(where, err) }, 'storage write failed');
+  };
   // An idle connection that breaks (server restart) must not crash the process; the pool replaces it.
-  pool.on('error', (err) => logger?.warn({ err: pgStorageError(where, err) }, 'an idle PostgreSQL connection failed'));
+  pool.on('error', (err) => {
+    if (!reach?.failed(err)) logger?.warn({ err: pgStorageError(where, err) }, 'an idle PostgreSQL connection failed');
+  });
   const writer = new PgWriter(pool, report, (err) => pgStorageError(where, err));
-  const db = reader(pool, where);
+  const db = reader(pool, where, (err) => reach?.failed(err));
   const retention = { retainDays: options.retainDays ?? 7, failedRetainDays: options.failedRetainDays ?? 30 };
   const operator = new PgOperatorState(db, writer);
   let owner: OwnerLock | null = null;
@@ -145,6 +159,7 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
     await pool.end().catch(() => {});
     throw pgStorageError(where, err);
   }
+  reach = new PgReachability(pool, where, logger);
   const usage = new PgUsageStore(db, writer);
   const pruneTimer = setInterval(() => void journal.prune().catch(report), PRUNE_INTERVAL_MS).unref();
   const catchUp = setTimeout(() => void journal.prune().catch(report), 0); // after downtime
@@ -158,6 +173,8 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
     llmCalls: new PgLlmCallStore(db, writer),
     operator,
     ...(shared ? { work: shared.work, shared: shared.storage } : {}),
+    budgetLedger: (o) => new PgBudgetLedger(pool, where, { ...o, ...(logger ? { logger } : {}) }),
+    problem: () => reach?.problem() ?? null,
     budgets: {
       load: async () => {
         await writer.flush();
@@ -177,6 +194,7 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
       closing ??= (async () => {
         clearInterval(pruneTimer);
         clearTimeout(catchUp);
+        reach?.close();
         usage.close();
         await shared?.work.stop();
         await listener?.close();

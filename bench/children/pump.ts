@@ -79,9 +79,10 @@ async function organismIn(input: PumpInput): Promise<Organism> {
   const loaded = chainOrganism(HOPS, { maxQueue: 10_000, ...(input.limits ?? {}) });
   if (input.memory) return new Organism(loaded);
   if (input.postgresUrl) {
-    // Loaded only for a PostgreSQL round, as `organism serve --store` loads it.
+    // Loaded only for a PostgreSQL round; shared mode (claims, leases), as `organism serve --store` runs it.
     const { openPostgresStorage } = await import('../../src/store/postgres/index.js');
-    return new Organism(loaded, { storage: await openPostgresStorage({ url: input.postgresUrl }) });
+    const storage = await openPostgresStorage({ url: input.postgresUrl, shared: { kind: 'serve', handlers: true, maxAttempts: loaded.config.journal.maxAttempts } });
+    return new Organism(loaded, { storage });
   }
   return new Organism(loaded, { storage: openSqliteStorage({ dataDir: input.dataDir }) });
 }

@@ -235,7 +235,7 @@ async function main(): Promise<void> {
       return `| ${g.workers} | ${g.messagesPerSec.toFixed(1)} | ${rounds} | ${g.ratio.toFixed(2)}x | ${t ? `>= ${t}x` : '—'} | ${t ? (g.ratio >= t ? 'met' : '**missed**') : '—'} |`;
     }),
     '',
-    bound.some((b) => b.claimedWhilePaused > 0) ? `Note: in some rounds hop1 deliveries were claimed while hop1 was paused (${bound.map((b) => b.claimedWhilePaused).join(', ')}): those rounds started early.` : 'Pause held in every round (no hop1 delivery claimed before the resume).',
+    bound.length === 0 ? 'Not run (SCALEOUT_ONLY).' : bound.some((b) => b.claimedWhilePaused > 0) ? `Note: in some rounds hop1 deliveries were claimed while hop1 was paused (${bound.map((b) => b.claimedWhilePaused).join(', ')}): those rounds started early.` : 'Pause held in every round (no hop1 delivery claimed before the resume).',
     '',
     `## Journaled 3-hop chain of no-op handlers: SQLite beside PostgreSQL`,
     '',

@@ -23,7 +23,7 @@ import { createLlmAgentHandler, type AgentWorldView } from '../agent/llm-agent.j
 import { providerServes } from '../config/document.js';
 import type { ListenerConfig, ReplyFormat } from '../config/types.js';
 import { configChanges } from './config-changes.js';
-import { agentInfo, type AgentInfo } from './views.js';
+import { acrossProcesses, agentInfo, type AgentInfo } from './views.js';
 import { standaloneLink, type ClusterCommand, type ClusterLink } from './cluster-link.js';
 import { configIdentity, describeConfigDifference } from './config-identity.js';
 import { isSystemName } from '../pump/system-messages.js';
@@ -408,6 +408,24 @@ export class Organism {
     const runtime = this.pump.listener(name);
     if (!runtime) throw Errors.AGENT_NOT_FOUND(name);
     return agentInfo(runtime);
+  }
+
+  /**
+   * The agents as the whole organism runs them: in shared mode, queue depth and in flight are
+   * summed over every process from the store (this process's memory holds only its own share);
+   * embedded, the same as agents().
+   */
+  async agentsAcross(): Promise<AgentInfo[]> {
+    const work = this.storage.work;
+    if (!work) return this.agents();
+    const load = await work.agentLoad();
+    return this.agents().map((a) => acrossProcesses(a, load.get(a.name)));
+  }
+
+  async agentAcross(name: string): Promise<AgentInfo> {
+    const info = this.agent(name);
+    const work = this.storage.work;
+    return work ? acrossProcesses(info, (await work.agentLoad()).get(name)) : info;
   }
 
   /** A thread's record: live state first, then the store. */

@@ -1,4 +1,4 @@
-import type { ThreadRecord, ThreadStatus } from '../store/types.js';
+import type { ThreadRecord, ThreadStatus, ThreadStore } from '../store/types.js';
 import type { UsageEvent } from '../usage/types.js';
 import type { FailureReason } from './hooks.js';
 import type { Message } from './message.js';
@@ -34,6 +34,13 @@ export interface WorkSource {
   onWork(fn: () => void): () => void;
   /** How many deliveries this process has in flight now (shown in its `workers` row). */
   setInFlight(n: number): void;
+  /** Per listener, across every process: entries waiting (PENDING) and being delivered (DISPATCHED). */
+  agentLoad(): Promise<ReadonlyMap<string, AgentLoad>>;
+}
+
+export interface AgentLoad {
+  readonly queued: number;
+  readonly inFlight: number;
 }
 
 export interface ClaimLimits {
@@ -61,4 +68,14 @@ export interface FencedResult {
   readonly committed: boolean;
   /** The outcome left no PENDING or DISPATCHED entry of the thread: its record was finished so, in the same transaction. */
   readonly threadFinished: Extract<ThreadStatus, 'completed' | 'error'> | null;
+}
+
+/** The thread store as a shared-mode pump's thread tracker uses it: it reads, the store writes. */
+export function recordsKeptByStore(store: ThreadStore): ThreadStore {
+  return {
+    put() {},
+    get: (id) => store.get(id),
+    getMany: (ids) => store.getMany(ids),
+    list: (q) => store.list(q),
+  };
 }

@@ -189,7 +189,7 @@ export async function startService(
     options.storage === 'sqlite'
       ? openSqliteStorage({ dataDir: path.join(dir, 'data') })
       : database
-        ? await openPostgresStorage({ url: database.url, shared: { kind: 'serve', handlers: true, maxAttempts: loaded.config.journal.maxAttempts } })
+        ? await openPostgresStorage({ url: database.url, shared: { maxAttempts: loaded.config.journal.maxAttempts } })
         : undefined;
   // A fixture that silently fell back to the single-owner store would test the wrong thing.
   if (database && !(storage as { work?: unknown }).work) throw new Error('the PostgreSQL store did not open in shared mode (no work source)');

@@ -100,6 +100,18 @@ export class PgSharedJournal extends PgJournal {
     return { messages: [], report };
   }
 
+  /** Per recipient, across every process: PENDING and DISPATCHED entries (from the partial indexes). */
+  async agentLoad(): Promise<Map<string, { queued: number; inFlight: number }>> {
+    await this.writer.flush();
+    const rows = (
+      await this.pool.query<{ recipient: string; queued: number; in_flight: number }>(
+        `SELECT recipient, COUNT(*) FILTER (WHERE state = 'PENDING') AS queued, COUNT(*) FILTER (WHERE state = 'DISPATCHED') AS in_flight
+         FROM journal WHERE state IN ('PENDING', 'DISPATCHED') GROUP BY recipient`,
+      )
+    ).rows;
+    return new Map(rows.map((r) => [r.recipient, { queued: r.queued, inFlight: r.in_flight }]));
+  }
+
   /** Claims work for `workerId` (see CLAIM_SQL), with the claimed threads' records. */
   async claim(workerId: string, listeners: readonly string[], max: number, limits: ClaimLimits): Promise<ClaimedWork[]> {
     if (max <= 0 || listeners.length === 0) return [];

@@ -1,6 +1,6 @@
 import type { FailureReason } from '../../pump/hooks.js';
 import type { Message } from '../../pump/message.js';
-import type { ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedResult, WorkSource } from '../../pump/work-source.js';
+import type { AgentLoad, ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedResult, WorkSource } from '../../pump/work-source.js';
 import type { Logger } from '../../util/logger.js';
 import type { Channels, PgListener } from './channels.js';
 import type { PgSharedJournal } from './shared-journal.js';
@@ -83,6 +83,10 @@ export class PgWorkSource implements WorkSource {
 
   setInFlight(n: number): void {
     this.inFlight = n;
+  }
+
+  agentLoad(): Promise<ReadonlyMap<string, AgentLoad>> {
+    return this.o.journal.agentLoad();
   }
 
   /**

@@ -20,6 +20,7 @@ import { ExitCode } from './exit-codes.js';
 import { resolveTokens } from './tokens.js';
 import { WORKER_ENV } from './supervisor.js';
 import { SupervisorChannel } from './worker-channel.js';
+import { joinSharedOrganism } from './cluster.js';
 
 export { checkBindable, ServeError };
 
@@ -103,6 +104,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
   }
 
   const organism = new Organism(loaded, { storage, logger });
+  if (store.kind === 'postgres') await joinSharedOrganism(organism, { url: store.url, configPath: path, hearEvents: true, logger });
   // The OpenTelemetry SDK is loaded only when tracing is on.
   const tracing = tracingSettings ? new (await import('../telemetry/tracing.js')).OrganismTracing(tracingSettings, { logger }) : null;
   tracing?.attach(organism);

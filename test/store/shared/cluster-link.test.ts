@@ -34,7 +34,7 @@ async function until(check: () => boolean, what: string, timeoutMs = 20_000): Pr
 }
 
 const delta = (callId: string, text: string): OrganismEvent => ({ type: 'llm_delta', threadId: 't', messageId: 'm', agent: 'a', callId, text });
-const state = (agent: string): OrganismEvent => ({ type: 'agent_state', agent, state: 'processing', currentThread: null });
+const state = (agent: string, currentThread: string | null = null): OrganismEvent => ({ type: 'agent_state', agent, state: 'processing', currentThread });
 
 describe('event coalescing', () => {
   it("joins one call's deltas at the place of its first and keeps everything else in order", () => {
@@ -74,7 +74,7 @@ describe.skipIf(!run)('PostgreSQL cluster link', () => {
     const big = 'x'.repeat(MAX_INLINE_BODY + 100);
     const sent: OrganismEvent[] = [];
     for (let i = 0; i < 1_000; i++) {
-      const e: OrganismEvent = i % 250 === 7 ? { ...state(`big-${i}`), currentThread: big } : state(`agent-${i}`);
+      const e: OrganismEvent = i % 250 === 7 ? state(`big-${i}`, big) : state(`agent-${i}`);
       sent.push(e);
       a.link.publishEvent(e);
       if (i % 100 === 0) await new Promise((r) => setImmediate(r)); // several batches

@@ -1,4 +1,3 @@
-import net from 'node:net';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -6,6 +5,7 @@ import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { createTestDatabase, withPostgres } from '../store/contract/backends.js';
+import { PgProxy } from '../store/pg-proxy.js';
 import { cpuShare, freePort, killAll, organismDir, startServer, TOKEN, until, type ServerProcess } from './processes.js';
 
 /**
@@ -14,44 +14,7 @@ import { cpuShare, freePort, killAll, organismDir, startServer, TOKEN, until, ty
  * shared with other tests and stays up), and the proxy is cut and reopened.
  */
 
-const PG_PORT = Number(new URL(process.env['ORGANISM_TEST_POSTGRES'] ?? 'postgres://postgres@127.0.0.1:5432/postgres').port || 5432);
 const PASSWORD = 's3cret-pw-never-logged';
-
-/** Forwards 127.0.0.1:port to the PostgreSQL server; `cut` refuses new connections and breaks the open ones. */
-class Proxy {
-  private server: net.Server | null = null;
-  private readonly sockets = new Set<net.Socket>();
-  constructor(readonly port: number) {}
-
-  async open(): Promise<void> {
-    const server = net.createServer((client) => {
-      const upstream = net.connect(PG_PORT, '127.0.0.1');
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on('close', () => this.sockets.delete(s));
-        s.on('error', () => {
-          client.destroy();
-          upstream.destroy();
-        });
-      }
-      client.pipe(upstream);
-      upstream.pipe(client);
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.port, '127.0.0.1', () => resolve());
-    });
-    this.server = server;
-  }
-
-  async cut(): Promise<void> {
-    const server = this.server;
-    this.server = null;
-    const closed = new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
-    for (const s of this.sockets) s.destroy();
-    await closed;
-  }
-}
 
 const cleanup: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -97,7 +60,7 @@ describe.skipIf(!withPostgres('PostgreSQL down tests'))('PostgreSQL unreachable 
   it('refuses injects (REST and WebSocket) with 503 STORAGE_UNAVAILABLE, /health says degraded, one log line each way, no busy loop, no password; resumes without a restart and loses nothing it acknowledged', async () => {
     const db = await createTestDatabase();
     cleanup.push(() => db.drop());
-    const proxy = new Proxy(await freePort());
+    const proxy = new PgProxy(await freePort());
     await proxy.open();
     cleanup.push(() => proxy.cut());
     const store = new URL(db.url);

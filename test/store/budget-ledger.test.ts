@@ -2,12 +2,13 @@ import fc from 'fast-check';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createPool } from '../../src/store/postgres/pool.js';
-import { migratePg } from '../../src/store/postgres/migrations.js';
+import { migratePg, PG_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { PgBudgetLedger } from '../../src/store/postgres/budget-ledger.js';
 import { BudgetManager, type BudgetThresholdEvent, type Reservation } from '../../src/usage/budgets.js';
 import type { BudgetLedger } from '../../src/usage/ledger.js';
 import { newId } from '../../src/util/ids.js';
-import { killAll, startProcess, until } from '../cli/processes.js';
+import { freePort, killAll, startProcess, until } from '../cli/processes.js';
+import { PgProxy, viaProxy } from './pg-proxy.js';
 import { createTestDatabase, withPostgres } from './contract/backends.js';
 
 /**
@@ -38,8 +39,8 @@ afterAll(async () => {
 });
 
 /** A ledger on its own pool, as another process would have. */
-function pgLedger(defaultMaxTokens: number, leaseMs = 30_000): PgBudgetLedger {
-  const pool = createPool({ url: db!.url, max: 4 });
+function pgLedger(defaultMaxTokens: number, leaseMs = 30_000, url = db!.url): PgBudgetLedger {
+  const pool = createPool({ url, max: 4 });
   pool.on('error', () => {});
   pools.push(pool);
   const l = new PgBudgetLedger(pool, 'test', { defaultMaxTokens, leaseMs });
@@ -229,5 +230,84 @@ describe.skipIf(!usePg)('PostgreSQL budget ledger across processes', () => {
     expect(await other.get(t)).toMatchObject({ reservedTokens: 200, totalTokens: 0 });
     await other.settle(r, use(150, 0), 'agent');
     expect(await other.get(t)).toMatchObject({ reservedTokens: 0, totalTokens: 150 });
+  });
+
+  it('two processes reserving and settling on one thread at once never pass its ceiling', async () => {
+    const t = `procs-${newId()}`;
+    const script = `
+      import { createPool } from './src/store/postgres/pool.ts';
+      import { PgBudgetLedger } from './src/store/postgres/budget-ledger.ts';
+      const pool = createPool({ url: process.env.DB_URL, max: 4 });
+      const ledger = new PgBudgetLedger(pool, 'child', { defaultMaxTokens: 5000 });
+      let spent = 0;
+      await Promise.all(Array.from({ length: 60 }, async (_, i) => {
+        try {
+          const r = await ledger.reserve(process.env.THREAD, 37 + (i % 50));
+          const used = (i * 7) % (37 + (i % 50));
+          await ledger.settle(r, { promptTokens: used, completionTokens: 0 }, 'a');
+          spent += used;
+        } catch (err) {
+          if (err.code !== 'BUDGET_EXHAUSTED') throw err;
+        }
+      }));
+      console.log('spent ' + spent);
+      ledger.close();
+      await pool.end();
+    `;
+    const children = [0, 1].map(() => startProcess(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { env: { DB_URL: db!.url, THREAD: t } }));
+    const codes = await Promise.all(children.map((c) => c.exited));
+    expect(codes, children.map((c) => c.output()).join('\n')).toEqual([0, 0]);
+    const spent = children.map((c) => Number(/spent (\d+)/.exec(c.output())![1]));
+    const row = (await pgLedger(5_000).get(t))!;
+    expect(row.reservedTokens).toBe(0);
+    expect(row.totalTokens).toBe(spent[0]! + spent[1]!);
+    expect(row.totalTokens).toBeLessThanOrEqual(5_000);
+  });
+
+  it('while the database cannot be reached: a reservation waits for it (within a lease), a settlement is kept and lands once it is back', async () => {
+    const proxy = new PgProxy(await freePort());
+    await proxy.open();
+    const remote = pgLedger(1_000, 3_000, viaProxy(db!.url, proxy));
+    const local = pgLedger(1_000, 3_000);
+    const t = `down-${newId()}`;
+    const r = await remote.reserve(t, 500);
+    await proxy.cut();
+    setTimeout(() => void proxy.open(), 400);
+    const waited = await remote.reserve(t, 100); // tried again until the proxy is back
+    await remote.cancel(waited);
+    await proxy.cut();
+    expect(await remote.settle(r, use(300, 100), 'a')).toEqual([]); // not yet recorded: kept
+    expect(await local.get(t)).toMatchObject({ totalTokens: 0 });
+    await proxy.open();
+    await until(async () => (await local.get(t))?.totalTokens === 400, 'the kept settlement to land', 30_000);
+    expect(await local.get(t)).toMatchObject({ totalTokens: 400, reservedTokens: 0 });
+    await proxy.cut();
+  });
+
+  it('the migration carries budgets saved as snapshots by a single-process organism over to rows', async () => {
+    const fresh = await createTestDatabase();
+    try {
+      const pool = createPool({ url: fresh.url, max: 1 });
+      await pool.query(PG_MIGRATIONS[0]!);
+      await pool.query('CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (1)');
+      await pool.query('INSERT INTO budgets (thread_id, data) VALUES ($1, $2), ($3, $4)', [
+        'saved',
+        JSON.stringify({ threadId: 'saved', maxTokens: 2_000, promptTokens: 1_200, completionTokens: 400, fired: [75, 0.8] }),
+        'broken',
+        JSON.stringify({ threadId: 'broken' }),
+      ]);
+      await migratePg(pool);
+      await pool.end();
+      const l = pgLedger(1_000, 30_000, fresh.url);
+      expect(await l.get('saved')).toMatchObject({ maxTokens: 2_000, totalTokens: 1_600, reservedTokens: 0 });
+      expect(await l.has('broken')).toBe(false);
+      // 75 % had fired before the upgrade: the next settle sends 90 only.
+      const r = await l.reserve('saved', 200);
+      expect((await l.settle(r, use(0, 200), 'a')).map((e) => e.threshold)).toEqual([90]);
+      l.close();
+    } finally {
+      for (const p of pools.splice(0)) await p.end().catch(() => {});
+      await fresh.drop();
+    }
   });
 });

@@ -319,6 +319,11 @@ export class PgBudgetLedger implements BudgetLedger {
   private async transaction<T>(work: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
     const tx = await this.pool.connect();
     let broken = false;
+    // A connection cut while checked out emits 'error' (unheard, it would end the process).
+    const lost = () => {
+      broken = true;
+    };
+    tx.on('error', lost);
     try {
       await tx.query('BEGIN');
       const result = await work(tx);
@@ -329,6 +334,7 @@ export class PgBudgetLedger implements BudgetLedger {
       await tx.query('ROLLBACK').catch(() => {});
       throw err;
     } finally {
+      tx.off('error', lost);
       tx.release(broken);
     }
   }

@@ -114,13 +114,16 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
   // An unreachable server is logged once by the watch (going away, coming back), not per write.
   let reach: PgReachability | null = null;
   const report = (err: unknown) => {
-    if (!reach?.failed(err)) logger?.error({ err: pgStorageError(where, err) }, 'storage write failed');
+    if (!reach?.problem()) logger?.error({ err: pgStorageError(where, err) }, 'storage write failed');
   };
   // An idle connection that breaks (server restart) must not crash the process; the pool replaces it.
   pool.on('error', (err) => {
     if (!reach?.failed(err)) logger?.warn({ err: pgStorageError(where, err) }, 'an idle PostgreSQL connection failed');
   });
-  const writer = new PgWriter(pool, report, (err) => pgStorageError(where, err));
+  const writer = new PgWriter(pool, report, (err) => {
+    reach?.failed(err); // the raw error: it tells a connection failure from a refused write
+    return pgStorageError(where, err);
+  });
   const db = reader(pool, where, (err) => reach?.failed(err));
   const retention = { retainDays: options.retainDays ?? 7, failedRetainDays: options.failedRetainDays ?? 30 };
   const operator = new PgOperatorState(db, writer);

@@ -11,6 +11,7 @@ import { PayloadRegistry } from '../payload/index.js';
 import { DeliveryObservers } from '../pump/observer.js';
 import type { WorkSource } from '../pump/work-source.js';
 import { Pump, type InjectOptions, type PumpLimits, type StopOptions, type StopReport } from '../pump/pump.js';
+import type { WorkerRecord } from '../store/types.js';
 import type { Journal, JournalStats, StorageProblem, LlmCallStore, OperatorStateStore, RecoveryReport, ThreadStore, ThreadUsageTotals, UsageStore } from '../store/types.js';
 import { MemoryJournal, MemoryLlmCallStore, MemoryOperatorState, MemoryThreadStore, MemoryUsageStore } from '../store/index.js';
 import { BudgetManager, budgetInfo, type ThreadBudgetInfo, type ThreadBudgetSnapshot } from '../usage/budgets.js';
@@ -426,6 +427,11 @@ export class Organism {
     const info = this.agent(name);
     const work = this.storage.work;
     return work ? acrossProcesses(info, (await work.agentLoad()).get(name)) : info;
+  }
+
+  /** The processes of a shared organism (null: embedded, this process is the organism). */
+  async workers(): Promise<readonly WorkerRecord[] | null> {
+    return this.storage.work ? this.storage.work.workers() : null;
   }
 
   /** A thread's record: live state first, then the store. */

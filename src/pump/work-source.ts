@@ -1,4 +1,4 @@
-import type { ThreadRecord, ThreadStatus, ThreadStore } from '../store/types.js';
+import type { ThreadRecord, ThreadStatus, ThreadStore, WorkerRecord } from '../store/types.js';
 import type { UsageEvent } from '../usage/types.js';
 import type { FailureReason } from './hooks.js';
 import type { Message } from './message.js';
@@ -36,6 +36,8 @@ export interface WorkSource {
   setInFlight(n: number): void;
   /** Per listener, across every process: entries waiting (PENDING) and being delivered (DISPATCHED). */
   agentLoad(): Promise<ReadonlyMap<string, AgentLoad>>;
+  /** Every process of the organism (live ones first), with its heartbeat and load. */
+  workers(): Promise<readonly WorkerRecord[]>;
 }
 
 export interface AgentLoad {

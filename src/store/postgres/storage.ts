@@ -59,6 +59,12 @@ export interface SharedStorageOptions {
   readonly leaseMs?: number;
   /** journal.max_attempts (a claim taken back past it FAILS); default 3. */
   readonly maxAttempts?: number;
+  /**
+   * Called with the organism the database runs (null: none stored yet) before this process
+   * registers: throwing refuses the open with that error (a worker started with another
+   * organism.yaml), and nothing of this process is left in the database.
+   */
+  readonly checkConfig?: (stored: { hash: string; text: string } | null) => void | Promise<void>;
 }
 
 /** What a shared organism's processes use besides the stores: who runs, the channels, the organism's config. */
@@ -155,6 +161,7 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
     }
     await journal.load();
     await operator.load();
+    if (shared && options.shared?.checkConfig) await options.shared.checkConfig(await shared.storage.storedConfig());
     await shared?.work.start();
   } catch (err) {
     owner?.release();

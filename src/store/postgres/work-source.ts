@@ -2,6 +2,7 @@ import type { FailureReason } from '../../pump/hooks.js';
 import type { Message } from '../../pump/message.js';
 import type { AgentLoad, ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedResult, WorkSource } from '../../pump/work-source.js';
 import type { Logger } from '../../util/logger.js';
+import type { WorkerRecord } from '../types.js';
 import type { Channels, PgListener } from './channels.js';
 import type { PgSharedJournal } from './shared-journal.js';
 import type { PgWorkers, WorkerIdentity } from './workers.js';
@@ -83,6 +84,10 @@ export class PgWorkSource implements WorkSource {
 
   setInFlight(n: number): void {
     this.inFlight = n;
+  }
+
+  workers(): Promise<readonly WorkerRecord[]> {
+    return this.o.workers.list();
   }
 
   agentLoad(): Promise<ReadonlyMap<string, AgentLoad>> {

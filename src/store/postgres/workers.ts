@@ -1,5 +1,8 @@
 import { hostname } from 'node:os';
+import type { WorkerRecord } from '../types.js';
 import type { Reader } from './pool.js';
+
+export type { WorkerRecord };
 
 /** What a process says of itself in the `workers` table. */
 export interface WorkerIdentity {
@@ -11,25 +14,6 @@ export interface WorkerIdentity {
   readonly configHash: string;
   /** `--concurrency`; null: the organism-wide limit. */
   readonly concurrency: number | null;
-  readonly leaseMs: number;
-}
-
-/** A row of `workers`, as GET /api/v1/workers shows it. */
-export interface WorkerRecord {
-  readonly id: string;
-  readonly kind: 'serve' | 'worker';
-  readonly name: string;
-  readonly host: string;
-  readonly pid: number;
-  readonly handlers: boolean;
-  readonly configHash: string;
-  readonly startedAt: number;
-  readonly heartbeatAt: number;
-  readonly stoppedAt: number | null;
-  /** Heartbeating within its lease and not stopped: its claims are its own. */
-  readonly alive: boolean;
-  readonly concurrency: number | null;
-  readonly inFlight: number;
   readonly leaseMs: number;
 }
 

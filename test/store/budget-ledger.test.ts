@@ -284,6 +284,28 @@ describe.skipIf(!usePg)('PostgreSQL budget ledger across processes', () => {
     await proxy.cut();
   });
 
+  it("a release waits while a delivery of the thread is PENDING or DISPATCHED anywhere (another process's part of the thread)", async () => {
+    const l = pgLedger(1_000, 30_000);
+    const t = `shared-${newId()}`;
+    const released: string[] = [];
+    l.onRelease((f) => released.push(f.threadId));
+    await l.settle(await l.reserve(t, 100), use(50, 0), 'a');
+    const pool = createPool({ url: db!.url, max: 1 });
+    pools.push(pool);
+    const id = newId();
+    await pool.query(
+      `INSERT INTO journal (id, thread_id, sender, recipient, payload_type, payload, metadata, hops, msg_timestamp, attempt, state, attempts, created_at)
+       VALUES ($1, $2, 'a', 'b', 'Text', '{}', '{}', 1, 0, 1, 'DISPATCHED', 1, 0)`,
+      [id, t],
+    );
+    l.release(t); // this process is done with the thread; another still works on it
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(await l.get(t)).toMatchObject({ totalTokens: 50 });
+    await pool.query(`UPDATE journal SET state = 'ACKED' WHERE id = $1`, [id]);
+    await until(async () => (await l.has(t)) === false, 'the release once the delivery ended');
+    expect(released).toEqual([t]);
+  });
+
   it('the migration carries budgets saved as snapshots by a single-process organism over to rows', async () => {
     const fresh = await createTestDatabase();
     try {

@@ -234,15 +234,41 @@ export class PgBudgetLedger implements BudgetLedger {
     });
   }
 
+  /**
+   * Deletes the budget once no delivery of the thread is PENDING or DISPATCHED anywhere: with
+   * several processes, one finishing its part of a thread must not take the budget from
+   * under another still spending it (a budget created anew would start from zero). While some
+   * are, it is tried again with backoff for up to a lease (a killed thread's deliveries end as
+   * their handlers abort); after that the process finishing the thread's last delivery
+   * releases it.
+   */
   release(threadId: string): void {
     for (const [id, thread] of this.open) if (thread === threadId) this.open.delete(id);
-    void this.query<BudgetRow>(`DELETE FROM thread_budgets WHERE thread_id = $1 RETURNING ${COLUMNS}`, [threadId]).then(
-      (r) => {
-        const row = r.rows[0];
-        if (row) this.tell(this.releaseListeners, rowInfo(row));
-      },
-      (err: unknown) => this.opts.logger?.error({ err, threadId }, 'releasing a finished thread\'s budget failed'),
-    );
+    void this.releaseWhenDone(threadId);
+  }
+
+  private async releaseWhenDone(threadId: string): Promise<void> {
+    const deadline = Date.now() + this.leaseMs;
+    for (let delay = RETRY_MS; !this.closed; delay = Math.min(delay * 2, RETRY_MAX_MS)) {
+      try {
+        const gone = await this.query<BudgetRow>(
+          `DELETE FROM thread_budgets WHERE thread_id = $1
+             AND NOT EXISTS (SELECT 1 FROM journal WHERE thread_id = $1 AND state IN ('PENDING', 'DISPATCHED'))
+           RETURNING ${COLUMNS}`,
+          [threadId],
+        );
+        const row = gone.rows[0];
+        if (row) return this.tell(this.releaseListeners, rowInfo(row));
+        if ((await this.query('SELECT 1 FROM thread_budgets WHERE thread_id = $1', [threadId])).rowCount === 0) return;
+      } catch (err) {
+        if (!isConnectionFailure(err)) {
+          this.opts.logger?.error({ err: pgStorageError(this.where, err), threadId }, "releasing a finished thread's budget failed");
+          return;
+        }
+      }
+      if (Date.now() + delay > deadline) return;
+      await new Promise((resolve) => setTimeout(resolve, delay).unref());
+    }
   }
 
   onRelease(fn: (final: ThreadBudgetInfo) => void): () => void {
@@ -288,7 +314,8 @@ export class PgBudgetLedger implements BudgetLedger {
         }
         this.unsettled.shift();
       }
-      if (this.open.size > 0) await this.query(`UPDATE budget_reservations SET expires_at = ${DB_NOW} + $2 WHERE holder = $1`, [this.holder, this.leaseMs]);
+      // Only what is still open here: a reservation dropped by a release must be left to expire.
+      if (this.open.size > 0) await this.query(`UPDATE budget_reservations SET expires_at = ${DB_NOW} + $2 WHERE id = ANY($1::bigint[])`, [[...this.open.keys()], this.leaseMs]);
       const swept = await this.sweep();
       if (swept > 0) this.opts.logger?.info({ reservations: swept }, 'released expired budget reservations (their holder stopped renewing them)');
     } catch (err) {

@@ -275,13 +275,41 @@ describe.skipIf(!usePg)('PostgreSQL budget ledger across processes', () => {
     setTimeout(() => void proxy.open(), 400);
     const waited = await remote.reserve(t, 100); // tried again until the proxy is back
     await remote.cancel(waited);
+    const dropped = await remote.reserve(t, 50);
     await proxy.cut();
+    await expect(remote.get(t)).rejects.toMatchObject({ code: 'STORAGE_FAILED', status: 503 }); // a read: the catalogue's error
+    await remote.cancel(dropped); // never fails: the reservation expires instead
     expect(await remote.settle(r, use(300, 100), 'a')).toEqual([]); // not yet recorded: kept
     expect(await local.get(t)).toMatchObject({ totalTokens: 0 });
     await proxy.open();
-    await until(async () => (await local.get(t))?.totalTokens === 400, 'the kept settlement to land', 30_000);
-    expect(await local.get(t)).toMatchObject({ totalTokens: 400, reservedTokens: 0 });
+    // The spend lands; the reservation whose cancel was lost expires and is swept.
+    await until(async () => {
+      const b = await local.get(t);
+      return b?.totalTokens === 400 && b.reservedTokens === 0;
+    }, 'the kept settlement to land and the lost cancel to expire', 30_000);
     await proxy.cut();
+  });
+
+  it("a release waits while a delivery of the thread is PENDING or DISPATCHED anywhere (another process's part of the thread)", async () => {
+    const l = pgLedger(1_000, 30_000);
+    const t = `shared-${newId()}`;
+    const released: string[] = [];
+    l.onRelease((f) => released.push(f.threadId));
+    await l.settle(await l.reserve(t, 100), use(50, 0), 'a');
+    const pool = createPool({ url: db!.url, max: 1 });
+    pools.push(pool);
+    const id = newId();
+    await pool.query(
+      `INSERT INTO journal (id, thread_id, sender, recipient, payload_type, payload, metadata, hops, msg_timestamp, attempt, state, attempts, created_at)
+       VALUES ($1, $2, 'a', 'b', 'Text', '{}', '{}', 1, 0, 1, 'DISPATCHED', 1, 0)`,
+      [id, t],
+    );
+    l.release(t); // this process is done with the thread; another still works on it
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(await l.get(t)).toMatchObject({ totalTokens: 50 });
+    await pool.query(`UPDATE journal SET state = 'ACKED' WHERE id = $1`, [id]);
+    await until(async () => (await l.has(t)) === false, 'the release once the delivery ended');
+    expect(released).toEqual([t]);
   });
 
   it('the migration carries budgets saved as snapshots by a single-process organism over to rows', async () => {

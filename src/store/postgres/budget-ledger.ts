@@ -115,25 +115,25 @@ export class PgBudgetLedger implements BudgetLedger {
   }
 
   async has(threadId: string): Promise<boolean> {
-    return (await this.query('SELECT 1 FROM thread_budgets WHERE thread_id = $1', [threadId])).rowCount === 1;
+    return (await this.read('SELECT 1 FROM thread_budgets WHERE thread_id = $1', [threadId])).rowCount === 1;
   }
 
   async get(threadId: string): Promise<ThreadBudgetInfo | null> {
-    const row = (await this.query<BudgetRow>(`SELECT ${COLUMNS} FROM thread_budgets WHERE thread_id = $1`, [threadId])).rows[0];
+    const row = (await this.read<BudgetRow>(`SELECT ${COLUMNS} FROM thread_budgets WHERE thread_id = $1`, [threadId])).rows[0];
     return row ? rowInfo(row) : null;
   }
 
   async list(): Promise<ThreadBudgetInfo[]> {
-    const rows = (await this.query<BudgetRow>(`SELECT ${COLUMNS} FROM thread_budgets`)).rows;
+    const rows = (await this.read<BudgetRow>(`SELECT ${COLUMNS} FROM thread_budgets`)).rows;
     return rows.map(rowInfo).sort((a, b) => b.percentUsed - a.percentUsed);
   }
 
   async count(): Promise<number> {
-    return (await this.query<{ n: number }>('SELECT COUNT(*) AS n FROM thread_budgets')).rows[0]!.n;
+    return (await this.read<{ n: number }>('SELECT COUNT(*) AS n FROM thread_budgets')).rows[0]!.n;
   }
 
   async headroom(threadId: string): Promise<number> {
-    const row = (await this.query<BudgetRow>(`SELECT ${COLUMNS} FROM thread_budgets WHERE thread_id = $1`, [threadId])).rows[0];
+    const row = (await this.read<BudgetRow>(`SELECT ${COLUMNS} FROM thread_budgets WHERE thread_id = $1`, [threadId])).rows[0];
     if (!row) return Math.max(0, this.defaultMaxTokens);
     return Math.max(0, row.max_tokens - row.prompt_tokens - row.completion_tokens - row.reserved);
   }
@@ -151,7 +151,8 @@ export class PgBudgetLedger implements BudgetLedger {
            )
            INSERT INTO budget_reservations (thread_id, tokens, holder, expires_at)
            SELECT thread_id, $2, $3, ${DB_NOW} + $4 FROM up RETURNING id`,
-          [threadId, tokens, this.holder, this.leaseMs],
+          // Whole tokens in BIGINT columns: a fraction (never sent by the router) is rounded up, never down.
+          [threadId, Math.ceil(tokens), this.holder, this.leaseMs],
         );
         const id = taken.rows[0]?.id;
         if (id !== undefined) {
@@ -208,20 +209,25 @@ export class PgBudgetLedger implements BudgetLedger {
     return fired;
   }
 
+  /** Never fails: a reservation the database did not hear cancelled expires (nobody renews it). */
   async cancel(r: Reservation): Promise<void> {
     if (!this.open.delete(r.id)) return;
-    await this.retrying(() =>
-      this.query(
-        `WITH gone AS (DELETE FROM budget_reservations WHERE id = $1 RETURNING thread_id, tokens)
-         UPDATE thread_budgets b SET reserved = b.reserved - gone.tokens FROM gone WHERE b.thread_id = gone.thread_id`,
-        [r.id],
-      ),
-    );
+    try {
+      await this.retrying(() =>
+        this.query(
+          `WITH gone AS (DELETE FROM budget_reservations WHERE id = $1 RETURNING thread_id, tokens)
+           UPDATE thread_budgets b SET reserved = b.reserved - gone.tokens FROM gone WHERE b.thread_id = gone.thread_id`,
+          [r.id],
+        ),
+      );
+    } catch (err) {
+      this.opts.logger?.warn({ err, threadId: r.threadId }, 'cancelling a budget reservation failed; it is released when it expires');
+    }
   }
 
   async setCeiling(threadId: string, maxTokens: number, options: { create?: boolean } = {}): Promise<ThreadBudgetInfo> {
     if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new RangeError(`a ceiling must be a positive integer, not ${maxTokens}`);
-    return this.transaction(async (tx) => {
+    return this.mapped(() => this.transaction(async (tx) => {
       if (options.create) await tx.query('INSERT INTO thread_budgets (thread_id, max_tokens) VALUES ($1, $2) ON CONFLICT (thread_id) DO NOTHING', [threadId, maxTokens]);
       const row = (await tx.query<BudgetRow>(`SELECT ${COLUMNS} FROM thread_budgets WHERE thread_id = $1 FOR UPDATE`, [threadId])).rows[0];
       if (!row) throw Errors.BUDGET_NOT_FOUND(threadId);
@@ -231,18 +237,44 @@ export class PgBudgetLedger implements BudgetLedger {
       const fired = row.fired.filter((t) => !rearmed.has(t));
       await tx.query('UPDATE thread_budgets SET max_tokens = $2, fired = $3 WHERE thread_id = $1', [threadId, maxTokens, fired]);
       return rowInfo({ ...row, max_tokens: maxTokens, fired });
-    });
+    }));
   }
 
+  /**
+   * Deletes the budget once no delivery of the thread is PENDING or DISPATCHED anywhere: with
+   * several processes, one finishing its part of a thread must not take the budget from
+   * under another still spending it (a budget created anew would start from zero). While some
+   * are, it is tried again with backoff for up to a lease (a killed thread's deliveries end as
+   * their handlers abort); after that the process finishing the thread's last delivery
+   * releases it.
+   */
   release(threadId: string): void {
     for (const [id, thread] of this.open) if (thread === threadId) this.open.delete(id);
-    void this.query<BudgetRow>(`DELETE FROM thread_budgets WHERE thread_id = $1 RETURNING ${COLUMNS}`, [threadId]).then(
-      (r) => {
-        const row = r.rows[0];
-        if (row) this.tell(this.releaseListeners, rowInfo(row));
-      },
-      (err: unknown) => this.opts.logger?.error({ err, threadId }, 'releasing a finished thread\'s budget failed'),
-    );
+    void this.releaseWhenDone(threadId);
+  }
+
+  private async releaseWhenDone(threadId: string): Promise<void> {
+    const deadline = Date.now() + this.leaseMs;
+    for (let delay = RETRY_MS; !this.closed; delay = Math.min(delay * 2, RETRY_MAX_MS)) {
+      try {
+        const gone = await this.query<BudgetRow>(
+          `DELETE FROM thread_budgets WHERE thread_id = $1
+             AND NOT EXISTS (SELECT 1 FROM journal WHERE thread_id = $1 AND state IN ('PENDING', 'DISPATCHED'))
+           RETURNING ${COLUMNS}`,
+          [threadId],
+        );
+        const row = gone.rows[0];
+        if (row) return this.tell(this.releaseListeners, rowInfo(row));
+        if ((await this.query('SELECT 1 FROM thread_budgets WHERE thread_id = $1', [threadId])).rowCount === 0) return;
+      } catch (err) {
+        if (!isConnectionFailure(err)) {
+          this.opts.logger?.error({ err: pgStorageError(this.where, err), threadId }, "releasing a finished thread's budget failed");
+          return;
+        }
+      }
+      if (Date.now() + delay > deadline) return;
+      await new Promise((resolve) => setTimeout(resolve, delay).unref());
+    }
   }
 
   onRelease(fn: (final: ThreadBudgetInfo) => void): () => void {
@@ -258,6 +290,9 @@ export class PgBudgetLedger implements BudgetLedger {
   close(): void {
     this.closed = true;
     clearInterval(this.timer);
+    if (this.unsettled.length > 0) {
+      this.opts.logger?.warn({ settlements: this.unsettled.length }, 'stopping with LLM spend the database has not taken (it was unreachable): those threads\' budgets miss it');
+    }
   }
 
   /**
@@ -288,7 +323,8 @@ export class PgBudgetLedger implements BudgetLedger {
         }
         this.unsettled.shift();
       }
-      if (this.open.size > 0) await this.query(`UPDATE budget_reservations SET expires_at = ${DB_NOW} + $2 WHERE holder = $1`, [this.holder, this.leaseMs]);
+      // Only what is still open here: a reservation dropped by a release must be left to expire.
+      if (this.open.size > 0) await this.query(`UPDATE budget_reservations SET expires_at = ${DB_NOW} + $2 WHERE id = ANY($1::bigint[])`, [[...this.open.keys()], this.leaseMs]);
       const swept = await this.sweep();
       if (swept > 0) this.opts.logger?.info({ reservations: swept }, 'released expired budget reservations (their holder stopped renewing them)');
     } catch (err) {
@@ -309,6 +345,23 @@ export class PgBudgetLedger implements BudgetLedger {
         if (!(isConnectionFailure(err) || isTransient(err)) || this.closed || Date.now() + delay > deadline) throw pgStorageError(this.where, err);
       }
       await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
+
+  private async mapped<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      throw pgStorageError(this.where, err);
+    }
+  }
+
+  /** A query whose failure reaches callers outside as the catalogue's storage error (never a bare 500). */
+  private async read<R extends pg.QueryResultRow = Record<string, unknown>>(text: string, values: readonly unknown[] = []): Promise<pg.QueryResult<R>> {
+    try {
+      return await this.query<R>(text, values);
+    } catch (err) {
+      throw pgStorageError(this.where, err);
     }
   }
 

@@ -153,6 +153,18 @@ export const Errors = {
     'Database %s (schema %s) is in use by another organism process; stop it or use another database',
   ),
 
+  // --- shared mode (several processes on one PostgreSQL database) ---
+  SHARED_STORE_REQUIRED: define(
+    'SHARED_STORE_REQUIRED',
+    400,
+    '%s needs a shared PostgreSQL store (--store postgres://user@host/db, or ORGANISM_STORE): the embedded SQLite store belongs to one process',
+  ),
+  WORKER_CONFIG_MISMATCH: define(
+    'WORKER_CONFIG_MISMATCH',
+    409,
+    'This organism.yaml is not the organism the database runs (config hash %s here, %s in the database): %s. Start every process with the organism.yaml the serve processes run',
+  ),
+
   // --- control service (HTTP layer) ---
   AUTH_REQUIRED: define('AUTH_REQUIRED', 401, 'Authentication required'),
   OPERATOR_REQUIRED: define('OPERATOR_REQUIRED', 403, 'Operator role required'),

@@ -9,7 +9,9 @@ import { LlmRouter } from '../llm/router.js';
 import { McpHub, mcpBaseDir, type McpTool, type McpToolResult } from '../mcp/hub.js';
 import { PayloadRegistry } from '../payload/index.js';
 import { DeliveryObservers } from '../pump/observer.js';
+import type { WorkSource } from '../pump/work-source.js';
 import { Pump, type InjectOptions, type PumpLimits, type StopOptions, type StopReport } from '../pump/pump.js';
+import type { WorkerRecord } from '../store/types.js';
 import type { Journal, JournalStats, StorageProblem, LlmCallStore, OperatorStateStore, RecoveryReport, ThreadStore, ThreadUsageTotals, UsageStore } from '../store/types.js';
 import { MemoryJournal, MemoryLlmCallStore, MemoryOperatorState, MemoryThreadStore, MemoryUsageStore } from '../store/index.js';
 import { BudgetManager, budgetInfo, type ThreadBudgetInfo, type ThreadBudgetSnapshot } from '../usage/budgets.js';
@@ -21,9 +23,9 @@ import { createLlmAgentHandler, type AgentWorldView } from '../agent/llm-agent.j
 import { providerServes } from '../config/document.js';
 import type { ListenerConfig, ReplyFormat } from '../config/types.js';
 import { configChanges } from './config-changes.js';
-import { agentInfo, type AgentInfo } from './views.js';
+import { acrossProcesses, agentInfo, type AgentInfo } from './views.js';
 import { standaloneLink, type ClusterCommand, type ClusterLink } from './cluster-link.js';
-import { configIdentity, describeConfigDifference } from './config-identity.js';
+import { configDifferences, fingerprint } from '../config/fingerprint.js';
 import { isSystemName } from '../pump/system-messages.js';
 import type { OrganismEvent } from '../events/types.js';
 
@@ -43,6 +45,8 @@ export interface OrganismStorage {
   readonly operator?: OperatorStateStore;
   /** What is wrong with the data directory now (omitted: nothing can be). */
   problem?(): StorageProblem | null;
+  /** Shared mode: the store is the work queue of several processes (omitted: embedded, one process). */
+  readonly work?: WorkSource;
   /** Called once if the store is deleted or replaced under the running process (omitted: it cannot be). */
   onLost?(listener: (error: OrganismError) => void): void;
   /** Resolves once every write queued so far has committed (omitted: writes commit as they are made). */
@@ -129,6 +133,7 @@ export class Organism {
         logger: this.logger,
         llmHandler: (listener) => createLlmAgentHandler(listener, () => this.peerView()),
         observers: this.observers.deliveries,
+        ...(this.storage.work ? { work: this.storage.work } : {}),
         ...(options.now ? { now: options.now } : {}),
       },
       limitsOf(loaded.config),
@@ -268,9 +273,9 @@ export class Organism {
     });
   }
 
-  /** The identity of the configuration this process runs (what workers compare across processes). */
+  /** The configuration this process runs, as the processes of a shared organism compare it. */
   get configIdentity() {
-    return configIdentity(this.loaded);
+    return fingerprint(this.loaded.config);
   }
 
   /**
@@ -395,6 +400,29 @@ export class Organism {
     return agentInfo(runtime);
   }
 
+  /**
+   * The agents as the whole organism runs them: in shared mode, queue depth and in flight are
+   * summed over every process from the store (this process's memory holds only its own share);
+   * embedded, the same as agents().
+   */
+  async agentsAcross(): Promise<AgentInfo[]> {
+    const work = this.storage.work;
+    if (!work) return this.agents();
+    const load = await work.agentLoad();
+    return this.agents().map((a) => acrossProcesses(a, load.get(a.name)));
+  }
+
+  async agentAcross(name: string): Promise<AgentInfo> {
+    const info = this.agent(name);
+    const work = this.storage.work;
+    return work ? acrossProcesses(info, (await work.agentLoad()).get(name)) : info;
+  }
+
+  /** The processes of a shared organism (null: embedded, this process is the organism). */
+  async workers(): Promise<readonly WorkerRecord[] | null> {
+    return this.storage.work ? this.storage.work.workers() : null;
+  }
+
   /** A thread's record: live state first, then the store. */
   async thread(id: string) {
     return this.pump.liveThread(id) ?? (await this.storage.threads.get(id));
@@ -461,13 +489,14 @@ export class Organism {
       this.logger.error({ err }, 'the organism was reloaded by another process, but this one\'s organism.yaml does not load; still running the previous configuration');
       return;
     }
-    const mine = configIdentity(next);
+    const mine = fingerprint(next.config);
     if (mine.hash !== stored.hash) {
-      const difference = describeConfigDifference(mine.text, stored.text);
+      const difference = configDifferences(mine.text, stored.text).join('; ');
       this.logger.error({ difference }, `the organism was reloaded by another process, but this one's organism.yaml differs (${difference}); still running the previous configuration`);
       return;
     }
     this.reload(next);
+    await this.cluster.running(mine);
   }
 
   /** Pauses the persisted paused agents that exist; returns their names. */

@@ -13,6 +13,7 @@ import { ListenerRuntime } from './listener-runtime.js';
 import type { Message } from './message.js';
 import type { DeliveryObservers, DeliveryOutcome, DeliveryWatch } from './observer.js';
 import { ThreadTracker, type LiveThread } from './thread-tracker.js';
+import { recordsKeptByStore, type WorkSource } from './work-source.js';
 
 export interface PumpLimits {
   readonly maxConcurrentHandlers: number;
@@ -35,6 +36,8 @@ export interface PumpDeps {
   readonly now?: () => number;
   /** Telemetry watching deliveries (metrics, traces). */
   readonly observers?: DeliveryObservers;
+  /** Shared mode: the store is the work queue of several processes (see work-source.ts); absent: embedded. */
+  readonly work?: WorkSource;
 }
 
 /** One message being delivered: from the start of its handler until its outcome is journaled. */
@@ -83,7 +86,9 @@ export abstract class PumpState {
     protected limits: PumpLimits,
   ) {
     this.now = deps.now ?? Date.now;
-    this.threads = new ThreadTracker(deps.threads, deps.bus);
+    // Shared mode: thread records are kept by the store in the journal's transactions; one
+    // process's memory of a thread would overwrite what another process's outcome decided.
+    this.threads = new ThreadTracker(deps.work ? recordsKeptByStore(deps.threads) : deps.threads, deps.bus);
   }
 
   protected register(l: ResolvedListener): void {

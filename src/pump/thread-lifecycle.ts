@@ -92,6 +92,8 @@ export abstract class PumpThreadLifecycle extends PumpBookkeeping {
     for (const controller of live.controllers) controller.abort('killed' satisfies AbortCause);
     this.deps.budgets.release(threadId);
     const record = this.threads.snapshot(live);
+    // Shared mode: the live thread's record is not written from memory (the store keeps it).
+    if (this.deps.work) this.deps.threads.put(record);
     this.settleThread(live);
     return record;
   }
@@ -99,6 +101,12 @@ export abstract class PumpThreadLifecycle extends PumpBookkeeping {
   /** A thread with nothing queued or in flight is done: completed, error or killed. */
   protected settleThread(thread: LiveThread): void {
     this.threads.touch(thread);
+    if (this.deps.work) {
+      // Shared mode: the store finished the thread (or not) in the transaction of the outcome
+      // that left nothing of it (see bookOutcome); this process only forgets it once idle here.
+      if (thread.queued === 0 && thread.inFlight === 0) this.threads.retire(thread);
+      return;
+    }
     if (thread.status !== 'killed' && (thread.queued > 0 || thread.inFlight > 0)) return;
     if (thread.status === 'killed') {
       if (thread.inFlight === 0) this.threads.retire(thread);

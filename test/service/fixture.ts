@@ -187,7 +187,7 @@ export async function startService(
     options.storage === 'sqlite'
       ? openSqliteStorage({ dataDir: path.join(dir, 'data') })
       : database
-        ? await openPostgresStorage({ url: database.url })
+        ? await openPostgresStorage({ url: database.url, shared: { maxAttempts: loaded.config.journal.maxAttempts } })
         : undefined;
   const organism = new Organism(loaded, storage ? { storage } : {});
   await organism.start();

@@ -1,6 +1,6 @@
 import { loadOrganismToRun } from '../config/index.js';
 import type { Organism } from '../organism/organism.js';
-import type { PgListener } from '../store/postgres/channels.js';
+import type { SharedStorage } from '../store/postgres/storage.js';
 import type { Logger } from '../util/logger.js';
 
 export interface JoinOptions {
@@ -10,8 +10,8 @@ export interface JoinOptions {
   readonly configPath: string;
   /** A serve hears the other processes' events (its WebSocket clients see them); a worker does not. */
   readonly hearEvents: boolean;
-  /** The store's LISTEN connection, when it holds one (shared mode): one per process. */
-  readonly listener?: PgListener;
+  /** The shared store of this process: its LISTEN connection (one per process) and its workers row. */
+  readonly shared: SharedStorage;
   readonly logger: Logger;
 }
 
@@ -27,7 +27,8 @@ export async function joinSharedOrganism(organism: Organism, options: JoinOption
     origin: organism.bootId,
     hearEvents: options.hearEvents,
     logger: options.logger,
-    ...(options.listener ? { listener: options.listener } : {}),
+    listener: options.shared.listener,
+    running: (hash) => options.shared.setConfigHash(hash),
   });
   organism.joinCluster(link, { reloadConfig: () => loadOrganismToRun(options.configPath) });
 }

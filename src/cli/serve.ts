@@ -23,6 +23,7 @@ import { resolveTokens } from './tokens.js';
 import { WORKER_ENV } from './supervisor.js';
 import { SupervisorChannel } from './worker-channel.js';
 import { joinSharedOrganism } from './cluster.js';
+import type { SharedStorage } from '../store/postgres/storage.js';
 
 export { checkBindable, ServeError };
 
@@ -87,7 +88,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     throw new ServeError((err as Error).message, ExitCode.USAGE);
   }
   const retention = { retainDays: loaded.config.journal.retainDays, failedRetainDays: loaded.config.journal.failedRetainDays };
-  let publishConfig: ((config: OrganismConfig) => void) | null = null;
+  let sharedStorage: SharedStorage | null = null;
   let storage: OrganismStorage;
   let storeLabel = dataDir;
   try {
@@ -99,10 +100,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
       const pg = await openPostgresStorage({ url: store.url, ...retention, logger, shared: { ...shared!, configHash: mine.hash, maxAttempts: loaded.config.journal.maxAttempts } });
       // serve names the organism the database runs (workers started with another one are refused), at boot and at each reload.
       await pg.shared!.publishConfig(mine.hash, mine.text);
-      publishConfig = (config) => {
-        const next = fingerprint(config);
-        void pg.shared!.publishConfig(next.hash, next.text).catch((err: unknown) => logger.error({ err }, 'storing the reloaded organism failed'));
-      };
+      sharedStorage = pg.shared!;
       storeLabel = `${pg.where}${shared!.handlers ? '' : ' (API only: --handlers off)'}`;
       storage = pg;
       mkdirSync(dataDir, { recursive: true }); // the generated token's home
@@ -119,12 +117,10 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
   }
 
   const organism = new Organism(loaded, { storage, logger });
-  if (store.kind === 'postgres') await joinSharedOrganism(organism, { url: store.url, configPath: path, hearEvents: true, logger });
-  if (publishConfig) {
-    const publish = publishConfig;
-    organism.bus.on((event) => {
-      if (event.type === 'reload' && event.result.success) publish(organism.config);
-    });
+  // Shared mode: events, pauses, kills and reloads reach every process; a reload stores the
+  // organism and announces it (POST /organism/reload -> Organism.shareReload).
+  if (store.kind === 'postgres' && sharedStorage) {
+    await joinSharedOrganism(organism, { url: store.url, configPath: path, hearEvents: true, shared: sharedStorage, logger });
   }
   // The OpenTelemetry SDK is loaded only when tracing is on.
   const tracing = tracingSettings ? new (await import('../telemetry/tracing.js')).OrganismTracing(tracingSettings, { logger }) : null;

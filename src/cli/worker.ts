@@ -8,6 +8,7 @@ import { resolveConfigPath } from './config-path.js';
 import { ExitCode } from './exit-codes.js';
 import { resolveShared, type SharedFlags } from './shared-options.js';
 import { resolveStore } from './store-option.js';
+import { joinSharedOrganism } from './cluster.js';
 
 export interface WorkerOptions extends Omit<SharedFlags, 'handlers'> {
   readonly store?: string;
@@ -68,6 +69,8 @@ export async function workerCommand(configArg: string | undefined, options: Work
   if ((await storage.shared!.storedConfig()) === null) await storage.shared!.publishConfig(mine.hash, mine.text);
 
   const organism = new Organism(loaded, { storage, logger });
+  // Pauses, kills and reloads made anywhere reach this worker; its events reach every serve.
+  await joinSharedOrganism(organism, { url: store.url, configPath: path, hearEvents: false, shared: storage.shared!, logger });
   await organism.start();
   const work = storage.work!;
   const concurrency = Math.min(work.concurrency ?? Infinity, loaded.config.maxConcurrentHandlers);

@@ -45,6 +45,8 @@ export interface ClusterLink {
   storedConfig(): Promise<StoredConfig | null>;
   /** Stores the configuration and sends `reload` to every other process (together: both or neither). */
   publishConfig(config: StoredConfig): Promise<void>;
+  /** This process runs `config` now (it followed a reload): recorded where the processes are listed. */
+  running(config: StoredConfig): Promise<void>;
   /** Sends what is still queued, then stops. */
   close(): Promise<void>;
 }
@@ -58,6 +60,7 @@ export function standaloneLink(origin = 'local'): ClusterLink {
     publishCommand: async () => {},
     storedConfig: async () => null,
     publishConfig: async () => {},
+    running: async () => {},
     close: async () => {},
   };
 }

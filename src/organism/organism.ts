@@ -26,7 +26,7 @@ import type { ListenerConfig, ReplyFormat } from '../config/types.js';
 import { configChanges } from './config-changes.js';
 import { acrossProcesses, agentInfo, type AgentInfo } from './views.js';
 import { standaloneLink, type ClusterCommand, type ClusterLink } from './cluster-link.js';
-import { configIdentity, describeConfigDifference } from './config-identity.js';
+import { configDifferences, fingerprint } from '../config/fingerprint.js';
 import { isSystemName } from '../pump/system-messages.js';
 import type { OrganismEvent } from '../events/types.js';
 
@@ -283,9 +283,9 @@ export class Organism {
     });
   }
 
-  /** The identity of the configuration this process runs (what workers compare across processes). */
+  /** The configuration this process runs, as the processes of a shared organism compare it. */
   get configIdentity() {
-    return configIdentity(this.loaded);
+    return fingerprint(this.loaded.config);
   }
 
   /**
@@ -500,13 +500,14 @@ export class Organism {
       this.logger.error({ err }, 'the organism was reloaded by another process, but this one\'s organism.yaml does not load; still running the previous configuration');
       return;
     }
-    const mine = configIdentity(next);
+    const mine = fingerprint(next.config);
     if (mine.hash !== stored.hash) {
-      const difference = describeConfigDifference(mine.text, stored.text);
+      const difference = configDifferences(mine.text, stored.text).join('; ');
       this.logger.error({ difference }, `the organism was reloaded by another process, but this one's organism.yaml differs (${difference}); still running the previous configuration`);
       return;
     }
     this.reload(next);
+    await this.cluster.running(mine);
   }
 
   /** Pauses the persisted paused agents that exist; returns their names. */

@@ -20,6 +20,8 @@ export interface PgClusterLinkOptions {
    * subscribes on it and leaves closing it to its owner. Absent: the link opens its own.
    */
   readonly listener?: PgListener;
+  /** Records the configuration this process runs (its workers row), after a reload here or followed from elsewhere. */
+  readonly running?: (configHash: string) => Promise<void>;
   readonly logger?: Logger;
 }
 
@@ -138,6 +140,15 @@ export class PgClusterLink implements ClusterLink {
       throw pgStorageError(this.where, err);
     } finally {
       client?.release();
+    }
+    await this.running(config);
+  }
+
+  async running(config: StoredConfig): Promise<void> {
+    try {
+      await this.options.running?.(config.hash);
+    } catch (err) {
+      throw pgStorageError(this.where, err);
     }
   }
 

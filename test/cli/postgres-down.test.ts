@@ -145,5 +145,5 @@ listeners:
     expect(logLines(out, /PostgreSQL cannot be reached/)).toHaveLength(1);
     expect(logLines(out, /PostgreSQL answers again/)).toHaveLength(1);
     expect(logLines(out, /storage write failed|idle PostgreSQL connection failed/)).toHaveLength(0);
-  });
+  }, 240_000);
 });

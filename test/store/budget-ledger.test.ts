@@ -193,7 +193,7 @@ describe.skipIf(!usePg)('PostgreSQL budget ledger across processes', () => {
       ),
       { numRuns: 25 },
     );
-  });
+  }, 120_000);
 
   it('many concurrent reservations of the last tokens: exactly as many are granted as fit', async () => {
     const a = pgLedger(1_000);
@@ -203,7 +203,7 @@ describe.skipIf(!usePg)('PostgreSQL budget ledger across processes', () => {
     expect(tries.filter((x) => x.status === 'fulfilled')).toHaveLength(10);
     expect(tries.filter((x) => x.status === 'rejected').every((x) => (x as PromiseRejectedResult).reason.code === 'BUDGET_EXHAUSTED')).toBe(true);
     expect(await a.get(t)).toMatchObject({ reservedTokens: 1_000, totalTokens: 0 });
-  });
+  }, 120_000);
 
   it('a reservation whose holder was killed -9 is given back once it expires; a live holder keeps renewing its own', async () => {
     const t = `crash-${newId()}`;
@@ -230,7 +230,7 @@ describe.skipIf(!usePg)('PostgreSQL budget ledger across processes', () => {
     expect(await other.get(t)).toMatchObject({ reservedTokens: 200, totalTokens: 0 });
     await other.settle(r, use(150, 0), 'agent');
     expect(await other.get(t)).toMatchObject({ reservedTokens: 0, totalTokens: 150 });
-  });
+  }, 120_000);
 
   it('two processes reserving and settling on one thread at once never pass its ceiling', async () => {
     const t = `procs-${newId()}`;
@@ -262,7 +262,7 @@ describe.skipIf(!usePg)('PostgreSQL budget ledger across processes', () => {
     expect(row.reservedTokens).toBe(0);
     expect(row.totalTokens).toBe(spent[0]! + spent[1]!);
     expect(row.totalTokens).toBeLessThanOrEqual(5_000);
-  });
+  }, 120_000);
 
   it('while the database cannot be reached: a reservation waits for it (within a lease), a settlement is kept and lands once it is back', async () => {
     const proxy = new PgProxy(await freePort());
@@ -288,7 +288,7 @@ describe.skipIf(!usePg)('PostgreSQL budget ledger across processes', () => {
       return b?.totalTokens === 400 && b.reservedTokens === 0;
     }, 'the kept settlement to land and the lost cancel to expire', 30_000);
     await proxy.cut();
-  });
+  }, 120_000);
 
   it("a release waits while a delivery of the thread is PENDING or DISPATCHED anywhere (another process's part of the thread)", async () => {
     const l = pgLedger(1_000, 30_000);
@@ -310,7 +310,7 @@ describe.skipIf(!usePg)('PostgreSQL budget ledger across processes', () => {
     await pool.query(`UPDATE journal SET state = 'ACKED' WHERE id = $1`, [id]);
     await until(async () => (await l.has(t)) === false, 'the release once the delivery ended');
     expect(released).toEqual([t]);
-  });
+  }, 120_000);
 
   it('the migration carries budgets saved as snapshots by a single-process organism over to rows', async () => {
     const fresh = await createTestDatabase();
@@ -337,5 +337,5 @@ describe.skipIf(!usePg)('PostgreSQL budget ledger across processes', () => {
       for (const p of pools.splice(0)) await p.end().catch(() => {});
       await fresh.drop();
     }
-  });
+  }, 120_000);
 });

@@ -1,5 +1,5 @@
 import { writeFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { alive, until } from '../cli/processes.js';
 import { withPostgres } from '../store/contract/backends.js';
 import { clusterYaml, startCluster, type Cluster, type WorkerRow } from './cluster.js';
@@ -9,11 +9,12 @@ import { clusterYaml, startCluster, type Cluster, type WorkerRow } from './clust
  * run on workers (`--concurrency 1` each, so two long handlers sit on two different workers).
  */
 describe.runIf(withPostgres('scale-out control'))('control across processes (PostgreSQL, serve --handlers off + workers)', () => {
+  // A cluster per test: a control that does not reach a worker leaves handlers running there.
   let c: Cluster;
-  beforeAll(async () => {
+  beforeEach(async () => {
     c = await startCluster({ workers: 2, concurrency: 1 });
   }, 300_000);
-  afterAll(() => c?.close());
+  afterEach(() => c?.close());
 
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   const post = (p: string) => c.api(p, { method: 'POST' });

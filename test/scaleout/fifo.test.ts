@@ -8,7 +8,8 @@ const RUNS = Number(process.env['FIFO_RUNS'] ?? 6);
 
 /**
  * FIFO within a thread across workers, as a property: random threads (each a number of
- * messages injected in order), 1 to 3 workers, random handler durations. The handlers' log
+ * messages injected in order while the listener is paused, then released at once), 1 to 3
+ * workers, random handler durations. The handlers' log
  * is appended by every worker in the order things happened, so per thread it must read
  * start 0, end 0, start 1, end 1, ...: never a later message before an earlier one, never two
  * of one thread at once, whichever worker ran each.
@@ -16,7 +17,8 @@ const RUNS = Number(process.env['FIFO_RUNS'] ?? 6);
 describe.runIf(withPostgres('scale-out FIFO'))('per-thread FIFO across workers (PostgreSQL, property)', () => {
   let c: Cluster;
   beforeAll(async () => {
-    c = await startCluster({ workers: 0 });
+    // One delivery per worker at a time: a thread's messages then pass from worker to worker.
+    c = await startCluster({ workers: 0, concurrency: 1 });
   }, 300_000);
   afterAll(() => c?.close());
 
@@ -32,7 +34,12 @@ describe.runIf(withPostgres('scale-out FIFO'))('per-thread FIFO across workers (
           run++;
           const workers = await Promise.all(Array.from({ length: workerCount }, (_, i) => c.startWorker(`fifo-${run}-${i}`)));
           try {
-            // Threads are injected side by side; within a thread each inject returns before the next.
+            // The listener is paused while the messages go in, so every thread has its whole backlog
+            // waiting when the workers start on it (otherwise each message could be done before the
+            // next is injected, and order would hold trivially). Threads are injected side by side;
+            // within a thread each inject returns before the next.
+            const post = async (p: string) => expect((await c.api(p, { method: 'POST' })).status).toBe(200);
+            await post('/agents/ordered/pause');
             const sent = await Promise.all(
               threads.map(async (count, t) => {
                 const ids: string[] = [];
@@ -45,6 +52,7 @@ describe.runIf(withPostgres('scale-out FIFO'))('per-thread FIFO across workers (
                 return { threadId: threadId!, ids };
               }),
             );
+            await post('/agents/ordered/resume');
             const all = new Set(sent.flatMap((s) => s.ids));
             const mine = (): RunLine[] => c.runs().filter((r) => all.has(r.messageId));
             await until(() => mine().filter((r) => r.ev === 'end').length === all.size, `run ${run}: every ordered message to finish`, 120_000);

@@ -32,6 +32,8 @@ export interface PumpInput {
   readonly seconds?: number;
   /** Overrides of the organism's concurrency limits (default: a default organism.yaml's). */
   readonly limits?: { readonly maxConcurrentHandlers: number; readonly maxConcurrentPerAgent: number };
+  /** The store in a PostgreSQL database instead of SQLite in `dataDir` (bench/tools/scaleout.ts). */
+  readonly postgresUrl?: string;
   /** Run the throughput mode on in-memory storage (the pump without the journal). */
   readonly memory?: boolean;
   /** Telemetry on: Prometheus metrics, or traces at 100 % sampling exported to a local OTLP sink. */
@@ -73,9 +75,15 @@ export interface SteadyResult {
 
 const HOPS = 3;
 
-function organismIn(input: PumpInput): Organism {
+async function organismIn(input: PumpInput): Promise<Organism> {
   const loaded = chainOrganism(HOPS, { maxQueue: 10_000, ...(input.limits ?? {}) });
   if (input.memory) return new Organism(loaded);
+  if (input.postgresUrl) {
+    // Loaded only for a PostgreSQL round; shared mode (claims, leases), as `organism serve --store` runs it.
+    const { openPostgresStorage } = await import('../../src/store/postgres/index.js');
+    const storage = await openPostgresStorage({ url: input.postgresUrl, shared: { kind: 'serve', handlers: true, maxAttempts: loaded.config.journal.maxAttempts } });
+    return new Organism(loaded, { storage });
+  }
   return new Organism(loaded, { storage: openSqliteStorage({ dataDir: input.dataDir }) });
 }
 
@@ -135,7 +143,7 @@ async function telemetryOn(organism: Organism, input: PumpInput): Promise<Teleme
 }
 
 async function throughput(input: PumpInput): Promise<ThroughputResult> {
-  const organism = organismIn(input);
+  const organism = await organismIn(input);
   const telemetry = await telemetryOn(organism, input);
   await organism.start();
   const done = ackCounter(organism, `hop${HOPS}`);
@@ -191,7 +199,7 @@ async function raw(input: PumpInput): Promise<RawResult> {
 }
 
 async function steady(input: PumpInput): Promise<SteadyResult> {
-  const organism = organismIn(input);
+  const organism = await organismIn(input);
   await organism.start();
   const rate = input.rate ?? 2_000;
   const total = Math.round(rate * (input.seconds ?? 10));

@@ -6,6 +6,7 @@ import { checkBindable, ServeError } from './bind.js';
 import { ExitCode } from './exit-codes.js';
 import { portOption, secondsOption } from './options.js';
 import { supervise, WORKER_ENV } from './supervisor.js';
+import { concurrencyOption, LEASE_ENV, leaseOption } from './shared-options.js';
 
 // Each command loads its modules when it runs: the supervisor of `serve` only owns the socket
 // and restarts workers, and loading the whole server (Fastify, SQLite, telemetry, the MCP SDK)
@@ -54,6 +55,10 @@ program
   .option('--drain-timeout <seconds>', 'how long in-flight work may take on stop/restart', secondsOption(0, 86_400), 30)
   .option('--no-supervisor', 'run the server in this process (no same-PID restarts)')
   .option('--demo-traffic [seconds]', 'inject a demo question into the first agent every N seconds (default 3)', secondsOption(0.05, 86_400))
+  .addOption(new Option('--handlers <on|off>', 'PostgreSQL store: run handlers here (on, the default) or serve the API only (off)').choices(['on', 'off']))
+  .option('--concurrency <n>', 'PostgreSQL store: handlers this process runs at once at most (default: limits.max_concurrent_handlers)', concurrencyOption)
+  .option('--name <name>', 'PostgreSQL store: this process\'s name in /api/v1/workers (default: host:pid)')
+  .option('--lease-seconds <seconds>', `PostgreSQL store: a process silent this long has its deliveries taken over (default: $${LEASE_ENV}, else 30)`, leaseOption)
   .addOption(logLevel())
   .action(async (config: string | undefined, opts) => {
     const worker = process.env[WORKER_ENV] === '1' || opts.supervisor === false;
@@ -89,6 +94,35 @@ program
           auth: opts.auth,
           drainTimeoutMs: opts.drainTimeout * 1000,
           ...(opts.demoTraffic !== undefined ? { demoTrafficMs: (opts.demoTraffic === true ? 3 : opts.demoTraffic) * 1000 } : {}),
+          shared: { handlers: opts.handlers, concurrency: opts.concurrency, name: opts.name, leaseSeconds: opts.leaseSeconds },
+        }),
+      );
+    } catch (err) {
+      process.exit(report(err));
+    }
+  });
+
+program
+  .command('worker')
+  .description('run handlers only (no HTTP) for an organism on a shared PostgreSQL store; any number of them, on any machine')
+  .argument('[config]', 'organism.yaml (default: ./organism.yaml, else the bundled demo); the one the serve processes run')
+  .option('--store <url>', 'the organism\'s PostgreSQL database (postgres://user@host/db; default: $ORGANISM_STORE)')
+  .option('--concurrency <n>', 'handlers this process runs at once at most (default: limits.max_concurrent_handlers)', concurrencyOption)
+  .option('--name <name>', 'this process\'s name in /api/v1/workers (default: host:pid)')
+  .option('--lease-seconds <seconds>', `a process silent this long has its deliveries taken over (default: $${LEASE_ENV}, else 30)`, leaseOption)
+  .option('--drain-timeout <seconds>', 'how long in-flight work may take on stop', secondsOption(0, 86_400), 30)
+  .addOption(logLevel())
+  .action(async (config: string | undefined, opts) => {
+    try {
+      const { workerCommand } = await import('./worker.js');
+      process.exit(
+        await workerCommand(config, {
+          ...(opts.store !== undefined ? { store: opts.store } : {}),
+          ...(opts.concurrency !== undefined ? { concurrency: opts.concurrency } : {}),
+          ...(opts.name !== undefined ? { name: opts.name } : {}),
+          ...(opts.leaseSeconds !== undefined ? { leaseSeconds: opts.leaseSeconds } : {}),
+          logLevel: opts.logLevel,
+          drainTimeoutMs: opts.drainTimeout * 1000,
         }),
       );
     } catch (err) {

@@ -11,6 +11,8 @@ import { resolveTracing, traceLogFields } from '../telemetry/settings.js';
 import type { OrganismStorage } from '../organism/organism.js';
 import { mkdirSync } from 'node:fs';
 import { resolveStore } from './store-option.js';
+import { resolveShared, type SharedFlags } from './shared-options.js';
+import { fingerprint } from '../config/fingerprint.js';
 import { createLogger, type LogLevel } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import { resolveConfigPath, resolveDataDir } from './config-path.js';
@@ -20,6 +22,8 @@ import { ExitCode } from './exit-codes.js';
 import { resolveTokens } from './tokens.js';
 import { WORKER_ENV } from './supervisor.js';
 import { SupervisorChannel } from './worker-channel.js';
+import { joinSharedOrganism } from './cluster.js';
+import type { SharedStorage } from '../store/postgres/storage.js';
 
 export { checkBindable, ServeError };
 
@@ -34,6 +38,8 @@ export interface ServeOptions {
   readonly drainTimeoutMs: number;
   /** Inject a demo question every this many ms (`--demo-traffic`); omitted: no demo traffic. */
   readonly demoTrafficMs?: number;
+  /** `--handlers`, `--concurrency`, `--name`, `--lease-seconds` (PostgreSQL store only). */
+  readonly shared?: SharedFlags;
 }
 
 /** Open connections may finish their requests this long once the organism has drained. */
@@ -74,20 +80,28 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
   }
   const dataDir = resolveDataDir(options.dataDir, path, isDemo);
   let store;
+  let shared;
   try {
     store = resolveStore(options.store);
+    shared = resolveShared('serve', store, options.shared ?? {});
   } catch (err) {
     throw new ServeError((err as Error).message, ExitCode.USAGE);
   }
   const retention = { retainDays: loaded.config.journal.retainDays, failedRetainDays: loaded.config.journal.failedRetainDays };
+  let sharedStorage: SharedStorage | null = null;
   let storage: OrganismStorage;
   let storeLabel = dataDir;
   try {
     if (store.kind === 'postgres') {
       // Loaded only for a PostgreSQL store (most organisms run on the embedded SQLite).
       const { openPostgresStorage } = await import('../store/postgres/index.js');
-      const pg = await openPostgresStorage({ url: store.url, ...retention, logger });
-      storeLabel = pg.where;
+      // Shared mode: the database is the work queue of every serve and worker process.
+      const mine = fingerprint(loaded.config);
+      const pg = await openPostgresStorage({ url: store.url, ...retention, logger, shared: { ...shared!, configHash: mine.hash, maxAttempts: loaded.config.journal.maxAttempts } });
+      // serve names the organism the database runs (workers started with another one are refused), at boot and at each reload.
+      await pg.shared!.publishConfig(mine.hash, mine.text);
+      sharedStorage = pg.shared!;
+      storeLabel = `${pg.where}${shared!.handlers ? '' : ' (API only: --handlers off)'}`;
       storage = pg;
       mkdirSync(dataDir, { recursive: true }); // the generated token's home
     } else {
@@ -103,6 +117,11 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
   }
 
   const organism = new Organism(loaded, { storage, logger });
+  // Shared mode: events, pauses, kills and reloads reach every process; a reload stores the
+  // organism and announces it (POST /organism/reload -> Organism.shareReload).
+  if (store.kind === 'postgres' && sharedStorage) {
+    await joinSharedOrganism(organism, { url: store.url, configPath: path, hearEvents: true, shared: sharedStorage, logger });
+  }
   // The OpenTelemetry SDK is loaded only when tracing is on.
   const tracing = tracingSettings ? new (await import('../telemetry/tracing.js')).OrganismTracing(tracingSettings, { logger }) : null;
   tracing?.attach(organism);

@@ -147,10 +147,31 @@ export const Errors = {
     503,
     'Data directory %s is gone: %s was %s while the server ran; it accepts no new messages, saves what it acknowledged to %s and exits',
   ),
+  /**
+   * A database server (PostgreSQL) that does not answer: a passing state, unlike STORAGE_FAILED
+   * (one operation failed); injects get it with Retry-After until the server is back.
+   */
+  STORAGE_UNAVAILABLE: define(
+    'STORAGE_UNAVAILABLE',
+    503,
+    'Database %s cannot be reached (%s): new messages are refused until it answers again; accepted ones are kept and their deliveries resume',
+  ),
   STORAGE_DATABASE_IN_USE: define(
     'STORAGE_DATABASE_IN_USE',
     503,
     'Database %s (schema %s) is in use by another organism process; stop it or use another database',
+  ),
+
+  // --- shared mode (several processes on one PostgreSQL database) ---
+  SHARED_STORE_REQUIRED: define(
+    'SHARED_STORE_REQUIRED',
+    400,
+    '%s needs a shared PostgreSQL store (--store postgres://user@host/db, or ORGANISM_STORE): the embedded SQLite store belongs to one process',
+  ),
+  WORKER_CONFIG_MISMATCH: define(
+    'WORKER_CONFIG_MISMATCH',
+    409,
+    'This organism.yaml is not the organism the database runs (config hash %s here, %s in the database): %s. Start every process with the organism.yaml the serve processes run',
   ),
 
   // --- control service (HTTP layer) ---

@@ -1,6 +1,7 @@
 import type { OrganismConfig } from '../config/types.js';
 import { Errors, OrganismError } from '../errors/catalogue.js';
-import type { BudgetManager, Reservation } from '../usage/budgets.js';
+import type { Reservation } from '../usage/budgets.js';
+import type { BudgetLedger } from '../usage/ledger.js';
 import type { Pricing } from '../usage/pricing.js';
 import type { UsageTracker } from '../usage/tracker.js';
 import type { UsageEvent } from '../usage/types.js';
@@ -38,7 +39,7 @@ export interface CallOptions {
 export interface RouterDeps {
   readonly pricing: Pricing;
   readonly tracker: UsageTracker;
-  readonly budgets: BudgetManager;
+  readonly budgets: BudgetLedger;
   /** Backoff wait; must reject with Errors.ABORTED as soon as the signal aborts. */
   readonly sleep?: Sleep;
   /** Jitter source in [0, 1). */
@@ -108,7 +109,7 @@ export class LlmRouter {
     if (call.signal.aborted) throw aborted(call.signal);
 
     const started = this.now();
-    const { request: sized, reservation } = this.reserve(request, call.threadId);
+    const { request: sized, reservation } = await this.reserve(request, call.threadId);
     const watch = this.opts.observer?.started({ ...sized, agent: call.agent, threadId: call.threadId }) ?? null;
     let success: Success;
     try {
@@ -116,16 +117,16 @@ export class LlmRouter {
     } catch (err) {
       if (err instanceof AbortedCall && err.usage && err.usage.totalTokens > 0) {
         // A stream cut short had cost what its provider reported so far: that is accounted.
-        this.usageEvent(call, err.provider, err.model, request.model, err.usage, 0, this.now() - started, reservation);
+        await this.usageEvent(call, err.provider, err.model, request.model, err.usage, 0, this.now() - started, reservation);
       } else {
-        this.opts.budgets.cancel(reservation);
+        await this.opts.budgets.cancel(reservation);
       }
       const failure = err instanceof AbortedCall ? err.error : err;
       watch?.failed(failure);
       throw failure;
     }
     const totalLatencyMs = this.now() - started;
-    const result = this.account(success, request.model, reservation, call, totalLatencyMs);
+    const result = await this.account(success, request.model, reservation, call, totalLatencyMs);
     watch?.succeeded(result);
     return result;
   }
@@ -155,11 +156,11 @@ export class LlmRouter {
    * smaller output limit rather than a refusal; only when not even a useful answer fits is the
    * call refused (BUDGET_EXHAUSTED, thrown by the budget manager).
    */
-  private reserve(request: CompletionRequest, threadId: string): { request: CompletionRequest; reservation: Reservation } {
+  private async reserve(request: CompletionRequest, threadId: string): Promise<{ request: CompletionRequest; reservation: Reservation }> {
     const promptEstimate = estimatePromptTokens(request);
-    const room = this.opts.budgets.headroom(threadId) - promptEstimate;
+    const room = (await this.opts.budgets.headroom(threadId)) - promptEstimate;
     const sized = room >= MIN_OUTPUT_TOKENS && room < request.maxOutputTokens ? { ...request, maxOutputTokens: room } : request;
-    return { request: sized, reservation: this.opts.budgets.reserve(threadId, promptEstimate + sized.maxOutputTokens) };
+    return { request: sized, reservation: await this.opts.budgets.reserve(threadId, promptEstimate + sized.maxOutputTokens) };
   }
 
   /** Each candidate in priority order, with its retries; throws the final failure. Every attempt is recorded. */
@@ -252,9 +253,9 @@ export class LlmRouter {
   }
 
   /** Records the successful call, one usage event, then the budget settles (which may send threshold warnings). */
-  private account(s: Success, askedModel: string, reservation: Reservation, call: CallContext, totalLatencyMs: number): CompletionResult {
+  private async account(s: Success, askedModel: string, reservation: Reservation, call: CallContext, totalLatencyMs: number): Promise<CompletionResult> {
     const { response, provider } = s;
-    const cost = this.usageEvent(call, provider, response.model, askedModel, response.usage, s.providerLatencyMs, totalLatencyMs, reservation);
+    const cost = await this.usageEvent(call, provider, response.model, askedModel, response.usage, s.providerLatencyMs, totalLatencyMs, reservation);
     this.opts.recorder?.call({ ...s.record, cost });
     return {
       ...response,
@@ -270,7 +271,7 @@ export class LlmRouter {
   }
 
   /** Publishes one usage event and settles the reservation with `usage`; returns the cost. */
-  private usageEvent(
+  private async usageEvent(
     call: CallContext,
     provider: LlmProvider,
     model: string,
@@ -279,7 +280,7 @@ export class LlmRouter {
     providerLatencyMs: number,
     totalLatencyMs: number,
     reservation: Reservation,
-  ): number | null {
+  ): Promise<number | null> {
     // The reported model is often a dated variant of the one asked for; price by either.
     const cost = this.opts.pricing.cost(model, usage) ?? this.opts.pricing.cost(askedModel, usage);
     const event: UsageEvent = {
@@ -302,7 +303,7 @@ export class LlmRouter {
       this.opts.tracker.record(event);
     } finally {
       // The tokens were spent whatever happened to the record: the budget must know.
-      this.opts.budgets.settle(reservation, usage, call.agent);
+      await this.opts.budgets.settle(reservation, usage, call.agent);
     }
     return cost;
   }

@@ -9,10 +9,13 @@ import { LlmRouter } from '../llm/router.js';
 import { McpHub, mcpBaseDir, type McpTool, type McpToolResult } from '../mcp/hub.js';
 import { PayloadRegistry } from '../payload/index.js';
 import { DeliveryObservers } from '../pump/observer.js';
+import type { WorkSource } from '../pump/work-source.js';
 import { Pump, type InjectOptions, type PumpLimits, type StopOptions, type StopReport } from '../pump/pump.js';
+import type { WorkerRecord } from '../store/types.js';
 import type { Journal, JournalStats, StorageProblem, LlmCallStore, OperatorStateStore, RecoveryReport, ThreadStore, ThreadUsageTotals, UsageStore } from '../store/types.js';
 import { MemoryJournal, MemoryLlmCallStore, MemoryOperatorState, MemoryThreadStore, MemoryUsageStore } from '../store/index.js';
 import { BudgetManager, budgetInfo, type ThreadBudgetInfo, type ThreadBudgetSnapshot } from '../usage/budgets.js';
+import type { BudgetLedger, BudgetLedgerFactory } from '../usage/ledger.js';
 import { Pricing } from '../usage/pricing.js';
 import { UsageTracker } from '../usage/tracker.js';
 import { newId } from '../util/ids.js';
@@ -21,7 +24,11 @@ import { createLlmAgentHandler, type AgentWorldView } from '../agent/llm-agent.j
 import { providerServes } from '../config/document.js';
 import type { ListenerConfig, ReplyFormat } from '../config/types.js';
 import { configChanges } from './config-changes.js';
-import { agentInfo, type AgentInfo } from './views.js';
+import { acrossProcesses, agentInfo, type AgentInfo } from './views.js';
+import { standaloneLink, type ClusterCommand, type ClusterLink } from './cluster-link.js';
+import { configDifferences, fingerprint } from '../config/fingerprint.js';
+import { isSystemName } from '../pump/system-messages.js';
+import type { OrganismEvent } from '../events/types.js';
 
 /** Where the organism keeps its journal, threads, usage and budgets. */
 export interface OrganismStorage {
@@ -35,12 +42,21 @@ export interface OrganismStorage {
     load(): unknown[] | Promise<unknown[]>;
     save(snapshots: unknown[]): void | Promise<void>;
   };
+  /**
+   * A shared store's budget ledger (every process reserves against the same rows); omitted:
+   * budgets live in this process (BudgetManager) and are saved through `budgets`.
+   */
+  readonly budgetLedger?: BudgetLedgerFactory;
   /** Paused agents (omitted: kept in memory, as long as the process lives). */
   readonly operator?: OperatorStateStore;
   /** What is wrong with the data directory now (omitted: nothing can be). */
   problem?(): StorageProblem | null;
+  /** Shared mode: the store is the work queue of several processes (omitted: embedded, one process). */
+  readonly work?: WorkSource;
   /** Called once if the store is deleted or replaced under the running process (omitted: it cannot be). */
   onLost?(listener: (error: OrganismError) => void): void;
+  /** Resolves once every write queued so far has committed (omitted: writes commit as they are made). */
+  flush?(): Promise<void>;
   close(): void | Promise<void>;
 }
 
@@ -60,7 +76,9 @@ export class Organism {
   readonly tracker = new UsageTracker();
   /** Messages and denied sends per sender -> receiver since start (the topology's counts). */
   readonly traffic = new EdgeTraffic();
-  readonly budgets: BudgetManager;
+  readonly budgets: BudgetLedger;
+  /** The embedded ledger, saved as snapshots; null when the store keeps the budgets itself. */
+  private readonly localBudgets: BudgetManager | null;
   readonly storage: OrganismStorage;
   readonly logger: Logger;
   /** Where every LLM call and MCP tool call is recorded (llm.record). */
@@ -77,17 +95,25 @@ export class Organism {
   private budgetsDirty = false;
   private budgetTimer: NodeJS.Timeout | null = null;
   private readonly operator: OperatorStateStore;
+  /** The other processes of a shared organism (alone: nobody). */
+  private cluster: ClusterLink = standaloneLink();
+  /** Re-reads this process's organism.yaml (a reload announced by another process). */
+  private reloadSource: (() => Promise<LoadedOrganism>) | null = null;
+  /** Applying what other processes announce, one at a time and in order. */
+  private following: Promise<void> = Promise.resolve();
 
   constructor(loaded: LoadedOrganism, options: OrganismOptions = {}) {
     this.loaded = loaded;
     this.logger = options.logger ?? silentLogger();
     this.bus = new EventBus((err) => this.logger.error({ err }, 'event listener failed'));
-    this.bus.on((event) => this.traffic.record(event));
+    this.bus.on((event) => this.traffic.record(event), { relayed: true });
     const observerFailed = (err: unknown) => this.logger.error({ err }, 'telemetry observer failed');
     this.observers = { deliveries: new DeliveryObservers(observerFailed), llm: new LlmObservers(observerFailed) };
     this.storage = options.storage ?? memoryStorage();
     this.operator = this.storage.operator ?? new MemoryOperatorState();
-    this.budgets = new BudgetManager({ defaultMaxTokens: loaded.config.maxTokensPerThread });
+    const listenerFailed = (err: unknown) => this.logger.error({ err }, 'budget listener failed');
+    this.localBudgets = this.storage.budgetLedger ? null : new BudgetManager({ defaultMaxTokens: loaded.config.maxTokensPerThread });
+    this.budgets = this.localBudgets ?? this.storage.budgetLedger!({ defaultMaxTokens: loaded.config.maxTokensPerThread, onListenerError: listenerFailed });
     this.registryValue = new PayloadRegistry(loaded.payloadTypes);
     this.llmCalls = this.storage.llmCalls ?? new MemoryLlmCallStore();
     this.router = this.makeRouter(loaded.config);
@@ -117,6 +143,7 @@ export class Organism {
         logger: this.logger,
         llmHandler: (listener) => createLlmAgentHandler(listener, () => this.peerView()),
         observers: this.observers.deliveries,
+        ...(this.storage.work ? { work: this.storage.work } : {}),
         ...(options.now ? { now: options.now } : {}),
       },
       limitsOf(loaded.config),
@@ -169,6 +196,13 @@ export class Organism {
    * pauses and the threads' budgets, and starts the pump.
    */
   async start(): Promise<RecoveryReport> {
+    // Heard before anything stored is read: a pause or kill stored meanwhile is not missed.
+    await this.cluster.start({
+      event: (event, origin) => this.bus.relay(event, origin),
+      command: (command) => this.follow(() => this.applyCommand(command)),
+      resync: () => this.follow(() => this.resync()),
+    });
+    await this.operator.refresh?.();
     const { messages, report } = await this.storage.journal.recover(this.bootId, this.config.journal.maxAttempts);
     await this.restoreBudgets(messages.map((m) => m.threadId));
     const pausedAgents = this.reapplyPauses();
@@ -177,7 +211,7 @@ export class Organism {
     // Spend changes with every LLM call and is saved at most once a second (write load); a
     // crash loses none of it: the next boot rebuilds it from the usage events. Ceilings set
     // by the operator are saved at once.
-    if (this.storage.budgets) {
+    if (this.storage.budgets && this.localBudgets) {
       this.budgetTimer = setInterval(() => {
         if (this.budgetsDirty) void this.saveBudgets();
       }, 1_000).unref();
@@ -198,13 +232,13 @@ export class Organism {
   }
 
   /**
-   * New messages are refused at once while the disk is known to be full (no write is tried
-   * that would fail) and once the data directory is gone (writes would still succeed, on a
-   * deleted file that no restart reads).
+   * New messages are refused at once while the disk is known to be full or the database
+   * server is known to be unreachable (no write is tried that would fail) and once the data
+   * directory is gone (writes would still succeed, on a deleted file that no restart reads).
    */
   private assertStorageWritable(): void {
     const error = this.storageProblem()?.error;
-    if (error && (error.code === Errors.STORAGE_FULL.code || error.code === Errors.STORAGE_LOST.code)) throw error;
+    if (error && (error.code === Errors.STORAGE_FULL.code || error.code === Errors.STORAGE_LOST.code || error.code === Errors.STORAGE_UNAVAILABLE.code)) throw error;
   }
 
   /**
@@ -217,18 +251,49 @@ export class Organism {
     if (!this.pump.listener(name)) throw Errors.AGENT_NOT_FOUND(name);
     const persisted = this.operator.setPaused(name, true);
     this.pump.pauseAgent(name);
-    return Promise.resolve(persisted);
+    return Promise.resolve(persisted).then(() => this.cluster.publishCommand({ kind: 'paused', agent: name, paused: true }));
   }
 
   resumeAgent(name: string): Promise<void> {
     if (!this.pump.listener(name)) throw Errors.AGENT_NOT_FOUND(name);
     const persisted = this.operator.setPaused(name, false);
     this.pump.resumeAgent(name);
-    return Promise.resolve(persisted);
+    return Promise.resolve(persisted).then(() => this.cluster.publishCommand({ kind: 'paused', agent: name, paused: false }));
   }
 
-  killThread(threadId: string) {
-    return this.pump.killThread(threadId);
+  /** Kills a thread here and, once it is stored as killed, in every other process of a shared organism. */
+  async killThread(threadId: string) {
+    const record = await this.pump.killThread(threadId);
+    await this.storage.flush?.();
+    await this.cluster.publishCommand({ kind: 'kill', threadId });
+    return record;
+  }
+
+  /**
+   * Joins the other processes of a shared organism (before `start`): this process's events go
+   * to them and theirs come onto this bus (for listeners that ask for relayed events); pauses,
+   * kills and reloads made anywhere apply here. `reloadConfig` re-reads this process's own
+   * organism.yaml when another process announces a reload.
+   */
+  joinCluster(link: ClusterLink, options: { reloadConfig?: () => Promise<LoadedOrganism> } = {}): void {
+    this.cluster = link;
+    this.reloadSource = options.reloadConfig ?? null;
+    this.bus.on((event) => {
+      if (sharedEvent(event)) link.publishEvent(event);
+    });
+  }
+
+  /** The configuration this process runs, as the processes of a shared organism compare it. */
+  get configIdentity() {
+    return fingerprint(this.loaded.config);
+  }
+
+  /**
+   * After a reload here: stores the configuration now running and tells the other processes,
+   * which reload too when their own organism.yaml is the same. Nothing to do alone.
+   */
+  async shareReload(): Promise<void> {
+    await this.cluster.publishConfig(this.configIdentity);
   }
 
   /**
@@ -237,11 +302,11 @@ export class Organism {
    * thread's is final (BUDGET_THREAD_FINISHED).
    */
   async setThreadBudget(threadId: string, maxTokens: number): Promise<ThreadBudgetInfo> {
-    if (!this.budgets.has(threadId)) {
+    if (!(await this.budgets.has(threadId))) {
       const thread = await this.thread(threadId);
       if (thread && thread.status !== 'active') throw Errors.BUDGET_THREAD_FINISHED(threadId, thread.status);
     }
-    const info = this.budgets.setCeiling(threadId, maxTokens, { create: true });
+    const info = await this.budgets.setCeiling(threadId, maxTokens, { create: true });
     await this.saveBudgets();
     return info;
   }
@@ -251,7 +316,7 @@ export class Organism {
    * last ceiling, its spend from the usage store). Null when it never had one.
    */
   async threadBudget(threadId: string): Promise<(ThreadBudgetInfo & { active: boolean }) | null> {
-    const live = this.budgets.get(threadId);
+    const live = await this.budgets.get(threadId);
     if (live) return { ...live, active: true };
     const thread = await this.thread(threadId);
     if (!thread || thread.status === 'active') return null;
@@ -318,9 +383,11 @@ export class Organism {
   /** Stops the pump (draining in-flight work), then flushes and closes storage. */
   async stop(options?: StopOptions): Promise<StopReport & { journal: JournalStats | null }> {
     const report = await this.pump.stop(options);
+    await this.cluster.close().catch((err: unknown) => this.logger.warn({ err }, 'closing the link to the other processes failed'));
     await this.mcp.close();
     if (this.budgetTimer) clearInterval(this.budgetTimer);
     await this.saveBudgets();
+    await this.budgets.close?.();
     await this.storage.usage.flush();
     // Collected after the drain and before storage closes: what the next boot will recover.
     const journal = await this.storage.journal.stats().catch(() => null);
@@ -344,6 +411,29 @@ export class Organism {
     return agentInfo(runtime);
   }
 
+  /**
+   * The agents as the whole organism runs them: in shared mode, queue depth and in flight are
+   * summed over every process from the store (this process's memory holds only its own share);
+   * embedded, the same as agents().
+   */
+  async agentsAcross(): Promise<AgentInfo[]> {
+    const work = this.storage.work;
+    if (!work) return this.agents();
+    const load = await work.agentLoad();
+    return this.agents().map((a) => acrossProcesses(a, load.get(a.name)));
+  }
+
+  async agentAcross(name: string): Promise<AgentInfo> {
+    const info = this.agent(name);
+    const work = this.storage.work;
+    return work ? acrossProcesses(info, (await work.agentLoad()).get(name)) : info;
+  }
+
+  /** The processes of a shared organism (null: embedded, this process is the organism). */
+  async workers(): Promise<readonly WorkerRecord[] | null> {
+    return this.storage.work ? this.storage.work.workers() : null;
+  }
+
   /** A thread's record: live state first, then the store. */
   async thread(id: string) {
     return this.pump.liveThread(id) ?? (await this.storage.threads.get(id));
@@ -352,6 +442,72 @@ export class Organism {
   flush(): void {
     this.pump.flushThreads();
     void this.saveBudgets();
+  }
+
+  private follow(work: () => Promise<void>): void {
+    this.following = this.following.then(work).catch((err: unknown) => this.logger.error({ err }, 'applying what another process announced failed'));
+  }
+
+  private async applyCommand(command: ClusterCommand): Promise<void> {
+    switch (command.kind) {
+      case 'kill':
+        if (this.pump.killThreadHere(command.threadId)) this.logger.info({ threadId: command.threadId }, 'thread killed by another process; its work here aborted');
+        return;
+      case 'paused':
+        return this.followPauses();
+      case 'reload':
+        return this.followReload();
+    }
+  }
+
+  /** Notifications were lost while the link was down: everything they could have said, read from the store. */
+  private async resync(): Promise<void> {
+    await this.followPauses();
+    const ids = this.pump.liveThreadIds();
+    if (ids.length > 0) {
+      for (const [id, record] of await this.storage.threads.getMany(ids)) if (record.status === 'killed') this.pump.killThreadHere(id);
+    }
+    await this.followReload();
+  }
+
+  /** Pauses and resumes this process's agents to match the stored paused set. */
+  private async followPauses(): Promise<void> {
+    await this.operator.refresh?.();
+    const paused = new Set(this.operator.pausedAgents());
+    for (const runtime of this.pump.listeners()) {
+      if (isSystemName(runtime.name)) continue;
+      if (paused.has(runtime.name) && !runtime.paused) this.pump.pauseAgent(runtime.name);
+      else if (!paused.has(runtime.name) && runtime.paused) this.pump.resumeAgent(runtime.name);
+    }
+  }
+
+  /**
+   * The stored configuration changed: this process re-reads its own organism.yaml and swaps to
+   * it when it is the stored one; otherwise it says what differs and keeps running the old one
+   * (an operator deploys the file, then reloads again).
+   */
+  private async followReload(): Promise<void> {
+    const stored = await this.cluster.storedConfig();
+    if (!stored || stored.hash === this.configIdentity.hash) return;
+    if (!this.reloadSource) {
+      this.logger.error('the organism was reloaded by another process, but this one cannot re-read its configuration; still running the previous one');
+      return;
+    }
+    let next: LoadedOrganism;
+    try {
+      next = await this.reloadSource();
+    } catch (err) {
+      this.logger.error({ err }, 'the organism was reloaded by another process, but this one\'s organism.yaml does not load; still running the previous configuration');
+      return;
+    }
+    const mine = fingerprint(next.config);
+    if (mine.hash !== stored.hash) {
+      const difference = configDifferences(mine.text, stored.text).join('; ');
+      this.logger.error({ difference }, `the organism was reloaded by another process, but this one's organism.yaml differs (${difference}); still running the previous configuration`);
+      return;
+    }
+    this.reload(next);
+    await this.cluster.running(mine);
   }
 
   /** Pauses the persisted paused agents that exist; returns their names. */
@@ -374,6 +530,8 @@ export class Organism {
    * two is kept, so no crash gives a thread back tokens it spent.
    */
   private async restoreBudgets(recoveredThreads: readonly string[]): Promise<void> {
+    // A shared ledger's rows are the budgets, spend settled as each call ended.
+    if (!this.localBudgets) return;
     const saved = new Map<string, ThreadBudgetSnapshot>();
     for (const s of ((await this.storage.budgets?.load()) ?? []) as ThreadBudgetSnapshot[]) if (s && typeof s.threadId === 'string') saved.set(s.threadId, s);
     const candidates = [...new Set([...saved.keys(), ...recoveredThreads])];
@@ -392,15 +550,16 @@ export class Organism {
       const spend = total(fromSaved) > total(fromEvents) ? fromSaved : fromEvents;
       snapshots.push({ threadId: id, maxTokens: s?.maxTokens ?? this.budgets.defaultMaxTokens, fired: s?.fired ?? [], ...spend });
     }
-    this.budgets.restore(snapshots);
+    this.localBudgets.restore(snapshots);
     await this.saveBudgets();
   }
 
   /** Saves the budgets; resolves once saved (failures are logged, never thrown). */
   private async saveBudgets(): Promise<void> {
     this.budgetsDirty = false;
+    if (!this.localBudgets) return;
     try {
-      await this.storage.budgets?.save(this.budgets.snapshot());
+      await this.storage.budgets?.save(this.localBudgets.snapshot());
     } catch (err) {
       // A storage fault (a full disk) was logged once by the storage: tried again next tick.
       if (err instanceof OrganismError && err.code.startsWith('STORAGE_')) {
@@ -486,6 +645,14 @@ export class Organism {
       callMcp: (call) => this.callMcp(call),
     };
   }
+}
+
+/**
+ * Events other processes' live views show. A process's own status (starting, stopping) and its
+ * reload report stay with it: a worker stopping is not the organism stopping.
+ */
+function sharedEvent(event: OrganismEvent): boolean {
+  return event.type !== 'organism_status' && event.type !== 'reload';
 }
 
 function limitsOf(config: OrganismConfig): PumpLimits {

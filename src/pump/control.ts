@@ -58,7 +58,8 @@ export abstract class PumpControl extends PumpBudgetNotices {
       }
       this.enqueue(message, thread, false);
     }
-    await this.closeOrphanThreads();
+    // Shared mode: other processes may be running any active thread's work.
+    if (!this.deps.work) await this.closeOrphanThreads();
     this.setStatus('running');
     this.schedule();
   }

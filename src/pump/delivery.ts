@@ -1,7 +1,7 @@
 import { Errors, OrganismError } from '../errors/catalogue.js';
 import type { BoundLlmClient } from '../llm/types.js';
 import type { Logger } from '../util/logger.js';
-import { PumpDispatch } from './dispatch.js';
+import { PumpSharedDispatch } from './shared-dispatch.js';
 import type { HandlerContext, HandlerLogger } from './handler.js';
 import { traced } from './journal-bookkeeping.js';
 import type { ListenerRuntime } from './listener-runtime.js';
@@ -18,7 +18,7 @@ const SYSTEM_PAYLOADS = new Set([SYSTEM_ERROR_TYPE, BUDGET_WARNING_TYPE]);
  * handler's timeout, cut short by a kill or a shutdown), routes what the handler returned,
  * and books the ack or the failure.
  */
-export abstract class PumpDelivery extends PumpDispatch {
+export abstract class PumpDelivery extends PumpSharedDispatch {
   protected readonly deliveries = new Map<string, Delivery>();
 
   protected override async deliver(runtime: ListenerRuntime, message: Message): Promise<void> {
@@ -45,14 +45,15 @@ export abstract class PumpDelivery extends PumpDispatch {
     this.deliveries.set(message.id, delivery);
     this.reportState(runtime);
     // Not retried: a lost DISPATCHED mark costs nothing (the ack moves the entry from PENDING).
-    this.journalStep(() => this.deps.journal.dispatched(message), false);
+    // Shared mode: the claim made it DISPATCHED.
+    if (!this.deps.work) this.journalStep(() => this.deps.journal.dispatched(message), false);
 
     try {
       if (SYSTEM_PAYLOADS.has(message.payloadType)) {
         // System notices are recorded in the listener's history (an LLM agent sees them in its
         // next prompt) without running the handler, so they can never start a loop.
         this.handlerDone(delivery);
-        if (!(await this.book(delivery, () => this.deps.journal.acked(message, [], [])))) return;
+        if ((await this.bookOutcome(delivery, null, [], null)) !== 'booked') return;
         delivery.outcome = ACKED;
         this.deps.bus.emit({ type: 'message', message, state: 'ACKED' });
       } else {
@@ -138,7 +139,7 @@ export abstract class PumpDelivery extends PumpDispatch {
       systemErrorMessage(message, runtime.name, r.reason, r.error, this.now(), { messageId: r.message.id, to: r.message.to }),
     );
     const outgoing = traced([...routed.messages, ...notices], d.watch);
-    if (!(await this.book(d, () => this.deps.journal.acked(message, outgoing, d.usage)))) return;
+    if ((await this.bookOutcome(d, null, outgoing, routed.refused[0]?.error ?? null)) !== 'booked') return;
     d.outcome = ACKED;
     runtime.lastFailed = false;
     this.deps.bus.emit({ type: 'message', message, state: 'ACKED' });

@@ -7,6 +7,7 @@ import type { Delivery } from './pump-state.js';
 import type { Refused } from './routing.js';
 import { isSystemName, systemErrorMessage } from './system-messages.js';
 import type { LiveThread } from './thread-tracker.js';
+import type { FencedResult } from './work-source.js';
 
 /** A delivery's bookkeeping that failed is tried again after this long, doubling up to the max. */
 const BOOKING_RETRY_MS = 250;
@@ -33,7 +34,7 @@ export abstract class PumpBookkeeping extends PumpBackPressure {
     }
     const target = notify !== null && !isSystemName(notify) && thread.status !== 'killed' ? notify : null;
     const notice = target ? traced([systemErrorMessage(message, target, reason, error, this.now())], d.watch) : [];
-    if (!(await this.book(d, () => this.deps.journal.failed(message, reason, error, notice, d.usage)))) return;
+    if ((await this.bookOutcome(d, { reason, error }, notice, reason === 'killed' ? null : error)) !== 'booked') return;
     d.outcome = { acked: false, reason, error };
     this.deps.bus.emit({ type: 'message', message, state: 'FAILED' });
     this.deps.bus.emit({ type: 'journal_failed', message, reason, error });
@@ -56,7 +57,8 @@ export abstract class PumpBookkeeping extends PumpBackPressure {
       this.deps.logger.warn({ from: message.from, to: message.to, threadId: message.threadId, audit: 'peer_denied' }, r.error);
     }
     this.journalStep(async () => {
-      await this.deps.journal.pending([message]);
+      // Shared mode: one transaction journals it FAILED at once (a PENDING entry could be claimed before it fails).
+      if (!this.deps.work) await this.deps.journal.pending([message]);
       await this.deps.journal.failed(message, r.reason, r.error, [], []);
     });
     this.deps.bus.emit({ type: 'journal_failed', message, reason: r.reason, error: r.error });
@@ -67,6 +69,45 @@ export abstract class PumpBookkeeping extends PumpBackPressure {
     this.journalStep(() => this.deps.journal.failed(message, reason, error, [], []));
     this.deps.bus.emit({ type: 'message', message, state: 'FAILED' });
     this.deps.bus.emit({ type: 'journal_failed', message, reason, error });
+  }
+
+  /**
+   * Books a delivery's ack (`failure` null) or failure with its outgoing messages and usage:
+   * in the journal (embedded), or fenced by the claim (shared mode, see work-source.ts), where
+   * the thread's record is finished in the same transaction when nothing of it is left.
+   * 'aborted': a shutdown came first; 'lost': the claim was no longer this process's (its
+   * lease expired and another process took the delivery over), so nothing of it was written.
+   */
+  protected async bookOutcome(
+    d: Delivery,
+    failure: { reason: FailureReason; error: string } | null,
+    outgoing: readonly Message[],
+    threadError: string | null,
+  ): Promise<'booked' | 'aborted' | 'lost'> {
+    const { message } = d;
+    const work = this.deps.work;
+    if (!work) {
+      const booked = await this.book(d, () =>
+        failure ? this.deps.journal.failed(message, failure.reason, failure.error, outgoing, d.usage) : this.deps.journal.acked(message, outgoing, d.usage),
+      );
+      return booked ? 'booked' : 'aborted';
+    }
+    const written = { outgoing, usage: d.usage, threadError };
+    let result: FencedResult | null = null;
+    const booked = await this.book(d, async () => {
+      result = failure ? await work.fail(message, failure.reason, failure.error, written) : await work.ack(message, written);
+    });
+    const r = result as FencedResult | null;
+    if (!booked || !r) return 'aborted';
+    if (!r.committed) {
+      this.deps.logger.warn({ messageId: message.id, threadId: message.threadId, to: message.to, attempt: message.attempt }, 'lease lost: another process took this delivery over; its outcome is dropped');
+      return 'lost';
+    }
+    if (r.threadFinished) {
+      d.thread.status = r.threadFinished;
+      if (r.threadFinished === 'completed') this.deps.budgets.release(d.thread.id);
+    }
+    return 'booked';
   }
 
   /**

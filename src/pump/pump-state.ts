@@ -4,7 +4,7 @@ import type { AgentState, OrganismStatus } from '../events/types.js';
 import type { LlmRouter } from '../llm/router.js';
 import type { PayloadRegistry } from '../payload/index.js';
 import type { Journal, ThreadStore } from '../store/types.js';
-import type { BudgetManager } from '../usage/budgets.js';
+import type { BudgetLedger } from '../usage/ledger.js';
 import type { UsageTracker } from '../usage/tracker.js';
 import type { UsageEvent } from '../usage/types.js';
 import type { Logger } from '../util/logger.js';
@@ -13,6 +13,7 @@ import { ListenerRuntime } from './listener-runtime.js';
 import type { Message } from './message.js';
 import type { DeliveryObservers, DeliveryOutcome, DeliveryWatch } from './observer.js';
 import { ThreadTracker, type LiveThread } from './thread-tracker.js';
+import { recordsKeptByStore, type WorkSource } from './work-source.js';
 
 export interface PumpLimits {
   readonly maxConcurrentHandlers: number;
@@ -27,7 +28,7 @@ export interface PumpDeps {
   readonly threads: ThreadStore;
   readonly bus: EventBus;
   readonly tracker: UsageTracker;
-  readonly budgets: BudgetManager;
+  readonly budgets: BudgetLedger;
   readonly llm: LlmRouter;
   readonly logger: Logger;
   /** Builds the handler of a `builtin:llm` listener. */
@@ -35,6 +36,8 @@ export interface PumpDeps {
   readonly now?: () => number;
   /** Telemetry watching deliveries (metrics, traces). */
   readonly observers?: DeliveryObservers;
+  /** Shared mode: the store is the work queue of several processes (see work-source.ts); absent: embedded. */
+  readonly work?: WorkSource;
 }
 
 /** One message being delivered: from the start of its handler until its outcome is journaled. */
@@ -83,7 +86,9 @@ export abstract class PumpState {
     protected limits: PumpLimits,
   ) {
     this.now = deps.now ?? Date.now;
-    this.threads = new ThreadTracker(deps.threads, deps.bus);
+    // Shared mode: thread records are kept by the store in the journal's transactions; one
+    // process's memory of a thread would overwrite what another process's outcome decided.
+    this.threads = new ThreadTracker(deps.work ? recordsKeptByStore(deps.threads) : deps.threads, deps.bus);
   }
 
   protected register(l: ResolvedListener): void {

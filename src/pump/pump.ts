@@ -32,6 +32,7 @@ export interface InjectOptions {
  * - journal-bookkeeping.ts: writing acks and failures to the journal, retried until they commit;
  * - thread-lifecycle.ts: settling, killing and closing threads;
  * - dispatch.ts: queueing messages and starting deliveries within the limits and turn budget;
+ * - shared-dispatch.ts: in shared mode, claiming deliveries from the store instead (work-source.ts);
  * - delivery.ts: the delivery of one message (handler, context, routing of its result);
  * - budget-notices.ts: BudgetWarnings when a thread's budget crosses a threshold;
  * - control.ts: start, stop, pause, resume, reload;
@@ -159,6 +160,11 @@ export class Pump extends PumpControl {
   liveThread(id: string): ThreadRecord | null {
     const live = this.threads.get(id);
     return live ? this.threads.snapshot(live) : null;
+  }
+
+  /** Ids of the threads with work queued or in flight in this process. */
+  liveThreadIds(): string[] {
+    return [...this.threads.liveThreads()].map((t) => t.id);
   }
 
   get activeThreadCount(): number {

@@ -60,6 +60,22 @@ export abstract class PumpThreadLifecycle extends PumpBookkeeping {
       this.deps.budgets.release(threadId);
       return record;
     }
+    return this.killLive(live);
+  }
+
+  /**
+   * Another process killed the thread (and stored it as killed): what of it runs or waits
+   * here ends as in a local kill. False when nothing of it is here.
+   */
+  killThreadHere(threadId: string): boolean {
+    const live = this.threads.get(threadId);
+    if (!live || live.status === 'killed') return false;
+    this.killLive(live);
+    return true;
+  }
+
+  private killLive(live: LiveThread): ThreadRecord {
+    const threadId = live.id;
     live.status = 'killed';
     live.lastActivity = this.now();
     const reason = Errors.THREAD_KILLED(threadId).detail;
@@ -76,6 +92,8 @@ export abstract class PumpThreadLifecycle extends PumpBookkeeping {
     for (const controller of live.controllers) controller.abort('killed' satisfies AbortCause);
     this.deps.budgets.release(threadId);
     const record = this.threads.snapshot(live);
+    // Shared mode: the live thread's record is not written from memory (the store keeps it).
+    if (this.deps.work) this.deps.threads.put(record);
     this.settleThread(live);
     return record;
   }
@@ -83,6 +101,12 @@ export abstract class PumpThreadLifecycle extends PumpBookkeeping {
   /** A thread with nothing queued or in flight is done: completed, error or killed. */
   protected settleThread(thread: LiveThread): void {
     this.threads.touch(thread);
+    if (this.deps.work) {
+      // Shared mode: the store finished the thread (or not) in the transaction of the outcome
+      // that left nothing of it (see bookOutcome); this process only forgets it once idle here.
+      if (thread.queued === 0 && thread.inFlight === 0) this.threads.retire(thread);
+      return;
+    }
     if (thread.status !== 'killed' && (thread.queued > 0 || thread.inFlight > 0)) return;
     if (thread.status === 'killed') {
       if (thread.inFlight === 0) this.threads.retire(thread);

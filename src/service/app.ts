@@ -28,6 +28,7 @@ import { organismRoutes } from './routes/organism.js';
 import { threadRoutes } from './routes/threads.js';
 import { usageRoutes } from './routes/usage.js';
 import { whoamiRoutes } from './routes/whoami.js';
+import { workerRoutes } from './routes/workers.js';
 // Upgrade requests pass the auth hook (Authorization header or ?token=, viewer role by default).
 import { wsPlugin, type WsLimits } from './ws/plugin.js';
 
@@ -122,6 +123,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       await api.register(journalRoutes, ctx);
       await api.register(llmCallRoutes, ctx);
       await api.register(whoamiRoutes, ctx);
+      await api.register(workerRoutes, ctx);
       api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
     },
     { prefix: API_PREFIX },

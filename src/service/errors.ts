@@ -9,6 +9,7 @@ const RETRY_AFTER: Record<string, string> = {
   SERVER_CLOSING: '1',
   STORAGE_FULL: '30',
   STORAGE_LOST: '5',
+  STORAGE_UNAVAILABLE: '5',
 };
 
 const bounded = (text: string, max = 200): string => (text.length > max ? `${text.slice(0, max)}...` : text);
@@ -67,7 +68,8 @@ export function registerErrorHandling(app: FastifyInstance, bodyLimit: number): 
   app.setErrorHandler((err: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const { error, unexpected } = toOrganismError(err, request, bodyLimit);
     if (unexpected) request.log.error({ err }, 'unexpected error while handling request');
-    else if (error.status >= 500) request.log.warn({ code: error.code, detail: error.detail }, 'request failed');
+    // An unreachable database is logged by the store when it goes and when it is back, not per refused request.
+    else if (error.status >= 500 && error.code !== Errors.STORAGE_UNAVAILABLE.code) request.log.warn({ code: error.code, detail: error.detail }, 'request failed');
     return sendError(reply, error);
   });
   app.setNotFoundHandler((request, reply) => sendError(reply, Errors.ROUTE_NOT_FOUND(request.method, bounded(request.url.split('?')[0] ?? ''))));

@@ -216,6 +216,11 @@ export interface OperatorStateStore {
   pausedAgents(): readonly string[];
   /** Persisted before it returns, or before its promise resolves (a crash right after a pause keeps the agent paused). */
   setPaused(agent: string, paused: boolean): void | Promise<void>;
+  /**
+   * Re-reads what other processes may have changed (a database shared by several processes);
+   * omitted where this process is the only writer.
+   */
+  refresh?(): Promise<void>;
   /** The ceiling a thread had when it ended (null: unknown, or it never had a budget). */
   finalCeiling(threadId: string): number | null | Promise<number | null>;
   setFinalCeiling(threadId: string, maxTokens: number): void | Promise<void>;
@@ -226,4 +231,25 @@ export interface StorageProblem {
   /** degraded: passes by itself (space freed); unhealthy: needs the operator (deleted, damaged). */
   readonly status: 'degraded' | 'unhealthy';
   readonly error: OrganismError;
+}
+
+/** A process of a shared organism (a row of PostgreSQL's `workers`), as GET /api/v1/workers shows it. */
+export interface WorkerRecord {
+  readonly id: string;
+  /** `serve` (the control API, with or without handlers) or `worker` (handlers only). */
+  readonly kind: 'serve' | 'worker';
+  readonly name: string;
+  readonly host: string;
+  readonly pid: number;
+  readonly handlers: boolean;
+  readonly configHash: string;
+  readonly startedAt: number;
+  readonly heartbeatAt: number;
+  readonly stoppedAt: number | null;
+  /** Heartbeating within its lease and not stopped: its claims are its own. */
+  readonly alive: boolean;
+  /** `--concurrency`; null: the organism-wide limit. */
+  readonly concurrency: number | null;
+  readonly inFlight: number;
+  readonly leaseMs: number;
 }

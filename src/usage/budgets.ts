@@ -145,24 +145,8 @@ export class BudgetManager {
     if (!b || !this.unreserve(b, r)) return [];
     b.promptTokens += usage.promptTokens;
     b.completionTokens += usage.completionTokens;
-    const now = info(r.threadId, b);
-    const fired: BudgetThresholdEvent[] = [];
-    for (const t of THRESHOLDS) {
-      if (b.maxTokens <= 0 || b.fired.has(t.threshold)) continue;
-      if ((now.totalTokens / b.maxTokens) * 100 < t.threshold) continue;
-      b.fired.add(t.threshold);
-      fired.push({
-        threadId: r.threadId,
-        agent,
-        severity: t.severity,
-        threshold: t.threshold,
-        percentUsed: now.percentUsed,
-        tokensUsed: now.totalTokens,
-        tokensRemaining: Math.max(0, now.remaining),
-        maxTokens: b.maxTokens,
-        message: `Thread has used ${now.percentUsed}% of its ${b.maxTokens}-token budget (${t.severity}); ${Math.max(0, now.remaining)} tokens remain`,
-      });
-    }
+    const fired = thresholdsReached(info(r.threadId, b), b.fired, agent);
+    for (const e of fired) b.fired.add(e.threshold);
     for (const e of fired) {
       for (const fn of this.listeners) {
         try {
@@ -201,8 +185,7 @@ export class BudgetManager {
     const used = b.promptTokens + b.completionTokens;
     if (maxTokens < used) throw Errors.BUDGET_BELOW_USAGE(threadId, used, maxTokens, used);
     b.maxTokens = maxTokens;
-    const percent = (used / maxTokens) * 100;
-    for (const t of THRESHOLDS) if (percent < t.threshold) b.fired.delete(t.threshold);
+    for (const t of thresholdsAbove(used, maxTokens)) b.fired.delete(t);
     return info(threadId, b);
   }
 
@@ -257,7 +240,7 @@ export class BudgetManager {
         promptTokens: s.promptTokens,
         completionTokens: s.completionTokens,
         reserved: 0,
-        fired: new Set(s.fired.filter((t) => THRESHOLDS.some((x) => x.threshold === t))),
+        fired: new Set(knownThresholds(s.fired)),
         open: new Map(),
       });
     }
@@ -271,6 +254,46 @@ export class BudgetManager {
     b.reserved -= held;
     return true;
   }
+}
+
+/**
+ * The thresholds `now` has reached that have not fired yet, in order, as events (the caller
+ * records them fired). Shared by every ledger so the rule and the texts are the same.
+ */
+export function thresholdsReached(now: ThreadBudgetInfo, fired: ReadonlySet<number>, agent: string): BudgetThresholdEvent[] {
+  const events: BudgetThresholdEvent[] = [];
+  for (const t of THRESHOLDS) {
+    if (now.maxTokens <= 0 || fired.has(t.threshold)) continue;
+    if ((now.totalTokens / now.maxTokens) * 100 < t.threshold) continue;
+    events.push({
+      threadId: now.threadId,
+      agent,
+      severity: t.severity,
+      threshold: t.threshold,
+      percentUsed: now.percentUsed,
+      tokensUsed: now.totalTokens,
+      tokensRemaining: Math.max(0, now.remaining),
+      maxTokens: now.maxTokens,
+      message: `Thread has used ${now.percentUsed}% of its ${now.maxTokens}-token budget (${t.severity}); ${Math.max(0, now.remaining)} tokens remain`,
+    });
+  }
+  return events;
+}
+
+/** The thresholds a thread that used `used` of `maxTokens` is below (re-armed by a ceiling change). */
+export function thresholdsAbove(used: number, maxTokens: number): number[] {
+  const percent = (used / maxTokens) * 100;
+  return THRESHOLDS.filter((t) => percent < t.threshold).map((t) => t.threshold);
+}
+
+/** Only the thresholds there are (75, 90, 95), from a row or a snapshot read back. */
+export function knownThresholds(fired: readonly number[]): number[] {
+  return fired.filter((t) => THRESHOLDS.some((x) => x.threshold === t));
+}
+
+/** A budget's figures, reservations included (a shared ledger's row). */
+export function reservedBudgetInfo(threadId: string, maxTokens: number, promptTokens: number, completionTokens: number, reserved: number): ThreadBudgetInfo {
+  return info(threadId, { maxTokens, promptTokens, completionTokens, reserved });
 }
 
 function info(threadId: string, b: Omit<Budget, 'fired' | 'open'>): ThreadBudgetInfo {

@@ -2,3 +2,4 @@ export * from './types.js';
 export * from './pricing.js';
 export * from './tracker.js';
 export * from './budgets.js';
+export * from './ledger.js';

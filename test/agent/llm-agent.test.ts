@@ -119,7 +119,7 @@ describe('budgets in the pump', () => {
     expect(thread.status).toBe('error');
     expect(thread.error).toMatch(/^Token budget exhausted for thread/);
     expect(events.some((e) => e.type === 'journal_failed' && e.reason === 'budget_exhausted')).toBe(true);
-    const budget = organism.budgets.get(threadId)!;
+    const budget = (await organism.budgets.get(threadId))!;
     expect(budget.totalTokens).toBeLessThanOrEqual(2_000);
     // An operator raises the ceiling and the conversation continues.
     organism.setThreadBudget(threadId, 100_000);
@@ -138,7 +138,7 @@ describe('budgets in the pump', () => {
     );
     const { threadId } = await organism.inject('solo', { text: 'x' });
     expect((await settled(organism, threadId)).status).toBe('completed');
-    expect(organism.budgets.has(threadId)).toBe(false);
+    expect(await organism.budgets.has(threadId)).toBe(false);
     expect(organism.tracker.agent('solo').requestCount).toBe(1);
     await organism.stop();
   });

@@ -15,6 +15,7 @@ export const ROUTES: readonly RouteCase[] = [
   { method: 'GET', template: '/api/v1/openapi.json', access: 'viewer' },
   { method: 'GET', template: '/api/v1/organism', access: 'viewer' },
   { method: 'GET', template: '/api/v1/whoami', access: 'viewer' },
+  { method: 'GET', template: '/api/v1/workers', access: 'viewer' },
   { method: 'GET', template: '/api/v1/organism/config', access: 'viewer' },
   { method: 'GET', template: '/api/v1/organism/edges', access: 'viewer' },
   { method: 'POST', template: '/api/v1/organism/reload', access: 'operator' },

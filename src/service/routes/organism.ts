@@ -84,13 +84,17 @@ export const organismRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (
           throw Errors.RELOAD_INVALID.withData(problems, `Configuration is invalid: ${tokens.problems.join('; ')}`);
         }
         if (dryRun) return plan;
+        let result;
         try {
-          const result = organism.reload(next);
+          result = organism.reload(next);
           if (tokens) app.setAuthTokens(tokens.tokens);
-          return result;
         } catch (err) {
           throw reloadError(err);
         }
+        // The other processes of a shared organism follow (nothing to do alone); a database
+        // that refuses is its own error (a storage fault), not a bad configuration.
+        await organism.shareReload();
+        return result;
       });
       reloading = run.catch(() => undefined);
       const result = await run;

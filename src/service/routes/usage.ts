@@ -29,7 +29,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app
         totals: organism.tracker.totals(),
         byAgent: organism.tracker.byAgent(),
         byModel: organism.tracker.byModel(),
-        activeThreads: organism.budgets.count(),
+        activeThreads: await organism.budgets.count(),
       },
     }),
   );
@@ -39,7 +39,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app
     { schema: { tags, summary: 'Thread budgets, highest percentUsed first', response: { 200: ThreadBudgetListResponse, ...errorResponses } } },
     async () => {
       // Live budgets only (finished threads answer at /usage/threads/{id}, /threads/{id}).
-      const threads = [...organism.budgets.list()].sort((a, b) => b.percentUsed - a.percentUsed).map((b) => ({ ...b, active: true }));
+      const threads = [...(await organism.budgets.list())].sort((a, b) => b.percentUsed - a.percentUsed).map((b) => ({ ...b, active: true }));
       return { threads, count: threads.length, defaultMaxTokens: organism.budgets.defaultMaxTokens };
     },
   );

@@ -9,11 +9,11 @@ export const HealthResponse = Type.Object(
 export const HealthProblem = Type.Object(
   {
     status: Type.Union([Type.Literal('degraded'), Type.Literal('unhealthy')], {
-      description: 'degraded: passes by itself (the disk has room again); unhealthy: needs the operator (data directory deleted, database damaged)',
+      description: 'degraded: passes by itself (the disk has room again, the database answers again); unhealthy: needs the operator (data directory deleted, database damaged)',
     }),
     organism: Type.String(),
     uptimeSeconds: Type.Number(),
-    code: Type.String({ description: 'STORAGE_FULL, STORAGE_LOST or STORAGE_CORRUPT' }),
+    code: Type.String({ description: 'STORAGE_FULL, STORAGE_LOST, STORAGE_CORRUPT or STORAGE_UNAVAILABLE' }),
     detail: Type.String(),
   },
   { title: 'HealthProblem' },

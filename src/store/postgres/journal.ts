@@ -34,18 +34,18 @@ export const PG_PRUNE_FAILED_SQL = pruneSql('FAILED', 'failed_at');
  * its outgoing messages (PENDING) and the usage it caused in that same transaction. Reads wait
  * for the writes queued before them.
  *
- * One process owns the journal for now: recovery takes over every DISPATCHED entry as
- * interrupted. Workers sharing it (claims, leases) are issue 15's next step.
+ * Here one process owns the journal: recovery takes over every DISPATCHED entry as
+ * interrupted. Processes sharing it (claims, leases) use PgSharedJournal (shared-journal.ts).
  */
 export class PgJournal implements Journal {
-  private readonly counts = new PgJournalCounts();
-  private lastRecovery: RecoveryReport | null = null;
+  protected readonly counts = new PgJournalCounts();
+  protected lastRecovery: RecoveryReport | null = null;
 
   constructor(
-    private readonly pool: Reader,
-    private readonly writer: PgWriter,
+    protected readonly pool: Reader,
+    protected readonly writer: PgWriter,
     private readonly retention: { retainDays: number; failedRetainDays: number },
-    private readonly now: () => number = Date.now,
+    protected readonly now: () => number = Date.now,
   ) {
     writer.addHook(this.counts);
   }
@@ -240,7 +240,7 @@ export class PgJournal implements Journal {
   }
 
   /** Inserts messages PENDING (once each, by id) in one statement, in their order. */
-  private async insertAll(tx: Tx, messages: readonly Message[]): Promise<void> {
+  protected async insertAll(tx: Tx, messages: readonly Message[]): Promise<void> {
     if (messages.length === 0) return;
     const createdAt = this.now();
     const col = <T>(f: (m: Message) => T) => messages.map(f);

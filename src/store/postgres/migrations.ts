@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { BUDGET_LEDGER_MIGRATION } from './budget-ledger.js';
 
 /**
  * Schema versions, applied in order at open in one transaction (DDL is transactional in
@@ -135,6 +136,43 @@ export const PG_MIGRATIONS: readonly string[] = [
   CREATE INDEX llm_tool_calls_message ON llm_tool_calls (message_id, started_at, seq);
   CREATE INDEX llm_tool_calls_thread ON llm_tool_calls (thread_id, started_at, seq);
   `,
+  // Shared mode (issue 15): the processes sharing the database, and which of them holds each
+  // DISPATCHED entry. A worker's claims are taken back once its heartbeat is older than its
+  // lease (lease_ms, its own setting) or it stopped. Meta keys config_hash / config_text hold
+  // the organism a serve process runs (written at boot and reload).
+  `
+  CREATE TABLE workers (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL CHECK (kind IN ('serve', 'worker')),
+    name TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    handlers BOOLEAN NOT NULL,
+    config_hash TEXT NOT NULL,
+    started_at BIGINT NOT NULL,
+    heartbeat_at BIGINT NOT NULL,
+    stopped_at BIGINT,
+    concurrency INTEGER,
+    in_flight INTEGER NOT NULL DEFAULT 0,
+    lease_ms INTEGER NOT NULL
+  );
+  CREATE INDEX workers_started ON workers (started_at DESC, id);
+  ALTER TABLE journal ADD COLUMN claimed_by TEXT;
+  -- What claims read: each recipient's PENDING entries in order, and a (thread, recipient)'s open ones.
+  CREATE INDEX journal_claimable ON journal (recipient, seq) WHERE state = 'PENDING';
+  CREATE INDEX journal_open ON journal (thread_id, recipient, seq) WHERE state IN ('PENDING', 'DISPATCHED');
+  CREATE INDEX journal_claimed ON journal (claimed_by) WHERE state = 'DISPATCHED';
+  `,
+  // Events across processes (issue 15): every bus event a process publishes takes the next
+  // event_seq; one too large for a NOTIFY payload waits here (pruned after a minute) and the
+  // notification carries its seq.
+  `
+  CREATE SEQUENCE event_seq;
+  CREATE TABLE event_bodies (seq BIGINT PRIMARY KEY, origin TEXT NOT NULL, at BIGINT NOT NULL, body TEXT NOT NULL);
+  CREATE INDEX event_bodies_at ON event_bodies (at);
+  `,
+  // Budgets as rows reserved against atomically by every process (scale-out, issue 15).
+  BUDGET_LEDGER_MIGRATION,
 ];
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;

@@ -3,13 +3,15 @@ import type { Reader } from './pool.js';
 import type { PgWriter } from './writer.js';
 
 /**
- * Operator state on PostgreSQL. Paused agents are read once at open and kept in memory (this
- * process is the only one that changes them, until workers share the database): `pausedAgents`
- * answers synchronously. Each change is committed through the writer, in order with the
+ * Operator state on PostgreSQL. Paused agents are read at open and kept in memory, so
+ * `pausedAgents` answers synchronously; `refresh` reads them again when another process of a
+ * shared organism paused or resumed one. Each change is committed through the writer, in order with the
  * other writes, and its promise resolves after the commit.
  */
 export class PgOperatorState implements OperatorStateStore {
   private paused = new Set<string>();
+  /** Changes made by this process (a refresh that overlaps one keeps it). */
+  private changes = 0;
 
   constructor(
     private readonly pool: Reader,
@@ -22,6 +24,17 @@ export class PgOperatorState implements OperatorStateStore {
     this.paused = new Set(rows.map((r) => r.agent));
   }
 
+  /**
+   * The paused set as stored (other processes of a shared organism pause and resume too). The
+   * writes queued here commit first; a change made here while it reads wins (it is newer).
+   */
+  async refresh(): Promise<void> {
+    await this.writer.flush();
+    const before = this.changes;
+    const rows = (await this.pool.query<{ agent: string }>('SELECT agent FROM paused_agents ORDER BY since, agent')).rows;
+    if (this.changes === before) this.paused = new Set(rows.map((r) => r.agent));
+  }
+
   pausedAgents(): readonly string[] {
     return [...this.paused];
   }
@@ -30,6 +43,7 @@ export class PgOperatorState implements OperatorStateStore {
   setPaused(agent: string, paused: boolean): Promise<void> {
     if (paused) this.paused.add(agent);
     else this.paused.delete(agent);
+    this.changes++;
     const since = this.now();
     return this.writer.write(async (tx) => {
       if (paused) await tx.query('INSERT INTO paused_agents (agent, since) VALUES ($1, $2) ON CONFLICT (agent) DO NOTHING', [agent, since]);

@@ -72,12 +72,14 @@ export interface Reader {
   query<R extends pg.QueryResultRow = Record<string, unknown>>(text: string, values?: readonly unknown[]): Promise<pg.QueryResult<R>>;
 }
 
-export function reader(pool: pg.Pool, where: string): Reader {
+/** `onError` hears each failure first (the reachability watch counts connection failures). */
+export function reader(pool: pg.Pool, where: string, onError?: (err: unknown) => void): Reader {
   return {
     query: async <R extends pg.QueryResultRow>(text: string, values: readonly unknown[] = []) => {
       try {
         return await pool.query<R>(text, [...values]);
       } catch (err) {
+        onError?.(err);
         throw pgStorageError(where, err);
       }
     },

@@ -9,6 +9,16 @@ import { createPool, pgStorageError, reader, redactUrl } from './pool.js';
 import { PgThreadStore } from './threads.js';
 import { PgUsageStore } from './usage.js';
 import { PgWriter } from './writer.js';
+import { channelsFor, currentSchema, PgListener, type Channels } from './channels.js';
+import { PgSharedJournal } from './shared-journal.js';
+import { DEFAULT_LEASE_MS, PgWorkSource } from './work-source.js';
+import { PgWorkers } from './workers.js';
+import { newId } from '../../util/ids.js';
+import { hostname } from 'node:os';
+import { PgBudgetLedger } from './budget-ledger.js';
+import { PgReachability } from './reachability.js';
+import type { BudgetLedgerFactory } from '../../usage/ledger.js';
+import type { StorageProblem } from '../types.js';
 
 const PRUNE_INTERVAL_MS = 10 * 60_000;
 
@@ -27,6 +37,49 @@ export interface PostgresStorageOptions {
    */
   readonly lockWaitMs?: number;
   readonly logger?: Logger;
+  /**
+   * Shared mode (issue 15): several processes share the database, which is their work queue.
+   * No single-owner lock, no blanket recovery; this process registers in `workers` and claims.
+   */
+  readonly shared?: SharedStorageOptions;
+}
+
+/** How this process takes part in a shared organism. */
+export interface SharedStorageOptions {
+  readonly kind?: 'serve' | 'worker';
+  /** Shown in /api/v1/workers; default: host:pid. */
+  readonly name?: string;
+  /** False: never claims (`serve --handlers off`). Default true. */
+  readonly handlers?: boolean;
+  /** `--concurrency`; default: the organism-wide limit. */
+  readonly concurrency?: number | null;
+  /** The organism this process runs (see config-hash.ts); default ''. */
+  readonly configHash?: string;
+  /** Default 30 s (`--lease-seconds`, ORGANISM_LEASE_SECONDS). */
+  readonly leaseMs?: number;
+  /** journal.max_attempts (a claim taken back past it FAILS); default 3. */
+  readonly maxAttempts?: number;
+  /**
+   * Called with the organism the database runs (null: none stored yet) before this process
+   * registers: throwing refuses the open with that error (a worker started with another
+   * organism.yaml), and nothing of this process is left in the database.
+   */
+  readonly checkConfig?: (stored: { hash: string; text: string } | null) => void | Promise<void>;
+}
+
+/** What a shared organism's processes use besides the stores: who runs, the channels, the organism's config. */
+export interface SharedStorage {
+  readonly workerId: string;
+  readonly workers: PgWorkers;
+  readonly channels: Channels;
+  /** The process's LISTEN connection (subscribe to more channels on it). */
+  readonly listener: PgListener;
+  /** The organism stored by serve (meta config_hash / config_text), null before any serve wrote it. */
+  storedConfig(): Promise<{ hash: string; text: string } | null>;
+  /** Stores the organism this process runs (serve: at boot and reload) and its hash in its workers row. */
+  publishConfig(hash: string, text: string): Promise<void>;
+  /** This process runs another organism now (a reload): its workers row says so. */
+  setConfigHash(hash: string): Promise<void>;
 }
 
 export interface PostgresStorage {
@@ -38,6 +91,13 @@ export interface PostgresStorage {
   readonly llmCalls: PgLlmCallStore;
   readonly operator: PgOperatorState;
   readonly budgets: { load(): Promise<unknown[]>; save(snapshots: unknown[]): Promise<void> };
+  /** Shared mode: the work source the pump claims from (absent: one process owns the database). */
+  readonly work?: PgWorkSource;
+  readonly shared?: SharedStorage;
+  /** Thread budgets as rows every process of the organism reserves against (see PgBudgetLedger). */
+  readonly budgetLedger: BudgetLedgerFactory;
+  /** The server is unreachable now (STORAGE_UNAVAILABLE), or null. */
+  problem(): StorageProblem | null;
   /** Resolves once every write queued so far has committed. */
   flush(): Promise<void>;
   /** Flushes, then closes the pool. */
@@ -57,27 +117,59 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
   const where = redactUrl(options.url);
   const logger = options.logger;
   const pool = createPool({ url: options.url, ...(options.schema ? { schema: options.schema } : {}), ...(options.poolSize ? { max: options.poolSize } : {}) });
-  const report = (err: unknown) => logger?.error({ err: pgStorageError(where, err) }, 'storage write failed');
+  // An unreachable server is logged once by the watch (going away, coming back), not per write.
+  let reach: PgReachability | null = null;
+  const report = (err: unknown) => {
+    if (!reach?.problem()) logger?.error({ err: pgStorageError(where, err) }, 'storage write failed');
+  };
   // An idle connection that breaks (server restart) must not crash the process; the pool replaces it.
-  pool.on('error', (err) => logger?.warn({ err: pgStorageError(where, err) }, 'an idle PostgreSQL connection failed'));
-  const writer = new PgWriter(pool, report, (err) => pgStorageError(where, err));
-  const db = reader(pool, where);
-  const journal = new PgJournal(db, writer, { retainDays: options.retainDays ?? 7, failedRetainDays: options.failedRetainDays ?? 30 });
+  pool.on('error', (err) => {
+    if (!reach?.failed(err)) logger?.warn({ err: pgStorageError(where, err) }, 'an idle PostgreSQL connection failed');
+  });
+  const writer = new PgWriter(pool, report, (err) => {
+    reach?.failed(err); // the raw error: it tells a connection failure from a refused write
+    return pgStorageError(where, err);
+  });
+  const db = reader(pool, where, (err) => reach?.failed(err));
+  const retention = { retainDays: options.retainDays ?? 7, failedRetainDays: options.failedRetainDays ?? 30 };
   const operator = new PgOperatorState(db, writer);
   let owner: OwnerLock | null = null;
+  let journal: PgJournal;
+  let shared: { storage: SharedStorage; work: PgWorkSource } | null = null;
+  let listener: PgListener | null = null;
   try {
-    if (options.schema) await pool.query(`CREATE SCHEMA IF NOT EXISTS ${options.schema}`); // the name is checked by createPool
-    owner = await takeOwnership(pool, where, options.lockWaitMs ?? 5_000, (err) =>
-      logger?.error({ err: pgStorageError(where, err) }, 'lost the connection that holds this organism\'s database lock'),
-    );
+    // The name is checked by createPool. Processes starting together may race to create it (unique_violation).
+    if (options.schema) await pool.query(`CREATE SCHEMA IF NOT EXISTS ${options.schema}`).catch((err: { code?: string }) => {
+      if (err.code !== '23505') throw err;
+    });
+    // Shared: several processes run the organism; claims and leases replace the single owner.
+    if (!options.shared) {
+      owner = await takeOwnership(pool, where, options.lockWaitMs ?? 5_000, (err) =>
+        logger?.error({ err: pgStorageError(where, err) }, 'lost the connection that holds this organism\'s database lock'),
+      );
+    }
     await migratePg(pool);
+    if (options.shared) {
+      const channels = channelsFor(await currentSchema(pool));
+      const sharedJournal = new PgSharedJournal(db, writer, retention, pool, channels, where);
+      journal = sharedJournal;
+      listener = new PgListener({ connectionString: options.url, ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}), where, ...(logger ? { logger } : {}) });
+      await listener.start();
+      shared = openShared(options.shared, { db, journal: sharedJournal, listener, channels, ...(logger ? { logger } : {}) });
+    } else {
+      journal = new PgJournal(db, writer, retention);
+    }
     await journal.load();
     await operator.load();
+    if (shared && options.shared?.checkConfig) await options.shared.checkConfig(await shared.storage.storedConfig());
+    await shared?.work.start();
   } catch (err) {
     owner?.release();
+    await listener?.close();
     await pool.end().catch(() => {});
     throw pgStorageError(where, err);
   }
+  reach = new PgReachability(pool, where, logger);
   const usage = new PgUsageStore(db, writer);
   const pruneTimer = setInterval(() => void journal.prune().catch(report), PRUNE_INTERVAL_MS).unref();
   const catchUp = setTimeout(() => void journal.prune().catch(report), 0); // after downtime
@@ -90,6 +182,9 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
     usage,
     llmCalls: new PgLlmCallStore(db, writer),
     operator,
+    ...(shared ? { work: shared.work, shared: shared.storage } : {}),
+    budgetLedger: (o) => new PgBudgetLedger(pool, where, { ...o, ...(logger ? { logger } : {}) }),
+    problem: () => reach?.problem() ?? null,
     budgets: {
       load: async () => {
         await writer.flush();
@@ -109,7 +204,10 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
       closing ??= (async () => {
         clearInterval(pruneTimer);
         clearTimeout(catchUp);
+        reach?.close();
         usage.close();
+        await shared?.work.stop();
+        await listener?.close();
         await writer.flush();
         owner?.release();
         await pool.end();
@@ -148,4 +246,50 @@ async function takeOwnership(pool: pg.Pool, where: string, waitMs: number, onLos
   }
   // Closing the connection (not returning it to the pool) is what releases the lock.
   return { release: () => client.release(true) };
+}
+
+function openShared(
+  o: SharedStorageOptions,
+  deps: { db: ReturnType<typeof reader>; journal: PgSharedJournal; listener: PgListener; channels: Channels; logger?: Logger },
+): { storage: SharedStorage; work: PgWorkSource } {
+  const workers = new PgWorkers(deps.db);
+  const id = newId();
+  const work = new PgWorkSource({
+    journal: deps.journal,
+    workers,
+    listener: deps.listener,
+    channels: deps.channels,
+    maxAttempts: o.maxAttempts ?? 3,
+    me: {
+      id,
+      kind: o.kind ?? 'serve',
+      name: o.name ?? `${hostname()}:${process.pid}`,
+      handlers: o.handlers ?? true,
+      configHash: o.configHash ?? '',
+      concurrency: o.concurrency ?? null,
+      leaseMs: o.leaseMs ?? DEFAULT_LEASE_MS,
+    },
+    ...(deps.logger ? { logger: deps.logger } : {}),
+  });
+  const storage: SharedStorage = {
+    workerId: id,
+    workers,
+    channels: deps.channels,
+    listener: deps.listener,
+    async storedConfig() {
+      const rows = (await deps.db.query<{ key: string; value: string }>(`SELECT key, value FROM meta WHERE key IN ('config_hash', 'config_text')`)).rows;
+      const hash = rows.find((r) => r.key === 'config_hash')?.value;
+      const text = rows.find((r) => r.key === 'config_text')?.value;
+      return hash !== undefined && text !== undefined ? { hash, text } : null;
+    },
+    async publishConfig(hash, text) {
+      await deps.db.query(
+        `INSERT INTO meta (key, value) VALUES ('config_hash', $1), ('config_text', $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+        [hash, text],
+      );
+      await workers.setConfigHash(id, hash);
+    },
+    setConfigHash: (hash) => workers.setConfigHash(id, hash),
+  };
+  return { storage, work };
 }

@@ -1,0 +1,109 @@
+import { loadOrganismToRun } from '../config/index.js';
+import { configDifferences, fingerprint } from '../config/fingerprint.js';
+import { Errors, OrganismError } from '../errors/catalogue.js';
+import { Organism } from '../organism/organism.js';
+import { createLogger, type LogLevel } from '../util/logger.js';
+import { ServeError } from './bind.js';
+import { resolveConfigPath } from './config-path.js';
+import { ExitCode } from './exit-codes.js';
+import { resolveShared, type SharedFlags } from './shared-options.js';
+import { resolveStore } from './store-option.js';
+import { joinSharedOrganism } from './cluster.js';
+
+export interface WorkerOptions extends Omit<SharedFlags, 'handlers'> {
+  readonly store?: string;
+  readonly logLevel: LogLevel;
+  readonly drainTimeoutMs: number;
+}
+
+/**
+ * `organism worker`: handlers only, no HTTP, on the organism's PostgreSQL database. It claims
+ * deliveries with the other processes, and on SIGTERM/SIGINT (or SIGHUP) stops claiming, lets
+ * what it runs finish (up to the drain timeout) and gives back what is left.
+ *
+ * Not supervised, unlike `serve`: serve's supervisor exists to keep the listening socket
+ * through restarts and to restart in place (SIGHUP, POST /organism/restart); a worker has no
+ * socket and no restart endpoint, its claims survive it (given back at stop, taken back after
+ * its lease when it dies), so the service manager (systemd Restart=, a container's restart
+ * policy) restarting the process is all it needs.
+ */
+export async function workerCommand(configArg: string | undefined, options: WorkerOptions): Promise<number> {
+  let store;
+  let shared;
+  try {
+    store = resolveStore(options.store);
+    shared = resolveShared('worker', store, options)!;
+  } catch (err) {
+    throw new ServeError((err as Error).message, ExitCode.USAGE);
+  }
+  if (store.kind !== 'postgres') throw new ServeError(Errors.SHARED_STORE_REQUIRED('organism worker').detail, ExitCode.USAGE);
+  const { path } = resolveConfigPath(configArg);
+  const logger = createLogger(options.logLevel, 'organism-worker');
+  const loaded = await loadOrganismToRun(path);
+  const mine = fingerprint(loaded.config);
+
+  const { openPostgresStorage } = await import('../store/postgres/index.js');
+  let storage;
+  try {
+    storage = await openPostgresStorage({
+      url: store.url,
+      retainDays: loaded.config.journal.retainDays,
+      failedRetainDays: loaded.config.journal.failedRetainDays,
+      logger,
+      shared: {
+        ...shared,
+        configHash: mine.hash,
+        maxAttempts: loaded.config.journal.maxAttempts,
+        checkConfig: (stored) => {
+          if (stored && stored.hash !== mine.hash) {
+            throw Errors.WORKER_CONFIG_MISMATCH(mine.hash, stored.hash, configDifferences(mine.text, stored.text).join('; '));
+          }
+        },
+      },
+    });
+  } catch (err) {
+    if (Errors.WORKER_CONFIG_MISMATCH.is(err)) throw new ServeError(err.detail, ExitCode.CONFIG_INVALID);
+    throw new ServeError(err instanceof OrganismError ? err.detail : (err as Error).message, ExitCode.STORAGE);
+  }
+  // No serve has stored the organism yet: the first process to start names it.
+  if ((await storage.shared!.storedConfig()) === null) await storage.shared!.publishConfig(mine.hash, mine.text);
+
+  const organism = new Organism(loaded, { storage, logger });
+  // Pauses, kills and reloads made anywhere reach this worker; its events reach every serve.
+  await joinSharedOrganism(organism, { url: store.url, configPath: path, hearEvents: false, shared: storage.shared!, logger });
+  await organism.start();
+  const work = storage.work!;
+  const concurrency = Math.min(work.concurrency ?? Infinity, loaded.config.maxConcurrentHandlers);
+  process.stdout.write(
+    [
+      `organism worker ${shared.name ?? work.workerId} running ${organism.name} (config ${path})`,
+      `  Store:       ${storage.where}`,
+      `  Worker id:   ${work.workerId}`,
+      `  Concurrency: ${concurrency} (organism-wide limits: ${loaded.config.maxConcurrentHandlers} handlers, ${loaded.config.maxConcurrentPerAgent} per agent)`,
+      `  Lease:       ${shared.leaseMs / 1000} s`,
+      '',
+    ].join('\n'),
+  );
+
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = () => {
+      if (stopping) return;
+      stopping = true;
+      logger.info('shutting down gracefully');
+      void organism
+        .stop({ timeoutMs: options.drainTimeoutMs })
+        .then((report) => {
+          logger.info({ abortedInFlight: report.abortedInFlight }, 'worker stopped');
+          resolve(ExitCode.OK);
+        })
+        .catch((err: unknown) => {
+          logger.error({ err }, 'stopping failed');
+          resolve(ExitCode.FAILURE);
+        });
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+    process.on('SIGHUP', stop);
+  });
+}

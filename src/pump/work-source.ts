@@ -1,0 +1,83 @@
+import type { ThreadRecord, ThreadStatus, ThreadStore, WorkerRecord } from '../store/types.js';
+import type { UsageEvent } from '../usage/types.js';
+import type { FailureReason } from './hooks.js';
+import type { Message } from './message.js';
+
+/**
+ * Where a pump in SHARED mode gets its work: a store that is the work queue of several
+ * processes (PostgreSQL). Without one (embedded mode: memory and SQLite stores) the pump
+ * queues journaled messages in memory, as it always did.
+ *
+ * In shared mode every journaled message waits PENDING in the store; a pump with free slots
+ * claims the ones its listeners may take now (FIFO per thread and recipient, organism-wide
+ * limits, paused agents skipped), delivers them, and commits each outcome FENCED: only while
+ * the claim is still its own (the same worker, the same attempt). A claim whose worker stops
+ * heartbeating is taken back by the store and delivered again with attempt + 1.
+ */
+export interface WorkSource {
+  /** This process's id in the store's `workers` table. */
+  readonly workerId: string;
+  /** Whether this process runs handlers (false: `serve --handlers off`, it never claims). */
+  readonly handlers: boolean;
+  /** This process's own cap on concurrent handlers (`--concurrency`); null: the organism-wide limit. */
+  readonly concurrency: number | null;
+  /**
+   * Claims up to `max` deliveries for `listeners`, never past the organism-wide limits (counted
+   * over every process). Each comes with its thread's stored record (null: not stored yet).
+   */
+  claim(listeners: readonly string[], max: number, limits: ClaimLimits): Promise<readonly ClaimedWork[]>;
+  /** The fenced ack: the outcome (outgoing messages PENDING, usage) commits with it, or nothing does. */
+  ack(message: Message, outcome: DeliveryOutcomeWrite): Promise<FencedResult>;
+  /** The fenced failure, like `ack`. */
+  fail(message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult>;
+  /** Calls `fn` whenever there may be new work (a notification, a poll tick, a lease taken back). */
+  onWork(fn: () => void): () => void;
+  /** How many deliveries this process has in flight now (shown in its `workers` row). */
+  setInFlight(n: number): void;
+  /** Per listener, across every process: entries waiting (PENDING) and being delivered (DISPATCHED). */
+  agentLoad(): Promise<ReadonlyMap<string, AgentLoad>>;
+  /** Every process of the organism (live ones first), with its heartbeat and load. */
+  workers(): Promise<readonly WorkerRecord[]>;
+}
+
+export interface AgentLoad {
+  readonly queued: number;
+  readonly inFlight: number;
+}
+
+export interface ClaimLimits {
+  /** limits.max_concurrent_handlers, across every process. */
+  readonly global: number;
+  /** limits.max_concurrent_per_agent, across every process. */
+  readonly perAgent: number;
+}
+
+export interface ClaimedWork {
+  /** The message, with the attempt this claim delivers. */
+  readonly message: Message;
+  readonly thread: ThreadRecord | null;
+}
+
+export interface DeliveryOutcomeWrite {
+  readonly outgoing: readonly Message[];
+  readonly usage: readonly UsageEvent[];
+  /** The thread ends in `error` (a failure, a refused send): its record keeps this error. */
+  readonly threadError: string | null;
+}
+
+export interface FencedResult {
+  /** False: the claim was no longer ours (lease lost); nothing of the outcome was written. */
+  readonly committed: boolean;
+  /** The outcome left no PENDING or DISPATCHED entry of the thread: its record was finished so, in the same transaction. */
+  readonly threadFinished: Extract<ThreadStatus, 'completed' | 'error'> | null;
+}
+
+/** The thread store as a shared-mode pump's thread tracker uses it: it reads, the store writes. */
+export function recordsKeptByStore(store: ThreadStore): ThreadStore {
+  return {
+    put() {},
+    get: (id) => store.get(id),
+    getMany: (ids) => store.getMany(ids),
+    list: (q) => store.list(q),
+  };
+}

@@ -1,0 +1,424 @@
+import { hostname } from 'node:os';
+import type pg from 'pg';
+import { Errors } from '../../errors/catalogue.js';
+import { reservedBudgetInfo, thresholdsAbove, thresholdsReached, type BudgetThresholdEvent, type Reservation, type ThreadBudgetInfo } from '../../usage/budgets.js';
+import type { BudgetLedger } from '../../usage/ledger.js';
+import { newId } from '../../util/ids.js';
+import type { Logger } from '../../util/logger.js';
+import { pgStorageError } from './pool.js';
+import { isConnectionFailure } from './reachability.js';
+
+/**
+ * The budgets' tables (appended to PG_MIGRATIONS). One row per live thread budget; `reserved`
+ * is the sum of the thread's rows in budget_reservations, kept in the same statements, so a
+ * reservation is one conditional UPDATE (reserved + used + request <= max). A reservation
+ * carries its holder and an expiry the holder renews while its call runs: a process killed
+ * mid-call stops renewing, and any process sweeps what expired. Spend of snapshots saved by
+ * a single-process organism (the `budgets` table) is carried over.
+ */
+export const BUDGET_LEDGER_MIGRATION = `
+  CREATE TABLE thread_budgets (
+    thread_id TEXT COLLATE "C" PRIMARY KEY,
+    max_tokens BIGINT NOT NULL,
+    prompt_tokens BIGINT NOT NULL DEFAULT 0,
+    completion_tokens BIGINT NOT NULL DEFAULT 0,
+    reserved BIGINT NOT NULL DEFAULT 0 CHECK (reserved >= 0),
+    fired INTEGER[] NOT NULL DEFAULT '{}'
+  );
+  CREATE TABLE budget_reservations (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    thread_id TEXT COLLATE "C" NOT NULL REFERENCES thread_budgets (thread_id) ON DELETE CASCADE,
+    tokens BIGINT NOT NULL CHECK (tokens >= 0),
+    holder TEXT NOT NULL,
+    expires_at BIGINT NOT NULL
+  );
+  CREATE INDEX budget_reservations_thread ON budget_reservations (thread_id);
+  CREATE INDEX budget_reservations_holder ON budget_reservations (holder);
+  CREATE INDEX budget_reservations_expiry ON budget_reservations (expires_at);
+  INSERT INTO thread_budgets (thread_id, max_tokens, prompt_tokens, completion_tokens, fired)
+    SELECT thread_id,
+      (d->>'maxTokens')::numeric::bigint,
+      COALESCE((d->>'promptTokens')::numeric::bigint, 0),
+      COALESCE((d->>'completionTokens')::numeric::bigint, 0),
+      ARRAY(SELECT x::int FROM jsonb_array_elements_text(COALESCE(d->'fired', '[]'::jsonb)) AS x WHERE x IN ('75', '90', '95'))
+    FROM (SELECT thread_id, data::jsonb AS d FROM budgets) AS saved
+    WHERE jsonb_typeof(d->'maxTokens') = 'number';
+`;
+
+/** The database's clock in ms: every process compares expiries on one clock, whatever its own says. */
+const DB_NOW = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
+
+/** A database write that could not reach the server is tried again after this long, doubling up to the max. */
+const RETRY_MS = 250;
+const RETRY_MAX_MS = 5_000;
+
+export interface PgBudgetLedgerOptions {
+  readonly defaultMaxTokens: number;
+  /** Hears what a throwing listener threw. */
+  readonly onListenerError?: (err: unknown) => void;
+  /**
+   * How long a reservation outlives its holder's last renewal (renewed every third of it).
+   * Default: ORGANISM_LEASE_SECONDS, else 30 s (the workers' lease).
+   */
+  readonly leaseMs?: number;
+  /** Who holds this process's reservations (a worker id); default host:pid:random. */
+  readonly holder?: string;
+  readonly logger?: Logger;
+}
+
+interface BudgetRow {
+  thread_id: string;
+  max_tokens: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  reserved: number;
+  fired: number[];
+}
+
+const COLUMNS = 'thread_id, max_tokens, prompt_tokens, completion_tokens, reserved, fired';
+
+/**
+ * Thread budgets shared by every process of an organism on PostgreSQL (see BudgetLedger;
+ * the rules are BudgetManager's). What differs, and why:
+ * - a reservation is one conditional UPDATE … RETURNING, so two processes never both take a
+ *   thread's last tokens;
+ * - settlement runs in a transaction holding the budget row's lock: the thresholds it crosses
+ *   are recorded in the row in the same commit, so each fires once organism-wide, in the
+ *   process whose call crossed it;
+ * - spend settles right after the call, not with the delivery's ack: the tokens were paid
+ *   for even if the ack never commits (a lease lost, a crash), and a redelivery pays again;
+ * - a reservation whose holder stops renewing it (killed -9) is released once it expires;
+ *   a settle arriving after that still adds the spend.
+ */
+export class PgBudgetLedger implements BudgetLedger {
+  defaultMaxTokens: number;
+  readonly holder: string;
+  private readonly leaseMs: number;
+  private readonly listeners = new Set<(e: BudgetThresholdEvent) => void>();
+  private readonly releaseListeners = new Set<(final: ThreadBudgetInfo) => void>();
+  /** Reservations of this process not settled nor cancelled yet (each is released once). */
+  private readonly open = new Map<number, string>();
+  /** Settlements the database did not take yet (it was unreachable), retried every tick in order. */
+  private readonly unsettled: Array<() => Promise<unknown>> = [];
+  private readonly timer: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly where: string,
+    private readonly opts: PgBudgetLedgerOptions,
+  ) {
+    this.defaultMaxTokens = opts.defaultMaxTokens;
+    this.holder = opts.holder ?? `${hostname()}:${process.pid}:${newId().slice(-8)}`;
+    this.leaseMs = opts.leaseMs ?? leaseFromEnv() ?? 30_000;
+    this.timer = setInterval(() => void this.tick(), Math.max(50, Math.floor(this.leaseMs / 3))).unref();
+  }
+
+  async has(threadId: string): Promise<boolean> {
+    return (await this.read('SELECT 1 FROM thread_budgets WHERE thread_id = $1', [threadId])).rowCount === 1;
+  }
+
+  async get(threadId: string): Promise<ThreadBudgetInfo | null> {
+    const row = (await this.read<BudgetRow>(`SELECT ${COLUMNS} FROM thread_budgets WHERE thread_id = $1`, [threadId])).rows[0];
+    return row ? rowInfo(row) : null;
+  }
+
+  async list(): Promise<ThreadBudgetInfo[]> {
+    const rows = (await this.read<BudgetRow>(`SELECT ${COLUMNS} FROM thread_budgets`)).rows;
+    return rows.map(rowInfo).sort((a, b) => b.percentUsed - a.percentUsed);
+  }
+
+  async count(): Promise<number> {
+    return (await this.read<{ n: number }>('SELECT COUNT(*) AS n FROM thread_budgets')).rows[0]!.n;
+  }
+
+  async headroom(threadId: string): Promise<number> {
+    const row = (await this.read<BudgetRow>(`SELECT ${COLUMNS} FROM thread_budgets WHERE thread_id = $1`, [threadId])).rows[0];
+    if (!row) return Math.max(0, this.defaultMaxTokens);
+    return Math.max(0, row.max_tokens - row.prompt_tokens - row.completion_tokens - row.reserved);
+  }
+
+  async reserve(threadId: string, tokens: number): Promise<Reservation> {
+    if (!Number.isFinite(tokens) || tokens < 0) throw new RangeError(`reservation must be a non-negative number of tokens, not ${tokens}`);
+    return this.retrying(async () => {
+      for (let round = 0; ; round++) {
+        // The common case in one statement: take the tokens if they fit, and record who holds them.
+        const taken = await this.query<{ id: number }>(
+          `WITH up AS (
+             UPDATE thread_budgets SET reserved = reserved + $2
+             WHERE thread_id = $1 AND prompt_tokens + completion_tokens + reserved + $2 <= max_tokens
+             RETURNING thread_id
+           )
+           INSERT INTO budget_reservations (thread_id, tokens, holder, expires_at)
+           SELECT thread_id, $2, $3, ${DB_NOW} + $4 FROM up RETURNING id`,
+          // Whole tokens in BIGINT columns: a fraction (never sent by the router) is rounded up, never down.
+          [threadId, Math.ceil(tokens), this.holder, this.leaseMs],
+        );
+        const id = taken.rows[0]?.id;
+        if (id !== undefined) {
+          this.open.set(id, threadId);
+          return { id, threadId, tokens };
+        }
+        if (round > 0) break;
+        // No row yet (a thread's first call creates its budget; concurrent first calls create
+        // it once), or expired reservations of a dead holder in the way: then once more.
+        await this.query('INSERT INTO thread_budgets (thread_id, max_tokens) VALUES ($1, $2) ON CONFLICT (thread_id) DO NOTHING', [threadId, this.defaultMaxTokens]);
+        await this.sweep(threadId);
+      }
+      const row = (await this.query<BudgetRow>(`SELECT ${COLUMNS} FROM thread_budgets WHERE thread_id = $1`, [threadId])).rows[0];
+      const used = row ? row.prompt_tokens + row.completion_tokens : 0;
+      throw Errors.BUDGET_EXHAUSTED(threadId, used, row?.max_tokens ?? this.defaultMaxTokens, tokens);
+    });
+  }
+
+  async settle(r: Reservation, usage: { promptTokens: number; completionTokens: number }, agent: string): Promise<BudgetThresholdEvent[]> {
+    if (!this.open.delete(r.id)) return [];
+    try {
+      return await this.retrying(() => this.settleNow(r, usage, agent));
+    } catch (err) {
+      // The tokens were spent: the spend is kept until the database takes it (every tick).
+      this.opts.logger?.error({ err, threadId: r.threadId }, 'settling an LLM call\'s budget failed; trying again until the database answers');
+      this.unsettled.push(() => this.settleNow(r, usage, agent));
+      return [];
+    }
+  }
+
+  private async settleNow(r: Reservation, usage: { promptTokens: number; completionTokens: number }, agent: string): Promise<BudgetThresholdEvent[]> {
+    const fired = await this.transaction(async (tx) => {
+        const gone = await tx.query<{ tokens: number }>('DELETE FROM budget_reservations WHERE id = $1 RETURNING tokens', [r.id]);
+        const row = (await tx.query<BudgetRow>(`SELECT ${COLUMNS} FROM thread_budgets WHERE thread_id = $1 FOR UPDATE`, [r.threadId])).rows[0];
+        if (!row) return []; // released meanwhile (the thread ended)
+        const next: BudgetRow = {
+          ...row,
+          prompt_tokens: row.prompt_tokens + usage.promptTokens,
+          completion_tokens: row.completion_tokens + usage.completionTokens,
+          reserved: row.reserved - (gone.rows[0]?.tokens ?? 0),
+        };
+        const events = thresholdsReached(rowInfo(next), new Set(row.fired), agent);
+        const firedNow = [...row.fired, ...events.map((e) => e.threshold)];
+        await tx.query('UPDATE thread_budgets SET prompt_tokens = $2, completion_tokens = $3, reserved = $4, fired = $5 WHERE thread_id = $1', [
+          r.threadId,
+          next.prompt_tokens,
+          next.completion_tokens,
+          next.reserved,
+          firedNow,
+        ]);
+        return events;
+    });
+    for (const e of fired) this.tell(this.listeners, e);
+    return fired;
+  }
+
+  /** Never fails: a reservation the database did not hear cancelled expires (nobody renews it). */
+  async cancel(r: Reservation): Promise<void> {
+    if (!this.open.delete(r.id)) return;
+    try {
+      await this.retrying(() =>
+        this.query(
+          `WITH gone AS (DELETE FROM budget_reservations WHERE id = $1 RETURNING thread_id, tokens)
+           UPDATE thread_budgets b SET reserved = b.reserved - gone.tokens FROM gone WHERE b.thread_id = gone.thread_id`,
+          [r.id],
+        ),
+      );
+    } catch (err) {
+      this.opts.logger?.warn({ err, threadId: r.threadId }, 'cancelling a budget reservation failed; it is released when it expires');
+    }
+  }
+
+  async setCeiling(threadId: string, maxTokens: number, options: { create?: boolean } = {}): Promise<ThreadBudgetInfo> {
+    if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new RangeError(`a ceiling must be a positive integer, not ${maxTokens}`);
+    return this.mapped(() => this.transaction(async (tx) => {
+      if (options.create) await tx.query('INSERT INTO thread_budgets (thread_id, max_tokens) VALUES ($1, $2) ON CONFLICT (thread_id) DO NOTHING', [threadId, maxTokens]);
+      const row = (await tx.query<BudgetRow>(`SELECT ${COLUMNS} FROM thread_budgets WHERE thread_id = $1 FOR UPDATE`, [threadId])).rows[0];
+      if (!row) throw Errors.BUDGET_NOT_FOUND(threadId);
+      const used = row.prompt_tokens + row.completion_tokens;
+      if (maxTokens < used) throw Errors.BUDGET_BELOW_USAGE(threadId, used, maxTokens, used);
+      const rearmed = new Set(thresholdsAbove(used, maxTokens));
+      const fired = row.fired.filter((t) => !rearmed.has(t));
+      await tx.query('UPDATE thread_budgets SET max_tokens = $2, fired = $3 WHERE thread_id = $1', [threadId, maxTokens, fired]);
+      return rowInfo({ ...row, max_tokens: maxTokens, fired });
+    }));
+  }
+
+  /**
+   * Deletes the budget once no delivery of the thread is PENDING or DISPATCHED anywhere: with
+   * several processes, one finishing its part of a thread must not take the budget from
+   * under another still spending it (a budget created anew would start from zero). While some
+   * are, it is tried again with backoff for up to a lease (a killed thread's deliveries end as
+   * their handlers abort); after that the process finishing the thread's last delivery
+   * releases it.
+   */
+  release(threadId: string): void {
+    for (const [id, thread] of this.open) if (thread === threadId) this.open.delete(id);
+    void this.releaseWhenDone(threadId);
+  }
+
+  private async releaseWhenDone(threadId: string): Promise<void> {
+    const deadline = Date.now() + this.leaseMs;
+    for (let delay = RETRY_MS; !this.closed; delay = Math.min(delay * 2, RETRY_MAX_MS)) {
+      try {
+        const gone = await this.query<BudgetRow>(
+          `DELETE FROM thread_budgets WHERE thread_id = $1
+             AND NOT EXISTS (SELECT 1 FROM journal WHERE thread_id = $1 AND state IN ('PENDING', 'DISPATCHED'))
+           RETURNING ${COLUMNS}`,
+          [threadId],
+        );
+        const row = gone.rows[0];
+        if (row) return this.tell(this.releaseListeners, rowInfo(row));
+        if ((await this.query('SELECT 1 FROM thread_budgets WHERE thread_id = $1', [threadId])).rowCount === 0) return;
+      } catch (err) {
+        if (!isConnectionFailure(err)) {
+          this.opts.logger?.error({ err: pgStorageError(this.where, err), threadId }, "releasing a finished thread's budget failed");
+          return;
+        }
+      }
+      if (Date.now() + delay > deadline) return;
+      await new Promise((resolve) => setTimeout(resolve, delay).unref());
+    }
+  }
+
+  onRelease(fn: (final: ThreadBudgetInfo) => void): () => void {
+    this.releaseListeners.add(fn);
+    return () => this.releaseListeners.delete(fn);
+  }
+
+  onThreshold(fn: (e: BudgetThresholdEvent) => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  close(): void {
+    this.closed = true;
+    clearInterval(this.timer);
+    if (this.unsettled.length > 0) {
+      this.opts.logger?.warn({ settlements: this.unsettled.length }, 'stopping with LLM spend the database has not taken (it was unreachable): those threads\' budgets miss it');
+    }
+  }
+
+  /**
+   * Expired reservations (of every holder, or of one thread) go and give their tokens back;
+   * returns how many went. Two sweepers never give one back twice: a row is deleted once.
+   */
+  async sweep(threadId?: string): Promise<number> {
+    const r = await this.query(
+      `WITH gone AS (
+         DELETE FROM budget_reservations WHERE expires_at < ${DB_NOW} ${threadId === undefined ? '' : 'AND thread_id = $1'} RETURNING thread_id, tokens
+       ), sums AS (SELECT thread_id, SUM(tokens) AS tokens, COUNT(*) AS n FROM gone GROUP BY thread_id)
+       UPDATE thread_budgets b SET reserved = b.reserved - sums.tokens FROM sums WHERE b.thread_id = sums.thread_id RETURNING sums.n`,
+      threadId === undefined ? [] : [threadId],
+    );
+    return r.rows.reduce((n, row) => n + Number((row as { n: number }).n), 0);
+  }
+
+  /** Renews this process's reservations, then sweeps expired ones (a failure waits for the next tick). */
+  private async tick(): Promise<void> {
+    if (this.closed) return;
+    try {
+      while (this.unsettled.length > 0) {
+        try {
+          await this.unsettled[0]!();
+        } catch (err) {
+          if (isConnectionFailure(err) || isTransient(err)) throw err; // next tick
+          this.opts.logger?.error({ err: pgStorageError(this.where, err) }, 'a budget settlement the database refused is dropped');
+        }
+        this.unsettled.shift();
+      }
+      // Only what is still open here: a reservation dropped by a release must be left to expire.
+      if (this.open.size > 0) await this.query(`UPDATE budget_reservations SET expires_at = ${DB_NOW} + $2 WHERE id = ANY($1::bigint[])`, [[...this.open.keys()], this.leaseMs]);
+      const swept = await this.sweep();
+      if (swept > 0) this.opts.logger?.info({ reservations: swept }, 'released expired budget reservations (their holder stopped renewing them)');
+    } catch (err) {
+      this.opts.logger?.debug({ err: pgStorageError(this.where, err) }, 'renewing budget reservations failed; trying again next tick');
+    }
+  }
+
+  /**
+   * `work`, tried again while the server cannot be reached, for up to one lease (a reservation
+   * outlives that anyway); then its storage error. Other failures are thrown at once.
+   */
+  private async retrying<T>(work: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + this.leaseMs;
+    for (let delay = RETRY_MS; ; delay = Math.min(delay * 2, RETRY_MAX_MS)) {
+      try {
+        return await work();
+      } catch (err) {
+        if (!(isConnectionFailure(err) || isTransient(err)) || this.closed || Date.now() + delay > deadline) throw pgStorageError(this.where, err);
+      }
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
+
+  private async mapped<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      throw pgStorageError(this.where, err);
+    }
+  }
+
+  /** A query whose failure reaches callers outside as the catalogue's storage error (never a bare 500). */
+  private async read<R extends pg.QueryResultRow = Record<string, unknown>>(text: string, values: readonly unknown[] = []): Promise<pg.QueryResult<R>> {
+    try {
+      return await this.query<R>(text, values);
+    } catch (err) {
+      throw pgStorageError(this.where, err);
+    }
+  }
+
+  private query<R extends pg.QueryResultRow = Record<string, unknown>>(text: string, values: readonly unknown[] = []): Promise<pg.QueryResult<R>> {
+    return this.pool.query<R>(text, [...values]);
+  }
+
+  private async transaction<T>(work: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
+    const tx = await this.pool.connect();
+    let broken = false;
+    // A connection cut while checked out emits 'error' (unheard, it would end the process).
+    const lost = () => {
+      broken = true;
+    };
+    tx.on('error', lost);
+    try {
+      await tx.query('BEGIN');
+      const result = await work(tx);
+      await tx.query('COMMIT');
+      return result;
+    } catch (err) {
+      broken = isConnectionFailure(err);
+      await tx.query('ROLLBACK').catch(() => {});
+      throw err;
+    } finally {
+      tx.off('error', lost);
+      tx.release(broken);
+    }
+  }
+
+  private tell<E>(listeners: Set<(e: E) => void>, e: E): void {
+    for (const fn of listeners) {
+      try {
+        fn(e);
+      } catch (err) {
+        try {
+          this.opts.onListenerError?.(err);
+        } catch {
+          // nothing more to do
+        }
+      }
+    }
+  }
+}
+
+function rowInfo(row: BudgetRow): ThreadBudgetInfo {
+  return reservedBudgetInfo(row.thread_id, row.max_tokens, row.prompt_tokens, row.completion_tokens, row.reserved);
+}
+
+/** A deadlock or serialization failure: PostgreSQL rolled the statement back, trying again is safe. */
+function isTransient(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === '40P01' || code === '40001';
+}
+
+function leaseFromEnv(): number | null {
+  const s = Number(process.env['ORGANISM_LEASE_SECONDS']);
+  return Number.isFinite(s) && s > 0 ? s * 1000 : null;
+}
+

@@ -1,0 +1,134 @@
+import type pg from 'pg';
+import { Errors, OrganismError } from '../../errors/catalogue.js';
+import type { Logger } from '../../util/logger.js';
+import type { StorageProblem } from '../types.js';
+
+/** Node socket errors and pg client messages that mean "the server is not there", not "the query was wrong". */
+const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN']);
+const CLIENT_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection closed|server closed the connection/i;
+
+/**
+ * True when `err` says the database could not be reached or the connection broke (the server
+ * stopped, restarted, or the network cut it): SQLSTATE classes 08 and 57P01-57P03 too.
+ * A query the server refused (a constraint, a syntax error) is not one.
+ */
+export function isConnectionFailure(err: unknown): boolean {
+  if (err instanceof OrganismError) return err.code === Errors.STORAGE_UNAVAILABLE.code;
+  const e = err as { code?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : '';
+  if (SOCKET_CODES.has(code) || code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03') return true;
+  return typeof e?.message === 'string' && CLIENT_MESSAGES.test(e.message);
+}
+
+export interface ReachabilityOptions {
+  /** How often a reachable database is checked (so /health tells before a write fails). Default 5 s. */
+  readonly checkMs?: number;
+  /** First wait between tries while it is unreachable, doubled up to `maxRetryMs`. Default 250 ms. */
+  readonly retryMs?: number;
+  readonly maxRetryMs?: number;
+  /** A check that has not answered after this long counts as a failure. Default 5 s. */
+  readonly timeoutMs?: number;
+}
+
+/**
+ * Whether the PostgreSQL server answers. The stores report connection failures here; a light
+ * `SELECT 1` checks now and then while all is well, and with backoff while it is not. While
+ * unreachable, `problem()` names it (injects are refused at once with a 503, /health says
+ * degraded); one log line when it goes away and one when it is back, never its password.
+ * Nothing else changes state: writes that failed are retried by their owners (the pump books
+ * a delivery's outcome until it commits), and reads simply fail meanwhile.
+ */
+export class PgReachability {
+  private down: { error: OrganismError; since: number } | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private delay: number;
+  private closed = false;
+  private readonly checkMs: number;
+  private readonly retryMs: number;
+  private readonly maxRetryMs: number;
+  private readonly timeoutMs: number;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly where: string,
+    private readonly logger: Logger | undefined,
+    options: ReachabilityOptions = {},
+  ) {
+    this.checkMs = options.checkMs ?? 5_000;
+    this.retryMs = options.retryMs ?? 250;
+    this.maxRetryMs = options.maxRetryMs ?? 10_000;
+    this.timeoutMs = options.timeoutMs ?? 5_000;
+    this.delay = this.retryMs;
+    this.schedule(this.checkMs);
+  }
+
+  problem(): StorageProblem | null {
+    return this.down ? { status: 'degraded', error: this.down.error } : null;
+  }
+
+  /**
+   * A store's failure. True when it was a connection failure (the outage is logged here, once:
+   * the caller need not log it again).
+   */
+  failed(err: unknown): boolean {
+    if (!isConnectionFailure(err)) return false;
+    this.markDown(err);
+    return true;
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+  }
+
+  private markDown(err: unknown): void {
+    if (this.down || this.closed) return;
+    const reason = err instanceof OrganismError ? err.detail : err instanceof Error ? err.message : String(err);
+    this.down = { error: Errors.STORAGE_UNAVAILABLE(this.where, reason), since: Date.now() };
+    this.logger?.error({ code: Errors.STORAGE_UNAVAILABLE.code, where: this.where, reason }, 'PostgreSQL cannot be reached: new messages are refused until it answers; retrying with backoff');
+    this.delay = this.retryMs;
+    this.schedule(this.delay);
+  }
+
+  private markUp(): void {
+    if (!this.down) return;
+    const downMs = Date.now() - this.down.since;
+    this.down = null;
+    this.logger?.warn({ where: this.where, downMs }, 'PostgreSQL answers again: messages are accepted again');
+  }
+
+  private schedule(ms: number): void {
+    if (this.closed) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.check(), ms).unref();
+  }
+
+  private async check(): Promise<void> {
+    this.timer = null;
+    try {
+      await this.ping();
+      this.markUp();
+      this.delay = this.retryMs;
+      this.schedule(this.checkMs);
+    } catch (err) {
+      if (this.closed) return;
+      if (isConnectionFailure(err)) this.markDown(err);
+      if (this.down) {
+        this.delay = Math.min(this.delay * 2, this.maxRetryMs);
+        this.schedule(this.delay);
+      } else this.schedule(this.checkMs);
+    }
+  }
+
+  private async ping(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(Object.assign(new Error('Connection terminated: no answer to a check'), { code: 'ETIMEDOUT' })), this.timeoutMs);
+    });
+    try {
+      await Promise.race([this.pool.query('SELECT 1'), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

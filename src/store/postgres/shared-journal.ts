@@ -1,0 +1,320 @@
+import type pg from 'pg';
+import type { FailureReason } from '../../pump/hooks.js';
+import { EXTERNAL_SENDER, type Message } from '../../pump/message.js';
+import { isSystemName } from '../../pump/system-messages.js';
+import type { ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedResult } from '../../pump/work-source.js';
+import { messageOf, type JournalRow } from '../rows.js';
+import type { RecoveredMessages, RecoveryReport, ThreadRecord, ThreadStatus } from '../types.js';
+import { notify, type Channels } from './channels.js';
+import { PgJournal } from './journal.js';
+import { pgStorageError, type Reader } from './pool.js';
+import { insertUsage } from './usage-writes.js';
+import type { PgWriter, Tx } from './writer.js';
+
+/** Any number: the claims of one schema take turns on it (see `claim`). */
+const CLAIM_LOCK_SQL = `SELECT pg_advisory_xact_lock(hashtext('organism:claim:' || current_schema()))`;
+
+/**
+ * The claim (one statement, after the claim lock): per listener of this process that is not
+ * paused (organism-wide, in paused_agents), its oldest PENDING entries that are the oldest open
+ * entry of their (thread, recipient) with none of that pair DISPATCHED, no more than the
+ * listener's room under the per-agent limit; then the oldest of those, no more than this
+ * process's free slots and the room under the global limit. The rows are locked SKIP LOCKED
+ * (a row being failed by a kill is passed over, not waited for) and become DISPATCHED, held
+ * by this worker, attempts = attempt.
+ */
+const CLAIM_SQL = `
+  WITH busy AS (SELECT recipient, COUNT(*)::int AS n FROM journal WHERE state = 'DISPATCHED' GROUP BY recipient),
+  room AS (SELECT GREATEST(0, LEAST($3::int, $4::int - COALESCE((SELECT SUM(n) FROM busy), 0)))::int AS n),
+  agents AS (
+    SELECT a.name, GREATEST(0, LEAST($5::int - COALESCE(b.n, 0), (SELECT n FROM room)))::int AS room
+    FROM unnest($2::text[]) AS a(name) LEFT JOIN busy b ON b.recipient = a.name
+    WHERE a.name NOT IN (SELECT agent FROM paused_agents)
+  ),
+  candidates AS (
+    SELECT c.seq FROM agents a CROSS JOIN LATERAL (
+      SELECT j.seq FROM journal j
+      WHERE j.state = 'PENDING' AND j.recipient = a.name
+        AND NOT EXISTS (
+          SELECT 1 FROM journal o
+          WHERE o.thread_id = j.thread_id AND o.recipient = j.recipient AND o.seq <> j.seq
+            AND (o.state = 'DISPATCHED' OR (o.state = 'PENDING' AND o.seq < j.seq)))
+      ORDER BY j.seq LIMIT a.room
+    ) c WHERE a.room > 0
+  ),
+  chosen AS (SELECT seq FROM candidates ORDER BY seq LIMIT (SELECT n FROM room)),
+  locked AS (SELECT j.seq FROM journal j WHERE j.seq IN (SELECT seq FROM chosen) AND j.state = 'PENDING' FOR UPDATE SKIP LOCKED)
+  UPDATE journal j SET state = 'DISPATCHED', claimed_by = $1, attempts = j.attempt, dispatched_at = $6
+  FROM locked WHERE j.seq = locked.seq
+  RETURNING j.*`;
+
+/** Open entries of a thread: while one is left, the thread is not finished. */
+const OPEN_ENTRY = `SELECT 1 FROM journal o WHERE o.thread_id = $1 AND o.state IN ('PENDING', 'DISPATCHED')`;
+
+/**
+ * The journal of an organism whose processes share the database (issue 15). PostgreSQL is the
+ * work queue: nothing is queued in a process's memory; processes claim PENDING entries
+ * (`claim`), and commit each outcome fenced by the claim (`ackClaimed`, `failClaimed`).
+ *
+ * Also, in the same transactions as the entries (no process keeps a thread in memory that
+ * another could contradict), it keeps the thread records: an inject makes its thread active
+ * (error cleared), every message journaled counts in its thread, and an outcome that leaves no
+ * PENDING or DISPATCHED entry of the thread finishes it (completed, or error when a delivery
+ * failed or a send was refused since the inject). Every transaction that journals PENDING
+ * entries NOTIFYs the work channel (a wake-up hint, delivered at commit).
+ *
+ * Why claims are journal rows under SELECT … FOR UPDATE SKIP LOCKED, not graphile-worker or
+ * pg-boss jobs: see the commit that introduced this file.
+ */
+export class PgSharedJournal extends PgJournal {
+  constructor(
+    pool: Reader,
+    writer: PgWriter,
+    retention: { retainDays: number; failedRetainDays: number },
+    private readonly rawPool: pg.Pool,
+    private readonly channels: Channels,
+    private readonly where: string,
+    now: () => number = Date.now,
+  ) {
+    super(pool, writer, retention, now);
+  }
+
+  /**
+   * No blanket recovery: DISPATCHED entries may be running in other processes. Only the
+   * expired-lease rule takes claims back (PgWorkSource, every heartbeat). Nothing is handed
+   * back to queue in memory: the pump claims what is PENDING.
+   */
+  override async recover(bootId: string, _maxAttempts: number): Promise<RecoveredMessages> {
+    const started = performance.now();
+    await this.writer.flush();
+    const pending = (await this.pool.query<{ n: number }>(`SELECT n FROM row_counts WHERE name = 'journal:PENDING'`)).rows[0]?.n ?? 0;
+    const report: RecoveryReport = {
+      bootId,
+      at: this.now(),
+      durationMs: Math.round((performance.now() - started) * 100) / 100,
+      pending,
+      redelivered: 0,
+      failedMaxAttempts: 0,
+    };
+    this.lastRecovery = report;
+    return { messages: [], report };
+  }
+
+  /** Per recipient, across every process: PENDING and DISPATCHED entries (from the partial indexes). */
+  async agentLoad(): Promise<Map<string, { queued: number; inFlight: number }>> {
+    await this.writer.flush();
+    const rows = (
+      await this.pool.query<{ recipient: string; queued: number; in_flight: number }>(
+        `SELECT recipient, COUNT(*) FILTER (WHERE state = 'PENDING') AS queued, COUNT(*) FILTER (WHERE state = 'DISPATCHED') AS in_flight
+         FROM journal WHERE state IN ('PENDING', 'DISPATCHED') GROUP BY recipient`,
+      )
+    ).rows;
+    return new Map(rows.map((r) => [r.recipient, { queued: r.queued, inFlight: r.in_flight }]));
+  }
+
+  /** Claims work for `workerId` (see CLAIM_SQL), with the claimed threads' records. */
+  async claim(workerId: string, listeners: readonly string[], max: number, limits: ClaimLimits): Promise<ClaimedWork[]> {
+    if (max <= 0 || listeners.length === 0) return [];
+    let client: pg.PoolClient;
+    try {
+      client = await this.rawPool.connect();
+    } catch (err) {
+      throw pgStorageError(this.where, err);
+    }
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      // The organism-wide limits count DISPATCHED rows: two claims counting at once would both
+      // see room for the last slot. Claims of one schema take turns (the transaction is a few
+      // milliseconds); FIFO alone would not need it (see CLAIM_SQL's NOT EXISTS).
+      await client.query(CLAIM_LOCK_SQL);
+      const rows = (
+        await client.query<JournalRow>({ name: 'journal-claim', text: CLAIM_SQL, values: [workerId, [...listeners], max, limits.global, limits.perAgent, this.now()] })
+      ).rows;
+      if (rows.length > 0) {
+        await client.query({
+          name: 'counts-claim',
+          text: `UPDATE row_counts SET n = n + CASE name WHEN 'journal:PENDING' THEN -$1::bigint ELSE $1::bigint END WHERE name IN ('journal:DISPATCHED', 'journal:PENDING')`,
+          values: [rows.length],
+        });
+      }
+      const threadRows = rows.length
+        ? (await client.query<ThreadRowShape>('SELECT * FROM threads WHERE id = ANY($1::text[])', [[...new Set(rows.map((r) => r.thread_id))]])).rows
+        : [];
+      await client.query('COMMIT');
+      const threads = new Map(threadRows.map((t) => [t.id, threadOf(t)]));
+      rows.sort((a, b) => Number((a as unknown as { seq: number }).seq) - Number((b as unknown as { seq: number }).seq));
+      return rows.map((r) => ({ message: messageOf(r), thread: threads.get(r.thread_id) ?? null }));
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {
+        broken = true;
+      });
+      throw pgStorageError(this.where, err);
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /** The ack of a claimed delivery, fenced: written only while the claim is `workerId`'s, at this attempt. */
+  ackClaimed(workerId: string, message: Message, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
+    return this.fenced(workerId, message, 'ACKED', `acked_at = $4`, [this.now()], outcome);
+  }
+
+  failClaimed(workerId: string, message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
+    const threadError = reason === 'killed' ? outcome.threadError : (outcome.threadError ?? error);
+    return this.fenced(workerId, message, 'FAILED', `failed_at = $4, failure_reason = $5, error = $6`, [this.now(), reason, error], { ...outcome, threadError });
+  }
+
+  /**
+   * Takes back the claims of workers whose heartbeat is older than their lease or that stopped
+   * (and DISPATCHED entries nobody holds): PENDING again with attempt + 1, or FAILED
+   * max_attempts once past `maxAttempts`. Returns how many went back to PENDING and FAILED.
+   */
+  reclaimExpired(maxAttempts: number, onlyWorker?: string): Promise<{ retried: number; failed: number }> {
+    const now = this.now();
+    return this.writer.transaction(async (tx) => {
+      const holders = onlyWorker
+        ? `j.claimed_by = $1`
+        : `(j.claimed_by IS NULL OR j.claimed_by NOT IN (SELECT id FROM workers WHERE stopped_at IS NULL AND heartbeat_at >= $1::bigint - lease_ms))`;
+      const taken = (
+        await tx.query<{ seq: number; thread_id: string; attempt: number }>(
+          `SELECT j.seq, j.thread_id, j.attempt FROM journal j WHERE j.state = 'DISPATCHED' AND ${holders} FOR UPDATE SKIP LOCKED`,
+          [onlyWorker ?? now],
+        )
+      ).rows;
+      if (taken.length === 0) return { retried: 0, failed: 0 };
+      const give = taken.filter((r) => r.attempt + 1 > maxAttempts);
+      const retry = taken.filter((r) => r.attempt + 1 <= maxAttempts);
+      if (retry.length > 0) {
+        await tx.query(`UPDATE journal SET state = 'PENDING', attempt = attempt + 1, claimed_by = NULL WHERE seq = ANY($1::bigint[])`, [retry.map((r) => r.seq)]);
+        for (let i = 0; i < retry.length; i++) this.counts.moved('DISPATCHED', 'PENDING');
+        await notify(tx, this.channels.work);
+      }
+      if (give.length > 0) {
+        const error = `Gave up after the worker holding it stopped or lost its lease ${maxAttempts} time(s) (journal.max_attempts = ${maxAttempts})`;
+        await tx.query(`UPDATE journal SET state = 'FAILED', failed_at = $2, failure_reason = 'max_attempts', error = $3 WHERE seq = ANY($1::bigint[])`, [give.map((r) => r.seq), now, error]);
+        for (let i = 0; i < give.length; i++) this.counts.moved('DISPATCHED', 'FAILED');
+        for (const threadId of new Set(give.map((r) => r.thread_id))) await this.settleThread(tx, threadId, error);
+      }
+      return { retried: retry.length, failed: give.length };
+    });
+  }
+
+  /** Journals messages PENDING (an external recipient's at once ACKED), counts them in their threads, and wakes claimers. */
+  protected override async insertAll(tx: Tx, messages: readonly Message[]): Promise<void> {
+    if (messages.length === 0) return;
+    await super.insertAll(tx, messages);
+    // Nobody claims what is addressed to the outside world: it ends here, recorded and acknowledged.
+    const external = messages.filter((m) => m.to === EXTERNAL_SENDER).map((m) => m.id);
+    if (external.length > 0) {
+      const r = await tx.query(`UPDATE journal SET state = 'ACKED', acked_at = $2 WHERE id = ANY($1::text[]) AND state = 'PENDING'`, [external, this.now()]);
+      for (let i = 0; i < (r.rowCount ?? 0); i++) this.counts.moved('PENDING', 'ACKED');
+    }
+    await this.countInThreads(tx, messages);
+    if (external.length < messages.length) await notify(tx, this.channels.work, [...new Set(messages.filter((m) => m.to !== EXTERNAL_SENDER).map((m) => m.to))].join(','));
+  }
+
+  private async fenced(
+    workerId: string,
+    message: Message,
+    to: 'ACKED' | 'FAILED',
+    set: string,
+    values: readonly unknown[],
+    outcome: DeliveryOutcomeWrite,
+  ): Promise<FencedResult> {
+    return this.writer.transaction(async (tx) => {
+      const moved = await tx.query({
+        name: `journal-fenced-${to}`,
+        text: `UPDATE journal SET state = '${to}', ${set} WHERE id = $1 AND state = 'DISPATCHED' AND claimed_by = $2 AND attempt = $3`,
+        values: [message.id, workerId, message.attempt, ...values],
+      });
+      if ((moved.rowCount ?? 0) === 0) return { committed: false, threadFinished: null };
+      this.counts.moved('DISPATCHED', to);
+      await this.insertAll(tx, outcome.outgoing);
+      await insertUsage(tx, outcome.usage);
+      return { committed: true, threadFinished: await this.settleThread(tx, message.threadId, outcome.threadError) };
+    });
+  }
+
+  /**
+   * Records a thread's error (the first since its inject) and, when no PENDING or DISPATCHED
+   * entry of it is left, finishes it (a killed thread stays killed). The thread's row is locked
+   * first, so the check of its entries (a statement of its own, with a fresh snapshot) sees any
+   * inject that committed while this transaction waited for it.
+   */
+  private async settleThread(tx: Tx, threadId: string, error: string | null): Promise<Extract<ThreadStatus, 'completed' | 'error'> | null> {
+    await tx.query({ name: 'thread-lock', text: 'SELECT 1 FROM threads WHERE id = $1 FOR UPDATE', values: [threadId] });
+    const r = await tx.query<{ status: ThreadStatus; finished: boolean }>({
+      name: 'thread-settle',
+      text: `UPDATE threads SET error = COALESCE(error, $2), last_activity = GREATEST(last_activity, $3),
+          status = CASE WHEN status = 'killed' OR EXISTS (${OPEN_ENTRY}) THEN status
+                        WHEN COALESCE(error, $2) IS NOT NULL THEN 'error' ELSE 'completed' END
+        WHERE id = $1
+        RETURNING status, NOT EXISTS (${OPEN_ENTRY}) AS finished`,
+      values: [threadId, error, this.now()],
+    });
+    const row = r.rows[0];
+    if (!row || !row.finished || (row.status !== 'completed' && row.status !== 'error')) return null;
+    return row.status;
+  }
+
+  /**
+   * Counts messages in their threads' records: participants in order of first appearance,
+   * message count, last activity. An inject (no parent, not from the pump) makes its thread
+   * active again with its error cleared and its metadata; a thread not stored yet is created.
+   */
+  private async countInThreads(tx: Tx, messages: readonly Message[]): Promise<void> {
+    const byThread = new Map<string, { participants: string[]; count: number; last: number; inject: Message | null; first: Message }>();
+    for (const m of messages) {
+      let t = byThread.get(m.threadId);
+      if (!t) byThread.set(m.threadId, (t = { participants: [], count: 0, last: 0, inject: null, first: m }));
+      for (const name of [m.from, m.to]) if (!isSystemName(name) && !t.participants.includes(name)) t.participants.push(name);
+      t.count++;
+      t.last = Math.max(t.last, m.timestamp);
+      if (m.parentId === null && !isSystemName(m.from)) t.inject = m;
+    }
+    // In id order: two transactions touching the same threads lock them in the same order.
+    for (const [threadId, t] of [...byThread].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      await tx.query({
+        name: 'thread-count',
+        text: `WITH up AS (
+            INSERT INTO threads AS t (id, status, participants, message_count, created_at, last_activity, error, metadata)
+            VALUES ($1, 'active', $2::text[], $3, $4, $4, NULL, $5)
+            ON CONFLICT (id) DO UPDATE SET
+              participants = t.participants || ARRAY(SELECT p FROM unnest(excluded.participants) WITH ORDINALITY AS u(p, o) WHERE NOT p = ANY(t.participants) ORDER BY o),
+              message_count = t.message_count + excluded.message_count,
+              last_activity = GREATEST(t.last_activity, excluded.last_activity),
+              status = CASE WHEN $6 AND t.status <> 'killed' THEN 'active' ELSE t.status END,
+              error = CASE WHEN $6 AND t.status <> 'killed' THEN NULL ELSE t.error END,
+              metadata = CASE WHEN $6 THEN excluded.metadata ELSE t.metadata END
+            RETURNING (xmax = 0) AS inserted)
+          UPDATE row_counts SET n = n + 1 WHERE name = 'threads' AND (SELECT inserted FROM up)`,
+        values: [threadId, t.participants, t.count, t.last, JSON.stringify((t.inject ?? t.first).metadata), t.inject !== null],
+      });
+    }
+  }
+}
+
+interface ThreadRowShape {
+  id: string;
+  status: ThreadStatus;
+  participants: string[];
+  message_count: number;
+  created_at: number;
+  last_activity: number;
+  error: string | null;
+  metadata: string;
+}
+
+function threadOf(r: ThreadRowShape): ThreadRecord {
+  return {
+    id: r.id,
+    status: r.status,
+    participants: r.participants,
+    messageCount: r.message_count,
+    createdAt: r.created_at,
+    lastActivity: r.last_activity,
+    error: r.error,
+    metadata: JSON.parse(r.metadata) as Record<string, string>,
+  };
+}

@@ -1,0 +1,143 @@
+import type { FailureReason } from '../../pump/hooks.js';
+import type { Message } from '../../pump/message.js';
+import type { AgentLoad, ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedResult, WorkSource } from '../../pump/work-source.js';
+import type { Logger } from '../../util/logger.js';
+import type { WorkerRecord } from '../types.js';
+import type { Channels, PgListener } from './channels.js';
+import type { PgSharedJournal } from './shared-journal.js';
+import type { PgWorkers, WorkerIdentity } from './workers.js';
+
+/** A claimer with free slots looks for work this often even when no notification came. */
+export const POLL_MS = 1_000;
+/** Default lease: a worker whose heartbeat is older than this has its claims taken back. */
+export const DEFAULT_LEASE_MS = 30_000;
+
+export interface PgWorkSourceOptions {
+  readonly journal: PgSharedJournal;
+  readonly workers: PgWorkers;
+  readonly listener: PgListener;
+  readonly channels: Channels;
+  readonly me: WorkerIdentity;
+  /** journal.max_attempts: a claim taken back past it FAILS (max_attempts). */
+  readonly maxAttempts: number;
+  readonly logger?: Logger;
+}
+
+/**
+ * The PostgreSQL work source of one process: its `workers` row and heartbeat (every lease/3),
+ * the expired-lease rule run at each heartbeat (by whichever process notices first), claims and
+ * fenced outcomes through the shared journal, and wake-ups from NOTIFY on the work channel,
+ * from a poll every POLL_MS, after the LISTEN connection comes back, and after claims were
+ * taken back. NOTIFY is only a hint: the poll finds whatever a lost notification announced.
+ */
+export class PgWorkSource implements WorkSource {
+  readonly workerId: string;
+  readonly handlers: boolean;
+  readonly concurrency: number | null;
+  private readonly wakers = new Set<() => void>();
+  private inFlight = 0;
+  private heartbeatTimer: NodeJS.Timeout | null = null;
+  private pollTimer: NodeJS.Timeout | null = null;
+  private readonly offs: Array<() => void> = [];
+  private beating: Promise<void> | null = null;
+  private stopped = false;
+
+  constructor(private readonly o: PgWorkSourceOptions) {
+    this.workerId = o.me.id;
+    this.handlers = o.me.handlers;
+    this.concurrency = o.me.concurrency;
+  }
+
+  /** Registers this process and starts heartbeating (and, for a claimer, listening and polling). */
+  async start(): Promise<void> {
+    await this.o.workers.register(this.o.me);
+    // A process that just started takes back what dead workers held at once (a restart after a crash).
+    await this.reclaim();
+    const beat = Math.max(100, Math.floor(this.o.me.leaseMs / 3));
+    this.heartbeatTimer = setInterval(() => void this.tick(), beat);
+    this.heartbeatTimer.unref();
+    if (this.handlers) {
+      this.offs.push(await this.o.listener.subscribe(this.o.channels.work, () => this.wake()));
+      this.offs.push(this.o.listener.onReconnect(() => this.wake()));
+      this.pollTimer = setInterval(() => this.wake(), POLL_MS);
+      this.pollTimer.unref();
+    }
+  }
+
+  claim(listeners: readonly string[], max: number, limits: ClaimLimits): Promise<readonly ClaimedWork[]> {
+    if (!this.handlers || this.stopped) return Promise.resolve([]);
+    return this.o.journal.claim(this.workerId, listeners, max, limits);
+  }
+
+  ack(message: Message, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
+    return this.o.journal.ackClaimed(this.workerId, message, outcome);
+  }
+
+  fail(message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
+    return this.o.journal.failClaimed(this.workerId, message, reason, error, outcome);
+  }
+
+  onWork(fn: () => void): () => void {
+    this.wakers.add(fn);
+    return () => this.wakers.delete(fn);
+  }
+
+  setInFlight(n: number): void {
+    this.inFlight = n;
+  }
+
+  workers(): Promise<readonly WorkerRecord[]> {
+    return this.o.workers.list();
+  }
+
+  agentLoad(): Promise<ReadonlyMap<string, AgentLoad>> {
+    return this.o.journal.agentLoad();
+  }
+
+  /**
+   * Stops heartbeating and marks this process stopped, then gives back what it still holds
+   * (deliveries a shutdown cut short) with attempt + 1, for the other processes to claim now
+   * rather than after its lease. Called after the pump stopped.
+   */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    for (const off of this.offs) off();
+    await this.beating?.catch(() => {});
+    try {
+      await this.o.workers.stopped(this.workerId);
+      await this.o.journal.reclaimExpired(this.o.maxAttempts, this.workerId);
+    } catch (err) {
+      // Its lease runs out by itself: another process takes its claims back then.
+      this.o.logger?.warn({ err }, 'could not give back this process\'s claims at stop; they are taken back when its lease expires');
+    }
+  }
+
+  private wake(): void {
+    for (const fn of this.wakers) fn();
+  }
+
+  private tick(): void {
+    if (this.beating || this.stopped) return;
+    this.beating = (async () => {
+      try {
+        const alive = await this.o.workers.heartbeat(this.workerId, this.inFlight);
+        if (!alive) this.o.logger?.warn({ workerId: this.workerId }, 'this process\'s workers row says it stopped; its claims may have been taken back');
+        await this.reclaim();
+      } catch (err) {
+        this.o.logger?.warn({ err }, 'heartbeat failed; retrying at the next one');
+      }
+    })().finally(() => {
+      this.beating = null;
+    });
+  }
+
+  private async reclaim(): Promise<void> {
+    const { retried, failed } = await this.o.journal.reclaimExpired(this.o.maxAttempts);
+    if (retried + failed === 0) return;
+    this.o.logger?.warn({ retried, failed }, 'took back the deliveries of workers whose lease expired');
+    if (retried > 0) this.wake();
+  }
+}

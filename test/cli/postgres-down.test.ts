@@ -1,0 +1,149 @@
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { createTestDatabase, withPostgres } from '../store/contract/backends.js';
+import { PgProxy } from '../store/pg-proxy.js';
+import { cpuShare, freePort, killAll, organismDir, startServer, TOKEN, until, type ServerProcess } from './processes.js';
+
+/**
+ * PostgreSQL going away under a running `organism serve --store postgres://…`: the server
+ * reaches the database through a TCP proxy this test owns (the PostgreSQL server itself is
+ * shared with other tests and stays up), and the proxy is cut and reopened.
+ */
+
+const PASSWORD = 's3cret-pw-never-logged';
+
+const cleanup: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  killAll();
+  while (cleanup.length) await cleanup.pop()!();
+});
+
+async function health(server: ServerProcess): Promise<{ status: number; body: { status: string; code?: string; detail?: string } }> {
+  const res = await fetch(`${server.base}/health`);
+  return { status: res.status, body: (await res.json()) as { status: string; code?: string; detail?: string } };
+}
+
+async function inject(server: ServerProcess, n: number): Promise<Response> {
+  return server.api('/inject', { method: 'POST', body: JSON.stringify({ to: 'worker', payload: { Job: { n } } }) });
+}
+
+async function wsInject(base: string): Promise<Record<string, unknown>> {
+  const ws = new WebSocket(`${base.replace(/^http/, 'ws')}/ws`, { headers: { authorization: `Bearer ${TOKEN}` } });
+  try {
+    return await new Promise((resolve, reject) => {
+      ws.on('error', reject);
+      ws.on('open', () => ws.send(JSON.stringify({ cmd: 'inject', id: 'i1', to: 'worker', payload: { Job: { n: 1 } } })));
+      ws.on('message', (data) => {
+        const frame = JSON.parse(String(data)) as Record<string, unknown>;
+        if (frame['id'] === 'i1') resolve(frame);
+      });
+    });
+  } finally {
+    ws.close();
+  }
+}
+
+/** The server's JSON log lines whose message matches `re`. */
+function logLines(output: string, re: RegExp): Array<Record<string, unknown>> {
+  return output
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter((entry) => re.test(String(entry['msg'])));
+}
+
+describe.skipIf(!withPostgres('PostgreSQL down tests'))('PostgreSQL unreachable under a running server', () => {
+  it('refuses injects (REST and WebSocket) with 503 STORAGE_UNAVAILABLE, /health says degraded, one log line each way, no busy loop, no password; resumes without a restart and loses nothing it acknowledged', async () => {
+    const db = await createTestDatabase();
+    cleanup.push(() => db.drop());
+    const proxy = new PgProxy(await freePort());
+    await proxy.open();
+    cleanup.push(() => proxy.cut());
+    const store = new URL(db.url);
+    store.port = String(proxy.port);
+    store.password = PASSWORD; // trust auth ignores it; it must still never be shown
+    const dir = organismDir(
+      `organism: {name: pgdown}
+max_concurrent_per_agent: 8
+payloads:
+  Job: {fields: {n: integer}}
+listeners:
+  - name: worker
+    handler: ./worker.ts#work
+    payload: Job
+`,
+      { 'worker.ts': `export const work = async () => { await new Promise((r) => setTimeout(r, 200)); };\n` },
+    );
+    const server = await startServer(path.join(dir, 'organism.yaml'), ['--store', store.toString(), '--data-dir', mkdtempSync(path.join(os.tmpdir(), 'organism-pgdown-'))]);
+    expect((await health(server)).status).toBe(200);
+
+    // Injects keep coming while the proxy is cut: every one answered 200 must be kept.
+    const accepted: string[] = [];
+    const refusals = new Map<string, number>();
+    let n = 0;
+    let injecting = true;
+    const injector = (async () => {
+      while (injecting) {
+        const res = await inject(server, n++).catch(() => null);
+        if (res?.status === 200) accepted.push(((await res.json()) as { messageId: string }).messageId);
+        else if (res) {
+          const body = (await res.json()) as { code: string };
+          refusals.set(body.code, (refusals.get(body.code) ?? 0) + 1);
+          expect(res.status).toBe(503);
+        }
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    })();
+    await until(() => accepted.length >= 5, 'some accepted injects');
+    await proxy.cut();
+
+    const sick = await until(async () => {
+      const h = await health(server);
+      return h.status === 503 ? h : null;
+    }, '/health to report the database unreachable', 60_000);
+    expect(sick.body).toMatchObject({ status: 'degraded', code: 'STORAGE_UNAVAILABLE' });
+    expect(sick.body.detail).toContain(`127.0.0.1:${proxy.port}`);
+    injecting = false;
+    await injector;
+
+    const refused = await inject(server, -1);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('5');
+    const body = (await refused.json()) as { code: string; detail: string };
+    expect(body.code).toBe('STORAGE_UNAVAILABLE');
+    expect(body.detail).toMatch(/^Database postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/organism_test_\w+ cannot be reached \(.+\): new messages are refused until it answers again/);
+    const wsReply = await wsInject(server.base);
+    expect(wsReply['event']).toBe('error');
+    expect(String(wsReply['error'])).toContain('cannot be reached');
+
+    // Down, it waits (backoff), it does not spin.
+    expect(await cpuShare(server.child.pid!, 3_000)).toBeLessThan(0.3);
+    expect(server.child.exitCode).toBeNull();
+
+    await proxy.open();
+    await until(async () => (await health(server)).status === 200, '/health to be healthy again', 60_000);
+    const after = await inject(server, 9_999);
+    expect(after.status).toBe(200);
+    accepted.push(((await after.json()) as { messageId: string }).messageId);
+
+    // Every acknowledged inject is in the database and is delivered.
+    const direct = new pg.Pool({ connectionString: db.url, max: 1 });
+    direct.on('error', () => {}); // ended by the DROP DATABASE of the cleanup
+    cleanup.push(() => direct.end());
+    await until(async () => {
+      const rows = (await direct.query<{ id: string; state: string }>('SELECT id, state FROM journal WHERE id = ANY($1)', [accepted])).rows;
+      return rows.length === accepted.length && rows.every((r) => r.state === 'ACKED');
+    }, `every accepted inject ACKED (${accepted.length})`, 60_000);
+
+    const out = server.output();
+    if (process.env['SHOW_OUTPUT']) console.log(out);
+    expect(out).not.toContain(PASSWORD);
+    expect(logLines(out, /PostgreSQL cannot be reached/)).toHaveLength(1);
+    expect(logLines(out, /PostgreSQL answers again/)).toHaveLength(1);
+    expect(logLines(out, /storage write failed|idle PostgreSQL connection failed/)).toHaveLength(0);
+  }, 240_000);
+});

@@ -1,0 +1,242 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Message } from '../../../src/pump/message.js';
+import { openPostgresStorage, type PostgresStorage, type SharedStorageOptions } from '../../../src/store/postgres/index.js';
+import { newId } from '../../../src/util/ids.js';
+import { createTestDatabase, withPostgres } from '../contract/backends.js';
+
+/**
+ * Claims on the shared PostgreSQL journal, with several processes' pools claiming at once
+ * (each storage is what one process opens: its own pool, LISTEN connection and workers row).
+ */
+const run = withPostgres('shared-mode claims');
+const NO_OUTCOME = { outgoing: [], usage: [], threadError: null } as const;
+
+describe.skipIf(!run)('shared PostgreSQL journal: claims, leases, fenced outcomes', () => {
+  let db: { url: string; drop(): Promise<void> };
+  let admin: pg.Pool;
+  let schema = '';
+  const opened: PostgresStorage[] = [];
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterEach(async () => {
+    while (opened.length) await opened.pop()!.close().catch(() => {});
+    await admin?.end();
+  });
+  afterAll(async () => {
+    await db.drop();
+  });
+
+  /** A fresh schema per test; `open` opens one more process on it. */
+  const place = () => {
+    schema = `s_${randomBytes(5).toString('hex')}`;
+    admin = new pg.Pool({ connectionString: db.url, max: 2, options: `-c search_path=${schema}` });
+  };
+  const open = async (shared: SharedStorageOptions = {}) => {
+    const s = await openPostgresStorage({ url: db.url, schema, shared: { maxAttempts: 3, ...shared } });
+    opened.push(s);
+    return s;
+  };
+  const rows = async <T = Record<string, unknown>>(sql: string, params: unknown[] = []) => (await admin.query(sql, params)).rows as T[];
+
+  const message = (threadId: string, to: string, text: string, parent: Message | null = null): Message => ({
+    id: newId(),
+    threadId,
+    from: parent ? parent.to : 'api',
+    to,
+    payloadType: 'Text',
+    payload: { text },
+    timestamp: Date.now(),
+    parentId: parent?.id ?? null,
+    hops: parent ? parent.hops + 1 : 0,
+    metadata: {},
+    attempt: 1,
+  });
+
+  it('keeps FIFO per (thread, recipient) while three processes claim concurrently, and finishes each thread once its last entry is acked', async () => {
+    place();
+    const procs = [await open(), await open(), await open()];
+    const threads = Array.from({ length: 6 }, (_, i) => `t${i}`);
+    const sent = new Map<string, string[]>();
+    for (const t of threads) {
+      for (const to of ['a', 'b']) {
+        const batch = Array.from({ length: 5 }, (_, k) => message(t, to, `${t}-${to}-${k}`));
+        sent.set(`${t}/${to}`, batch.map((m) => m.id));
+        await procs[0]!.journal.pending(batch);
+      }
+    }
+    const delivered = new Map<string, string[]>();
+    const held = new Set<string>();
+    let violation: string | null = null;
+    const total = threads.length * 2 * 5;
+    let done = 0;
+    await Promise.all(
+      procs.map(async (p) => {
+        while (done < total) {
+          const work = await p.work!.claim(['a', 'b'], 4, { global: 100, perAgent: 100 });
+          if (work.length === 0) {
+            await new Promise((r) => setTimeout(r, 5));
+            continue;
+          }
+          await Promise.all(
+            work.map(async ({ message: m }) => {
+              const pair = `${m.threadId}/${m.to}`;
+              if (held.has(pair)) violation ??= `two deliveries of ${pair} at once`;
+              held.add(pair);
+              const list = delivered.get(pair) ?? [];
+              list.push(m.id);
+              delivered.set(pair, list);
+              await new Promise((r) => setTimeout(r, Math.random() * 4));
+              held.delete(pair);
+              const r = await p.work!.ack(m, NO_OUTCOME);
+              expect(r.committed).toBe(true);
+              done++;
+            }),
+          );
+        }
+      }),
+    );
+    expect(violation).toBeNull();
+    for (const [pair, ids] of sent) expect(delivered.get(pair)).toEqual(ids);
+    const states = await rows<{ state: string; n: number }>(`SELECT state, COUNT(*)::int AS n FROM journal GROUP BY state`);
+    expect(states).toEqual([{ state: 'ACKED', n: total }]);
+    const statuses = await rows<{ status: string; message_count: number }>(`SELECT status, message_count FROM threads ORDER BY id`);
+    expect(statuses).toEqual(threads.map(() => ({ status: 'completed', message_count: 10 })));
+    // The kept counts followed the claims made outside the writer.
+    expect(await rows(`SELECT name, n::int AS n FROM row_counts WHERE name LIKE 'journal:%' ORDER BY name`)).toEqual([
+      { name: 'journal:ACKED', n: total },
+      { name: 'journal:DISPATCHED', n: 0 },
+      { name: 'journal:FAILED', n: 0 },
+      { name: 'journal:PENDING', n: 0 },
+    ]);
+  });
+
+  it('never exceeds the organism-wide global and per-agent limits, however many processes claim', async () => {
+    place();
+    const procs: PostgresStorage[] = [];
+    for (let i = 0; i < 8; i++) procs.push(await open());
+    const N = 120;
+    await procs[0]!.journal.pending(Array.from({ length: N }, (_, t) => message(`t${t}`, t % 2 === 0 ? 'b' : 'a', `m${t}`)));
+    let maxHeld = 0;
+    let maxA = 0;
+    let dbMax = 0;
+    let done = 0;
+    const heldBy = { a: 0, b: 0 } as Record<string, number>;
+    await Promise.all(
+      procs.map(async (p, i) => {
+        // Processes that run different listeners pick different rows: only the limits keep them apart.
+        const listeners = [['a'], ['b'], ['a', 'b']][i % 3]!;
+        while (done < N) {
+          const work = await p.work!.claim(listeners, 10, { global: 3, perAgent: 2 });
+          for (const w of work) heldBy[w.message.to]!++;
+          maxHeld = Math.max(maxHeld, heldBy['a']! + heldBy['b']!);
+          maxA = Math.max(maxA, heldBy['a']!);
+          const n = (await rows<{ n: number }>(`SELECT COUNT(*)::int AS n FROM journal WHERE state = 'DISPATCHED'`))[0]!.n;
+          dbMax = Math.max(dbMax, n);
+          if (work.length === 0) await new Promise((r) => setTimeout(r, Math.random() * 2));
+          await Promise.all(
+            work.map(async ({ message: m }) => {
+              await new Promise((r) => setTimeout(r, Math.random() * 3));
+              await p.work!.ack(m, NO_OUTCOME);
+              heldBy[m.to]!--;
+              done++;
+            }),
+          );
+        }
+      }),
+    );
+    expect(done).toBe(N);
+    expect(maxHeld).toBeLessThanOrEqual(3);
+    expect(maxA).toBeLessThanOrEqual(2);
+    expect(dbMax).toBeLessThanOrEqual(3);
+    expect(maxHeld).toBeGreaterThan(1); // the processes did run deliveries side by side
+  });
+
+  it('skips paused agents (stored, so every process honours it)', async () => {
+    place();
+    const [p, q] = [await open(), await open()];
+    await p.journal.pending([message('t1', 'a', 'x'), message('t2', 'b', 'y')]);
+    await p.operator.setPaused('a', true);
+    const work = await q.work!.claim(['a', 'b'], 10, { global: 10, perAgent: 10 });
+    expect(work.map((w) => w.message.to)).toEqual(['b']);
+  });
+
+  it('takes back the claim of a worker whose lease expired with attempt + 1; that worker\'s late ack is dropped whole (no outgoing message)', async () => {
+    place();
+    const slow = await open({ leaseMs: 60_000, name: 'slow' });
+    const other = await open({ leaseMs: 300, name: 'other' });
+    const m = message('t1', 'a', 'hello');
+    await other.journal.pending([m]);
+    const [claimed] = await slow.work!.claim(['a'], 1, { global: 10, perAgent: 10 });
+    expect(claimed!.message.attempt).toBe(1);
+    // The slow worker stops heartbeating (a pause, a partition): its heartbeat is older than its lease.
+    await rows(`UPDATE workers SET heartbeat_at = 0 WHERE name = 'slow'`);
+    const again = await waitFor(async () => (await other.work!.claim(['a'], 1, { global: 10, perAgent: 10 }))[0]);
+    expect(again.message.id).toBe(m.id);
+    expect(again.message.attempt).toBe(2);
+    const late = await slow.work!.ack(claimed!.message, { outgoing: [message('t1', 'b', 'late', claimed!.message)], usage: [], threadError: null });
+    expect(late).toEqual({ committed: false, threadFinished: null });
+    expect(await rows(`SELECT COUNT(*)::int AS n FROM journal WHERE recipient = 'b'`)).toEqual([{ n: 0 }]);
+    const ok = await other.work!.ack(again.message, NO_OUTCOME);
+    expect(ok).toEqual({ committed: true, threadFinished: 'completed' });
+    expect(await rows(`SELECT state, attempt, attempts FROM journal WHERE id = $1`, [m.id])).toEqual([{ state: 'ACKED', attempt: 2, attempts: 2 }]);
+  });
+
+  it('fails a claim taken back past journal.max_attempts, and the thread ends in error', async () => {
+    place();
+    const p = await open({ leaseMs: 60_000, maxAttempts: 1, name: 'dead' });
+    const m = message('t1', 'a', 'doomed');
+    await p.journal.pending([m]);
+    await p.work!.claim(['a'], 1, { global: 10, perAgent: 10 });
+    await rows(`UPDATE workers SET heartbeat_at = 0 WHERE name = 'dead'`);
+    await open({ leaseMs: 300, maxAttempts: 1 }); // notices at its start
+    expect(await rows(`SELECT state, failure_reason FROM journal WHERE id = $1`, [m.id])).toEqual([{ state: 'FAILED', failure_reason: 'max_attempts' }]);
+    expect((await rows<{ status: string }>(`SELECT status FROM threads WHERE id = 't1'`))[0]!.status).toBe('error');
+  });
+
+  it('a process that stops gives back what it still holds with attempt + 1, at once', async () => {
+    place();
+    const p = await open({ leaseMs: 60_000 });
+    const q = await open({ leaseMs: 60_000 });
+    const m = message('t1', 'a', 'cut short');
+    await p.journal.pending([m]);
+    await p.work!.claim(['a'], 1, { global: 10, perAgent: 10 });
+    await p.close();
+    const [w] = await q.work!.claim(['a'], 1, { global: 10, perAgent: 10 });
+    expect(w!.message).toMatchObject({ id: m.id, attempt: 2 });
+    const listed = await q.shared!.workers.list();
+    expect(listed.map((x) => x.alive)).toEqual([true, false]);
+  });
+
+  it('an ack commits its outgoing messages PENDING (an external reply ACKED) with the thread still open, then finishes it', async () => {
+    place();
+    const p = await open();
+    const m = message('t1', 'a', 'q');
+    await p.journal.pending([m]);
+    const [w] = await p.work!.claim(['a', 'b'], 5, { global: 10, perAgent: 10 });
+    const next = message('t1', 'b', 'r', m);
+    const reply = { ...message('t1', 'api', 'done', m), from: 'a' };
+    expect(await p.work!.ack(w!.message, { outgoing: [next, reply], usage: [], threadError: null })).toEqual({ committed: true, threadFinished: null });
+    expect(await rows(`SELECT recipient, state FROM journal ORDER BY seq`)).toEqual([
+      { recipient: 'a', state: 'ACKED' },
+      { recipient: 'b', state: 'PENDING' },
+      { recipient: 'api', state: 'ACKED' },
+    ]);
+    const [w2] = await p.work!.claim(['a', 'b'], 5, { global: 10, perAgent: 10 });
+    expect(await p.work!.fail(w2!.message, 'handler_error', 'boom', NO_OUTCOME)).toEqual({ committed: true, threadFinished: 'error' });
+    expect(await rows(`SELECT status, error, participants, message_count FROM threads`)).toEqual([{ status: 'error', error: 'boom', participants: ['api', 'a', 'b'], message_count: 3 }]);
+  });
+});
+
+async function waitFor<T>(fn: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

@@ -3,9 +3,9 @@ export const ExitCode = {
   OK: 0,
   /** Unexpected failure. */
   FAILURE: 1,
-  /** Bad command line. */
+  /** Bad command line (also: `worker`, `--handlers`, `--concurrency`, `--name`, `--lease-seconds` without a PostgreSQL store). */
   USAGE: 2,
-  /** organism.yaml is invalid (every problem is printed). */
+  /** organism.yaml is invalid (every problem is printed), or a worker's differs from the organism its database runs. */
   CONFIG_INVALID: 3,
   /** The data directory is locked by another process, unwritable, or its database is corrupt. */
   STORAGE: 4,

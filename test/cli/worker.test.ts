@@ -46,6 +46,35 @@ export async function second(p: { text: string }, ctx: { self: string }) { log(c
 export async function third(p: { text: string }, ctx: { self: string }) { log(ctx.self, p.text); await pause(); }
 `;
 
+const LEASE_YAML = `organism:
+  name: lease
+payloads:
+  Text:
+    description: Plain text
+    fields:
+      text: string
+listeners:
+  - name: slow
+    description: Takes a while, then passes on
+    payload: Text
+    peers: [after]
+    handler: ./slow.ts#slow
+  - name: after
+    description: Records
+    payload: Text
+    handler: ./slow.ts#after
+`;
+
+const SLOW = `import { appendFileSync } from 'node:fs';
+const log = (line: string) => appendFileSync(new URL('./deliveries.log', import.meta.url), line + '\\n');
+export async function slow(p: { text: string }, ctx: { self: string; attempt: number }) {
+  log(\`slow \${process.pid} \${ctx.attempt}\`);
+  await new Promise((r) => setTimeout(r, 2500));
+  return { to: 'after', payload: { text: p.text } };
+}
+export function after(p: { text: string }) { log(\`after \${process.pid} \${p.text}\`); }
+`;
+
 describe.skipIf(!run)('organism worker on a shared PostgreSQL store', () => {
   let db: { url: string; drop(): Promise<void> };
   beforeAll(async () => {
@@ -98,6 +127,36 @@ describe.skipIf(!run)('organism worker on a shared PostgreSQL store', () => {
     expect(await workers[0]!.exited).toBe(0);
     const after = (await (await server.api('/workers')).json()) as { workers: Array<{ name: string; alive: boolean }> };
     expect(after.workers.find((w) => w.name === 'w1')!.alive).toBe(false);
+  }, 240_000);
+
+  it('a worker silent past its lease (SIGSTOP) loses its delivery to another worker: attempt 2 runs there, the late outcome is dropped ("lease lost"), the next hop runs once', async () => {
+    const dir = organismDir(LEASE_YAML, { 'slow.ts': SLOW });
+    const config = path.join(dir, 'organism.yaml');
+    const log = () => {
+      try {
+        return readFileSync(path.join(dir, 'deliveries.log'), 'utf8').trim().split('\n');
+      } catch {
+        return [];
+      }
+    };
+    const server = await startServer(config, ['--store', db.url, '--handlers', 'off', '--data-dir', path.join(dir, 'data'), '--lease-seconds', '1']);
+    const w1 = startCli(['worker', config, '--store', db.url, '--name', 'w1', '--lease-seconds', '1', '--log-level', 'warn']);
+    await until(() => w1.output().includes('organism worker w1 running'), `w1 to start (output: ${w1.output()})`, 90_000);
+    const res = await server.api('/inject', { method: 'POST', body: JSON.stringify({ to: 'slow', payload: { Text: { text: 'once' } } }) });
+    const { threadId, messageId } = (await res.json()) as { threadId: string; messageId: string };
+    await until(() => log().some((l) => l.startsWith(`slow ${w1.child.pid} 1`)), 'w1 to start the slow delivery');
+    w1.child.kill('SIGSTOP');
+    try {
+      const w2 = startCli(['worker', config, '--store', db.url, '--name', 'w2', '--lease-seconds', '1', '--log-level', 'warn']);
+      await until(() => log().some((l) => l.startsWith(`slow ${w2.child.pid} 2`)), `w2 to take the delivery over with attempt 2 (log: ${log().join(' | ')}; output: ${w2.output()})`, 90_000);
+    } finally {
+      w1.child.kill('SIGCONT');
+    }
+    await until(() => w1.output().includes('lease lost'), `w1 to drop its late outcome (output: ${w1.output()})`);
+    await until(async () => ((await (await server.api(`/threads/${threadId}`)).json()) as { status: string }).status === 'completed', 'the thread to complete');
+    expect(log().filter((l) => l.startsWith('after ')), log().join('\n')).toHaveLength(1);
+    const entry = (await (await server.api(`/journal/${messageId}`)).json()) as { deliveryState: string; attempts: number };
+    expect(entry).toMatchObject({ deliveryState: 'ACKED', attempts: 2 });
   }, 240_000);
 
   it('refuses a worker whose organism.yaml differs from the one serve stored (exit 3, naming the difference)', async () => {

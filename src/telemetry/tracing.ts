@@ -18,8 +18,6 @@ import {
 } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { OTLPTraceExporter as OtlpProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, RandomIdGenerator, type IdGenerator, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
@@ -34,8 +32,11 @@ import type { DeliveryOutcome, DeliveryWatch } from '../pump/observer.js';
 import type { Logger } from '../util/logger.js';
 import { GenAiAttr, GenAiOperation, OrganismAttr, OrganismEvent as SpanEvent } from './conventions.js';
 import type { TracingSettings } from './settings.js';
+import { WorkerSpanProcessor, type ExportStats } from './worker-processor.js';
 
 export { resolveTracing, traceLogFields, type OtlpProtocol, type TracingSettings } from './settings.js';
+export { createExporter } from './exporter.js';
+export type { ExportStats } from './worker-processor.js';
 
 
 /**
@@ -82,7 +83,8 @@ function installGlobals(): void {
  * `chat <model>` CLIENT span per LLM call under it, peer denials and budget events as span
  * events. The span of a delivery is the parent of the deliveries its messages cause: the
  * messages carry its W3C traceparent, journaled with them. Export is batched and off the
- * delivery path; an exporter failure is logged, never seen by a delivery.
+ * delivery path: the SDK's batch processor and OTLP exporter run in a worker thread
+ * (worker-processor.ts); an exporter failure is logged, never seen by a delivery.
  */
 export class OrganismTracing {
   readonly provider: NodeTracerProvider;
@@ -90,19 +92,24 @@ export class OrganismTracing {
   private readonly ids = new ThreadTraceIds();
   /** Deliveries in progress by thread and listener (at most one each), for span events. */
   private readonly live = new Map<string, Span>();
+  private readonly exporting: WorkerSpanProcessor | null;
 
+  /**
+   * options.exporter: export with it through a BatchSpanProcessor on this thread instead of
+   * the export worker (tests and the bench, comparing).
+   */
   constructor(
     private readonly settings: TracingSettings,
     options: { exporter?: SpanExporter; logger?: Logger } = {},
   ) {
     installGlobals();
     if (options.logger) routeDiagnostics(options.logger);
-    const exporter = options.exporter ?? createExporter(settings);
+    this.exporting = options.exporter ? null : new WorkerSpanProcessor(settings);
     this.provider = new NodeTracerProvider({
       resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: settings.serviceName, [ATTR_SERVICE_VERSION]: settings.serviceVersion }),
       idGenerator: this.ids,
       // The batch processor reads OTEL_BSP_* and the sampler OTEL_TRACES_SAMPLER(_ARG).
-      spanProcessors: [new BatchSpanProcessor(exporter)],
+      spanProcessors: [this.exporting ?? new BatchSpanProcessor(options.exporter!)],
     });
     this.tracer = this.provider.getTracer('organism', settings.serviceVersion);
   }
@@ -127,6 +134,11 @@ export class OrganismTracing {
 
   async flush(): Promise<void> {
     await this.provider.forceFlush();
+  }
+
+  /** What the export worker delivered (null when exporting on this thread through options.exporter). */
+  exportStats(): ExportStats | null {
+    return this.exporting?.stats ?? null;
   }
 
   /** A message from outside carries the caller's span (the HTTP request), linked from the thread's root. */
@@ -301,12 +313,6 @@ export function parseTraceparent(traceparent: string): SpanContext | null {
   if (!m) return null;
   const sc: SpanContext = { traceId: m[1]!, spanId: m[2]!, traceFlags: parseInt(m[3]!, 16), isRemote: true };
   return isSpanContextValid(sc) ? sc : null;
-}
-
-/** The OTLP/HTTP exporter for the configured protocol (exported for the bench, which counts what it delivers). */
-export function createExporter(settings: TracingSettings): SpanExporter {
-  const options = settings.url ? { url: settings.url } : {};
-  return settings.protocol === 'http/json' ? new OtlpJsonExporter(options) : new OtlpProtoExporter(options);
 }
 
 let diagRouted = false;

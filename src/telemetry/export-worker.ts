@@ -63,3 +63,4 @@ port.on('message', (message: ToWorker) => {
       break;
   }
 });
+post({ type: 'ready' });

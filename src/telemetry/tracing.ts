@@ -136,6 +136,11 @@ export class OrganismTracing {
     await this.provider.forceFlush();
   }
 
+  /** Resolves once the export worker has loaded (a bench waits for it before timing; spans ended before are kept). */
+  async ready(): Promise<void> {
+    await this.exporting?.ready();
+  }
+
   /** What the export worker delivered (null when exporting on this thread through options.exporter). */
   exportStats(): ExportStats | null {
     return this.exporting?.stats ?? null;

@@ -53,11 +53,15 @@ export class WorkerSpanProcessor implements SpanProcessor {
   private dead: Error | null = null;
   private warnedDrop = false;
   private counts = { exported: 0, failed: 0, exports: 0, dropped: 0 };
+  private readonly started: Promise<void>;
+  private markStarted!: (err?: Error) => void;
 
   constructor(settings: WorkerSettings, options: WorkerProcessorOptions = {}) {
     this.batchSize = options.batchSize ?? getNumberFromEnv('OTEL_BSP_MAX_EXPORT_BATCH_SIZE') ?? 512;
     this.delayMs = options.delayMs ?? Math.min(200, getNumberFromEnv('OTEL_BSP_SCHEDULE_DELAY') ?? 5000);
     this.maxPending = options.maxPending ?? 4 * (getNumberFromEnv('OTEL_BSP_MAX_QUEUE_SIZE') ?? 2048);
+    this.started = new Promise<void>((resolve, reject) => (this.markStarted = (err) => (err ? reject(err) : resolve())));
+    this.started.catch(() => {}); // a worker that never started is reported by fail()
     const entry = workerEntry();
     this.worker = new Worker(entry.module, { eval: entry.eval, workerData: { protocol: settings.protocol, url: settings.url } satisfies WorkerSettings });
     // It never keeps the process alive by itself (flush and shutdown hold it while they wait).
@@ -65,6 +69,11 @@ export class WorkerSpanProcessor implements SpanProcessor {
     this.worker.on('message', (message: FromWorker) => this.onMessage(message));
     this.worker.on('error', (err) => this.fail(err));
     this.worker.on('exit', (code) => this.fail(new Error(`the trace export worker exited (code ${code})`)));
+  }
+
+  /** Resolves once the worker has loaded the SDK (spans ended before are queued meanwhile, not lost). */
+  ready(): Promise<void> {
+    return this.started;
   }
 
   get stats(): ExportStats {
@@ -135,6 +144,9 @@ export class WorkerSpanProcessor implements SpanProcessor {
 
   private onMessage(message: FromWorker): void {
     switch (message.type) {
+      case 'ready':
+        this.markStarted();
+        break;
       case 'received':
         this.inFlight -= message.spans;
         break;
@@ -161,6 +173,7 @@ export class WorkerSpanProcessor implements SpanProcessor {
   private fail(err: Error): void {
     if (this.dead) return;
     this.dead = err;
+    this.markStarted(err);
     diag.error('the trace export worker stopped; spans are dropped from now on', err.message);
     this.drop(this.inFlight);
     this.inFlight = 0;

@@ -11,6 +11,8 @@ export type ToWorker =
   | { readonly type: 'shutdown'; readonly id: number };
 
 export type FromWorker =
+  /** The worker has loaded the SDK and its exporter. */
+  | { readonly type: 'ready' }
   /** A batch of spans was handed to the batch processor. */
   | { readonly type: 'received'; readonly spans: number }
   /** An export ended (ok: the collector took it). */

@@ -54,6 +54,9 @@ export class WorkerSpanProcessor implements SpanProcessor {
   private warnedDrop = false;
   private counts = { exported: 0, failed: 0, exports: 0, dropped: 0 };
   private readonly started: Promise<void>;
+  private isReady = false;
+  /** Callers waiting on the worker (ready, flush, shutdown): the worker is ref'd while there are any. */
+  private holds = 0;
   private markStarted!: (err?: Error) => void;
 
   constructor(settings: WorkerSettings, options: WorkerProcessorOptions = {}) {
@@ -64,16 +67,20 @@ export class WorkerSpanProcessor implements SpanProcessor {
     this.started.catch(() => {}); // a worker that never started is reported by fail()
     const entry = workerEntry();
     this.worker = new Worker(entry.module, { eval: entry.eval, workerData: { protocol: settings.protocol, url: settings.url } satisfies WorkerSettings });
-    // It never keeps the process alive by itself (flush and shutdown hold it while they wait).
-    this.worker.unref();
     this.worker.on('message', (message: FromWorker) => this.onMessage(message));
     this.worker.on('error', (err) => this.fail(err));
     this.worker.on('exit', (code) => this.fail(new Error(`the trace export worker exited (code ${code})`)));
+    // It never keeps the process alive by itself (flush and shutdown hold it while they wait);
+    // after the listeners, as adding a 'message' listener refs the worker's port again.
+    this.worker.unref();
   }
 
   /** Resolves once the worker has loaded the SDK (spans ended before are queued meanwhile, not lost). */
   ready(): Promise<void> {
-    return this.started;
+    if (this.isReady || this.dead) return this.started;
+    // Whoever waits for it keeps the process alive meanwhile.
+    this.hold(+1);
+    return this.started.finally(() => this.hold(-1));
   }
 
   get stats(): ExportStats {
@@ -131,11 +138,17 @@ export class WorkerSpanProcessor implements SpanProcessor {
   private ask(type: 'flush' | 'shutdown'): Promise<void> {
     if (this.dead) return Promise.reject(this.dead);
     const id = this.nextId++;
+    this.hold(+1);
     return new Promise<void>((resolve, reject) => {
-      if (this.waiting.size === 0) this.worker.ref();
       this.waiting.set(id, { resolve, reject });
       this.post({ type, id });
-    });
+    }).finally(() => this.hold(-1));
+  }
+
+  private hold(delta: number): void {
+    this.holds += delta;
+    if (this.holds === 1 && delta > 0) this.worker.ref();
+    else if (this.holds === 0) this.worker.unref();
   }
 
   private post(message: ToWorker): void {
@@ -145,6 +158,7 @@ export class WorkerSpanProcessor implements SpanProcessor {
   private onMessage(message: FromWorker): void {
     switch (message.type) {
       case 'ready':
+        this.isReady = true;
         this.markStarted();
         break;
       case 'received':
@@ -159,7 +173,6 @@ export class WorkerSpanProcessor implements SpanProcessor {
         const waiter = this.waiting.get(message.id);
         if (!waiter) break;
         this.waiting.delete(message.id);
-        if (this.waiting.size === 0) this.worker.unref();
         if (message.error === null) waiter.resolve();
         else waiter.reject(new Error(message.error));
         break;

@@ -381,6 +381,8 @@ describe('tracing configuration and failures', () => {
       const entries = await organism.storage.journal.list({ threadId, limit: 10, offset: 0 });
       expect(entries.items.map((e) => e.state)).toEqual(['ACKED', 'ACKED', 'ACKED']);
       await tracing.flush().catch(() => {});
+      // The export worker did try, and its failure stayed there.
+      expect(tracing.exportStats()).toMatchObject({ exported: 0, failed: 3, dropped: 0 });
     } finally {
       await organism.stop({ timeoutMs: 1_000 });
       await tracing.shutdown().catch(() => {});

@@ -46,8 +46,8 @@ port.on('message', (message: ToWorker) => {
   switch (message.type) {
     case 'spans':
       if (message.definitions) decoder.define(message.definitions);
-      for (const record of message.spans) processor.onEnd(decoder.decode(record));
-      post({ type: 'received', spans: message.spans.length });
+      for (const span of decoder.decode(message.batch)) processor.onEnd(span);
+      post({ type: 'received', spans: message.count });
       break;
     case 'flush':
       processor.forceFlush().then(

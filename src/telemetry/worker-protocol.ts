@@ -1,4 +1,4 @@
-import type { RecordDefinitions, SpanRecord } from './span-records.js';
+import type { RecordDefinitions, SpanBatch } from './span-records.js';
 import type { TracingSettings } from './settings.js';
 
 /** Messages between the main thread and the export worker (export-worker.ts). */
@@ -6,7 +6,7 @@ import type { TracingSettings } from './settings.js';
 export type WorkerSettings = Pick<TracingSettings, 'protocol' | 'url'>;
 
 export type ToWorker =
-  | { readonly type: 'spans'; readonly spans: readonly SpanRecord[]; readonly definitions: RecordDefinitions | undefined }
+  | { readonly type: 'spans'; readonly count: number; readonly batch: SpanBatch; readonly definitions: RecordDefinitions | undefined }
   | { readonly type: 'flush'; readonly id: number }
   | { readonly type: 'shutdown'; readonly id: number };
 

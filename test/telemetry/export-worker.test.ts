@@ -79,13 +79,20 @@ describe('span records (main thread to export worker)', () => {
     root.end();
 
     const encoder = new SpanEncoder();
-    const records = ended.map((s) => encoder.encode(s));
-    const message = structuredClone({ spans: records, definitions: encoder.takeDefinitions() });
-    expect(encoder.takeDefinitions(), 'each resource and scope is sent once').toBeUndefined();
     const decoder = new SpanDecoder();
-    decoder.define(message.definitions!);
-    const decoded = message.spans.map((r) => decoder.decode(r));
+    const roundTrip = (spans: ReadableSpan[]) => {
+      const batch: unknown[] = [];
+      for (const s of spans) encoder.encode(s, batch);
+      const message = structuredClone({ batch, definitions: encoder.takeDefinitions() });
+      if (message.definitions) decoder.define(message.definitions);
+      return decoder.decode(message.batch);
+    };
+    const decoded = roundTrip(ended);
     expect(decoded.map(exported)).toEqual(ended.map(exported));
+    // Keys, resource and scope were sent once: a later batch refers to them by number.
+    const again = roundTrip(ended);
+    expect(encoder.takeDefinitions()).toBeUndefined();
+    expect(again.map(exported)).toEqual(ended.map(exported));
     expect(decoded[0]!.droppedAttributesCount).toBe(1);
     expect(decoded[0]!.spanContext().traceState?.serialize()).toBe('vendor=a,other=b');
     expect(decoded[1]!.parentSpanContext).toBeUndefined();

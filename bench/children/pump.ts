@@ -8,7 +8,6 @@
  *               its first-hop ack and to its final-hop ack.
  */
 import Database from 'better-sqlite3';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Organism } from '../../src/organism/organism.js';
 import { OrganismMetrics } from '../../src/telemetry/metrics.js';
@@ -20,6 +19,7 @@ import { openSqliteStorage } from '../../src/store/index.js';
 import { migrate } from '../../src/store/sqlite/migrations.js';
 import { newId } from '../../src/util/ids.js';
 import { benchFile, childMain, startServer } from '../lib/child.js';
+import { threadCpuMicros } from '../lib/cpu.js';
 import type { OtlpSinkInfo } from '../servers/otlp-sink.js';
 import { ackCounter, injectAll } from '../lib/drive.js';
 import { chainOrganism } from '../lib/organisms.js';
@@ -85,23 +85,6 @@ function organismIn(input: PumpInput): Organism {
 }
 
 
-/**
- * CPU time of the calling thread (user + system, microseconds) from /proc/thread-self/stat, in
- * clock ticks (10 ms: fine over a round of seconds); null where there is no such file.
- * process.cpuUsage() counts every thread, the trace export worker's too.
- */
-function mainThreadCpuMicros(): number | null {
-  try {
-    const stat = readFileSync('/proc/thread-self/stat', 'utf8');
-    // Fields after the command name (which is in parentheses and may hold spaces): utime and stime are the 14th and 15th.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / CLOCK_TICKS;
-  } catch {
-    return null;
-  }
-}
-const CLOCK_TICKS = 100;
-
 /** The real OTLP exporter, counting the spans it delivered (a round that lost spans would flatter tracing). */
 function countingExporter(inner: SpanExporter): { exporter: SpanExporter; exported: () => number; exports: () => number } {
   let exported = 0;
@@ -165,13 +148,13 @@ async function throughput(input: PumpInput): Promise<ThroughputResult> {
   await organism.start();
   const done = ackCounter(organism, `hop${HOPS}`);
   const cpu0 = process.cpuUsage();
-  const main0 = mainThreadCpuMicros();
+  const main0 = threadCpuMicros();
   const t0 = performance.now();
   await injectAll(organism, 'hop1', input.messages);
   await until(() => done.count >= input.messages, 600_000, 'the last final-hop ack', 1);
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
-  const main1 = mainThreadCpuMicros();
+  const main1 = threadCpuMicros();
   await until(() => organism.activeThreads === 0, 60_000, 'threads to settle');
   const stats = await organism.storage.journal.stats();
   await organism.stop();

@@ -10,7 +10,6 @@
  *   node --import tsx bench/tools/span-cost.ts [spans=60000] [rounds=3]
  */
 import { fork } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ROOT_CONTEXT, SpanKind, trace } from '@opentelemetry/api';
 import { BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -18,16 +17,11 @@ import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { createExporter } from '../../src/telemetry/exporter.js';
 import { WorkerSpanProcessor } from '../../src/telemetry/worker-processor.js';
 import { benchFile, startServer } from '../lib/child.js';
+import { threadCpuMicros } from '../lib/cpu.js';
 import { median } from '../lib/stats.js';
 import type { OtlpSinkInfo } from '../servers/otlp-sink.js';
 
 type Mode = 'none' | 'main' | 'worker';
-
-function threadCpuMicros(): number {
-  const stat = readFileSync('/proc/thread-self/stat', 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) * 10_000;
-}
 
 async function child(mode: Mode, n: number): Promise<{ thread: number; process: number }> {
   const sink = await startServer<OtlpSinkInfo>(benchFile('servers/otlp-sink.ts'), {}, { what: 'OTLP sink' });
@@ -62,14 +56,14 @@ async function child(mode: Mode, n: number): Promise<{ thread: number; process: 
   // Warm-up, untimed.
   for (let i = 0; i < 5_000; i++) make(i);
   await provider.forceFlush();
-  const t0 = threadCpuMicros();
+  const t0 = threadCpuMicros()!;
   const p0 = process.cpuUsage();
   for (let i = 0; i < n; i += 100) {
     for (let j = i; j < i + 100; j++) make(j);
     await new Promise((r) => setImmediate(r));
   }
   await provider.forceFlush();
-  const thread = threadCpuMicros() - t0;
+  const thread = threadCpuMicros()! - t0;
   const p = process.cpuUsage(p0);
   await provider.shutdown();
   await sink.stop();

@@ -46,10 +46,19 @@ export type { ExportStats } from './worker-processor.js';
  * trace from the thread id.
  */
 export function traceIdOfThread(threadId: string): string {
+  // The organism's own ids are UUIDs: sliced, without the general path's replace and second pattern (runs per thread root).
+  if (threadId.length === 36 && UUID.test(threadId)) {
+    const hex = (threadId.slice(0, 8) + threadId.slice(9, 13) + threadId.slice(14, 18) + threadId.slice(19, 23) + threadId.slice(24)).toLowerCase();
+    if (hex !== INVALID_TRACE_ID) return hex;
+  }
   const hex = threadId.replace(/-/g, '').toLowerCase();
   if (/^[0-9a-f]{32}$/.test(hex) && !/^0+$/.test(hex)) return hex;
   return createHash('sha256').update(threadId).digest('hex').slice(0, 32);
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const INVALID_TRACE_ID = '0'.repeat(32);
+const INVALID_SPAN_ID = '0'.repeat(16);
 
 /** Random ids, except the trace id of a thread's root span, which the tracer sets just before starting it. */
 class ThreadTraceIds implements IdGenerator {
@@ -288,12 +297,13 @@ class DeliverySpan implements DeliveryWatch {
   }
 }
 
-/** Span names by operation and listener, made once (the set is bounded by the configuration). */
-const spanNames = new Map<string, string>();
+/** Span names by operation and listener, made once (the set is bounded by the configuration); looked up without building a key. */
+const spanNames = new Map<string, Map<string, string>>();
 function spanName(operation: string, listener: string): string {
-  const key = liveKey(operation, listener);
-  let name = spanNames.get(key);
-  if (name === undefined) spanNames.set(key, (name = `${operation} ${listener}`));
+  let byListener = spanNames.get(operation);
+  if (byListener === undefined) spanNames.set(operation, (byListener = new Map()));
+  let name = byListener.get(listener);
+  if (name === undefined) byListener.set(listener, (name = `${operation} ${listener}`));
   return name;
 }
 
@@ -310,14 +320,16 @@ export function formatTraceparent(sc: SpanContext): string | null {
   return `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & 0xff).toString(16).padStart(2, '0')}`;
 }
 
-const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 /** The remote span context of a journaled traceparent (as formatTraceparent writes it), or null when it is not one. */
 export function parseTraceparent(traceparent: string): SpanContext | null {
-  const m = TRACEPARENT.exec(traceparent);
-  if (!m) return null;
-  const sc: SpanContext = { traceId: m[1]!, spanId: m[2]!, traceFlags: parseInt(m[3]!, 16), isRemote: true };
-  return isSpanContextValid(sc) ? sc : null;
+  if (traceparent.length !== 55 || !TRACEPARENT.test(traceparent)) return null;
+  // The pattern has checked the hex digits and lengths: only the all-zero ids remain invalid.
+  const traceId = traceparent.slice(3, 35);
+  const spanId = traceparent.slice(36, 52);
+  if (traceId === INVALID_TRACE_ID || spanId === INVALID_SPAN_ID) return null;
+  return { traceId, spanId, traceFlags: parseInt(traceparent.slice(53, 55), 16), isRemote: true };
 }
 
 let diagRouted = false;

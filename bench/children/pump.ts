@@ -19,6 +19,7 @@ import { openSqliteStorage } from '../../src/store/index.js';
 import { migrate } from '../../src/store/sqlite/migrations.js';
 import { newId } from '../../src/util/ids.js';
 import { benchFile, childMain, startServer } from '../lib/child.js';
+import { threadCpuMicros } from '../lib/cpu.js';
 import type { OtlpSinkInfo } from '../servers/otlp-sink.js';
 import { ackCounter, injectAll } from '../lib/drive.js';
 import { chainOrganism } from '../lib/organisms.js';
@@ -40,14 +41,18 @@ export interface PumpInput {
   readonly telemetry?: 'metrics' | 'tracing';
   /** Tracing rounds: 'disabled' removes the process-wide context manager after tracing starts (measuring what it costs). */
   readonly contextManager?: 'disabled';
+  /** Tracing rounds: 'main-thread' exports through a BatchSpanProcessor on the event loop (as before the export worker), for comparison. */
+  readonly exportOn?: 'main-thread';
 }
 
 export interface ThroughputResult {
   readonly messagesPerSec: number;
   readonly deliveriesPerSec: number;
   readonly seconds: number;
-  /** CPU time (user + system) the process spent per injected message over the timed part, in microseconds: less sensitive than the rate to other load on a shared machine. */
+  /** CPU time (user + system) the process spent per injected message over the timed part, in microseconds, all its threads (the trace export worker's included): less sensitive than the rate to other load on a shared machine. */
   readonly cpuMicrosPerMessage: number;
+  /** The same, the main thread's alone (the one that runs deliveries; Linux, from /proc/thread-self/stat; null elsewhere). */
+  readonly mainThreadCpuMicrosPerMessage: number | null;
   /** Tracing rounds: spans the OTLP exporter delivered (all of them or the round fails), and export calls. */
   readonly spansExported?: number;
   readonly exports?: number;
@@ -126,9 +131,12 @@ async function telemetryOn(organism: Organism, input: PumpInput): Promise<Teleme
   if (input.telemetry === 'tracing') {
     const sink = await startServer<OtlpSinkInfo>(benchFile('servers/otlp-sink.ts'), {}, { what: 'OTLP sink' });
     const settings = resolveTracing({ otlp: { endpoint: sink.info.url, protocol: 'http/protobuf' }, captureContent: false }, { name: 'bench', version: 'bench' }, {})!;
-    const counting = countingExporter(createExporter(settings));
-    const tracing = new OrganismTracing(settings, { exporter: counting.exporter });
+    // As `organism serve` runs it (the export worker), unless the main-thread exporter is asked for.
+    const counting = input.exportOn === 'main-thread' ? countingExporter(createExporter(settings)) : null;
+    const tracing = new OrganismTracing(settings, counting ? { exporter: counting.exporter } : {});
     if (input.contextManager === 'disabled') context.disable();
+    // Loading the SDK in the export worker is a start-up cost, like loading it on the main thread: not timed.
+    await tracing.ready();
     const off = tracing.attach(organism);
     return {
       stop: async () => {
@@ -136,7 +144,7 @@ async function telemetryOn(organism: Organism, input: PumpInput): Promise<Teleme
         await tracing.shutdown();
         await sink.stop();
       },
-      spans: counting,
+      spans: counting ?? { exported: () => tracing.exportStats()!.exported, exports: () => tracing.exportStats()!.exports },
     };
   }
   return { stop: async () => {} };
@@ -148,11 +156,13 @@ async function throughput(input: PumpInput): Promise<ThroughputResult> {
   await organism.start();
   const done = ackCounter(organism, `hop${HOPS}`);
   const cpu0 = process.cpuUsage();
+  const main0 = threadCpuMicros();
   const t0 = performance.now();
   await injectAll(organism, 'hop1', input.messages);
   await until(() => done.count >= input.messages, 600_000, 'the last final-hop ack', 1);
   const seconds = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
+  const main1 = threadCpuMicros();
   await until(() => organism.activeThreads === 0, 60_000, 'threads to settle');
   const stats = await organism.storage.journal.stats();
   await organism.stop();
@@ -168,6 +178,7 @@ async function throughput(input: PumpInput): Promise<ThroughputResult> {
     deliveriesPerSec: (HOPS * input.messages) / seconds,
     seconds,
     cpuMicrosPerMessage: (cpu.user + cpu.system) / input.messages,
+    mainThreadCpuMicrosPerMessage: main0 !== null && main1 !== null ? (main1 - main0) / input.messages : null,
     ...spans,
     journal: { ...stats.counts },
   };

@@ -15,6 +15,7 @@ import { OrganismTracing, resolveTracing } from '../../src/telemetry/tracing.js'
 import { VERSION } from '../../src/version.js';
 import { benchFile, childInput, serverFailed, serverReady, startServer, type RunningServer } from '../lib/child.js';
 import type { OtlpSinkInfo } from './otlp-sink.js';
+import { threadCpuMicros } from '../lib/cpu.js';
 import { chainOrganism, demoOrganism } from '../lib/organisms.js';
 import { sleep, until } from '../lib/stats.js';
 
@@ -56,6 +57,8 @@ async function main(): Promise<void> {
     // The collector runs in its own process (stopped with this one: its IPC channel closes).
     sink = await startServer<OtlpSinkInfo>(benchFile('servers/otlp-sink.ts'), {}, { what: 'OTLP sink' });
     tracing = new OrganismTracing(resolveTracing({ otlp: { endpoint: sink.info.url, protocol: 'http/protobuf' }, captureContent: false }, { name: 'bench', version: VERSION }, {})!);
+    // Loading the SDK in the export worker is start-up, not per-request, cost.
+    await tracing.ready();
     tracing.attach(organism);
   }
   await organism.start();
@@ -119,7 +122,14 @@ async function main(): Promise<void> {
       } satisfies DriveResult;
     },
     memory: async () => process.memoryUsage(),
-    cpu: async () => process.cpuUsage(),
+    /** CPU time of the process (all threads) and of its main thread alone (null off Linux), in µs. */
+    cpu: async () => ({ ...process.cpuUsage(), main: threadCpuMicros() }),
+    /** Tracing: what the export worker delivered, everything ended so far flushed first. */
+    traceStats: async () => {
+      if (!tracing) return null;
+      await tracing.flush();
+      return tracing.exportStats();
+    },
     /** The floor of GET /messages?limit=50: the same page read straight from SQLite, in µs. */
     rawPage: async () => {
       const db = new Database(path.join(input.dataDir, DATABASE_FILE), { readonly: true });

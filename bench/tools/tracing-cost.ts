@@ -1,10 +1,13 @@
 /**
- * CPU per journaled message with tracing off and on, interleaved round by round (ABCABC...) in
- * one run so a busy machine weighs on every configuration alike. Each round is the bench's pump
- * child (scenario 2's journaled 3-hop chain, fresh process, fresh SQLite database; tracing at
- * 100 % sampling, OTLP/protobuf to a sink in another process, every span checked to arrive).
+ * What tracing costs the pump, configuration by configuration, interleaved round by round
+ * (ABCD ABCD ...) in one run so a busy machine weighs on every configuration alike. Each round
+ * is the bench's pump child (scenario 2's journaled 3-hop chain, fresh process, fresh SQLite
+ * database; tracing at 100 % sampling, OTLP/protobuf to a sink in another process, every span
+ * checked to arrive). Reported per configuration, as medians and as ratios to telemetry off:
+ * journaled messages/s, CPU per message of the whole process (all threads) and of its main
+ * thread (the one that runs deliveries).
  *
- *   node --import tsx bench/tools/tracing-cost.ts [rounds=5] [messages=10000]
+ *   node --import tsx bench/tools/tracing-cost.ts [rounds=5] [messages=10000] [configs=off,metrics,tracing,main-thread,no-context]
  */
 import os from 'node:os';
 import { benchFile, runChild } from '../lib/child.js';
@@ -15,11 +18,16 @@ import type { PumpInput, ThroughputResult } from '../children/pump.js';
 const rounds = Number(process.argv[2] ?? 5);
 const messages = Number(process.argv[3] ?? 10_000);
 
-const CONFIGS: ReadonlyArray<{ name: string; input: Partial<PumpInput> }> = [
-  { name: 'off', input: {} },
-  { name: 'tracing', input: { telemetry: 'tracing' } },
-  { name: 'tracing, context manager disabled', input: { telemetry: 'tracing', contextManager: 'disabled' } },
+const ALL: ReadonlyArray<{ key: string; name: string; input: Partial<PumpInput> }> = [
+  { key: 'off', name: 'off', input: {} },
+  { key: 'metrics', name: 'metrics on', input: { telemetry: 'metrics' } },
+  { key: 'tracing', name: 'tracing on (export worker)', input: { telemetry: 'tracing' } },
+  { key: 'main-thread', name: 'tracing on, export on the main thread', input: { telemetry: 'tracing', exportOn: 'main-thread' } },
+  { key: 'no-context', name: 'tracing on (export worker), context manager disabled', input: { telemetry: 'tracing', contextManager: 'disabled' } },
 ];
+const keys = (process.argv[4] ?? 'off,metrics,tracing,main-thread,no-context').split(',');
+const CONFIGS = ALL.filter((c) => keys.includes(c.key));
+if (CONFIGS[0]?.key !== 'off') throw new Error('the configurations start with off (the baseline)');
 
 async function round(extra: Partial<PumpInput>): Promise<ThroughputResult> {
   const dataDir = tempDir('tracing-cost');
@@ -30,23 +38,30 @@ async function round(extra: Partial<PumpInput>): Promise<ThroughputResult> {
   }
 }
 
-const cpu = new Map<string, number[]>(CONFIGS.map((c) => [c.name, []]));
+const results = new Map<string, ThroughputResult[]>(CONFIGS.map((c) => [c.key, []]));
 const loads: number[] = [];
 for (let r = 0; r < rounds; r++) {
   const line: string[] = [];
   for (const c of CONFIGS) {
     loads.push(os.loadavg()[0]!);
     const result = await round(c.input);
-    cpu.get(c.name)!.push(result.cpuMicrosPerMessage);
-    line.push(`${c.name} ${Math.round(result.cpuMicrosPerMessage)} µs`);
+    results.get(c.key)!.push(result);
+    line.push(`${c.key} ${Math.round(result.messagesPerSec)} msg/s ${Math.round(result.cpuMicrosPerMessage)}/${Math.round(result.mainThreadCpuMicrosPerMessage ?? NaN)} µs`);
   }
-  const [off, ...on] = CONFIGS.map((c) => cpu.get(c.name)!.at(-1)!);
-  console.log(`round ${r + 1}: ${line.join(', ')}; ratios ${on.map((v) => (v / off!).toFixed(2)).join(', ')}`);
+  console.log(`round ${r + 1} (msg/s, CPU µs/msg process/main thread): ${line.join(', ')}`);
 }
-const off = median(cpu.get('off')!);
+const off = results.get('off')!;
+const med = (xs: readonly ThroughputResult[], f: (t: ThroughputResult) => number) => median(xs.map(f));
+const rate = (t: ThroughputResult) => t.messagesPerSec;
+const cpu = (t: ThroughputResult) => t.cpuMicrosPerMessage;
+const main = (t: ThroughputResult) => t.mainThreadCpuMicrosPerMessage ?? NaN;
 for (const c of CONFIGS) {
-  const values = cpu.get(c.name)!;
-  const perRound = values.map((v, i) => (v / cpu.get('off')![i]!).toFixed(2)).join(' ');
-  console.log(`${c.name}: median ${Math.round(median(values))} µs CPU/msg, ${(median(values) / off).toFixed(2)}x off (per round: ${perRound})`);
+  const xs = results.get(c.key)!;
+  const perRound = xs.map((x, i) => (x.messagesPerSec / off[i]!.messagesPerSec).toFixed(2)).join(' ');
+  console.log(
+    `${c.name}: ${Math.round(med(xs, rate))} msg/s (${(med(xs, rate) / med(off, rate)).toFixed(2)}x off; per round ${perRound}), ` +
+      `CPU/msg ${Math.round(med(xs, cpu))} µs process (${(med(xs, cpu) / med(off, cpu)).toFixed(2)}x), ${Math.round(med(xs, main))} µs main thread (${(med(xs, main) / med(off, main)).toFixed(2)}x)`,
+  );
 }
-console.log(`${messages} messages x 3 hops per round, ${rounds} rounds; 1-min load average ${Math.min(...loads).toFixed(1)}-${Math.max(...loads).toFixed(1)}`);
+const sorted = [...loads].sort((a, b) => a - b);
+console.log(`${messages} messages x 3 hops per round, ${rounds} rounds; 1-min load average ${sorted[0]!.toFixed(1)}-${sorted.at(-1)!.toFixed(1)}, median ${median(sorted).toFixed(1)} (${os.cpus().length} CPUs)`);

@@ -18,8 +18,6 @@ import {
 } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { OTLPTraceExporter as OtlpProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, RandomIdGenerator, type IdGenerator, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
@@ -34,8 +32,11 @@ import type { DeliveryOutcome, DeliveryWatch } from '../pump/observer.js';
 import type { Logger } from '../util/logger.js';
 import { GenAiAttr, GenAiOperation, OrganismAttr, OrganismEvent as SpanEvent } from './conventions.js';
 import type { TracingSettings } from './settings.js';
+import { WorkerSpanProcessor, type ExportStats } from './worker-processor.js';
 
 export { resolveTracing, traceLogFields, type OtlpProtocol, type TracingSettings } from './settings.js';
+export { createExporter } from './exporter.js';
+export type { ExportStats } from './worker-processor.js';
 
 
 /**
@@ -45,10 +46,19 @@ export { resolveTracing, traceLogFields, type OtlpProtocol, type TracingSettings
  * trace from the thread id.
  */
 export function traceIdOfThread(threadId: string): string {
+  // The organism's own ids are UUIDs: sliced, without the general path's replace and second pattern (runs per thread root).
+  if (threadId.length === 36 && UUID.test(threadId)) {
+    const hex = (threadId.slice(0, 8) + threadId.slice(9, 13) + threadId.slice(14, 18) + threadId.slice(19, 23) + threadId.slice(24)).toLowerCase();
+    if (hex !== INVALID_TRACE_ID) return hex;
+  }
   const hex = threadId.replace(/-/g, '').toLowerCase();
   if (/^[0-9a-f]{32}$/.test(hex) && !/^0+$/.test(hex)) return hex;
   return createHash('sha256').update(threadId).digest('hex').slice(0, 32);
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const INVALID_TRACE_ID = '0'.repeat(32);
+const INVALID_SPAN_ID = '0'.repeat(16);
 
 /** Random ids, except the trace id of a thread's root span, which the tracer sets just before starting it. */
 class ThreadTraceIds implements IdGenerator {
@@ -82,7 +92,8 @@ function installGlobals(): void {
  * `chat <model>` CLIENT span per LLM call under it, peer denials and budget events as span
  * events. The span of a delivery is the parent of the deliveries its messages cause: the
  * messages carry its W3C traceparent, journaled with them. Export is batched and off the
- * delivery path; an exporter failure is logged, never seen by a delivery.
+ * delivery path: the SDK's batch processor and OTLP exporter run in a worker thread
+ * (worker-processor.ts); an exporter failure is logged, never seen by a delivery.
  */
 export class OrganismTracing {
   readonly provider: NodeTracerProvider;
@@ -90,19 +101,24 @@ export class OrganismTracing {
   private readonly ids = new ThreadTraceIds();
   /** Deliveries in progress by thread and listener (at most one each), for span events. */
   private readonly live = new Map<string, Span>();
+  private readonly exporting: WorkerSpanProcessor | null;
 
+  /**
+   * options.exporter: export with it through a BatchSpanProcessor on this thread instead of
+   * the export worker (tests and the bench, comparing).
+   */
   constructor(
     private readonly settings: TracingSettings,
     options: { exporter?: SpanExporter; logger?: Logger } = {},
   ) {
     installGlobals();
     if (options.logger) routeDiagnostics(options.logger);
-    const exporter = options.exporter ?? createExporter(settings);
+    this.exporting = options.exporter ? null : new WorkerSpanProcessor(settings);
     this.provider = new NodeTracerProvider({
       resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: settings.serviceName, [ATTR_SERVICE_VERSION]: settings.serviceVersion }),
       idGenerator: this.ids,
       // The batch processor reads OTEL_BSP_* and the sampler OTEL_TRACES_SAMPLER(_ARG).
-      spanProcessors: [new BatchSpanProcessor(exporter)],
+      spanProcessors: [this.exporting ?? new BatchSpanProcessor(options.exporter!)],
     });
     this.tracer = this.provider.getTracer('organism', settings.serviceVersion);
   }
@@ -127,6 +143,16 @@ export class OrganismTracing {
 
   async flush(): Promise<void> {
     await this.provider.forceFlush();
+  }
+
+  /** Resolves once the export worker has loaded (a bench waits for it before timing; spans ended before are kept). */
+  async ready(): Promise<void> {
+    await this.exporting?.ready();
+  }
+
+  /** What the export worker delivered (null when exporting on this thread through options.exporter). */
+  exportStats(): ExportStats | null {
+    return this.exporting?.stats ?? null;
   }
 
   /** A message from outside carries the caller's span (the HTTP request), linked from the thread's root. */
@@ -271,12 +297,13 @@ class DeliverySpan implements DeliveryWatch {
   }
 }
 
-/** Span names by operation and listener, made once (the set is bounded by the configuration). */
-const spanNames = new Map<string, string>();
+/** Span names by operation and listener, made once (the set is bounded by the configuration); looked up without building a key. */
+const spanNames = new Map<string, Map<string, string>>();
 function spanName(operation: string, listener: string): string {
-  const key = liveKey(operation, listener);
-  let name = spanNames.get(key);
-  if (name === undefined) spanNames.set(key, (name = `${operation} ${listener}`));
+  let byListener = spanNames.get(operation);
+  if (byListener === undefined) spanNames.set(operation, (byListener = new Map()));
+  let name = byListener.get(listener);
+  if (name === undefined) byListener.set(listener, (name = `${operation} ${listener}`));
   return name;
 }
 
@@ -293,20 +320,16 @@ export function formatTraceparent(sc: SpanContext): string | null {
   return `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & 0xff).toString(16).padStart(2, '0')}`;
 }
 
-const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 /** The remote span context of a journaled traceparent (as formatTraceparent writes it), or null when it is not one. */
 export function parseTraceparent(traceparent: string): SpanContext | null {
-  const m = TRACEPARENT.exec(traceparent);
-  if (!m) return null;
-  const sc: SpanContext = { traceId: m[1]!, spanId: m[2]!, traceFlags: parseInt(m[3]!, 16), isRemote: true };
-  return isSpanContextValid(sc) ? sc : null;
-}
-
-/** The OTLP/HTTP exporter for the configured protocol (exported for the bench, which counts what it delivers). */
-export function createExporter(settings: TracingSettings): SpanExporter {
-  const options = settings.url ? { url: settings.url } : {};
-  return settings.protocol === 'http/json' ? new OtlpJsonExporter(options) : new OtlpProtoExporter(options);
+  if (traceparent.length !== 55 || !TRACEPARENT.test(traceparent)) return null;
+  // The pattern has checked the hex digits and lengths: only the all-zero ids remain invalid.
+  const traceId = traceparent.slice(3, 35);
+  const spanId = traceparent.slice(36, 52);
+  if (traceId === INVALID_TRACE_ID || spanId === INVALID_SPAN_ID) return null;
+  return { traceId, spanId, traceFlags: parseInt(traceparent.slice(53, 55), 16), isRemote: true };
 }
 
 let diagRouted = false;

@@ -341,6 +341,19 @@ describe('the traceparent a message carries', () => {
   });
 });
 
+describe('the trace id of a thread', () => {
+  it('is its UUID in lowercase hex, any other id hashed to 32 hex digits', () => {
+    expect(traceIdOfThread('0AF76519-16CD-43DD-8448-EB211C80319C')).toBe('0af7651916cd43dd8448eb211c80319c');
+    expect(traceIdOfThread('0af7651916cd43dd8448eb211c80319c')).toBe('0af7651916cd43dd8448eb211c80319c');
+    for (const other of ['00000000-0000-0000-0000-000000000000', 'thread-7', '0af76519-16cd-43dd-8448-eb211c80319g']) {
+      const id = traceIdOfThread(other);
+      expect(id, other).toMatch(/^[0-9a-f]{32}$/);
+      expect(id).not.toBe('0'.repeat(32));
+      expect(traceIdOfThread(other)).toBe(id);
+    }
+  });
+});
+
 describe('tracing configuration and failures', () => {
   it('is off unless an endpoint is configured; the variables win over organism.yaml', () => {
     const org = { name: 'org', version: '1' };
@@ -381,6 +394,8 @@ describe('tracing configuration and failures', () => {
       const entries = await organism.storage.journal.list({ threadId, limit: 10, offset: 0 });
       expect(entries.items.map((e) => e.state)).toEqual(['ACKED', 'ACKED', 'ACKED']);
       await tracing.flush().catch(() => {});
+      // The export worker did try, and its failure stayed there.
+      expect(tracing.exportStats()).toMatchObject({ exported: 0, failed: 3, dropped: 0 });
     } finally {
       await organism.stop({ timeoutMs: 1_000 });
       await tracing.shutdown().catch(() => {});

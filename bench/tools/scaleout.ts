@@ -92,6 +92,9 @@ interface HandlerBoundRound {
   readonly deliveriesPerSec: number;
   /** hop1 deliveries claimed while hop1 was paused (0 when pause held). */
   readonly claimedWhilePaused: number;
+  /** Sampled every 250 ms over the timed part: deliveries in flight (DISPATCHED) and waiting (PENDING), means. */
+  readonly meanInFlight: number;
+  readonly meanPending: number;
   readonly loadAtEnd: string;
 }
 
@@ -135,13 +138,26 @@ async function handlerBound(): Promise<HandlerBoundRound[]> {
         if (!r.ok) throw new Error(`resume answered ${r.status}: ${await r.text()}`);
         const t0 = performance.now();
         const target = done + MESSAGES;
+        // Where the time goes: are the workers' slots full (handler-bound) or is work waiting for claims?
+        const samples: Array<{ inFlight: number; pending: number }> = [];
+        let sampling = true;
+        const sampler = (async () => {
+          while (sampling) {
+            const r = (await pool.query<{ d: string; p: string }>(`SELECT count(*) FILTER (WHERE state = 'DISPATCHED') AS d, count(*) FILTER (WHERE state = 'PENDING') AS p FROM journal WHERE state IN ('PENDING', 'DISPATCHED')`)).rows[0]!;
+            samples.push({ inFlight: Number(r.d), pending: Number(r.p) });
+            await new Promise((res) => setTimeout(res, 250));
+          }
+        })();
         await until(async () => (await count(`SELECT count(*) AS n FROM journal WHERE recipient = 'hop3' AND state = 'ACKED'`)) >= target, `${MESSAGES} messages through 3 hops on ${n} workers`, 600_000);
         const seconds = (performance.now() - t0) / 1000;
+        sampling = false;
+        await sampler;
+        const mean = (pick: (x: { inFlight: number; pending: number }) => number) => samples.reduce((a, x) => a + pick(x), 0) / Math.max(1, samples.length);
         done = target;
         for (const w of workers) await stopProcess(w);
-        const result = { workers: n, round, messages: MESSAGES, seconds, messagesPerSec: MESSAGES / seconds, deliveriesPerSec: (3 * MESSAGES) / seconds, claimedWhilePaused, loadAtEnd: load() };
+        const result = { workers: n, round, messages: MESSAGES, seconds, messagesPerSec: MESSAGES / seconds, deliveriesPerSec: (3 * MESSAGES) / seconds, claimedWhilePaused, meanInFlight: mean((x) => x.inFlight), meanPending: mean((x) => x.pending), loadAtEnd: load() };
         results.push(result);
-        log(`  round ${round}, ${n} worker(s): ${MESSAGES} messages (${3 * MESSAGES} deliveries of ${HANDLER_MS} ms) in ${seconds.toFixed(2)} s = ${result.messagesPerSec.toFixed(1)} msg/s${claimedWhilePaused ? ` (${claimedWhilePaused} claimed while paused!)` : ''}; load ${result.loadAtEnd}`);
+        log(`  round ${round}, ${n} worker(s): ${MESSAGES} messages (${3 * MESSAGES} deliveries of ${HANDLER_MS} ms) in ${seconds.toFixed(2)} s = ${result.messagesPerSec.toFixed(1)} msg/s, in flight ${result.meanInFlight.toFixed(1)} of ${n * CONCURRENCY} slots, ${result.meanPending.toFixed(0)} waiting (means)${claimedWhilePaused ? ` (${claimedWhilePaused} claimed while paused!)` : ''}; load ${result.loadAtEnd}`);
       }
     }
     await stopProcess(serve);
@@ -227,12 +243,15 @@ async function main(): Promise<void> {
     '',
     `3 hops, each handler waits ${HANDLER_MS} ms (an LLM call's wait); \`organism serve --handlers off\` takes the injects over HTTP; each \`organism worker\` runs with \`--concurrency ${CONCURRENCY}\`; organism-wide limits 1000. Per round: hop1 paused, ${MESSAGES} messages injected, hop1 resumed, timed from the resume to the last hop3 ack in the journal. Ideal: ${((CONCURRENCY * 1000) / HANDLER_MS / 3).toFixed(1)} msg/s per worker.`,
     '',
-    '| Workers | msg/s (median) | Rounds | vs 1 worker | Target | Result |',
-    '|---|---|---|---|---|---|',
+    '| Workers | msg/s (median) | Rounds | vs 1 worker | Target | Result | In flight / slots (mean) | Waiting (mean) |',
+    '|---|---|---|---|---|---|---|---|',
     ...gains.map((g) => {
       const t = target(g.workers);
       const rounds = bound.filter((b) => b.workers === g.workers).map((b) => b.messagesPerSec.toFixed(1)).join(', ');
-      return `| ${g.workers} | ${g.messagesPerSec.toFixed(1)} | ${rounds} | ${g.ratio.toFixed(2)}x | ${t ? `>= ${t}x` : '—'} | ${t ? (g.ratio >= t ? 'met' : '**missed**') : '—'} |`;
+      const mine = bound.filter((b) => b.workers === g.workers);
+      const inFlight = median(mine.map((b) => b.meanInFlight));
+      const waiting = median(mine.map((b) => b.meanPending));
+      return `| ${g.workers} | ${g.messagesPerSec.toFixed(1)} | ${rounds} | ${g.ratio.toFixed(2)}x | ${t ? `>= ${t}x` : '—'} | ${t ? (g.ratio >= t ? 'met' : '**missed**') : '—'} | ${inFlight.toFixed(1)} / ${g.workers * CONCURRENCY} | ${waiting.toFixed(0)} |`;
     }),
     '',
     bound.length === 0 ? 'Not run (SCALEOUT_ONLY).' : bound.some((b) => b.claimedWhilePaused > 0) ? `Note: in some rounds hop1 deliveries were claimed while hop1 was paused (${bound.map((b) => b.claimedWhilePaused).join(', ')}): those rounds started early.` : 'Pause held in every round (no hop1 delivery claimed before the resume).',

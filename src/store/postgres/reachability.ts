@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import pg from 'pg';
 import { Errors, OrganismError } from '../../errors/catalogue.js';
 import type { Logger } from '../../util/logger.js';
 import type { StorageProblem } from '../types.js';
@@ -32,7 +32,8 @@ export interface ReachabilityOptions {
 
 /**
  * Whether the PostgreSQL server answers. The stores report connection failures here; a light
- * `SELECT 1` checks now and then while all is well, and with backoff while it is not. While
+ * `SELECT 1` on a connection of its own checks now and then while all is well, and with
+ * backoff while it is not. While
  * unreachable, `problem()` names it (injects are refused at once with a 503, /health says
  * degraded); one log line when it goes away and one when it is back, never its password.
  * Nothing else changes state: writes that failed are retried by their owners (the pump books
@@ -48,8 +49,11 @@ export class PgReachability {
   private readonly maxRetryMs: number;
   private readonly timeoutMs: number;
 
+  /** The check's own connection: a pool busy with long work must not look like a server gone. */
+  private client: pg.Client | null = null;
+
   constructor(
-    private readonly pool: pg.Pool,
+    private readonly url: string,
     private readonly where: string,
     private readonly logger: Logger | undefined,
     options: ReachabilityOptions = {},
@@ -79,6 +83,13 @@ export class PgReachability {
   close(): void {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
+    this.dropClient();
+  }
+
+  private dropClient(): void {
+    const c = this.client;
+    this.client = null;
+    void c?.end().catch(() => {});
   }
 
   private markDown(err: unknown): void {
@@ -126,9 +137,25 @@ export class PgReachability {
       timer = setTimeout(() => reject(Object.assign(new Error('Connection terminated: no answer to a check'), { code: 'ETIMEDOUT' })), this.timeoutMs);
     });
     try {
-      await Promise.race([this.pool.query('SELECT 1'), timeout]);
+      await Promise.race([this.select1(), timeout]);
+    } catch (err) {
+      this.dropClient();
+      throw err;
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  private async select1(): Promise<void> {
+    if (!this.client) {
+      const client = new pg.Client({ connectionString: this.url, application_name: 'organism-check', connectionTimeoutMillis: this.timeoutMs });
+      // Out of any pool: its failures (server gone) must reach a listener, not end the process.
+      client.on('error', () => {
+        if (this.client === client) this.client = null;
+      });
+      this.client = client;
+      await client.connect();
+    }
+    await this.client.query('SELECT 1');
   }
 }

@@ -55,4 +55,21 @@ describe.skipIf(!withPostgres('PostgreSQL reachability tests'))('PgReachability 
       await db.drop();
     }
   }, 120_000);
+
+  it('a store that timed out waiting for a connection (a busy pool) gets a check, not an outage; a refused connection is believed at once and then checked back', async () => {
+    const db = await createTestDatabase();
+    const watch = new PgReachability(db.url, 'db', undefined, { checkMs: 60_000, retryMs: 50, maxRetryMs: 200, timeoutMs: 2_000 });
+    try {
+      expect(watch.failed(new Error('timeout exceeded when trying to connect'))).toBe(false);
+      expect(watch.problem()).toBeNull();
+      await new Promise((r) => setTimeout(r, 300)); // the check it asked for answered
+      expect(watch.problem()).toBeNull();
+      expect(watch.failed(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }))).toBe(true);
+      expect(watch.problem()?.error.code).toBe('STORAGE_UNAVAILABLE');
+      await until(() => watch.problem() === null, 'the check to find the server there', 30_000);
+    } finally {
+      watch.close();
+      await db.drop();
+    }
+  }, 60_000);
 });

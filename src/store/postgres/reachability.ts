@@ -20,6 +20,12 @@ export function isConnectionFailure(err: unknown): boolean {
   return typeof e?.message === 'string' && CLIENT_MESSAGES.test(e.message);
 }
 
+/** A connection that did not come in time: the server may be gone, or the pool busy. */
+function isTimeout(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  return e?.code === 'ETIMEDOUT' || (typeof e?.message === 'string' && /timeout exceeded when trying to connect/i.test(e.message));
+}
+
 export interface ReachabilityOptions {
   /** How often a reachable database is checked (so /health tells before a write fails). Default 5 s. */
   readonly checkMs?: number;
@@ -51,6 +57,7 @@ export class PgReachability {
 
   /** The check's own connection: a pool busy with long work must not look like a server gone. */
   private client: pg.Client | null = null;
+  private checking = false;
 
   constructor(
     private readonly url: string,
@@ -72,10 +79,15 @@ export class PgReachability {
 
   /**
    * A store's failure. True when it was a connection failure (the outage is logged here, once:
-   * the caller need not log it again).
+   * the caller need not log it again). A wait for a connection that timed out may only mean
+   * a pool busy with long work: that is checked at once rather than believed.
    */
   failed(err: unknown): boolean {
     if (!isConnectionFailure(err)) return false;
+    if (isTimeout(err)) {
+      if (!this.down) this.schedule(0);
+      return this.down !== null;
+    }
     this.markDown(err);
     return true;
   }
@@ -116,6 +128,8 @@ export class PgReachability {
 
   private async check(): Promise<void> {
     this.timer = null;
+    if (this.checking) return; // one at a time: the running one schedules the next
+    this.checking = true;
     try {
       await this.ping();
       this.markUp();
@@ -128,6 +142,8 @@ export class PgReachability {
         this.delay = Math.min(this.delay * 2, this.maxRetryMs);
         this.schedule(this.delay);
       } else this.schedule(this.checkMs);
+    } finally {
+      this.checking = false;
     }
   }
 

@@ -214,6 +214,11 @@ export class PgSharedJournal extends PgJournal {
     if (external.length < messages.length) await notify(tx, this.channels.work, [...new Set(messages.filter((m) => m.to !== EXTERNAL_SENDER).map((m) => m.to))].join(','));
   }
 
+  /** A redelivered entry is claimable: wake the claimers now, not at their next poll. */
+  protected override async requeued(tx: Tx, recipients: readonly string[]): Promise<void> {
+    await notify(tx, this.channels.work, [...new Set(recipients)].join(','));
+  }
+
   private async fenced(
     workerId: string,
     message: Message,

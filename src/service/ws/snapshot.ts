@@ -11,10 +11,11 @@ export const SNAPSHOT_THREADS = 100;
  */
 export async function snapshotBody(organism: Organism, version: string | null): Promise<Record<string, unknown>> {
   // Agents as the whole organism runs them (in shared mode, queue depth and in flight from the store, as /api/v1/agents).
-  const [threads, stats, agents] = await Promise.all([
+  const [threads, stats, agents, activeThreads] = await Promise.all([
     organism.storage.threads.list({ limit: SNAPSHOT_THREADS, offset: 0 }),
     organism.storage.journal.stats(),
     organism.agentsAcross(),
+    organism.activeThreadsAcross(),
   ]);
   const startedAt = organism.startedAt;
   return {
@@ -26,7 +27,7 @@ export async function snapshotBody(organism: Organism, version: string | null): 
       startedAt: isoOrNull(startedAt),
       uptimeSeconds: startedAt === null ? 0 : Math.max(0, Math.floor((Date.now() - startedAt) / 1000)),
       agentCount: agents.length,
-      activeThreads: organism.activeThreads,
+      activeThreads,
       totalMessages: organism.totalMessages,
     },
     agents: agents.map(agentView),

@@ -4,6 +4,7 @@ import type { ResolvedListener } from '../../../src/config/types.js';
 import { Errors } from '../../../src/errors/catalogue.js';
 import { Organism } from '../../../src/organism/organism.js';
 import { openPostgresStorage, type SharedStorageOptions } from '../../../src/store/postgres/index.js';
+import { buildApp } from '../../../src/service/app.js';
 import { snapshotBody } from '../../../src/service/ws/snapshot.js';
 import { deferred, eventually, listener, loaded } from '../../pump/harness.js';
 import { createTestDatabase, withPostgres } from '../contract/backends.js';
@@ -95,5 +96,22 @@ describe.skipIf(!run)('organisms sharing PostgreSQL', () => {
       return s.agents.find((x) => x.name === 'w')?.queueDepth === 2 ? s : null;
     });
     expect(body.agents).toHaveLength(1);
+  });
+
+  it('/api/v1/organism and the snapshot count the active threads of every process, not only those this one touched', async () => {
+    place();
+    const a = await process([listener('w')], { handlers: false });
+    const b = await process([listener('w')], { handlers: false });
+    await a.inject('w', { text: 'one' });
+    await a.inject('w', { text: 'two' });
+    const app = await buildApp({ organism: b, auth: { tokens: [{ name: 'ops', role: 'operator', token: 'operator-token-0123456789' }] }, version: 'test' });
+    try {
+      const res = await app.inject({ method: 'GET', url: '/api/v1/organism', headers: { authorization: 'Bearer operator-token-0123456789' } });
+      expect(res.statusCode).toBe(200);
+      expect(res.json()).toMatchObject({ activeThreads: 2, journal: { counts: { PENDING: 2 } } });
+    } finally {
+      await app.close();
+    }
+    expect(((await snapshotBody(b, null)) as { organism: { activeThreads: number } }).organism.activeThreads).toBe(2);
   });
 });

@@ -429,6 +429,15 @@ export class Organism {
     return work ? acrossProcesses(info, (await work.agentLoad()).get(name)) : info;
   }
 
+  /**
+   * Threads with work queued or in flight: in shared mode, the store's active threads (every
+   * process's; this one's memory holds only those it touched); embedded, this process's.
+   */
+  async activeThreadsAcross(): Promise<number> {
+    if (!this.storage.work) return this.activeThreads;
+    return (await this.storage.threads.list({ status: 'active', limit: 0, offset: 0 })).total;
+  }
+
   /** The processes of a shared organism (null: embedded, this process is the organism). */
   async workers(): Promise<readonly WorkerRecord[] | null> {
     return this.storage.work ? this.storage.work.workers() : null;

@@ -1,5 +1,10 @@
 import { Errors } from '../errors/catalogue.js';
+import type { Message } from './message.js';
 import { PumpState } from './pump-state.js';
+import type { WorkSource } from './work-source.js';
+
+/** Shared mode, an inject waiting for room: how often it asks the store again (other processes' claims free room unannounced). */
+const SHARED_ROOM_RETRY_MS = 100;
 
 /**
  * Back-pressure and waiting: an inject waits for room in the bounded queue (or is refused as
@@ -13,6 +18,29 @@ export abstract class PumpBackPressure extends PumpState {
     if (this.queued < this.limits.maxQueue) return;
     if (waitMs <= 0 || !(await this.waitFor(() => this.queued < this.limits.maxQueue, waitMs, this.spaceWaiters))) {
       if (this.queued >= this.limits.maxQueue) throw Errors.ORGANISM_BUSY(this.limits.maxQueue);
+    }
+  }
+
+  /**
+   * Shared mode: the queue is organism-wide (the PENDING entries of every process), so the
+   * store journals the inject only if there is room; else it is retried until `waitMs` ran out,
+   * then refused as busy, as in embedded mode.
+   */
+  protected async admitShared(work: WorkSource, message: Message, waitMs: number): Promise<void> {
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      if (await work.admit([message], this.limits.maxQueue)) return;
+      const left = deadline - Date.now();
+      if (left <= 0 || this.status === 'stopped') throw Errors.ORGANISM_BUSY(this.limits.maxQueue);
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          clearTimeout(timer);
+          this.spaceWaiters.delete(wake);
+          resolve();
+        };
+        const timer = setTimeout(wake, Math.min(left, SHARED_ROOM_RETRY_MS));
+        this.spaceWaiters.add(wake);
+      });
     }
   }
 

@@ -110,7 +110,9 @@ export class Pump extends PumpControl {
     // Reserve the queue slot before awaiting the journal so concurrent injectors respect the bound.
     this.queued++;
     try {
-      await this.deps.journal.pending([message]);
+      // Shared mode: the queue is every process's PENDING entries, bounded where they are written.
+      if (this.deps.work) await this.admitShared(this.deps.work, message, options.waitMs ?? 0);
+      else await this.deps.journal.pending([message]);
     } finally {
       this.queued--;
     }

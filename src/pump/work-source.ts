@@ -26,6 +26,11 @@ export interface WorkSource {
    * over every process). Each comes with its thread's stored record (null: not stored yet).
    */
   claim(listeners: readonly string[], max: number, limits: ClaimLimits): Promise<readonly ClaimedWork[]>;
+  /**
+   * Journals injected messages PENDING (waking claimers) unless the organism-wide queue, the
+   * PENDING entries of every process, already holds `maxQueue`: then false, nothing written.
+   */
+  admit(messages: readonly Message[], maxQueue: number): Promise<boolean>;
   /** The fenced ack: the outcome (outgoing messages PENDING, usage) commits with it, or nothing does. */
   ack(message: Message, outcome: DeliveryOutcomeWrite): Promise<FencedResult>;
   /** The fenced failure, like `ack`. */

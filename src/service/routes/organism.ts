@@ -24,13 +24,13 @@ export const organismRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (
     '/organism',
     { schema: { tags: ['organism'], summary: 'Organism overview', response: { 200: OrganismInfo, ...errorResponses } } },
     async () => {
-      const stats = await organism.storage.journal.stats();
+      const [stats, activeThreads] = await Promise.all([organism.storage.journal.stats(), organism.activeThreadsAcross()]);
       return {
         name: organism.name,
         status: organism.status,
         uptimeSeconds: uptimeSeconds(organism),
         agentCount: organism.agents().length,
-        activeThreads: organism.activeThreads,
+        activeThreads,
         totalMessages: organism.totalMessages,
         version: ctx.version,
         startedAt: isoOrNull(organism.startedAt),

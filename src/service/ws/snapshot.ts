@@ -10,9 +10,12 @@ export const SNAPSHOT_THREADS = 100;
  * state, after which events keep it current.
  */
 export async function snapshotBody(organism: Organism, version: string | null): Promise<Record<string, unknown>> {
-  const [threads, stats] = await Promise.all([
+  // Agents as the whole organism runs them (in shared mode, queue depth and in flight from the store, as /api/v1/agents).
+  const [threads, stats, agents, activeThreads] = await Promise.all([
     organism.storage.threads.list({ limit: SNAPSHOT_THREADS, offset: 0 }),
     organism.storage.journal.stats(),
+    organism.agentsAcross(),
+    organism.activeThreadsAcross(),
   ]);
   const startedAt = organism.startedAt;
   return {
@@ -23,11 +26,11 @@ export async function snapshotBody(organism: Organism, version: string | null): 
       version,
       startedAt: isoOrNull(startedAt),
       uptimeSeconds: startedAt === null ? 0 : Math.max(0, Math.floor((Date.now() - startedAt) / 1000)),
-      agentCount: organism.agents().length,
-      activeThreads: organism.activeThreads,
+      agentCount: agents.length,
+      activeThreads,
       totalMessages: organism.totalMessages,
     },
-    agents: organism.agents().map(agentView),
+    agents: agents.map(agentView),
     threads: threads.items.map(threadView),
     usage: organism.tracker.totals(),
     journal: journalStatsView({ ...stats, lastRecovery: organism.lastRecovery ?? stats.lastRecovery }),

@@ -27,6 +27,11 @@ export class PgJournalCounts implements PgTransactionHook {
     if (to) this.states[to]++;
   }
 
+  /** How many entries this transaction made PENDING so far, less those it moved out of PENDING (not in `row_counts` until commit). */
+  get pendingDelta(): number {
+    return this.states.PENDING;
+  }
+
   /** The per-state counts were just recounted from the rows in this transaction: what moved before is in them. */
   statesRecounted(): void {
     for (const k of DELIVERY_STATES) this.states[k] = 0;

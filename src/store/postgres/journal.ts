@@ -202,10 +202,16 @@ export class PgJournal implements Journal {
         `UPDATE journal SET state = 'PENDING', attempt = $1, failed_at = NULL, failure_reason = NULL, error = NULL WHERE id = $2 AND state = 'FAILED'`,
         [attempt, messageId],
       );
-      if ((r.rowCount ?? 0) > 0) this.counts.moved('FAILED', 'PENDING');
+      if ((r.rowCount ?? 0) > 0) {
+        this.counts.moved('FAILED', 'PENDING');
+        await this.requeued(tx, [row.recipient]);
+      }
     });
     return { ...messageOf(row), attempt };
   }
+
+  /** Entries addressed to `recipients` became PENDING again in `tx` (an operator's redeliver). Nothing to do when one process owns the journal. */
+  protected async requeued(_tx: Tx, _recipients: readonly string[]): Promise<void> {}
 
   async threadHistory(threadId: string, agent: string, limit: number): Promise<readonly Message[]> {
     await this.writer.flush();

@@ -158,6 +158,26 @@ export class PgSharedJournal extends PgJournal {
     }
   }
 
+  /**
+   * Journals injected messages PENDING unless the organism-wide queue (PENDING entries, from
+   * the kept count, plus what this transaction already made PENDING) holds `maxQueue` or more:
+   * then nothing is written and false is returned (limits.max_queue, as in embedded mode).
+   *
+   * The count is read without a lock: locking its row before the thread rows an inject updates
+   * would invert the order every other transaction takes them in (thread rows, then the counts
+   * at commit) and deadlock. So two processes admitting at the same instant may each take the
+   * last slot: the queue may pass max_queue by what other processes commit meanwhile, never
+   * by more within one process (its writes commit one transaction after another).
+   */
+  pendingWithin(messages: readonly Message[], maxQueue: number): Promise<boolean> {
+    return this.writer.transaction(async (tx) => {
+      const row = (await tx.query<{ n: number }>({ name: 'queue-depth', text: `SELECT n FROM row_counts WHERE name = 'journal:PENDING'` })).rows[0];
+      if ((row?.n ?? 0) + this.counts.pendingDelta >= maxQueue) return false;
+      await this.insertAll(tx, messages);
+      return true;
+    });
+  }
+
   /** The ack of a claimed delivery, fenced: written only while the claim is `workerId`'s, at this attempt. */
   ackClaimed(workerId: string, message: Message, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
     return this.fenced(workerId, message, 'ACKED', `acked_at = $4`, [this.now()], outcome);
@@ -215,6 +235,11 @@ export class PgSharedJournal extends PgJournal {
     }
     await this.countInThreads(tx, messages);
     if (external.length < messages.length) await notify(tx, this.channels.work, [...new Set(messages.filter((m) => m.to !== EXTERNAL_SENDER).map((m) => m.to))].join(','));
+  }
+
+  /** A redelivered entry is claimable: wake the claimers now, not at their next poll. */
+  protected override async requeued(tx: Tx, recipients: readonly string[]): Promise<void> {
+    await notify(tx, this.channels.work, [...new Set(recipients)].join(','));
   }
 
   private async fenced(

@@ -69,6 +69,10 @@ export class PgWorkSource implements WorkSource {
     return this.o.journal.claim(this.workerId, listeners, max, limits);
   }
 
+  admit(messages: readonly Message[], maxQueue: number): Promise<boolean> {
+    return this.o.journal.pendingWithin(messages, maxQueue);
+  }
+
   ack(message: Message, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
     return this.o.journal.ackClaimed(this.workerId, message, outcome);
   }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Message } from '../../../src/pump/message.js';
+import { channelsFor } from '../../../src/store/postgres/channels.js';
 import { openPostgresStorage, type PostgresStorage, type SharedStorageOptions } from '../../../src/store/postgres/index.js';
 import { newId } from '../../../src/util/ids.js';
 import { createTestDatabase, withPostgres } from '../contract/backends.js';
@@ -209,6 +210,28 @@ describe.skipIf(!run)('shared PostgreSQL journal: claims, leases, fenced outcome
     expect(w!.message).toMatchObject({ id: m.id, attempt: 2 });
     const listed = await q.shared!.workers.list();
     expect(listed.map((x) => x.alive)).toEqual([true, false]);
+  });
+
+  it("an operator's redeliver of a FAILED entry wakes the claimers on the work channel (not only their next poll)", async () => {
+    place();
+    const p = await open();
+    const heard: string[] = [];
+    const ear = await admin.connect();
+    try {
+      ear.on('notification', (n) => heard.push(n.payload ?? ''));
+      await ear.query(`LISTEN "${channelsFor(schema).work}"`);
+      const m = message('t1', 'a', 'again');
+      await p.journal.pending([m]);
+      await waitFor(async () => (heard.includes('a') ? true : undefined));
+      const [w] = await p.work!.claim(['a'], 1, { global: 10, perAgent: 10 });
+      await p.work!.fail(w!.message, 'handler_error', 'boom', NO_OUTCOME);
+      heard.length = 0;
+      await p.journal.redeliver(m.id);
+      await waitFor(async () => (heard.length > 0 ? true : undefined));
+      expect(heard).toEqual(['a']);
+    } finally {
+      ear.release();
+    }
   });
 
   it('an ack commits its outgoing messages PENDING (an external reply ACKED) with the thread still open, then finishes it', async () => {

@@ -1,0 +1,117 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { ResolvedListener } from '../../../src/config/types.js';
+import { Errors } from '../../../src/errors/catalogue.js';
+import { Organism } from '../../../src/organism/organism.js';
+import { openPostgresStorage, type SharedStorageOptions } from '../../../src/store/postgres/index.js';
+import { buildApp } from '../../../src/service/app.js';
+import { snapshotBody } from '../../../src/service/ws/snapshot.js';
+import { deferred, eventually, listener, loaded } from '../../pump/harness.js';
+import { createTestDatabase, withPostgres } from '../contract/backends.js';
+
+/**
+ * Whole organisms in shared mode, several on one schema of the real PostgreSQL (each one is
+ * what one `serve` or `worker` process runs): what an operator reads or is refused as the
+ * organism's, not one process's.
+ */
+const run = withPostgres('shared-mode organisms');
+
+describe.skipIf(!run)('organisms sharing PostgreSQL', () => {
+  let db: { url: string; drop(): Promise<void> };
+  let schema = '';
+  const running: Organism[] = [];
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterEach(async () => {
+    await Promise.all(running.splice(0).map((o) => o.stop({ timeoutMs: 1_000 }).catch(() => undefined)));
+  });
+  afterAll(async () => {
+    await db.drop();
+  });
+
+  const place = () => {
+    schema = `s_${randomBytes(5).toString('hex')}`;
+  };
+  /** One more process on the schema. */
+  const process = async (listeners: ResolvedListener[], shared: SharedStorageOptions, maxQueue = 10_000) => {
+    const storage = await openPostgresStorage({ url: db.url, schema, shared: { maxAttempts: 3, ...shared } });
+    const organism = new Organism(loaded(listeners, { maxQueue, maxConcurrentHandlers: 1, maxConcurrentPerAgent: 1 }), { storage });
+    await organism.start();
+    running.push(organism);
+    return organism;
+  };
+
+  it('limits.max_queue bounds the organism-wide queue: injects past it are refused busy whichever API process takes them, and a waiting one gets in once a worker claims', async () => {
+    place();
+    const api = { handlers: false } as const;
+    const [a, b] = [await process([listener('w')], api, 3), await process([listener('w')], api, 3)];
+    await a.inject('w', { text: 'one' });
+    await b.inject('w', { text: 'two' });
+    await a.inject('w', { text: 'three' });
+    // Each process alone holds fewer than 3: only the database's count says the queue is full.
+    await expect(b.inject('w', { text: 'four' })).rejects.toThrow(Errors.ORGANISM_BUSY(3).detail);
+    await expect(a.inject('w', { text: 'five' })).rejects.toThrow(Errors.ORGANISM_BUSY(3).detail);
+    const patient = b.inject('w', { text: 'patient' }, { waitMs: 30_000 });
+    const gate = deferred();
+    const started: string[] = [];
+    await process(
+      [
+        listener('w', {
+          handler: async (p: unknown) => {
+            started.push((p as { text: string }).text);
+            await gate.promise;
+          },
+        }),
+      ],
+      { kind: 'worker' },
+      3,
+    );
+    // The worker claims one (maxConcurrentHandlers 1): two stay PENDING, so one more fits.
+    await expect(patient).resolves.toMatchObject({ threadId: expect.any(String) });
+    expect(started).toEqual(['one']);
+    await expect(a.inject('w', { text: 'six' })).rejects.toThrow(Errors.ORGANISM_BUSY(3).detail);
+    gate.resolve();
+  });
+
+  it('injects arriving together at one process are admitted one by one against the count (one write batch may hold several)', async () => {
+    place();
+    const a = await process([listener('w')], { handlers: false }, 3);
+    await a.inject('w', { text: 'first' });
+    const results = await Promise.allSettled([1, 2, 3].map((i) => a.inject('w', { text: `burst ${i}` })));
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(2);
+    const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    expect(refused.map((r) => (r.reason as Error).message)).toEqual([Errors.ORGANISM_BUSY(3).message]);
+  });
+
+  it('the WebSocket snapshot shows agents as the whole organism runs them (queue depth from the database)', async () => {
+    place();
+    const a = await process([listener('w')], { handlers: false });
+    const b = await process([listener('w')], { handlers: false });
+    await a.inject('w', { text: 'waits' });
+    await a.inject('w', { text: 'waits too' });
+    const body = await eventually(async () => {
+      const s = (await snapshotBody(b, null)) as { agents: Array<{ name: string; queueDepth: number }> };
+      return s.agents.find((x) => x.name === 'w')?.queueDepth === 2 ? s : null;
+    });
+    expect(body.agents).toHaveLength(1);
+  });
+
+  it('/api/v1/organism and the snapshot count the active threads of every process, not only those this one touched', async () => {
+    place();
+    const a = await process([listener('w')], { handlers: false });
+    const b = await process([listener('w')], { handlers: false });
+    await a.inject('w', { text: 'one' });
+    await a.inject('w', { text: 'two' });
+    const app = await buildApp({ organism: b, auth: { tokens: [{ name: 'ops', role: 'operator', token: 'operator-token-0123456789' }] }, version: 'test' });
+    try {
+      const res = await app.inject({ method: 'GET', url: '/api/v1/organism', headers: { authorization: 'Bearer operator-token-0123456789' } });
+      expect(res.statusCode).toBe(200);
+      expect(res.json()).toMatchObject({ activeThreads: 2, journal: { counts: { PENDING: 2 } } });
+    } finally {
+      await app.close();
+    }
+    expect(((await snapshotBody(b, null)) as { organism: { activeThreads: number } }).organism.activeThreads).toBe(2);
+  });
+});

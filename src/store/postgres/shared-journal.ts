@@ -35,10 +35,13 @@ const CLAIM_SQL = `
     SELECT c.seq FROM agents a CROSS JOIN LATERAL (
       SELECT j.seq FROM journal j
       WHERE j.state = 'PENDING' AND j.recipient = a.name
-        AND NOT EXISTS (
-          SELECT 1 FROM journal o
-          WHERE o.thread_id = j.thread_id AND o.recipient = j.recipient AND o.seq <> j.seq
-            AND (o.state = 'DISPATCHED' OR (o.state = 'PENDING' AND o.seq < j.seq)))
+        -- The pair's DISPATCHED entry if any, else its oldest PENDING one, must be this one. A
+        -- scalar subquery: run per candidate on journal_open by (thread, recipient), whatever the
+        -- planner's estimates (as an anti join on a freshly filled table it scanned the recipient).
+        AND j.seq = (
+          SELECT o.seq FROM journal o
+          WHERE o.thread_id = j.thread_id AND o.recipient = j.recipient AND o.state IN ('PENDING', 'DISPATCHED')
+          ORDER BY (o.state = 'DISPATCHED') DESC, o.seq LIMIT 1)
       ORDER BY j.seq LIMIT a.room
     ) c WHERE a.room > 0
   ),

@@ -178,6 +178,17 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     ...(options.auth ? { resolveTokens: (config: OrganismConfig) => resolveTokens(config, dataDir) } : {}),
     closing: () => closing,
   });
+  // A reload followed from another serve of a shared organism (not through this process's
+  // POST /organism/reload, which sets them itself) changes this one's tokens too: a token
+  // revoked there must not go on working here.
+  if (options.auth) {
+    organism.bus.on((event) => {
+      if (event.type !== 'reload' || !event.result.changed.some((k) => k.startsWith('auth.tokens'))) return;
+      const next = resolveTokens(organism.config, dataDir);
+      if (next.problems.length > 0) logger.error({ problems: next.problems }, 'the reloaded auth tokens cannot be resolved here; keeping the previous ones');
+      else app.setAuthTokens(next.tokens);
+    });
+  }
   // Every connection, accepted here or handed over by the supervisor (server.getConnections
   // counts only the former), so a shutdown can let each finish its request.
   const connections = new Set<Socket>();

@@ -14,9 +14,10 @@ import { killAll, organismDir, startCli, startServer, TOKEN, until, type Running
  */
 const run = withPostgres('control across processes');
 
-const yaml = (workerTimeout = 30) => `organism:
+const VIEWER_TOKEN = 'cluster-viewer-token-123';
+const yaml = (workerTimeout = 30, viewer = false) => `organism:
   name: shared
-max_concurrent_handlers: 100
+${viewer ? 'auth:\n  tokens:\n    - {name: watcher, role: viewer, token_env: CLUSTER_VIEWER_TOKEN}\n' : ''}max_concurrent_handlers: 100
 max_concurrent_per_agent: 100
 payloads:
   Text:
@@ -104,7 +105,7 @@ describe.skipIf(!run)('control across processes (PostgreSQL, real processes)', (
   }
 
   const serve = (config: string, url: string, name: string, dir: string): Promise<ServerProcess> =>
-    startServer(config, ['--store', url, '--handlers', 'off', '--name', name, '--data-dir', path.join(dir, `data-${name}`)]);
+    startServer(config, ['--store', url, '--handlers', 'off', '--name', name, '--data-dir', path.join(dir, `data-${name}`)], { env: { CLUSTER_VIEWER_TOKEN: VIEWER_TOKEN } });
 
   async function worker(config: string, url: string, name: string, logLevel = 'warn'): Promise<Running> {
     const w = startCli(['worker', config, '--store', url, '--name', name, '--log-level', logLevel]);
@@ -202,10 +203,13 @@ describe.skipIf(!run)('control across processes (PostgreSQL, real processes)', (
     expect(await threadStatus(a, threadId)).toBe('killed');
   }, 300_000);
 
-  it('a reload reaches a worker with the same organism.yaml; a worker with another one logs the difference and keeps its configuration', async () => {
+  it('a reload reaches a serve and a worker with the same organism.yaml (tokens included); a worker with another one logs the difference and keeps its configuration', async () => {
     const { db, dir, config } = await organism(yaml(30));
     const elsewhere = organismDir(yaml(30), { 'handlers.ts': HANDLERS }); // a copy on "another machine", not redeployed
     const a = await serve(config, db.url, 'api', dir);
+    const b = await serve(config, db.url, 'api-b', dir);
+    const asViewer = () => fetch(`${b.base}/api/v1/whoami`, { headers: { authorization: `Bearer ${VIEWER_TOKEN}` } });
+    expect((await asViewer()).status).toBe(401);
     const same = await worker(config, db.url, 'same');
     const other = await worker(path.join(elsewhere, 'organism.yaml'), db.url, 'other');
     const hashes = async () => {
@@ -215,7 +219,7 @@ describe.skipIf(!run)('control across processes (PostgreSQL, real processes)', (
     const before = await hashes();
     expect(new Set(Object.values(before)).size).toBe(1);
 
-    writeFileSync(config, yaml(45));
+    writeFileSync(config, yaml(45, true));
     const res = await a.api('/organism/reload', { method: 'POST' });
     expect(res.status).toBe(200);
     expect(((await res.json()) as { updated: string[] }).updated).toEqual(['worker']);
@@ -224,6 +228,9 @@ describe.skipIf(!run)('control across processes (PostgreSQL, real processes)', (
       return h['same'] !== before['same'] ? h : null;
     }, 'the worker with the same file to reload');
     expect(after['same']).toBe(after['api']);
+    // Serve B followed, its tokens too: the token added to organism.yaml works there.
+    await until(async () => (await asViewer()).status === 200, 'serve B to take the new token');
+    expect((await hashes())['api-b']).toBe(after['api']);
     expect(after['api']).not.toBe(before['api']);
     await until(() => other.output().includes('still running the previous configuration'), `the other worker to refuse (output: ${other.output()})`);
     expect(other.output()).toContain("listeners[worker].timeoutSeconds: 30 here, 45 in the database's organism");

@@ -154,13 +154,25 @@ export class LlmRouter {
   /**
    * Reserves the estimated prompt plus the output limit. A thread near its ceiling gets a
    * smaller output limit rather than a refusal; only when not even a useful answer fits is the
-   * call refused (BUDGET_EXHAUSTED, thrown by the budget manager).
+   * call refused (BUDGET_EXHAUSTED, thrown by the budget ledger). With a shared ledger another
+   * process may take tokens between the headroom read and the reservation: a refusal then
+   * sizes the call once more on what is left (an unchanged size is refused as it was).
    */
   private async reserve(request: CompletionRequest, threadId: string): Promise<{ request: CompletionRequest; reservation: Reservation }> {
     const promptEstimate = estimatePromptTokens(request);
-    const room = (await this.opts.budgets.headroom(threadId)) - promptEstimate;
-    const sized = room >= MIN_OUTPUT_TOKENS && room < request.maxOutputTokens ? { ...request, maxOutputTokens: room } : request;
-    return { request: sized, reservation: await this.opts.budgets.reserve(threadId, promptEstimate + sized.maxOutputTokens) };
+    const size = async () => {
+      const room = (await this.opts.budgets.headroom(threadId)) - promptEstimate;
+      return room >= MIN_OUTPUT_TOKENS && room < request.maxOutputTokens ? { ...request, maxOutputTokens: room } : request;
+    };
+    const sized = await size();
+    try {
+      return { request: sized, reservation: await this.opts.budgets.reserve(threadId, promptEstimate + sized.maxOutputTokens) };
+    } catch (err) {
+      if (!Errors.BUDGET_EXHAUSTED.is(err)) throw err;
+      const resized = await size();
+      if (resized.maxOutputTokens >= sized.maxOutputTokens) throw err;
+      return { request: resized, reservation: await this.opts.budgets.reserve(threadId, promptEstimate + resized.maxOutputTokens) };
+    }
   }
 
   /** Each candidate in priority order, with its retries; throws the final failure. Every attempt is recorded. */

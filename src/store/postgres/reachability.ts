@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import pg from 'pg';
 import { Errors, OrganismError } from '../../errors/catalogue.js';
 import type { Logger } from '../../util/logger.js';
 import type { StorageProblem } from '../types.js';
@@ -20,6 +20,12 @@ export function isConnectionFailure(err: unknown): boolean {
   return typeof e?.message === 'string' && CLIENT_MESSAGES.test(e.message);
 }
 
+/** A connection that did not come in time: the server may be gone, or the pool busy. */
+function isTimeout(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  return e?.code === 'ETIMEDOUT' || (typeof e?.message === 'string' && /timeout exceeded when trying to connect/i.test(e.message));
+}
+
 export interface ReachabilityOptions {
   /** How often a reachable database is checked (so /health tells before a write fails). Default 5 s. */
   readonly checkMs?: number;
@@ -32,7 +38,8 @@ export interface ReachabilityOptions {
 
 /**
  * Whether the PostgreSQL server answers. The stores report connection failures here; a light
- * `SELECT 1` checks now and then while all is well, and with backoff while it is not. While
+ * `SELECT 1` on a connection of its own checks now and then while all is well, and with
+ * backoff while it is not. While
  * unreachable, `problem()` names it (injects are refused at once with a 503, /health says
  * degraded); one log line when it goes away and one when it is back, never its password.
  * Nothing else changes state: writes that failed are retried by their owners (the pump books
@@ -48,8 +55,12 @@ export class PgReachability {
   private readonly maxRetryMs: number;
   private readonly timeoutMs: number;
 
+  /** The check's own connection: a pool busy with long work must not look like a server gone. */
+  private client: pg.Client | null = null;
+  private checking = false;
+
   constructor(
-    private readonly pool: pg.Pool,
+    private readonly url: string,
     private readonly where: string,
     private readonly logger: Logger | undefined,
     options: ReachabilityOptions = {},
@@ -68,10 +79,15 @@ export class PgReachability {
 
   /**
    * A store's failure. True when it was a connection failure (the outage is logged here, once:
-   * the caller need not log it again).
+   * the caller need not log it again). A wait for a connection that timed out may only mean
+   * a pool busy with long work: that is checked at once rather than believed.
    */
   failed(err: unknown): boolean {
     if (!isConnectionFailure(err)) return false;
+    if (isTimeout(err)) {
+      if (!this.down) this.schedule(0);
+      return this.down !== null;
+    }
     this.markDown(err);
     return true;
   }
@@ -79,6 +95,13 @@ export class PgReachability {
   close(): void {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
+    this.dropClient();
+  }
+
+  private dropClient(): void {
+    const c = this.client;
+    this.client = null;
+    void c?.end().catch(() => {});
   }
 
   private markDown(err: unknown): void {
@@ -105,6 +128,8 @@ export class PgReachability {
 
   private async check(): Promise<void> {
     this.timer = null;
+    if (this.checking) return; // one at a time: the running one schedules the next
+    this.checking = true;
     try {
       await this.ping();
       this.markUp();
@@ -117,6 +142,8 @@ export class PgReachability {
         this.delay = Math.min(this.delay * 2, this.maxRetryMs);
         this.schedule(this.delay);
       } else this.schedule(this.checkMs);
+    } finally {
+      this.checking = false;
     }
   }
 
@@ -126,9 +153,25 @@ export class PgReachability {
       timer = setTimeout(() => reject(Object.assign(new Error('Connection terminated: no answer to a check'), { code: 'ETIMEDOUT' })), this.timeoutMs);
     });
     try {
-      await Promise.race([this.pool.query('SELECT 1'), timeout]);
+      await Promise.race([this.select1(), timeout]);
+    } catch (err) {
+      this.dropClient();
+      throw err;
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  private async select1(): Promise<void> {
+    if (!this.client) {
+      const client = new pg.Client({ connectionString: this.url, application_name: 'organism-check', connectionTimeoutMillis: this.timeoutMs });
+      // Out of any pool: its failures (server gone) must reach a listener, not end the process.
+      client.on('error', () => {
+        if (this.client === client) this.client = null;
+      });
+      this.client = client;
+      await client.connect();
+    }
+    await this.client.query('SELECT 1');
   }
 }

@@ -169,7 +169,7 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
     await pool.end().catch(() => {});
     throw pgStorageError(where, err);
   }
-  reach = new PgReachability(pool, where, logger);
+  reach = new PgReachability(options.url, where, logger);
   const usage = new PgUsageStore(db, writer);
   const pruneTimer = setInterval(() => void journal.prune().catch(report), PRUNE_INTERVAL_MS).unref();
   const catchUp = setTimeout(() => void journal.prune().catch(report), 0); // after downtime

@@ -92,7 +92,10 @@ interface HandlerBoundRound {
   readonly deliveriesPerSec: number;
   /** hop1 deliveries claimed while hop1 was paused (0 when pause held). */
   readonly claimedWhilePaused: number;
-  /** Sampled every 250 ms over the timed part: deliveries in flight (DISPATCHED) and waiting (PENDING), means. */
+  /**
+   * Sampled every 250 ms over the timed part, means: DISPATCHED entries (a handler running, or its
+   * outcome not yet committed: more than the slots means outcomes wait to commit) and PENDING ones.
+   */
   readonly meanInFlight: number;
   readonly meanPending: number;
   readonly loadAtEnd: string;
@@ -157,7 +160,7 @@ async function handlerBound(): Promise<HandlerBoundRound[]> {
         for (const w of workers) await stopProcess(w);
         const result = { workers: n, round, messages: MESSAGES, seconds, messagesPerSec: MESSAGES / seconds, deliveriesPerSec: (3 * MESSAGES) / seconds, claimedWhilePaused, meanInFlight: mean((x) => x.inFlight), meanPending: mean((x) => x.pending), loadAtEnd: load() };
         results.push(result);
-        log(`  round ${round}, ${n} worker(s): ${MESSAGES} messages (${3 * MESSAGES} deliveries of ${HANDLER_MS} ms) in ${seconds.toFixed(2)} s = ${result.messagesPerSec.toFixed(1)} msg/s, in flight ${result.meanInFlight.toFixed(1)} of ${n * CONCURRENCY} slots, ${result.meanPending.toFixed(0)} waiting (means)${claimedWhilePaused ? ` (${claimedWhilePaused} claimed while paused!)` : ''}; load ${result.loadAtEnd}`);
+        log(`  round ${round}, ${n} worker(s): ${MESSAGES} messages (${3 * MESSAGES} deliveries of ${HANDLER_MS} ms) in ${seconds.toFixed(2)} s = ${result.messagesPerSec.toFixed(1)} msg/s, DISPATCHED ${result.meanInFlight.toFixed(1)} (handler slots ${n * CONCURRENCY}), PENDING ${result.meanPending.toFixed(0)} (means)${claimedWhilePaused ? ` (${claimedWhilePaused} claimed while paused!)` : ''}; load ${result.loadAtEnd}`);
       }
     }
     await stopProcess(serve);
@@ -243,7 +246,7 @@ async function main(): Promise<void> {
     '',
     `3 hops, each handler waits ${HANDLER_MS} ms (an LLM call's wait); \`organism serve --handlers off\` takes the injects over HTTP; each \`organism worker\` runs with \`--concurrency ${CONCURRENCY}\`; organism-wide limits 1000. Per round: hop1 paused, ${MESSAGES} messages injected, hop1 resumed, timed from the resume to the last hop3 ack in the journal. Ideal: ${((CONCURRENCY * 1000) / HANDLER_MS / 3).toFixed(1)} msg/s per worker.`,
     '',
-    '| Workers | msg/s (median) | Rounds | vs 1 worker | Target | Result | In flight / slots (mean) | Waiting (mean) |',
+    '| Workers | msg/s (median) | Rounds | vs 1 worker | Target | Result | DISPATCHED (mean) / handler slots | PENDING (mean) |',
     '|---|---|---|---|---|---|---|---|',
     ...gains.map((g) => {
       const t = target(g.workers);

@@ -183,7 +183,13 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
     llmCalls: new PgLlmCallStore(db, writer),
     operator,
     ...(shared ? { work: shared.work, shared: shared.storage } : {}),
-    budgetLedger: (o) => new PgBudgetLedger(pool, where, { ...o, ...(logger ? { logger } : {}) }),
+    // In a shared organism a reservation's holder is the process's worker id, and it expires with that process's lease.
+    budgetLedger: (o) =>
+      new PgBudgetLedger(pool, where, {
+        ...o,
+        ...(logger ? { logger } : {}),
+        ...(shared ? { holder: shared.storage.workerId, leaseMs: options.shared?.leaseMs ?? DEFAULT_LEASE_MS } : {}),
+      }),
     problem: () => reach?.problem() ?? null,
     budgets: {
       load: async () => {

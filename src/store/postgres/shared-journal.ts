@@ -1,3 +1,4 @@
+import { recordOf, type ThreadRow } from './threads.js';
 import type pg from 'pg';
 import type { FailureReason } from '../../pump/hooks.js';
 import { EXTERNAL_SENDER, type Message } from '../../pump/message.js';
@@ -142,10 +143,10 @@ export class PgSharedJournal extends PgJournal {
         });
       }
       const threadRows = rows.length
-        ? (await client.query<ThreadRowShape>('SELECT * FROM threads WHERE id = ANY($1::text[])', [[...new Set(rows.map((r) => r.thread_id))]])).rows
+        ? (await client.query<ThreadRow>('SELECT * FROM threads WHERE id = ANY($1::text[])', [[...new Set(rows.map((r) => r.thread_id))]])).rows
         : [];
       await client.query('COMMIT');
-      const threads = new Map(threadRows.map((t) => [t.id, threadOf(t)]));
+      const threads = new Map(threadRows.map((t) => [t.id, recordOf(t)]));
       rows.sort((a, b) => Number((a as unknown as { seq: number }).seq) - Number((b as unknown as { seq: number }).seq));
       return rows.map((r) => ({ message: messageOf(r), thread: threads.get(r.thread_id) ?? null }));
     } catch (err) {
@@ -321,28 +322,4 @@ export class PgSharedJournal extends PgJournal {
       });
     }
   }
-}
-
-interface ThreadRowShape {
-  id: string;
-  status: ThreadStatus;
-  participants: string[];
-  message_count: number;
-  created_at: number;
-  last_activity: number;
-  error: string | null;
-  metadata: string;
-}
-
-function threadOf(r: ThreadRowShape): ThreadRecord {
-  return {
-    id: r.id,
-    status: r.status,
-    participants: r.participants,
-    messageCount: r.message_count,
-    createdAt: r.created_at,
-    lastActivity: r.last_activity,
-    error: r.error,
-    metadata: JSON.parse(r.metadata) as Record<string, string>,
-  };
 }

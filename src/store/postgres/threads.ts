@@ -2,7 +2,8 @@ import type { Page, ThreadQuery, ThreadRecord, ThreadStatus, ThreadStore } from 
 import type { Reader } from './pool.js';
 import type { PgWriter } from './writer.js';
 
-interface ThreadRow {
+/** A row of `threads` as pg reads it. */
+export interface ThreadRow {
   id: string;
   status: ThreadStatus;
   participants: string[];
@@ -13,7 +14,7 @@ interface ThreadRow {
   metadata: string;
 }
 
-const recordOf = (r: ThreadRow): ThreadRecord => ({
+export const recordOf = (r: ThreadRow): ThreadRecord => ({
   id: r.id,
   status: r.status,
   participants: r.participants,

@@ -63,6 +63,13 @@ const afterAwait = () =>
   });
 
 describe('the global context manager', () => {
+  it('is asked for with telemetry.context_manager in organism.yaml (off when absent)', async () => {
+    const on = await loadOrganismFromString(`${YAML}telemetry:\n  otlp:\n    endpoint: http://127.0.0.1:4318\n  context_manager: true\n`, '/tmp/ctx-test/organism.yaml');
+    expect(resolveTracing(on.config.telemetry, { name: 'x', version: '1' }, {})?.contextManager).toBe(true);
+    const absent = await loadOrganismFromString(`${YAML}telemetry:\n  otlp:\n    endpoint: http://127.0.0.1:4318\n`, '/tmp/ctx-test/organism.yaml');
+    expect(resolveTracing(absent.config.telemetry, { name: 'x', version: '1' }, {})?.contextManager).toBe(false);
+  });
+
   it('is not installed by default: a handler sees no active span, its log lines still carry the delivery span', async () => {
     const { line, span } = await spyOnce(false);
     const parsed = JSON.parse(line) as Record<string, unknown>;

@@ -84,8 +84,8 @@ let contextManagerInstalled = false;
  * Without a context manager the API's context is always ROOT and `context.with` just calls its
  * function; the organism's spans find their parents explicitly (the delivery by thread and
  * listener, the inject's request span passed by the route). The AsyncLocalStorage manager's
- * promise hook runs for every promise of the process (~107 us of CPU per journaled message,
- * bench/results/telemetry-2026-11-26-export-worker.md).
+ * promise hook runs for every promise of the process (~64 us of main-thread CPU per journaled
+ * message, bench/results/telemetry-2026-11-26-explicit-context.md).
  */
 function installGlobals(contextManager: boolean): void {
   if (!propagatorInstalled) {

@@ -12,7 +12,6 @@ import path from 'node:path';
 import { Organism } from '../../src/organism/organism.js';
 import { OrganismMetrics } from '../../src/telemetry/metrics.js';
 import { createExporter, OrganismTracing, resolveTracing } from '../../src/telemetry/tracing.js';
-import { context } from '@opentelemetry/api';
 import { ExportResultCode } from '@opentelemetry/core';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { openSqliteStorage } from '../../src/store/index.js';
@@ -39,8 +38,8 @@ export interface PumpInput {
   readonly memory?: boolean;
   /** Telemetry on: Prometheus metrics, or traces at 100 % sampling exported to a local OTLP sink. */
   readonly telemetry?: 'metrics' | 'tracing';
-  /** Tracing rounds: 'disabled' removes the process-wide context manager after tracing starts (measuring what it costs). */
-  readonly contextManager?: 'disabled';
+  /** Tracing rounds: true installs the global AsyncLocalStorage context manager (telemetry.context_manager), measuring what it costs. */
+  readonly contextManager?: boolean;
   /** Tracing rounds: 'main-thread' exports through a BatchSpanProcessor on the event loop (as before the export worker), for comparison. */
   readonly exportOn?: 'main-thread';
 }
@@ -130,11 +129,14 @@ async function telemetryOn(organism: Organism, input: PumpInput): Promise<Teleme
   }
   if (input.telemetry === 'tracing') {
     const sink = await startServer<OtlpSinkInfo>(benchFile('servers/otlp-sink.ts'), {}, { what: 'OTLP sink' });
-    const settings = resolveTracing({ otlp: { endpoint: sink.info.url, protocol: 'http/protobuf' }, captureContent: false }, { name: 'bench', version: 'bench' }, {})!;
+    const settings = resolveTracing(
+      { otlp: { endpoint: sink.info.url, protocol: 'http/protobuf' }, captureContent: false, contextManager: input.contextManager === true },
+      { name: 'bench', version: 'bench' },
+      {},
+    )!;
     // As `organism serve` runs it (the export worker), unless the main-thread exporter is asked for.
     const counting = input.exportOn === 'main-thread' ? countingExporter(createExporter(settings)) : null;
     const tracing = new OrganismTracing(settings, counting ? { exporter: counting.exporter } : {});
-    if (input.contextManager === 'disabled') context.disable();
     // Loading the SDK in the export worker is a start-up cost, like loading it on the main thread: not timed.
     await tracing.ready();
     const off = tracing.attach(organism);

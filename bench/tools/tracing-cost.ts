@@ -7,7 +7,10 @@
  * journaled messages/s, CPU per message of the whole process (all threads) and of its main
  * thread (the one that runs deliveries).
  *
- *   node --import tsx bench/tools/tracing-cost.ts [rounds=5] [messages=10000] [configs=off,metrics,tracing,main-thread,no-context]
+ * "tracing" is what `organism serve` runs by default (export worker, no global context
+ * manager); "context-manager" adds `telemetry.context_manager: true`.
+ *
+ *   node --import tsx bench/tools/tracing-cost.ts [rounds=5] [messages=10000] [configs=off,metrics,tracing,context-manager]
  */
 import os from 'node:os';
 import { benchFile, runChild } from '../lib/child.js';
@@ -21,11 +24,11 @@ const messages = Number(process.argv[3] ?? 10_000);
 const ALL: ReadonlyArray<{ key: string; name: string; input: Partial<PumpInput> }> = [
   { key: 'off', name: 'off', input: {} },
   { key: 'metrics', name: 'metrics on', input: { telemetry: 'metrics' } },
-  { key: 'tracing', name: 'tracing on (export worker)', input: { telemetry: 'tracing' } },
+  { key: 'tracing', name: 'tracing on (default: export worker, no context manager)', input: { telemetry: 'tracing' } },
+  { key: 'context-manager', name: 'tracing on, with the context manager (telemetry.context_manager)', input: { telemetry: 'tracing', contextManager: true } },
   { key: 'main-thread', name: 'tracing on, export on the main thread', input: { telemetry: 'tracing', exportOn: 'main-thread' } },
-  { key: 'no-context', name: 'tracing on (export worker), context manager disabled', input: { telemetry: 'tracing', contextManager: 'disabled' } },
 ];
-const keys = (process.argv[4] ?? 'off,metrics,tracing,main-thread,no-context').split(',');
+const keys = (process.argv[4] ?? 'off,metrics,tracing,context-manager').split(',');
 const CONFIGS = ALL.filter((c) => keys.includes(c.key));
 if (CONFIGS[0]?.key !== 'off') throw new Error('the configurations start with off (the baseline)');
 

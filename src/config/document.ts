@@ -118,6 +118,7 @@ function readTelemetry(r: MapReader | null): TelemetryConfig {
   return {
     otlp: otlp && endpoint !== null ? { endpoint, protocol: otlp.enumeration('protocol', OTLP_PROTOCOLS, false) } : null,
     captureContent: r?.boolean('capture_content', false) ?? false,
+    contextManager: r?.boolean('context_manager', false) ?? false,
   };
 }
 

@@ -106,7 +106,7 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
     auth: { tokens: config.auth.tokens.map((t) => ({ name: t.name, role: t.role, tokenEnv: t.tokenEnv })) },
     journal: { ...config.journal },
     ...(config.metrics ? { metrics: { ...config.metrics } } : {}),
-    ...(config.telemetry ? { telemetry: { otlp: config.telemetry.otlp ? { ...config.telemetry.otlp } : null, captureContent: config.telemetry.captureContent } } : {}),
+    ...(config.telemetry ? { telemetry: { otlp: config.telemetry.otlp ? { ...config.telemetry.otlp } : null, captureContent: config.telemetry.captureContent, contextManager: config.telemetry.contextManager } } : {}),
   };
   const names = [
     ...config.llm.providers.flatMap((p) => (p.apiKeyEnv ? [p.apiKeyEnv] : [])),

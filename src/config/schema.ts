@@ -30,7 +30,7 @@ export const Keys = {
   token: ['name', 'role', 'token_env'],
   journal: ['max_attempts', 'retain_days', 'failed_retain_days'],
   metrics: ['enabled', 'public'],
-  telemetry: ['otlp', 'capture_content'],
+  telemetry: ['otlp', 'capture_content', 'context_manager'],
   otlp: ['endpoint', 'protocol'],
 } as const;
 

@@ -112,6 +112,8 @@ export interface TelemetryConfig {
   readonly otlp: { readonly endpoint: string; readonly protocol: 'http/protobuf' | 'http/json' | null } | null;
   /** Record prompt and completion text on chat spans (off: never). */
   readonly captureContent: boolean;
+  /** Install the global AsyncLocalStorage context manager (handlers see the delivery's span as active); costs CPU per promise. Absent: off. */
+  readonly contextManager?: boolean;
 }
 
 /** The organism's name and run-wide limits: the top-level scalars of organism.yaml. */

@@ -60,7 +60,7 @@ export abstract class PumpDelivery extends PumpSharedDispatch {
         await this.runHandler(delivery);
       }
     } catch (err) {
-      this.deps.logger.error({ err, messageId: message.id }, 'delivery bookkeeping failed');
+      this.deps.logger.error({ ...watch?.logFields, err, messageId: message.id }, 'delivery bookkeeping failed');
     } finally {
       watch?.end(delivery.outcome ?? { acked: false, reason: 'shutdown', error: 'the organism stopped during the delivery' });
       this.handlerDone(delivery);
@@ -198,7 +198,7 @@ export abstract class PumpDelivery extends PumpSharedDispatch {
       metadata: message.metadata,
       signal: controller.signal,
       llm,
-      log: handlerLogger(this.deps.logger, runtime.name, message),
+      log: handlerLogger(this.deps.logger, runtime.name, message, d.watch?.logFields ?? null),
       peers: runtime.config.peers,
       history: (limit = 50) => this.deps.journal.threadHistory(message.threadId, runtime.name, limit),
     };
@@ -212,8 +212,11 @@ function errorText(err: unknown): string {
   return String(err);
 }
 
-function handlerLogger(logger: Logger, listener: string, message: Message): HandlerLogger {
-  const child = logger.child({ listener, threadId: message.threadId, messageId: message.id });
+/** trace: the delivery's trace fields (trace_id, span_id), carried explicitly: no context lookup per line. */
+function handlerLogger(logger: Logger, listener: string, message: Message, trace: Readonly<Record<string, string>> | null): HandlerLogger {
+  const child = logger.child(
+    trace ? { listener, threadId: message.threadId, messageId: message.id, ...trace } : { listener, threadId: message.threadId, messageId: message.id },
+  );
   return {
     debug: (msg, data) => child.debug(data ?? {}, msg),
     info: (msg, data) => child.info(data ?? {}, msg),

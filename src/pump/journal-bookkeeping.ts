@@ -38,7 +38,7 @@ export abstract class PumpBookkeeping extends PumpBackPressure {
     d.outcome = { acked: false, reason, error };
     this.deps.bus.emit({ type: 'message', message, state: 'FAILED' });
     this.deps.bus.emit({ type: 'journal_failed', message, reason, error });
-    this.deps.logger.warn({ messageId: message.id, threadId: message.threadId, to: message.to, reason }, error);
+    this.deps.logger.warn({ ...d.watch?.logFields, messageId: message.id, threadId: message.threadId, to: message.to, reason }, error);
     for (const m of notice) this.enqueue(m, thread, true);
   }
 

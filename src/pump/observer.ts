@@ -12,6 +12,11 @@ export interface DeliveryWatch {
   run<T>(fn: () => T): T;
   /** What the messages this delivery sends carry as their trace context (null: none); may be computed when first read. */
   readonly traceContext: string | null;
+  /**
+   * Fields the log lines about this delivery carry (tracing: trace_id and span_id); null: none,
+   * or a logger mixin adds them. May be computed when first read.
+   */
+  readonly logFields: Readonly<Record<string, string>> | null;
   /** The delivery ended (its journal step is written or failed). */
   end(outcome: DeliveryOutcome): void;
 }
@@ -23,11 +28,14 @@ export interface DeliveryWatch {
 export interface DeliveryObserver {
   /** A delivery's handler is about to run. */
   started(message: Message, listener: ListenerConfig): DeliveryWatch;
-  /** The trace context a message entering from outside carries (the caller's span), or null. */
-  injected(): string | null;
+  /**
+   * The trace context a message entering from outside carries, or null. caller: the trace
+   * context the entry point passed (the HTTP request's span), null when it has none.
+   */
+  injected(caller: string | null): string | null;
 }
 
-const PLAIN: DeliveryWatch = { run: (fn) => fn(), traceContext: null, end() {} };
+const PLAIN: DeliveryWatch = { run: (fn) => fn(), traceContext: null, logFields: null, end() {} };
 
 /** The observers an organism has; empty costs one length check per delivery. */
 export class DeliveryObservers {
@@ -47,10 +55,10 @@ export class DeliveryObservers {
     return this.list.length > 0;
   }
 
-  injected(): string | null {
+  injected(caller: string | null = null): string | null {
     for (const o of this.list) {
       try {
-        const context = o.injected();
+        const context = o.injected(caller);
         if (context !== null) return context;
       } catch (err) {
         this.onError(err);
@@ -70,6 +78,10 @@ export class DeliveryObservers {
         run: (fn) => watches.reduceRight<() => ReturnType<typeof fn>>((inner, w) => () => w.run(inner), fn)(),
         get traceContext() {
           for (const w of watches) if (w.traceContext !== null) return w.traceContext;
+          return null;
+        },
+        get logFields() {
+          for (const w of watches) if (w.logFields !== null) return w.logFields;
           return null;
         },
         end: (outcome) => {
@@ -101,6 +113,15 @@ class GuardedWatch implements DeliveryWatch {
   get traceContext(): string | null {
     try {
       return this.watch.traceContext;
+    } catch (err) {
+      this.onError(err);
+      return null;
+    }
+  }
+
+  get logFields(): Readonly<Record<string, string>> | null {
+    try {
+      return this.watch.logFields;
     } catch (err) {
       this.onError(err);
       return null;

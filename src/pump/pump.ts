@@ -19,6 +19,8 @@ export interface InjectOptions {
   readonly waitMs?: number;
   /** Sender name; defaults to `api`. */
   readonly from?: string;
+  /** The caller's W3C traceparent (the HTTP request's span): tracing links the thread's root delivery to it. */
+  readonly traceContext?: string | null;
 }
 
 /**
@@ -105,7 +107,7 @@ export class Pump extends PumpControl {
       hops: 0,
       metadata,
       attempt: 1,
-      traceContext: this.deps.observers?.injected() ?? null,
+      traceContext: this.deps.observers?.injected(options.traceContext ?? null) ?? null,
     };
     // Reserve the queue slot before awaiting the journal so concurrent injectors respect the bound.
     this.queued++;

@@ -1,12 +1,13 @@
-import type { TracerProvider } from '@opentelemetry/api';
-import type { FastifyInstance } from 'fastify';
+import type { Span, TracerProvider } from '@opentelemetry/api';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { formatTraceparent } from '../telemetry/settings.js';
 
 /**
  * HTTP server spans for the control API through @fastify/otel, on the organism's tracer
  * provider: one SERVER span per request (method, route pattern, status). Registered before the
  * routes so it sees them all; an inject made inside a request links the thread's root delivery
- * span to the request's span (the handler runs in the context @fastify/otel enters at
- * onRequest, a body read in later packets included: tested). Hook spans and the per-route
+ * span to the request's span, which the route takes from the request (callerTraceContext: no
+ * context manager needed, a body read in later packets included: tested). Hook spans and the per-route
  * handler span are left out: they would double or triple the spans of a request for what its
  * SERVER span already times, and span creation plus OTLP serialization are most of what
  * tracing costs a cheap request (profiled on the bench's GET /api/v1/agents).
@@ -17,4 +18,16 @@ export async function registerTracing(app: FastifyInstance, provider: TracerProv
   const instrumentation = new FastifyOtelInstrumentation({ instrumentHooks: false, instrumentHandler: false });
   instrumentation.setTracerProvider(provider);
   await app.register(instrumentation.plugin());
+}
+
+/**
+ * The W3C traceparent of the request's SERVER span (@fastify/otel's request decoration), for
+ * an inject to carry; undefined when tracing is off (the decoration is absent) or the route is
+ * not instrumented.
+ */
+export function callerTraceContext(request: FastifyRequest): string | undefined {
+  const otel = (request as { opentelemetry?: () => { span: Span | null } }).opentelemetry;
+  if (typeof otel !== 'function') return undefined;
+  const span = otel.call(request).span;
+  return span ? (formatTraceparent(span.spanContext()) ?? undefined) : undefined;
 }

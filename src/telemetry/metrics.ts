@@ -293,6 +293,7 @@ export class OrganismMetrics {
 /** Times one delivery for the delivery counters: a class, as one is made for every delivery. */
 class DeliveryTimer implements DeliveryWatch {
   readonly traceContext = null;
+  readonly logFields = null;
   private readonly started = performance.now();
 
   constructor(

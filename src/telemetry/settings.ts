@@ -1,4 +1,4 @@
-import { context, isSpanContextValid, trace } from '@opentelemetry/api';
+import { context, isSpanContextValid, trace, type SpanContext } from '@opentelemetry/api';
 import type { TelemetryConfig } from '../config/types.js';
 import { Errors } from '../errors/catalogue.js';
 
@@ -18,6 +18,13 @@ export interface TracingSettings {
   /** Full URL of the traces endpoint; null: the exporter reads OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT. */
   readonly url: string | null;
   readonly captureContent: boolean;
+  /**
+   * Install the global AsyncLocalStorageContextManager (`telemetry.context_manager: true` or
+   * ORGANISM_OTEL_CONTEXT_MANAGER=1): handler code using the OpenTelemetry API then sees the
+   * delivery's span as the active one. Off by default: the organism passes its own span context
+   * explicitly, and the manager's promise hook costs every promise in the process.
+   */
+  readonly contextManager: boolean;
 }
 
 const PROTOCOLS: readonly string[] = ['http/protobuf', 'http/json'];
@@ -50,7 +57,16 @@ export function resolveTracing(
     protocol: protocol as OtlpProtocol,
     url: envEndpoint ? null : tracesUrl(config!.otlp!.endpoint),
     captureContent: config?.captureContent === true || captureEnv === 'true',
+    contextManager: contextManagerWanted(config, env),
   };
+}
+
+/** ORGANISM_OTEL_CONTEXT_MANAGER (1/true or 0/false) wins over `telemetry.context_manager`. */
+function contextManagerWanted(config: TelemetryConfig | undefined, env: NodeJS.ProcessEnv): boolean {
+  const v = env['ORGANISM_OTEL_CONTEXT_MANAGER']?.trim().toLowerCase();
+  if (v === '1' || v === 'true') return true;
+  if (v === '0' || v === 'false') return false;
+  return config?.contextManager === true;
 }
 
 /** An OTLP base endpoint as the variables give it (`http://collector:4318`) gets the traces path. */
@@ -59,7 +75,21 @@ function tracesUrl(endpoint: string): string {
   return base.endsWith('/v1/traces') ? base : `${base}/v1/traces`;
 }
 
-/** `trace_id` and `span_id` of the active span, for pino's mixin (empty outside a span). */
+/**
+ * The W3C traceparent of a span (version 00), written directly: the propagator's inject builds
+ * a context and a carrier for each delivery to produce the same string. Null for an invalid span.
+ * Here (API only) so the HTTP layer can format a request's span without loading the SDK.
+ */
+export function formatTraceparent(sc: SpanContext): string | null {
+  if (!isSpanContextValid(sc)) return null;
+  return `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & 0xff).toString(16).padStart(2, '0')}`;
+}
+
+/**
+ * `trace_id` and `span_id` of the active span, for pino's mixin (empty outside a span). Only
+ * the context manager mode has an active span; without it the delivery loggers carry the
+ * fields explicitly and this returns {} at once.
+ */
 export function traceLogFields(): Record<string, string> {
   const span = trace.getSpan(context.active());
   if (!span) return {};

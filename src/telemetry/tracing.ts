@@ -3,7 +3,6 @@ import {
   context,
   diag,
   DiagLogLevel,
-  isSpanContextValid,
   propagation,
   ROOT_CONTEXT,
   SpanKind,
@@ -34,7 +33,8 @@ import { GenAiAttr, GenAiOperation, OrganismAttr, OrganismEvent as SpanEvent } f
 import type { TracingSettings } from './settings.js';
 import { WorkerSpanProcessor, type ExportStats } from './worker-processor.js';
 
-export { resolveTracing, traceLogFields, type OtlpProtocol, type TracingSettings } from './settings.js';
+export { formatTraceparent, resolveTracing, traceLogFields, type OtlpProtocol, type TracingSettings } from './settings.js';
+import { formatTraceparent } from './settings.js';
 export { createExporter } from './exporter.js';
 export type { ExportStats } from './worker-processor.js';
 
@@ -76,14 +76,26 @@ class ThreadTraceIds implements IdGenerator {
   }
 }
 
-let globalsInstalled = false;
+let propagatorInstalled = false;
+let contextManagerInstalled = false;
 
-/** Context propagation across awaits and the W3C propagator: process-wide, installed once. */
-function installGlobals(): void {
-  if (globalsInstalled) return;
-  globalsInstalled = true;
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+/**
+ * The W3C propagator, and the context manager only when asked: process-wide, installed once.
+ * Without a context manager the API's context is always ROOT and `context.with` just calls its
+ * function; the organism's spans find their parents explicitly (the delivery by thread and
+ * listener, the inject's request span passed by the route). The AsyncLocalStorage manager's
+ * promise hook runs for every promise of the process (~64 us of main-thread CPU per journaled
+ * message, bench/results/telemetry-2026-11-26-explicit-context.md).
+ */
+function installGlobals(contextManager: boolean): void {
+  if (!propagatorInstalled) {
+    propagatorInstalled = true;
+    propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  }
+  if (contextManager && !contextManagerInstalled) {
+    contextManagerInstalled = true;
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  }
 }
 
 /**
@@ -111,7 +123,7 @@ export class OrganismTracing {
     private readonly settings: TracingSettings,
     options: { exporter?: SpanExporter; logger?: Logger } = {},
   ) {
-    installGlobals();
+    installGlobals(settings.contextManager);
     if (options.logger) routeDiagnostics(options.logger);
     this.exporting = options.exporter ? null : new WorkerSpanProcessor(settings);
     this.provider = new NodeTracerProvider({
@@ -127,7 +139,7 @@ export class OrganismTracing {
   attach(organism: Organism): () => void {
     const offs = [
       organism.observers.deliveries.add({
-        injected: () => this.injected(),
+        injected: (caller) => this.injected(caller),
         started: (message, listener) => this.delivery(message, listener),
       }),
       organism.observers.llm.add({ started: (call) => this.chat(call) }),
@@ -155,8 +167,12 @@ export class OrganismTracing {
     return this.exporting?.stats ?? null;
   }
 
-  /** A message from outside carries the caller's span (the HTTP request), linked from the thread's root. */
-  private injected(): string | null {
+  /**
+   * A message from outside carries the caller's span (the HTTP request, passed by the route),
+   * linked from the thread's root; else the active span (only a context manager has one).
+   */
+  private injected(caller: string | null): string | null {
+    if (caller !== null) return caller;
     const span = trace.getSpan(context.active());
     return span ? formatTraceparent(span.spanContext()) : null;
   }
@@ -184,10 +200,14 @@ export class OrganismTracing {
     if (!listener.agent) attributes[GenAiAttr.TOOL_NAME] = listener.name;
     const span = this.tracer.startSpan(spanName(operation, listener.name), { kind: SpanKind.INTERNAL, links, attributes }, parent);
     this.ids.next = null;
-    return new DeliverySpan(span, liveKey(message.threadId, listener.name), this.live);
+    return new DeliverySpan(span, liveKey(message.threadId, listener.name), this.live, !this.settings.contextManager);
   }
 
   private chat(call: LlmCallInfo): LlmCallWatch {
+    // The parent: the delivery that makes the call (one per thread and listener at a time), or,
+    // with a context manager, a span the handler made active around it.
+    const active = this.settings.contextManager ? trace.getSpan(context.active()) : undefined;
+    const delivery = active ?? this.live.get(liveKey(call.threadId, call.agent));
     const span = this.tracer.startSpan(
       `${GenAiOperation.CHAT} ${call.model}`,
       {
@@ -206,7 +226,7 @@ export class OrganismTracing {
             : {}),
         },
       },
-      context.active(),
+      delivery ? trace.setSpan(ROOT_CONTEXT, delivery) : ROOT_CONTEXT,
     );
     return {
       retried: (provider, reason, delayMs) =>
@@ -259,24 +279,36 @@ export class OrganismTracing {
  * made for every delivery. Its traceparent is formatted when a message first needs it.
  */
 class DeliverySpan implements DeliveryWatch {
-  private readonly active: Context;
+  private active: Context | null = null;
   private context: string | null = null;
+  private fields: Readonly<Record<string, string>> | null = null;
 
+  /** explicitLogFields: false when the context manager's log mixin adds them (the fields would be doubled). */
   constructor(
     private readonly span: Span,
     private readonly key: string,
     private readonly live: Map<string, Span>,
+    private readonly explicitLogFields: boolean,
   ) {
     live.set(key, span);
-    this.active = trace.setSpan(ROOT_CONTEXT, span);
   }
 
   get traceContext(): string | null {
     return (this.context ??= formatTraceparent(this.span.spanContext()));
   }
 
+  get logFields(): Readonly<Record<string, string>> | null {
+    if (!this.explicitLogFields) return null;
+    if (this.fields === null) {
+      const sc = this.span.spanContext();
+      this.fields = { trace_id: sc.traceId, span_id: sc.spanId };
+    }
+    return this.fields;
+  }
+
+  /** Makes the span active around the handler: a no-op without a context manager (the API's default). */
   run<T>(fn: () => T): T {
-    return context.with(this.active, fn);
+    return context.with((this.active ??= trace.setSpan(ROOT_CONTEXT, this.span)), fn);
   }
 
   end(outcome: DeliveryOutcome): void {
@@ -309,15 +341,6 @@ function spanName(operation: string, listener: string): string {
 
 function liveKey(threadId: string, listener: string): string {
   return `${threadId}\u0000${listener}`;
-}
-
-/**
- * The W3C traceparent of a span (version 00), written directly: the propagator's inject builds
- * a context and a carrier for each delivery to produce the same string. Null for an invalid span.
- */
-export function formatTraceparent(sc: SpanContext): string | null {
-  if (!isSpanContextValid(sc)) return null;
-  return `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & 0xff).toString(16).padStart(2, '0')}`;
 }
 
 const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;

@@ -16,6 +16,7 @@ function recorder(name: string, log: string[], traceContext: string | null = nul
           log.push(`${name} run`);
           return fn();
         },
+        logFields: null,
         get traceContext() {
           log.push(`${name} traceContext`);
           return traceContext;
@@ -79,6 +80,7 @@ describe('DeliveryObservers', () => {
       injected: () => null,
       started: () => ({
         run: (fn) => fn(),
+        logFields: null,
         get traceContext(): string | null {
           throw new Error('traceContext');
         },

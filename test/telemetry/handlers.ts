@@ -1,4 +1,12 @@
 /** Code listeners of the telemetry tests (loaded by absolute path from the test organism). */
+import { trace } from '@opentelemetry/api';
+
+/** Logs the span the OpenTelemetry API sees as active in the handler, after an await (none without a context manager). */
+export async function activeSpan(_payload: Record<string, unknown>, ctx: { log: { info(msg: string, data?: Record<string, unknown>): void } }) {
+  await new Promise((resolve) => setTimeout(resolve, 1));
+  ctx.log.info('active span', { activeSpanId: trace.getActiveSpan()?.spanContext().spanId ?? null });
+  return undefined;
+}
 
 /** Sends to a listener it may not address: the pump refuses it (peer denial). */
 export function sneak() {

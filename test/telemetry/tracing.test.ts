@@ -7,7 +7,7 @@ import { loadOrganismFromString } from '../../src/config/index.js';
 import { Organism } from '../../src/organism/organism.js';
 import { buildApp } from '../../src/service/app.js';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { defaultTextMapSetter, ROOT_CONTEXT, trace } from '@opentelemetry/api';
+import { context, defaultTextMapSetter, ROOT_CONTEXT, trace } from '@opentelemetry/api';
 import { formatTraceparent, OrganismTracing, parseTraceparent, resolveTracing, traceIdOfThread, traceLogFields, type OtlpProtocol } from '../../src/telemetry/tracing.js';
 import { eventually } from '../service/fixture.js';
 import { startFakeLlm, type FakeLlm } from './fake-llm.js';
@@ -309,6 +309,15 @@ for (const [protocol, captureContent] of [
       expect(denied?.attributes['organism.peer.target']).toBe('echo');
     });
 
+    it('installs no global context manager: the active context does not follow an await', async () => {
+      const span = trace.wrapSpanContext({ traceId: '1'.repeat(32), spanId: '2'.repeat(16), traceFlags: 1 });
+      const inside = await context.with(trace.setSpan(ROOT_CONTEXT, span), async () => {
+        await Promise.resolve();
+        return context.active();
+      });
+      expect(inside).toBe(ROOT_CONTEXT);
+    });
+
     it('puts trace_id and span_id on log lines written inside a delivery', () => {
       const spans = r.receiver.spans;
       const hop2 = byName(spans, 'execute_tool hop2', r.threads.chain);
@@ -365,7 +374,13 @@ describe('tracing configuration and failures', () => {
       protocol: 'http/protobuf',
       url: 'http://c:4318/v1/traces',
       captureContent: false,
+      contextManager: false,
     });
+    // The global context manager only when asked: organism.yaml, or the variable, which wins.
+    const yaml = { otlp: { endpoint: 'http://c:4318', protocol: null }, captureContent: false, contextManager: true } as const;
+    expect(resolveTracing(yaml, org, {})?.contextManager).toBe(true);
+    expect(resolveTracing(yaml, org, { ORGANISM_OTEL_CONTEXT_MANAGER: '0' })?.contextManager).toBe(false);
+    expect(resolveTracing({ ...yaml, contextManager: false }, org, { ORGANISM_OTEL_CONTEXT_MANAGER: '1' })?.contextManager).toBe(true);
     const fromEnv = resolveTracing(undefined, org, {
       OTEL_EXPORTER_OTLP_ENDPOINT: 'http://env:4318',
       OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { ServiceContext } from '../context.js';
 import { errorResponses } from '../schemas/error.js';
 import { InjectRequest, InjectResponse } from '../schemas/inject.js';
+import { callerTraceContext } from '../tracing.js';
 
 /** How long an injection may wait for room in a full queue before the 503 "busy". */
 const INJECT_WAIT_MS = 1_000;
@@ -22,7 +23,9 @@ export const injectRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (ap
       const meta: Record<string, string> = {};
       if (metadata?.orgId !== undefined) meta['orgId'] = metadata.orgId;
       if (metadata?.userId !== undefined) meta['userId'] = metadata.userId;
+      const traceContext = callerTraceContext(request);
       return organism.inject(to, payload, {
+        ...(traceContext !== undefined ? { traceContext } : {}),
         ...(threadId !== undefined ? { threadId } : {}),
         ...(Object.keys(meta).length > 0 ? { metadata: meta } : {}),
         waitMs: INJECT_WAIT_MS,

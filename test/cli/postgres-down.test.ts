@@ -32,21 +32,26 @@ async function inject(server: ServerProcess, n: number): Promise<Response> {
   return server.api('/inject', { method: 'POST', body: JSON.stringify({ to: 'worker', payload: { Job: { n } } }), signal: AbortSignal.timeout(60_000) });
 }
 
-async function wsInject(base: string): Promise<Record<string, unknown>> {
+/**
+ * A control-channel WebSocket connected (its snapshot received) while the database answers;
+ * `inject` sends one inject command on it later and waits for its answer.
+ */
+async function wsControl(base: string): Promise<{ inject(): Promise<Record<string, unknown>>; close(): void }> {
   const ws = new WebSocket(`${base.replace(/^http/, 'ws')}/ws`, { headers: { authorization: `Bearer ${TOKEN}` } });
-  try {
-    return await new Promise((resolve, reject) => {
-      ws.on('error', reject);
-      setTimeout(() => reject(new Error('no answer to the WebSocket inject in 60 s')), 60_000).unref();
-      ws.on('open', () => ws.send(JSON.stringify({ cmd: 'inject', id: 'i1', to: 'worker', payload: { Job: { n: 1 } } })));
-      ws.on('message', (data) => {
-        const frame = JSON.parse(String(data)) as Record<string, unknown>;
-        if (frame['id'] === 'i1') resolve(frame);
-      });
-    });
-  } finally {
-    ws.close();
-  }
+  const frames: Array<Record<string, unknown>> = [];
+  ws.on('message', (data) => frames.push(JSON.parse(String(data)) as Record<string, unknown>));
+  await new Promise<void>((resolve, reject) => {
+    ws.on('error', reject);
+    setTimeout(() => reject(new Error('no WebSocket snapshot in 60 s')), 60_000).unref();
+    ws.on('message', () => frames.some((f) => f['event'] === 'connected') && resolve());
+  });
+  return {
+    inject: async () => {
+      ws.send(JSON.stringify({ cmd: 'inject', id: 'i1', to: 'worker', payload: { Job: { n: 1 } } }));
+      return until(async () => frames.find((f) => f['id'] === 'i1') ?? null, 'the answer to the WebSocket inject', 60_000);
+    },
+    close: () => ws.close(),
+  };
 }
 
 /** The server's JSON log lines whose message matches `re`. */
@@ -84,6 +89,10 @@ listeners:
     stage('start');
     const server = await startServer(path.join(dir, 'organism.yaml'), ['--store', store.toString(), '--data-dir', mkdtempSync(path.join(os.tmpdir(), 'organism-pgdown-'))]);
     expect((await health(server)).status).toBe(200);
+
+    // Connected now: a client that connects while the database is down waits for its snapshot (known, see docs/scale-out.md).
+    const control = await wsControl(server.base);
+    cleanup.push(() => control.close());
 
     // Injects keep coming while the proxy is cut: every one answered 200 must be kept.
     const accepted: string[] = [];
@@ -130,7 +139,7 @@ listeners:
     const body = (await refused.json()) as { code: string; detail: string };
     expect(body.code).toBe('STORAGE_UNAVAILABLE');
     expect(body.detail).toMatch(/^Database postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/organism_test_\w+ cannot be reached \(.+\): new messages are refused until it answers again/);
-    const wsReply = await wsInject(server.base);
+    const wsReply = await control.inject();
     expect(wsReply['event']).toBe('error');
     expect(String(wsReply['error'])).toContain('cannot be reached');
 

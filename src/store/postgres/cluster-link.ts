@@ -125,8 +125,14 @@ export class PgClusterLink implements ClusterLink {
   async publishConfig(config: StoredConfig): Promise<void> {
     const channel = this.channel();
     let client: pg.PoolClient | null = null;
+    let broken = false;
+    // A connection cut while checked out emits 'error' on the client: unheard, it ends the process.
+    const lost = () => {
+      broken = true;
+    };
     try {
       client = await this.pool.connect();
+      client.on('error', lost);
       await client.query('BEGIN');
       await client.query(
         `INSERT INTO meta (key, value) VALUES ($1, $2), ($3, $4) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
@@ -136,10 +142,13 @@ export class PgClusterLink implements ClusterLink {
       await notify(client, channel, JSON.stringify({ o: this.origin, c: command }));
       await client.query('COMMIT');
     } catch (err) {
-      await client?.query('ROLLBACK').catch(() => {});
+      await client?.query('ROLLBACK').catch(() => {
+        broken = true;
+      });
       throw pgStorageError(this.where, err);
     } finally {
-      client?.release();
+      client?.off('error', lost);
+      client?.release(broken);
     }
     await this.running(config);
   }

@@ -126,6 +126,11 @@ export class PgSharedJournal extends PgJournal {
       throw pgStorageError(this.where, err);
     }
     let broken = false;
+    // A connection cut while checked out emits 'error' on the client: unheard, it ends the process.
+    const lost = () => {
+      broken = true;
+    };
+    client.on('error', lost);
     try {
       await client.query('BEGIN');
       // The organism-wide limits count DISPATCHED rows: two claims counting at once would both
@@ -155,6 +160,7 @@ export class PgSharedJournal extends PgJournal {
       });
       throw pgStorageError(this.where, err);
     } finally {
+      client.off('error', lost);
       client.release(broken);
     }
   }

@@ -109,6 +109,9 @@ export class RestClient {
     restart: (): Promise<T.Restart> => this.#api('POST', '/organism/restart'),
   };
 
+  /** The processes running this organism, with their heartbeats (scale-out on PostgreSQL). */
+  workers = (): Promise<T.WorkerList> => this.#api('GET', '/workers');
+
   readonly capabilities = {
     list: (): Promise<T.CapabilityList> => this.#api('GET', '/capabilities'),
     get: (name: string): Promise<T.Capability> => this.#api('GET', `/capabilities/${seg(name)}`),

@@ -9,6 +9,7 @@ import type { CapabilityDetail, CapabilityListResponse } from '../service/schema
 import type { ErrorBody } from '../service/schemas/error.js';
 import type * as F from '../service/schemas/frames.js';
 import type { HealthResponse } from '../service/schemas/health.js';
+import type { WorkerListResponse } from '../service/schemas/worker.js';
 import type { InjectRequest, InjectResponse } from '../service/schemas/inject.js';
 import type { JournalEntryInfo, JournalListResponse, JournalQuery, RedeliverResponse } from '../service/schemas/journal.js';
 import type { DeliveryLlmCallsResponse, LlmCallInfo, ThreadLlmCallsResponse } from '../service/schemas/llm-call.js';
@@ -48,6 +49,8 @@ export type CapabilityList = Static<typeof CapabilityListResponse>;
 export type Capability = Static<typeof CapabilityDetail>;
 export type Agent = Static<typeof AgentInfo>;
 export type AgentList = Static<typeof AgentListResponse>;
+/** The processes of a shared (PostgreSQL) organism; an embedded one answers shared: false. */
+export type WorkerList = Static<typeof WorkerListResponse>;
 export type AgentSettings = Static<typeof AgentConfig>;
 export type AgentSchema = Static<typeof AgentSchemaResponse>;
 export type Pause = Static<typeof PauseResponse>;

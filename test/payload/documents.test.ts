@@ -162,7 +162,7 @@ describe('jsonSchema()', () => {
       ),
       { numRuns: 300 },
     );
-  });
+  }, 120_000); // 300 schema compilations: seconds alone, past 30 s on a loaded 2-core CI machine
 });
 
 function expectExampleValid(type: PayloadType): void {

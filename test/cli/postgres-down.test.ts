@@ -28,7 +28,8 @@ async function health(server: ServerProcess): Promise<{ status: number; body: { 
 }
 
 async function inject(server: ServerProcess, n: number): Promise<Response> {
-  return server.api('/inject', { method: 'POST', body: JSON.stringify({ to: 'worker', payload: { Job: { n } } }) });
+  // An inject must be answered (accepted or refused) whatever the database does: a hang fails here, by name.
+  return server.api('/inject', { method: 'POST', body: JSON.stringify({ to: 'worker', payload: { Job: { n } } }), signal: AbortSignal.timeout(60_000) });
 }
 
 async function wsInject(base: string): Promise<Record<string, unknown>> {
@@ -36,6 +37,7 @@ async function wsInject(base: string): Promise<Record<string, unknown>> {
   try {
     return await new Promise((resolve, reject) => {
       ws.on('error', reject);
+      setTimeout(() => reject(new Error('no answer to the WebSocket inject in 60 s')), 60_000).unref();
       ws.on('open', () => ws.send(JSON.stringify({ cmd: 'inject', id: 'i1', to: 'worker', payload: { Job: { n: 1 } } })));
       ws.on('message', (data) => {
         const frame = JSON.parse(String(data)) as Record<string, unknown>;
@@ -78,6 +80,8 @@ listeners:
 `,
       { 'worker.ts': `export const work = async () => { await new Promise((r) => setTimeout(r, 200)); };\n` },
     );
+    const stage = (what: string) => process.env['SHOW_OUTPUT'] && console.log(new Date().toISOString(), what);
+    stage('start');
     const server = await startServer(path.join(dir, 'organism.yaml'), ['--store', store.toString(), '--data-dir', mkdtempSync(path.join(os.tmpdir(), 'organism-pgdown-'))]);
     expect((await health(server)).status).toBe(200);
 
@@ -86,9 +90,13 @@ listeners:
     const refusals = new Map<string, number>();
     let n = 0;
     let injecting = true;
+    let unanswered = 0;
     const injector = (async () => {
       while (injecting) {
-        const res = await inject(server, n++).catch(() => null);
+        const res = await inject(server, n++).catch((err: Error) => {
+          if (err.name === 'TimeoutError') unanswered++;
+          return null;
+        });
         if (res?.status === 200) accepted.push(((await res.json()) as { messageId: string }).messageId);
         else if (res) {
           const body = (await res.json()) as { code: string };
@@ -98,8 +106,11 @@ listeners:
         await new Promise((r) => setTimeout(r, 20));
       }
     })();
-    await until(() => accepted.length >= 5, 'some accepted injects');
+    stage('started');
+    await until(() => accepted.length >= 5, 'some accepted injects', 60_000);
+    stage('accepted 5');
     await proxy.cut();
+    stage('cut');
 
     const sick = await until(async () => {
       const h = await health(server);
@@ -107,8 +118,11 @@ listeners:
     }, '/health to report the database unreachable', 60_000);
     expect(sick.body).toMatchObject({ status: 'degraded', code: 'STORAGE_UNAVAILABLE' });
     expect(sick.body.detail).toContain(`127.0.0.1:${proxy.port}`);
+    stage('sick');
     injecting = false;
     await injector;
+    stage('injector done');
+    expect(unanswered, server.output()).toBe(0);
 
     const refused = await inject(server, -1);
     expect(refused.status).toBe(503);
@@ -124,6 +138,7 @@ listeners:
     expect(await cpuShare(server.child.pid!, 3_000)).toBeLessThan(0.3);
     expect(server.child.exitCode).toBeNull();
 
+    stage('reopen');
     await proxy.open();
     await until(async () => (await health(server)).status === 200, '/health to be healthy again', 60_000);
     const after = await inject(server, 9_999);
@@ -145,5 +160,5 @@ listeners:
     expect(logLines(out, /PostgreSQL cannot be reached/)).toHaveLength(1);
     expect(logLines(out, /PostgreSQL answers again/)).toHaveLength(1);
     expect(logLines(out, /storage write failed|idle PostgreSQL connection failed/)).toHaveLength(0);
-  }, 240_000);
+  }, 420_000);
 });

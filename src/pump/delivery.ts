@@ -21,6 +21,10 @@ const SYSTEM_PAYLOADS = new Set([SYSTEM_ERROR_TYPE, BUDGET_WARNING_TYPE]);
 export abstract class PumpDelivery extends PumpSharedDispatch {
   protected readonly deliveries = new Map<string, Delivery>();
 
+  protected override heldMessageIds(): Iterable<string> {
+    return this.deliveries.keys();
+  }
+
   protected override async deliver(runtime: ListenerRuntime, message: Message): Promise<void> {
     const thread = this.threads.get(message.threadId);
     if (!thread || thread.status === 'killed') {

@@ -16,6 +16,8 @@ const NO_OUTCOME = { outgoing: [], usage: [], threadError: null } as const;
  * poll tick). Embedded mode (no work source) is PumpDispatch's, untouched.
  */
 export abstract class PumpSharedDispatch extends PumpDispatch {
+  /** The message ids of the deliveries this process runs (PumpDelivery's). */
+  protected abstract heldMessageIds(): Iterable<string>;
   private claiming = false;
   private claimAgain = false;
   private listening = false;
@@ -28,6 +30,7 @@ export abstract class PumpSharedDispatch extends PumpDispatch {
     if (!work.handlers) return;
     if (!this.listening) {
       this.listening = true;
+      work.holding?.(() => this.heldMessageIds());
       this.unsubscribes.push(work.onWork(() => this.schedule()));
     }
     if (this.claiming) {

@@ -39,6 +39,8 @@ export interface WorkSource {
   onWork(fn: () => void): () => void;
   /** How many deliveries this process has in flight now (shown in its `workers` row). */
   setInFlight(n: number): void;
+  /** Tells the source which deliveries this process runs (message ids), so claims it holds but does not run can be given back. */
+  holding?(held: () => Iterable<string>): void;
   /** Per listener, across every process: entries waiting (PENDING) and being delivered (DISPATCHED). */
   agentLoad(): Promise<ReadonlyMap<string, AgentLoad>>;
   /** Every process of the organism (live ones first), with its heartbeat and load. */

@@ -200,16 +200,19 @@ export class PgSharedJournal extends PgJournal {
    * (and DISPATCHED entries nobody holds): PENDING again with attempt + 1, or FAILED
    * max_attempts once past `maxAttempts`. Returns how many went back to PENDING and FAILED.
    */
-  reclaimExpired(maxAttempts: number, onlyWorker?: string): Promise<{ retried: number; failed: number }> {
+  reclaimExpired(maxAttempts: number, onlyWorker?: string, orphans?: OrphanedClaims): Promise<{ retried: number; failed: number }> {
     const now = this.now();
     return this.writer.transaction(async (tx) => {
-      const holders = onlyWorker
-        ? `j.claimed_by = $1`
-        : `(j.claimed_by IS NULL OR j.claimed_by NOT IN (SELECT id FROM workers WHERE stopped_at IS NULL AND heartbeat_at >= $1::bigint - lease_ms))`;
+      const holders = orphans
+        ? `j.claimed_by = $1 AND j.dispatched_at < $2::bigint AND NOT (j.id = ANY($3::text[]))`
+        : onlyWorker
+          ? `j.claimed_by = $1`
+          : `(j.claimed_by IS NULL OR j.claimed_by NOT IN (SELECT id FROM workers WHERE stopped_at IS NULL AND heartbeat_at >= $1::bigint - lease_ms))`;
+      const params = orphans ? [orphans.worker, orphans.claimedBefore, [...orphans.held]] : [onlyWorker ?? now];
       const taken = (
         await tx.query<{ seq: number; thread_id: string; attempt: number }>(
           `SELECT j.seq, j.thread_id, j.attempt FROM journal j WHERE j.state = 'DISPATCHED' AND ${holders} FOR UPDATE SKIP LOCKED`,
-          [onlyWorker ?? now],
+          params,
         )
       ).rows;
       if (taken.length === 0) return { retried: 0, failed: 0 };
@@ -328,4 +331,15 @@ export class PgSharedJournal extends PgJournal {
       });
     }
   }
+}
+
+/**
+ * Claims a live process holds in the database but not in memory: a claim whose COMMIT
+ * reached the server while the connection broke (the process saw an error and never
+ * delivered it). Older than a lease and not among the deliveries it runs, they go back.
+ */
+export interface OrphanedClaims {
+  readonly worker: string;
+  readonly held: Iterable<string>;
+  readonly claimedBefore: number;
 }

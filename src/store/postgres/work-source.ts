@@ -36,6 +36,8 @@ export class PgWorkSource implements WorkSource {
   readonly concurrency: number | null;
   private readonly wakers = new Set<() => void>();
   private inFlight = 0;
+  /** The message ids of the deliveries this process runs (see holding). */
+  private held: (() => Iterable<string>) | null = null;
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private pollTimer: NodeJS.Timeout | null = null;
   private readonly offs: Array<() => void> = [];
@@ -84,6 +86,10 @@ export class PgWorkSource implements WorkSource {
   onWork(fn: () => void): () => void {
     this.wakers.add(fn);
     return () => this.wakers.delete(fn);
+  }
+
+  holding(held: () => Iterable<string>): void {
+    this.held = held;
   }
 
   setInFlight(n: number): void {
@@ -139,7 +145,15 @@ export class PgWorkSource implements WorkSource {
   }
 
   private async reclaim(): Promise<void> {
-    const { retried, failed } = await this.o.journal.reclaimExpired(this.o.maxAttempts);
+    let { retried, failed } = await this.o.journal.reclaimExpired(this.o.maxAttempts);
+    if (this.held) {
+      // Taken after the ids are read: a claim committed meanwhile is younger than a lease.
+      const orphans = { worker: this.workerId, held: [...this.held()], claimedBefore: Date.now() - this.o.me.leaseMs };
+      const own = await this.o.journal.reclaimExpired(this.o.maxAttempts, undefined, orphans);
+      if (own.retried + own.failed > 0) this.o.logger?.warn(own, 'gave back claims this process held in the database but was not running (a claim whose commit outlived its connection)');
+      retried += own.retried;
+      failed += own.failed;
+    }
     if (retried + failed === 0) return;
     this.o.logger?.warn({ retried, failed }, 'took back the deliveries of workers whose lease expired');
     if (retried > 0) this.wake();

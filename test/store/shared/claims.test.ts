@@ -198,6 +198,22 @@ describe.skipIf(!run)('shared PostgreSQL journal: claims, leases, fenced outcome
     expect((await rows<{ status: string }>(`SELECT status FROM threads WHERE id = 't1'`))[0]!.status).toBe('error');
   });
 
+  it('a live process gives back a claim it holds in the database but does not run (its commit outlived the connection), once older than a lease', async () => {
+    place();
+    const p = await open({ leaseMs: 300, name: 'live' });
+    const orphan = message('t1', 'a', 'claimed, never delivered');
+    const running = message('t2', 'a', 'being delivered');
+    await p.journal.pending([orphan, running]);
+    await p.work!.claim(['a'], 2, { global: 10, perAgent: 10 });
+    // The pump runs only one of them: the other's claim committed but the process never heard.
+    p.work!.holding!(() => [running.id]);
+    await waitFor(async () => (await rows<{ state: string }>(`SELECT state FROM journal WHERE id = $1 AND state = 'PENDING'`, [orphan.id]))[0]);
+    expect(await rows(`SELECT id, state, attempt FROM journal ORDER BY seq`)).toEqual([
+      { id: orphan.id, state: 'PENDING', attempt: 2 },
+      { id: running.id, state: 'DISPATCHED', attempt: 1 },
+    ]);
+  });
+
   it('a process that stops gives back what it still holds with attempt + 1, at once', async () => {
     place();
     const p = await open({ leaseMs: 60_000 });

@@ -9,8 +9,14 @@ import type { PgTransactionHook, Tx } from './writer.js';
  * transaction, not per row. `begin` drops the sums of an attempt that rolled back. Being rows
  * of the database (not figures in one process's memory), they stay right whichever process
  * moves an entry.
+ *
+ * Each count is the sum of its slots: a process adds only to its own `slot` (its worker id in a
+ * shared organism, '' otherwise), so processes committing at once never wait on one another's
+ * count rows (one row per count was the lock every transaction of every process queued on).
  */
 export class PgJournalCounts implements PgTransactionHook {
+  /** The slot this process adds to (set once, before the first write). */
+  slot = '';
   private total = 0;
   private readonly agents = new Map<string, number>();
   private readonly states: Record<DeliveryState, number> = { PENDING: 0, DISPATCHED: 0, ACKED: 0, FAILED: 0 };
@@ -52,8 +58,9 @@ export class PgJournalCounts implements PgTransactionHook {
     if (names.length > 0) {
       await tx.query({
         name: 'counts-add',
-        text: 'UPDATE row_counts r SET n = r.n + d.delta FROM unnest($1::text[], $2::bigint[]) AS d(name, delta) WHERE r.name = d.name',
-        values: [names, deltas],
+        text: `INSERT INTO row_counts (name, slot, n) SELECT d.name, $3, d.delta FROM unnest($1::text[], $2::bigint[]) AS d(name, delta)
+         ON CONFLICT (name, slot) DO UPDATE SET n = row_counts.n + excluded.n`,
+        values: [names, deltas, this.slot],
       });
     }
     const agents = [...this.agents].filter(([, d]) => d !== 0);
@@ -62,22 +69,51 @@ export class PgJournalCounts implements PgTransactionHook {
       agents.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
       await tx.query({
         name: 'counts-agents',
-        text: `INSERT INTO journal_agent_counts (agent, n) SELECT * FROM unnest($1::text[], $2::bigint[])
-         ON CONFLICT (agent) DO UPDATE SET n = journal_agent_counts.n + excluded.n`,
-        values: [agents.map(([a]) => a), agents.map(([, d]) => d)],
+        text: `INSERT INTO journal_agent_counts (agent, slot, n) SELECT d.agent, $3, d.n FROM unnest($1::text[], $2::bigint[]) AS d(agent, n)
+         ON CONFLICT (agent, slot) DO UPDATE SET n = journal_agent_counts.n + excluded.n`,
+        values: [agents.map(([a]) => a), agents.map(([, d]) => d), this.slot],
       });
     }
     this.begin();
   }
 }
 
-/** Recounts entries per state from the rows (at recovery: puts right anything the counts missed). */
+/** A kept count: the sum of its slots ($1: the count's name). */
+export const COUNT_SQL = `SELECT COALESCE(SUM(n), 0) AS n FROM row_counts WHERE name = $1`;
+
+/** An agent's kept count of entries: the sum of its slots ($1: the agent). */
+export const AGENT_COUNT_SQL = `SELECT COALESCE(SUM(n), 0) AS n FROM journal_agent_counts WHERE agent = $1`;
+
+/** Adds one to the kept thread count in the slot given by the parameter `$slot` when the CTE `up` inserted its thread. */
+export const countInsertedThread = (slot: string) => `INSERT INTO row_counts (name, slot, n) SELECT 'threads', ${slot}, 1 WHERE (SELECT inserted FROM up)
+  ON CONFLICT (name, slot) DO UPDATE SET n = row_counts.n + 1`;
+
+/**
+ * Folds the slots of processes that are not running (a slot is `<worker id>` or `<worker id>/<role>`) (stopped, or past their lease, or never
+ * registered) into the base slot '': the slots a shared organism keeps stay about as many as
+ * its live processes. The sums do not change: the delete and the add are one statement, and a
+ * process that was only late adds to a fresh slot row afterwards.
+ */
+export const FOLD_SLOTS_SQL = [
+  ['row_counts', 'name'],
+  ['journal_agent_counts', 'agent'],
+].map(
+  ([table, key]) => `WITH gone AS (
+    DELETE FROM ${table} c WHERE c.slot <> '' AND split_part(c.slot, '/', 1) NOT IN (SELECT id FROM workers WHERE stopped_at IS NULL AND heartbeat_at >= $1::bigint - lease_ms)
+    RETURNING c.${key}, c.n)
+  INSERT INTO ${table} (${key}, slot, n) SELECT ${key}, '', SUM(n) FROM gone GROUP BY ${key}
+  ON CONFLICT (${key}, slot) DO UPDATE SET n = ${table}.n + excluded.n`,
+);
+
+/** Recounts entries per state from the rows (at recovery: puts right anything the counts missed; the slots go into the base). */
 export const RECOUNT_STATES_SQL = `
   WITH small AS (
     SELECT s.state, (SELECT COUNT(*) FROM journal j WHERE j.state = s.state) AS n
     FROM (VALUES ('PENDING'), ('DISPATCHED'), ('FAILED')) AS s(state)
-  ), total AS (SELECT n FROM row_counts WHERE name = 'journal')
-  UPDATE row_counts r SET n = c.n FROM (
+  ), total AS (SELECT COALESCE(SUM(n), 0) AS n FROM row_counts WHERE name = 'journal'),
+  cleared AS (DELETE FROM row_counts WHERE name LIKE 'journal:%' AND slot <> '')
+  INSERT INTO row_counts (name, slot, n) SELECT c.name, '', c.n FROM (
     SELECT 'journal:' || state AS name, n FROM small
     UNION ALL SELECT 'journal:ACKED', (SELECT n FROM total) - (SELECT COALESCE(SUM(n), 0) FROM small)
-  ) AS c WHERE r.name = c.name`;
+  ) AS c
+  ON CONFLICT (name, slot) DO UPDATE SET n = excluded.n`;

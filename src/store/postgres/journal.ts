@@ -5,7 +5,7 @@ import type { UsageEvent } from '../../usage/types.js';
 import { entryOf, messageOf, type JournalRow } from '../rows.js';
 import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, Page, RecoveredMessages, RecoveryReport } from '../types.js';
 import { DELIVERY_STATES } from '../types.js';
-import { PgJournalCounts, RECOUNT_STATES_SQL } from './journal-counts.js';
+import { AGENT_COUNT_SQL, COUNT_SQL, PgJournalCounts, RECOUNT_STATES_SQL } from './journal-counts.js';
 import { insertUsage } from './usage-writes.js';
 import type { Reader } from './pool.js';
 import type { PgWriter, Tx } from './writer.js';
@@ -158,9 +158,9 @@ export class PgJournal implements Journal {
   /** Matches before paging: from the kept counts where they answer the query, else COUNT(*). */
   private async count(q: JournalQuery, clause: string, params: readonly unknown[]): Promise<number> {
     if (!q.threadId && !(q.state && q.agent)) {
-      if (q.agent) return (await this.pool.query<{ n: number }>('SELECT n FROM journal_agent_counts WHERE agent = $1', [q.agent])).rows[0]?.n ?? 0;
+      if (q.agent) return (await this.pool.query<{ n: number }>(AGENT_COUNT_SQL, [q.agent])).rows[0]!.n;
       const name = q.state ? `journal:${q.state}` : 'journal';
-      return (await this.pool.query<{ n: number }>('SELECT n FROM row_counts WHERE name = $1', [name])).rows[0]!.n;
+      return (await this.pool.query<{ n: number }>(COUNT_SQL, [name])).rows[0]!.n;
     }
     return (await this.pool.query<{ n: number }>(`SELECT COUNT(*) AS n FROM journal ${clause}`, [...params])).rows[0]!.n;
   }
@@ -168,7 +168,7 @@ export class PgJournal implements Journal {
   /** Entries per state from the kept counts. */
   private async stateCounts(): Promise<Record<DeliveryState, number>> {
     const counts: Record<DeliveryState, number> = { PENDING: 0, DISPATCHED: 0, ACKED: 0, FAILED: 0 };
-    const rows = (await this.pool.query<{ name: string; n: number }>(`SELECT name, n FROM row_counts WHERE name LIKE 'journal:%'`)).rows;
+    const rows = (await this.pool.query<{ name: string; n: number }>(`SELECT name, SUM(n) AS n FROM row_counts WHERE name LIKE 'journal:%' GROUP BY name`)).rows;
     for (const r of rows) counts[r.name.slice('journal:'.length) as DeliveryState] = r.n;
     return counts;
   }

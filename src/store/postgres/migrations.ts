@@ -173,6 +173,16 @@ export const PG_MIGRATIONS: readonly string[] = [
   `,
   // Budgets as rows reserved against atomically by every process (scale-out, issue 15).
   BUDGET_LEDGER_MIGRATION,
+  // Kept counts in slots (issue 15): one row per count was one row every process's every
+  // transaction updated, and they queued on its lock. Now each process adds to its own slot
+  // (its worker id; '' for the base and for a single-owner organism), a count is the sum of its
+  // slots, and the slots of stopped processes are folded into the base (see journal-counts.ts).
+  `
+  ALTER TABLE row_counts ADD COLUMN slot TEXT COLLATE "C" NOT NULL DEFAULT '';
+  ALTER TABLE row_counts DROP CONSTRAINT row_counts_pkey, ADD PRIMARY KEY (name, slot);
+  ALTER TABLE journal_agent_counts ADD COLUMN slot TEXT COLLATE "C" NOT NULL DEFAULT '';
+  ALTER TABLE journal_agent_counts DROP CONSTRAINT journal_agent_counts_pkey, ADD PRIMARY KEY (agent, slot);
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;

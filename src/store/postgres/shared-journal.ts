@@ -7,13 +7,14 @@ import type { ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedResult } fro
 import { messageOf, type JournalRow } from '../rows.js';
 import type { RecoveredMessages, RecoveryReport, ThreadRecord, ThreadStatus } from '../types.js';
 import { notify, type Channels } from './channels.js';
+import { COUNT_SQL, countInsertedThread, FOLD_SLOTS_SQL } from './journal-counts.js';
 import { PgJournal } from './journal.js';
 import { pgStorageError, type Reader } from './pool.js';
 import { insertUsage } from './usage-writes.js';
 import type { PgWriter, Tx } from './writer.js';
 
-/** Any number: the claims of one schema take turns on it (see `claim`). */
-const CLAIM_LOCK_SQL = `SELECT pg_advisory_xact_lock(hashtext('organism:claim:' || current_schema()))`;
+/** The claims of one schema take turns on this lock (see `claim`); one round trip with the BEGIN. */
+const BEGIN_CLAIM_SQL = `BEGIN; SELECT pg_advisory_xact_lock(hashtext('organism:claim:' || current_schema()))`;
 
 /**
  * The claim (one statement, after the claim lock): per listener of this process that is not
@@ -22,7 +23,8 @@ const CLAIM_LOCK_SQL = `SELECT pg_advisory_xact_lock(hashtext('organism:claim:' 
  * listener's room under the per-agent limit; then the oldest of those, no more than this
  * process's free slots and the room under the global limit. The rows are locked SKIP LOCKED
  * (a row being failed by a kill is passed over, not waited for) and become DISPATCHED, held
- * by this worker, attempts = attempt.
+ * by this worker, attempts = attempt. Returned with their threads' rows, in seq order; the
+ * kept counts move in the same statement.
  */
 const CLAIM_SQL = `
   WITH busy AS (SELECT recipient, COUNT(*)::int AS n FROM journal WHERE state = 'DISPATCHED' GROUP BY recipient),
@@ -47,10 +49,18 @@ const CLAIM_SQL = `
     ) c WHERE a.room > 0
   ),
   chosen AS (SELECT seq FROM candidates ORDER BY seq LIMIT (SELECT n FROM room)),
-  locked AS (SELECT j.seq FROM journal j WHERE j.seq IN (SELECT seq FROM chosen) AND j.state = 'PENDING' FOR UPDATE SKIP LOCKED)
-  UPDATE journal j SET state = 'DISPATCHED', claimed_by = $1, attempts = j.attempt, dispatched_at = $6
-  FROM locked WHERE j.seq = locked.seq
-  RETURNING j.*`;
+  locked AS (SELECT j.seq FROM journal j WHERE j.seq IN (SELECT seq FROM chosen) AND j.state = 'PENDING' FOR UPDATE SKIP LOCKED),
+  claimed AS (
+    UPDATE journal j SET state = 'DISPATCHED', claimed_by = $1, attempts = j.attempt, dispatched_at = $6
+    FROM locked WHERE j.seq = locked.seq
+    RETURNING j.*),
+  -- The kept counts, in this claimer's slot ($7): PENDING -n, DISPATCHED +n.
+  counted AS (
+    INSERT INTO row_counts (name, slot, n)
+    SELECT v.name, $7, v.sign * c.n FROM (SELECT COUNT(*) AS n FROM claimed) c CROSS JOIN (VALUES ('journal:DISPATCHED', 1), ('journal:PENDING', -1)) AS v(name, sign)
+    WHERE c.n > 0
+    ON CONFLICT (name, slot) DO UPDATE SET n = row_counts.n + excluded.n)
+  SELECT c.*, row_to_json(t) AS thread_row FROM claimed c LEFT JOIN threads t ON t.id = c.thread_id ORDER BY c.seq`;
 
 /** Open entries of a thread: while one is left, the thread is not finished. */
 const OPEN_ENTRY = `SELECT 1 FROM journal o WHERE o.thread_id = $1 AND o.state IN ('PENDING', 'DISPATCHED')`;
@@ -78,9 +88,19 @@ export class PgSharedJournal extends PgJournal {
     private readonly rawPool: pg.Pool,
     private readonly channels: Channels,
     private readonly where: string,
+    /** This process's worker id: its slot of the kept counts. */
+    workerId: string,
     now: () => number = Date.now,
   ) {
     super(pool, writer, retention, now);
+    this.counts.slot = workerId;
+  }
+
+  /** Folds the kept-count slots of processes that are not running into the base (run at each heartbeat). */
+  foldCountSlots(): Promise<void> {
+    return this.writer.write(async (tx) => {
+      for (const sql of FOLD_SLOTS_SQL) await tx.query(sql, [this.now()]);
+    });
   }
 
   /**
@@ -91,7 +111,7 @@ export class PgSharedJournal extends PgJournal {
   override async recover(bootId: string, _maxAttempts: number): Promise<RecoveredMessages> {
     const started = performance.now();
     await this.writer.flush();
-    const pending = (await this.pool.query<{ n: number }>(`SELECT n FROM row_counts WHERE name = 'journal:PENDING'`)).rows[0]?.n ?? 0;
+    const pending = (await this.pool.query<{ n: number }>(COUNT_SQL, ['journal:PENDING'])).rows[0]!.n;
     const report: RecoveryReport = {
       bootId,
       at: this.now(),
@@ -132,28 +152,20 @@ export class PgSharedJournal extends PgJournal {
     };
     client.on('error', lost);
     try {
-      await client.query('BEGIN');
       // The organism-wide limits count DISPATCHED rows: two claims counting at once would both
-      // see room for the last slot. Claims of one schema take turns (the transaction is a few
-      // milliseconds); FIFO alone would not need it (see CLAIM_SQL's NOT EXISTS).
-      await client.query(CLAIM_LOCK_SQL);
+      // see room for the last slot. Claims of one schema take turns: the lock is held for two
+      // round trips (the claim statement and the COMMIT). FIFO alone would not need it (see
+      // CLAIM_SQL's pair check).
+      await client.query(BEGIN_CLAIM_SQL);
       const rows = (
-        await client.query<JournalRow>({ name: 'journal-claim', text: CLAIM_SQL, values: [workerId, [...listeners], max, limits.global, limits.perAgent, this.now()] })
+        await client.query<JournalRow & { thread_row: ThreadRow | null }>({
+          name: 'journal-claim',
+          text: CLAIM_SQL,
+          values: [workerId, [...listeners], max, limits.global, limits.perAgent, this.now(), `${this.counts.slot}/claim`],
+        })
       ).rows;
-      if (rows.length > 0) {
-        await client.query({
-          name: 'counts-claim',
-          text: `UPDATE row_counts SET n = n + CASE name WHEN 'journal:PENDING' THEN -$1::bigint ELSE $1::bigint END WHERE name IN ('journal:DISPATCHED', 'journal:PENDING')`,
-          values: [rows.length],
-        });
-      }
-      const threadRows = rows.length
-        ? (await client.query<ThreadRow>('SELECT * FROM threads WHERE id = ANY($1::text[])', [[...new Set(rows.map((r) => r.thread_id))]])).rows
-        : [];
       await client.query('COMMIT');
-      const threads = new Map(threadRows.map((t) => [t.id, recordOf(t)]));
-      rows.sort((a, b) => Number((a as unknown as { seq: number }).seq) - Number((b as unknown as { seq: number }).seq));
-      return rows.map((r) => ({ message: messageOf(r), thread: threads.get(r.thread_id) ?? null }));
+      return rows.map((r) => ({ message: messageOf(r), thread: r.thread_row ? recordOf(r.thread_row) : null }));
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {
         broken = true;
@@ -178,8 +190,8 @@ export class PgSharedJournal extends PgJournal {
    */
   pendingWithin(messages: readonly Message[], maxQueue: number): Promise<boolean> {
     return this.writer.transaction(async (tx) => {
-      const row = (await tx.query<{ n: number }>({ name: 'queue-depth', text: `SELECT n FROM row_counts WHERE name = 'journal:PENDING'` })).rows[0];
-      if ((row?.n ?? 0) + this.counts.pendingDelta >= maxQueue) return false;
+      const row = (await tx.query<{ n: number }>({ name: 'queue-depth', text: COUNT_SQL, values: ['journal:PENDING'] })).rows[0]!;
+      if (row.n + this.counts.pendingDelta >= maxQueue) return false;
       await this.insertAll(tx, messages);
       return true;
     });
@@ -326,8 +338,8 @@ export class PgSharedJournal extends PgJournal {
               error = CASE WHEN $6 AND t.status <> 'killed' THEN NULL ELSE t.error END,
               metadata = CASE WHEN $6 THEN excluded.metadata ELSE t.metadata END
             RETURNING (xmax = 0) AS inserted)
-          UPDATE row_counts SET n = n + 1 WHERE name = 'threads' AND (SELECT inserted FROM up)`,
-        values: [threadId, t.participants, t.count, t.last, JSON.stringify((t.inject ?? t.first).metadata), t.inject !== null],
+          ${countInsertedThread('$7')}`,
+        values: [threadId, t.participants, t.count, t.last, JSON.stringify((t.inject ?? t.first).metadata), t.inject !== null, this.counts.slot],
       });
     }
   }

@@ -151,11 +151,12 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
     await migratePg(pool);
     if (options.shared) {
       const channels = channelsFor(await currentSchema(pool));
-      const sharedJournal = new PgSharedJournal(db, writer, retention, pool, channels, where);
+      const workerId = newId();
+      const sharedJournal = new PgSharedJournal(db, writer, retention, pool, channels, where, workerId);
       journal = sharedJournal;
       listener = new PgListener({ connectionString: options.url, ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}), where, ...(logger ? { logger } : {}) });
       await listener.start();
-      shared = openShared(options.shared, { db, journal: sharedJournal, listener, channels, ...(logger ? { logger } : {}) });
+      shared = openShared(options.shared, { id: workerId, db, journal: sharedJournal, listener, channels, ...(logger ? { logger } : {}) });
     } else {
       journal = new PgJournal(db, writer, retention);
     }
@@ -178,7 +179,7 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
   return {
     where,
     journal,
-    threads: new PgThreadStore(db, writer),
+    threads: new PgThreadStore(db, writer, shared?.storage.workerId ?? ''),
     usage,
     llmCalls: new PgLlmCallStore(db, writer),
     operator,
@@ -256,10 +257,10 @@ async function takeOwnership(pool: pg.Pool, where: string, waitMs: number, onLos
 
 function openShared(
   o: SharedStorageOptions,
-  deps: { db: ReturnType<typeof reader>; journal: PgSharedJournal; listener: PgListener; channels: Channels; logger?: Logger },
+  deps: { id: string; db: ReturnType<typeof reader>; journal: PgSharedJournal; listener: PgListener; channels: Channels; logger?: Logger },
 ): { storage: SharedStorage; work: PgWorkSource } {
   const workers = new PgWorkers(deps.db);
-  const id = newId();
+  const id = deps.id;
   const work = new PgWorkSource({
     journal: deps.journal,
     workers,

@@ -1,4 +1,5 @@
 import type { Page, ThreadQuery, ThreadRecord, ThreadStatus, ThreadStore } from '../types.js';
+import { COUNT_SQL, countInsertedThread } from './journal-counts.js';
 import type { Reader } from './pool.js';
 import type { PgWriter } from './writer.js';
 
@@ -34,6 +35,8 @@ export class PgThreadStore implements ThreadStore {
   constructor(
     private readonly pool: Reader,
     private readonly writer: PgWriter,
+    /** This process's slot of the kept counts (journal-counts.ts). */
+    private readonly slot = '',
   ) {}
 
   put(t: ThreadRecord): void {
@@ -49,8 +52,8 @@ export class PgThreadStore implements ThreadStore {
               ON CONFLICT (id) DO UPDATE SET status = excluded.status, participants = excluded.participants,
                 message_count = excluded.message_count, last_activity = excluded.last_activity, error = excluded.error, metadata = excluded.metadata
               RETURNING (xmax = 0) AS inserted)
-            UPDATE row_counts SET n = n + 1 WHERE name = 'threads' AND (SELECT inserted FROM up)`,
-          values: [t.id, t.status, t.participants, t.messageCount, t.createdAt, t.lastActivity, t.error, JSON.stringify(t.metadata)],
+            ${countInsertedThread('$9')}`,
+          values: [t.id, t.status, t.participants, t.messageCount, t.createdAt, t.lastActivity, t.error, JSON.stringify(t.metadata), this.slot],
         });
       })
       .catch(() => {}); // reported by the writer's error handler
@@ -98,7 +101,7 @@ export class PgThreadStore implements ThreadStore {
   private async count(q: ThreadQuery, clause: string, params: readonly unknown[]): Promise<number> {
     const countWhere = async (where: string, args: readonly unknown[]) => (await this.pool.query<{ n: number }>(`SELECT COUNT(*) AS n FROM threads ${where}`, [...args])).rows[0]!.n;
     if (q.agent || (q.status && q.status !== 'completed')) return countWhere(clause, params);
-    const all = (await this.pool.query<{ n: number }>(`SELECT n FROM row_counts WHERE name = 'threads'`)).rows[0]!.n;
+    const all = (await this.pool.query<{ n: number }>(COUNT_SQL, ['threads'])).rows[0]!.n;
     return q.status === 'completed' ? all - (await countWhere(`WHERE status IN ('active', 'error', 'killed')`, [])) : all;
   }
 }

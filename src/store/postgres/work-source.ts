@@ -136,6 +136,7 @@ export class PgWorkSource implements WorkSource {
         const alive = await this.o.workers.heartbeat(this.workerId, this.inFlight);
         if (!alive) this.o.logger?.warn({ workerId: this.workerId }, 'this process\'s workers row says it stopped; its claims may have been taken back');
         await this.reclaim();
+        await this.o.journal.foldCountSlots();
       } catch (err) {
         this.o.logger?.warn({ err }, 'heartbeat failed; retrying at the next one');
       }

@@ -106,13 +106,27 @@ describe.skipIf(!run)('shared PostgreSQL journal: claims, leases, fenced outcome
     expect(states).toEqual([{ state: 'ACKED', n: total }]);
     const statuses = await rows<{ status: string; message_count: number }>(`SELECT status, message_count FROM threads ORDER BY id`);
     expect(statuses).toEqual(threads.map(() => ({ status: 'completed', message_count: 10 })));
-    // The kept counts followed the claims made outside the writer.
-    expect(await rows(`SELECT name, n::int AS n FROM row_counts WHERE name LIKE 'journal:%' ORDER BY name`)).toEqual([
+    // The kept counts followed the claims made outside the writer: each a sum of slots.
+    const sums = `SELECT name, SUM(n)::int AS n FROM row_counts WHERE name LIKE 'journal:%' GROUP BY name ORDER BY name`;
+    const expected = [
       { name: 'journal:ACKED', n: total },
       { name: 'journal:DISPATCHED', n: 0 },
       { name: 'journal:FAILED', n: 0 },
       { name: 'journal:PENDING', n: 0 },
-    ]);
+    ];
+    expect(await rows(sums)).toEqual(expected);
+    // Each process added to its own slots (writer and claims apart): no row all of them update.
+    const ids = procs.map((p) => p.shared!.workerId);
+    const slots = (await rows<{ slot: string }>(`SELECT DISTINCT slot FROM row_counts WHERE name = 'journal:DISPATCHED' AND slot <> ''`)).map((r) => r.slot).sort();
+    expect(slots).toEqual(ids.flatMap((id) => [id, `${id}/claim`]).sort());
+    // The slots of stopped processes fold into the base; the sums stay.
+    await procs[1]!.close();
+    await procs[2]!.close();
+    await (procs[0]!.journal as unknown as { foldCountSlots(): Promise<void> }).foldCountSlots();
+    const left = (await rows<{ slot: string }>(`SELECT DISTINCT slot FROM row_counts`)).map((r) => r.slot).sort();
+    expect(left).toEqual(['', ids[0]!, `${ids[0]!}/claim`].sort());
+    expect(await rows(sums)).toEqual(expected);
+    expect(await rows(`SELECT SUM(n)::int AS n FROM journal_agent_counts`)).toEqual([{ n: 2 * total }]);
   });
 
   it('never exceeds the organism-wide global and per-agent limits, however many processes claim', async () => {

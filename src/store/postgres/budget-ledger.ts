@@ -257,15 +257,19 @@ export class PgBudgetLedger implements BudgetLedger {
     const deadline = Date.now() + this.leaseMs;
     for (let delay = RETRY_MS; !this.closed; delay = Math.min(delay * 2, RETRY_MAX_MS)) {
       try {
-        const gone = await this.query<BudgetRow>(
-          `DELETE FROM thread_budgets WHERE thread_id = $1
-             AND NOT EXISTS (SELECT 1 FROM journal WHERE thread_id = $1 AND state IN ('PENDING', 'DISPATCHED'))
-           RETURNING ${COLUMNS}`,
+        // One statement (most finished threads have no budget): the deleted row if any, and
+        // whether there was one to delete (read from the statement's snapshot, before the delete).
+        const r = await this.query<Partial<BudgetRow> & { present: boolean }>(
+          `WITH gone AS (
+              DELETE FROM thread_budgets WHERE thread_id = $1
+                AND NOT EXISTS (SELECT 1 FROM journal WHERE thread_id = $1 AND state IN ('PENDING', 'DISPATCHED'))
+              RETURNING ${COLUMNS})
+            SELECT g.*, EXISTS (SELECT 1 FROM thread_budgets WHERE thread_id = $1) AS present FROM (SELECT 1) AS one LEFT JOIN gone g ON true`,
           [threadId],
         );
-        const row = gone.rows[0];
-        if (row) return this.tell(this.releaseListeners, rowInfo(row));
-        if ((await this.query('SELECT 1 FROM thread_budgets WHERE thread_id = $1', [threadId])).rowCount === 0) return;
+        const { present, ...row } = r.rows[0]!;
+        if (row.thread_id != null) return this.tell(this.releaseListeners, rowInfo(row as BudgetRow));
+        if (!present) return;
       } catch (err) {
         if (!isConnectionFailure(err)) {
           this.opts.logger?.error({ err: pgStorageError(this.where, err), threadId }, "releasing a finished thread's budget failed");

@@ -7,7 +7,8 @@ import type { ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedResult } fro
 import { messageOf, type JournalRow } from '../rows.js';
 import type { RecoveredMessages, RecoveryReport, ThreadRecord, ThreadStatus } from '../types.js';
 import { notify, type Channels } from './channels.js';
-import { COUNT_SQL, countInsertedThread, FOLD_SLOTS_SQL } from './journal-counts.js';
+import { PgLots } from './lots.js';
+import { COUNT_SQL, FOLD_SLOTS_SQL } from './journal-counts.js';
 import { PgJournal } from './journal.js';
 import { pgStorageError, type Reader } from './pool.js';
 import { insertUsage } from './usage-writes.js';
@@ -62,8 +63,87 @@ const CLAIM_SQL = `
     ON CONFLICT (name, slot) DO UPDATE SET n = row_counts.n + excluded.n)
   SELECT c.*, row_to_json(t) AS thread_row FROM claimed c LEFT JOIN threads t ON t.id = c.thread_id ORDER BY c.seq`;
 
-/** Open entries of a thread: while one is left, the thread is not finished. */
-const OPEN_ENTRY = `SELECT 1 FROM journal o WHERE o.thread_id = $1 AND o.state IN ('PENDING', 'DISPATCHED')`;
+/** Open entries of thread t: while one is left, the thread is not finished. */
+const OPEN_ENTRY = `SELECT 1 FROM journal o WHERE o.thread_id = t.id AND o.state IN ('PENDING', 'DISPATCHED')`;
+
+/**
+ * Fenced outcomes, set-based: each entry moves to its state ($4) only while DISPATCHED to its
+ * worker ($2) at its attempt ($3); returns those that moved.
+ */
+const FENCED_SQL = `
+  UPDATE journal j SET state = o.state,
+    acked_at = CASE WHEN o.state = 'ACKED' THEN $7::bigint ELSE j.acked_at END,
+    failed_at = CASE WHEN o.state = 'FAILED' THEN $7::bigint ELSE j.failed_at END,
+    failure_reason = CASE WHEN o.state = 'FAILED' THEN o.reason ELSE j.failure_reason END,
+    error = CASE WHEN o.state = 'FAILED' THEN o.error ELSE j.error END
+  FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[]) AS o(id, worker, attempt, state, reason, error)
+  WHERE j.id = o.id AND j.state = 'DISPATCHED' AND j.claimed_by = o.worker AND j.attempt = o.attempt
+  RETURNING j.id, j.state`;
+
+/** Settles threads ($1, with the error each outcome leaves, $2) at $3 (see settleThreads). */
+const SETTLE_SQL = `
+  UPDATE threads t SET error = COALESCE(t.error, s.error), last_activity = GREATEST(t.last_activity, $3::bigint),
+    status = CASE WHEN t.status = 'killed' OR EXISTS (${OPEN_ENTRY}) THEN t.status
+                  WHEN COALESCE(t.error, s.error) IS NOT NULL THEN 'error' ELSE 'completed' END
+  FROM unnest($1::text[], $2::text[]) AS s(id, error)
+  WHERE t.id = s.id
+  RETURNING t.id, t.status, NOT EXISTS (${OPEN_ENTRY}) AS finished`;
+
+/**
+ * Counts messages into stored threads, one row per thread ($1, participants as JSON arrays
+ * $2, counts $3, last activity $4, metadata $5, whether an inject is among them $6); returns
+ * the threads it found (see countInThreads).
+ */
+const COUNT_IN_THREADS_SQL = `
+  UPDATE threads t SET
+    participants = t.participants || ARRAY(SELECT p FROM json_array_elements_text(i.participants::json) WITH ORDINALITY AS u(p, o) WHERE NOT p = ANY(t.participants) ORDER BY o),
+    message_count = t.message_count + i.n,
+    last_activity = GREATEST(t.last_activity, i.last),
+    status = CASE WHEN i.inject AND t.status <> 'killed' THEN 'active' ELSE t.status END,
+    error = CASE WHEN i.inject AND t.status <> 'killed' THEN NULL ELSE t.error END,
+    metadata = CASE WHEN i.inject THEN i.metadata ELSE t.metadata END
+  FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[], $5::text[], $6::bool[]) AS i(id, participants, n, last, metadata, inject)
+  WHERE t.id = i.id
+  RETURNING t.id`;
+
+/**
+ * Creates threads ($1; participants as JSON arrays $2, counts $3, last activity $4, metadata
+ * $5): see countInThreads. Those another transaction created first are left out (not
+ * returned); the kept thread count goes up by those created, in slot $6.
+ */
+const CREATE_THREADS_SQL = `
+  WITH created AS (
+    INSERT INTO threads (id, status, participants, message_count, created_at, last_activity, error, metadata)
+    SELECT i.id, 'active', ARRAY(SELECT json_array_elements_text(i.participants::json)), i.n, i.last, i.last, NULL, i.metadata
+    FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[], $5::text[]) AS i(id, participants, n, last, metadata)
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id),
+  counted AS (
+    INSERT INTO row_counts (name, slot, n) SELECT 'threads', $6, COUNT(*) FROM created HAVING COUNT(*) > 0
+    ON CONFLICT (name, slot) DO UPDATE SET n = row_counts.n + excluded.n)
+  SELECT id FROM created`;
+
+const NOT_OURS: FencedResult = { committed: false, threadFinished: null };
+
+/** The ack or failure of a claimed delivery, as commitOutcomes writes it. */
+interface FencedOutcome {
+  readonly workerId: string;
+  readonly message: Message;
+  readonly to: 'ACKED' | 'FAILED';
+  /** FAILED only. */
+  readonly reason: FailureReason | null;
+  readonly error: string | null;
+  readonly outcome: DeliveryOutcomeWrite;
+}
+
+type FinishedStatus = Extract<ThreadStatus, 'completed' | 'error'>;
+
+/** Locks thread rows in id order (the order every transaction here takes them in). */
+async function lockThreads(tx: Tx, ids: readonly string[]): Promise<void> {
+  const unique = [...new Set(ids)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  if (unique.length === 0) return;
+  await tx.query({ name: 'threads-lock', text: 'SELECT 1 FROM threads WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE', values: [unique] });
+}
 
 /**
  * The journal of an organism whose processes share the database (issue 15). PostgreSQL is the
@@ -81,6 +161,11 @@ const OPEN_ENTRY = `SELECT 1 FROM journal o WHERE o.thread_id = $1 AND o.state I
  * pg-boss jobs: see the commit that introduced this file.
  */
 export class PgSharedJournal extends PgJournal {
+  /** Acks and failures of claimed deliveries, committed in lots (see commitOutcomes). */
+  private readonly outcomes: PgLots<FencedOutcome, FencedResult>;
+  /** Injects under limits.max_queue, admitted in lots (see admitInjects). */
+  private readonly injects: PgLots<{ messages: readonly Message[]; maxQueue: number }, boolean>;
+
   constructor(
     pool: Reader,
     writer: PgWriter,
@@ -94,6 +179,8 @@ export class PgSharedJournal extends PgJournal {
   ) {
     super(pool, writer, retention, now);
     this.counts.slot = workerId;
+    this.outcomes = new PgLots(writer, (tx, list) => this.commitOutcomes(tx, list));
+    this.injects = new PgLots(writer, (tx, list) => this.admitInjects(tx, list));
   }
 
   /** Folds the kept-count slots of processes that are not running into the base (run at each heartbeat). */
@@ -189,22 +276,34 @@ export class PgSharedJournal extends PgJournal {
    * by more within one process (its writes commit one transaction after another).
    */
   pendingWithin(messages: readonly Message[], maxQueue: number): Promise<boolean> {
-    return this.writer.transaction(async (tx) => {
-      const row = (await tx.query<{ n: number }>({ name: 'queue-depth', text: COUNT_SQL, values: ['journal:PENDING'] })).rows[0]!;
-      if (row.n + this.counts.pendingDelta >= maxQueue) return false;
-      await this.insertAll(tx, messages);
+    return this.injects.submit({ messages, maxQueue });
+  }
+
+  override pending(messages: readonly Message[]): Promise<void> {
+    return this.injects.submit({ messages, maxQueue: Infinity }).then(() => undefined);
+  }
+
+  /** A lot of pendingWithin calls: admitted in order while the queue has room, journaled together. */
+  private async admitInjects(tx: Tx, list: ReadonlyArray<{ messages: readonly Message[]; maxQueue: number }>): Promise<boolean[]> {
+    const row = (await tx.query<{ n: number }>({ name: 'queue-depth', text: COUNT_SQL, values: ['journal:PENDING'] })).rows[0]!;
+    let queued = row.n + this.counts.pendingDelta;
+    const admitted = list.map((i) => {
+      if (queued >= i.maxQueue) return false;
+      queued += i.messages.filter((m) => m.to !== EXTERNAL_SENDER).length;
       return true;
     });
+    await this.insertAll(tx, list.filter((_, k) => admitted[k]).flatMap((i) => i.messages));
+    return admitted;
   }
 
   /** The ack of a claimed delivery, fenced: written only while the claim is `workerId`'s, at this attempt. */
   ackClaimed(workerId: string, message: Message, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
-    return this.fenced(workerId, message, 'ACKED', `acked_at = $4`, [this.now()], outcome);
+    return this.outcomes.submit({ workerId, message, to: 'ACKED', reason: null, error: null, outcome });
   }
 
   failClaimed(workerId: string, message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
     const threadError = reason === 'killed' ? outcome.threadError : (outcome.threadError ?? error);
-    return this.fenced(workerId, message, 'FAILED', `failed_at = $4, failure_reason = $5, error = $6`, [this.now(), reason, error], { ...outcome, threadError });
+    return this.outcomes.submit({ workerId, message, to: 'FAILED', reason, error, outcome: { ...outcome, threadError } });
   }
 
   /**
@@ -239,14 +338,14 @@ export class PgSharedJournal extends PgJournal {
         const error = `Gave up after the worker holding it stopped or lost its lease ${maxAttempts} time(s) (journal.max_attempts = ${maxAttempts})`;
         await tx.query(`UPDATE journal SET state = 'FAILED', failed_at = $2, failure_reason = 'max_attempts', error = $3 WHERE seq = ANY($1::bigint[])`, [give.map((r) => r.seq), now, error]);
         for (let i = 0; i < give.length; i++) this.counts.moved('DISPATCHED', 'FAILED');
-        for (const threadId of new Set(give.map((r) => r.thread_id))) await this.settleThread(tx, threadId, error);
+        await this.settleThreads(tx, new Map(give.map((r) => [r.thread_id, error])), false);
       }
       return { retried: retry.length, failed: give.length };
     });
   }
 
   /** Journals messages PENDING (an external recipient's at once ACKED), counts them in their threads, and wakes claimers. */
-  protected override async insertAll(tx: Tx, messages: readonly Message[]): Promise<void> {
+  protected override async insertAll(tx: Tx, messages: readonly Message[], threadsLocked = false): Promise<void> {
     if (messages.length === 0) return;
     await super.insertAll(tx, messages);
     // Nobody claims what is addressed to the outside world: it ends here, recorded and acknowledged.
@@ -255,7 +354,7 @@ export class PgSharedJournal extends PgJournal {
       const r = await tx.query(`UPDATE journal SET state = 'ACKED', acked_at = $2 WHERE id = ANY($1::text[]) AND state = 'PENDING'`, [external, this.now()]);
       for (let i = 0; i < (r.rowCount ?? 0); i++) this.counts.moved('PENDING', 'ACKED');
     }
-    await this.countInThreads(tx, messages);
+    await this.countInThreads(tx, messages, threadsLocked);
     if (external.length < messages.length) await notify(tx, this.channels.work, [...new Set(messages.filter((m) => m.to !== EXTERNAL_SENDER).map((m) => m.to))].join(','));
   }
 
@@ -264,48 +363,71 @@ export class PgSharedJournal extends PgJournal {
     await notify(tx, this.channels.work, [...new Set(recipients)].join(','));
   }
 
-  private async fenced(
-    workerId: string,
-    message: Message,
-    to: 'ACKED' | 'FAILED',
-    set: string,
-    values: readonly unknown[],
-    outcome: DeliveryOutcomeWrite,
-  ): Promise<FencedResult> {
-    return this.writer.transaction(async (tx) => {
-      const moved = await tx.query({
-        name: `journal-fenced-${to}`,
-        text: `UPDATE journal SET state = '${to}', ${set} WHERE id = $1 AND state = 'DISPATCHED' AND claimed_by = $2 AND attempt = $3`,
-        values: [message.id, workerId, message.attempt, ...values],
-      });
-      if ((moved.rowCount ?? 0) === 0) return { committed: false, threadFinished: null };
-      this.counts.moved('DISPATCHED', to);
-      await this.insertAll(tx, outcome.outgoing);
-      await insertUsage(tx, outcome.usage);
-      return { committed: true, threadFinished: await this.settleThread(tx, message.threadId, outcome.threadError) };
-    });
+  /**
+   * Commits fenced outcomes (see PgFencedOutcomes) set-based: the entries still DISPATCHED to
+   * their worker at their attempt move to ACKED or FAILED in one statement; the others' outcomes
+   * are dropped whole. Then, for the committed ones, their outgoing messages and usage, and
+   * their threads settled; every thread touched is locked first, in id order, as every
+   * transaction here takes them. A thread finished by the lot is reported on its last outcome.
+   */
+  private async commitOutcomes(tx: Tx, list: readonly FencedOutcome[]): Promise<FencedResult[]> {
+    const now = this.now();
+    const moved = (
+      await tx.query<{ id: string; state: 'ACKED' | 'FAILED' }>({
+        name: 'journal-fenced',
+        text: FENCED_SQL,
+        values: [
+          list.map((o) => o.message.id),
+          list.map((o) => o.workerId),
+          list.map((o) => o.message.attempt),
+          list.map((o) => o.to),
+          list.map((o) => o.reason),
+          list.map((o) => o.error),
+          now,
+        ],
+      })
+    ).rows;
+    const committed = new Set<string>();
+    for (const r of moved) {
+      committed.add(r.id);
+      this.counts.moved('DISPATCHED', r.state);
+    }
+    const done = list.filter((o) => committed.has(o.message.id));
+    const finished = new Map<string, FinishedStatus | null>();
+    if (done.length > 0) {
+      const outgoing = done.flatMap((o) => o.outcome.outgoing);
+      await lockThreads(tx, [...done.map((o) => o.message.threadId), ...outgoing.map((m) => m.threadId)]);
+      await this.insertAll(tx, outgoing, true);
+      await insertUsage(tx, done.flatMap((o) => o.outcome.usage));
+      // Per thread, the first error of the lot (COALESCE keeps one recorded before it).
+      const errors = new Map<string, string | null>();
+      for (const o of done) errors.set(o.message.threadId, errors.get(o.message.threadId) ?? o.outcome.threadError);
+      for (const [id, status] of await this.settleThreads(tx, errors)) finished.set(id, status);
+    }
+    const last = new Map(done.map((o) => [o.message.threadId, o]));
+    return list.map((o) =>
+      committed.has(o.message.id) ? { committed: true, threadFinished: last.get(o.message.threadId) === o ? (finished.get(o.message.threadId) ?? null) : null } : NOT_OURS,
+    );
   }
 
   /**
-   * Records a thread's error (the first since its inject) and, when no PENDING or DISPATCHED
-   * entry of it is left, finishes it (a killed thread stays killed). The thread's row is locked
-   * first, so the check of its entries (a statement of its own, with a fresh snapshot) sees any
-   * inject that committed while this transaction waited for it.
+   * Records each thread's error (the first since its inject) and, when no PENDING or DISPATCHED
+   * entry of it is left, finishes it (a killed thread stays killed). Returns the threads it
+   * finished. The rows are locked first (here, or by the caller), so the check of their entries
+   * (a statement of its own, with a fresh snapshot) sees any inject that committed while this
+   * transaction waited for them.
    */
-  private async settleThread(tx: Tx, threadId: string, error: string | null): Promise<Extract<ThreadStatus, 'completed' | 'error'> | null> {
-    await tx.query({ name: 'thread-lock', text: 'SELECT 1 FROM threads WHERE id = $1 FOR UPDATE', values: [threadId] });
-    const r = await tx.query<{ status: ThreadStatus; finished: boolean }>({
-      name: 'thread-settle',
-      text: `UPDATE threads SET error = COALESCE(error, $2), last_activity = GREATEST(last_activity, $3),
-          status = CASE WHEN status = 'killed' OR EXISTS (${OPEN_ENTRY}) THEN status
-                        WHEN COALESCE(error, $2) IS NOT NULL THEN 'error' ELSE 'completed' END
-        WHERE id = $1
-        RETURNING status, NOT EXISTS (${OPEN_ENTRY}) AS finished`,
-      values: [threadId, error, this.now()],
+  private async settleThreads(tx: Tx, errors: ReadonlyMap<string, string | null>, locked = true): Promise<Map<string, FinishedStatus>> {
+    const ids = [...errors.keys()];
+    if (!locked) await lockThreads(tx, ids);
+    const r = await tx.query<{ id: string; status: ThreadStatus; finished: boolean }>({
+      name: 'threads-settle',
+      text: SETTLE_SQL,
+      values: [ids, ids.map((id) => errors.get(id) ?? null), this.now()],
     });
-    const row = r.rows[0];
-    if (!row || !row.finished || (row.status !== 'completed' && row.status !== 'error')) return null;
-    return row.status;
+    const finished = new Map<string, FinishedStatus>();
+    for (const row of r.rows) if (row.finished && (row.status === 'completed' || row.status === 'error')) finished.set(row.id, row.status);
+    return finished;
   }
 
   /**
@@ -313,7 +435,7 @@ export class PgSharedJournal extends PgJournal {
    * message count, last activity. An inject (no parent, not from the pump) makes its thread
    * active again with its error cleared and its metadata; a thread not stored yet is created.
    */
-  private async countInThreads(tx: Tx, messages: readonly Message[]): Promise<void> {
+  private async countInThreads(tx: Tx, messages: readonly Message[], locked: boolean): Promise<void> {
     const byThread = new Map<string, { participants: string[]; count: number; last: number; inject: Message | null; first: Message }>();
     for (const m of messages) {
       let t = byThread.get(m.threadId);
@@ -323,25 +445,41 @@ export class PgSharedJournal extends PgJournal {
       t.last = Math.max(t.last, m.timestamp);
       if (m.parentId === null && !isSystemName(m.from)) t.inject = m;
     }
-    // In id order: two transactions touching the same threads lock them in the same order.
-    for (const [threadId, t] of [...byThread].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-      await tx.query({
-        name: 'thread-count',
-        text: `WITH up AS (
-            INSERT INTO threads AS t (id, status, participants, message_count, created_at, last_activity, error, metadata)
-            VALUES ($1, 'active', $2::text[], $3, $4, $4, NULL, $5)
-            ON CONFLICT (id) DO UPDATE SET
-              participants = t.participants || ARRAY(SELECT p FROM unnest(excluded.participants) WITH ORDINALITY AS u(p, o) WHERE NOT p = ANY(t.participants) ORDER BY o),
-              message_count = t.message_count + excluded.message_count,
-              last_activity = GREATEST(t.last_activity, excluded.last_activity),
-              status = CASE WHEN $6 AND t.status <> 'killed' THEN 'active' ELSE t.status END,
-              error = CASE WHEN $6 AND t.status <> 'killed' THEN NULL ELSE t.error END,
-              metadata = CASE WHEN $6 THEN excluded.metadata ELSE t.metadata END
-            RETURNING (xmax = 0) AS inserted)
-          ${countInsertedThread('$7')}`,
-        values: [threadId, t.participants, t.count, t.last, JSON.stringify((t.inject ?? t.first).metadata), t.inject !== null, this.counts.slot],
-      });
-    }
+    const entries = [...byThread].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    // Two transactions touching the same threads must lock them in the same order (id order).
+    if (!locked && entries.length > 1) await lockThreads(tx, entries.map(([id]) => id));
+    const updated = await tx.query<{ id: string }>({
+      name: 'threads-count',
+      text: COUNT_IN_THREADS_SQL,
+      values: [
+        entries.map(([id]) => id),
+        entries.map(([, t]) => JSON.stringify(t.participants)),
+        entries.map(([, t]) => t.count),
+        entries.map(([, t]) => t.last),
+        entries.map(([, t]) => JSON.stringify((t.inject ?? t.first).metadata)),
+        entries.map(([, t]) => t.inject !== null),
+      ],
+    });
+    const stored = new Set(updated.rows.map((r) => r.id));
+    const missing = entries.filter(([id]) => !stored.has(id));
+    if (missing.length === 0) return;
+    // Threads not stored yet (injects'), created; one another transaction created meanwhile is counted into.
+    const created = await tx.query<{ id: string }>({
+      name: 'threads-create',
+      text: CREATE_THREADS_SQL,
+      values: [
+        missing.map(([id]) => id),
+        missing.map(([, t]) => JSON.stringify(t.participants)),
+        missing.map(([, t]) => t.count),
+        missing.map(([, t]) => t.last),
+        missing.map(([, t]) => JSON.stringify((t.inject ?? t.first).metadata)),
+        this.counts.slot,
+      ],
+    });
+    if (created.rows.length === missing.length) return;
+    // Another transaction created some first (it committed before this insert went on): count into them.
+    const made = new Set(created.rows.map((r) => r.id));
+    await this.countInThreads(tx, messages.filter((m) => !stored.has(m.threadId) && !made.has(m.threadId)), true);
   }
 }
 

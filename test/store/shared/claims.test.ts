@@ -282,6 +282,84 @@ describe.skipIf(!run)('shared PostgreSQL journal: claims, leases, fenced outcome
     expect(await p.work!.fail(w2!.message, 'handler_error', 'boom', NO_OUTCOME)).toEqual({ committed: true, threadFinished: 'error' });
     expect(await rows(`SELECT status, error, participants, message_count FROM threads`)).toEqual([{ status: 'error', error: 'boom', participants: ['api', 'a', 'b'], message_count: 3 }]);
   });
+
+  it('outcomes arriving together commit as one lot: each fenced on its own claim, a thread finished reported once, a bad outcome failing only itself', async () => {
+    place();
+    const p = await open();
+    const first = message('t1', 'a', 'one');
+    await p.journal.pending([first, message('t2', 'a', 'two'), message('t3', 'a', 'three'), message('t4', 'a', 'four')]);
+    const claimed = await p.work!.claim(['a'], 10, { global: 10, perAgent: 10 });
+    expect(claimed.map((c) => c.message.threadId)).toEqual(['t1', 't2', 't3', 't4']);
+    const [c1, c2, c3, c4] = claimed.map((c) => c.message);
+    const usage = (m: Message, tokens: number) => ({
+      id: newId(), timestamp: Date.now(), threadId: m.threadId, agentId: 'a', messageId: m.id, model: 'm', provider: 'p',
+      promptTokens: tokens, completionTokens: 1, totalTokens: tokens + 1, cacheReadTokens: null, cacheWriteTokens: null, reasoningTokens: null,
+      providerLatencyMs: 1, totalLatencyMs: 1, cost: null, metadata: {},
+    });
+    // Submitted in one tick: they reach the writer as one lot. c2's claim is not at this attempt
+    // any more (fenced out), c4's usage cannot be stored (NaN tokens): the lot fails, and each
+    // outcome is tried on its own.
+    const results = await Promise.allSettled([
+      p.work!.ack(c1!, { outgoing: [message('t1', 'b', 'next', c1!)], usage: [usage(c1!, 5)], threadError: null }),
+      p.work!.ack({ ...c2!, attempt: c2!.attempt + 1 }, NO_OUTCOME),
+      p.work!.fail(c3!, 'handler_error', 'boom', NO_OUTCOME),
+      p.work!.ack(c4!, { outgoing: [], usage: [usage(c4!, Number.NaN)], threadError: null }),
+    ]);
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : 'rejected'))).toEqual([
+      { committed: true, threadFinished: null },
+      { committed: false, threadFinished: null },
+      { committed: true, threadFinished: 'error' },
+      'rejected',
+    ]);
+    expect(await rows(`SELECT thread_id, recipient, state FROM journal ORDER BY seq`)).toEqual([
+      { thread_id: 't1', recipient: 'a', state: 'ACKED' },
+      { thread_id: 't2', recipient: 'a', state: 'DISPATCHED' },
+      { thread_id: 't3', recipient: 'a', state: 'FAILED' },
+      { thread_id: 't4', recipient: 'a', state: 'DISPATCHED' },
+      { thread_id: 't1', recipient: 'b', state: 'PENDING' },
+    ]);
+    expect(await rows(`SELECT thread_id, prompt_tokens::int AS n FROM usage_events`)).toEqual([{ thread_id: 't1', n: 5 }]);
+    // Several outcomes of one thread in a lot: the thread finishes once, on the last of them.
+    const [next] = await p.work!.claim(['b'], 10, { global: 10, perAgent: 10 });
+    await p.journal.pending([message('t9', 'a', 'x'), message('t9', 'b', 'y')]);
+    const nine = await p.work!.claim(['a', 'b'], 10, { global: 10, perAgent: 10 });
+    const lot = await Promise.all([p.work!.ack(next!.message, NO_OUTCOME), ...nine.map((c) => p.work!.ack(c.message, NO_OUTCOME))]);
+    expect(lot).toEqual([
+      { committed: true, threadFinished: 'completed' },
+      { committed: true, threadFinished: null },
+      { committed: true, threadFinished: 'completed' },
+    ]);
+    expect(await rows(`SELECT id, status, message_count FROM threads ORDER BY id`)).toEqual([
+      { id: 't1', status: 'completed', message_count: 2 },
+      { id: 't2', status: 'active', message_count: 1 },
+      { id: 't3', status: 'error', message_count: 1 },
+      { id: 't4', status: 'active', message_count: 1 },
+      { id: 't9', status: 'completed', message_count: 2 },
+    ]);
+  });
+
+  it('injects arriving together are admitted in order while the organism-wide queue has room, and journaled as one lot', async () => {
+    place();
+    const p = await open();
+    const admitted = await Promise.all([1, 2, 3, 4].map((i) => p.work!.admit([message(`t${i}`, 'a', 'x')], 3)));
+    expect(admitted).toEqual([true, true, true, false]);
+    expect(await rows(`SELECT thread_id, state FROM journal ORDER BY seq`)).toEqual(['t1', 't2', 't3'].map((thread_id) => ({ thread_id, state: 'PENDING' })));
+    expect(await rows(`SELECT SUM(n)::int AS n FROM row_counts WHERE name = 'threads'`)).toEqual([{ n: 3 }]);
+  });
+
+  it('two processes creating the same threads at once count every message in, and each thread once', async () => {
+    place();
+    const [a, b] = [await open(), await open()];
+    const ids = Array.from({ length: 30 }, (_, i) => `race${i}`);
+    await Promise.all(ids.flatMap((t) => [a.journal.pending([message(t, 'a', 'from a')]), b.journal.pending([message(t, 'b', 'from b')])]));
+    const threads = await rows<{ id: string; message_count: number; participants: string[] }>(`SELECT id, message_count, participants FROM threads ORDER BY id`);
+    expect(threads.map((t) => t.id)).toEqual([...ids].sort());
+    for (const t of threads) {
+      expect(t.message_count).toBe(2);
+      expect([...t.participants].sort()).toEqual(['a', 'api', 'b']);
+    }
+    expect(await rows(`SELECT SUM(n)::int AS n FROM row_counts WHERE name = 'threads'`)).toEqual([{ n: ids.length }]);
+  });
 });
 
 async function waitFor<T>(fn: () => Promise<T | undefined>): Promise<T> {

@@ -12,7 +12,7 @@
  *    messages/s, and inject-to-ack p50/p99 at a steady offered rate.
  *
  * Writes bench/results/scaleout-<date>.md and .json, with the load average at start and end.
- * Environment (defaults in brackets): SCALEOUT_MESSAGES [300] per worker-count round,
+ * Environment (defaults in brackets): SCALEOUT_MESSAGES [600] per worker-count round,
  * SCALEOUT_ROUNDS [2], SCALEOUT_WORKERS [1,2,4], SCALEOUT_PUMP_MESSAGES [5000],
  * SCALEOUT_STEADY_RATE [50] msg/s (below what PostgreSQL sustains on a small loaded machine, so latency is not queueing), SCALEOUT_STEADY_SEC [10], SCALEOUT_ONLY [both]: bound|pump
  * (a trial run of one part, written to only-scaleout-<part>-<date>.*, which git ignores), ORGANISM_BENCH_POSTGRES
@@ -33,7 +33,7 @@ import { median } from '../lib/stats.js';
 import { removeDir, tempDir } from '../lib/tmp.js';
 
 const num = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
-const MESSAGES = num('SCALEOUT_MESSAGES', 300);
+const MESSAGES = num('SCALEOUT_MESSAGES', 600);
 const ROUNDS = num('SCALEOUT_ROUNDS', 2);
 const WORKER_COUNTS = (process.env['SCALEOUT_WORKERS'] ?? '1,2,4').split(',').map(Number);
 const PUMP_MESSAGES = num('SCALEOUT_PUMP_MESSAGES', 5_000);

@@ -14,8 +14,11 @@ import { pgStorageError, type Reader } from './pool.js';
 import { insertUsage } from './usage-writes.js';
 import type { PgWriter, Tx } from './writer.js';
 
-/** The claims of one schema take turns on this lock (see `claim`); one round trip with the BEGIN. */
-const BEGIN_CLAIM_SQL = `BEGIN; SELECT pg_advisory_xact_lock(hashtext('organism:claim:' || current_schema()))`;
+/** The claims of one schema take turns on this lock (see `claim`). */
+const CLAIM_LOCK_SQL = `SELECT pg_advisory_xact_lock(hashtext('organism:claim:' || current_schema()))`;
+
+/** A limit as an SQL integer literal (an unbounded one as the largest int). */
+const intLiteral = (n: number) => String(Number.isFinite(n) ? Math.max(0, Math.min(Math.trunc(n), 2 ** 31 - 1)) : 2 ** 31 - 1);
 
 /**
  * The claim (one statement, after the claim lock): per listener of this process that is not
@@ -55,7 +58,7 @@ const CLAIM_SQL = `
     UPDATE journal j SET state = 'DISPATCHED', claimed_by = $1, attempts = j.attempt, dispatched_at = $6
     FROM locked WHERE j.seq = locked.seq
     RETURNING j.*),
-  -- The kept counts, in this claimer's slot ($7): PENDING -n, DISPATCHED +n.
+  -- The kept counts, in this claimer's slot: PENDING -n, DISPATCHED +n.
   counted AS (
     INSERT INTO row_counts (name, slot, n)
     SELECT v.name, $7, v.sign * c.n FROM (SELECT COUNT(*) AS n FROM claimed) c CROSS JOIN (VALUES ('journal:DISPATCHED', 1), ('journal:PENDING', -1)) AS v(name, sign)
@@ -240,18 +243,24 @@ export class PgSharedJournal extends PgJournal {
     client.on('error', lost);
     try {
       // The organism-wide limits count DISPATCHED rows: two claims counting at once would both
-      // see room for the last slot. Claims of one schema take turns: the lock is held for two
-      // round trips (the claim statement and the COMMIT). FIFO alone would not need it (see
-      // CLAIM_SQL's pair check).
-      await client.query(BEGIN_CLAIM_SQL);
-      const rows = (
-        await client.query<JournalRow & { thread_row: ThreadRow | null }>({
-          name: 'journal-claim',
-          text: CLAIM_SQL,
-          values: [workerId, [...listeners], max, limits.global, limits.perAgent, this.now(), `${this.counts.slot}/claim`],
-        })
-      ).rows;
-      await client.query('COMMIT');
+      // see room for the last slot, so the claims of one schema take turns on a lock (FIFO
+      // alone would not need it: see CLAIM_SQL's pair check). The whole transaction goes as one
+      // query string, its values written in as literals: the lock is held only while the
+      // server runs it, never across a round trip to a process that a busy machine may not
+      // schedule at once (claims queued behind such a holder was what limited four workers).
+      const literal = (v: string) => client.escapeLiteral(v);
+      const values = [
+        literal(workerId),
+        `ARRAY[${listeners.map(literal).join(', ')}]::text[]`,
+        intLiteral(max),
+        intLiteral(limits.global),
+        intLiteral(limits.perAgent),
+        `${Math.trunc(this.now())}::bigint`,
+        literal(`${this.counts.slot}/claim`),
+      ];
+      const claimSql = CLAIM_SQL.replace(/\$(\d)/g, (_, i: string) => values[Number(i) - 1]!);
+      const results = (await client.query(`BEGIN; ${CLAIM_LOCK_SQL}; ${claimSql}; COMMIT`)) as unknown as Array<pg.QueryResult<JournalRow & { thread_row: ThreadRow | null }>>;
+      const rows = results[2]!.rows;
       return rows.map((r) => ({ message: messageOf(r), thread: r.thread_row ? recordOf(r.thread_row) : null }));
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {

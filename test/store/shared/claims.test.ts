@@ -360,6 +360,16 @@ describe.skipIf(!run)('shared PostgreSQL journal: claims, leases, fenced outcome
     }
     expect(await rows(`SELECT SUM(n)::int AS n FROM row_counts WHERE name = 'threads'`)).toEqual([{ n: ids.length }]);
   });
+
+  it('claims for listener names that need quoting (the claim goes as one query string with its values written in)', async () => {
+    place();
+    const p = await open();
+    const odd = "o'brien\\ \"x\"; DROP TABLE journal; --";
+    await p.journal.pending([message('t1', odd, 'q')]);
+    const claimed = await p.work!.claim([odd, 'b'], 5, { global: Number.POSITIVE_INFINITY, perAgent: 10 });
+    expect(claimed.map((c) => c.message.to)).toEqual([odd]);
+    expect(await rows(`SELECT recipient, state FROM journal`)).toEqual([{ recipient: odd, state: 'DISPATCHED' }]);
+  });
 });
 
 async function waitFor<T>(fn: () => Promise<T | undefined>): Promise<T> {

@@ -1,0 +1,88 @@
+/**
+ * The claim query of a shared organism's journal (see PgSharedJournal.claim): the whole
+ * transaction as one query string, its values written in as literals.
+ */
+
+/** The claims of one schema take turns on this lock (see `claim`). */
+const CLAIM_LOCK_SQL = `SELECT pg_advisory_xact_lock(hashtext('organism:claim:' || current_schema()))`;
+
+/** A limit as an SQL integer literal (an unbounded one as the largest int). */
+const intLiteral = (n: number) => String(Number.isFinite(n) ? Math.max(0, Math.min(Math.trunc(n), 2 ** 31 - 1)) : 2 ** 31 - 1);
+
+/**
+ * The claim (one statement, after the claim lock): per listener of this process that is not
+ * paused (organism-wide, in paused_agents), its oldest PENDING entries that are the oldest open
+ * entry of their (thread, recipient) with none of that pair DISPATCHED, no more than the
+ * listener's room under the per-agent limit; then the oldest of those, no more than this
+ * process's free slots and the room under the global limit. The rows are locked SKIP LOCKED
+ * (a row being failed by a kill is passed over, not waited for) and become DISPATCHED, held
+ * by this worker, attempts = attempt. Returned with their threads' rows, in seq order; the
+ * kept counts move in the same statement.
+ */
+const CLAIM_SQL = `
+  WITH busy AS (SELECT recipient, COUNT(*)::int AS n FROM journal WHERE state = 'DISPATCHED' GROUP BY recipient),
+  room AS (SELECT GREATEST(0, LEAST($3::int, $4::int - COALESCE((SELECT SUM(n) FROM busy), 0)))::int AS n),
+  agents AS (
+    SELECT a.name, GREATEST(0, LEAST($5::int - COALESCE(b.n, 0), (SELECT n FROM room)))::int AS room
+    FROM unnest($2::text[]) AS a(name) LEFT JOIN busy b ON b.recipient = a.name
+    WHERE a.name NOT IN (SELECT agent FROM paused_agents)
+  ),
+  candidates AS (
+    SELECT c.seq FROM agents a CROSS JOIN LATERAL (
+      SELECT j.seq FROM journal j
+      WHERE j.state = 'PENDING' AND j.recipient = a.name
+        -- The pair's DISPATCHED entry if any, else its oldest PENDING one, must be this one. A
+        -- scalar subquery: run per candidate on journal_open by (thread, recipient), whatever the
+        -- planner's estimates (as an anti join on a freshly filled table it scanned the recipient).
+        AND j.seq = (
+          SELECT o.seq FROM journal o
+          WHERE o.thread_id = j.thread_id AND o.recipient = j.recipient AND o.state IN ('PENDING', 'DISPATCHED')
+          ORDER BY (o.state = 'DISPATCHED') DESC, o.seq LIMIT 1)
+      ORDER BY j.seq LIMIT a.room
+    ) c WHERE a.room > 0
+  ),
+  chosen AS (SELECT seq FROM candidates ORDER BY seq LIMIT (SELECT n FROM room)),
+  locked AS (SELECT j.seq FROM journal j WHERE j.seq IN (SELECT seq FROM chosen) AND j.state = 'PENDING' FOR UPDATE SKIP LOCKED),
+  claimed AS (
+    UPDATE journal j SET state = 'DISPATCHED', claimed_by = $1, attempts = j.attempt, dispatched_at = $6
+    FROM locked WHERE j.seq = locked.seq
+    RETURNING j.*),
+  -- The kept counts, in this claimer's slot: PENDING -n, DISPATCHED +n.
+  counted AS (
+    INSERT INTO row_counts (name, slot, n)
+    SELECT v.name, $7, v.sign * c.n FROM (SELECT COUNT(*) AS n FROM claimed) c CROSS JOIN (VALUES ('journal:DISPATCHED', 1), ('journal:PENDING', -1)) AS v(name, sign)
+    WHERE c.n > 0
+    ON CONFLICT (name, slot) DO UPDATE SET n = row_counts.n + excluded.n)
+  SELECT c.*, row_to_json(t) AS thread_row FROM claimed c LEFT JOIN threads t ON t.id = c.thread_id ORDER BY c.seq`;
+
+
+/** What one claim asks for. */
+export interface ClaimRequest {
+  readonly workerId: string;
+  readonly listeners: readonly string[];
+  /** This process's free slots. */
+  readonly max: number;
+  readonly global: number;
+  readonly perAgent: number;
+  readonly now: number;
+  /** The kept-count slot the claim adds to. */
+  readonly slot: string;
+}
+
+/**
+ * BEGIN, the claim lock, the claim and COMMIT as one simple-protocol query (its third result
+ * holds the claimed rows). Names go through `escapeLiteral` (the pg client's), limits as
+ * clamped integers: nothing of a request is ever read as SQL.
+ */
+export function claimTransaction(r: ClaimRequest, escapeLiteral: (v: string) => string): string {
+  const values = [
+    escapeLiteral(r.workerId),
+    `ARRAY[${r.listeners.map(escapeLiteral).join(', ')}]::text[]`,
+    intLiteral(r.max),
+    intLiteral(r.global),
+    intLiteral(r.perAgent),
+    `${Math.trunc(r.now)}::bigint`,
+    escapeLiteral(r.slot),
+  ];
+  return `BEGIN; ${CLAIM_LOCK_SQL}; ${CLAIM_SQL.replace(/\$(\d)/g, (_, i: string) => values[Number(i) - 1]!)}; COMMIT`;
+}

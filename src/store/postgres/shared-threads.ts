@@ -1,0 +1,137 @@
+import type { Message } from '../../pump/message.js';
+import { isSystemName } from '../../pump/system-messages.js';
+import type { ThreadStatus } from '../types.js';
+import type { Tx } from './writer.js';
+
+/**
+ * Thread records in a shared organism, kept by the journal's own transactions (no process
+ * keeps a thread in memory that another could contradict), set-based for a lot of messages or
+ * outcomes at once. Every transaction locks the thread rows it touches in id order.
+ */
+
+/** Open entries of thread t: while one is left, the thread is not finished. */
+const OPEN_ENTRY = `SELECT 1 FROM journal o WHERE o.thread_id = t.id AND o.state IN ('PENDING', 'DISPATCHED')`;
+
+/** Settles threads ($1, with the error each outcome leaves, $2) at $3 (see settleThreads). */
+const SETTLE_SQL = `
+  UPDATE threads t SET error = COALESCE(t.error, s.error), last_activity = GREATEST(t.last_activity, $3::bigint),
+    status = CASE WHEN t.status = 'killed' OR EXISTS (${OPEN_ENTRY}) THEN t.status
+                  WHEN COALESCE(t.error, s.error) IS NOT NULL THEN 'error' ELSE 'completed' END
+  FROM unnest($1::text[], $2::text[]) AS s(id, error)
+  WHERE t.id = s.id
+  RETURNING t.id, t.status, NOT EXISTS (${OPEN_ENTRY}) AS finished`;
+
+/**
+ * Counts messages into stored threads, one row per thread ($1, participants as JSON arrays
+ * $2, counts $3, last activity $4, metadata $5, whether an inject is among them $6); returns
+ * the threads it found (see countInThreads).
+ */
+const COUNT_IN_THREADS_SQL = `
+  UPDATE threads t SET
+    participants = t.participants || ARRAY(SELECT p FROM json_array_elements_text(i.participants::json) WITH ORDINALITY AS u(p, o) WHERE NOT p = ANY(t.participants) ORDER BY o),
+    message_count = t.message_count + i.n,
+    last_activity = GREATEST(t.last_activity, i.last),
+    status = CASE WHEN i.inject AND t.status <> 'killed' THEN 'active' ELSE t.status END,
+    error = CASE WHEN i.inject AND t.status <> 'killed' THEN NULL ELSE t.error END,
+    metadata = CASE WHEN i.inject THEN i.metadata ELSE t.metadata END
+  FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[], $5::text[], $6::bool[]) AS i(id, participants, n, last, metadata, inject)
+  WHERE t.id = i.id
+  RETURNING t.id`;
+
+/**
+ * Creates threads ($1; participants as JSON arrays $2, counts $3, last activity $4, metadata
+ * $5): see countInThreads. Those another transaction created first are left out (not
+ * returned); the kept thread count goes up by those created, in slot $6.
+ */
+const CREATE_THREADS_SQL = `
+  WITH created AS (
+    INSERT INTO threads (id, status, participants, message_count, created_at, last_activity, error, metadata)
+    SELECT i.id, 'active', ARRAY(SELECT json_array_elements_text(i.participants::json)), i.n, i.last, i.last, NULL, i.metadata
+    FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[], $5::text[]) AS i(id, participants, n, last, metadata)
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id),
+  counted AS (
+    INSERT INTO row_counts (name, slot, n) SELECT 'threads', $6, COUNT(*) FROM created HAVING COUNT(*) > 0
+    ON CONFLICT (name, slot) DO UPDATE SET n = row_counts.n + excluded.n)
+  SELECT id FROM created`;
+
+export type FinishedStatus = Extract<ThreadStatus, 'completed' | 'error'>;
+
+/** Locks thread rows in id order (the order every transaction here takes them in). */
+export async function lockThreads(tx: Tx, ids: readonly string[]): Promise<void> {
+  const unique = [...new Set(ids)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  if (unique.length === 0) return;
+  await tx.query({ name: 'threads-lock', text: 'SELECT 1 FROM threads WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE', values: [unique] });
+}
+
+/**
+ * Records each thread's error (the first since its inject) and, when no PENDING or DISPATCHED
+ * entry of it is left, finishes it (a killed thread stays killed). Returns the threads it
+ * finished. The rows are locked first (here, or by the caller), so the check of their entries
+ * (a statement of its own, with a fresh snapshot) sees any inject that committed while this
+ * transaction waited for them.
+ */
+export async function settleThreads(tx: Tx, errors: ReadonlyMap<string, string | null>, now: number, locked = true): Promise<Map<string, FinishedStatus>> {
+  const ids = [...errors.keys()];
+  if (!locked) await lockThreads(tx, ids);
+  const r = await tx.query<{ id: string; status: ThreadStatus; finished: boolean }>({
+    name: 'threads-settle',
+    text: SETTLE_SQL,
+    values: [ids, ids.map((id) => errors.get(id) ?? null), now],
+  });
+  const finished = new Map<string, FinishedStatus>();
+  for (const row of r.rows) if (row.finished && (row.status === 'completed' || row.status === 'error')) finished.set(row.id, row.status);
+  return finished;
+}
+
+/**
+ * Counts messages in their threads' records: participants in order of first appearance,
+ * message count, last activity. An inject (no parent, not from the pump) makes its thread
+ * active again with its error cleared and its metadata; a thread not stored yet is created.
+ */
+export async function countInThreads(tx: Tx, messages: readonly Message[], o: { locked: boolean; slot: string }): Promise<void> {
+  const byThread = new Map<string, { participants: string[]; count: number; last: number; inject: Message | null; first: Message }>();
+  for (const m of messages) {
+    let t = byThread.get(m.threadId);
+    if (!t) byThread.set(m.threadId, (t = { participants: [], count: 0, last: 0, inject: null, first: m }));
+    for (const name of [m.from, m.to]) if (!isSystemName(name) && !t.participants.includes(name)) t.participants.push(name);
+    t.count++;
+    t.last = Math.max(t.last, m.timestamp);
+    if (m.parentId === null && !isSystemName(m.from)) t.inject = m;
+  }
+  const entries = [...byThread].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  // Two transactions touching the same threads must lock them in the same order (id order).
+  if (!o.locked && entries.length > 1) await lockThreads(tx, entries.map(([id]) => id));
+  const updated = await tx.query<{ id: string }>({
+    name: 'threads-count',
+    text: COUNT_IN_THREADS_SQL,
+    values: [
+      entries.map(([id]) => id),
+      entries.map(([, t]) => JSON.stringify(t.participants)),
+      entries.map(([, t]) => t.count),
+      entries.map(([, t]) => t.last),
+      entries.map(([, t]) => JSON.stringify((t.inject ?? t.first).metadata)),
+      entries.map(([, t]) => t.inject !== null),
+    ],
+  });
+  const stored = new Set(updated.rows.map((r) => r.id));
+  const missing = entries.filter(([id]) => !stored.has(id));
+  if (missing.length === 0) return;
+  // Threads not stored yet (injects'), created; one another transaction created meanwhile is counted into.
+  const created = await tx.query<{ id: string }>({
+    name: 'threads-create',
+    text: CREATE_THREADS_SQL,
+    values: [
+      missing.map(([id]) => id),
+      missing.map(([, t]) => JSON.stringify(t.participants)),
+      missing.map(([, t]) => t.count),
+      missing.map(([, t]) => t.last),
+      missing.map(([, t]) => JSON.stringify((t.inject ?? t.first).metadata)),
+      o.slot,
+    ],
+  });
+  if (created.rows.length === missing.length) return;
+  // Another transaction created some first (it committed before this insert went on): count into them.
+  const made = new Set(created.rows.map((r) => r.id));
+  await countInThreads(tx, messages.filter((m) => !stored.has(m.threadId) && !made.has(m.threadId)), { ...o, locked: true });
+}

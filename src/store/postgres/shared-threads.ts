@@ -90,7 +90,7 @@ export async function settleThreads(tx: Tx, errors: ReadonlyMap<string, string |
  * active again with its error cleared and its metadata; a thread not stored yet is created.
  */
 export async function countInThreads(tx: Tx, messages: readonly Message[], o: { locked: boolean; slot: string }): Promise<void> {
-  const byThread = new Map<string, { participants: string[]; count: number; last: number; inject: Message | null; first: Message }>();
+  const byThread = new Map<string, ThreadTally>();
   for (const m of messages) {
     let t = byThread.get(m.threadId);
     if (!t) byThread.set(m.threadId, (t = { participants: [], count: 0, last: 0, inject: null, first: m }));
@@ -105,14 +105,7 @@ export async function countInThreads(tx: Tx, messages: readonly Message[], o: { 
   const updated = await tx.query<{ id: string }>({
     name: 'threads-count',
     text: COUNT_IN_THREADS_SQL,
-    values: [
-      entries.map(([id]) => id),
-      entries.map(([, t]) => JSON.stringify(t.participants)),
-      entries.map(([, t]) => t.count),
-      entries.map(([, t]) => t.last),
-      entries.map(([, t]) => JSON.stringify((t.inject ?? t.first).metadata)),
-      entries.map(([, t]) => t.inject !== null),
-    ],
+    values: [...threadColumns(entries), entries.map(([, t]) => t.inject !== null)],
   });
   const stored = new Set(updated.rows.map((r) => r.id));
   const missing = entries.filter(([id]) => !stored.has(id));
@@ -121,17 +114,29 @@ export async function countInThreads(tx: Tx, messages: readonly Message[], o: { 
   const created = await tx.query<{ id: string }>({
     name: 'threads-create',
     text: CREATE_THREADS_SQL,
-    values: [
-      missing.map(([id]) => id),
-      missing.map(([, t]) => JSON.stringify(t.participants)),
-      missing.map(([, t]) => t.count),
-      missing.map(([, t]) => t.last),
-      missing.map(([, t]) => JSON.stringify((t.inject ?? t.first).metadata)),
-      o.slot,
-    ],
+    values: [...threadColumns(missing), o.slot],
   });
   if (created.rows.length === missing.length) return;
   // Another transaction created some first (it committed before this insert went on): count into them.
   const made = new Set(created.rows.map((r) => r.id));
   await countInThreads(tx, messages.filter((m) => !stored.has(m.threadId) && !made.has(m.threadId)), { ...o, locked: true });
+}
+
+interface ThreadTally {
+  readonly participants: string[];
+  count: number;
+  last: number;
+  inject: Message | null;
+  readonly first: Message;
+}
+
+/** A thread tally per row, as the columns COUNT_IN_THREADS_SQL and CREATE_THREADS_SQL take ($1-$5). */
+function threadColumns(rows: ReadonlyArray<readonly [string, ThreadTally]>): unknown[] {
+  return [
+    rows.map(([id]) => id),
+    rows.map(([, t]) => JSON.stringify(t.participants)),
+    rows.map(([, t]) => t.count),
+    rows.map(([, t]) => t.last),
+    rows.map(([, t]) => JSON.stringify((t.inject ?? t.first).metadata)),
+  ];
 }

@@ -8,6 +8,7 @@ import {
   SpanKind,
   SpanStatusCode,
   trace,
+  TraceFlags,
   type Attributes,
   type Context,
   type Link,
@@ -18,7 +19,19 @@ import {
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, RandomIdGenerator, type IdGenerator, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { type InstrumentationScope } from '@opentelemetry/core';
+import { type Resource } from '@opentelemetry/resources';
+import {
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  RandomIdGenerator,
+  type IdGenerator,
+  type Sampler,
+  type ReadableSpan,
+  type SpanExporter,
+  type SpanLimits,
+} from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import type { ListenerConfig, TelemetryConfig } from '../config/types.js';
@@ -31,6 +44,8 @@ import type { DeliveryOutcome, DeliveryWatch } from '../pump/observer.js';
 import type { Logger } from '../util/logger.js';
 import { GenAiAttr, GenAiOperation, OrganismAttr, OrganismEvent as SpanEvent } from './conventions.js';
 import type { TracingSettings } from './settings.js';
+import { DeliveryRecord, RecordOutcome, SpanIds } from './delivery-record.js';
+import { SpanDecoder, SpanEncoder } from './span-records.js';
 import { WorkerSpanProcessor, type ExportStats } from './worker-processor.js';
 
 export { formatTraceparent, resolveTracing, traceLogFields, type OtlpProtocol, type TracingSettings } from './settings.js';
@@ -112,8 +127,11 @@ export class OrganismTracing {
   private readonly tracer: Tracer;
   private readonly ids = new ThreadTraceIds();
   /** Deliveries in progress by thread and listener (at most one each), for span events. */
-  private readonly live = new Map<string, Span>();
+  private readonly live = new Map<string, Span | DeliveryRecord>();
   private readonly exporting: WorkerSpanProcessor | null;
+  /** Delivery spans as plain records (delivery-record.ts), or null: as SDK spans (see recordsFor). */
+  private readonly records: RecordSink | null;
+  private readonly spanIds = new SpanIds();
 
   /**
    * options.exporter: export with it through a BatchSpanProcessor on this thread instead of
@@ -133,6 +151,7 @@ export class OrganismTracing {
       spanProcessors: [this.exporting ?? new BatchSpanProcessor(options.exporter!)],
     });
     this.tracer = this.provider.getTracer('organism', settings.serviceVersion);
+    this.records = recordsFor(this.tracer, settings, this.exporting, options.exporter ? (this.provider as unknown as SdkProviderInternals)._activeSpanProcessor : null);
   }
 
   /** Follows the organism's deliveries and LLM calls; returns a function that stops it. */
@@ -178,6 +197,7 @@ export class OrganismTracing {
   }
 
   private delivery(message: Message, listener: ListenerConfig): DeliveryWatch {
+    if (this.records) return this.deliveryRecord(message, listener, this.records);
     const operation = listener.agent ? GenAiOperation.INVOKE_AGENT : GenAiOperation.EXECUTE_TOOL;
     const carried = message.traceContext ? parseTraceparent(message.traceContext) : null;
     let links: Link[] | undefined;
@@ -203,11 +223,41 @@ export class OrganismTracing {
     return new DeliverySpan(span, liveKey(message.threadId, listener.name), this.live, !this.settings.contextManager);
   }
 
+  /**
+   * The delivery's span as a record: what the SDK's tracer would make of it with the default
+   * sampler (parent-based, always on): a thread's root is sampled, a child is sampled when its
+   * parent was, and an unsampled one still gets a span id for the messages it sends.
+   */
+  private deliveryRecord(message: Message, listener: ListenerConfig, sink: RecordSink): DeliveryWatch {
+    const operation = listener.agent ? GenAiOperation.INVOKE_AGENT : GenAiOperation.EXECUTE_TOOL;
+    const carried = message.traceContext ? parseTraceparent(message.traceContext) : null;
+    const child = message.parentId !== null && carried !== null;
+    const traceFlags = child ? (carried.traceFlags & TraceFlags.SAMPLED ? TraceFlags.SAMPLED : TraceFlags.NONE) : TraceFlags.SAMPLED;
+    const record = new DeliveryRecord(
+      spanName(operation, listener.name),
+      operation,
+      listener.name,
+      !listener.agent,
+      child ? carried.traceId : traceIdOfThread(message.threadId),
+      this.spanIds.spanId(),
+      traceFlags,
+      child ? carried.spanId : undefined,
+      child ? carried.traceFlags : undefined,
+      child || carried === null ? undefined : carried,
+      message.threadId,
+      message.id,
+      message.attempt,
+      message.payloadType,
+    );
+    return new DeliveryRecordWatch(record, liveKey(message.threadId, listener.name), this.live, sink);
+  }
+
   private chat(call: LlmCallInfo): LlmCallWatch {
     // The parent: the delivery that makes the call (one per thread and listener at a time), or,
     // with a context manager, a span the handler made active around it.
     const active = this.settings.contextManager ? trace.getSpan(context.active()) : undefined;
-    const delivery = active ?? this.live.get(liveKey(call.threadId, call.agent));
+    const live = active ?? this.live.get(liveKey(call.threadId, call.agent));
+    const delivery = live instanceof DeliveryRecord ? trace.wrapSpanContext(live.spanContext()) : live;
     const span = this.tracer.startSpan(
       `${GenAiOperation.CHAT} ${call.model}`,
       {
@@ -287,7 +337,7 @@ class DeliverySpan implements DeliveryWatch {
   constructor(
     private readonly span: Span,
     private readonly key: string,
-    private readonly live: Map<string, Span>,
+    private readonly live: Map<string, Span | DeliveryRecord>,
     private readonly explicitLogFields: boolean,
   ) {
     live.set(key, span);
@@ -326,6 +376,107 @@ class DeliverySpan implements DeliveryWatch {
       span.setStatus({ code: SpanStatusCode.ERROR, message: `${outcome.reason}: ${outcome.error}` });
     }
     span.end();
+  }
+}
+
+/** Where ended delivery records go: the export worker, or (options.exporter) the main thread's batch processor. */
+interface RecordSink {
+  end(record: DeliveryRecord): void;
+}
+
+/** The SDK tracer's settings a record needs (not in its public type; checked when read). */
+interface SdkTracerInternals {
+  readonly _sampler?: Sampler;
+  readonly _spanLimits?: SpanLimits;
+  readonly _resource?: Resource;
+  readonly instrumentationScope?: InstrumentationScope;
+}
+
+interface SdkProviderInternals {
+  readonly _activeSpanProcessor: { onEnd(span: ReadableSpan): void };
+}
+
+const DEFAULT_SAMPLER = new ParentBasedSampler({ root: new AlwaysOnSampler() }).toString();
+
+/**
+ * Records instead of SDK spans for deliveries, when nothing but the organism can reach a
+ * delivery's span and records make exactly the span the SDK would: no context manager (with
+ * one, a handler sees its delivery's span as active and may add to it), the default sampler
+ * (OTEL_TRACES_SAMPLER unset, or parentbased_always_on) and span limits that a delivery span
+ * cannot reach. Otherwise null: deliveries get SDK spans.
+ */
+function recordsFor(
+  tracer: Tracer,
+  settings: TracingSettings,
+  worker: WorkerSpanProcessor | null,
+  mainThread: { onEnd(span: ReadableSpan): void } | null,
+): RecordSink | null {
+  if (settings.contextManager) return null;
+  const t = tracer as unknown as SdkTracerInternals;
+  const limits = t._spanLimits;
+  const resource = t._resource;
+  const scope = t.instrumentationScope;
+  if (!t._sampler || !limits || !resource || !scope) return null;
+  if (t._sampler.toString() !== DEFAULT_SAMPLER) return null;
+  // A delivery span has at most 10 attributes, 1 link without attributes, 4 attributes per event.
+  if (limits.attributeValueLengthLimit !== Infinity || (limits.attributeCountLimit ?? 128) < 10 || (limits.linkCountLimit ?? 128) < 1) return null;
+  if (limits.eventCountLimit !== 128 || (limits.attributePerEventCountLimit ?? 128) < 4) return null;
+  if (worker) return { end: (record) => worker.endDelivery(record, resource, scope) };
+  if (!mainThread) return null;
+  // Exporting on the main thread (tests, the bench comparing): the record becomes the SDK's span shape here.
+  const encoder = new SpanEncoder();
+  const decoder = new SpanDecoder();
+  return {
+    end: (record) => {
+      if (!record.sampled) return;
+      const batch: unknown[] = [];
+      encoder.encodeDelivery(record, batch, resource, scope);
+      const definitions = encoder.takeDefinitions();
+      if (definitions) decoder.define(definitions);
+      for (const span of decoder.decode(batch)) mainThread.onEnd(span);
+    },
+  };
+}
+
+/** A delivery followed through its record: the counterpart of DeliverySpan without the SDK. */
+class DeliveryRecordWatch implements DeliveryWatch {
+  private context: string | null = null;
+  private fields: Readonly<Record<string, string>> | null = null;
+
+  constructor(
+    private readonly record: DeliveryRecord,
+    private readonly key: string,
+    private readonly live: Map<string, Span | DeliveryRecord>,
+    private readonly sink: RecordSink,
+  ) {
+    live.set(key, record);
+  }
+
+  /** The ids are valid by construction: formatted without formatTraceparent's checks. */
+  get traceContext(): string {
+    const r = this.record;
+    return (this.context ??= `00-${r.traceId}-${r.spanId}-${r.sampled ? '01' : '00'}`);
+  }
+
+  get logFields(): Readonly<Record<string, string>> {
+    return (this.fields ??= { trace_id: this.record.traceId, span_id: this.record.spanId });
+  }
+
+  /** No context manager: nothing to make active. */
+  run<T>(fn: () => T): T {
+    return fn();
+  }
+
+  end(outcome: DeliveryOutcome): void {
+    const record = this.record;
+    if (this.live.get(this.key) === record) this.live.delete(this.key);
+    if (outcome.acked) {
+      record.end(RecordOutcome.ACKED);
+    } else {
+      if (outcome.reason === 'budget_exhausted') record.addEvent(SpanEvent.BUDGET_EXHAUSTED, { 'organism.error': outcome.error });
+      record.end(outcome.reason === 'shutdown' ? RecordOutcome.INTERRUPTED : RecordOutcome.FAILED, outcome.reason, outcome.error);
+    }
+    if (record.sampled) this.sink.end(record);
   }
 }
 

@@ -5,6 +5,9 @@ import { Worker } from 'node:worker_threads';
 import { diag, TraceFlags } from '@opentelemetry/api';
 import { getNumberFromEnv } from '@opentelemetry/core';
 import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type { InstrumentationScope } from '@opentelemetry/core';
+import type { Resource } from '@opentelemetry/resources';
+import type { DeliveryRecord } from './delivery-record.js';
 import { SpanEncoder, type SpanBatch } from './span-records.js';
 import type { FromWorker, ToWorker, WorkerSettings } from './worker-protocol.js';
 
@@ -92,12 +95,29 @@ export class WorkerSpanProcessor implements SpanProcessor {
   onStart(): void {}
 
   onEnd(span: ReadableSpan): void {
-    if ((span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0 || this.closing) return;
+    if ((span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0 || !this.room()) return;
+    this.encoder.encode(span, this.batch);
+    this.added();
+  }
+
+  /** A delivery's span as a record (delivery-record.ts), handed over like an ended span; resource and scope: its tracer's. */
+  endDelivery(record: DeliveryRecord, resource: Resource, scope: InstrumentationScope): void {
+    if (!record.sampled || !this.room()) return;
+    this.encoder.encodeDelivery(record, this.batch, resource, scope);
+    this.added();
+  }
+
+  /** Whether a span may be added (else it is dropped, and counted unless closing). */
+  private room(): boolean {
+    if (this.closing) return false;
     if (this.dead || this.inFlight + this.buffered >= this.maxPending) {
       this.drop(1);
-      return;
+      return false;
     }
-    this.encoder.encode(span, this.batch);
+    return true;
+  }
+
+  private added(): void {
     if (++this.buffered >= this.batchSize) this.handOver();
     else this.timer ??= setTimeout(() => this.handOver(), this.delayMs).unref();
   }

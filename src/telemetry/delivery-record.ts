@@ -83,7 +83,8 @@ export class DeliveryRecord {
     events.push({ name, attributes: copy, time: this.timeAt(performance.now()), droppedAttributesCount: 0 });
   }
 
-  end(outcome: RecordOutcome, reason?: string, error?: string): void {
+  /** Ends the record (the subclass's end, the pump's, calls it). */
+  protected ended(outcome: RecordOutcome, reason?: string, error?: string): void {
     this.durationMs = performance.now() - this.perfStart;
     this.outcome = outcome;
     this.reason = reason;

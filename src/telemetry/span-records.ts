@@ -25,7 +25,9 @@ import { RecordOutcome, type DeliveryRecord } from './delivery-record.js';
  * name, traceId, spanId, traceFlags, parent spanId (undefined: a thread's root) and traceFlags,
  * start (epoch ms) and duration (ms), operation, listener, whether it is a tool, thread id,
  * message id, attempt, payload type, outcome, failure reason and error, extras, resource and
- * scope numbers. The worker makes from it what the SDK's Span would have held.
+ * scope numbers. Name, operation, listener and payload type, a few strings repeated for every
+ * delivery, go by number like the attribute keys. The worker makes from it what the SDK's Span
+ * would have held.
  */
 
 const SPAN = 0;
@@ -109,7 +111,7 @@ export class SpanEncoder {
         : undefined;
     out.push(
       DELIVERY,
-      r.name,
+      this.keyId(r.name),
       r.traceId,
       r.spanId,
       r.traceFlags,
@@ -117,13 +119,13 @@ export class SpanEncoder {
       r.parentTraceFlags,
       r.startMs,
       r.durationMs,
-      r.operation,
-      r.listener,
+      this.keyId(r.operation),
+      this.keyId(r.listener),
       r.isTool,
       r.threadId,
       r.messageId,
       r.attempt,
-      r.payloadType,
+      this.keyId(r.payloadType),
       r.outcome,
       r.reason,
       r.error,
@@ -246,9 +248,15 @@ export class SpanDecoder {
     return spans;
   }
 
+  private key(id: unknown): string {
+    const key = this.keys[id as number];
+    if (key === undefined) throw new Error('span batch refers to an undefined string');
+    return key;
+  }
+
   /** A delivery record as the SDK's Span would have held it (tracing.ts made the same span with the SDK before). */
   private delivery(next: () => unknown): ReadableSpan {
-    const name = next() as string;
+    const name = this.key(next());
     const traceId = next() as string;
     const spanId = next() as string;
     const traceFlags = next() as number;
@@ -257,14 +265,14 @@ export class SpanDecoder {
     const startMs = next() as number;
     const durationMs = next() as number;
     const attributes: Attributes = {
-      [GenAiAttr.OPERATION_NAME]: next() as string,
-      [GenAiAttr.AGENT_NAME]: next() as string,
+      [GenAiAttr.OPERATION_NAME]: this.key(next()),
+      [GenAiAttr.AGENT_NAME]: this.key(next()),
     };
     const isTool = next() as boolean;
     attributes[GenAiAttr.CONVERSATION_ID] = next() as string;
     attributes[OrganismAttr.MESSAGE_ID] = next() as string;
     attributes[OrganismAttr.ATTEMPT] = next() as number;
-    attributes[OrganismAttr.PAYLOAD_TYPE] = next() as string;
+    attributes[OrganismAttr.PAYLOAD_TYPE] = this.key(next());
     if (isTool) attributes[GenAiAttr.TOOL_NAME] = attributes[GenAiAttr.AGENT_NAME];
     const outcome = next() as RecordOutcome;
     const reason = next() as string | undefined;

@@ -126,8 +126,8 @@ export class OrganismTracing {
   readonly provider: NodeTracerProvider;
   private readonly tracer: Tracer;
   private readonly ids = new ThreadTraceIds();
-  /** Deliveries in progress by thread and listener (at most one each), for span events. */
-  private readonly live = new Map<string, Span | DeliveryRecord>();
+  /** Deliveries in progress by thread and listener (at most one each), for span events and the parent of LLM calls. */
+  private readonly live = new LiveDeliveries();
   private readonly exporting: WorkerSpanProcessor | null;
   /** Delivery spans as plain records (delivery-record.ts), or null: as SDK spans (see recordsFor). */
   private readonly records: RecordSink | null;
@@ -220,7 +220,7 @@ export class OrganismTracing {
     if (!listener.agent) attributes[GenAiAttr.TOOL_NAME] = listener.name;
     const span = this.tracer.startSpan(spanName(operation, listener.name), { kind: SpanKind.INTERNAL, links, attributes }, parent);
     this.ids.next = null;
-    return new DeliverySpan(span, liveKey(message.threadId, listener.name), this.live, !this.settings.contextManager);
+    return new DeliverySpan(span, message.threadId, listener.name, this.live, !this.settings.contextManager);
   }
 
   /**
@@ -233,7 +233,9 @@ export class OrganismTracing {
     const carried = message.traceContext ? parseTraceparent(message.traceContext) : null;
     const child = message.parentId !== null && carried !== null;
     const traceFlags = child ? (carried.traceFlags & TraceFlags.SAMPLED ? TraceFlags.SAMPLED : TraceFlags.NONE) : TraceFlags.SAMPLED;
-    const record = new DeliveryRecord(
+    const record = new RecordedDelivery(
+      this.live,
+      sink,
       spanName(operation, listener.name),
       operation,
       listener.name,
@@ -249,15 +251,14 @@ export class OrganismTracing {
       message.attempt,
       message.payloadType,
     );
-    return new DeliveryRecordWatch(record, liveKey(message.threadId, listener.name), this.live, sink);
+    return record;
   }
 
   private chat(call: LlmCallInfo): LlmCallWatch {
     // The parent: the delivery that makes the call (one per thread and listener at a time), or,
     // with a context manager, a span the handler made active around it.
     const active = this.settings.contextManager ? trace.getSpan(context.active()) : undefined;
-    const live = active ?? this.live.get(liveKey(call.threadId, call.agent));
-    const delivery = live instanceof DeliveryRecord ? trace.wrapSpanContext(live.spanContext()) : live;
+    const delivery = active ?? this.live.get(call.threadId, call.agent)?.asParent();
     const span = this.tracer.startSpan(
       `${GenAiOperation.CHAT} ${call.model}`,
       {
@@ -311,9 +312,9 @@ export class OrganismTracing {
 
   private onEvent(event: OrganismEvent): void {
     if (event.type === 'peer_denied') {
-      this.live.get(liveKey(event.threadId, event.from))?.addEvent(SpanEvent.PEER_DENIED, { 'organism.peer.target': event.to, 'organism.error': event.reason });
+      this.live.get(event.threadId, event.from)?.addEvent(SpanEvent.PEER_DENIED, { 'organism.peer.target': event.to, 'organism.error': event.reason });
     } else if (event.type === 'budget_warning') {
-      this.live.get(liveKey(event.threadId, event.agent))?.addEvent(SpanEvent.BUDGET_WARNING, {
+      this.live.get(event.threadId, event.agent)?.addEvent(SpanEvent.BUDGET_WARNING, {
         'organism.budget.threshold': event.threshold,
         'organism.budget.percent_used': event.percentUsed,
         'organism.budget.tokens_used': event.tokensUsed,
@@ -328,19 +329,29 @@ export class OrganismTracing {
  * The span of one delivery, as the pump follows it: a class rather than closures, as it is
  * made for every delivery. Its traceparent is formatted when a message first needs it.
  */
-class DeliverySpan implements DeliveryWatch {
+class DeliverySpan implements DeliveryWatch, LiveDelivery {
   private active: Context | null = null;
   private context: string | null = null;
   private fields: Readonly<Record<string, string>> | null = null;
+  nextLive: LiveDelivery | null = null;
 
   /** explicitLogFields: false when the context manager's log mixin adds them (the fields would be doubled). */
   constructor(
     private readonly span: Span,
-    private readonly key: string,
-    private readonly live: Map<string, Span | DeliveryRecord>,
+    readonly threadId: string,
+    readonly listener: string,
+    private readonly live: LiveDeliveries,
     private readonly explicitLogFields: boolean,
   ) {
-    live.set(key, span);
+    live.add(this);
+  }
+
+  asParent(): Span {
+    return this.span;
+  }
+
+  addEvent(name: string, attributes: Attributes): void {
+    this.span.addEvent(name, attributes);
   }
 
   get traceContext(): string | null {
@@ -363,7 +374,7 @@ class DeliverySpan implements DeliveryWatch {
 
   end(outcome: DeliveryOutcome): void {
     const span = this.span;
-    if (this.live.get(this.key) === span) this.live.delete(this.key);
+    this.live.remove(this);
     if (outcome.acked) {
       span.setAttribute(OrganismAttr.OUTCOME, 'acked');
     } else {
@@ -438,28 +449,31 @@ function recordsFor(
   };
 }
 
-/** A delivery followed through its record: the counterpart of DeliverySpan without the SDK. */
-class DeliveryRecordWatch implements DeliveryWatch {
-  private context: string | null = null;
+/**
+ * A delivery followed through its record (the counterpart of DeliverySpan without the SDK):
+ * the record is also the pump's watch and the live entry, one object per delivery.
+ */
+class RecordedDelivery extends DeliveryRecord implements DeliveryWatch, LiveDelivery {
+  private formatted: string | null = null;
   private fields: Readonly<Record<string, string>> | null = null;
+  nextLive: LiveDelivery | null = null;
 
   constructor(
-    private readonly record: DeliveryRecord,
-    private readonly key: string,
-    private readonly live: Map<string, Span | DeliveryRecord>,
+    private readonly live: LiveDeliveries,
     private readonly sink: RecordSink,
+    ...record: ConstructorParameters<typeof DeliveryRecord>
   ) {
-    live.set(key, record);
+    super(...record);
+    live.add(this);
   }
 
   /** The ids are valid by construction: formatted without formatTraceparent's checks. */
   get traceContext(): string {
-    const r = this.record;
-    return (this.context ??= `00-${r.traceId}-${r.spanId}-${r.sampled ? '01' : '00'}`);
+    return (this.formatted ??= `00-${this.traceId}-${this.spanId}-${this.sampled ? '01' : '00'}`);
   }
 
   get logFields(): Readonly<Record<string, string>> {
-    return (this.fields ??= { trace_id: this.record.traceId, span_id: this.record.spanId });
+    return (this.fields ??= { trace_id: this.traceId, span_id: this.spanId });
   }
 
   /** No context manager: nothing to make active. */
@@ -467,16 +481,64 @@ class DeliveryRecordWatch implements DeliveryWatch {
     return fn();
   }
 
+  asParent(): Span {
+    return trace.wrapSpanContext(this.spanContext());
+  }
+
   end(outcome: DeliveryOutcome): void {
-    const record = this.record;
-    if (this.live.get(this.key) === record) this.live.delete(this.key);
+    this.live.remove(this);
     if (outcome.acked) {
-      record.end(RecordOutcome.ACKED);
+      this.ended(RecordOutcome.ACKED);
     } else {
-      if (outcome.reason === 'budget_exhausted') record.addEvent(SpanEvent.BUDGET_EXHAUSTED, { 'organism.error': outcome.error });
-      record.end(outcome.reason === 'shutdown' ? RecordOutcome.INTERRUPTED : RecordOutcome.FAILED, outcome.reason, outcome.error);
+      if (outcome.reason === 'budget_exhausted') this.addEvent(SpanEvent.BUDGET_EXHAUSTED, { 'organism.error': outcome.error });
+      this.ended(outcome.reason === 'shutdown' ? RecordOutcome.INTERRUPTED : RecordOutcome.FAILED, outcome.reason, outcome.error);
     }
-    if (record.sampled) this.sink.end(record);
+    if (this.sampled) this.sink.end(this);
+  }
+}
+
+/** A delivery in progress, as span events and LLM calls find it. */
+interface LiveDelivery {
+  readonly threadId: string;
+  readonly listener: string;
+  /** The next delivery in progress of the same thread (another listener). */
+  nextLive: LiveDelivery | null;
+  addEvent(name: string, attributes: Attributes): void;
+  /** What an LLM call's span has as its parent. */
+  asParent(): Span;
+}
+
+/**
+ * Deliveries in progress by thread, then listener (at most one each, a thread has few at a
+ * time): found by the thread id as it is, no key string built per delivery.
+ */
+class LiveDeliveries {
+  private readonly byThread = new Map<string, LiveDelivery>();
+
+  add(d: LiveDelivery): void {
+    d.nextLive = this.byThread.get(d.threadId) ?? null;
+    this.byThread.set(d.threadId, d);
+  }
+
+  remove(d: LiveDelivery): void {
+    const head = this.byThread.get(d.threadId);
+    if (head === d) {
+      if (d.nextLive) this.byThread.set(d.threadId, d.nextLive);
+      else this.byThread.delete(d.threadId);
+    } else {
+      for (let p: LiveDelivery | null | undefined = head; p; p = p.nextLive) {
+        if (p.nextLive === d) {
+          p.nextLive = d.nextLive;
+          break;
+        }
+      }
+    }
+    d.nextLive = null;
+  }
+
+  get(threadId: string, listener: string): LiveDelivery | undefined {
+    for (let d: LiveDelivery | null | undefined = this.byThread.get(threadId); d; d = d.nextLive) if (d.listener === listener) return d;
+    return undefined;
   }
 }
 
@@ -488,10 +550,6 @@ function spanName(operation: string, listener: string): string {
   let name = byListener.get(listener);
   if (name === undefined) byListener.set(listener, (name = `${operation} ${listener}`));
   return name;
-}
-
-function liveKey(threadId: string, listener: string): string {
-  return `${threadId}\u0000${listener}`;
 }
 
 const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;

@@ -133,6 +133,7 @@ export abstract class PumpDelivery extends PumpSharedDispatch {
           now: this.now(),
           registry: this.deps.registry,
           acceptedType: (name) => this.runtimes.get(name)?.config.payload,
+          traceContext: normalized.items.length > 0 ? (d.watch?.traceContext ?? null) : null,
         })
       : ({ ok: false, error: normalized.error } as const);
     if (!routed.ok) {
@@ -142,7 +143,7 @@ export abstract class PumpDelivery extends PumpSharedDispatch {
     const notices = routed.refused.map((r) =>
       systemErrorMessage(message, runtime.name, r.reason, r.error, this.now(), { messageId: r.message.id, to: r.message.to }),
     );
-    const outgoing = traced([...routed.messages, ...notices], d.watch);
+    const outgoing = notices.length === 0 ? routed.messages : [...routed.messages, ...traced(notices, d.watch)];
     if ((await this.bookOutcome(d, null, outgoing, routed.refused[0]?.error ?? null)) !== 'booked') return;
     d.outcome = ACKED;
     runtime.lastFailed = false;

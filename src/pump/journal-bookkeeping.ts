@@ -161,14 +161,9 @@ export abstract class PumpBookkeeping extends PumpBackPressure {
   }
 }
 
-/**
- * Messages a delivery sends carry its trace context (when a tracer gave it one). Set on the
- * messages themselves, not on copies: they are the delivery's own, just made for it (routing,
- * system notices) and not yet seen by anything else.
- */
+/** Messages a delivery sends carry its trace context (when a tracer gave it one); routed messages get it from routeOutgoing. */
 export function traced(messages: Message[], watch: DeliveryWatch | null): Message[] {
   if (messages.length === 0) return messages;
   const traceContext = watch?.traceContext ?? null;
-  if (traceContext !== null) for (const m of messages) (m as { traceContext?: string | null }).traceContext = traceContext;
-  return messages;
+  return traceContext === null ? messages : messages.map((m) => ({ ...m, traceContext }));
 }

@@ -35,6 +35,49 @@ const DELIVERY = 1;
 
 export type SpanBatch = unknown[];
 
+/**
+ * A batch being filled. Values are written by index into an array kept from one full batch to
+ * the next (postMessage clones it at once): growing a fresh array by push for every batch cost
+ * about 5x as much (the copies as it grows, and their garbage; 11,264 values, measured 250-330
+ * vs 54-72 us a batch). A batch of another size is handed over as an exact copy and the array
+ * let go (few and small then: a timer's partial batch, spans of other shapes).
+ */
+export class BatchBuilder {
+  private values: unknown[] = [];
+  private n = 0;
+
+  /** Values written so far. */
+  get size(): number {
+    return this.n;
+  }
+
+  put(value: unknown): void {
+    if (this.n < this.values.length) this.values[this.n++] = value;
+    else {
+      this.values.push(value);
+      this.n++;
+    }
+  }
+
+  putAll(values: readonly unknown[]): void {
+    for (const v of values) this.put(v);
+  }
+
+  set(at: number, value: unknown): void {
+    this.values[at] = value;
+  }
+
+  /** The batch, to be posted (cloned) before anything is written again; the builder starts a new one. */
+  take(): SpanBatch {
+    const n = this.n;
+    this.n = 0;
+    if (n === this.values.length) return this.values;
+    const batch = this.values.slice(0, n);
+    this.values = [];
+    return batch;
+  }
+}
+
 interface Extras {
   readonly events: readonly TimedEvent[] | undefined;
   readonly links: readonly RecordLink[] | undefined;
@@ -70,23 +113,24 @@ export class SpanEncoder {
   private pending: RecordDefinitions = { keys: [], resources: [], scopes: [] };
 
   /** Appends a span to a batch. */
-  encode(span: ReadableSpan, out: SpanBatch): void {
+  encode(span: ReadableSpan, out: BatchBuilder): void {
     const sc = span.spanContext();
     const parent = span.parentSpanContext;
     const status = span.status;
-    out.push(SPAN, span.name, span.kind, sc.traceId, sc.spanId, sc.traceFlags, sc.traceState?.serialize());
-    if (parent) out.push(parent.spanId, parent.traceId, parent.traceFlags, parent.traceState?.serialize(), parent.isRemote);
-    else out.push(undefined, undefined, undefined, undefined, undefined);
-    out.push(span.startTime[0], span.startTime[1], span.endTime[0], span.endTime[1], span.duration[0], span.duration[1], status.code, status.message);
+    out.putAll([SPAN, span.name, span.kind, sc.traceId, sc.spanId, sc.traceFlags, sc.traceState?.serialize()]);
+    if (parent) out.putAll([parent.spanId, parent.traceId, parent.traceFlags, parent.traceState?.serialize(), parent.isRemote]);
+    else out.putAll([undefined, undefined, undefined, undefined, undefined]);
+    out.putAll([span.startTime[0], span.startTime[1], span.endTime[0], span.endTime[1], span.duration[0], span.duration[1], status.code, status.message]);
     const attributes = span.attributes;
-    const countAt = out.length;
+    const countAt = out.size;
     let count = 0;
-    out.push(0);
+    out.put(0);
     for (const key in attributes) {
-      out.push(this.keyId(key), attributes[key]);
+      out.put(this.keyId(key));
+      out.put(attributes[key]);
       count++;
     }
-    out[countAt] = count;
+    out.set(countAt, count);
     const dropped = span.droppedAttributesCount + span.droppedEventsCount + span.droppedLinksCount;
     const extras: Extras | undefined =
       span.events.length > 0 || span.links.length > 0 || dropped > 0
@@ -96,11 +140,13 @@ export class SpanEncoder {
             dropped: dropped > 0 ? [span.droppedAttributesCount, span.droppedEventsCount, span.droppedLinksCount] : undefined,
           }
         : undefined;
-    out.push(extras, this.resourceId(span.resource), this.scopeId(span.instrumentationScope));
+    out.put(extras);
+    out.put(this.resourceId(span.resource));
+    out.put(this.scopeId(span.instrumentationScope));
   }
 
   /** Appends an ended delivery record to a batch; resource and scope: the tracer's. */
-  encodeDelivery(r: DeliveryRecord, out: SpanBatch, resource: Resource, scope: InstrumentationScope): void {
+  encodeDelivery(r: DeliveryRecord, out: BatchBuilder, resource: Resource, scope: InstrumentationScope): void {
     const extras: Extras | undefined =
       r.events !== undefined || r.link !== undefined || r.droppedEvents > 0
         ? {
@@ -109,30 +155,28 @@ export class SpanEncoder {
             dropped: r.droppedEvents > 0 ? [0, r.droppedEvents, 0] : undefined,
           }
         : undefined;
-    out.push(
-      DELIVERY,
-      this.keyId(r.name),
-      r.traceId,
-      r.spanId,
-      r.traceFlags,
-      r.parentSpanId,
-      r.parentTraceFlags,
-      r.startMs,
-      r.durationMs,
-      this.keyId(r.operation),
-      this.keyId(r.listener),
-      r.isTool,
-      r.threadId,
-      r.messageId,
-      r.attempt,
-      this.keyId(r.payloadType),
-      r.outcome,
-      r.reason,
-      r.error,
-      extras,
-      this.resourceId(resource),
-      this.scopeId(scope),
-    );
+    out.put(DELIVERY);
+    out.put(this.keyId(r.name));
+    out.put(r.traceId);
+    out.put(r.spanId);
+    out.put(r.traceFlags);
+    out.put(r.parentSpanId);
+    out.put(r.parentTraceFlags);
+    out.put(r.startMs);
+    out.put(r.durationMs);
+    out.put(this.keyId(r.operation));
+    out.put(this.keyId(r.listener));
+    out.put(r.isTool);
+    out.put(r.threadId);
+    out.put(r.messageId);
+    out.put(r.attempt);
+    out.put(this.keyId(r.payloadType));
+    out.put(r.outcome);
+    out.put(r.reason);
+    out.put(r.error);
+    out.put(extras);
+    out.put(this.resourceId(resource));
+    out.put(this.scopeId(scope));
   }
 
   /** The definitions the spans encoded since the last call refer to (sent with them). */

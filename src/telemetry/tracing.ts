@@ -45,7 +45,7 @@ import type { Logger } from '../util/logger.js';
 import { GenAiAttr, GenAiOperation, OrganismAttr, OrganismEvent as SpanEvent } from './conventions.js';
 import type { TracingSettings } from './settings.js';
 import { DeliveryRecord, RecordOutcome, SpanIds } from './delivery-record.js';
-import { SpanDecoder, SpanEncoder } from './span-records.js';
+import { BatchBuilder, SpanDecoder, SpanEncoder } from './span-records.js';
 import { WorkerSpanProcessor, type ExportStats } from './worker-processor.js';
 
 export { formatTraceparent, resolveTracing, traceLogFields, type OtlpProtocol, type TracingSettings } from './settings.js';
@@ -440,11 +440,11 @@ function recordsFor(
   return {
     end: (record) => {
       if (!record.sampled) return;
-      const batch: unknown[] = [];
-      encoder.encodeDelivery(record, batch, resource, scope);
+      const out = new BatchBuilder();
+      encoder.encodeDelivery(record, out, resource, scope);
       const definitions = encoder.takeDefinitions();
       if (definitions) decoder.define(definitions);
-      for (const span of decoder.decode(batch)) mainThread.onEnd(span);
+      for (const span of decoder.decode(out.take())) mainThread.onEnd(span);
     },
   };
 }

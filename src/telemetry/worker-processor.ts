@@ -8,7 +8,7 @@ import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base'
 import type { InstrumentationScope } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
 import type { DeliveryRecord } from './delivery-record.js';
-import { SpanEncoder, type SpanBatch } from './span-records.js';
+import { BatchBuilder, SpanEncoder } from './span-records.js';
 import type { FromWorker, ToWorker, WorkerSettings } from './worker-protocol.js';
 
 /** What the export worker did with the spans handed to it (the bench checks that none was lost). */
@@ -46,7 +46,7 @@ export class WorkerSpanProcessor implements SpanProcessor {
   private readonly batchSize: number;
   private readonly delayMs: number;
   private readonly maxPending: number;
-  private batch: SpanBatch = [];
+  private readonly batch = new BatchBuilder();
   /** Spans in the batch. */
   private buffered = 0;
   private timer: NodeJS.Timeout | null = null;
@@ -148,8 +148,7 @@ export class WorkerSpanProcessor implements SpanProcessor {
     }
     const count = this.buffered;
     if (count === 0) return;
-    const batch = this.batch;
-    this.batch = [];
+    const batch = this.batch.take();
     this.buffered = 0;
     if (this.dead) {
       this.drop(count);

@@ -8,7 +8,7 @@ import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { describe, expect, it } from 'vitest';
 import { loadOrganismFromString } from '../../src/config/index.js';
 import { Organism } from '../../src/organism/organism.js';
-import { SpanDecoder, SpanEncoder } from '../../src/telemetry/span-records.js';
+import { BatchBuilder, SpanDecoder, SpanEncoder } from '../../src/telemetry/span-records.js';
 import { OrganismTracing, resolveTracing, traceIdOfThread } from '../../src/telemetry/tracing.js';
 import { eventually } from '../service/fixture.js';
 import { startOtlpReceiver } from './otlp-receiver.js';
@@ -81,9 +81,9 @@ describe('span records (main thread to export worker)', () => {
     const encoder = new SpanEncoder();
     const decoder = new SpanDecoder();
     const roundTrip = (spans: ReadableSpan[]) => {
-      const batch: unknown[] = [];
-      for (const s of spans) encoder.encode(s, batch);
-      const message = structuredClone({ batch, definitions: encoder.takeDefinitions() });
+      const out = new BatchBuilder();
+      for (const s of spans) encoder.encode(s, out);
+      const message = structuredClone({ batch: out.take(), definitions: encoder.takeDefinitions() });
       if (message.definitions) decoder.define(message.definitions);
       return decoder.decode(message.batch);
     };

@@ -6,7 +6,7 @@ import type { HandlerContext, HandlerLogger } from './handler.js';
 import { traced } from './journal-bookkeeping.js';
 import type { ListenerRuntime } from './listener-runtime.js';
 import { BUDGET_WARNING_TYPE, SYSTEM_ERROR_TYPE, type Message } from './message.js';
-import type { DeliveryOutcome } from './observer.js';
+import type { DeliveryOutcome, DeliveryWatch } from './observer.js';
 import type { AbortCause, Delivery } from './pump-state.js';
 import { normalizeResult, routeOutgoing } from './routing.js';
 import { systemErrorMessage } from './system-messages.js';
@@ -133,6 +133,7 @@ export abstract class PumpDelivery extends PumpSharedDispatch {
           now: this.now(),
           registry: this.deps.registry,
           acceptedType: (name) => this.runtimes.get(name)?.config.payload,
+          traceContext: normalized.items.length > 0 ? (d.watch?.traceContext ?? null) : null,
         })
       : ({ ok: false, error: normalized.error } as const);
     if (!routed.ok) {
@@ -142,7 +143,7 @@ export abstract class PumpDelivery extends PumpSharedDispatch {
     const notices = routed.refused.map((r) =>
       systemErrorMessage(message, runtime.name, r.reason, r.error, this.now(), { messageId: r.message.id, to: r.message.to }),
     );
-    const outgoing = traced([...routed.messages, ...notices], d.watch);
+    const outgoing = notices.length === 0 ? routed.messages : [...routed.messages, ...traced(notices, d.watch)];
     if ((await this.bookOutcome(d, null, outgoing, routed.refused[0]?.error ?? null)) !== 'booked') return;
     d.outcome = ACKED;
     runtime.lastFailed = false;
@@ -202,7 +203,7 @@ export abstract class PumpDelivery extends PumpSharedDispatch {
       metadata: message.metadata,
       signal: controller.signal,
       llm,
-      log: handlerLogger(this.deps.logger, runtime.name, message, d.watch?.logFields ?? null),
+      log: handlerLogger(this.deps.logger, runtime.name, message, d.watch),
       peers: runtime.config.peers,
       history: (limit = 50) => this.deps.journal.threadHistory(message.threadId, runtime.name, limit),
     };
@@ -216,15 +217,26 @@ function errorText(err: unknown): string {
   return String(err);
 }
 
-/** trace: the delivery's trace fields (trace_id, span_id), carried explicitly: no context lookup per line. */
-function handlerLogger(logger: Logger, listener: string, message: Message, trace: Readonly<Record<string, string>> | null): HandlerLogger {
-  const child = logger.child(
-    trace ? { listener, threadId: message.threadId, messageId: message.id, ...trace } : { listener, threadId: message.threadId, messageId: message.id },
-  );
+/**
+ * The handler's logger, its pino child made at the first line (most deliveries write none: the
+ * child's bindings and the trace fields cost every delivery otherwise). watch: the delivery's
+ * trace fields (trace_id, span_id), carried explicitly: no context lookup per line.
+ */
+function handlerLogger(logger: Logger, listener: string, message: Message, watch: DeliveryWatch | null): HandlerLogger {
+  let child: Logger | null = null;
+  const log = (): Logger => {
+    if (child === null) {
+      const trace = watch?.logFields ?? null;
+      child = logger.child(
+        trace ? { listener, threadId: message.threadId, messageId: message.id, ...trace } : { listener, threadId: message.threadId, messageId: message.id },
+      );
+    }
+    return child;
+  };
   return {
-    debug: (msg, data) => child.debug(data ?? {}, msg),
-    info: (msg, data) => child.info(data ?? {}, msg),
-    warn: (msg, data) => child.warn(data ?? {}, msg),
-    error: (msg, data) => child.error(data ?? {}, msg),
+    debug: (msg, data) => log().debug(data ?? {}, msg),
+    info: (msg, data) => log().info(data ?? {}, msg),
+    warn: (msg, data) => log().warn(data ?? {}, msg),
+    error: (msg, data) => log().error(data ?? {}, msg),
   };
 }

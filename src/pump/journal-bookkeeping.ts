@@ -161,8 +161,9 @@ export abstract class PumpBookkeeping extends PumpBackPressure {
   }
 }
 
-/** Messages a delivery sends carry its trace context (when a tracer gave it one). */
+/** Messages a delivery sends carry its trace context (when a tracer gave it one); routed messages get it from routeOutgoing. */
 export function traced(messages: Message[], watch: DeliveryWatch | null): Message[] {
+  if (messages.length === 0) return messages;
   const traceContext = watch?.traceContext ?? null;
   return traceContext === null ? messages : messages.map((m) => ({ ...m, traceContext }));
 }

@@ -25,6 +25,8 @@ export interface RoutingContext {
   readonly registry: PayloadRegistry;
   /** The payload type a listener accepts; undefined when no such listener is registered. */
   acceptedType(listener: string): string | undefined;
+  /** The sending delivery's trace context, carried by the messages it sends (not by refused ones); null or absent: none. */
+  readonly traceContext?: string | null;
 }
 
 /** Normalizes whatever a handler returned into a list, or says why it is not a valid result. */
@@ -103,12 +105,12 @@ export function routeOutgoing(items: readonly Outgoing[], ctx: RoutingContext): 
     } else if (accepted !== undefined) {
       return { ok: false, error: Errors.UNKNOWN_PAYLOAD_TYPE(payloadType).detail };
     }
-    const message: Message = { ...base, payloadType, payload };
-    if (message.hops > ctx.maxHops) {
-      refused.push({ message, reason: 'hop_limit', error: Errors.HOP_LIMIT(ctx.maxHops, cause.threadId).detail });
+    if (base.hops > ctx.maxHops) {
+      refused.push({ message: { ...base, payloadType, payload }, reason: 'hop_limit', error: Errors.HOP_LIMIT(ctx.maxHops, cause.threadId).detail });
       continue;
     }
-    messages.push(message);
+    // Made with its trace context at once (not copied to add it afterwards: this runs for every message sent).
+    messages.push(ctx.traceContext ? { ...base, payloadType, payload, traceContext: ctx.traceContext } : { ...base, payloadType, payload });
   }
   return { ok: true, messages, refused };
 }

@@ -30,6 +30,9 @@ export class OrganismMetrics {
   /** Threads seen active and not yet ended (to count each status change once). */
   private readonly liveThreads = new Set<string>();
   private recoveryCounted: string | null = null;
+  /** Deliveries ended per listener and thread status changes since the last scrape: added to their counters when collected. */
+  private readonly ended = new Map<string, EndedDeliveries>();
+  private readonly statusChanges = new Map<ThreadStatus, number>();
 
   private readonly deliveries: Counter<'listener' | 'outcome'>;
   private readonly failures: Counter<'listener' | 'reason'>;
@@ -49,17 +52,26 @@ export class OrganismMetrics {
 
   constructor(private readonly organism: Organism) {
     const registers = [this.registry];
+    const self = this;
     collectDefaultMetrics({ register: this.registry });
     // Gauges named like counters (promtool rejects them); nodejs_active_*{type} say the same per type.
     for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
       this.registry.removeSingleMetric(name);
     }
 
+    // Counted in plain fields per delivery (no label hashing on the delivery path), added here when scraped.
     this.deliveries = new Counter({
       name: 'organism_deliveries_total',
       help: 'Deliveries that ended, by listener and outcome (acked, failed).',
       labelNames: ['listener', 'outcome'],
       registers,
+      collect() {
+        for (const e of self.ended.values()) {
+          if (e.acked > 0) this.inc({ listener: e.listener, outcome: 'acked' }, e.acked);
+          if (e.failed > 0) this.inc({ listener: e.listener, outcome: 'failed' }, e.failed);
+          e.acked = e.failed = 0;
+        }
+      },
     });
     this.failures = new Counter({
       name: 'organism_delivery_failures_total',
@@ -118,7 +130,6 @@ export class OrganismMetrics {
         if (stats) this.set((stats.oldestPendingAgeMs ?? 0) / 1000);
       },
     });
-    const self = this;
     this.recovered = new Counter({
       name: 'organism_recovered_messages_total',
       help: 'Journal entries recovered at start: pending (sent again), redelivered (interrupted, attempt + 1), failed (past max attempts).',
@@ -141,6 +152,10 @@ export class OrganismMetrics {
       help: 'Threads that reached each status: active (started or resumed), completed, error, killed.',
       labelNames: ['status'],
       registers,
+      collect() {
+        for (const [status, n] of self.statusChanges) if (n > 0) this.inc({ status }, n);
+        self.statusChanges.clear();
+      },
     });
     this.peerDenials = new Counter({
       name: 'organism_peer_denials_total',
@@ -196,7 +211,7 @@ export class OrganismMetrics {
       organism.bus.on((event) => this.onEvent(event)),
       organism.observers.deliveries.add({
         injected: () => null,
-        started: (_message, listener) => new DeliveryTimer(listener.name, this.deliveries, this.deliveryDuration),
+        started: (_message, listener) => new DeliveryTimer(this.endedFor(listener.name), this.deliveryDuration),
       }),
       organism.observers.llm.add({ started: (call) => this.llmCall(call) }),
     );
@@ -251,7 +266,13 @@ export class OrganismMetrics {
     } else {
       this.liveThreads.delete(id);
     }
-    this.threadsTotal.inc({ status });
+    this.statusChanges.set(status, (this.statusChanges.get(status) ?? 0) + 1);
+  }
+
+  private endedFor(listener: string): EndedDeliveries {
+    let e = this.ended.get(listener);
+    if (e === undefined) this.ended.set(listener, (e = { listener, acked: 0, failed: 0 }));
+    return e;
   }
 
   private countRecovery(): void {
@@ -290,6 +311,13 @@ export class OrganismMetrics {
   }
 }
 
+/** Deliveries of one listener that ended since the last scrape. */
+interface EndedDeliveries {
+  readonly listener: string;
+  acked: number;
+  failed: number;
+}
+
 /** Times one delivery for the delivery counters: a class, as one is made for every delivery. */
 class DeliveryTimer implements DeliveryWatch {
   readonly traceContext = null;
@@ -297,8 +325,7 @@ class DeliveryTimer implements DeliveryWatch {
   private readonly started = performance.now();
 
   constructor(
-    private readonly listener: string,
-    private readonly deliveries: Counter<'listener' | 'outcome'>,
+    private readonly ended: EndedDeliveries,
     private readonly duration: Histogram<'listener'>,
   ) {}
 
@@ -308,7 +335,8 @@ class DeliveryTimer implements DeliveryWatch {
 
   end(outcome: DeliveryOutcome): void {
     if (!outcome.acked && outcome.reason === 'shutdown') return; // not ended: redelivered after restart
-    this.deliveries.inc({ listener: this.listener, outcome: outcome.acked ? 'acked' : 'failed' });
-    this.duration.observe({ listener: this.listener }, (performance.now() - this.started) / 1000);
+    if (outcome.acked) this.ended.acked++;
+    else this.ended.failed++;
+    this.duration.observe({ listener: this.ended.listener }, (performance.now() - this.started) / 1000);
   }
 }

@@ -8,6 +8,7 @@ import {
   SpanKind,
   SpanStatusCode,
   trace,
+  TraceFlags,
   type Attributes,
   type Context,
   type Link,
@@ -31,6 +32,9 @@ import type { DeliveryOutcome, DeliveryWatch } from '../pump/observer.js';
 import type { Logger } from '../util/logger.js';
 import { GenAiAttr, GenAiOperation, OrganismAttr, OrganismEvent as SpanEvent } from './conventions.js';
 import type { TracingSettings } from './settings.js';
+import { SpanIds } from './delivery-record.js';
+import { LiveDeliveries, type LiveDelivery } from './live-deliveries.js';
+import { RecordedDelivery, recordsFor, type RecordSink, type SdkProviderInternals } from './recorded-deliveries.js';
 import { WorkerSpanProcessor, type ExportStats } from './worker-processor.js';
 
 export { formatTraceparent, resolveTracing, traceLogFields, type OtlpProtocol, type TracingSettings } from './settings.js';
@@ -111,9 +115,12 @@ export class OrganismTracing {
   readonly provider: NodeTracerProvider;
   private readonly tracer: Tracer;
   private readonly ids = new ThreadTraceIds();
-  /** Deliveries in progress by thread and listener (at most one each), for span events. */
-  private readonly live = new Map<string, Span>();
+  /** Deliveries in progress by thread and listener (at most one each), for span events and the parent of LLM calls. */
+  private readonly live = new LiveDeliveries();
   private readonly exporting: WorkerSpanProcessor | null;
+  /** Delivery spans as plain records (delivery-record.ts), or null: as SDK spans (see recordsFor). */
+  private readonly records: RecordSink | null;
+  private readonly spanIds = new SpanIds();
 
   /**
    * options.exporter: export with it through a BatchSpanProcessor on this thread instead of
@@ -133,6 +140,7 @@ export class OrganismTracing {
       spanProcessors: [this.exporting ?? new BatchSpanProcessor(options.exporter!)],
     });
     this.tracer = this.provider.getTracer('organism', settings.serviceVersion);
+    this.records = recordsFor(this.tracer, settings, this.exporting, options.exporter ? (this.provider as unknown as SdkProviderInternals)._activeSpanProcessor : null);
   }
 
   /** Follows the organism's deliveries and LLM calls; returns a function that stops it. */
@@ -178,6 +186,7 @@ export class OrganismTracing {
   }
 
   private delivery(message: Message, listener: ListenerConfig): DeliveryWatch {
+    if (this.records) return this.deliveryRecord(message, listener, this.records);
     const operation = listener.agent ? GenAiOperation.INVOKE_AGENT : GenAiOperation.EXECUTE_TOOL;
     const carried = message.traceContext ? parseTraceparent(message.traceContext) : null;
     let links: Link[] | undefined;
@@ -200,14 +209,45 @@ export class OrganismTracing {
     if (!listener.agent) attributes[GenAiAttr.TOOL_NAME] = listener.name;
     const span = this.tracer.startSpan(spanName(operation, listener.name), { kind: SpanKind.INTERNAL, links, attributes }, parent);
     this.ids.next = null;
-    return new DeliverySpan(span, liveKey(message.threadId, listener.name), this.live, !this.settings.contextManager);
+    return new DeliverySpan(span, message.threadId, listener.name, this.live, !this.settings.contextManager);
+  }
+
+  /**
+   * The delivery's span as a record: what the SDK's tracer would make of it with the default
+   * sampler (parent-based, always on): a thread's root is sampled, a child is sampled when its
+   * parent was, and an unsampled one still gets a span id for the messages it sends.
+   */
+  private deliveryRecord(message: Message, listener: ListenerConfig, sink: RecordSink): DeliveryWatch {
+    const operation = listener.agent ? GenAiOperation.INVOKE_AGENT : GenAiOperation.EXECUTE_TOOL;
+    const carried = message.traceContext ? parseTraceparent(message.traceContext) : null;
+    const child = message.parentId !== null && carried !== null;
+    const traceFlags = child ? (carried.traceFlags & TraceFlags.SAMPLED ? TraceFlags.SAMPLED : TraceFlags.NONE) : TraceFlags.SAMPLED;
+    const record = new RecordedDelivery(
+      this.live,
+      sink,
+      spanName(operation, listener.name),
+      operation,
+      listener.name,
+      !listener.agent,
+      child ? carried.traceId : traceIdOfThread(message.threadId),
+      this.spanIds.spanId(),
+      traceFlags,
+      child ? carried.spanId : undefined,
+      child ? carried.traceFlags : undefined,
+      child || carried === null ? undefined : carried,
+      message.threadId,
+      message.id,
+      message.attempt,
+      message.payloadType,
+    );
+    return record;
   }
 
   private chat(call: LlmCallInfo): LlmCallWatch {
     // The parent: the delivery that makes the call (one per thread and listener at a time), or,
     // with a context manager, a span the handler made active around it.
     const active = this.settings.contextManager ? trace.getSpan(context.active()) : undefined;
-    const delivery = active ?? this.live.get(liveKey(call.threadId, call.agent));
+    const delivery = active ?? this.live.get(call.threadId, call.agent)?.asParent();
     const span = this.tracer.startSpan(
       `${GenAiOperation.CHAT} ${call.model}`,
       {
@@ -261,9 +301,9 @@ export class OrganismTracing {
 
   private onEvent(event: OrganismEvent): void {
     if (event.type === 'peer_denied') {
-      this.live.get(liveKey(event.threadId, event.from))?.addEvent(SpanEvent.PEER_DENIED, { 'organism.peer.target': event.to, 'organism.error': event.reason });
+      this.live.get(event.threadId, event.from)?.addEvent(SpanEvent.PEER_DENIED, { 'organism.peer.target': event.to, 'organism.error': event.reason });
     } else if (event.type === 'budget_warning') {
-      this.live.get(liveKey(event.threadId, event.agent))?.addEvent(SpanEvent.BUDGET_WARNING, {
+      this.live.get(event.threadId, event.agent)?.addEvent(SpanEvent.BUDGET_WARNING, {
         'organism.budget.threshold': event.threshold,
         'organism.budget.percent_used': event.percentUsed,
         'organism.budget.tokens_used': event.tokensUsed,
@@ -278,19 +318,29 @@ export class OrganismTracing {
  * The span of one delivery, as the pump follows it: a class rather than closures, as it is
  * made for every delivery. Its traceparent is formatted when a message first needs it.
  */
-class DeliverySpan implements DeliveryWatch {
+class DeliverySpan implements DeliveryWatch, LiveDelivery {
   private active: Context | null = null;
   private context: string | null = null;
   private fields: Readonly<Record<string, string>> | null = null;
+  nextLive: LiveDelivery | null = null;
 
   /** explicitLogFields: false when the context manager's log mixin adds them (the fields would be doubled). */
   constructor(
     private readonly span: Span,
-    private readonly key: string,
-    private readonly live: Map<string, Span>,
+    readonly threadId: string,
+    readonly listener: string,
+    private readonly live: LiveDeliveries,
     private readonly explicitLogFields: boolean,
   ) {
-    live.set(key, span);
+    live.add(this);
+  }
+
+  asParent(): Span {
+    return this.span;
+  }
+
+  addEvent(name: string, attributes: Attributes): void {
+    this.span.addEvent(name, attributes);
   }
 
   get traceContext(): string | null {
@@ -313,7 +363,7 @@ class DeliverySpan implements DeliveryWatch {
 
   end(outcome: DeliveryOutcome): void {
     const span = this.span;
-    if (this.live.get(this.key) === span) this.live.delete(this.key);
+    this.live.remove(this);
     if (outcome.acked) {
       span.setAttribute(OrganismAttr.OUTCOME, 'acked');
     } else {
@@ -337,10 +387,6 @@ function spanName(operation: string, listener: string): string {
   let name = byListener.get(listener);
   if (name === undefined) byListener.set(listener, (name = `${operation} ${listener}`));
   return name;
-}
-
-function liveKey(threadId: string, listener: string): string {
-  return `${threadId}\u0000${listener}`;
 }
 
 const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;

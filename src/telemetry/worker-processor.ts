@@ -5,7 +5,10 @@ import { Worker } from 'node:worker_threads';
 import { diag, TraceFlags } from '@opentelemetry/api';
 import { getNumberFromEnv } from '@opentelemetry/core';
 import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { SpanEncoder, type SpanBatch } from './span-records.js';
+import type { InstrumentationScope } from '@opentelemetry/core';
+import type { Resource } from '@opentelemetry/resources';
+import type { DeliveryRecord } from './delivery-record.js';
+import { BatchBuilder, SpanEncoder } from './span-records.js';
 import type { FromWorker, ToWorker, WorkerSettings } from './worker-protocol.js';
 
 /** What the export worker did with the spans handed to it (the bench checks that none was lost). */
@@ -43,7 +46,7 @@ export class WorkerSpanProcessor implements SpanProcessor {
   private readonly batchSize: number;
   private readonly delayMs: number;
   private readonly maxPending: number;
-  private batch: SpanBatch = [];
+  private readonly batch = new BatchBuilder();
   /** Spans in the batch. */
   private buffered = 0;
   private timer: NodeJS.Timeout | null = null;
@@ -92,12 +95,29 @@ export class WorkerSpanProcessor implements SpanProcessor {
   onStart(): void {}
 
   onEnd(span: ReadableSpan): void {
-    if ((span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0 || this.closing) return;
+    if ((span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0 || !this.room()) return;
+    this.encoder.encode(span, this.batch);
+    this.added();
+  }
+
+  /** A delivery's span as a record (delivery-record.ts), handed over like an ended span; resource and scope: its tracer's. */
+  endDelivery(record: DeliveryRecord, resource: Resource, scope: InstrumentationScope): void {
+    if (!record.sampled || !this.room()) return;
+    this.encoder.encodeDelivery(record, this.batch, resource, scope);
+    this.added();
+  }
+
+  /** Whether a span may be added (else it is dropped, and counted unless closing). */
+  private room(): boolean {
+    if (this.closing) return false;
     if (this.dead || this.inFlight + this.buffered >= this.maxPending) {
       this.drop(1);
-      return;
+      return false;
     }
-    this.encoder.encode(span, this.batch);
+    return true;
+  }
+
+  private added(): void {
     if (++this.buffered >= this.batchSize) this.handOver();
     else this.timer ??= setTimeout(() => this.handOver(), this.delayMs).unref();
   }
@@ -128,8 +148,7 @@ export class WorkerSpanProcessor implements SpanProcessor {
     }
     const count = this.buffered;
     if (count === 0) return;
-    const batch = this.batch;
-    this.batch = [];
+    const batch = this.batch.take();
     this.buffered = 0;
     if (this.dead) {
       this.drop(count);

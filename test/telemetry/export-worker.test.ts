@@ -3,12 +3,12 @@ import path from 'node:path';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { TraceState } from '@opentelemetry/core';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { describe, expect, it } from 'vitest';
 import { loadOrganismFromString } from '../../src/config/index.js';
 import { Organism } from '../../src/organism/organism.js';
-import { SpanDecoder, SpanEncoder } from '../../src/telemetry/span-records.js';
+import { BatchBuilder, SpanDecoder, SpanEncoder } from '../../src/telemetry/span-records.js';
 import { OrganismTracing, resolveTracing, traceIdOfThread } from '../../src/telemetry/tracing.js';
 import { eventually } from '../service/fixture.js';
 import { startOtlpReceiver } from './otlp-receiver.js';
@@ -81,9 +81,9 @@ describe('span records (main thread to export worker)', () => {
     const encoder = new SpanEncoder();
     const decoder = new SpanDecoder();
     const roundTrip = (spans: ReadableSpan[]) => {
-      const batch: unknown[] = [];
-      for (const s of spans) encoder.encode(s, batch);
-      const message = structuredClone({ batch, definitions: encoder.takeDefinitions() });
+      const out = new BatchBuilder();
+      for (const s of spans) encoder.encode(s, out);
+      const message = structuredClone({ batch: out.take(), definitions: encoder.takeDefinitions() });
       if (message.definitions) decoder.define(message.definitions);
       return decoder.decode(message.batch);
     };
@@ -148,4 +148,86 @@ describe('the export worker', () => {
       await receiver.close();
     }
   }, 30_000);
+});
+
+describe('delivery records (no SDK span on the main thread)', () => {
+  type Internals = {
+    delivery(message: unknown, listener: unknown): { traceContext: string | null; logFields: Record<string, string> | null; end(outcome: unknown): void };
+    onEvent(event: unknown): void;
+    records: unknown;
+  };
+  const settings = resolveTracing({ otlp: { endpoint: 'http://127.0.0.1:9', protocol: 'http/json' }, captureContent: false }, { name: 'records', version: '1' }, {})!;
+
+  /** Deliveries through a tracer: as records by default, as SDK spans when a span limit is set (OTEL_SPAN_EVENT_COUNT_LIMIT=127 is one). */
+  async function deliveries(sdkSpans: boolean) {
+    const exporter = new InMemorySpanExporter();
+    const saved = process.env['OTEL_SPAN_EVENT_COUNT_LIMIT'];
+    if (sdkSpans) process.env['OTEL_SPAN_EVENT_COUNT_LIMIT'] = '127';
+    let tracing: OrganismTracing;
+    try {
+      tracing = new OrganismTracing(settings, { exporter });
+    } finally {
+      if (saved === undefined) delete process.env['OTEL_SPAN_EVENT_COUNT_LIMIT'];
+      else process.env['OTEL_SPAN_EVENT_COUNT_LIMIT'] = saved;
+    }
+    const t = tracing as unknown as Internals;
+    expect(t.records === null).toBe(sdkSpans);
+    const thread = '6f1c1a0e-4b7a-4c1e-9d51-1c7f0e0a2b3c';
+    const caller = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const message = (id: string, parentId: string | null, traceContext: string | null, payloadType = 'Text', attempt = 1) => ({ id, threadId: thread, parentId, traceContext, payloadType, attempt });
+    const tool = { name: 'hop1', agent: undefined };
+    const agent = { name: 'writer', agent: { model: 'm' } };
+    // A thread's root, linked to the caller's span: the agent sees a peer denial and a budget warning, then fails on its budget.
+    const root = t.delivery(message('m1', null, caller), agent);
+    t.onEvent({ type: 'peer_denied', from: 'writer', to: 'echo', threadId: thread, messageId: 'm1', reason: 'not a peer' });
+    t.onEvent({ type: 'budget_warning', threadId: thread, agent: 'writer', severity: 'warning', threshold: 75, percentUsed: 76, tokensUsed: 760, tokensRemaining: 240, maxTokens: 1000 });
+    const child = t.delivery(message('m2', 'm1', root.traceContext, 'Reply', 2), tool);
+    child.end({ acked: true });
+    root.end({ acked: false, reason: 'budget_exhausted', error: 'the thread budget is spent' });
+    // A child of an unsampled parent: unsampled, never exported, its messages carry it unsampled.
+    const unsampled = t.delivery(message('m3', 'm1', '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00'), tool);
+    expect(unsampled.traceContext).toMatch(/^00-0af7651916cd43dd8448eb211c80319c-[0-9a-f]{16}-00$/);
+    unsampled.end({ acked: true });
+    const interrupted = t.delivery(message('m4', 'm2', child.traceContext), tool);
+    interrupted.end({ acked: false, reason: 'shutdown', error: 'the organism stopped during the delivery' });
+    expect(root.logFields).toEqual({ trace_id: root.traceContext!.slice(3, 35), span_id: root.traceContext!.slice(36, 52) });
+    await tracing.flush();
+    const spans = exporter.getFinishedSpans();
+    await tracing.shutdown();
+    return spans;
+  }
+
+  /** A span as exported, its random span ids and clock readings aside (checked for shape and order). */
+  function comparable(spans: readonly ReadableSpan[]) {
+    const ids = new Map<string, string>();
+    const id = (spanId: string | undefined) => (spanId === undefined ? undefined : (ids.get(spanId) ?? (ids.set(spanId, `span${ids.size}`), `span${ids.size - 1}`)));
+    return spans.map((s) => {
+      const e = exported(s);
+      expect(e.duration[0]).toBeGreaterThanOrEqual(0);
+      expect(e.endTime[0] * 1e9 + e.endTime[1]).toBeGreaterThanOrEqual(e.startTime[0] * 1e9 + e.startTime[1]);
+      for (const ev of e.events) expect(ev.time[0]).toBeGreaterThan(1_700_000_000);
+      const link = (l: (typeof e.links)[number]) => ({ ...l, context: { ...l.context, spanId: id(l.context?.spanId) } });
+      return {
+        ...e,
+        context: { ...e.context, spanId: id(e.context?.spanId) },
+        parent: e.parent && { ...e.parent, spanId: id(e.parent.spanId) },
+        links: e.links.map(link),
+        events: e.events.map((ev) => ({ ...ev, time: 't' })),
+        startTime: 't',
+        endTime: 't',
+        duration: 't',
+        attributeOrder: Object.keys(e.attributes),
+      };
+    });
+  }
+
+  it('export the span the SDK makes of a delivery: ids, parent, link, attributes in order, status, events', async () => {
+    const fromRecords = await deliveries(false);
+    const fromSdk = await deliveries(true);
+    expect(fromRecords.map((s) => s.name)).toEqual(['execute_tool hop1', 'invoke_agent writer', 'execute_tool hop1']);
+    expect(comparable(fromRecords)).toEqual(comparable(fromSdk));
+    const [child, root] = fromRecords;
+    expect(child!.parentSpanContext?.spanId).toBe(root!.spanContext().spanId);
+    expect(root!.events.map((e) => e.name)).toEqual(['organism.peer_denied', 'organism.budget_warning', 'organism.budget_exhausted']);
+  });
 });

@@ -27,10 +27,17 @@ export function registerMetrics(app: FastifyInstance, options: MetricsRouteOptio
     buckets: HTTP_BUCKETS,
     registers,
   });
-  app.addHook('onResponse', async (request, reply) => {
+  // One bound child per (method, route, status): prom-client would otherwise build and hash a
+  // label object on every request. Bounded like the labels: routes are the route table's.
+  const children = new Map<string, { observe(seconds: number): void }>();
+  app.addHook('onResponse', (request, reply, done) => {
     // Unmatched URLs share one label value: a scanner must not grow the label set.
     const route = request.routeOptions.url ?? '(unmatched)';
-    httpDuration.observe({ method: request.method, route, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000);
+    const key = `${request.method} ${reply.statusCode} ${route}`;
+    let child = children.get(key);
+    if (!child) children.set(key, (child = httpDuration.labels({ method: request.method, route, status_code: String(reply.statusCode) })));
+    child.observe(reply.elapsedTime / 1000);
+    done();
   });
 
   const wsStats = () => (app.hasDecorator('wsStats') ? app.wsStats() : null);

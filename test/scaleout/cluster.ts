@@ -131,7 +131,10 @@ import pg from 'pg';
 const RUNS = ${JSON.stringify(runsFile)};
 let pool = null;
 const journalState = async (id) => {
-  pool ??= new pg.Pool({ connectionString: ${JSON.stringify(storeUrl)}, max: 2 });
+  if (!pool) {
+    pool = new pg.Pool({ connectionString: ${JSON.stringify(storeUrl)}, max: 2 });
+    pool.on('error', () => {}); // an idle connection ended when the test drops its database
+  }
   const r = await pool.query('SELECT state FROM journal WHERE id = $1', [id]);
   return r.rows[0]?.state ?? null;
 };

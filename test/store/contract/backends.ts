@@ -185,6 +185,18 @@ export function withPostgres(what: string): boolean {
 }
 
 /** A fresh database on the test server (organism_test_<random>), dropped by `drop`. */
+/**
+ * A pool for a test's own queries on a test database. Its idle connections are ended by the
+ * DROP DATABASE ... WITH (FORCE) at teardown, sometimes while pool.end() is still closing them
+ * (pool.end() resolves before the sockets close): unheard, pg-pool re-emits that error on the
+ * pool and it ends the test run as an uncaught exception.
+ */
+export function testPool(config: pg.PoolConfig): pg.Pool {
+  const pool = new pg.Pool(config);
+  pool.on('error', () => {});
+  return pool;
+}
+
 export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `organism_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 5_000 });

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { channelName, channelsFor, notify, PgListener } from '../../../src/store/postgres/channels.js';
-import { createTestDatabase, withPostgres } from '../contract/backends.js';
+import { createTestDatabase, withPostgres, testPool } from '../contract/backends.js';
 
 const run = withPostgres('LISTEN/NOTIFY channels');
 
@@ -10,7 +10,7 @@ describe.skipIf(!run)('PostgreSQL channels', () => {
   let pool: pg.Pool;
   beforeAll(async () => {
     db = await createTestDatabase();
-    pool = new pg.Pool({ connectionString: db.url, max: 2 });
+    pool = testPool({ connectionString: db.url, max: 2 });
   });
   afterAll(async () => {
     await pool.end();

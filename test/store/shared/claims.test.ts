@@ -5,7 +5,7 @@ import type { Message } from '../../../src/pump/message.js';
 import { channelsFor } from '../../../src/store/postgres/channels.js';
 import { openPostgresStorage, type PostgresStorage, type SharedStorageOptions } from '../../../src/store/postgres/index.js';
 import { newId } from '../../../src/util/ids.js';
-import { createTestDatabase, withPostgres } from '../contract/backends.js';
+import { createTestDatabase, withPostgres, testPool } from '../contract/backends.js';
 
 /**
  * Claims on the shared PostgreSQL journal, with several processes' pools claiming at once
@@ -34,7 +34,7 @@ describe.skipIf(!run)('shared PostgreSQL journal: claims, leases, fenced outcome
   /** A fresh schema per test; `open` opens one more process on it. */
   const place = () => {
     schema = `s_${randomBytes(5).toString('hex')}`;
-    admin = new pg.Pool({ connectionString: db.url, max: 2, options: `-c search_path=${schema}` });
+    admin = testPool({ connectionString: db.url, max: 2, options: `-c search_path=${schema}` });
   };
   const open = async (shared: SharedStorageOptions = {}) => {
     const s = await openPostgresStorage({ url: db.url, schema, shared: { maxAttempts: 3, ...shared } });

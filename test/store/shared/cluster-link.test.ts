@@ -5,7 +5,7 @@ import type { ClusterCommand, ClusterHandlers } from '../../../src/organism/clus
 import { PgClusterLink } from '../../../src/store/postgres/cluster-link.js';
 import { coalesceDeltas, MAX_INLINE_BODY } from '../../../src/store/postgres/event-publisher.js';
 import { openPostgresStorage } from '../../../src/store/postgres/index.js';
-import { createTestDatabase, withPostgres } from '../contract/backends.js';
+import { createTestDatabase, withPostgres, testPool } from '../contract/backends.js';
 
 const run = withPostgres('cluster link');
 
@@ -57,7 +57,7 @@ describe.skipIf(!run)('PostgreSQL cluster link', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    admin = new pg.Pool({ connectionString: db.url, max: 2 });
+    admin = testPool({ connectionString: db.url, max: 2 });
     await (await openPostgresStorage({ url: db.url })).close(); // the schema
   });
   afterEach(async () => {

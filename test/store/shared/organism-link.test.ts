@@ -14,7 +14,7 @@ import { PgThreadStore } from '../../../src/store/postgres/threads.js';
 import { PgWriter } from '../../../src/store/postgres/writer.js';
 import type { Logger } from '../../../src/util/logger.js';
 import { deferred, eventually, listener, loaded } from '../../pump/harness.js';
-import { createTestDatabase, withPostgres } from '../contract/backends.js';
+import { createTestDatabase, withPostgres, testPool } from '../contract/backends.js';
 
 /**
  * Organisms of one process each, in one test process, linked over the real PostgreSQL: what
@@ -47,7 +47,7 @@ describe.skipIf(!run)('organisms linked through PostgreSQL', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
-    admin = new pg.Pool({ connectionString: db.url, max: 2 });
+    admin = testPool({ connectionString: db.url, max: 2 });
   });
   afterEach(async () => {
     await Promise.all(members.splice(0).map((o) => o.stop({ timeoutMs: 1_000 }).catch(() => undefined)));

@@ -8,6 +8,9 @@ import { EXTERNAL_SENDER } from '../pump/message.js';
 import type { DeliveryState, KeptJournalStats, ThreadStatus } from '../store/types.js';
 import { GEN_AI_OPERATION_CHAT, GenAiTokenType } from './conventions.js';
 
+/** How often the event-loop delay histogram samples (see the constructor). */
+export const EVENT_LOOP_SAMPLE_MS = 1_000;
+
 /** Label value for a name that is not a configured listener (keeps label sets bounded). */
 export const OTHER_LISTENER = '_other';
 
@@ -53,7 +56,11 @@ export class OrganismMetrics {
   constructor(private readonly organism: Organism) {
     const registers = [this.registry];
     const self = this;
-    collectDefaultMetrics({ register: this.registry });
+    // The event-loop delay histogram (nodejs_eventloop_lag_p99_seconds and kin) samples on a
+    // timer: prom-client's 10 ms wakes an idle server 100 times a second (~0.6 % of a core,
+    // most of what an idle serve spent). Once a second costs nothing measurable; a stall still
+    // shows when the sample falls in it, and nodejs_eventloop_lag_seconds is measured at scrape.
+    collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
     // Gauges named like counters (promtool rejects them); nodejs_active_*{type} say the same per type.
     for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
       this.registry.removeSingleMetric(name);

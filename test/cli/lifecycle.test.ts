@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { alive, api, cpuShare, jobOrganism, killAll, processTree, servedAt, startCli, until } from './processes.js';
+import { alive, api, cpuShare, jobOrganism, killAll, processTree, servedAt, startCli, until, wakeupsPerSecond } from './processes.js';
 
 /** The parent of a process (from /proc), or null once it is gone. */
 function parentOf(pid: number): number | null {
@@ -235,5 +235,10 @@ describe('an idle organism', () => {
       for (let i = 0; i < 3; i++) shares.push(await cpuShare(running.child.pid!, 3_000));
       expect(Math.min(...shares), `${name}: ${shares.map((s) => s.toFixed(3)).join(', ')} of a core`).toBeLessThan(0.05);
     }
+    // Nor does it wake often: prom-client's event-loop delay sampler at its default 10 ms woke
+    // an idle serve 100+ times a second (~0.6 % of a core, most of its idle CPU).
+    const wakeups: number[] = [];
+    for (let i = 0; i < 3; i++) wakeups.push(await wakeupsPerSecond(single.child.pid!, 3_000));
+    expect(Math.min(...wakeups), `serve --no-supervisor woke ${wakeups.map((w) => w.toFixed(0)).join(', ')} times a second`).toBeLessThan(40);
   }, 300_000);
 });

@@ -228,6 +228,28 @@ export async function cpuShare(pid: number, ms: number): Promise<number> {
   return used / elapsed;
 }
 
+/** Voluntary context switches of every thread of `pid` (Linux): how often it went to sleep, so how often it woke. */
+function voluntarySwitches(pid: number): number {
+  let n = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    const status = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
+    n += Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+  }
+  return n;
+}
+
+/**
+ * How many times a second the threads of `pid` woke up over `ms` of wall time. Unlike CPU
+ * shares, this barely moves with the machine's load: a timer firing every 10 ms shows as 100+.
+ */
+export async function wakeupsPerSecond(pid: number, ms: number): Promise<number> {
+  const before = voluntarySwitches(pid);
+  const t0 = process.hrtime.bigint();
+  await new Promise((r) => setTimeout(r, ms));
+  const after = voluntarySwitches(pid);
+  return (after - before) / (Number(process.hrtime.bigint() - t0) / 1e9);
+}
+
 /** organism.yaml of `name` whose one listener, `worker` (./worker.ts#work), takes Job {n}; `settings` go after the name. */
 export function jobYaml(name: string, settings = ''): string {
   return `organism: {name: ${name}}

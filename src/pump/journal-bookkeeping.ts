@@ -1,5 +1,6 @@
 import { PumpBackPressure } from './back-pressure.js';
 import type { FailureReason } from './hooks.js';
+import { storableText } from '../util/storable-text.js';
 import { JournalTrouble } from './journal-trouble.js';
 import type { Message } from './message.js';
 import type { DeliveryWatch } from './observer.js';
@@ -25,8 +26,10 @@ export abstract class PumpBookkeeping extends PumpBackPressure {
   protected abstract enqueue(message: Message, thread: LiveThread, fresh: boolean): void;
 
   /** Ends a delivery as FAILED and tells `notify` (if any) why with a SystemError. */
-  protected async fail(d: Delivery, reason: FailureReason, error: string, notify: string | null): Promise<void> {
+  protected async fail(d: Delivery, reason: FailureReason, text: string, notify: string | null): Promise<void> {
     const { message, runtime, thread } = d;
+    // A handler's error text is written as the reason: it must be writable whatever it holds.
+    const error = storableText(text);
     runtime.lastFailed = reason !== 'killed';
     if (reason !== 'killed') {
       thread.failed = true;

@@ -208,6 +208,28 @@ describe('text no store can keep, against a real serve on SQLite', () => {
     await until(async () => ((await (await server.api('/threads/refuse-me')).json()) as Body)['status'] === 'error', 'the thread to end in error');
     expect((await delivered(server, 'echo', 'after'))['deliveryState']).toBe('ACKED');
   }, 60_000);
+
+  it('a kill settles a delivery whose ack keeps failing (the database locked by another connection: SQLITE_BUSY, retried): FAILED killed, the agent goes on', async () => {
+    const res = await inject(server, { to: 'gate', payload: { Text: { text: 'busy' } }, threadId: 'stuck-sqlite' });
+    expect(res.status).toBe(200);
+    const id = res.body['messageId'] as string;
+    await until(async () => (await journalEntry(server, id))['deliveryState'] === 'DISPATCHED', 'the delivery to start');
+    const db = new Database(path.join(dir, 'data', DATABASE_FILE));
+    db.pragma('busy_timeout = 20000');
+    db.exec('BEGIN IMMEDIATE'); // holds the write lock: every write of the server fails SQLITE_BUSY
+    try {
+      writeFileSync(path.join(dir, 'gate-busy'), '');
+      await until(() => server.output().includes('journal writes fail'), `the server's ack to fail (output: ${server.output()})`);
+      const kill = await server.api('/threads/stuck-sqlite/kill', { method: 'POST' });
+      expect(kill.status).toBe(200);
+    } finally {
+      db.exec('ROLLBACK');
+      db.close();
+    }
+    expect(await settled(server, id)).toMatchObject({ deliveryState: 'FAILED', failureReason: 'killed' });
+    writeFileSync(path.join(dir, 'gate-after'), '');
+    expect((await delivered(server, 'gate', 'after'))['deliveryState']).toBe('ACKED');
+  }, 120_000);
 });
 
 const runPg = withPostgres('unstorable input on a shared store');

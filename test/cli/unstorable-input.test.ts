@@ -146,6 +146,28 @@ function expectRefusals(list: Array<{ what: string; status: number; body: Body }
   }
 }
 
+/**
+ * A NUL payload sent on (invalid_result) and a NUL in a thrown error's text (written with
+ * U+FFFD) each fail their delivery once; the agent's one slot is free again for the next.
+ */
+async function expectHandlerTextFailsOnce(server: ServerProcess): Promise<void> {
+    const sent = await delivered(server, 'nul', 'go');
+    expect(sent).toMatchObject({ deliveryState: 'FAILED', failureReason: 'invalid_result' });
+    expect(sent['error']).toMatch(/payload\.text contains a NUL character/);
+    expect((await delivered(server, 'nul', 'ok'))['deliveryState']).toBe('ACKED');
+    const thrown = await delivered(server, 'throws', 'go');
+    expect(thrown).toMatchObject({ deliveryState: 'FAILED', failureReason: 'handler_error', error: 'Handler throws failed: bad byte \uFFFD here' });
+    expect((await delivered(server, 'throws', 'ok'))['deliveryState']).toBe('ACKED');
+}
+
+/** An entry refused by the store for `reason`; its thread ends in error; the agent goes on. */
+async function expectRefusedOnce(server: ServerProcess, entry: Body, reason: RegExp): Promise<void> {
+  expect(entry).toMatchObject({ deliveryState: 'FAILED', failureReason: 'storage_rejected' });
+  expect(entry['error']).toMatch(reason);
+  await until(async () => ((await (await server.api(`/threads/${entry['threadId'] as string}`)).json()) as Body)['status'] === 'error', 'the thread to end in error');
+  expect((await delivered(server, 'echo', 'after'))['deliveryState']).toBe('ACKED');
+}
+
 /** What both stores answered, to compare them. */
 const answers: Record<string, Array<{ what: string; status: number; body: Body }>> = {};
 
@@ -184,13 +206,7 @@ describe('text no store can keep, against a real serve on SQLite', () => {
   }, 60_000);
 
   it('a handler that returns a NUL payload or throws an error text with a NUL fails that delivery once; the agent goes on', async () => {
-    const sent = await delivered(server, 'nul', 'go');
-    expect(sent).toMatchObject({ deliveryState: 'FAILED', failureReason: 'invalid_result' });
-    expect(sent['error']).toMatch(/payload\.text contains a NUL character/);
-    expect((await delivered(server, 'nul', 'ok'))['deliveryState']).toBe('ACKED');
-    const thrown = await delivered(server, 'throws', 'go');
-    expect(thrown).toMatchObject({ deliveryState: 'FAILED', failureReason: 'handler_error', error: 'Handler throws failed: bad byte \uFFFD here' });
-    expect((await delivered(server, 'throws', 'ok'))['deliveryState']).toBe('ACKED');
+    await expectHandlerTextFailsOnce(server);
   }, 60_000);
 
   it('an ack the store refuses for what it holds (SQLITE_CONSTRAINT) fails the delivery once with the reason; the thread ends in error, the agent goes on', async () => {
@@ -202,11 +218,7 @@ describe('text no store can keep, against a real serve on SQLite', () => {
     } finally {
       db.close();
     }
-    const entry = await delivered(server, 'echo', 'x', 'refuse-me');
-    expect(entry).toMatchObject({ deliveryState: 'FAILED', failureReason: 'storage_rejected' });
-    expect(entry['error']).toMatch(/refused by the test.*SQLITE_CONSTRAINT/);
-    await until(async () => ((await (await server.api('/threads/refuse-me')).json()) as Body)['status'] === 'error', 'the thread to end in error');
-    expect((await delivered(server, 'echo', 'after'))['deliveryState']).toBe('ACKED');
+    await expectRefusedOnce(server, await delivered(server, 'echo', 'x', 'refuse-me'), /refused by the test.*SQLITE_CONSTRAINT/);
   }, 60_000);
 
   it('a kill settles a delivery whose ack keeps failing (the database locked by another connection: SQLITE_BUSY, retried): FAILED killed, the agent goes on', async () => {
@@ -273,21 +285,11 @@ describe.skipIf(!runPg)('text no store can keep, against serve --handlers off an
   }, 60_000);
 
   it('a handler that returns a NUL payload or throws an error text with a NUL fails that delivery once; the worker slot is freed', async () => {
-    const sent = await delivered(server, 'nul', 'go');
-    expect(sent).toMatchObject({ deliveryState: 'FAILED', failureReason: 'invalid_result' });
-    expect(sent['error']).toMatch(/payload\.text contains a NUL character/);
-    expect((await delivered(server, 'nul', 'ok'))['deliveryState']).toBe('ACKED');
-    const thrown = await delivered(server, 'throws', 'go');
-    expect(thrown).toMatchObject({ deliveryState: 'FAILED', failureReason: 'handler_error', error: 'Handler throws failed: bad byte \uFFFD here' });
-    expect((await delivered(server, 'throws', 'ok'))['deliveryState']).toBe('ACKED');
+    await expectHandlerTextFailsOnce(server);
   }, 90_000);
 
   it('an ack the database refuses for what it holds (SQLSTATE 22023) fails the delivery once with the reason; the thread ends in error, the slot is freed', async () => {
-    const entry = await delivered(server, 'echo', 'x', 'refuse-me');
-    expect(entry).toMatchObject({ deliveryState: 'FAILED', failureReason: 'storage_rejected' });
-    expect(entry['error']).toMatch(/refused by the test \(SQLSTATE 22023\)/);
-    await until(async () => ((await (await server.api('/threads/refuse-me')).json()) as Body)['status'] === 'error', 'the thread to end in error');
-    expect((await delivered(server, 'echo', 'after'))['deliveryState']).toBe('ACKED');
+    await expectRefusedOnce(server, await delivered(server, 'echo', 'x', 'refuse-me'), /refused by the test \(SQLSTATE 22023\)/);
   }, 90_000);
 
   it('a kill settles a delivery whose ack keeps failing (SQLSTATE 53300, retried): FAILED killed, the slot is freed', async () => {

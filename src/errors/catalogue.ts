@@ -135,6 +135,12 @@ export const Errors = {
     'Database %s is not a valid organism database or is damaged (%s): stop the organism and move the file away to start afresh (sqlite3 FILE .recover may salvage its rows)',
   ),
   STORAGE_FAILED: define('STORAGE_FAILED', 503, 'Storage failure in %s: %s'),
+  /**
+   * A write the store refused for what it holds (a data exception or a constraint: PostgreSQL
+   * SQLSTATE classes 22, 23, 54; SQLITE_CONSTRAINT, SQLITE_MISMATCH, SQLITE_TOOBIG): writing it
+   * again fails the same way, so nothing retries it (a delivery whose outcome it was fails once).
+   */
+  STORAGE_REJECTED: define('STORAGE_REJECTED', 422, 'The store %s refused the write: %s (writing it again cannot succeed)'),
   /** A write refused for want of space; injects get it with Retry-After until the disk has room. */
   STORAGE_FULL: define(
     'STORAGE_FULL',

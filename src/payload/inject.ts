@@ -2,6 +2,7 @@ import { Errors } from '../errors/catalogue.js';
 import type { PayloadType } from './payload-type.js';
 import type { PayloadRegistry } from './registry.js';
 import type { FieldError } from './types.js';
+import { identifierReason, unstorableText } from '../util/storable-text.js';
 
 /** `name: expected string, got integer 5; age: required field missing` */
 export function summarizeFieldErrors(errors: readonly FieldError[]): string {
@@ -39,4 +40,22 @@ export function resolveInjectPayload(
   const checked = accepted.validate(fields);
   if (!checked.ok) throw Errors.INVALID_PAYLOAD.withData(checked.errors, accepted.name, summarizeFieldErrors(checked.errors));
   return { payloadType: accepted.name, payload: checked.value };
+}
+
+/**
+ * Refuses (422, naming the field) an inject carrying text no store can keep as given: a NUL or
+ * a lone surrogate anywhere in the payload or the metadata (keys too), or a target or thread
+ * id with a control character. Checked before anything is journaled, so what is accepted is
+ * stored the same way on every store.
+ */
+export function assertStorableInject(to: string, payload: unknown, threadId: string | undefined, metadata: Readonly<Record<string, string>> | undefined): void {
+  const problems: Array<{ location: string; field: string; message: string }> = [];
+  const idReason = (field: string, value: string | undefined) => {
+    const reason = value === undefined ? null : identifierReason(value);
+    if (reason) problems.push({ location: 'body', field, message: reason });
+  };
+  idReason('to', to);
+  idReason('threadId', threadId);
+  for (const p of [unstorableText(metadata ?? {}, 'metadata'), unstorableText(payload, 'payload')]) if (p) problems.push({ location: 'body', ...p });
+  if (problems.length > 0) throw Errors.INVALID_REQUEST.withData(problems, problems.map((p) => `${p.field} ${p.message}`).join('; '));
 }

@@ -57,7 +57,7 @@ export abstract class PumpDelivery extends PumpSharedDispatch {
         // System notices are recorded in the listener's history (an LLM agent sees them in its
         // next prompt) without running the handler, so they can never start a loop.
         this.handlerDone(delivery);
-        if ((await this.bookOutcome(delivery, null, [], null)) !== 'booked') return;
+        if (!(await this.bookAck(delivery, [], null))) return;
         delivery.outcome = ACKED;
         this.deps.bus.emit({ type: 'message', message, state: 'ACKED' });
       } else {
@@ -144,7 +144,7 @@ export abstract class PumpDelivery extends PumpSharedDispatch {
       systemErrorMessage(message, runtime.name, r.reason, r.error, this.now(), { messageId: r.message.id, to: r.message.to }),
     );
     const outgoing = notices.length === 0 ? routed.messages : [...routed.messages, ...traced(notices, d.watch)];
-    if ((await this.bookOutcome(d, null, outgoing, routed.refused[0]?.error ?? null)) !== 'booked') return;
+    if (!(await this.bookAck(d, outgoing, routed.refused[0]?.error ?? null))) return;
     d.outcome = ACKED;
     runtime.lastFailed = false;
     this.deps.bus.emit({ type: 'message', message, state: 'ACKED' });

@@ -13,7 +13,9 @@ export type FailureReason =
   | 'hop_limit'
   | 'unknown_target'
   | 'max_attempts'
-  | 'shutdown';
+  | 'shutdown'
+  /** The store refused to write the delivery's outcome for what it held (see STORAGE_REJECTED). */
+  | 'storage_rejected';
 
 /**
  * The dispatch lifecycle, called by the pump at each delivery step. The durable journal

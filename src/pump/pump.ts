@@ -1,7 +1,7 @@
 import type { ResolvedListener } from '../config/types.js';
 import { Errors } from '../errors/catalogue.js';
 import type { OrganismStatus } from '../events/types.js';
-import { resolveInjectPayload } from '../payload/index.js';
+import { assertStorableInject, resolveInjectPayload } from '../payload/index.js';
 import type { ThreadRecord } from '../store/types.js';
 import { newId } from '../util/ids.js';
 import { PumpControl } from './control.js';
@@ -78,6 +78,7 @@ export class Pump extends PumpControl {
     options: InjectOptions = {},
   ): Promise<{ threadId: string; messageId: string }> {
     this.assertAccepting();
+    assertStorableInject(to, body, options.threadId, options.metadata);
     const runtime = this.runtimes.get(to);
     if (!runtime) throw Errors.UNKNOWN_TARGET(to);
     const accepted = this.deps.registry.get(runtime.config.payload);

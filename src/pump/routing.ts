@@ -2,6 +2,7 @@ import { Errors } from '../errors/catalogue.js';
 import type { FieldError } from '../payload/types.js';
 import type { PayloadRegistry } from '../payload/index.js';
 import { newId } from '../util/ids.js';
+import { identifierReason, unstorableText } from '../util/storable-text.js';
 import type { FailureReason } from './hooks.js';
 import type { Outgoing } from './handler.js';
 import { EXTERNAL_SENDER, type Message } from './message.js';
@@ -67,7 +68,9 @@ export function routeOutgoing(items: readonly Outgoing[], ctx: RoutingContext): 
   const messages: Message[] = [];
   const refused: Refused[] = [];
   const { cause, sender } = ctx;
-  for (const item of items) {
+  for (const [i, item] of items.entries()) {
+    const unstorable = unstorableOutgoing(item);
+    if (unstorable) return { ok: false, error: `${items.length > 1 ? `item ${i}: ` : ''}${unstorable}` };
     const to = item.to ?? cause.from;
     const isReply = to === cause.from;
     const base = {
@@ -113,6 +116,20 @@ export function routeOutgoing(items: readonly Outgoing[], ctx: RoutingContext): 
     messages.push(ctx.traceContext ? { ...base, payloadType, payload, traceContext: ctx.traceContext } : { ...base, payloadType, payload });
   }
   return { ok: true, messages, refused };
+}
+
+/**
+ * Why a message a handler (or an LLM reply) asked for could not be journaled as given: text no
+ * store keeps in its payload, or a control character in its target or type. The delivery fails
+ * once with this reason (invalid_result) instead of its ack failing to commit forever.
+ */
+function unstorableOutgoing(item: Outgoing): string | null {
+  for (const [field, value] of [['to', item.to], ['payloadType', item.payloadType]] as const) {
+    const reason = value === undefined ? null : identifierReason(value);
+    if (reason) return `${field} ${reason}`;
+  }
+  const problem = unstorableText(item.payload, 'payload');
+  return problem ? `${problem.field} ${problem.message}` : null;
 }
 
 /** For replies to the outside world: `{"Greeting": {...}}` names its type; otherwise `Payload`. */

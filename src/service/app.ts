@@ -78,7 +78,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     // Closing the app ends keep-alive and upgrade-refused connections too (the organism has
     // already drained by then), so shutdown and restart never hang on an idle client.
     forceCloseConnections: true,
-    ajv: { customOptions: { allErrors: true } },
+    // removeAdditional off: a body key the route does not take (a misspelt or unsupported field,
+    // `"budget": 100` on /inject) is refused by name, never silently dropped (Fastify's default).
+    ajv: { customOptions: { allErrors: true, removeAdditional: false } },
     // Malformed URLs (bad percent-encoding) are the client's fault: same error body as everything else.
     frameworkErrors: (err, request, reply) => {
       sendError(reply, toOrganismError(err, request, bodyLimit).error);

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Errors } from '../errors/catalogue.js';
+import { identifierReason } from '../util/storable-text.js';
 import type { FieldProblem } from './validation.js';
 
 /** What a route's query string may hold, read once from its querystring schema. */
@@ -86,6 +87,27 @@ export function bodyNumberProblems(body: unknown, names: readonly string[]): Fie
 }
 
 /**
+ * Path and query parameters name things (thread and message ids, agents, models, organizations)
+ * or are numbers, times and states: none holds a control character, a NUL or a lone surrogate.
+ * Refused by name here, the same on every store (PostgreSQL would fail the lookup with an
+ * encoding error, SQLite would look it up).
+ */
+export function identifierProblems(values: unknown, location: 'params' | 'querystring'): FieldProblem[] {
+  if (typeof values !== 'object' || values === null) return [];
+  const problems: FieldProblem[] = [];
+  for (const [name, value] of Object.entries(values as Record<string, unknown>)) {
+    for (const v of Array.isArray(value) ? value : [value]) {
+      const reason = typeof v === 'string' ? identifierReason(v) : null;
+      if (reason) {
+        problems.push({ location, field: name, message: reason });
+        break;
+      }
+    }
+  }
+  return problems;
+}
+
+/**
  * Guards the query string of every route that is not a WebSocket route (those read `token`,
  * `since` and filters themselves). Runs as a preValidation hook after the snake_case renaming,
  * before ajv coerces the values.
@@ -101,7 +123,12 @@ export function registerQueryCheck(app: FastifyInstance): void {
     const config = request.routeOptions.config;
     const rules = config?.queryRules;
     if (!rules) return;
-    const problems = [...queryProblems(request.query, rules), ...bodyNumberProblems(request.body, config.bodyNumbers ?? [])];
+    const problems = [
+      ...identifierProblems(request.params, 'params'),
+      ...queryProblems(request.query, rules),
+      ...identifierProblems(request.query, 'querystring'),
+      ...bodyNumberProblems(request.body, config.bodyNumbers ?? []),
+    ];
     if (problems.length > 0) throw Errors.INVALID_REQUEST.withData(problems, problems.map((p) => `${p.field} ${p.message}`).join('; '));
   });
 }

@@ -27,7 +27,9 @@ export function describeProblem(context: string, e: FastifySchemaValidationError
   } else if (e.keyword === 'enum' && Array.isArray(params['allowedValues'])) {
     message = `must be one of ${params['allowedValues'].map(String).join(', ')}`;
   } else if (e.keyword === 'additionalProperties' && typeof params['additionalProperty'] === 'string') {
-    message = `has unknown property ${params['additionalProperty']}`;
+    // Named as the key itself (`body.budget`, `body.metadata.tenant`), like an unknown query parameter.
+    field = field ? `${field}.${params['additionalProperty']}` : params['additionalProperty'];
+    message = 'is not a field of this request';
   } else if (e.keyword === 'type' && typeof params['type'] === 'string') {
     message = `must be ${params['type'] === 'object' ? 'an object' : `a${/^[aeiou]/.test(params['type']) ? 'n' : ''} ${params['type']}`}`;
   }

@@ -26,15 +26,36 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** `{orgId, userId}` (snake_case accepted); other string entries pass through unchanged. */
-function injectMetadata(raw: unknown): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (!isRecord(raw)) return out;
-  for (const [k, v] of Object.entries(raw)) {
-    if (typeof v !== 'string') continue;
-    out[k === 'org_id' ? 'orgId' : k === 'user_id' ? 'userId' : k] = v;
+/** The fields an inject command takes (snake_case accepted), as POST /inject's body. */
+const INJECT_KEYS = new Set(['cmd', 'id', 'to', 'payload', 'threadId', 'thread_id', 'metadata']);
+const METADATA_KEYS: Record<string, string> = { orgId: 'orgId', userId: 'userId', org_id: 'orgId', user_id: 'userId' };
+const MAX_ID_LENGTH = 256;
+
+type Problem = { location: string; field: string; message: string };
+
+/**
+ * The inject command's thread id and metadata, or its problems: as on POST /inject, a key it
+ * does not take, a thread id or metadata value that is not a string of 1 to 256 characters
+ * (metadata: 0 to 256), is refused by name rather than dropped.
+ */
+function injectFields(cmd: Record<string, unknown>): { threadId?: string; metadata: Record<string, string> } | Problem[] {
+  const problems: Problem[] = [];
+  for (const key of Object.keys(cmd)) if (!INJECT_KEYS.has(key)) problems.push({ location: 'command', field: key, message: 'is not a field of the inject command' });
+  const rawThread = cmd['threadId'] ?? cmd['thread_id'];
+  if (rawThread !== undefined && (typeof rawThread !== 'string' || rawThread === '' || rawThread.length > MAX_ID_LENGTH)) {
+    problems.push({ location: 'command', field: 'threadId', message: `must be a string of 1 to ${MAX_ID_LENGTH} characters` });
   }
-  return out;
+  const metadata: Record<string, string> = {};
+  const raw = cmd['metadata'];
+  if (raw !== undefined && !isRecord(raw)) problems.push({ location: 'command', field: 'metadata', message: 'must be an object' });
+  for (const [key, value] of Object.entries(isRecord(raw) ? raw : {})) {
+    const name = METADATA_KEYS[key];
+    if (name === undefined) problems.push({ location: 'command', field: `metadata.${key}`, message: 'is not a field of metadata (orgId, userId)' });
+    else if (typeof value !== 'string' || value.length > MAX_ID_LENGTH) problems.push({ location: 'command', field: `metadata.${key}`, message: `must be a string of at most ${MAX_ID_LENGTH} characters` });
+    else if (!(name in metadata) || key === name) metadata[name] = value; // camelCase wins over its snake_case alias
+  }
+  if (problems.length > 0) return problems;
+  return { ...(typeof rawThread === 'string' ? { threadId: rawThread } : {}), metadata };
 }
 
 async function inject(organism: Organism, client: WsClient, reply: Reply, cmd: Record<string, unknown>): Promise<void> {
@@ -42,11 +63,12 @@ async function inject(organism: Organism, client: WsClient, reply: Reply, cmd: R
   if (client.role !== 'operator') return replyError(reply, Errors.OPERATOR_REQUIRED(), 'inject');
   const to = cmd['to'];
   if (typeof to !== 'string' || to === '') return replyError(reply, Errors.WS_INJECT_NEEDS_TARGET(), 'inject');
-  const threadId = cmd['threadId'] ?? cmd['thread_id'];
+  const fields = injectFields(cmd);
   try {
+    if (Array.isArray(fields)) throw Errors.INVALID_REQUEST.withData(fields, fields.map((p) => `${p.field} ${p.message}`).join('; '));
     const result = await organism.inject(to, cmd['payload'] ?? {}, {
-      ...(typeof threadId === 'string' && threadId !== '' ? { threadId } : {}),
-      metadata: injectMetadata(cmd['metadata']),
+      ...(fields.threadId !== undefined ? { threadId: fields.threadId } : {}),
+      metadata: fields.metadata,
       waitMs: INJECT_WAIT_MS,
     });
     reply('injected', { threadId: result.threadId, messageId: result.messageId });

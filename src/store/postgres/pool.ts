@@ -54,6 +54,7 @@ export function pgStorageError(where: string, err: unknown): OrganismError {
   if (err instanceof OrganismError) return err;
   const code = (err as { code?: string }).code ?? '';
   const message = (err as Error).message ?? String(err);
+  if (isRefusedWrite(code)) return Errors.STORAGE_REJECTED(where, `${message} (SQLSTATE ${code})`);
   const detail = (() => {
     if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EHOSTUNREACH' || code === 'ETIMEDOUT' || /timeout exceeded when trying to connect/i.test(message)) {
       return `cannot reach the PostgreSQL server (${message})`;
@@ -65,6 +66,16 @@ export function pgStorageError(where: string, err: unknown): OrganismError {
     return message;
   })();
   return Errors.STORAGE_FAILED(where, detail);
+}
+
+/**
+ * SQLSTATE classes of a statement refused for its data, which retrying cannot cure: 22 data
+ * exception (an invalid byte sequence, a value out of range), 23 integrity constraint violation,
+ * 54 program limit exceeded (a value too large to index). Unlike 08 connection exceptions,
+ * 57P admin shutdown, 53 insufficient resources or 40 rollbacks, which pass.
+ */
+export function isRefusedWrite(sqlstate: string): boolean {
+  return /^(22|23|54)[0-9A-Z]{3}$/.test(sqlstate);
 }
 
 /** What the stores read through: the pool's query, its failures as the catalogue's storage errors. */

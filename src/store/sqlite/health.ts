@@ -38,7 +38,7 @@ export class StorageHealth {
       if (this.corruptError) return;
       this.corruptError = error;
       this.logger?.error({ code: error.code, dataDir: this.dataDir }, error.detail);
-    } else if (error.code === Errors.STORAGE_FAILED.code) {
+    } else if (error.code === Errors.STORAGE_FAILED.code || error.code === Errors.STORAGE_REJECTED.code) {
       this.logger?.error({ code: error.code, dataDir: this.dataDir }, error.detail);
     }
   }

@@ -180,6 +180,8 @@ export function storageError(file: string, err: unknown): OrganismError {
   const code = (err as { code?: string }).code ?? '';
   const message = (err as Error).message ?? String(err);
   if (code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT' || /not a database|malformed/i.test(message)) return Errors.STORAGE_CORRUPT(file, message);
+  // Refused for what it writes (a constraint, a datatype mismatch, a value past SQLite's limits): writing it again cannot succeed.
+  if (code.startsWith('SQLITE_CONSTRAINT') || code === 'SQLITE_MISMATCH' || code === 'SQLITE_TOOBIG') return Errors.STORAGE_REJECTED(file, `${message} (${code})`);
   if (code === 'SQLITE_CANTOPEN' || code === 'SQLITE_READONLY' || code === 'SQLITE_PERM') return Errors.STORAGE_UNWRITABLE(path.dirname(file), message);
   // SQLite reports a write refused for want of space as SQLITE_FULL, or as a bare I/O error
   // when it hits ENOSPC growing the WAL or its shared-memory file: ask the file system.

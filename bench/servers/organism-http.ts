@@ -63,12 +63,13 @@ async function main(): Promise<void> {
   }
   await organism.start();
   const token = randomBytes(24).toString('base64url');
-  // Scenario 4 connects 1,000 clients (and one more) from one address: above the per-address default.
+  // Scenario 4 connects 1,000 clients (and one more) from one address, all at once: above the
+  // per-address defaults (connections and handshakes in progress).
   const app = await buildApp({
     organism,
     auth: { tokens: [{ name: 'bench', role: 'operator', token }] },
     version: VERSION,
-    ws: { maxPerIp: 5_000, maxConnections: 5_000 },
+    ws: { maxPerIp: 5_000, maxConnections: 5_000, maxHandshakesPerIp: 5_000 },
     ...(input.telemetry === 'off' ? { metrics: false } : {}),
     ...(tracing ? { tracing: { provider: tracing.provider } } : {}),
   });

@@ -9,7 +9,6 @@ import { consoleBuilt } from '../service/console.js';
 import { openSqliteStorage } from '../store/index.js';
 import { resolveTracing, traceLogFields } from '../telemetry/settings.js';
 import type { OrganismStorage } from '../organism/organism.js';
-import { mkdirSync } from 'node:fs';
 import { resolveStore } from './store-option.js';
 import { resolveShared, type SharedFlags } from './shared-options.js';
 import { fingerprint } from '../config/fingerprint.js';
@@ -24,6 +23,7 @@ import { WORKER_ENV } from './supervisor.js';
 import { SupervisorChannel } from './worker-channel.js';
 import { joinSharedOrganism } from './cluster.js';
 import type { SharedStorage } from '../store/postgres/storage.js';
+import { ensurePrivateDir, openToOthers } from '../util/private-files.js';
 
 export { checkBindable, ServeError };
 
@@ -79,6 +79,14 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     throw new ServeError((err as Error).message, ExitCode.CONFIG_INVALID);
   }
   const dataDir = resolveDataDir(options.dataDir, path, isDemo);
+  // It holds full prompts and answers (and perhaps the operator token): said once, at start.
+  const openMode = openToOthers(dataDir);
+  if (openMode) {
+    logger.warn(
+      { dataDir, mode: openMode },
+      `the data directory ${dataDir} is readable by other users (mode ${openMode}) while it holds prompts, answers and tokens: chmod 700 it`,
+    );
+  }
   let store;
   let shared;
   try {
@@ -103,7 +111,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
       sharedStorage = pg.shared!;
       storeLabel = `${pg.where}${shared!.handlers ? '' : ' (API only: --handlers off)'}`;
       storage = pg;
-      mkdirSync(dataDir, { recursive: true }); // the generated token's home
+      ensurePrivateDir(dataDir); // the generated token's home
     } else {
       storage = openSqliteStorage({ dataDir, ...retention, logger });
     }

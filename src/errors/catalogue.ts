@@ -25,6 +25,11 @@ export class OrganismError extends Error {
     this.detail = detail;
     this.data = data;
   }
+
+  /** The same error answered with another HTTP status (a route whose status depends on the request). */
+  withStatus(status: number): OrganismError {
+    return new OrganismError({ code: this.code, status, template: this.detail }, this.detail, this.data);
+  }
 }
 
 export interface ErrorFactory extends ErrorSpec {
@@ -71,8 +76,12 @@ export const Errors = {
   BUDGET_THREAD_FINISHED: define('BUDGET_THREAD_FINISHED', 409, 'Thread %s has finished (%s); its budget can no longer change'),
   RELOAD_FAILED: define('RELOAD_FAILED', 500, '%s'),
   RELOAD_FAILED_DEFAULT: define('RELOAD_FAILED_DEFAULT', 500, 'Reload failed'),
-  /** A reload of a configuration with problems: nothing was applied; `errors` lists every problem. */
-  RELOAD_INVALID: define('RELOAD_INVALID', 422, '%s'),
+  /**
+   * A reload of a configuration with problems: nothing was applied; `errors` lists every problem.
+   * 500 as the spec's reload rule 7 asks of every reload that does not succeed (the one 5xx a
+   * client's input causes); the dry run, our own extension, answers it as 422.
+   */
+  RELOAD_INVALID: define('RELOAD_INVALID', 500, '%s'),
 
   // --- decided by the issues ---
   JOURNAL_ENTRY_NOT_FOUND: define('JOURNAL_ENTRY_NOT_FOUND', 404, 'Journal entry not found: %s'),
@@ -190,7 +199,8 @@ export const Errors = {
   WS_UNKNOWN_COMMAND: define('WS_UNKNOWN_COMMAND', 400, 'Unknown command: %s'),
   WS_MALFORMED_COMMAND: define('WS_MALFORMED_COMMAND', 400, 'Malformed command: %s'),
   WS_TOO_MANY_CONNECTIONS: define('WS_TOO_MANY_CONNECTIONS', 503, 'Too many connections (limit %s)'),
-  WS_TOO_MANY_FROM_IP: define('WS_TOO_MANY_FROM_IP', 503, 'Too many connections from %s (limit %s)'),
+  WS_TOO_MANY_FROM_IP: define('WS_TOO_MANY_FROM_IP', 429, 'Too many connections from %s (limit %s)'),
+  WS_TOO_MANY_HANDSHAKES: define('WS_TOO_MANY_HANDSHAKES', 429, 'Too many WebSocket handshakes in progress from %s (limit %s): retry shortly'),
   WS_TOO_SLOW: define('WS_TOO_SLOW', 503, 'Client too slow: send buffer stayed over %s bytes for %s ms'),
   WS_UNRESPONSIVE: define('WS_UNRESPONSIVE', 408, 'No pong for %s pings'),
   WS_SHUTDOWN: define('WS_SHUTDOWN', 503, 'Server shutting down'),

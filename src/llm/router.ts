@@ -200,7 +200,8 @@ export class LlmRouter {
           onUsage: (usage) => {
             reported = usage;
           },
-          ...(call.onDelta ? { onDelta: (text: string) => call.onDelta!(record.id, text) } : {}),
+          // Live text is shown only where the recorded text would be (llm.record: full).
+          ...(call.onDelta && this.opts.recorder?.mode === 'full' ? { onDelta: (text: string) => call.onDelta!(record.id, text) } : {}),
         };
         try {
           const response = await provider.complete(request, signal, observer);

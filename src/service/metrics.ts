@@ -61,7 +61,7 @@ export function registerMetrics(app: FastifyInstance, options: MetricsRouteOptio
   };
   new Counter({
     name: 'organism_ws_dropped_total',
-    help: 'WebSocket connections the server dropped or refused, by reason (too_slow, unresponsive, too_many_connections, too_many_from_ip).',
+    help: 'WebSocket connections the server dropped or refused, by reason (too_slow, unresponsive; upgrades refused before the handshake: too_many_connections, too_many_from_ip, too_many_handshakes).',
     labelNames: ['reason'],
     registers,
     collect() {

@@ -1,6 +1,7 @@
 import type { Span, TracerProvider } from '@opentelemetry/api';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { formatTraceparent } from '../telemetry/settings.js';
+import { redactUrl } from '../util/redact.js';
 
 /**
  * HTTP server spans for the control API through @fastify/otel, on the organism's tracer
@@ -15,7 +16,16 @@ import { formatTraceparent } from '../telemetry/settings.js';
 export async function registerTracing(app: FastifyInstance, provider: TracerProvider): Promise<void> {
   // Loaded only when tracing is on (it pulls in the OpenTelemetry instrumentation packages).
   const { FastifyOtelInstrumentation } = await import('@fastify/otel');
-  const instrumentation = new FastifyOtelInstrumentation({ instrumentHooks: false, instrumentHandler: false });
+  const instrumentation = new FastifyOtelInstrumentation({
+    instrumentHooks: false,
+    instrumentHandler: false,
+    // url.path is the URL as sent, query included: a `?token=` (the browser form of WebSocket
+    // auth) is redacted there as in the logs. Set once the span starts, so it holds whenever it ends.
+    requestHook: (span, request) => {
+      const redacted = redactUrl(request.url);
+      if (redacted !== request.url) span.setAttribute('url.path', redacted);
+    },
+  });
   instrumentation.setTracerProvider(provider);
   await app.register(instrumentation.plugin());
 }

@@ -267,7 +267,7 @@ describe('console in Chromium', { timeout: 120_000 }, () => {
 
     // A broken file: the API's error is shown, nothing changes.
     writeFileSync(server.configPath, `${original}\n  - name: broken\n    handler: ./tools.ts#nope\n    payload: Announcement\n`);
-    watch.allow(/status of 422/); // an invalid reload is the caller's problem: 422 with every problem
+    watch.allow(/status of 422/); // the dry run of an invalid file: 422 with every problem
     await page.getByRole('button', { name: 'Reload' }).click();
     await page.getByRole('alert').filter({ hasText: 'nope' }).waitFor();
     writeFileSync(server.configPath, original);

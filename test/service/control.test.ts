@@ -129,13 +129,13 @@ describe('reload', () => {
     expect(await names(s)).toContain('slow');
   });
 
-  it('an invalid file -> 422 with every problem, and nothing changes (dry run too)', async () => {
+  it('an invalid file -> 500 RELOAD_INVALID with every problem (spec reload rule 7), and nothing changes; the dry run answers 422', async () => {
     svc = await startService();
     const s = svc;
     const before = await names(s);
     s.writeConfig(organismYaml(BASE_LISTENERS).replace('payload: Greeting', 'payload: Nonexistent').replace('max_tokens_per_thread: 50000', 'max_tokens_per_thread: lots'));
     const res = await s.request('POST', '/api/v1/organism/reload');
-    expect(res.status).toBe(422);
+    expect(res.status).toBe(500);
     expect(res.body.code).toBe('RELOAD_INVALID');
     expect(res.body.detail).toMatch(/^Configuration is invalid: 2 problems/);
     expect(res.body.errors).toHaveLength(2);
@@ -144,10 +144,12 @@ describe('reload', () => {
     expect(await names(s)).toEqual(before);
     const dry = await s.request('POST', '/api/v1/organism/reload?dryRun=true');
     expect(dry.status).toBe(422);
-    expect(dry.body.errors).toHaveLength(2);
+    expect(dry.body.code).toBe('RELOAD_INVALID');
+    expect(dry.body.detail).toBe(res.body.detail);
+    expect(dry.body.errors).toEqual(res.body.errors);
   });
 
-  it('a provider an agent calls whose api_key_env is unset -> 422 naming the variable, and nothing changes', async () => {
+  it('a provider an agent calls whose api_key_env is unset -> 500 RELOAD_INVALID naming the variable, and nothing changes', async () => {
     delete process.env['RELOAD_TEST_UNSET_KEY'];
     // No reloadConfig of its own: the route loads the file as serve does.
     svc = await startService({ app: { reloadConfig: undefined } });
@@ -159,7 +161,7 @@ describe('reload', () => {
       ),
     );
     const res = await s.request('POST', '/api/v1/organism/reload');
-    expect(res.status).toBe(422);
+    expect(res.status).toBe(500);
     expect(res.body.code).toBe('RELOAD_INVALID');
     expect(res.body.errors).toEqual([
       {
@@ -266,7 +268,7 @@ describe('reload of keys beyond the listeners', () => {
     expect((await s.request('POST', '/api/v1/organism/reload')).body).toMatchObject({ changed: [], restartRequired: [] });
   });
 
-  it('auth tokens: a new token works after reload and the removed one stops; an unset variable is 422 and changes nothing', async () => {
+  it('auth tokens: a new token works after reload and the removed one stops; an unset variable is 500 RELOAD_INVALID and changes nothing', async () => {
     const env: Record<string, string> = { FIRST_TOKEN: 'first-token-123456', SECOND_TOKEN: 'second-token-654321' };
     const resolve = (config: { auth: { tokens: readonly { name: string; role: 'operator' | 'viewer'; tokenEnv: string }[] } }) => {
       const problems: string[] = [];
@@ -293,7 +295,8 @@ describe('reload of keys beyond the listeners', () => {
 
     s.writeConfig(withTokens([['second', 'SECOND_TOKEN'], ['third', 'THIRD_TOKEN_UNSET']]));
     const bad = await s.request('POST', '/api/v1/organism/reload');
-    expect(bad.status).toBe(422);
+    expect(bad.status).toBe(500);
+    expect(bad.body.code).toBe('RELOAD_INVALID');
     expect(bad.body.errors).toEqual([{ location: 'config', field: 'auth.tokens', message: 'auth token "third": environment variable THIRD_TOKEN_UNSET is not set' }]);
     expect((await asToken('second-token-654321')).status).toBe(200);
     expect((await s.request('GET', '/api/v1/organism/config')).body.auth.tokens).toHaveLength(1);

@@ -37,6 +37,14 @@ describe('GET /api/v1/openapi.json', () => {
     }
   });
 
+  it('says that a failed reload answers 500 (RELOAD_INVALID for an invalid file) and its dry run 422', async () => {
+    const doc = (await svc.request('GET', '/api/v1/openapi.json')).body;
+    const reload = doc.paths['/api/v1/organism/reload'].post as { description: string };
+    expect(reload.description).toMatch(/answers 500/);
+    expect(reload.description).toMatch(/500 with `code: RELOAD_INVALID`/);
+    expect(reload.description).toMatch(/dryRun=true the same problems answer 422/);
+  });
+
   it('the checker rejects a response that does not match (it really checks)', () => {
     expect(() => svc.checker.check('GET', '/api/v1/organism', 200, { name: 1 })).toThrow(/does not match/);
     expect(() => svc.checker.check('GET', '/api/v1/agents/x', 404, { code: 'X' })).toThrow(/does not match/);

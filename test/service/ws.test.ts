@@ -7,6 +7,7 @@ import { send } from '../../src/pump/handler.js';
 import { buildApp } from '../../src/service/app.js';
 import type { WsLimits } from '../../src/service/ws/plugin.js';
 import { eventually, listener, startOrganism } from '../pump/harness.js';
+import { upgrade } from './ws-helpers/harness.js';
 
 const OP = 'ws-operator-token';
 const VIEW = 'ws-viewer-token';
@@ -223,12 +224,26 @@ describe('/ws', () => {
     expect((await stale.next('connected'))['resync']).toBe(true);
   });
 
-  it('enforces connection limits with a clear close reason', async () => {
-    const { url } = await server({ maxConnections: 2 });
+  it('refuses an upgrade over the connection limits before the handshake (503 server-wide, 429 per address; no 101), and admits again once a connection closes', async () => {
+    const { url, app } = await server({ maxConnections: 2 });
+    const first = await client(`${url}/ws?token=${VIEW}`);
     await client(`${url}/ws?token=${VIEW}`);
-    await client(`${url}/ws?token=${VIEW}`);
-    const third = await client(`${url}/ws?token=${VIEW}`);
-    expect(await third.closed).toEqual({ code: 1008, reason: 'Too many connections (limit 2)' });
+    const full = await upgrade(`${url}/ws?token=${VIEW}`);
+    expect(full).toMatchObject({ status: 503, retryAfter: '1' });
+    expect(JSON.parse(full.body)).toEqual({ detail: 'Too many connections (limit 2)', code: 'WS_TOO_MANY_CONNECTIONS' });
+    // Unauthenticated upgrades are counted against the same limits before anything else runs.
+    expect((await upgrade(`${url}/ws`)).status).toBe(503);
+    first.socket.close();
+    await first.closed;
+    await eventually(async () => (await upgrade(`${url}/ws?token=${VIEW}`)).status === 101, 10_000, 'a free slot');
+    const metrics = await app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${OP}` } });
+    expect(metrics.body).toMatch(/reason="too_many_connections"\} [1-9]/);
+
+    const perAddress = await server({ maxPerIp: 1 });
+    await client(`${perAddress.url}/ws?token=${VIEW}`);
+    const second = await upgrade(`${perAddress.url}/ws/messages?token=${VIEW}`);
+    expect(second).toMatchObject({ status: 429, retryAfter: '1' });
+    expect(JSON.parse(second.body)).toEqual({ detail: 'Too many connections from 127.0.0.1 (limit 1)', code: 'WS_TOO_MANY_FROM_IP' });
   });
 
   it('a client that stops reading neither stalls the others nor keeps its backlog: it is resynced', async () => {

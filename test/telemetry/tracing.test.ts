@@ -2,6 +2,7 @@ import { request } from 'node:http';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import type { FastifyInstance } from 'fastify';
 import { loadOrganismFromString } from '../../src/config/index.js';
 import { Organism } from '../../src/organism/organism.js';
@@ -155,6 +156,15 @@ async function run(protocol: OtlpProtocol, captureContent: boolean): Promise<Run
     spend: await inject('spender', { Text: { text: 'x' } }),
   };
   await eventually(() => organism.activeThreads === 0 && organism.queued === 0, 'the threads to finish');
+  // The browser form of WebSocket auth puts the operator token in the URL: a socket that opens
+  // and closes, and a plain GET of the same URL (refused), each make a request span.
+  const socket = new WebSocket(`${base.replace('http', 'ws')}/ws?token=${TOKEN}&events=reload`);
+  await new Promise<void>((resolve, reject) => (socket.once('message', () => resolve()), socket.once('error', reject)));
+  socket.close();
+  await new Promise((resolve) => socket.once('close', resolve));
+  expect((await fetch(`${base}/ws?events=reload&token=${TOKEN}`)).status).toBe(401);
+  const mistyped = new WebSocket(`${base.replace('http', 'ws')}/ws?token=${TOKEN}x&events=reload`);
+  await new Promise<void>((resolve) => mistyped.once('unexpected-response', (req) => (req.destroy(), resolve())));
   await tracing.flush();
   await eventually(() => receiver.spans.filter((s) => s.name.startsWith('execute_tool') || s.name.startsWith('invoke_agent')).length >= 10, 'the spans');
   return { receiver, llm, app, organism, tracing, logs, threads };
@@ -232,6 +242,14 @@ for (const [protocol, captureContent] of [
       expect(http!.attributes['http.request.method']).toBe('POST');
       expect(http!.attributes['http.response.status_code']).toBe(200);
       expect(spans.filter((s) => s.traceId === http!.traceId)).toHaveLength(1);
+    });
+
+    it('keeps no token from a URL in any span: url.path has it redacted as the logs do', async () => {
+      // The refused ones (a query token on a plain GET, a mistyped token); an upgraded socket's span may still be open.
+      await eventually(() => r.receiver.spans.filter((s) => s.attributes['http.response.status_code'] === 401 && s.attributes['http.route'] === '/ws').length >= 2, 'the /ws request spans');
+      const refused = r.receiver.spans.filter((s) => s.attributes['http.response.status_code'] === 401 && s.attributes['http.route'] === '/ws');
+      expect(refused.map((s) => s.attributes['url.path']).sort()).toEqual(['/ws?events=reload&token=[redacted]', '/ws?token=[redacted]&events=reload']);
+      for (const span of r.receiver.spans) expect(JSON.stringify(span), span.name).not.toContain(TOKEN);
     });
 
     it('links the root to the request span also when the body comes in packets after the headers', () => {

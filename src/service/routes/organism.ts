@@ -67,6 +67,10 @@ export const organismRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (
       schema: {
         tags: ['organism'],
         summary: 'Re-read organism.yaml and apply the listener diff (or only report it with dryRun)',
+        description:
+          'A reload that does not succeed answers 500 (the spec), the error text as `detail`. An invalid ' +
+          'configuration is one of them: 500 with `code: RELOAD_INVALID` and `errors` listing every problem ' +
+          '(file:line:column); nothing is applied. With dryRun=true the same problems answer 422.',
         querystring: ReloadQuery,
         response: { 200: ReloadResponse, ...errorResponses },
       },
@@ -97,7 +101,13 @@ export const organismRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (
         return result;
       });
       reloading = run.catch(() => undefined);
-      const result = await run;
+      let result;
+      try {
+        result = await run;
+      } catch (err) {
+        // Reporting on a file is not a reload that failed: the dry run keeps the client error.
+        throw dryRun && Errors.RELOAD_INVALID.is(err) ? err.withStatus(422) : err;
+      }
       if (!result.success) throw result.error ? Errors.RELOAD_FAILED(result.error) : Errors.RELOAD_FAILED_DEFAULT();
       return {
         success: true,
@@ -148,7 +158,7 @@ async function readConfig(ctx: ServiceContext): Promise<LoadedOrganism> {
 
 function reloadError(err: unknown): OrganismError {
   if (err instanceof ConfigInvalidError) {
-    // The client's file, not a server fault: 422 with every problem, file and line included.
+    // Every problem, file and line included (500 as the spec asks; the dry run answers 422).
     const problems = err.problems.map((p) => ({ location: 'config', field: p.keyPath, message: formatConfigProblem(p) }));
     return Errors.RELOAD_INVALID.withData(problems, err.detail);
   }

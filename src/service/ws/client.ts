@@ -40,6 +40,8 @@ export class WsClient {
 
   wants(frame: Frame): boolean {
     if (this.channel === 'messages' && !frame.meta.isMessage) return false;
+    // A model's live text is what the operator-only llm-calls routes show: viewers never get it.
+    if (frame.meta.event === 'llm_delta' && this.role !== 'operator') return false;
     return matches(this.filter, frame.meta);
   }
 

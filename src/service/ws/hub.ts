@@ -71,12 +71,6 @@ export class WsHub {
     for (const c of this.clients) clients[c.channel]++;
     return { clients, framesDropped: this.framesDropped, connectionsDropped: new Map(this.connectionsDropped) };
   }
-
-  countFrom(ip: string): number {
-    let n = 0;
-    for (const c of this.clients) if (c.ip === ip) n++;
-    return n;
-  }
 }
 
 export interface WsStats {

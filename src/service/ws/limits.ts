@@ -4,6 +4,11 @@ export interface WsLimits {
   readonly maxConnections: number;
   /** Connections at once from one client address. */
   readonly maxPerIp: number;
+  /**
+   * Upgrades from one client address still in progress at once (from the request until the
+   * first frame is out); more are refused with 429 before any handshake.
+   */
+  readonly maxHandshakesPerIp: number;
   /** Bytes a socket may have waiting to be sent before it stops getting frames (then resync or close). */
   readonly sendBufferBytes: number;
   /** Frames kept for `?since=` resumes. */
@@ -27,6 +32,7 @@ export interface WsLimits {
 export const DEFAULT_WS_LIMITS: WsLimits = {
   maxConnections: 2_000,
   maxPerIp: 1_000,
+  maxHandshakesPerIp: 32,
   sendBufferBytes: 1 << 20,
   replayBuffer: 10_000,
   pingIntervalMs: 30_000,
@@ -48,7 +54,7 @@ export function resolveLimits(given: Partial<WsLimits> | undefined): WsLimits {
 /** Close codes (RFC 6455): 1001 going away, 1008 policy, 1011 server error, 1013 try again later. */
 export const CloseCode = {
   SHUTDOWN: 1001,
-  /** Connection limits, a bad filter in the query, unanswered pings. */
+  /** A bad filter in the query, unanswered pings (connection limits refuse the upgrade itself: 429/503). */
   POLICY: 1008,
   INTERNAL: 1011,
   /** A client that stayed backed up past its send buffer for the grace period. */

@@ -5,6 +5,9 @@ import type { WebSocket } from 'ws';
 import { Errors, OrganismError } from '../../errors/catalogue.js';
 import type { Organism } from '../../organism/organism.js';
 import { WS_SUBPROTOCOL } from '../auth.js';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { isRefusal, refuseUpgrade, WsAdmission, type Ticket } from './admission.js';
 import { WsClient, type Channel } from './client.js';
 import { handleCommand } from './commands.js';
 import { NO_FILTER, parseFilter } from './filter.js';
@@ -75,6 +78,8 @@ const plugin: FastifyPluginAsync<WsOptions> = async (app, options) => {
   const authenticate = options.authenticate ?? resolveAppAuthenticate(app);
   const principals = new WeakMap<FastifyRequest, WsPrincipal>();
   const hub = new WsHub(organism, limits.replayBuffer, limits.batchMs);
+  /** The admission of each upgrade request (see gateUpgrades). */
+  const tickets = new WeakMap<IncomingMessage, Ticket>();
 
   const closeAll = (code: number = CloseCode.SHUTDOWN, reason: string = Errors.WS_SHUTDOWN().detail): void => {
     for (const c of hub.clients) closeWith(c.socket, code, reason);
@@ -87,6 +92,7 @@ const plugin: FastifyPluginAsync<WsOptions> = async (app, options) => {
     await app.register(websocket, { options: { maxPayload: limits.maxCommandBytes, handleProtocols: selectSubprotocol }, preClose: (done) => (closeAll(), done()) });
   }
   hub.start();
+  gateUpgrades(app, hub, new WsAdmission(limits), tickets);
 
   // A refused upgrade (401/403/404) is answered over the raw socket, which the HTTP server no
   // longer tracks (and @fastify/websocket only ends when its own hook ran first): end it, or it
@@ -161,15 +167,17 @@ const plugin: FastifyPluginAsync<WsOptions> = async (app, options) => {
   });
 
   const connect = (channel: Channel) => async (socket: WebSocket, request: FastifyRequest) => {
+    // Connection limits were applied before the handshake (gateUpgrades); this one ends with the first frame.
+    const ticket = tickets.get(request.raw);
+    try {
+      await open(channel, socket, request);
+    } finally {
+      ticket?.handshakeDone();
+    }
+  };
+
+  const open = async (channel: Channel, socket: WebSocket, request: FastifyRequest): Promise<void> => {
     const ip = request.ip;
-    if (hub.clients.size >= limits.maxConnections) {
-      hub.dropped('too_many_connections');
-      return closeWith(socket, CloseCode.POLICY, Errors.WS_TOO_MANY_CONNECTIONS(limits.maxConnections).detail);
-    }
-    if (hub.countFrom(ip) >= limits.maxPerIp) {
-      hub.dropped('too_many_from_ip');
-      return closeWith(socket, CloseCode.POLICY, Errors.WS_TOO_MANY_FROM_IP(ip, limits.maxPerIp).detail);
-    }
     const query = queryOf(request);
     const filter = parseFilter(query);
     if (filter instanceof OrganismError) return closeWith(socket, CloseCode.POLICY, filter.detail);
@@ -212,6 +220,32 @@ const plugin: FastifyPluginAsync<WsOptions> = async (app, options) => {
   app.get('/ws', { websocket: true, onRequest: upgradeAuthHook(authenticate, principals) }, connect('control'));
   app.get('/ws/messages', { websocket: true, onRequest: upgradeAuthHook(authenticate, principals) }, connect('messages'));
 };
+
+/**
+ * Puts the admission in front of every WebSocket upgrade of the server: @fastify/websocket's
+ * listener (which routes the request through the hooks, authenticates and completes the
+ * handshake) only sees upgrades within the limits; the others are answered 503 (the server is
+ * full) or 429 (this address has too many connections or handshakes in progress) at once, on
+ * the raw socket, with no 101. A burst of upgrades then costs little more than its TCP accepts,
+ * so /health and the API keep answering.
+ */
+function gateUpgrades(app: FastifyInstance, hub: WsHub, admission: WsAdmission, tickets: WeakMap<IncomingMessage, Ticket>): void {
+  const server = app.server;
+  const inner = server.listeners('upgrade') as Array<(req: IncomingMessage, socket: Duplex, head: Buffer) => void>;
+  if (inner.length === 0) throw new Error('wsPlugin: no upgrade listener to gate (@fastify/websocket not registered on this server)');
+  server.removeAllListeners('upgrade');
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const ip = (socket as { remoteAddress?: string }).remoteAddress ?? 'local';
+    const decision = admission.admit(ip, socket);
+    if (isRefusal(decision)) {
+      hub.dropped(decision.reason);
+      refuseUpgrade(socket, decision.error);
+      return;
+    }
+    tickets.set(req, decision);
+    for (const listener of inner) listener.call(server, req, socket, head);
+  });
+}
 
 function resolveAppAuthenticate(app: FastifyInstance): WsAuthenticate {
   const decorated = (app as unknown as { authenticate?: unknown }).authenticate;

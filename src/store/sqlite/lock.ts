@@ -1,7 +1,8 @@
 import Database from 'better-sqlite3';
-import { readFileSync, renameSync, statSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, readFileSync, renameSync, statSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Errors } from '../../errors/catalogue.js';
+import { PRIVATE_FILE_MODE } from '../../util/private-files.js';
 import { diskFullText } from './disk-space.js';
 
 /** The lock: an always-empty SQLite database on which the holder keeps a write transaction open. */
@@ -100,7 +101,8 @@ function alive(pid: number): boolean {
 function writePidFile(file: string): void {
   const tmp = `${file}.${process.pid}.tmp`;
   try {
-    writeFileSync(tmp, `${process.pid}\n`, { mode: 0o644 });
+    writeFileSync(tmp, `${process.pid}\n`, { mode: PRIVATE_FILE_MODE });
+    chmodSync(tmp, PRIVATE_FILE_MODE);
     renameSync(tmp, file);
   } catch (err) {
     try {

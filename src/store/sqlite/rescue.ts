@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { ensurePrivateFile } from '../../util/private-files.js';
 
 /**
  * Where the rescue copy of a lost data directory goes: beside the directory (its parent
@@ -24,6 +25,8 @@ export function rescueCopy(db: Database.Database, target: string): void {
   const tmp = `${target}.tmp`;
   rmSync(tmp, { force: true });
   try {
+    // Made 0600 first (VACUUM INTO fills an empty file): the copy holds everything the database does.
+    ensurePrivateFile(tmp);
     db.prepare('VACUUM INTO ?').run(tmp);
     renameSync(tmp, target);
   } catch (err) {

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { accessSync, constants, mkdirSync } from 'node:fs';
+import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 import { Errors, OrganismError } from '../../errors/catalogue.js';
 import type { Logger } from '../../util/logger.js';
@@ -9,7 +9,8 @@ import { StorageHealth } from './health.js';
 import type { StorageProblem } from '../types.js';
 import { SqliteJournal } from './journal.js';
 import { SqliteLlmCallStore } from './llm-calls.js';
-import { acquireLock, LOCK_FILE } from './lock.js';
+import { ensurePrivateDir, ensurePrivateFile, makePrivate } from '../../util/private-files.js';
+import { acquireLock, LOCK_FILE, PID_FILE } from './lock.js';
 import { migrate } from './migrations.js';
 import { SqliteOperatorState } from './operator-state.js';
 import { rescueCopy, rescuePath } from './rescue.js';
@@ -58,7 +59,7 @@ export interface SqliteStorage {
 export function openSqliteStorage(options: SqliteStorageOptions): SqliteStorage {
   const dataDir = path.resolve(options.dataDir);
   try {
-    mkdirSync(dataDir, { recursive: true });
+    ensurePrivateDir(dataDir);
     accessSync(dataDir, constants.W_OK);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
@@ -68,6 +69,8 @@ export function openSqliteStorage(options: SqliteStorageOptions): SqliteStorage 
   const file = path.join(dataDir, DATABASE_FILE);
   let db: Database.Database | undefined;
   try {
+    // Created 0600 before SQLite opens it: its -wal and -shm are then created with that mode too.
+    ensurePrivateFile(file);
     db = new Database(file);
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
@@ -77,6 +80,8 @@ export function openSqliteStorage(options: SqliteStorageOptions): SqliteStorage 
     // quick_check reads every page (seconds at a million journal rows, measured by bench
     // scenario 5); damage deeper in the file surfaces as STORAGE_CORRUPT where it is read.
     migrate(db);
+    // Files an earlier version (or another umask) left readable: private from now on.
+    makePrivate(file, `${file}-wal`, `${file}-shm`, path.join(dataDir, LOCK_FILE), path.join(dataDir, PID_FILE));
   } catch (err) {
     try {
       db?.close(); // a half-opened database must not keep its files open

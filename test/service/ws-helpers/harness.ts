@@ -85,15 +85,20 @@ export async function connect(url: string, options: WebSocket.ClientOptions = {}
   };
 }
 
-/** The HTTP status of an upgrade attempt (101 when it was accepted) and the refusal's body. */
-export function upgrade(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; wwwAuthenticate?: string }> {
+/** The HTTP status of an upgrade attempt (101 when it was accepted) and the refusal's body and headers. */
+export function upgrade(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string; wwwAuthenticate?: string; retryAfter?: string }> {
   return new Promise((resolve) => {
     const s = new WebSocket(url, { headers });
     s.on('unexpected-response', (req, res) => {
       let body = '';
       res.on('data', (c: Buffer) => (body += String(c)));
       res.on('end', () => {
-        resolve({ status: res.statusCode ?? 0, body, ...(res.headers['www-authenticate'] ? { wwwAuthenticate: String(res.headers['www-authenticate']) } : {}) });
+        resolve({
+          status: res.statusCode ?? 0,
+          body,
+          ...(res.headers['www-authenticate'] ? { wwwAuthenticate: String(res.headers['www-authenticate']) } : {}),
+          ...(res.headers['retry-after'] ? { retryAfter: String(res.headers['retry-after']) } : {}),
+        });
         req.destroy();
       });
     });

@@ -27,7 +27,7 @@ const frame = (seq: number, bytes = 10): Frame => ({
 
 function opened(bufferedAmount = 0, sendBufferBytes = 1 << 20) {
   const s = fakeSocket(bufferedAmount);
-  const client = new WsClient(s.socket, 'control', 'viewer', '127.0.0.1', NO_FILTER, sendBufferBytes);
+  const client = new WsClient(s.socket, 'control', 'viewer', NO_FILTER, sendBufferBytes);
   client.open('snapshot');
   s.calls.length = 0;
   return { client, ...s };
@@ -57,7 +57,7 @@ describe('WsClient batching', () => {
 
   it('falls back to ws.send per frame when an extension was negotiated', () => {
     const s = fakeSocket(0, 'permessage-deflate');
-    const client = new WsClient(s.socket, 'control', 'viewer', '127.0.0.1', NO_FILTER, 1 << 20);
+    const client = new WsClient(s.socket, 'control', 'viewer', NO_FILTER, 1 << 20);
     client.open('snapshot');
     client.offer(frame(1));
     client.offer(frame(2));
@@ -93,7 +93,7 @@ describe('WsClient batching', () => {
 
   it('frames waiting for the snapshot are not batched: they follow it at once', () => {
     const s = fakeSocket();
-    const client = new WsClient(s.socket, 'control', 'viewer', '127.0.0.1', NO_FILTER, 1 << 20);
+    const client = new WsClient(s.socket, 'control', 'viewer', NO_FILTER, 1 << 20);
     client.offer(frame(5));
     client.open('snapshot');
     expect(s.calls).toEqual(['send snapshot', 'send 5.........']);

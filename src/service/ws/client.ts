@@ -31,7 +31,6 @@ export class WsClient {
     readonly socket: WebSocket,
     readonly channel: Channel,
     readonly role: 'operator' | 'viewer',
-    readonly ip: string,
     filter: WsFilter,
     private readonly sendBufferBytes: number,
   ) {

@@ -177,12 +177,11 @@ const plugin: FastifyPluginAsync<WsOptions> = async (app, options) => {
   };
 
   const open = async (channel: Channel, socket: WebSocket, request: FastifyRequest): Promise<void> => {
-    const ip = request.ip;
     const query = queryOf(request);
     const filter = parseFilter(query);
     if (filter instanceof OrganismError) return closeWith(socket, CloseCode.POLICY, filter.detail);
     const role = principals.get(request)?.role ?? 'viewer';
-    const client = new WsClient(socket, channel, role, ip, filter ?? NO_FILTER, limits.sendBufferBytes);
+    const client = new WsClient(socket, channel, role, filter ?? NO_FILTER, limits.sendBufferBytes);
     socket.on('pong', () => {
       client.missedPings = 0;
     });

@@ -11,6 +11,7 @@ import { SqliteJournal } from './journal.js';
 import { SqliteLlmCallStore } from './llm-calls.js';
 import { acquireLock, LOCK_FILE } from './lock.js';
 import { migrate } from './migrations.js';
+import { SqliteBudgetArchive } from './budget-archive.js';
 import { SqliteOperatorState } from './operator-state.js';
 import { rescueCopy, rescuePath } from './rescue.js';
 import { SqliteThreadStore } from './threads.js';
@@ -150,6 +151,7 @@ export function openSqliteStorage(options: SqliteStorageOptions): SqliteStorage 
     budgets: guarded(
       {
         load: () => (db.prepare('SELECT data FROM budgets').all() as Array<{ data: string }>).map((r) => JSON.parse(r.data) as unknown),
+        archive: guarded(new SqliteBudgetArchive(db), map),
         save: (snapshots) => {
           db.transaction(() => {
             db.prepare('DELETE FROM budgets').run();

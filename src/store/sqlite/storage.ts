@@ -35,7 +35,7 @@ export interface SqliteStorage {
   readonly threads: SqliteThreadStore;
   readonly usage: SqliteUsageStore;
   readonly llmCalls: SqliteLlmCallStore;
-  readonly budgets: { load(): unknown[]; save(snapshots: unknown[]): void };
+  readonly budgets: { load(): unknown[]; save(snapshots: unknown[]): void; readonly archive: SqliteBudgetArchive };
   readonly operator: SqliteOperatorState;
   /** What is wrong with the data directory now (full, damaged, deleted), or null. */
   problem(): StorageProblem | null;

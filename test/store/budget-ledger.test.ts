@@ -362,6 +362,27 @@ describe.skipIf(!usePg)('PostgreSQL budget ledger across processes', () => {
     expect(await l.get(t)).toMatchObject({ totalTokens: 50 });
   }, 120_000);
 
+  it('a budget left live by a process that died before finishing it is finished by any process once its thread has ended', async () => {
+    const l = pgLedger(1_000, 30_000);
+    const ended = `ended-${newId()}`;
+    const running = `running-${newId()}`;
+    const planned = `planned-${newId()}`;
+    for (const t of [ended, running]) await l.settle(await l.reserve(t, 100), use(50, 0), 'a');
+    await l.setCeiling(planned, 500, { create: true });
+    const pool = createPool({ url: db!.url, max: 1 });
+    pools.push(pool);
+    for (const [t, status] of [[ended, 'completed'], [running, 'active']] as const) {
+      await pool.query(
+        `INSERT INTO threads (id, status, participants, message_count, created_at, last_activity, error, metadata) VALUES ($1, $2, '{a}', 1, 0, 0, NULL, '{}')`,
+        [t, status],
+      );
+    }
+    expect(await l.finishEnded()).toBeGreaterThanOrEqual(1);
+    expect(await l.get(ended)).toMatchObject({ totalTokens: 50, active: false });
+    expect(await l.get(running)).toMatchObject({ active: true });
+    expect(await l.get(planned)).toMatchObject({ maxTokens: 500, active: true }); // no thread yet: its first inject runs under it
+  });
+
   it('the migration carries budgets saved as snapshots by a single-process organism over to rows', async () => {
     const fresh = await createTestDatabase();
     try {
@@ -374,10 +395,21 @@ describe.skipIf(!usePg)('PostgreSQL budget ledger across processes', () => {
         'broken',
         JSON.stringify({ threadId: 'broken' }),
       ]);
+      // A thread that finished before the upgrade: its ceiling was kept, its spend is in the usage events.
+      await pool.query("INSERT INTO thread_ceilings (thread_id, max_tokens) VALUES ('ended', 1000)");
+      await pool.query(
+        `INSERT INTO usage_events (id, ts, thread_id, agent_id, model, provider, prompt_tokens, completion_tokens, total_tokens, provider_latency_ms, total_latency_ms, org_id, metadata)
+         VALUES ('e1', 0, 'ended', 'a', 'm', 'p', 500, 100, 600, 1, 1, '', '{}'), ('e2', 1, 'ended', 'a', 'm', 'p', 150, 50, 200, 1, 1, '', '{}')`,
+      );
       await migratePg(pool);
       await pool.end();
       const l = pgLedger(1_000, 30_000, fresh.url);
       expect(await l.get('saved')).toMatchObject({ maxTokens: 2_000, totalTokens: 1_600, reservedTokens: 0 });
+      expect(await l.get('ended')).toMatchObject({ maxTokens: 1_000, promptTokens: 650, completionTokens: 150, active: false });
+      expect(await l.count()).toBe(1);
+      // Its next inject goes on from that spend; 75 % counted as fired, so the next settle sends 90 only.
+      await expect(l.reserve('ended', 201)).rejects.toMatchObject({ code: 'BUDGET_EXHAUSTED' });
+      expect((await l.settle(await l.reserve('ended', 120), use(100, 20), 'a')).map((e) => e.threshold)).toEqual([90]);
       expect(await l.has('broken')).toBe(false);
       // 75 % had fired before the upgrade: the next settle sends 90 only.
       const r = await l.reserve('saved', 200);

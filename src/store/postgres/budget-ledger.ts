@@ -339,7 +339,21 @@ export class PgBudgetLedger implements BudgetLedger {
     return r.rows.reduce((n, row) => n + Number((row as { n: number }).n), 0);
   }
 
-  /** Renews this process's reservations, then sweeps expired ones (a failure waits for the next tick). */
+  /**
+   * Budgets still live whose thread has ended, with nothing of it PENDING or DISPATCHED: the
+   * process that finished the thread died before finishing its budget. Any process finishes
+   * them (a budget never set for a thread that has no record yet is left live). Returns how many.
+   */
+  async finishEnded(): Promise<number> {
+    const r = await this.query(
+      `UPDATE thread_budgets b SET live = false FROM threads t
+       WHERE b.live AND t.id = b.thread_id AND t.status <> 'active'
+         AND NOT EXISTS (SELECT 1 FROM journal j WHERE j.thread_id = b.thread_id AND j.state IN ('PENDING', 'DISPATCHED'))`,
+    );
+    return r.rowCount ?? 0;
+  }
+
+  /** Renews this process's reservations, sweeps expired ones, finishes budgets of ended threads (a failure waits for the next tick). */
   private async tick(): Promise<void> {
     if (this.closed) return;
     try {
@@ -356,6 +370,7 @@ export class PgBudgetLedger implements BudgetLedger {
       if (this.open.size > 0) await this.query(`UPDATE budget_reservations SET expires_at = ${DB_NOW} + $2 WHERE id = ANY($1::bigint[])`, [[...this.open.keys()], this.leaseMs]);
       const swept = await this.sweep();
       if (swept > 0) this.opts.logger?.info({ reservations: swept }, 'released expired budget reservations (their holder stopped renewing them)');
+      await this.finishEnded();
     } catch (err) {
       this.opts.logger?.debug({ err: pgStorageError(this.where, err) }, 'renewing budget reservations failed; trying again next tick');
     }

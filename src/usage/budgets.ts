@@ -287,9 +287,10 @@ export class BudgetManager {
   private liveBudget(threadId: string): Budget {
     let b = this.budgets.get(threadId);
     if (!b) {
-      b = fromKept(this.archive.get(threadId)) ?? newBudget(this.defaultMaxTokens);
+      const kept = fromKept(this.archive.get(threadId));
+      if (kept) this.archive.revive(threadId);
+      b = kept ?? newBudget(this.defaultMaxTokens);
       this.budgets.set(threadId, b);
-      this.archive.revive(threadId);
     } else if (b.finished) {
       b.finished = false;
       this.unarchived.delete(threadId);

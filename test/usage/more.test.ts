@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Errors, OrganismError } from '../../src/errors/catalogue.js';
 import * as publicApi from '../../src/index.js';
+import { MemoryBudgetArchive } from '../../src/usage/budget-archive.js';
 import { BudgetManager, type BudgetThresholdEvent, type Reservation, type ThreadBudgetSnapshot } from '../../src/usage/budgets.js';
 import { DEFAULT_PRICING, Pricing } from '../../src/usage/pricing.js';
 import { UsageTracker } from '../../src/usage/tracker.js';
@@ -192,6 +193,31 @@ describe('thread budgets, further', () => {
     b.reserve('t', 1);
     b.cancel(r);
     expect(b.get('t')).toMatchObject({ totalTokens: 9, reservedTokens: 1, active: true });
+  });
+
+  it('a finished budget the archive refused (a full disk) stays in memory, not live, and is archived at the next save', () => {
+    const archive = new MemoryBudgetArchive();
+    let refuse = true;
+    const failures: unknown[] = [];
+    const put = archive.put.bind(archive);
+    archive.put = (s, live) => {
+      if (refuse) throw new Error('disk full');
+      put(s, live);
+    };
+    const b = new BudgetManager({ defaultMaxTokens: 100, archive, onListenerError: (err) => failures.push(err) });
+    b.settle(b.reserve('t', 10), usage(7, 3), 'a');
+    b.finish('t');
+    expect(failures).toHaveLength(1);
+    expect(b.count()).toBe(0);
+    expect(b.get('t')).toMatchObject({ totalTokens: 10, active: false });
+    expect(archive.get('t')).toBeNull();
+    expect(b.snapshot()).toEqual([]); // not saved as live
+    refuse = false;
+    b.snapshot();
+    expect(archive.get('t')).toMatchObject({ promptTokens: 7, completionTokens: 3 });
+    expect(b.list({ state: 'finished', limit: 10, offset: 0 }).items.map((x) => x.threadId)).toEqual(['t']);
+    // Its next call goes on from it.
+    expect(b.headroom('t')).toBe(90);
   });
 
   it('fires 75, 90 and 95 together, in order, when one call jumps over all three; never again after', () => {

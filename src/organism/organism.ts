@@ -118,7 +118,12 @@ export class Organism {
     const archive = this.storage.budgets?.archive;
     this.localBudgets = this.storage.budgetLedger
       ? null
-      : new BudgetManager({ defaultMaxTokens: loaded.config.maxTokensPerThread, onListenerError: listenerFailed, ...(archive ? { archive } : {}) });
+      : new BudgetManager({
+          defaultMaxTokens: loaded.config.maxTokensPerThread,
+          onListenerError: listenerFailed,
+          onArchiveError: (err) => this.logger.error({ err }, "keeping a finished thread's budget failed; tried again at the next save"),
+          ...(archive ? { archive } : {}),
+        });
     this.budgets = this.localBudgets ?? this.storage.budgetLedger!({ defaultMaxTokens: loaded.config.maxTokensPerThread, onListenerError: listenerFailed });
     this.registryValue = new PayloadRegistry(loaded.payloadTypes);
     this.llmCalls = this.storage.llmCalls ?? new MemoryLlmCallStore();

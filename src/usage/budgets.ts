@@ -119,15 +119,18 @@ export class BudgetManager {
   private nextId = 1;
 
   private readonly onListenerError: (err: unknown) => void;
+  private readonly onArchiveError: (err: unknown) => void;
 
   /**
    * `onListenerError` hears what a throwing threshold listener threw (e.g. to log it);
-   * `archive` keeps finished threads' budgets (default: in memory, as long as the process).
+   * `archive` keeps finished threads' budgets (default: in memory, as long as the process),
+   * and `onArchiveError` hears when it refused one (it is tried again at the next snapshot).
    */
-  constructor(opts: { defaultMaxTokens: number; onListenerError?: (err: unknown) => void; archive?: BudgetArchive }) {
+  constructor(opts: { defaultMaxTokens: number; onListenerError?: (err: unknown) => void; archive?: BudgetArchive; onArchiveError?: (err: unknown) => void }) {
     this.defaultMaxTokens = opts.defaultMaxTokens;
     this.onListenerError = opts.onListenerError ?? (() => {});
     this.archive = opts.archive ?? new MemoryBudgetArchive();
+    this.onArchiveError = opts.onArchiveError ?? this.onListenerError;
   }
 
   has(threadId: string): boolean {
@@ -308,7 +311,7 @@ export class BudgetManager {
     } catch (err) {
       this.unarchived.add(threadId);
       try {
-        this.onListenerError(err);
+        this.onArchiveError(err);
       } catch {
         // nothing more to do
       }
@@ -408,11 +411,6 @@ function info(threadId: string, b: Omit<Budget, 'fired' | 'open' | 'finished'>):
     percentUsed: b.maxTokens <= 0 ? 0 : Math.round((totalTokens / b.maxTokens) * 1000) / 10,
     isExhausted: remaining <= 0,
   };
-}
-
-/** A budget's figures from its parts (a finished thread's, rebuilt from the store). */
-export function budgetInfo(threadId: string, maxTokens: number, promptTokens: number, completionTokens: number): ThreadBudgetInfo {
-  return info(threadId, { maxTokens, promptTokens, completionTokens, reserved: 0 });
 }
 
 function isSnapshot(s: unknown): s is ThreadBudgetSnapshot {

@@ -204,7 +204,7 @@ describe('thread budgets, further', () => {
       if (refuse) throw new Error('disk full');
       put(s, live);
     };
-    const b = new BudgetManager({ defaultMaxTokens: 100, archive, onListenerError: (err) => failures.push(err) });
+    const b = new BudgetManager({ defaultMaxTokens: 100, archive, onArchiveError: (err) => failures.push(err) });
     b.settle(b.reserve('t', 10), usage(7, 3), 'a');
     b.finish('t');
     expect(failures).toHaveLength(1);

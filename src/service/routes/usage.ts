@@ -61,6 +61,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app
     '/usage/threads/:threadId',
     { schema: { tags, summary: "One thread's budget, live or finished", params: ThreadBudgetParams, response: { 200: ThreadBudgetInfo, ...errorResponses } } },
     async (request) => {
+      assertIdentifier('params', 'threadId', request.params.threadId);
       const info = await organism.threadBudget(request.params.threadId);
       if (!info) throw Errors.BUDGET_NOT_FOUND(request.params.threadId);
       return info;

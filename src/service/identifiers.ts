@@ -13,7 +13,7 @@ export function identifierProblem(location: string, field: string, value: string
   const at = value.search(CONTROL);
   if (at < 0) return null;
   const code = value.charCodeAt(at).toString(16).toUpperCase().padStart(4, '0');
-  return { location, field, message: `must not contain control characters (U+${code} at index ${at})` };
+  return { location, field, message: `contains the control character U+${code} at position ${at}; identifiers are printable text` };
 }
 
 /** Throws the 422 when `value` is not a usable identifier. */

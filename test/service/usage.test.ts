@@ -245,21 +245,21 @@ describe.each<StorageKind>(STORAGE_KINDS)("a thread's budget and usage over its 
   });
 
   it.each([
-    ['%00', 'U+0000 at index 0'],
-    ['a%0Ab', 'U+000A at index 1'],
-    ['x%7F', 'U+007F at index 1'],
-    ['%C2%85y', 'U+0085 at index 0'],
+    ['%00', 'U+0000 at position 0'],
+    ['a%0Ab', 'U+000A at position 1'],
+    ['x%7F', 'U+007F at position 1'],
+    ['%C2%85y', 'U+0085 at position 0'],
   ])('PUT or GET with a control character in the thread id (%s) is 422 naming it, and creates nothing', async (id, where) => {
     const before = (await svc.request('GET', '/api/v1/usage/threads?state=all')).body.total;
     const res = await svc.request('PUT', `/api/v1/usage/threads/${id}`, { body: { maxTokens: 100 } });
     expect(res.status).toBe(422);
-    expect(res.body).toMatchObject({ code: 'INVALID_REQUEST', detail: `threadId must not contain control characters (${where})` });
-    expect(res.body.errors).toEqual([{ location: 'params', field: 'threadId', message: `must not contain control characters (${where})` }]);
+    expect(res.body).toMatchObject({ code: 'INVALID_REQUEST', detail: `threadId contains the control character ${where}; identifiers are printable text` });
+    expect(res.body.errors).toEqual([{ location: 'params', field: 'threadId', message: `contains the control character ${where}; identifiers are printable text` }]);
     expect((await svc.request('GET', '/api/v1/usage/threads?state=all')).body.total).toBe(before);
     // A lookup too (PostgreSQL could not even look a NUL up).
     const lookup = await svc.request('GET', `/api/v1/usage/threads/${id}`);
     expect(lookup.status).toBe(422);
-    expect(lookup.body.detail).toBe(`threadId must not contain control characters (${where})`);
+    expect(lookup.body.detail).toBe(`threadId contains the control character ${where}; identifiers are printable text`);
   });
 
   it('GET /usage/threads: state, limit and offset are checked like every query parameter', async () => {

@@ -146,7 +146,8 @@ export class RestClient {
 
   readonly usage = {
     overview: (): Promise<T.Usage> => this.#api('GET', '/usage'),
-    threads: (): Promise<T.ThreadBudgetList> => this.#api('GET', '/usage/threads'),
+    /** Live budgets by default; `{state: 'finished'}` or `'all'` for the budgets finished threads keep. */
+    threads: (query: T.ThreadBudgetListOptions = {}): Promise<T.ThreadBudgetList> => this.#api('GET', '/usage/threads', { query: { ...query } }),
     thread: (threadId: string): Promise<T.ThreadBudget> => this.#api('GET', `/usage/threads/${seg(threadId)}`),
     setThreadBudget: (threadId: string, maxTokens: number): Promise<T.ThreadBudget> =>
       this.#api('PUT', `/usage/threads/${seg(threadId)}`, { body: { maxTokens } satisfies T.SetBudget }),

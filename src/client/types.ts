@@ -27,6 +27,7 @@ import type {
   ResetResponse,
   SetBudgetRequest,
   ThreadBudgetInfo,
+  ThreadBudgetListQuery,
   ThreadBudgetListResponse,
   UsageHistoryQuery,
   UsageHistoryResponse,
@@ -69,6 +70,7 @@ export type Injected = Static<typeof InjectResponse>;
 export type Usage = Static<typeof UsageResponse>;
 export type ThreadBudget = Static<typeof ThreadBudgetInfo>;
 export type ThreadBudgetList = Static<typeof ThreadBudgetListResponse>;
+export type ThreadBudgetListOptions = Static<typeof ThreadBudgetListQuery>;
 export type SetBudget = Static<typeof SetBudgetRequest>;
 export type AgentUsage = Static<typeof AgentUsageInfo>;
 export type ModelUsage = Static<typeof ModelUsageInfo>;

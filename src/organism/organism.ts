@@ -14,7 +14,8 @@ import { Pump, type InjectOptions, type PumpLimits, type StopOptions, type StopR
 import type { WorkerRecord } from '../store/types.js';
 import type { Journal, JournalStats, StorageProblem, LlmCallStore, OperatorStateStore, RecoveryReport, ThreadStore, ThreadUsageTotals, UsageStore } from '../store/types.js';
 import { MemoryJournal, MemoryLlmCallStore, MemoryOperatorState, MemoryThreadStore, MemoryUsageStore } from '../store/index.js';
-import { BudgetManager, budgetInfo, type ThreadBudgetInfo, type ThreadBudgetSnapshot } from '../usage/budgets.js';
+import type { BudgetArchive } from '../usage/budget-archive.js';
+import { BudgetManager, type BudgetView, type ThreadBudgetSnapshot } from '../usage/budgets.js';
 import type { BudgetLedger, BudgetLedgerFactory } from '../usage/ledger.js';
 import { Pricing } from '../usage/pricing.js';
 import { UsageTracker } from '../usage/tracker.js';
@@ -41,6 +42,8 @@ export interface OrganismStorage {
   readonly budgets?: {
     load(): unknown[] | Promise<unknown[]>;
     save(snapshots: unknown[]): void | Promise<void>;
+    /** Finished threads' budgets (omitted: kept in memory, as long as the process). */
+    readonly archive?: BudgetArchive;
   };
   /**
    * A shared store's budget ledger (every process reserves against the same rows); omitted:
@@ -112,7 +115,15 @@ export class Organism {
     this.storage = options.storage ?? memoryStorage();
     this.operator = this.storage.operator ?? new MemoryOperatorState();
     const listenerFailed = (err: unknown) => this.logger.error({ err }, 'budget listener failed');
-    this.localBudgets = this.storage.budgetLedger ? null : new BudgetManager({ defaultMaxTokens: loaded.config.maxTokensPerThread });
+    const archive = this.storage.budgets?.archive;
+    this.localBudgets = this.storage.budgetLedger
+      ? null
+      : new BudgetManager({
+          defaultMaxTokens: loaded.config.maxTokensPerThread,
+          onListenerError: listenerFailed,
+          onArchiveError: (err) => this.logger.error({ err }, "keeping a finished thread's budget failed; tried again at the next save"),
+          ...(archive ? { archive } : {}),
+        });
     this.budgets = this.localBudgets ?? this.storage.budgetLedger!({ defaultMaxTokens: loaded.config.maxTokensPerThread, onListenerError: listenerFailed });
     this.registryValue = new PayloadRegistry(loaded.payloadTypes);
     this.llmCalls = this.storage.llmCalls ?? new MemoryLlmCallStore();
@@ -120,15 +131,6 @@ export class Organism {
     this.mcp = this.makeMcpHub(loaded);
     this.storage.usage.attach(this.tracker);
     this.tracker.subscribe(() => {
-      this.budgetsDirty = true;
-    });
-    this.budgets.onRelease((final) => {
-      const failed = (err: unknown) => this.logger.error({ err, threadId: final.threadId }, 'saving a finished thread\'s ceiling failed');
-      try {
-        void Promise.resolve(this.operator.setFinalCeiling(final.threadId, final.maxTokens)).catch(failed);
-      } catch (err) {
-        failed(err);
-      }
       this.budgetsDirty = true;
     });
     this.pump = new Pump(
@@ -298,33 +300,21 @@ export class Organism {
 
   /**
    * Operator raises or lowers one thread's ceiling, persisted at once. A thread that has not
-   * made an LLM call yet, or not started at all, gets the ceiling when it does; a finished
-   * thread's is final (BUDGET_THREAD_FINISHED).
+   * made an LLM call yet, or does not exist yet, gets a budget with that ceiling, which its
+   * first inject runs under. A finished thread's budget takes it too (a later inject into the
+   * thread goes on under it), except a killed thread's: it accepts no more messages.
    */
-  async setThreadBudget(threadId: string, maxTokens: number): Promise<ThreadBudgetInfo> {
-    if (!(await this.budgets.has(threadId))) {
-      const thread = await this.thread(threadId);
-      if (thread && thread.status !== 'active') throw Errors.BUDGET_THREAD_FINISHED(threadId, thread.status);
-    }
+  async setThreadBudget(threadId: string, maxTokens: number): Promise<BudgetView> {
+    const thread = await this.thread(threadId);
+    if (thread?.status === 'killed') throw Errors.BUDGET_THREAD_FINISHED(threadId, thread.status);
     const info = await this.budgets.setCeiling(threadId, maxTokens, { create: true });
     await this.saveBudgets();
     return info;
   }
 
-  /**
-   * A thread's budget: the live one, or once the thread has finished its final figures (its
-   * last ceiling, its spend from the usage store). Null when it never had one.
-   */
-  async threadBudget(threadId: string): Promise<(ThreadBudgetInfo & { active: boolean }) | null> {
-    const live = await this.budgets.get(threadId);
-    if (live) return { ...live, active: true };
-    const thread = await this.thread(threadId);
-    if (!thread || thread.status === 'active') return null;
-    const ceiling = await this.operator.finalCeiling(threadId);
-    const usage = await this.threadUsage(threadId);
-    if (ceiling === null && !usage) return null;
-    const final = budgetInfo(threadId, ceiling ?? this.budgets.defaultMaxTokens, usage?.promptTokens ?? 0, usage?.completionTokens ?? 0);
-    return { ...final, active: false };
+  /** A thread's budget, live or finished (its figures kept for its next inject). Null when it never had one. */
+  async threadBudget(threadId: string): Promise<BudgetView | null> {
+    return this.budgets.get(threadId);
   }
 
   /** A thread's LLM usage from the usage store (live threads: what has been committed so far). */
@@ -535,29 +525,37 @@ export class Organism {
    * Budgets at boot: each persisted ceiling, with the spend rebuilt from the persisted usage
    * events (committed with their deliveries' acks), for every thread with a saved budget or a
    * recovered message. The saved spend lags by up to a second and the events miss calls whose
-   * delivery never acked (they were paid for, and run again on redelivery): the larger of the
-   * two is kept, so no crash gives a thread back tokens it spent.
+   * delivery never acked (they were paid for, and run again on redelivery): the largest of the
+   * saved, the archived (what the thread had when it last finished) and the events' spend is
+   * kept, so no crash gives a thread back tokens it spent. A thread with a saved budget that
+   * ended after the last save keeps it as finished.
    */
   private async restoreBudgets(recoveredThreads: readonly string[]): Promise<void> {
     // A shared ledger's rows are the budgets, spend settled as each call ended.
     if (!this.localBudgets) return;
+    const archive = this.storage.budgets?.archive;
+    archive?.clearLive();
     const saved = new Map<string, ThreadBudgetSnapshot>();
     for (const s of ((await this.storage.budgets?.load()) ?? []) as ThreadBudgetSnapshot[]) if (s && typeof s.threadId === 'string') saved.set(s.threadId, s);
-    const candidates = [...new Set([...saved.keys(), ...recoveredThreads])];
+    const recovered = new Set(recoveredThreads);
+    const candidates = [...new Set([...saved.keys(), ...recovered])];
     if (candidates.length === 0) return;
-    // A thread that ended after the last save keeps no budget (a preset one has no record yet).
+    // A thread with recovered messages runs again whatever its record says (it is written behind).
     const records = await this.storage.threads.getMany(candidates);
-    const ids = candidates.filter((id) => (records.get(id)?.status ?? 'active') === 'active');
-    const spent = await this.storage.usage.threadUsage(ids);
+    const live = (id: string) => recovered.has(id) || (records.get(id)?.status ?? 'active') === 'active';
+    const spent = await this.storage.usage.threadUsage(candidates);
     const snapshots: ThreadBudgetSnapshot[] = [];
-    for (const id of ids) {
+    for (const id of candidates) {
       const s = saved.get(id);
+      const kept = archive?.get(id) ?? null;
       const events = spent.get(id);
-      if (!s && !events) continue; // no LLM call yet: its budget starts with its first one
-      const fromEvents = { promptTokens: events?.promptTokens ?? 0, completionTokens: events?.completionTokens ?? 0 };
-      const fromSaved = { promptTokens: s?.promptTokens ?? 0, completionTokens: s?.completionTokens ?? 0 };
-      const spend = total(fromSaved) > total(fromEvents) ? fromSaved : fromEvents;
-      snapshots.push({ threadId: id, maxTokens: s?.maxTokens ?? this.budgets.defaultMaxTokens, fired: s?.fired ?? [], ...spend });
+      if (!s && !events && !kept) continue; // no LLM call yet: its budget starts with its first one
+      const spend = [s, kept, events]
+        .map((u) => ({ promptTokens: u?.promptTokens ?? 0, completionTokens: u?.completionTokens ?? 0 }))
+        .reduce((a, b) => (total(b) > total(a) ? b : a));
+      const snapshot = { threadId: id, maxTokens: s?.maxTokens ?? kept?.maxTokens ?? this.budgets.defaultMaxTokens, fired: s?.fired ?? kept?.fired ?? [], ...spend };
+      if (live(id)) snapshots.push(snapshot);
+      else this.localBudgets.keepFinished(snapshot);
     }
     this.localBudgets.restore(snapshots);
     await this.saveBudgets();

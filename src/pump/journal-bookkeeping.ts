@@ -149,7 +149,7 @@ export abstract class PumpBookkeeping extends PumpBackPressure {
     }
     if (r.threadFinished) {
       d.thread.status = r.threadFinished;
-      if (r.threadFinished === 'completed') this.deps.budgets.release(d.thread.id);
+      this.deps.budgets.finish(d.thread.id);
     }
     return 'booked';
   }

@@ -22,7 +22,7 @@ export abstract class PumpThreadLifecycle extends PumpBookkeeping {
         const error = t.error ?? (await this.failureSinceInject(t.id));
         const status = error ? 'error' : 'completed';
         this.deps.threads.put({ ...t, status, error });
-        if (status === 'completed') this.deps.budgets.release(t.id);
+        this.deps.budgets.finish(t.id);
       }
       if (orphans.length < 500) return;
     }
@@ -57,7 +57,7 @@ export abstract class PumpThreadLifecycle extends PumpBookkeeping {
       const record: ThreadRecord = { ...stored, status: 'killed', lastActivity: this.now() };
       this.deps.threads.put(record);
       this.deps.bus.emit({ type: 'thread_updated', thread: record });
-      this.deps.budgets.release(threadId);
+      this.deps.budgets.finish(threadId);
       return record;
     }
     return this.killLive(live);
@@ -90,7 +90,7 @@ export abstract class PumpThreadLifecycle extends PumpBookkeeping {
     }
     this.wakeSpaceWaiters();
     for (const controller of live.controllers) controller.abort('killed' satisfies AbortCause);
-    this.deps.budgets.release(threadId);
+    this.deps.budgets.finish(threadId);
     const record = this.threads.snapshot(live);
     // Shared mode: the live thread's record is not written from memory (the store keeps it).
     if (this.deps.work) this.deps.threads.put(record);
@@ -114,8 +114,9 @@ export abstract class PumpThreadLifecycle extends PumpBookkeeping {
     }
     thread.status = thread.failed ? 'error' : 'completed';
     thread.lastActivity = this.now();
-    // An exhausted or failed thread keeps its budget (an operator may raise it and go on).
-    if (thread.status === 'completed') this.deps.budgets.release(thread.id);
+    // The budget is kept, spend and all: an inject (or a redelivery) into the thread goes on from
+    // it, after an operator raised the ceiling of an exhausted one.
+    this.deps.budgets.finish(thread.id);
     this.threads.retire(thread);
   }
 }

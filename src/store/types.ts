@@ -207,7 +207,8 @@ export interface LlmCallStore extends CallRecordSink {
 }
 
 /**
- * Operator decisions that must outlive the process: paused agents, finished threads' ceilings.
+ * Operator decisions that must outlive the process: paused agents (finished threads' budgets are
+ * the budget ledger's).
  * An embedded store answers at once; a network database (PostgreSQL) returns promises for what
  * it cannot answer or persist synchronously, and the caller awaits them where it matters.
  */
@@ -221,9 +222,6 @@ export interface OperatorStateStore {
    * omitted where this process is the only writer.
    */
   refresh?(): Promise<void>;
-  /** The ceiling a thread had when it ended (null: unknown, or it never had a budget). */
-  finalCeiling(threadId: string): number | null | Promise<number | null>;
-  setFinalCeiling(threadId: string, maxTokens: number): void | Promise<void>;
 }
 
 /** What is wrong with the data directory now, as /health reports it. */

@@ -1,4 +1,5 @@
 import { Errors } from '../errors/catalogue.js';
+import { byShareUsed, MemoryBudgetArchive, type BudgetArchive } from './budget-archive.js';
 
 export type BudgetSeverity = 'warning' | 'critical' | 'final';
 
@@ -57,11 +58,36 @@ interface Budget {
   /** Thresholds already delivered (each fires once per thread). */
   fired: Set<number>;
   open: Map<number, number>;
+  /** The thread has finished: kept here only until its calls in flight end (and it is archived). */
+  finished: boolean;
+}
+
+/** A budget as the API shows it: `active` false once its thread has finished. */
+export type BudgetView = ThreadBudgetInfo & { readonly active: boolean };
+
+/** Which budgets a list holds: live (the thread has not finished), finished, or both. */
+export type BudgetState = 'live' | 'finished' | 'all';
+
+export interface BudgetListQuery {
+  readonly state: BudgetState;
+  readonly limit: number;
+  readonly offset: number;
+}
+
+export interface BudgetPage {
+  readonly items: BudgetView[];
+  /** Budgets in that state before paging. */
+  readonly total: number;
 }
 
 /**
- * Per-thread token budgets. A budget is created by a thread's first LLM call (reserve) and
- * never by a lookup (has/get/list/count/headroom).
+ * Per-thread token budgets. A budget is created by a thread's first LLM call (reserve), or by
+ * the operator's ceiling, and never by a lookup (has/get/list/count/headroom).
+ *
+ * A budget is the thread's whole life's: when the thread finishes (completed, error, killed)
+ * it stops being live (list and count show live budgets) and goes to the archive with its
+ * spend, its ceiling and its thresholds; the thread's next LLM call, after another inject or
+ * a redelivery, takes it back and goes on from there. Memory holds live budgets only.
  *
  * Reservation rule (kept deliberately simple): a reservation is refused, with
  * BUDGET_EXHAUSTED, exactly when `used + reservedInFlight + tokens > maxTokens`, i.e. only
@@ -75,7 +101,8 @@ interface Budget {
  *
  * After a call its real usage settles; thresholds (75/90/95 %) crossed by it fire once each
  * per thread, all of them in order when one call jumps over several. A reservation settles
- * at most once, so a repeated settle cannot bill a call twice.
+ * at most once, so a repeated settle cannot bill a call twice; a call that ends after its
+ * thread finished (a kill) still bills it.
  *
  * Ceiling changes: raising the ceiling re-arms every threshold the thread is now below, so
  * the warnings fire again when crossed again; lowering it leaves thresholds the thread is now
@@ -86,37 +113,59 @@ export class BudgetManager {
   defaultMaxTokens: number;
   private readonly budgets = new Map<string, Budget>();
   private readonly listeners = new Set<(e: BudgetThresholdEvent) => void>();
-  private readonly releaseListeners = new Set<(final: ThreadBudgetInfo) => void>();
+  private readonly archive: BudgetArchive;
+  /** Finished budgets the archive has not taken yet (a storage fault): tried again at each snapshot. */
+  private readonly unarchived = new Set<string>();
   private nextId = 1;
 
   private readonly onListenerError: (err: unknown) => void;
+  private readonly onArchiveError: (err: unknown) => void;
 
-  /** `onListenerError` hears what a throwing threshold listener threw (e.g. to log it). */
-  constructor(opts: { defaultMaxTokens: number; onListenerError?: (err: unknown) => void }) {
+  /**
+   * `onListenerError` hears what a throwing threshold listener threw (e.g. to log it);
+   * `archive` keeps finished threads' budgets (default: in memory, as long as the process),
+   * and `onArchiveError` hears when it refused one (it is tried again at the next snapshot).
+   */
+  constructor(opts: { defaultMaxTokens: number; onListenerError?: (err: unknown) => void; archive?: BudgetArchive; onArchiveError?: (err: unknown) => void }) {
     this.defaultMaxTokens = opts.defaultMaxTokens;
     this.onListenerError = opts.onListenerError ?? (() => {});
+    this.archive = opts.archive ?? new MemoryBudgetArchive();
+    this.onArchiveError = opts.onArchiveError ?? this.onListenerError;
   }
 
   has(threadId: string): boolean {
-    return this.budgets.has(threadId);
+    return this.budgets.has(threadId) || this.archive.get(threadId) !== null;
   }
 
-  get(threadId: string): ThreadBudgetInfo | null {
+  /** The thread's budget, live or finished (then its figures as kept). */
+  get(threadId: string): BudgetView | null {
     const b = this.budgets.get(threadId);
-    return b ? info(threadId, b) : null;
+    if (b) return { ...info(threadId, b), active: !b.finished };
+    const kept = this.archive.get(threadId);
+    return kept ? { ...info(threadId, fromSnapshot(kept)), active: false } : null;
   }
 
-  list(): ThreadBudgetInfo[] {
-    return [...this.budgets].map(([id, b]) => info(id, b)).sort((a, b) => b.percentUsed - a.percentUsed);
+  list(query: BudgetListQuery = { state: 'live', limit: Number.MAX_SAFE_INTEGER, offset: 0 }): BudgetPage {
+    const { state, limit, offset } = query;
+    const live = state === 'finished' ? [] : this.liveViews();
+    if (state === 'live') return { items: live.slice(offset, offset + limit), total: live.length };
+    const page = this.archive.finished(state === 'finished' ? { limit, offset } : { limit: offset + limit, offset: 0 });
+    const finished = page.items.map((s) => ({ ...info(s.threadId, fromSnapshot(s)), active: false }));
+    if (state === 'finished') return { items: finished, total: page.total };
+    const merged = [...live, ...finished].sort(byShareUsed);
+    return { items: merged.slice(offset, offset + limit), total: live.length + page.total };
   }
 
+  /** Live budgets. */
   count(): number {
-    return this.budgets.size;
+    let n = 0;
+    for (const b of this.budgets.values()) if (!b.finished) n++;
+    return n;
   }
 
   /** Tokens a reservation may take now without being refused (never creates a budget). */
   headroom(threadId: string): number {
-    const b = this.budgets.get(threadId);
+    const b = this.budgets.get(threadId) ?? fromKept(this.archive.get(threadId));
     if (!b) return Math.max(0, this.defaultMaxTokens);
     return Math.max(0, b.maxTokens - b.promptTokens - b.completionTokens - b.reserved);
   }
@@ -124,11 +173,7 @@ export class BudgetManager {
   reserve(threadId: string, tokens: number): Reservation {
     // A negative or NaN reservation would enlarge the budget: a caller bug, not an operator error.
     if (!Number.isFinite(tokens) || tokens < 0) throw new RangeError(`reservation must be a non-negative number of tokens, not ${tokens}`);
-    let b = this.budgets.get(threadId);
-    if (!b) {
-      b = { maxTokens: this.defaultMaxTokens, promptTokens: 0, completionTokens: 0, reserved: 0, fired: new Set(), open: new Map() };
-      this.budgets.set(threadId, b);
-    }
+    const b = this.liveBudget(threadId);
     const used = b.promptTokens + b.completionTokens;
     if (used + b.reserved + tokens > b.maxTokens) {
       throw Errors.BUDGET_EXHAUSTED(threadId, used, b.maxTokens, tokens);
@@ -141,12 +186,13 @@ export class BudgetManager {
 
   settle(r: Reservation, usage: { promptTokens: number; completionTokens: number }, agent: string): BudgetThresholdEvent[] {
     const b = this.budgets.get(r.threadId);
-    // Released meanwhile (thread ended), or this reservation settled/cancelled already.
+    // This reservation settled or was cancelled already (or died with a previous process).
     if (!b || !this.unreserve(b, r)) return [];
     b.promptTokens += usage.promptTokens;
     b.completionTokens += usage.completionTokens;
     const fired = thresholdsReached(info(r.threadId, b), b.fired, agent);
     for (const e of fired) b.fired.add(e.threshold);
+    this.closeIfFinished(r.threadId, b);
     for (const e of fired) {
       for (const fn of this.listeners) {
         try {
@@ -166,51 +212,45 @@ export class BudgetManager {
 
   cancel(r: Reservation): void {
     const b = this.budgets.get(r.threadId);
-    if (b) this.unreserve(b, r);
+    if (b && this.unreserve(b, r)) this.closeIfFinished(r.threadId, b);
   }
 
   /**
    * Sets a thread's ceiling. With `create`, a thread without a budget gets one (the operator
-   * sets a ceiling before the thread's first LLM call, or before it starts at all). A ceiling
-   * below what the thread has already used is refused: it would state a limit already broken.
+   * sets a ceiling before the thread's first LLM call, or before it starts at all). A finished
+   * thread's budget takes the ceiling and stays finished (its next inject goes on under it). A
+   * ceiling below what the thread has already used is refused: it would state a limit already broken.
    */
-  setCeiling(threadId: string, maxTokens: number, options: { create?: boolean } = {}): ThreadBudgetInfo {
+  setCeiling(threadId: string, maxTokens: number, options: { create?: boolean } = {}): BudgetView {
     if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new RangeError(`a ceiling must be a positive integer, not ${maxTokens}`);
-    let b = this.budgets.get(threadId);
+    const kept = this.budgets.has(threadId) ? null : this.archive.get(threadId);
+    const b = this.budgets.get(threadId) ?? fromKept(kept);
     if (!b) {
       if (!options.create) throw Errors.BUDGET_NOT_FOUND(threadId);
-      b = { maxTokens, promptTokens: 0, completionTokens: 0, reserved: 0, fired: new Set(), open: new Map() };
-      this.budgets.set(threadId, b);
+      const created = newBudget(maxTokens);
+      this.budgets.set(threadId, created);
+      return { ...info(threadId, created), active: true };
     }
     const used = b.promptTokens + b.completionTokens;
     if (maxTokens < used) throw Errors.BUDGET_BELOW_USAGE(threadId, used, maxTokens, used);
     b.maxTokens = maxTokens;
     for (const t of thresholdsAbove(used, maxTokens)) b.fired.delete(t);
-    return info(threadId, b);
+    if (kept) this.archive.put(snapshotOf(threadId, b), false);
+    else if (b.finished) this.keep(threadId, b);
+    return { ...info(threadId, b), active: !kept && !b.finished };
   }
 
-  /** The thread has ended: its budget goes (release listeners hear its final figures first). */
-  release(threadId: string): void {
+  /**
+   * The thread has finished: its budget is no longer live and goes to the archive, spend and
+   * all (memory keeps it until the thread's calls in flight have ended).
+   */
+  finish(threadId: string): void {
     const b = this.budgets.get(threadId);
-    if (!b) return;
-    this.budgets.delete(threadId);
-    const final = info(threadId, b);
-    for (const fn of this.releaseListeners) {
-      try {
-        fn(final);
-      } catch (err) {
-        try {
-          this.onListenerError(err);
-        } catch {
-          // nothing more to do
-        }
-      }
-    }
-  }
-
-  onRelease(fn: (final: ThreadBudgetInfo) => void): () => void {
-    this.releaseListeners.add(fn);
-    return () => this.releaseListeners.delete(fn);
+    if (!b || b.finished) return;
+    b.finished = true;
+    // Calls still in flight (a kill): archived now too, so the finished list shows it meanwhile.
+    if (b.open.size > 0) this.keep(threadId, b);
+    this.closeIfFinished(threadId, b);
   }
 
   onThreshold(fn: (e: BudgetThresholdEvent) => void): () => void {
@@ -218,35 +258,73 @@ export class BudgetManager {
     return () => this.listeners.delete(fn);
   }
 
+  /** The live budgets, to be saved (finished ones are in the archive; those it refused are tried again here). */
   snapshot(): ThreadBudgetSnapshot[] {
-    return [...this.budgets].map(([threadId, b]) => ({
-      threadId,
-      maxTokens: b.maxTokens,
-      promptTokens: b.promptTokens,
-      completionTokens: b.completionTokens,
-      fired: [...b.fired],
-    }));
+    for (const id of this.unarchived) {
+      const b = this.budgets.get(id);
+      if (!b || !b.finished) this.unarchived.delete(id);
+      else if (b.open.size > 0) this.keep(id, b);
+      else this.closeIfFinished(id, b);
+    }
+    return [...this.budgets].filter(([, b]) => !b.finished).map(([threadId, b]) => snapshotOf(threadId, b));
   }
 
   /**
-   * Restores persisted budgets (reservations of calls that died with the process are gone).
-   * Rows come from disk: malformed ones are skipped rather than poisoning the accounting.
+   * Restores persisted budgets as live (reservations of calls that died with the process are
+   * gone). Rows come from disk: malformed ones are skipped rather than poisoning the accounting.
    */
   restore(snapshots: readonly ThreadBudgetSnapshot[]): void {
     for (const s of snapshots) {
       if (!isSnapshot(s)) continue;
-      this.budgets.set(s.threadId, {
-        maxTokens: s.maxTokens,
-        promptTokens: s.promptTokens,
-        completionTokens: s.completionTokens,
-        reserved: 0,
-        fired: new Set(knownThresholds(s.fired)),
-        open: new Map(),
-      });
+      this.budgets.set(s.threadId, fromSnapshot(s));
+      this.archive.revive(s.threadId);
     }
   }
 
-  /** False when the reservation is not open on this budget (settled, cancelled, or from before a release). */
+  /** Keeps a finished thread's figures (at boot: a thread that ended after the last save). */
+  keepFinished(s: ThreadBudgetSnapshot): void {
+    if (isSnapshot(s) && !this.budgets.has(s.threadId)) this.archive.put(s, false);
+  }
+
+  /** The budget a reservation spends: live, taken back from the archive, or new at the default ceiling. */
+  private liveBudget(threadId: string): Budget {
+    let b = this.budgets.get(threadId);
+    if (!b) {
+      const kept = fromKept(this.archive.get(threadId));
+      if (kept) this.archive.revive(threadId);
+      b = kept ?? newBudget(this.defaultMaxTokens);
+      this.budgets.set(threadId, b);
+    } else if (b.finished) {
+      b.finished = false;
+      this.unarchived.delete(threadId);
+      this.archive.revive(threadId);
+    }
+    return b;
+  }
+
+  /** Archives a finished budget's figures; false when the archive refused (kept in memory, tried again). */
+  private keep(threadId: string, b: Budget): boolean {
+    try {
+      this.archive.put(snapshotOf(threadId, b), false);
+      this.unarchived.delete(threadId);
+      return true;
+    } catch (err) {
+      this.unarchived.add(threadId);
+      try {
+        this.onArchiveError(err);
+      } catch {
+        // nothing more to do
+      }
+      return false;
+    }
+  }
+
+  /** A finished budget leaves memory once archived with nothing in flight (a late settle is archived with it). */
+  private closeIfFinished(threadId: string, b: Budget): void {
+    if (b.finished && b.open.size === 0 && this.keep(threadId, b)) this.budgets.delete(threadId);
+  }
+
+  /** False when the reservation is not open on this budget (settled, cancelled, or from before a restart). */
   private unreserve(b: Budget, r: Reservation): boolean {
     const held = b.open.get(r.id);
     if (held === undefined) return false;
@@ -254,6 +332,28 @@ export class BudgetManager {
     b.reserved -= held;
     return true;
   }
+
+  private liveViews(): BudgetView[] {
+    const views: BudgetView[] = [];
+    for (const [id, b] of this.budgets) if (!b.finished) views.push({ ...info(id, b), active: true });
+    return views.sort(byShareUsed);
+  }
+}
+
+function newBudget(maxTokens: number): Budget {
+  return { maxTokens, promptTokens: 0, completionTokens: 0, reserved: 0, fired: new Set(), open: new Map(), finished: false };
+}
+
+function fromSnapshot(s: ThreadBudgetSnapshot): Budget {
+  return { ...newBudget(s.maxTokens), promptTokens: s.promptTokens, completionTokens: s.completionTokens, fired: new Set(knownThresholds(s.fired)) };
+}
+
+function fromKept(s: ThreadBudgetSnapshot | null): Budget | undefined {
+  return s && isSnapshot(s) ? fromSnapshot(s) : undefined;
+}
+
+function snapshotOf(threadId: string, b: Budget): ThreadBudgetSnapshot {
+  return { threadId, maxTokens: b.maxTokens, promptTokens: b.promptTokens, completionTokens: b.completionTokens, fired: [...b.fired] };
 }
 
 /**
@@ -296,7 +396,7 @@ export function reservedBudgetInfo(threadId: string, maxTokens: number, promptTo
   return info(threadId, { maxTokens, promptTokens, completionTokens, reserved });
 }
 
-function info(threadId: string, b: Omit<Budget, 'fired' | 'open'>): ThreadBudgetInfo {
+function info(threadId: string, b: Omit<Budget, 'fired' | 'open' | 'finished'>): ThreadBudgetInfo {
   const totalTokens = b.promptTokens + b.completionTokens;
   // Never negative: a restored spend can exceed the ceiling (see Organism.restoreBudgets).
   const remaining = Math.max(0, b.maxTokens - totalTokens);
@@ -311,11 +411,6 @@ function info(threadId: string, b: Omit<Budget, 'fired' | 'open'>): ThreadBudget
     percentUsed: b.maxTokens <= 0 ? 0 : Math.round((totalTokens / b.maxTokens) * 1000) / 10,
     isExhausted: remaining <= 0,
   };
-}
-
-/** A budget's figures from its parts (a finished thread's, rebuilt from the store). */
-export function budgetInfo(threadId: string, maxTokens: number, promptTokens: number, completionTokens: number): ThreadBudgetInfo {
-  return info(threadId, { maxTokens, promptTokens, completionTokens, reserved: 0 });
 }
 
 function isSnapshot(s: unknown): s is ThreadBudgetSnapshot {

@@ -1,4 +1,4 @@
-import type { BudgetThresholdEvent, Reservation, ThreadBudgetInfo } from './budgets.js';
+import type { BudgetListQuery, BudgetPage, BudgetThresholdEvent, BudgetView, Reservation } from './budgets.js';
 
 /** A value, or its promise: the embedded ledger answers at once, a database ledger later. */
 export type Maybe<T> = T | Promise<T>;
@@ -8,15 +8,19 @@ export type Maybe<T> = T | Promise<T>;
  * memory, saved as snapshots: one process owns the organism); the shared one keeps each
  * budget as a database row that every process reserves against atomically
  * (store/postgres/budget-ledger.ts). Callers await what may be a promise; the rules (when a
- * reservation is refused, thresholds once each, ceiling changes) are BudgetManager's.
+ * reservation is refused, thresholds once each, ceiling changes, a budget kept for the
+ * thread's whole life) are BudgetManager's.
  */
 export interface BudgetLedger {
   /** The ceiling of budgets created from now on (a reload may change it). */
   defaultMaxTokens: number;
+  /** Whether the thread has a budget, live or finished. */
   has(threadId: string): Maybe<boolean>;
-  get(threadId: string): Maybe<ThreadBudgetInfo | null>;
-  /** Live budgets, highest percentUsed first. */
-  list(): Maybe<ThreadBudgetInfo[]>;
+  /** The thread's budget, live or finished (`active: false`). */
+  get(threadId: string): Maybe<BudgetView | null>;
+  /** Budgets in a state, highest share of the ceiling used first. */
+  list(query: BudgetListQuery): Maybe<BudgetPage>;
+  /** Live budgets (their threads have not finished). */
   count(): Maybe<number>;
   headroom(threadId: string): Maybe<number>;
   /** Throws (or rejects with) BUDGET_EXHAUSTED when `tokens` could take the thread past its ceiling. */
@@ -24,13 +28,14 @@ export interface BudgetLedger {
   /** Real usage replaces the reservation; returns the thresholds this call crossed (also told to onThreshold listeners). */
   settle(r: Reservation, usage: { promptTokens: number; completionTokens: number }, agent: string): Maybe<BudgetThresholdEvent[]>;
   cancel(r: Reservation): Maybe<void>;
-  setCeiling(threadId: string, maxTokens: number, options?: { create?: boolean }): Maybe<ThreadBudgetInfo>;
+  /** A finished thread's budget takes the ceiling and stays finished. */
+  setCeiling(threadId: string, maxTokens: number, options?: { create?: boolean }): Maybe<BudgetView>;
   /**
-   * The thread has ended: its budget goes (release listeners hear its final figures). Nobody
-   * waits for it: a database ledger logs its own failures.
+   * The thread has finished (completed, error, killed): its budget is no longer live but is
+   * kept, spend and ceiling, for the thread's next inject. Nobody waits for it: a database
+   * ledger logs its own failures.
    */
-  release(threadId: string): void;
-  onRelease(fn: (final: ThreadBudgetInfo) => void): () => void;
+  finish(threadId: string): void;
   onThreshold(fn: (e: BudgetThresholdEvent) => void): () => void;
   /** Stops background work (a shared ledger's lease renewal); the embedded one has none. */
   close?(): Maybe<void>;

@@ -131,15 +131,23 @@ describe('budgets in the pump', () => {
     await organism.stop();
   });
 
-  it('releases the budget when a thread completes', async () => {
+  it('a completed thread keeps its budget, no longer live; the next inject into it spends the same budget', async () => {
     const { organism } = await startOrganism(
       [listener('solo', { handler: null, agent: true, peers: [], prompt: 'p', model: 'mock-1' })],
-      { llm: { providers: [mockProvider({ solo: ['<done/>'] })], pricing: {} } },
+      { llm: { providers: [mockProvider({ solo: ['<done/>', '<done/>'] })], pricing: {} } },
     );
     const { threadId } = await organism.inject('solo', { text: 'x' });
     expect((await settled(organism, threadId)).status).toBe('completed');
-    expect(await organism.budgets.has(threadId)).toBe(false);
-    expect(organism.tracker.agent('solo').requestCount).toBe(1);
+    const first = await organism.budgets.get(threadId);
+    expect(first).toMatchObject({ active: false });
+    expect(first!.totalTokens).toBeGreaterThan(0);
+    expect(await organism.budgets.count()).toBe(0);
+    await organism.inject('solo', { text: 'y' }, { threadId });
+    await eventually(() => organism.tracker.agent('solo').requestCount === 2 && organism.activeThreads === 0, 10_000, 'the second exchange');
+    expect((await settled(organism, threadId)).status).toBe('completed');
+    const second = await organism.budgets.get(threadId);
+    expect(second).toMatchObject({ active: false });
+    expect(second!.totalTokens).toBeGreaterThan(first!.totalTokens);
     await organism.stop();
   });
 });

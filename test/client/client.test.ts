@@ -109,6 +109,13 @@ describe('organism/client against the real server (SQLite storage)', () => {
     expect(budget.threadId).toBe(held.threadId);
     expect((await c.usage.setThreadBudget(held.threadId, 60000)).maxTokens).toBe(60000);
     expect(await c.threads.kill(held.threadId)).toEqual({ success: true, threadId: held.threadId });
+    // The killed thread's budget is kept: listed among the finished ones, not the live ones.
+    const finished = await eventually(async () => {
+      const page = await c.usage.threads({ state: 'finished' });
+      return page.threads.some((t) => t.threadId === held.threadId) ? page : null;
+    }, 'the budget among the finished');
+    expect(finished).toMatchObject({ state: 'finished', offset: 0, limit: 1000 });
+    expect((await c.usage.threads()).threads.map((t) => t.threadId)).not.toContain(held.threadId);
 
     const failing = await c.inject({ to: 'broken', payload: { text: 'boom' } });
     await eventually(async () => (await c.journal.get(failing.messageId)).deliveryState === 'FAILED' || null, 'a FAILED entry');

@@ -1,9 +1,14 @@
 import fc from 'fast-check';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createPool } from '../../src/store/postgres/pool.js';
 import { migratePg, PG_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { PgBudgetLedger } from '../../src/store/postgres/budget-ledger.js';
+import { openSqliteStorage } from '../../src/store/index.js';
+import type { BudgetArchive } from '../../src/usage/budget-archive.js';
 import { BudgetManager, type BudgetThresholdEvent, type Reservation } from '../../src/usage/budgets.js';
 import type { BudgetLedger } from '../../src/usage/ledger.js';
 import { newId } from '../../src/util/ids.js';
@@ -48,8 +53,20 @@ function pgLedger(defaultMaxTokens: number, leaseMs = 30_000, url = db!.url): Pg
   return l;
 }
 
+/** The archive of an embedded organism with a data directory (a real SQLite file). */
+function sqliteArchive(): BudgetArchive {
+  const storage = openSqliteStorage({ dataDir: mkdtempSync(path.join(os.tmpdir(), 'organism-ledger-')) });
+  storages.push(storage);
+  return storage.budgets.archive;
+}
+const storages: Array<{ close(): void }> = [];
+afterAll(() => {
+  for (const s of storages.splice(0)) s.close();
+});
+
 const kinds: Array<{ name: string; make: (max: number) => BudgetLedger; skip: boolean }> = [
   { name: 'embedded (BudgetManager)', make: (max) => new BudgetManager({ defaultMaxTokens: max }), skip: false },
+  { name: 'embedded, finished budgets in SQLite', make: (max) => new BudgetManager({ defaultMaxTokens: max, archive: sqliteArchive() }), skip: false },
   { name: 'PostgreSQL', make: (max) => pgLedger(max), skip: !usePg },
 ];
 
@@ -118,22 +135,57 @@ for (const kind of kinds) {
       expect((await l.settle(again, use(350, 0), 'a')).map((e) => e.threshold)).toEqual([75]); // re-armed
     });
 
-    it('release: the budget goes, listeners hear its final figures, a late settle bills nothing', async () => {
+    it("finish: the budget is kept, not live; a late settle bills it; the thread's next call goes on from its spend and ceiling", async () => {
       const l = kind.make(1_000);
       const t = `t-${newId()}`;
-      const finals: unknown[] = [];
-      l.onRelease((f) => finals.push(f));
-      const done = await l.reserve(t, 100);
-      await l.settle(done, use(60, 40), 'a');
+      const live = async () => (await l.list({ state: 'live', limit: 1000, offset: 0 })).items.map((b) => b.threadId);
+      const finished = async () => (await l.list({ state: 'finished', limit: 1000, offset: 0 })).items.map((b) => b.threadId);
+      await l.settle(await l.reserve(t, 100), use(60, 40), 'a');
+      expect(await l.setCeiling(t, 500)).toMatchObject({ maxTokens: 500, active: true });
       const late = await l.reserve(t, 100);
       const before = await l.count();
-      l.release(t);
-      await until(async () => (await l.has(t)) === false, 'the release');
-      await until(() => finals.length === 1, 'the release listener');
-      expect(finals[0]).toMatchObject({ threadId: t, totalTokens: 100, maxTokens: 1_000 });
+      l.finish(t);
+      await until(async () => (await l.get(t))?.active === false, 'the finish');
       expect(await l.count()).toBe(before - 1);
-      expect(await l.settle(late, use(10, 10), 'a')).toEqual([]);
-      expect(await l.has(t)).toBe(false);
+      expect(await live()).not.toContain(t);
+      expect(await finished()).toContain(t);
+      // A call in flight when the thread ended (a kill) is still billed.
+      await l.settle(late, use(10, 10), 'a');
+      expect(await l.get(t)).toMatchObject({ threadId: t, maxTokens: 500, totalTokens: 120, reservedTokens: 0, active: false });
+      // A finished thread's ceiling can change: it stays finished.
+      expect(await l.setCeiling(t, 400)).toMatchObject({ maxTokens: 400, totalTokens: 120, active: false });
+      // An inject into the thread: its next call spends the same budget, live again.
+      expect(await l.headroom(t)).toBe(280);
+      await expect(Promise.resolve().then(() => l.reserve(t, 281))).rejects.toMatchObject({ code: 'BUDGET_EXHAUSTED' });
+      const next = await l.reserve(t, 280);
+      await l.settle(next, use(200, 80), 'a');
+      expect(await l.get(t)).toMatchObject({ maxTokens: 400, totalTokens: 400, isExhausted: true, active: true });
+      expect(await live()).toContain(t);
+      expect(await finished()).not.toContain(t);
+      l.finish(t);
+      await until(async () => (await l.get(t))?.active === false, 'the second finish');
+      // Exhausted for good: the call after the next inject is refused, as it would have been live.
+      await expect(Promise.resolve().then(() => l.reserve(t, 1))).rejects.toMatchObject({ code: 'BUDGET_EXHAUSTED' });
+      expect(await l.get(t)).toMatchObject({ totalTokens: 400, maxTokens: 400 });
+    });
+
+    it('lists by state and pages: live, finished, all (highest share used first)', async () => {
+      const l = kind.make(1_000);
+      const tag = newId();
+      const ids = [10, 20, 30, 40].map((n) => ({ id: `p-${tag}-${n}`, n }));
+      for (const { id, n } of ids) await l.settle(await l.reserve(id, n * 10), use(n * 10, 0), 'a');
+      l.finish(ids[1]!.id);
+      l.finish(ids[3]!.id);
+      await until(async () => (await l.get(ids[3]!.id))?.active === false && (await l.get(ids[1]!.id))?.active === false, 'the finishes');
+      const mine = async (state: 'live' | 'finished' | 'all') =>
+        (await l.list({ state, limit: 1000, offset: 0 })).items.filter((b) => b.threadId.includes(tag)).map((b) => `${b.threadId.slice(-2)}:${b.active}`);
+      expect(await mine('live')).toEqual(['30:true', '10:true']);
+      expect(await mine('finished')).toEqual(['40:false', '20:false']);
+      expect(await mine('all')).toEqual(['40:false', '30:true', '20:false', '10:true']);
+      const all = await l.list({ state: 'all', limit: 1000, offset: 0 });
+      const page = await l.list({ state: 'all', limit: 2, offset: 1 });
+      expect(page.total).toBe(all.total);
+      expect(page.items.map((b) => b.threadId)).toEqual(all.items.slice(1, 3).map((b) => b.threadId));
     });
 
     it('lists live budgets highest percentUsed first', async () => {
@@ -142,7 +194,7 @@ for (const kind of kinds) {
       const high = `t-${newId()}`;
       await l.settle(await l.reserve(low, 100), use(100, 0), 'a');
       await l.settle(await l.reserve(high, 900), use(900, 0), 'a');
-      const listed = (await l.list()).filter((b) => b.threadId === low || b.threadId === high).map((b) => b.threadId);
+      const listed = (await l.list({ state: 'live', limit: 1000, offset: 0 })).items.filter((b) => b.threadId === low || b.threadId === high).map((b) => b.threadId);
       expect(listed).toEqual([high, low]);
     });
   });
@@ -290,11 +342,9 @@ describe.skipIf(!usePg)('PostgreSQL budget ledger across processes', () => {
     await proxy.cut();
   }, 120_000);
 
-  it("a release waits while a delivery of the thread is PENDING or DISPATCHED anywhere (another process's part of the thread)", async () => {
+  it("a finish waits while a delivery of the thread is PENDING or DISPATCHED anywhere (another process's part of the thread)", async () => {
     const l = pgLedger(1_000, 30_000);
     const t = `shared-${newId()}`;
-    const released: string[] = [];
-    l.onRelease((f) => released.push(f.threadId));
     await l.settle(await l.reserve(t, 100), use(50, 0), 'a');
     const pool = createPool({ url: db!.url, max: 1 });
     pools.push(pool);
@@ -304,13 +354,34 @@ describe.skipIf(!usePg)('PostgreSQL budget ledger across processes', () => {
        VALUES ($1, $2, 'a', 'b', 'Text', '{}', '{}', 1, 0, 1, 'DISPATCHED', 1, 0)`,
       [id, t],
     );
-    l.release(t); // this process is done with the thread; another still works on it
+    l.finish(t); // this process is done with the thread; another still works on it
     await new Promise((r) => setTimeout(r, 1_000));
-    expect(await l.get(t)).toMatchObject({ totalTokens: 50 });
+    expect(await l.get(t)).toMatchObject({ totalTokens: 50, active: true });
     await pool.query(`UPDATE journal SET state = 'ACKED' WHERE id = $1`, [id]);
-    await until(async () => (await l.has(t)) === false, 'the release once the delivery ended');
-    expect(released).toEqual([t]);
+    await until(async () => (await l.get(t))?.active === false, 'the finish once the delivery ended');
+    expect(await l.get(t)).toMatchObject({ totalTokens: 50 });
   }, 120_000);
+
+  it('a budget left live by a process that died before finishing it is finished by any process once its thread has ended', async () => {
+    const l = pgLedger(1_000, 30_000);
+    const ended = `ended-${newId()}`;
+    const running = `running-${newId()}`;
+    const planned = `planned-${newId()}`;
+    for (const t of [ended, running]) await l.settle(await l.reserve(t, 100), use(50, 0), 'a');
+    await l.setCeiling(planned, 500, { create: true });
+    const pool = createPool({ url: db!.url, max: 1 });
+    pools.push(pool);
+    for (const [t, status] of [[ended, 'completed'], [running, 'active']] as const) {
+      await pool.query(
+        `INSERT INTO threads (id, status, participants, message_count, created_at, last_activity, error, metadata) VALUES ($1, $2, '{a}', 1, 0, 0, NULL, '{}')`,
+        [t, status],
+      );
+    }
+    expect(await l.finishEnded()).toBeGreaterThanOrEqual(1);
+    expect(await l.get(ended)).toMatchObject({ totalTokens: 50, active: false });
+    expect(await l.get(running)).toMatchObject({ active: true });
+    expect(await l.get(planned)).toMatchObject({ maxTokens: 500, active: true }); // no thread yet: its first inject runs under it
+  });
 
   it('the migration carries budgets saved as snapshots by a single-process organism over to rows', async () => {
     const fresh = await createTestDatabase();
@@ -324,10 +395,21 @@ describe.skipIf(!usePg)('PostgreSQL budget ledger across processes', () => {
         'broken',
         JSON.stringify({ threadId: 'broken' }),
       ]);
+      // A thread that finished before the upgrade: its ceiling was kept, its spend is in the usage events.
+      await pool.query("INSERT INTO thread_ceilings (thread_id, max_tokens) VALUES ('ended', 1000)");
+      await pool.query(
+        `INSERT INTO usage_events (id, ts, thread_id, agent_id, model, provider, prompt_tokens, completion_tokens, total_tokens, provider_latency_ms, total_latency_ms, org_id, metadata)
+         VALUES ('e1', 0, 'ended', 'a', 'm', 'p', 500, 100, 600, 1, 1, '', '{}'), ('e2', 1, 'ended', 'a', 'm', 'p', 150, 50, 200, 1, 1, '', '{}')`,
+      );
       await migratePg(pool);
       await pool.end();
       const l = pgLedger(1_000, 30_000, fresh.url);
       expect(await l.get('saved')).toMatchObject({ maxTokens: 2_000, totalTokens: 1_600, reservedTokens: 0 });
+      expect(await l.get('ended')).toMatchObject({ maxTokens: 1_000, promptTokens: 650, completionTokens: 150, active: false });
+      expect(await l.count()).toBe(1);
+      // Its next inject goes on from that spend; 75 % counted as fired, so the next settle sends 90 only.
+      await expect(l.reserve('ended', 201)).rejects.toMatchObject({ code: 'BUDGET_EXHAUSTED' });
+      expect((await l.settle(await l.reserve('ended', 120), use(100, 20), 'a')).map((e) => e.threshold)).toEqual([90]);
       expect(await l.has('broken')).toBe(false);
       // 75 % had fired before the upgrade: the next settle sends 90 only.
       const r = await l.reserve('saved', 200);

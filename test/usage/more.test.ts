@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Errors, OrganismError } from '../../src/errors/catalogue.js';
 import * as publicApi from '../../src/index.js';
+import { MemoryBudgetArchive } from '../../src/usage/budget-archive.js';
 import { BudgetManager, type BudgetThresholdEvent, type Reservation, type ThreadBudgetSnapshot } from '../../src/usage/budgets.js';
 import { DEFAULT_PRICING, Pricing } from '../../src/usage/pricing.js';
 import { UsageTracker } from '../../src/usage/tracker.js';
@@ -156,7 +157,7 @@ describe('thread budgets, further', () => {
     const b = new BudgetManager({ defaultMaxTokens: 700 });
     expect(b.headroom('x')).toBe(700);
     expect(b.has('x')).toBe(false);
-    expect(b.list()).toEqual([]);
+    expect(b.list().items).toEqual([]);
   });
 
   it('a failed reservation still creates the budget (the thread did ask for LLM usage)', () => {
@@ -180,16 +181,43 @@ describe('thread budgets, further', () => {
     expect(b.get('t')).toMatchObject({ totalTokens: 800, reservedTokens: 0 });
   });
 
-  it('settling after the budget was released (thread ended) accounts nothing and fires nothing', () => {
+  it('settling after the thread finished (a kill mid-call) still bills it, once; the budget is kept', () => {
     const b = new BudgetManager({ defaultMaxTokens: 100 });
     const r = b.reserve('t', 10);
-    b.release('t');
-    expect(b.settle(r, usage(99, 0), 'a')).toEqual([]);
-    expect(b.has('t')).toBe(false);
-    // A new budget for the same id is fresh; the old reservation cannot touch it.
+    b.finish('t');
+    expect(b.count()).toBe(0);
+    expect(b.settle(r, usage(9, 0), 'a')).toEqual([]);
+    expect(b.settle(r, usage(9, 0), 'a')).toEqual([]); // once
+    expect(b.get('t')).toMatchObject({ totalTokens: 9, reservedTokens: 0, active: false });
+    // The thread's next call goes on from it; the old reservation cannot touch it.
     b.reserve('t', 1);
     b.cancel(r);
-    expect(b.get('t')?.reservedTokens).toBe(1);
+    expect(b.get('t')).toMatchObject({ totalTokens: 9, reservedTokens: 1, active: true });
+  });
+
+  it('a finished budget the archive refused (a full disk) stays in memory, not live, and is archived at the next save', () => {
+    const archive = new MemoryBudgetArchive();
+    let refuse = true;
+    const failures: unknown[] = [];
+    const put = archive.put.bind(archive);
+    archive.put = (s, live) => {
+      if (refuse) throw new Error('disk full');
+      put(s, live);
+    };
+    const b = new BudgetManager({ defaultMaxTokens: 100, archive, onArchiveError: (err) => failures.push(err) });
+    b.settle(b.reserve('t', 10), usage(7, 3), 'a');
+    b.finish('t');
+    expect(failures).toHaveLength(1);
+    expect(b.count()).toBe(0);
+    expect(b.get('t')).toMatchObject({ totalTokens: 10, active: false });
+    expect(archive.get('t')).toBeNull();
+    expect(b.snapshot()).toEqual([]); // not saved as live
+    refuse = false;
+    b.snapshot();
+    expect(archive.get('t')).toMatchObject({ promptTokens: 7, completionTokens: 3 });
+    expect(b.list({ state: 'finished', limit: 10, offset: 0 }).items.map((x) => x.threadId)).toEqual(['t']);
+    // Its next call goes on from it.
+    expect(b.headroom('t')).toBe(90);
   });
 
   it('fires 75, 90 and 95 together, in order, when one call jumps over all three; never again after', () => {
@@ -297,15 +325,15 @@ describe('thread budgets, further', () => {
     expect(z.get('t')).toMatchObject({ percentUsed: 0, remaining: 0, isExhausted: true });
   });
 
-  it('list sorts highest percent first and count follows creations and releases', () => {
+  it('list sorts highest percent first and count follows creations and finishes', () => {
     const b = new BudgetManager({ defaultMaxTokens: 100 });
     for (const [id, n] of [['a', 10], ['b', 90], ['c', 50]] as const) b.settle(b.reserve(id, n), usage(n, 0), 'x');
-    expect(b.list().map((x) => x.threadId)).toEqual(['b', 'c', 'a']);
+    expect(b.list().items.map((x) => x.threadId)).toEqual(['b', 'c', 'a']);
     expect(b.count()).toBe(3);
     b.setCeiling('a', 11); // 90.9 %
-    expect(b.list().map((x) => x.threadId)).toEqual(['a', 'b', 'c']);
-    b.release('b');
-    b.release('never-existed');
+    expect(b.list().items.map((x) => x.threadId)).toEqual(['a', 'b', 'c']);
+    b.finish('b');
+    b.finish('never-existed');
     expect(b.count()).toBe(2);
   });
 
@@ -319,8 +347,8 @@ describe('thread budgets, further', () => {
     const b = new BudgetManager({ defaultMaxTokens: 100 });
     const junk = [null, { threadId: 'bad', maxTokens: 'x' }, { threadId: 'bad2', maxTokens: 1, promptTokens: 0, completionTokens: 0 }] as unknown as ThreadBudgetSnapshot[];
     b.restore([...junk, ...snaps]);
-    expect(b.list()).toEqual([
-      { threadId: 't', maxTokens: 500, promptTokens: 20, completionTokens: 5, totalTokens: 25, reservedTokens: 0, remaining: 475, percentUsed: 5, isExhausted: false },
+    expect(b.list().items).toEqual([
+      { threadId: 't', maxTokens: 500, promptTokens: 20, completionTokens: 5, totalTokens: 25, reservedTokens: 0, remaining: 475, percentUsed: 5, isExhausted: false, active: true },
     ]);
   });
 
@@ -383,7 +411,7 @@ describe('budget properties', () => {
             }
           }
         }
-        for (const info of b.list()) {
+        for (const info of b.list().items) {
           expect(info.totalTokens).toBe(settled.get(info.threadId) ?? 0);
           const held = open.filter((r) => r.threadId === info.threadId).reduce((n, r) => n + r.tokens, 0);
           expect(info.reservedTokens).toBe(held);

@@ -119,16 +119,17 @@ describe('thread budgets', () => {
     expect(() => b.setCeiling('nope', 10)).toThrow('No budget found for thread: nope');
   });
 
-  it('lists by percent used, highest first; percentUsed has one decimal; release removes', () => {
+  it('lists by percent used, highest first; percentUsed has one decimal; a finished budget leaves the live list', () => {
     const b = new BudgetManager({ defaultMaxTokens: 3000 });
     b.settle(b.reserve('low', 1), { promptTokens: 1, completionTokens: 0 }, 'a');
     b.settle(b.reserve('high', 1), { promptTokens: 1000, completionTokens: 0 }, 'a');
-    expect(b.list().map((x) => [x.threadId, x.percentUsed])).toEqual([
+    expect(b.list().items.map((x) => [x.threadId, x.percentUsed])).toEqual([
       ['high', 33.3],
       ['low', 0],
     ]);
-    b.release('high');
-    expect(b.list().map((x) => x.threadId)).toEqual(['low']);
+    b.finish('high');
+    expect(b.list().items.map((x) => x.threadId)).toEqual(['low']);
+    expect(b.list({ state: 'finished', limit: 10, offset: 0 }).items.map((x) => x.threadId)).toEqual(['high']);
   });
 
   it('snapshot and restore keep usage and fired thresholds', () => {

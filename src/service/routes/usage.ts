@@ -10,13 +10,18 @@ import {
   ResetResponse,
   SetBudgetRequest,
   ThreadBudgetInfo,
+  ThreadBudgetListQuery,
   ThreadBudgetListResponse,
   ThreadBudgetParams,
   UsageResponse,
 } from '../schemas/usage.js';
 import { persistedUsageRoutes } from './usage-store.js';
 
-/** Live usage (tracker aggregates) and thread budgets. Lookups never create a budget. */
+/**
+ * Live usage (tracker aggregates) and thread budgets. Lookups never create a budget. A budget
+ * is its thread's whole life's: live until the thread finishes, then kept (finished) for the
+ * thread's next inject; activeThreads and the default list count live ones only.
+ */
 export const usageRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app, ctx) => {
   const { organism } = ctx;
   const tags = ['usage'];
@@ -36,19 +41,25 @@ export const usageRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app
 
   app.get(
     '/usage/threads',
-    { schema: { tags, summary: 'Thread budgets, highest percentUsed first', response: { 200: ThreadBudgetListResponse, ...errorResponses } } },
-    async () => {
-      // Live budgets only (finished threads answer at /usage/threads/{id}, /threads/{id}).
-      const threads = [...(await organism.budgets.list())].sort((a, b) => b.percentUsed - a.percentUsed).map((b) => ({ ...b, active: true }));
-      return { threads, count: threads.length, defaultMaxTokens: organism.budgets.defaultMaxTokens };
+    {
+      schema: {
+        tags,
+        summary: 'Thread budgets (live by default; ?state=finished|all), highest percentUsed first',
+        querystring: ThreadBudgetListQuery,
+        response: { 200: ThreadBudgetListResponse, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const { state = 'live', limit = 1000, offset = 0 } = request.query;
+      const page = await organism.budgets.list({ state, limit, offset });
+      return { threads: page.items, count: page.items.length, total: page.total, offset, limit, state, defaultMaxTokens: organism.budgets.defaultMaxTokens };
     },
   );
 
   app.get(
     '/usage/threads/:threadId',
-    { schema: { tags, params: ThreadBudgetParams, response: { 200: ThreadBudgetInfo, ...errorResponses } } },
+    { schema: { tags, summary: "One thread's budget, live or finished", params: ThreadBudgetParams, response: { 200: ThreadBudgetInfo, ...errorResponses } } },
     async (request) => {
-      // A finished thread answers too: its last ceiling and its spend from the usage store.
       const info = await organism.threadBudget(request.params.threadId);
       if (!info) throw Errors.BUDGET_NOT_FOUND(request.params.threadId);
       return info;
@@ -60,13 +71,16 @@ export const usageRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app
     {
       schema: {
         tags,
-        summary: "Raise or lower one thread's token ceiling",
+        summary: "Set one thread's token ceiling; a thread without a budget (not started yet) gets one, which its first inject runs under",
         params: ThreadBudgetParams,
         body: SetBudgetRequest,
         response: { 200: ThreadBudgetInfo, ...errorResponses },
       },
     },
-    async (request) => ({ ...(await organism.setThreadBudget(request.params.threadId, request.body.maxTokens)), active: true }),
+    async (request) => {
+      // The budget may be created here: its thread id must be one an inject can use.
+      return organism.setThreadBudget(request.params.threadId, request.body.maxTokens);
+    },
   );
 
   app.get(

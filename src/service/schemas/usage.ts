@@ -39,7 +39,7 @@ export const UsageOverview = Type.Object(
     totals: UsageTotals,
     byAgent: Type.Array(AgentUsageInfo),
     byModel: Type.Array(ModelUsageInfo),
-    activeThreads: Type.Integer({ description: 'Threads that currently have a budget' }),
+    activeThreads: Type.Integer({ description: 'Threads whose budget is live: the thread has not finished (a finished thread keeps its budget, not counted here)' }),
   },
   { title: 'UsageOverview' },
 );
@@ -57,13 +57,34 @@ export const ThreadBudgetInfo = Type.Object(
     remaining: Type.Integer(),
     percentUsed: Type.Number({ description: 'totalTokens / maxTokens * 100, 1 decimal' }),
     isExhausted: Type.Boolean(),
-    active: Type.Boolean({ description: 'false: the thread has finished; these are its final figures (spend from the usage store)' }),
+    active: Type.Boolean({ description: 'false: the thread has finished; its budget is kept, and an inject into the thread goes on from it' }),
   },
   { title: 'ThreadBudgetInfo' },
 );
 
+export const BudgetState = Type.Enum(['live', 'finished', 'all']);
+
+export const ThreadBudgetListQuery = Type.Object({
+  state: Type.Optional(
+    Type.Enum(['live', 'finished', 'all'], {
+      default: 'live',
+      description: 'live (default): threads that have not finished; finished: threads that have (their budgets are kept for a later inject); all',
+    }),
+  ),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 1000, description: 'Page size (1..1000)' })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, default: 0, description: 'Budgets to skip' })),
+});
+
 export const ThreadBudgetListResponse = Type.Object(
-  { threads: Type.Array(ThreadBudgetInfo), count: Type.Integer(), defaultMaxTokens: Type.Integer() },
+  {
+    threads: Type.Array(ThreadBudgetInfo),
+    count: Type.Integer({ description: 'Budgets in this page' }),
+    total: Type.Integer({ description: 'Budgets in that state before paging' }),
+    offset: Type.Integer(),
+    limit: Type.Integer(),
+    state: BudgetState,
+    defaultMaxTokens: Type.Integer(),
+  },
   { title: 'ThreadBudgetListResponse' },
 );
 
@@ -76,7 +97,7 @@ export const SetBudgetRequest = Type.Object(
     maxTokens: Type.Integer({
       minimum: 1,
       maximum: 1_000_000_000,
-      description: 'New ceiling of the thread: at least the tokens it has already used (422 otherwise); a thread not started yet gets it when it starts',
+      description: 'New ceiling of the thread: at least the tokens it has already used (422 otherwise); a thread not started yet (or without an LLM call yet) gets a budget with it, which its first inject runs under; a finished thread keeps it for its next inject',
     }),
   },
   { title: 'SetBudgetRequest' },

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type pg from 'pg';
 import { Errors } from '../../errors/catalogue.js';
-import { reservedBudgetInfo, thresholdsAbove, thresholdsReached, type BudgetThresholdEvent, type Reservation, type ThreadBudgetInfo } from '../../usage/budgets.js';
+import { reservedBudgetInfo, thresholdsAbove, thresholdsReached, type BudgetListQuery, type BudgetPage, type BudgetThresholdEvent, type BudgetView, type Reservation, type ThreadBudgetInfo } from '../../usage/budgets.js';
 import type { BudgetLedger } from '../../usage/ledger.js';
 import { newId } from '../../util/ids.js';
 import type { Logger } from '../../util/logger.js';
@@ -9,7 +9,7 @@ import { pgStorageError } from './pool.js';
 import { isConnectionFailure } from './reachability.js';
 
 /**
- * The budgets' tables (appended to PG_MIGRATIONS). One row per live thread budget; `reserved`
+ * The budgets' tables (appended to PG_MIGRATIONS). One row per thread budget; `reserved`
  * is the sum of the thread's rows in budget_reservations, kept in the same statements, so a
  * reservation is one conditional UPDATE (reserved + used + request <= max). A reservation
  * carries its holder and an expiry the holder renews while its call runs: a process killed
@@ -45,6 +45,30 @@ export const BUDGET_LEDGER_MIGRATION = `
     WHERE jsonb_typeof(d->'maxTokens') = 'number';
 `;
 
+/** A budget's share of its ceiling used (the order of every budget list). */
+const SHARE_USED = 'CASE WHEN max_tokens > 0 THEN (prompt_tokens + completion_tokens)::float8 / max_tokens ELSE 0 END';
+
+/**
+ * A thread's budget is its whole life's (issue 23): a finished thread's row stays, flagged not
+ * live, and its next reservation (after another inject) makes it live again and goes on from
+ * its spend. Rows of threads that had already finished become not live; the ceilings finished
+ * threads had (thread_ceilings) come back as rows with their spend from the usage events, and
+ * the thresholds that spend had reached counted as fired.
+ */
+export const BUDGET_LIFETIME_MIGRATION = `
+  ALTER TABLE thread_budgets ADD COLUMN live BOOLEAN NOT NULL DEFAULT true;
+  UPDATE thread_budgets b SET live = false FROM threads t WHERE t.id = b.thread_id AND t.status <> 'active';
+  INSERT INTO thread_budgets (thread_id, max_tokens, prompt_tokens, completion_tokens, fired, live)
+    SELECT c.thread_id, c.max_tokens, COALESCE(u.p, 0), COALESCE(u.c, 0),
+      ARRAY(SELECT t FROM unnest(ARRAY[75, 90, 95]) AS t WHERE (COALESCE(u.p, 0) + COALESCE(u.c, 0)) * 100 >= t * c.max_tokens),
+      false
+    FROM thread_ceilings c
+    LEFT JOIN (SELECT thread_id, SUM(prompt_tokens) AS p, SUM(completion_tokens) AS c FROM usage_events GROUP BY thread_id) u ON u.thread_id = c.thread_id
+    ON CONFLICT (thread_id) DO NOTHING;
+  DROP TABLE thread_ceilings;
+  CREATE INDEX thread_budgets_order ON thread_budgets (live, (${SHARE_USED}) DESC, thread_id);
+`;
+
 /** The database's clock in ms: every process compares expiries on one clock, whatever its own says. */
 const DB_NOW = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
 
@@ -67,6 +91,7 @@ export interface PgBudgetLedgerOptions {
 }
 
 interface BudgetRow {
+  live: boolean;
   thread_id: string;
   max_tokens: number;
   prompt_tokens: number;
@@ -75,7 +100,7 @@ interface BudgetRow {
   fired: number[];
 }
 
-const COLUMNS = 'thread_id, max_tokens, prompt_tokens, completion_tokens, reserved, fired';
+const COLUMNS = 'thread_id, max_tokens, prompt_tokens, completion_tokens, reserved, fired, live';
 
 /**
  * Thread budgets shared by every process of an organism on PostgreSQL (see BudgetLedger;
@@ -95,7 +120,6 @@ export class PgBudgetLedger implements BudgetLedger {
   readonly holder: string;
   private readonly leaseMs: number;
   private readonly listeners = new Set<(e: BudgetThresholdEvent) => void>();
-  private readonly releaseListeners = new Set<(final: ThreadBudgetInfo) => void>();
   /** Reservations of this process not settled nor cancelled yet (each is released once). */
   private readonly open = new Map<number, string>();
   /** Settlements the database did not take yet (it was unreachable), retried every tick in order. */
@@ -118,18 +142,22 @@ export class PgBudgetLedger implements BudgetLedger {
     return (await this.read('SELECT 1 FROM thread_budgets WHERE thread_id = $1', [threadId])).rowCount === 1;
   }
 
-  async get(threadId: string): Promise<ThreadBudgetInfo | null> {
+  async get(threadId: string): Promise<BudgetView | null> {
     const row = (await this.read<BudgetRow>(`SELECT ${COLUMNS} FROM thread_budgets WHERE thread_id = $1`, [threadId])).rows[0];
-    return row ? rowInfo(row) : null;
+    return row ? rowView(row) : null;
   }
 
-  async list(): Promise<ThreadBudgetInfo[]> {
-    const rows = (await this.read<BudgetRow>(`SELECT ${COLUMNS} FROM thread_budgets`)).rows;
-    return rows.map(rowInfo).sort((a, b) => b.percentUsed - a.percentUsed);
+  async list(query: BudgetListQuery): Promise<BudgetPage> {
+    const where = query.state === 'all' ? '' : `WHERE ${query.state === 'live' ? '' : 'NOT '}live`;
+    const rows = (
+      await this.read<BudgetRow>(`SELECT ${COLUMNS} FROM thread_budgets ${where} ORDER BY ${SHARE_USED} DESC, thread_id LIMIT $1 OFFSET $2`, [query.limit, query.offset])
+    ).rows;
+    const total = (await this.read<{ n: number }>(`SELECT COUNT(*)::int AS n FROM thread_budgets ${where}`)).rows[0]!.n;
+    return { items: rows.map(rowView), total };
   }
 
   async count(): Promise<number> {
-    return (await this.read<{ n: number }>('SELECT COUNT(*) AS n FROM thread_budgets')).rows[0]!.n;
+    return (await this.read<{ n: number }>('SELECT COUNT(*)::int AS n FROM thread_budgets WHERE live')).rows[0]!.n;
   }
 
   async headroom(threadId: string): Promise<number> {
@@ -145,7 +173,7 @@ export class PgBudgetLedger implements BudgetLedger {
         // The common case in one statement: take the tokens if they fit, and record who holds them.
         const taken = await this.query<{ id: number }>(
           `WITH up AS (
-             UPDATE thread_budgets SET reserved = reserved + $2
+             UPDATE thread_budgets SET reserved = reserved + $2, live = true
              WHERE thread_id = $1 AND prompt_tokens + completion_tokens + reserved + $2 <= max_tokens
              RETURNING thread_id
            )
@@ -161,8 +189,12 @@ export class PgBudgetLedger implements BudgetLedger {
         }
         if (round > 0) break;
         // No row yet (a thread's first call creates its budget; concurrent first calls create
-        // it once), or expired reservations of a dead holder in the way: then once more.
-        await this.query('INSERT INTO thread_budgets (thread_id, max_tokens) VALUES ($1, $2) ON CONFLICT (thread_id) DO NOTHING', [threadId, this.defaultMaxTokens]);
+        // it once), or expired reservations of a dead holder in the way: then once more. A
+        // finished thread's budget refused here is live again all the same (its thread runs).
+        await this.query(
+          'INSERT INTO thread_budgets (thread_id, max_tokens) VALUES ($1, $2) ON CONFLICT (thread_id) DO UPDATE SET live = true WHERE NOT thread_budgets.live',
+          [threadId, this.defaultMaxTokens],
+        );
         await this.sweep(threadId);
       }
       const row = (await this.query<BudgetRow>(`SELECT ${COLUMNS} FROM thread_budgets WHERE thread_id = $1`, [threadId])).rows[0];
@@ -187,7 +219,7 @@ export class PgBudgetLedger implements BudgetLedger {
     const fired = await this.transaction(async (tx) => {
         const gone = await tx.query<{ tokens: number }>('DELETE FROM budget_reservations WHERE id = $1 RETURNING tokens', [r.id]);
         const row = (await tx.query<BudgetRow>(`SELECT ${COLUMNS} FROM thread_budgets WHERE thread_id = $1 FOR UPDATE`, [r.threadId])).rows[0];
-        if (!row) return []; // released meanwhile (the thread ended)
+        if (!row) return []; // rows are kept for the thread's life: none means nothing to bill
         const next: BudgetRow = {
           ...row,
           prompt_tokens: row.prompt_tokens + usage.promptTokens,
@@ -225,7 +257,7 @@ export class PgBudgetLedger implements BudgetLedger {
     }
   }
 
-  async setCeiling(threadId: string, maxTokens: number, options: { create?: boolean } = {}): Promise<ThreadBudgetInfo> {
+  async setCeiling(threadId: string, maxTokens: number, options: { create?: boolean } = {}): Promise<BudgetView> {
     if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new RangeError(`a ceiling must be a positive integer, not ${maxTokens}`);
     return this.mapped(() => this.transaction(async (tx) => {
       if (options.create) await tx.query('INSERT INTO thread_budgets (thread_id, max_tokens) VALUES ($1, $2) ON CONFLICT (thread_id) DO NOTHING', [threadId, maxTokens]);
@@ -236,54 +268,47 @@ export class PgBudgetLedger implements BudgetLedger {
       const rearmed = new Set(thresholdsAbove(used, maxTokens));
       const fired = row.fired.filter((t) => !rearmed.has(t));
       await tx.query('UPDATE thread_budgets SET max_tokens = $2, fired = $3 WHERE thread_id = $1', [threadId, maxTokens, fired]);
-      return rowInfo({ ...row, max_tokens: maxTokens, fired });
+      return rowView({ ...row, max_tokens: maxTokens, fired });
     }));
   }
 
   /**
-   * Deletes the budget once no delivery of the thread is PENDING or DISPATCHED anywhere: with
-   * several processes, one finishing its part of a thread must not take the budget from
-   * under another still spending it (a budget created anew would start from zero). While some
-   * are, it is tried again with backoff for up to a lease (a killed thread's deliveries end as
-   * their handlers abort); after that the process finishing the thread's last delivery
-   * releases it.
+   * The budget stops being live (the row stays: the thread's next inject goes on from it) once
+   * no delivery of the thread is PENDING or DISPATCHED anywhere: with several processes, one
+   * finishing its part of a thread must not count the budget finished while another still
+   * spends it. While some are, it is tried again with backoff for up to a lease (a killed
+   * thread's deliveries end as their handlers abort); after that the process finishing the
+   * thread's last delivery finishes it. A call that settles later still bills the row.
    */
-  release(threadId: string): void {
-    for (const [id, thread] of this.open) if (thread === threadId) this.open.delete(id);
-    void this.releaseWhenDone(threadId);
+  finish(threadId: string): void {
+    void this.finishWhenDone(threadId);
   }
 
-  private async releaseWhenDone(threadId: string): Promise<void> {
+  private async finishWhenDone(threadId: string): Promise<void> {
     const deadline = Date.now() + this.leaseMs;
     for (let delay = RETRY_MS; !this.closed; delay = Math.min(delay * 2, RETRY_MAX_MS)) {
       try {
-        // One statement (most finished threads have no budget): the deleted row if any, and
-        // whether there was one to delete (read from the statement's snapshot, before the delete).
-        const r = await this.query<Partial<BudgetRow> & { present: boolean }>(
-          `WITH gone AS (
-              DELETE FROM thread_budgets WHERE thread_id = $1
+        // One statement: whether it finished, and whether it was live (read from the
+        // statement's snapshot, before the update): neither, and there is nothing to do.
+        const r = await this.query<{ finished: boolean; live: boolean }>(
+          `WITH done AS (
+              UPDATE thread_budgets SET live = false WHERE thread_id = $1 AND live
                 AND NOT EXISTS (SELECT 1 FROM journal WHERE thread_id = $1 AND state IN ('PENDING', 'DISPATCHED'))
-              RETURNING ${COLUMNS})
-            SELECT g.*, EXISTS (SELECT 1 FROM thread_budgets WHERE thread_id = $1) AS present FROM (SELECT 1) AS one LEFT JOIN gone g ON true`,
+              RETURNING 1)
+            SELECT EXISTS (SELECT 1 FROM done) AS finished, EXISTS (SELECT 1 FROM thread_budgets WHERE thread_id = $1 AND live) AS live`,
           [threadId],
         );
-        const { present, ...row } = r.rows[0]!;
-        if (row.thread_id != null) return this.tell(this.releaseListeners, rowInfo(row as BudgetRow));
-        if (!present) return;
+        const { finished, live } = r.rows[0]!;
+        if (finished || !live) return;
       } catch (err) {
         if (!isConnectionFailure(err)) {
-          this.opts.logger?.error({ err: pgStorageError(this.where, err), threadId }, "releasing a finished thread's budget failed");
+          this.opts.logger?.error({ err: pgStorageError(this.where, err), threadId }, "finishing a thread's budget failed");
           return;
         }
       }
       if (Date.now() + delay > deadline) return;
       await new Promise((resolve) => setTimeout(resolve, delay).unref());
     }
-  }
-
-  onRelease(fn: (final: ThreadBudgetInfo) => void): () => void {
-    this.releaseListeners.add(fn);
-    return () => this.releaseListeners.delete(fn);
   }
 
   onThreshold(fn: (e: BudgetThresholdEvent) => void): () => void {
@@ -314,7 +339,21 @@ export class PgBudgetLedger implements BudgetLedger {
     return r.rows.reduce((n, row) => n + Number((row as { n: number }).n), 0);
   }
 
-  /** Renews this process's reservations, then sweeps expired ones (a failure waits for the next tick). */
+  /**
+   * Budgets still live whose thread has ended, with nothing of it PENDING or DISPATCHED: the
+   * process that finished the thread died before finishing its budget. Any process finishes
+   * them (a budget never set for a thread that has no record yet is left live). Returns how many.
+   */
+  async finishEnded(): Promise<number> {
+    const r = await this.query(
+      `UPDATE thread_budgets b SET live = false FROM threads t
+       WHERE b.live AND t.id = b.thread_id AND t.status <> 'active'
+         AND NOT EXISTS (SELECT 1 FROM journal j WHERE j.thread_id = b.thread_id AND j.state IN ('PENDING', 'DISPATCHED'))`,
+    );
+    return r.rowCount ?? 0;
+  }
+
+  /** Renews this process's reservations, sweeps expired ones, finishes budgets of ended threads (a failure waits for the next tick). */
   private async tick(): Promise<void> {
     if (this.closed) return;
     try {
@@ -327,10 +366,11 @@ export class PgBudgetLedger implements BudgetLedger {
         }
         this.unsettled.shift();
       }
-      // Only what is still open here: a reservation dropped by a release must be left to expire.
+      // Only what is still open here (a reservation this process settled or cancelled is gone).
       if (this.open.size > 0) await this.query(`UPDATE budget_reservations SET expires_at = ${DB_NOW} + $2 WHERE id = ANY($1::bigint[])`, [[...this.open.keys()], this.leaseMs]);
       const swept = await this.sweep();
       if (swept > 0) this.opts.logger?.info({ reservations: swept }, 'released expired budget reservations (their holder stopped renewing them)');
+      await this.finishEnded();
     } catch (err) {
       this.opts.logger?.debug({ err: pgStorageError(this.where, err) }, 'renewing budget reservations failed; trying again next tick');
     }
@@ -413,6 +453,10 @@ export class PgBudgetLedger implements BudgetLedger {
 
 function rowInfo(row: BudgetRow): ThreadBudgetInfo {
   return reservedBudgetInfo(row.thread_id, row.max_tokens, row.prompt_tokens, row.completion_tokens, row.reserved);
+}
+
+function rowView(row: BudgetRow): BudgetView {
+  return { ...rowInfo(row), active: row.live };
 }
 
 /** A deadlock or serialization failure: PostgreSQL rolled the statement back, trying again is safe. */

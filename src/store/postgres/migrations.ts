@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { BUDGET_LEDGER_MIGRATION } from './budget-ledger.js';
+import { BUDGET_LEDGER_MIGRATION, BUDGET_LIFETIME_MIGRATION } from './budget-ledger.js';
 
 /**
  * Schema versions, applied in order at open in one transaction (DDL is transactional in
@@ -183,6 +183,8 @@ export const PG_MIGRATIONS: readonly string[] = [
   ALTER TABLE journal_agent_counts ADD COLUMN slot TEXT COLLATE "C" NOT NULL DEFAULT '';
   ALTER TABLE journal_agent_counts DROP CONSTRAINT journal_agent_counts_pkey, ADD PRIMARY KEY (agent, slot);
   `,
+  // A budget kept for its thread's whole life (issue 23).
+  BUDGET_LIFETIME_MIGRATION,
 ];
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;

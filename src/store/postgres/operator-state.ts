@@ -50,19 +50,4 @@ export class PgOperatorState implements OperatorStateStore {
       else await tx.query('DELETE FROM paused_agents WHERE agent = $1', [agent]);
     });
   }
-
-  async finalCeiling(threadId: string): Promise<number | null> {
-    await this.writer.flush();
-    const row = (await this.pool.query<{ maxTokens: number }>('SELECT max_tokens AS "maxTokens" FROM thread_ceilings WHERE thread_id = $1', [threadId])).rows[0];
-    return row?.maxTokens ?? null;
-  }
-
-  setFinalCeiling(threadId: string, maxTokens: number): Promise<void> {
-    return this.writer.write(async (tx) => {
-      await tx.query(
-        'INSERT INTO thread_ceilings (thread_id, max_tokens) VALUES ($1, $2) ON CONFLICT (thread_id) DO UPDATE SET max_tokens = excluded.max_tokens',
-        [threadId, maxTokens],
-      );
-    });
-  }
 }

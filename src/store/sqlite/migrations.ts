@@ -2,6 +2,9 @@ import type Database from 'better-sqlite3';
 import { RECOUNT_JOURNAL_SQL } from './journal-counts.js';
 
 /** Schema versions, applied in order at open; `user_version` records the last one applied. */
+/** A budget's share of its ceiling used (the order of every budget list). */
+export const SHARE_USED = 'CASE WHEN max_tokens > 0 THEN (prompt_tokens + completion_tokens) * 1.0 / max_tokens ELSE 0 END';
+
 export const MIGRATIONS: readonly string[] = [
   `
   CREATE TABLE journal (
@@ -153,6 +156,31 @@ export const MIGRATIONS: readonly string[] = [
     DELETE FROM llm_calls WHERE message_id = old.id;
     DELETE FROM llm_tool_calls WHERE message_id = old.id;
   END;
+  `,
+  // A thread's budget is its whole life's (issue 23): when the thread finishes its budget is
+  // kept here, spend and all, and its next inject goes on from it (live budgets are in memory
+  // and in the budgets table; live = 1 marks a row whose thread runs again). The ceilings finished
+  // threads had come over with their spend from the usage events, and the thresholds that
+  // spend had reached counted as fired.
+  `
+  CREATE TABLE thread_budgets (
+    thread_id TEXT PRIMARY KEY,
+    max_tokens INTEGER NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    fired TEXT NOT NULL,
+    live INTEGER NOT NULL DEFAULT 0
+  ) WITHOUT ROWID;
+  CREATE INDEX thread_budgets_order ON thread_budgets (live, (${SHARE_USED}) DESC, thread_id);
+  INSERT INTO thread_budgets (thread_id, max_tokens, prompt_tokens, completion_tokens, fired)
+    SELECT thread_id, max_tokens, p, c,
+      CASE WHEN (p + c) * 100 >= 95 * max_tokens THEN '[75,90,95]' WHEN (p + c) * 100 >= 90 * max_tokens THEN '[75,90]'
+        WHEN (p + c) * 100 >= 75 * max_tokens THEN '[75]' ELSE '[]' END
+    FROM (
+      SELECT t.thread_id, t.max_tokens, COALESCE(SUM(u.prompt_tokens), 0) AS p, COALESCE(SUM(u.completion_tokens), 0) AS c
+      FROM thread_ceilings t LEFT JOIN usage_events u ON u.thread_id = t.thread_id GROUP BY t.thread_id, t.max_tokens
+    );
+  DROP TABLE thread_ceilings;
   `,
 ];
 

@@ -17,13 +17,4 @@ export class SqliteOperatorState implements OperatorStateStore {
     if (paused) prepared(this.db, 'INSERT OR IGNORE INTO paused_agents (agent, since) VALUES (?, ?)').run(agent, this.now());
     else prepared(this.db, 'DELETE FROM paused_agents WHERE agent = ?').run(agent);
   }
-
-  finalCeiling(threadId: string): number | null {
-    const row = prepared(this.db, 'SELECT max_tokens AS maxTokens FROM thread_ceilings WHERE thread_id = ?').get(threadId) as { maxTokens: number } | undefined;
-    return row?.maxTokens ?? null;
-  }
-
-  setFinalCeiling(threadId: string, maxTokens: number): void {
-    prepared(this.db, 'INSERT OR REPLACE INTO thread_ceilings (thread_id, max_tokens) VALUES (?, ?)').run(threadId, maxTokens);
-  }
 }

@@ -12,6 +12,7 @@ import { SqliteLlmCallStore } from './llm-calls.js';
 import { ensurePrivateDir, ensurePrivateFile, makePrivate } from '../../util/private-files.js';
 import { acquireLock, LOCK_FILE, PID_FILE } from './lock.js';
 import { migrate } from './migrations.js';
+import { SqliteBudgetArchive } from './budget-archive.js';
 import { SqliteOperatorState } from './operator-state.js';
 import { rescueCopy, rescuePath } from './rescue.js';
 import { SqliteThreadStore } from './threads.js';
@@ -35,7 +36,7 @@ export interface SqliteStorage {
   readonly threads: SqliteThreadStore;
   readonly usage: SqliteUsageStore;
   readonly llmCalls: SqliteLlmCallStore;
-  readonly budgets: { load(): unknown[]; save(snapshots: unknown[]): void };
+  readonly budgets: { load(): unknown[]; save(snapshots: unknown[]): void; readonly archive: SqliteBudgetArchive };
   readonly operator: SqliteOperatorState;
   /** What is wrong with the data directory now (full, damaged, deleted), or null. */
   problem(): StorageProblem | null;
@@ -155,6 +156,7 @@ export function openSqliteStorage(options: SqliteStorageOptions): SqliteStorage 
     budgets: guarded(
       {
         load: () => (db.prepare('SELECT data FROM budgets').all() as Array<{ data: string }>).map((r) => JSON.parse(r.data) as unknown),
+        archive: guarded(new SqliteBudgetArchive(db), map),
         save: (snapshots) => {
           db.transaction(() => {
             db.prepare('DELETE FROM budgets').run();

@@ -3,8 +3,8 @@
  * CLI) under a multi-hop workload, with the durability checks after every cycle and at the
  * end. Writes chaos/results/latest.json and latest.md; exits 1 on any violation.
  *
- *   npm run chaos -- [--store sqlite|postgres] [--cycles N] [--seed S] [--phases kill-group,hup-storm,...]
- *   (or CHAOS_STORE, CHAOS_CYCLES, CHAOS_SEED, CHAOS_PHASES; CHAOS_PORT pins the port,
+ *   npm run chaos -- [--store sqlite|postgres] [--cycles N] [--seed S] [--phases kill-group,hup-storm,...] [--text all|kept|off]
+ *   (or CHAOS_STORE, CHAOS_CYCLES, CHAOS_SEED, CHAOS_PHASES, CHAOS_TEXT; CHAOS_PORT pins the port,
  *   CHAOS_TMPFS_MB the size of the data directory's tmpfs)
  *
  * `--store postgres` is the shared mode (chaos/lib/shared.ts): `serve --handlers off` and two
@@ -35,7 +35,7 @@ import { Random, sleep } from './lib/random.js';
 import { writeResults, type CycleRecord, type RunResult } from './lib/report.js';
 import { Serve } from './lib/server.js';
 import { LEASE_SECONDS, mismatchedConfig, RunsLog, SHARED_PHASE_WEIGHTS, SHARED_PHASES, SharedHarness } from './lib/shared.js';
-import { TextProbe } from './lib/text-probe.js';
+import { TextProbe, type TextProbes } from './lib/text-probe.js';
 import { Workers } from './lib/workers.js';
 import { expectationOf, Injector, STEADY_MIX, type Accepted, type Kind } from './lib/workload.js';
 
@@ -49,7 +49,7 @@ const SHARED_MIX = { chain: 70, fail: 6, budget: 10, ordered: 14 } as const;
 
 function options() {
   const { values } = parseArgs({
-    options: { cycles: { type: 'string' }, seed: { type: 'string' }, phases: { type: 'string' }, store: { type: 'string' } },
+    options: { cycles: { type: 'string' }, seed: { type: 'string' }, phases: { type: 'string' }, store: { type: 'string' }, text: { type: 'string' } },
     allowPositionals: false,
   });
   const store = values.store ?? process.env['CHAOS_STORE'] ?? 'sqlite';
@@ -64,7 +64,9 @@ function options() {
   const phases = phaseText ? phaseText.split(',').map((p) => p.trim()).filter(Boolean) : [...known];
   const unknown = phases.filter((p) => !known.includes(p));
   if (unknown.length) throw new Error(`unknown phase(s) ${unknown.join(', ')} for --store ${store}; known: ${known.join(', ')}`);
-  return { cycles, seed, phases, store: store as 'sqlite' | 'postgres', allPhases: phases.length === known.length };
+  const text = values.text ?? process.env['CHAOS_TEXT'] ?? 'all';
+  if (text !== 'all' && text !== 'kept' && text !== 'off') throw new Error(`--text must be all, kept or off, not ${text}`);
+  return { cycles, seed, phases, store: store as 'sqlite' | 'postgres', allPhases: phases.length === known.length, text: text as TextProbes };
 }
 
 async function freePort(): Promise<number> {
@@ -164,7 +166,8 @@ async function main(): Promise<number> {
     ...(shared ? { extraArgs: ['--store', storeUrl, '--handlers', 'off', '--lease-seconds', String(LEASE_SECONDS)] } : {}),
   });
   const injector = new Injector(serve.api, rng, (check, detail) => report(check as CheckName, detail));
-  const probe = new TextProbe(serve.api, injector, rng, report);
+  const probe = new TextProbe(serve.api, injector, rng, report, opts.text);
+  if (opts.text !== 'all') notes.push(`text probes: ${opts.text} (not every case the rule covers was sent)`);
   const workers = new Workers({ storeUrl, leaseSeconds: LEASE_SECONDS, marker, logFile: path.join(runDir, 'workers.log'), env: handlerEnv });
   const otherConfigPath = path.join(runDir, 'organism-other.yaml');
   if (shared) writeFileSync(otherConfigPath, mismatchedConfig(config));
@@ -186,10 +189,7 @@ async function main(): Promise<number> {
   let keepData = false;
   const cleanup = () => {
     for (const p of serve.processes()) signal(p.pid, 'SIGKILL');
-    if (pg) {
-      if (keepData) notes.push(`PostgreSQL cluster left running for inspection: ${pg.url} (data ${pg.dataDir}); database chaos`);
-      else pg.destroy();
-    }
+    pg?.destroy();
     if (mounted) {
       if (keepData) {
         try {
@@ -218,7 +218,7 @@ async function main(): Promise<number> {
     cyclesPlanned: opts.cycles,
     cyclesRun: cycles.length,
     phases,
-    command: `npm run chaos --${shared ? ' --store postgres' : ''} --cycles ${opts.cycles} --seed ${opts.seed}${opts.allPhases ? '' : ` --phases ${opts.phases.join(',')}`}`,
+    command: `npm run chaos --${shared ? ' --store postgres' : ''} --cycles ${opts.cycles} --seed ${opts.seed}${opts.allPhases ? '' : ` --phases ${opts.phases.join(',')}`}${opts.text === 'all' ? '' : ` --text ${opts.text}`}`,
     faults: { ...harness.faults },
     injects: { ...injector.outcomes },
     accepted: allAccepted.length,

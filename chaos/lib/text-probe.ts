@@ -47,7 +47,9 @@ function cases(): TextCase[] {
 }
 
 const ALL = cases();
-export const TEXT_CASES = ALL.length;
+
+/** `all` (the default), `kept` (only text that must be kept: to see a run's other checks on code that still accepts NUL), `off`. */
+export type TextProbes = 'all' | 'kept' | 'off';
 
 interface Kept {
   readonly c: TextCase;
@@ -76,11 +78,12 @@ export class TextProbe {
     private readonly injector: Injector,
     private readonly rng: Random,
     private readonly report: (check: CheckName, detail: string) => void,
+    private readonly which: TextProbes = 'all',
   ) {}
 
   /** Starts sending this cycle's probes (every case, in random order) until stop(). */
   start(): void {
-    this.pending = this.rng.shuffle(ALL);
+    this.pending = this.rng.shuffle(ALL.filter((c) => this.which === 'all' || (this.which === 'kept' && c.keep)));
     this.kept.length = 0;
     this.stopping = false;
     this.running = (async () => {

@@ -85,8 +85,8 @@ export async function durabilityViolations(
  * Per-thread FIFO from the handlers' log, for threads whose messages were injected one after
  * another (`threads`: thread id -> message ids in inject order): a message starts only once
  * every earlier one of its thread has ended, and never after a later one started. A run may be
- * repeated (a killed or stopped process's delivery taken back); `excused` runs (of a process
- * that had lost its lease: they may start late) are left out.
+ * repeated (a killed or stopped process's delivery taken back); `excused` starts (a run that a
+ * process which had lost its lease started late) are left out.
  */
 export function fifoViolations(runs: readonly RunLine[], threads: ReadonlyMap<string, readonly string[]>, excused: (r: RunLine) => boolean = () => false): Violation[] {
   const out: Violation[] = [];
@@ -96,14 +96,14 @@ export function fifoViolations(runs: readonly RunLine[], threads: ReadonlyMap<st
   const highestStarted = new Map<string, number>();
   for (const r of runs) {
     const at = position.get(r.messageId);
-    if (!at || excused(r)) continue;
+    if (!at) continue;
     const done = ended.get(at.threadId) ?? new Set<number>();
     ended.set(at.threadId, done);
     if (r.ev === 'end') {
       done.add(at.index);
       continue;
     }
-    if (r.ev !== 'start') continue;
+    if (r.ev !== 'start' || excused(r)) continue;
     const waiting = Array.from({ length: at.index }, (_, i) => i).filter((i) => !done.has(i));
     if (waiting.length) out.push({ check: 'thread-fifo', detail: `thread ${at.threadId}: message ${at.index} (${r.messageId}) started on pid ${r.pid} before message(s) ${waiting.join(', ')} ended` });
     const highest = highestStarted.get(at.threadId) ?? -1;

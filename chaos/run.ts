@@ -168,7 +168,7 @@ async function main(): Promise<number> {
   const injector = new Injector(serve.api, rng, (check, detail) => report(check as CheckName, detail));
   const probe = new TextProbe(serve.api, injector, rng, report, opts.text);
   if (opts.text !== 'all') notes.push(`text probes: ${opts.text} (not every case the rule covers was sent)`);
-  const workers = new Workers({ storeUrl, leaseSeconds: LEASE_SECONDS, marker, logFile: path.join(runDir, 'workers.log'), env: handlerEnv });
+  const workers = new Workers({ storeUrl, leaseSeconds: LEASE_SECONDS, marker, logDir: runDir, env: handlerEnv });
   const otherConfigPath = path.join(runDir, 'organism-other.yaml');
   if (shared) writeFileSync(otherConfigPath, mismatchedConfig(config));
   const runs = new RunsLog(runsFile);

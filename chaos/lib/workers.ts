@@ -3,7 +3,8 @@
  * group with the run's marker in its environment (so a leftover is found wherever it went).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, openSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import type { Api } from './api.js';
 import { MARKER_ENV } from './procs.js';
 import { sleep } from './random.js';
@@ -24,7 +25,8 @@ export interface WorkerSettings {
   readonly storeUrl: string;
   readonly leaseSeconds: number;
   readonly marker: string;
-  readonly logFile: string;
+  /** Each worker logs to <logDir>/worker-<name>.log. */
+  readonly logDir: string;
   readonly env: Readonly<Record<string, string>>;
 }
 
@@ -38,8 +40,8 @@ export class Workers {
   /** Spawns a worker on `configPath`; not yet known to be listed (see listed()). */
   spawn(configPath: string, name = `w${++this.n}`): WorkerProc {
     const s = this.settings;
-    const log = openSync(s.logFile, 'a');
-    const from = statSync(s.logFile).size;
+    const logFile = path.join(s.logDir, `worker-${name}.log`);
+    const log = openSync(logFile, 'a');
     const child = spawn(
       process.execPath,
       [CLI, 'worker', configPath, '--store', s.storeUrl, '--name', name, '--lease-seconds', String(s.leaseSeconds), '--drain-timeout', '10', '--log-level', 'warn'],
@@ -53,9 +55,7 @@ export class Workers {
       child,
       exited,
       exit: null,
-      // The log is shared by every worker: their lines are told apart by nothing but time, so
-      // this is what was written since it started (enough to find its own refusal).
-      output: () => readFileSync(s.logFile, 'utf8').slice(from).slice(-4_000),
+      output: () => readFileSync(logFile, 'utf8').slice(-4_000),
     };
     void exited.then((e) => (w.exit = e));
     return w;

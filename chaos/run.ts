@@ -293,7 +293,7 @@ async function main(): Promise<number> {
               effectsDb,
               injector.accepted.map((a) => a.threadId),
             ),
-        expectations: injector.accepted.filter((a) => !harness.quarantined.has(a.threadId)).map(expectationOf),
+        expectations: injector.accepted.filter((a) => !harness.quarantined.has(a.threadId) && !probe.offScope.has(a.threadId)).map(expectationOf),
         oneCallAgents: ONE_CALL_AGENTS,
         ceiling: () => CEILING,
         orgId: `c${cycle}`,

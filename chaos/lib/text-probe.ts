@@ -72,6 +72,11 @@ export class TextProbe {
   private readonly kept: Kept[] = [];
   private running: Promise<void> | null = null;
   private stopping = false;
+  /**
+   * Threads accepted under another orgId than the cycle's (an orgId that had to be refused):
+   * the per-cycle checks read usage by the cycle's orgId, so these are checked at the end only.
+   */
+  readonly offScope = new Set<string>();
 
   constructor(
     private readonly api: Api,
@@ -124,6 +129,7 @@ export class TextProbe {
     } else if (accepted) {
       this.report('text-kept-or-refused', `${where} must be refused 422, was accepted (200, message ${accepted.messageId})`);
       this.kept.push({ c, accepted, orgId });
+      if (orgId !== this.injector.org) this.offScope.add(accepted.threadId);
     } else if (answer.status !== 422) {
       this.report('text-kept-or-refused', `${where} must be refused 422, answered ${answer.status} ${detail}`);
     } else if (!JSON.stringify(answer.body).includes(c.names)) {

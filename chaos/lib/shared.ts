@@ -197,8 +197,10 @@ export class SharedHarness {
   private async lost(w: WorkerProc, after: string): Promise<void> {
     const how = w.exit ? `exited (${w.exit.signal ?? `code ${w.exit.code}`})` : 'is not listed alive';
     this.d.report('workers-ride-out', `cycle ${this.cycle}: worker ${w.name} (pid ${w.pid}) ${how} after ${after}: ${w.output().trim().split('\n').slice(-3).join(' | ').slice(0, 600)}`);
+    // Its deliveries are taken back and run again: that is the takeover working, not another
+    // violation (the worker's death is the one reported).
+    this.killed.add(w.pid);
     if (!w.exit) {
-      this.killed.add(w.pid);
       signal(w.pid, 'SIGKILL');
       await w.exited;
     }

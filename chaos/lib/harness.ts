@@ -40,6 +40,28 @@ const HOSTILE_DEADLINE_MS = 60_000;
 /** The run cannot go on meaningfully (the organism is frozen or will not come back). */
 export class Fatal extends Error {}
 
+/**
+ * Starts `serve` after a kill (both modes); a refused start is a violation, tried again after
+ * `clear` (what the kill left behind) up to five times.
+ */
+export async function startServeOrReport(
+  d: { serve: Serve; report: Reporter; time: (what: string, ms: number) => void; cycle: number; clear: () => Promise<unknown> },
+  why: string,
+): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      d.time('serve start (ms)', await d.serve.start(SERVE_DEADLINE_MS));
+      return;
+    } catch (err) {
+      if (!(err instanceof StartFailed)) throw err;
+      d.report('restart-not-refused', `cycle ${d.cycle}, after ${why}, start ${attempt}: ${err.message}`);
+      if (attempt >= 5) throw new Fatal(`organism serve would not start after ${why}: ${err.message}`);
+      await d.clear();
+      await sleep(500 * attempt);
+    }
+  }
+}
+
 export type Reporter = (check: CheckName, detail: string) => void;
 
 export class Harness {
@@ -103,18 +125,7 @@ export class Harness {
 
   /** Starts a fresh `serve` after the whole organism died; a refused start is a violation. */
   async startServe(why: string): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        this.time('serve start (ms)', await this.serve.start(SERVE_DEADLINE_MS));
-        return;
-      } catch (err) {
-        if (!(err instanceof StartFailed)) throw err;
-        this.report('restart-not-refused', `cycle ${this.cycle}, after ${why}, start ${attempt}: ${err.message}`);
-        if (attempt >= 5) throw new Fatal(`organism serve would not start after ${why}: ${err.message}`);
-        await this.killLeftovers();
-        await sleep(500 * attempt);
-      }
-    }
+    await startServeOrReport({ serve: this.serve, report: this.report, time: (what, ms) => this.time(what, ms), cycle: this.cycle, clear: () => this.killLeftovers() }, why);
   }
 
   /** SIGKILLs whatever the organism left running (after a violation was reported). */

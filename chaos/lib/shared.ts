@@ -10,11 +10,11 @@ import type { RunLine } from '../../test/scaleout/cluster.js';
 import type { EffectsView } from '../../test/crash/effects.js';
 import type { Violation } from '../../test/crash/checks.js';
 import type { CheckName } from './checks.js';
-import { Fatal } from './harness.js';
+import { Fatal, startServeOrReport } from './harness.js';
 import { pausedThroughFault, waitFor } from './paused.js';
 import { gone, signal } from './procs.js';
 import { sleep, type Random } from './random.js';
-import { Serve, StartFailed } from './server.js';
+import { Serve } from './server.js';
 import type { Injector } from './workload.js';
 import { aliveWorkers, Workers, type WorkerProc } from './workers.js';
 
@@ -131,18 +131,7 @@ export class SharedHarness {
   }
 
   async startServe(why: string): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        this.time('serve start (ms)', await this.d.serve.start(SERVE_DEADLINE_MS));
-        return;
-      } catch (err) {
-        if (!(err instanceof StartFailed)) throw err;
-        this.d.report('restart-not-refused', `cycle ${this.cycle}, after ${why}, start ${attempt}: ${err.message}`);
-        if (attempt >= 5) throw new Fatal(`organism serve would not start after ${why}: ${err.message}`);
-        this.killServeProcesses();
-        await sleep(500 * attempt);
-      }
-    }
+    await startServeOrReport({ serve: this.d.serve, report: this.d.report, time: (what, ms) => this.time(what, ms), cycle: this.cycle, clear: async () => this.killServeProcesses() }, why);
   }
 
   /** The serve processes (supervisor and its worker), not the organism workers. */

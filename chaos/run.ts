@@ -3,9 +3,14 @@
  * CLI) under a multi-hop workload, with the durability checks after every cycle and at the
  * end. Writes chaos/results/latest.json and latest.md; exits 1 on any violation.
  *
- *   npm run chaos -- [--cycles N] [--seed S] [--phases kill-group,hup-storm,...]
- *   (or CHAOS_CYCLES, CHAOS_SEED, CHAOS_PHASES; CHAOS_PORT pins the port, CHAOS_TMPFS_MB the
- *   size of the data directory's tmpfs)
+ *   npm run chaos -- [--store sqlite|postgres] [--cycles N] [--seed S] [--phases kill-group,hup-storm,...] [--text all|kept|off]
+ *   (or CHAOS_STORE, CHAOS_CYCLES, CHAOS_SEED, CHAOS_PHASES, CHAOS_TEXT; CHAOS_PORT pins the port,
+ *   CHAOS_TMPFS_MB the size of the data directory's tmpfs)
+ *
+ * `--store postgres` is the shared mode (chaos/lib/shared.ts): `serve --handlers off` and two
+ * `organism worker` processes on a fresh database of a private PostgreSQL cluster; its results
+ * are chaos/results/latest-postgres.{json,md}. Every cycle of both modes also sends the text
+ * probes (chaos/lib/text-probe.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
@@ -16,38 +21,52 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { openSqliteStorage } from '../src/store/index.js';
+import { openPostgresStorage } from '../src/store/postgres/index.js';
+import { effectsOf } from '../test/scaleout/checks.js';
+import { startPrivateCluster, type PrivateCluster } from '../test/support/private-postgres.js';
 import { checkDurability, type Violation } from '../test/crash/checks.js';
 import { EFFECTS_FILE, readEffects } from '../test/crash/effects.js';
 import { apiSource } from './lib/api-source.js';
-import { CHECKS, type CheckName } from './lib/checks.js';
+import { checksOf, type CheckName } from './lib/checks.js';
 import { Fatal, Harness, PHASE_WEIGHTS, PHASES, type Phase } from './lib/harness.js';
 import { HostileLlm } from './lib/hostile-llm.js';
 import { signal } from './lib/procs.js';
 import { Random, sleep } from './lib/random.js';
 import { writeResults, type CycleRecord, type RunResult } from './lib/report.js';
 import { Serve } from './lib/server.js';
-import { expectationOf, Injector, STEADY_MIX, type Accepted } from './lib/workload.js';
+import { LEASE_SECONDS, mismatchedConfig, RunsLog, SHARED_PHASE_WEIGHTS, SHARED_PHASES, SharedHarness } from './lib/shared.js';
+import { TextProbe, type TextProbes } from './lib/text-probe.js';
+import { Workers } from './lib/workers.js';
+import { expectationOf, Injector, STEADY_MIX, type Accepted, type Kind } from './lib/workload.js';
 
 const ONE_CALL_AGENTS = ['thinker', 'ping', 'pong'];
 const CEILING = 40_000; // max_tokens_per_thread of chaos/organism/organism.yaml
 const DRAIN_DEADLINE_MS = 30_000;
 const MAX_DETAILS = 200;
 
+/** The shared mode's steady mix: also threads of messages injected one after another (FIFO). */
+const SHARED_MIX = { chain: 70, fail: 6, budget: 10, ordered: 14 } as const;
+
 function options() {
   const { values } = parseArgs({
-    options: { cycles: { type: 'string' }, seed: { type: 'string' }, phases: { type: 'string' } },
+    options: { cycles: { type: 'string' }, seed: { type: 'string' }, phases: { type: 'string' }, store: { type: 'string' }, text: { type: 'string' } },
     allowPositionals: false,
   });
+  const store = values.store ?? process.env['CHAOS_STORE'] ?? 'sqlite';
+  if (store !== 'sqlite' && store !== 'postgres') throw new Error(`--store must be sqlite or postgres, not ${store}`);
+  const known: readonly string[] = store === 'postgres' ? SHARED_PHASES : PHASES;
   const cycles = Number(values.cycles ?? process.env['CHAOS_CYCLES'] ?? 1000);
   if (!Number.isInteger(cycles) || cycles < 1) throw new Error(`--cycles must be a positive integer, not ${values.cycles ?? process.env['CHAOS_CYCLES']}`);
   const seedText = values.seed ?? process.env['CHAOS_SEED'];
   const seed = seedText === undefined ? randomInt(2 ** 31) : Number(seedText);
   if (!Number.isInteger(seed)) throw new Error(`--seed must be an integer, not ${seedText}`);
   const phaseText = values.phases ?? process.env['CHAOS_PHASES'];
-  const phases = phaseText ? phaseText.split(',').map((p) => p.trim()).filter(Boolean) : [...PHASES];
-  const unknown = phases.filter((p) => !(PHASES as readonly string[]).includes(p));
-  if (unknown.length) throw new Error(`unknown phase(s) ${unknown.join(', ')}; known: ${PHASES.join(', ')}`);
-  return { cycles, seed, phases: phases as Phase[] };
+  const phases = phaseText ? phaseText.split(',').map((p) => p.trim()).filter(Boolean) : [...known];
+  const unknown = phases.filter((p) => !known.includes(p));
+  if (unknown.length) throw new Error(`unknown phase(s) ${unknown.join(', ')} for --store ${store}; known: ${known.join(', ')}`);
+  const text = values.text ?? process.env['CHAOS_TEXT'] ?? 'all';
+  if (text !== 'all' && text !== 'kept' && text !== 'off') throw new Error(`--text must be all, kept or off, not ${text}`);
+  return { cycles, seed, phases, store: store as 'sqlite' | 'postgres', allPhases: phases.length === known.length, text: text as TextProbes };
 }
 
 async function freePort(): Promise<number> {
@@ -86,6 +105,7 @@ function commit(): string {
 
 async function main(): Promise<number> {
   const opts = options();
+  const shared = opts.store === 'postgres';
   // What is tested is what was built at the start: the checkout may move on during a long run.
   const testedCommit = commit();
   const rng = new Random(opts.seed);
@@ -94,17 +114,19 @@ async function main(): Promise<number> {
   const runDir = mkdtempSync(path.join(os.tmpdir(), 'organism-chaos-'));
   const tmpfsRoot = path.join(runDir, 'disk');
   mkdirSync(tmpfsRoot);
-  const mounted = mountTmpfs(tmpfsRoot);
+  const mounted = !shared && mountTmpfs(tmpfsRoot);
   const phases = opts.phases.filter((p) => p !== 'disk-full' || mounted);
   const notes: string[] = [];
   if (!mounted && opts.phases.includes('disk-full')) notes.push('disk-full phase skipped: mounting a tmpfs needs root (the data directory is on the ordinary disk)');
   const dataDir = path.join(tmpfsRoot, 'data');
   const effectsDb = path.join(runDir, EFFECTS_FILE);
+  const runsFile = path.join(runDir, 'runs.log');
   const hostile = new HostileLlm();
   const hostileUrl = phases.includes('hostile-reply') ? await hostile.start() : 'http://127.0.0.1:9/v1';
   const configPath = path.join(runDir, 'organism.yaml');
   const template = readFileSync(fileURLToPath(new URL('./organism/organism.yaml', import.meta.url)), 'utf8');
-  writeFileSync(configPath, template.replaceAll('${HOSTILE_BASE_URL}', hostileUrl).replaceAll('${HANDLERS}', fileURLToPath(new URL('./organism/handlers.ts', import.meta.url))));
+  const config = template.replaceAll('${HOSTILE_BASE_URL}', hostileUrl).replaceAll('${HANDLERS}', fileURLToPath(new URL('./organism/handlers.ts', import.meta.url)));
+  writeFileSync(configPath, config);
 
   const violations: Array<Violation & { cycle: number; phase: string }> = [];
   const counts: Partial<Record<CheckName, number>> = {};
@@ -122,19 +144,44 @@ async function main(): Promise<number> {
     else if (shown === 3) process.stdout.write(`  (more ${check} violations in this cycle: see the results)\n`);
   };
 
+  // Shared mode: a private PostgreSQL cluster (its restarts must not touch the machine's server).
+  let pg: PrivateCluster | null = null;
+  let storeUrl = '';
+  if (shared) {
+    pg = await startPrivateCluster();
+    pg.psql('CREATE DATABASE chaos');
+    storeUrl = pg.urlFor('chaos');
+    writeFileSync(runsFile, '');
+  }
+  const marker = path.basename(runDir);
+  const handlerEnv: Record<string, string> = shared ? { CHAOS_RUNS_FILE: runsFile, CHAOS_STORE_URL: storeUrl } : { CHAOS_EFFECTS_DB: effectsDb, CHAOS_DATA_DIR: dataDir };
   const serve = new Serve({
     configPath,
     dataDir,
     port: await freePort(),
     token: randomBytes(24).toString('hex'),
-    marker: path.basename(runDir),
+    marker,
     logFile: path.join(runDir, 'serve.log'),
-    env: { CHAOS_EFFECTS_DB: effectsDb, CHAOS_DATA_DIR: dataDir },
+    env: handlerEnv,
+    ...(shared ? { extraArgs: ['--store', storeUrl, '--handlers', 'off', '--lease-seconds', String(LEASE_SECONDS)] } : {}),
   });
   const injector = new Injector(serve.api, rng, (check, detail) => report(check as CheckName, detail));
-  const harness = new Harness(serve, injector, rng, report, mounted ? tmpfsRoot : null, dataDir);
+  const probe = new TextProbe(serve.api, injector, rng, report, opts.text);
+  if (opts.text !== 'all') notes.push(`text probes: ${opts.text} (not every case the rule covers was sent)`);
+  const workers = new Workers({ storeUrl, leaseSeconds: LEASE_SECONDS, marker, logDir: runDir, env: handlerEnv });
+  const otherConfigPath = path.join(runDir, 'organism-other.yaml');
+  if (shared) writeFileSync(otherConfigPath, mismatchedConfig(config));
+  const runs = new RunsLog(runsFile);
+  const sqliteHarness = shared ? null : new Harness(serve, injector, rng, report, mounted ? tmpfsRoot : null, dataDir);
+  const sharedHarness = shared
+    ? new SharedHarness({ serve, workers, pg: pg!, injector, rng, report, configPath, otherConfigPath, runs, quiesce: async () => (await injector.stop(), await probe.stop()) })
+    : null;
+  const harness = (sqliteHarness ?? sharedHarness)!;
+  const weights: Readonly<Record<string, number>> = shared ? SHARED_PHASE_WEIGHTS : PHASE_WEIGHTS;
+  const mix: Readonly<Record<string, number>> = shared ? SHARED_MIX : STEADY_MIX;
   const cycles: CycleRecord[] = [];
   const allAccepted: Accepted[] = [];
+  const allOrdered = new Map<string, string[]>();
   /** The 1-minute load average at the start of every cycle (the machine is shared). */
   const loads: number[] = [];
   let fatal: string | null = null;
@@ -142,6 +189,7 @@ async function main(): Promise<number> {
   let keepData = false;
   const cleanup = () => {
     for (const p of serve.processes()) signal(p.pid, 'SIGKILL');
+    pg?.destroy();
     if (mounted) {
       if (keepData) {
         try {
@@ -157,8 +205,10 @@ async function main(): Promise<number> {
       }
     }
   };
+  const checks = checksOf(opts.store);
   /** The results so far; `complete`: the run ended (a stopped run keeps what it found). */
   const snapshot = (complete: boolean): RunResult => ({
+    store: opts.store,
     startedAt: startedAt.toISOString(),
     seconds: (performance.now() - t0) / 1000,
     commit: testedCommit,
@@ -168,13 +218,13 @@ async function main(): Promise<number> {
     cyclesPlanned: opts.cycles,
     cyclesRun: cycles.length,
     phases,
-    command: `npm run chaos -- --cycles ${opts.cycles} --seed ${opts.seed}${opts.phases.length === PHASES.length ? '' : ` --phases ${opts.phases.join(',')}`}`,
+    command: `npm run chaos --${shared ? ' --store postgres' : ''} --cycles ${opts.cycles} --seed ${opts.seed}${opts.allPhases ? '' : ` --phases ${opts.phases.join(',')}`}${opts.text === 'all' ? '' : ` --text ${opts.text}`}`,
     faults: { ...harness.faults },
     injects: { ...injector.outcomes },
     accepted: allAccepted.length,
     acceptedByKind: allAccepted.reduce<Record<string, number>>((m, a) => ((m[a.kind] = (m[a.kind] ?? 0) + 1), m), {}),
     timings: harness.timings,
-    checks: Object.fromEntries(Object.keys(CHECKS).map((k) => [k, counts[k as CheckName] ?? 0])) as Record<CheckName, number>,
+    checks: Object.fromEntries(checks.map((k) => [k, counts[k] ?? 0])) as Record<CheckName, number>,
     violations,
     fatal,
     notes: [...notes, ...(harness.quarantined.size ? [`${harness.quarantined.size} threads quarantined (their open deliveries failed by the harness after they froze the server; reported under hostile-reply-bounded, left out of the other checks)`] : []), ...[...harness.disabled].map((p) => `phase ${p} switched off during the run`)],
@@ -185,53 +235,65 @@ async function main(): Promise<number> {
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     process.once(sig, () => {
       notes.push(`stopped by ${sig} during cycle ${cycle}`);
-      writeResults(snapshot(false));
       keepData = true;
       cleanup();
+      writeResults(snapshot(false));
       process.exit(130);
     });
   }
 
-  process.stdout.write(`organism chaos: ${opts.cycles} cycles, seed ${opts.seed}, phases ${phases.join(',')}, data ${dataDir}${mounted ? ' (tmpfs)' : ''}, log ${serve.settings.logFile}\n`);
+  process.stdout.write(
+    `organism chaos (${opts.store}): ${opts.cycles} cycles, seed ${opts.seed}, phases ${phases.join(',')}, ${shared ? `database ${storeUrl}, lease ${LEASE_SECONDS} s` : `data ${dataDir}${mounted ? ' (tmpfs)' : ''}`}, log ${serve.settings.logFile}\n`,
+  );
   try {
-    await harness.startServe('the first start');
+    if (sharedHarness) await sharedHarness.startAll();
+    else await sqliteHarness!.startServe('the first start');
     const order = rng.shuffle(phases);
     for (cycle = 1; cycle <= opts.cycles; cycle++) {
       const c0 = performance.now();
-      const live = phases.filter((p) => !harness.disabled.has(p));
+      const live = phases.filter((p) => !(harness.disabled as Set<string>).has(p));
       if (live.length === 0) throw new Fatal('every selected phase was switched off');
-      const draw = () => rng.weighted(Object.fromEntries(live.map((p) => [p, PHASE_WEIGHTS[p]])) as Record<Phase, number>);
+      const draw = () => rng.weighted(Object.fromEntries(live.map((p) => [p, weights[p]!])));
+      const mayKillWorker = () => sqliteHarness?.mayKillWorker() ?? true;
       let next = order.length ? order.shift()! : draw();
-      while (harness.disabled.has(next)) next = draw();
-      while (next === 'kill-worker' && !harness.mayKillWorker() && live.length > 1) next = draw();
-      if (next === 'kill-worker' && !harness.mayKillWorker()) await sleep(20_000); // only that phase selected
+      while ((harness.disabled as Set<string>).has(next)) next = draw();
+      while (next === 'kill-worker' && !mayKillWorker() && live.length > 1) next = draw();
+      if (next === 'kill-worker' && !mayKillWorker()) await sleep(20_000); // only that phase selected
       phase = next;
       harness.cycle = cycle;
       injector.begin(cycle);
       injector.context = phase;
       const before = total(counts);
-      injector.start(2, () => rng.weighted(STEADY_MIX), [10, 40]);
+      injector.start(2, () => rng.weighted(mix) as Kind, [10, 40]);
+      probe.start();
       loads.push(os.loadavg()[0]!);
       await sleep(rng.int(150, 400));
       const f0 = performance.now();
-      await harness.run(next);
+      await (sharedHarness ? sharedHarness.run(next as (typeof SHARED_PHASES)[number]) : sqliteHarness!.run(next as Phase));
       harness.time('cycle step: the fault until serving again (ms)', performance.now() - f0);
       await sleep(rng.int(100, 250));
       const i0 = performance.now();
       await injector.stop();
+      await probe.stop();
       harness.time('cycle step: the injectors\' last requests (ms)', performance.now() - i0);
       const s0 = performance.now();
-      await settle(serve, report, harness, cycle);
+      await settle(serve, report, sharedHarness ? () => restartWorkers(sharedHarness) : () => sqliteHarness!.killGroup(), cycle);
       harness.time('cycle step: settle, until the journal is quiet (ms)', performance.now() - s0);
       const k0 = performance.now();
-      await checkProcesses(serve, report, cycle);
+      if (sharedHarness) {
+        await sharedHarness.checkWorkers();
+        await sharedHarness.checkProcesses(cycle);
+      } else await checkProcesses(serve, report, cycle);
+      await probe.verify();
       const found = await checkDurability({
         source: apiSource(serve.api),
-        effects: readEffects(
-          effectsDb,
-          injector.accepted.map((a) => a.threadId),
-        ),
-        expectations: injector.accepted.filter((a) => !harness.quarantined.has(a.threadId)).map(expectationOf),
+        effects: sharedHarness
+          ? sharedHarness.logChecks(injector.ordered)
+          : readEffects(
+              effectsDb,
+              injector.accepted.map((a) => a.threadId),
+            ),
+        expectations: injector.accepted.filter((a) => !harness.quarantined.has(a.threadId) && !probe.offScope.has(a.threadId)).map(expectationOf),
         oneCallAgents: ONE_CALL_AGENTS,
         ceiling: () => CEILING,
         orgId: `c${cycle}`,
@@ -239,6 +301,7 @@ async function main(): Promise<number> {
       for (const v of found) report(v.check as CheckName, `cycle ${cycle} (${phase}): ${v.detail}`);
       harness.time('cycle step: the checks (ms)', performance.now() - k0);
       allAccepted.push(...injector.accepted);
+      for (const [t, ids] of injector.ordered) allOrdered.set(t, ids);
       const after = total(counts);
       const record: CycleRecord = { cycle, phase, seconds: (performance.now() - c0) / 1000, accepted: injector.accepted.length, violations: after - before };
       cycles.push(record);
@@ -246,28 +309,36 @@ async function main(): Promise<number> {
       process.stdout.write(`cycle ${cycle}/${opts.cycles} ${phase}: ${record.seconds.toFixed(1)} s, ${record.accepted} accepted, ${after} violations so far\n`);
     }
     phase = 'final stop';
-    const exited = serve.current!.exited;
-    signal(serve.supervisorPid, 'SIGTERM');
-    const stop = await Promise.race([exited, sleep(60_000).then(() => null)]);
-    if (!stop || stop.code !== 0) report('graceful-stop', `SIGTERM: organism serve ${stop ? `exited with ${stop.signal ?? stop.code}` : 'still running after 60 s'}`);
+    if (sharedHarness) await sharedHarness.stopAll();
+    else {
+      const exited = serve.current!.exited;
+      signal(serve.supervisorPid, 'SIGTERM');
+      const stop = await Promise.race([exited, sleep(60_000).then(() => null)]);
+      if (!stop || stop.code !== 0) report('graceful-stop', `SIGTERM: organism serve ${stop ? `exited with ${stop.signal ?? stop.code}` : 'still running after 60 s'}`);
+    }
     await sleep(2_500);
     const left = serve.processes();
     if (left.length) report('no-process-left', `after the final stop: ${left.map((p) => `${p.pid} ${p.cmdline}`).join('; ')}`);
     cleanupProcesses(serve);
 
     phase = 'final checks';
-    const storage = openSqliteStorage({ dataDir });
-    try {
-      const found = await checkDurability({
-        source: storage,
-        effects: readEffects(effectsDb),
-        expectations: allAccepted.filter((a) => !harness.quarantined.has(a.threadId)).map(expectationOf),
-        oneCallAgents: ONE_CALL_AGENTS,
-        ceiling: () => CEILING,
-      });
-      for (const v of found) report(v.check as CheckName, `final (on the store): ${v.detail}`);
-    } finally {
-      storage.close();
+    const expectations = allAccepted.filter((a) => !harness.quarantined.has(a.threadId)).map(expectationOf);
+    if (shared) {
+      const storage = await openPostgresStorage({ url: storeUrl });
+      try {
+        const found = await checkDurability({ source: storage, effects: effectsOf(runs.read()), expectations, oneCallAgents: ONE_CALL_AGENTS, ceiling: () => CEILING });
+        for (const v of found) report(v.check as CheckName, `final (on the store): ${v.detail}`);
+      } finally {
+        await storage.close();
+      }
+    } else {
+      const storage = openSqliteStorage({ dataDir });
+      try {
+        const found = await checkDurability({ source: storage, effects: readEffects(effectsDb), expectations, oneCallAgents: ONE_CALL_AGENTS, ceiling: () => CEILING });
+        for (const v of found) report(v.check as CheckName, `final (on the store): ${v.detail}`);
+      } finally {
+        storage.close();
+      }
     }
   } catch (err) {
     fatal = err instanceof Fatal ? err.message : `${(err as Error).stack ?? err}`;
@@ -287,8 +358,26 @@ async function main(): Promise<number> {
   return result.green ? 0 : 1;
 }
 
+/**
+ * Shared mode's recovery of a stuck journal: both workers stopped gracefully (what they hold is
+ * given back) and started again.
+ */
+async function restartWorkers(h: SharedHarness): Promise<void> {
+  for (const w of [...h.d.workers.live]) {
+    signal(w.pid, 'SIGTERM');
+    const e = await Promise.race([w.exited, sleep(30_000).then(() => null)]);
+    if (!e) {
+      h.killed.add(w.pid);
+      signal(w.pid, 'SIGKILL');
+      await w.exited;
+    }
+    h.d.workers.forget(w);
+  }
+  for (let i = 0; i < 2; i++) await h.d.workers.start(h.d.serve.api, h.d.configPath, 60_000);
+}
+
 /** Waits until nothing is left to deliver; a stuck journal is reported, then a restart recovers it. */
-async function settle(serve: Serve, report: (c: CheckName, d: string) => void, harness: Harness, cycle: number): Promise<void> {
+async function settle(serve: Serve, report: (c: CheckName, d: string) => void, recover: () => Promise<void>, cycle: number): Promise<void> {
   const quiet = async (deadlineMs: number) => {
     const t0 = performance.now();
     while (performance.now() - t0 < deadlineMs) {
@@ -306,7 +395,7 @@ async function settle(serve: Serve, report: (c: CheckName, d: string) => void, h
   const stuck = await quiet(DRAIN_DEADLINE_MS);
   if (stuck === null) return;
   report('journal-drained', `cycle ${cycle}: still not quiet ${DRAIN_DEADLINE_MS / 1000} s after the fault (${stuck}); restarting to recover`);
-  await harness.killGroup();
+  await recover();
   const still = await quiet(DRAIN_DEADLINE_MS * 2);
   if (still !== null) throw new Fatal(`the journal did not drain even after a restart: ${still}`);
 }

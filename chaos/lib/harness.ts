@@ -8,6 +8,7 @@ import path from 'node:path';
 import { openSqliteStorage } from '../../src/store/index.js';
 import type { CheckName } from './checks.js';
 import { ATTACK_NAMES } from './hostile-llm.js';
+import { pausedThroughFault, waitFor } from './paused.js';
 import { signal } from './procs.js';
 import { sleep, type Random } from './random.js';
 import { Serve, StartFailed } from './server.js';
@@ -38,6 +39,28 @@ const HOSTILE_DEADLINE_MS = 60_000;
 
 /** The run cannot go on meaningfully (the organism is frozen or will not come back). */
 export class Fatal extends Error {}
+
+/**
+ * Starts `serve` after a kill (both modes); a refused start is a violation, tried again after
+ * `clear` (what the kill left behind) up to five times.
+ */
+export async function startServeOrReport(
+  d: { serve: Serve; report: Reporter; time: (what: string, ms: number) => void; cycle: number; clear: () => Promise<unknown> },
+  why: string,
+): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      d.time('serve start (ms)', await d.serve.start(SERVE_DEADLINE_MS));
+      return;
+    } catch (err) {
+      if (!(err instanceof StartFailed)) throw err;
+      d.report('restart-not-refused', `cycle ${d.cycle}, after ${why}, start ${attempt}: ${err.message}`);
+      if (attempt >= 5) throw new Fatal(`organism serve would not start after ${why}: ${err.message}`);
+      await d.clear();
+      await sleep(500 * attempt);
+    }
+  }
+}
 
 export type Reporter = (check: CheckName, detail: string) => void;
 
@@ -102,18 +125,7 @@ export class Harness {
 
   /** Starts a fresh `serve` after the whole organism died; a refused start is a violation. */
   async startServe(why: string): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        this.time('serve start (ms)', await this.serve.start(SERVE_DEADLINE_MS));
-        return;
-      } catch (err) {
-        if (!(err instanceof StartFailed)) throw err;
-        this.report('restart-not-refused', `cycle ${this.cycle}, after ${why}, start ${attempt}: ${err.message}`);
-        if (attempt >= 5) throw new Fatal(`organism serve would not start after ${why}: ${err.message}`);
-        await this.killLeftovers();
-        await sleep(500 * attempt);
-      }
-    }
+    await startServeOrReport({ serve: this.serve, report: this.report, time: (what, ms) => this.time(what, ms), cycle: this.cycle, clear: () => this.killLeftovers() }, why);
   }
 
   /** SIGKILLs whatever the organism left running (after a violation was reported). */
@@ -242,57 +254,19 @@ export class Harness {
 
   /** Pause thinker, hold messages for it, restart in one of the ways, check it held them. */
   async pausedRestart(): Promise<void> {
-    const api = this.serve.api;
-    await api.json('POST', '/api/v1/agents/thinker/pause');
-    const held: Accepted[] = [];
-    for (let i = this.rng.int(2, 4); i > 0; i--) {
-      const a = await this.injector.inject('held');
-      if (a) held.push(a);
-    }
-    // Wait until intake has passed each held message on to thinker (held there).
-    await this.waitFor(async () => {
-      for (const h of held) if ((await this.thinkerEntries(h.threadId)).length === 0) return false;
-      return true;
-    }, 10_000);
-    const ways = ['hup-storm', 'api-restart', 'kill-group', 'kill-supervisor', ...(this.mayKillWorker() ? ['kill-worker'] : [])] as const;
-    const way = this.rng.pick(ways);
-    this.count(`paused-restart via ${way}`);
-    if (way === 'hup-storm') {
-      const boot = await this.serve.bootId();
-      signal(this.serve.supervisorPid, 'SIGHUP');
-      await this.backInService(boot, 'SIGHUP while paused');
-    } else if (way === 'api-restart') await this.apiRestart();
-    else if (way === 'kill-group') await this.killGroup();
-    else if (way === 'kill-supervisor') await this.killSupervisor();
-    else await this.killWorker();
-
-    const checkHeld = async (when: string) => {
-      const agent = await api.json<{ state: string }>('GET', '/api/v1/agents/thinker');
-      if (agent.state !== 'paused') this.report('paused-stays-paused', `cycle ${this.cycle}: thinker is ${agent.state} ${when} (${way}), it was paused`);
-      for (const h of held) {
-        for (const e of await this.thinkerEntries(h.threadId)) {
-          if (e.deliveryState !== 'PENDING') this.report('paused-stays-paused', `cycle ${this.cycle}: held message ${e.id} for the paused thinker is ${e.deliveryState} ${when} (${way})`);
-        }
-      }
+    const ways: Record<string, () => Promise<void>> = {
+      'hup-storm': async () => {
+        const boot = await this.serve.bootId();
+        signal(this.serve.supervisorPid, 'SIGHUP');
+        await this.backInService(boot, 'SIGHUP while paused');
+      },
+      'api-restart': () => this.apiRestart(),
+      'kill-group': () => this.killGroup(),
+      'kill-supervisor': () => this.killSupervisor(),
+      ...(this.mayKillWorker() ? { 'kill-worker': () => this.killWorker() } : {}),
     };
-    await checkHeld('right after the restart');
-    await sleep(300);
-    await checkHeld('300 ms after the restart');
-    await api.json('POST', '/api/v1/agents/thinker/resume');
-  }
-
-  private async thinkerEntries(threadId: string): Promise<Array<{ id: string; to: string; deliveryState: string }>> {
-    const page = await this.serve.api.json<{ entries: Array<{ id: string; to: string; deliveryState: string }> }>('GET', `/api/v1/journal?threadId=${threadId}&limit=100`);
-    return page.entries.filter((e) => e.to === 'thinker');
-  }
-
-  private async waitFor(condition: () => Promise<boolean>, deadlineMs: number): Promise<boolean> {
-    const t0 = performance.now();
-    while (performance.now() - t0 < deadlineMs) {
-      if (await condition()) return true;
-      await sleep(25);
-    }
-    return false;
+    const way = await pausedThroughFault({ api: this.serve.api, injector: this.injector, rng: this.rng, report: this.report, cycle: this.cycle }, ways);
+    this.count(`paused-restart via ${way}`);
   }
 
   /** Fills the data directory's tmpfs to the last byte, keeps injecting, then frees it. */
@@ -366,7 +340,7 @@ export class Harness {
       const a = await this.injector.inject(k, 60_000);
       if (a) sent.push(a);
     }
-    const ended = await this.waitFor(async () => {
+    const ended = await waitFor(async () => {
       for (const s of sent) {
         const page = await this.serve.api.request('GET', `/api/v1/journal?threadId=${s.threadId}&limit=100`, undefined, 30_000);
         if (!page.ok || page.status !== 200) return false;

@@ -1,4 +1,7 @@
-/** chaos/results/latest.json and latest.md: the run, every check's result, every violation. */
+/**
+ * chaos/results/latest.json and latest.md (SQLite), latest-postgres.json and .md (the shared
+ * mode): the run, every check's result, every violation.
+ */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,6 +16,7 @@ export interface CycleRecord {
 }
 
 export interface RunResult {
+  readonly store: 'sqlite' | 'postgres';
   readonly startedAt: string;
   readonly seconds: number;
   readonly commit: string;
@@ -52,7 +56,7 @@ function summary(values: readonly number[], digits = 0): string {
 export function markdown(r: RunResult): string {
   const violationCount = Object.values(r.checks).reduce((a, b) => a + b, 0);
   const lines = [
-    '# Chaos run',
+    `# Chaos run (${r.store === 'postgres' ? 'shared mode: PostgreSQL, serve --handlers off and two organism workers' : 'SQLite'})`,
     '',
     `**${r.green ? 'GREEN' : r.complete ? 'RED' : violationCount ? 'RED (incomplete)' : 'INCOMPLETE'}**: ${n(r.cyclesRun)} of ${n(r.cyclesPlanned)} cycles, ${n(violationCount)} violations${r.fatal ? `, stopped early: ${r.fatal}` : ''}${r.complete ? '' : ' (the run had not finished when this was written)'}.`,
     '',
@@ -75,7 +79,7 @@ export function markdown(r: RunResult): string {
     '',
     '| Check | What it asserts | Violations |',
     '|---|---|---|',
-    ...(Object.keys(CHECKS) as CheckName[]).map((k) => `| ${k} | ${CHECKS[k]} | ${r.checks[k] ? `**${n(r.checks[k])}**` : '0'} |`),
+    ...(Object.keys(r.checks) as CheckName[]).map((k) => `| ${k} | ${CHECKS[k]} | ${r.checks[k] ? `**${n(r.checks[k])}**` : '0'} |`),
     '',
     '## Timings (ms)',
     '',
@@ -94,8 +98,9 @@ export function markdown(r: RunResult): string {
 export function writeResults(r: RunResult): string[] {
   const dir = fileURLToPath(new URL('../results/', import.meta.url));
   mkdirSync(dir, { recursive: true });
-  const json = path.join(dir, 'latest.json');
-  const md = path.join(dir, 'latest.md');
+  const name = r.store === 'postgres' ? 'latest-postgres' : 'latest';
+  const json = path.join(dir, `${name}.json`);
+  const md = path.join(dir, `${name}.md`);
   writeFileSync(json, `${JSON.stringify(r, null, 2)}\n`);
   writeFileSync(md, markdown(r));
   return [path.relative(process.cwd(), json), path.relative(process.cwd(), md)];

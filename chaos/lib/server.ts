@@ -9,7 +9,7 @@ import { Api } from './api.js';
 import { gone, markedProcesses, MARKER_ENV, type Proc } from './procs.js';
 import { sleep } from './random.js';
 
-const CLI = fileURLToPath(new URL('../../bin/organism.js', import.meta.url));
+export const CLI = fileURLToPath(new URL('../../bin/organism.js', import.meta.url));
 
 export interface ServeSettings {
   readonly configPath: string;
@@ -19,6 +19,8 @@ export interface ServeSettings {
   readonly marker: string;
   readonly logFile: string;
   readonly env: Readonly<Record<string, string>>;
+  /** More arguments of `serve` (shared mode: --store, --handlers off, --lease-seconds). */
+  readonly extraArgs?: readonly string[];
 }
 
 export interface Started {
@@ -57,7 +59,7 @@ export class Serve {
     const logStart = statSync(s.logFile).size;
     const supervisor = spawn(
       process.execPath,
-      [CLI, 'serve', s.configPath, '--data-dir', s.dataDir, '--port', String(s.port), '--drain-timeout', '10', '--log-level', 'warn'],
+      [CLI, 'serve', s.configPath, '--data-dir', s.dataDir, '--port', String(s.port), '--drain-timeout', '10', '--log-level', 'warn', ...(s.extraArgs ?? [])],
       { detached: true, stdio: ['ignore', log, log], env: { ...process.env, ...s.env, ORGANISM_API_TOKEN: s.token, [MARKER_ENV]: s.marker } },
     );
     closeSync(log);

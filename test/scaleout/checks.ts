@@ -80,3 +80,35 @@ export async function durabilityViolations(
     await storage.close();
   }
 }
+
+/**
+ * Per-thread FIFO from the handlers' log, for threads whose messages were injected one after
+ * another (`threads`: thread id -> message ids in inject order): a message starts only once
+ * every earlier one of its thread has ended, and never after a later one started. A run may be
+ * repeated (a killed or stopped process's delivery taken back); `excused` starts (a run that a
+ * process which had lost its lease started late) are left out.
+ */
+export function fifoViolations(runs: readonly RunLine[], threads: ReadonlyMap<string, readonly string[]>, excused: (r: RunLine) => boolean = () => false): Violation[] {
+  const out: Violation[] = [];
+  const position = new Map<string, { threadId: string; index: number }>();
+  for (const [threadId, ids] of threads) ids.forEach((id, index) => position.set(id, { threadId, index }));
+  const ended = new Map<string, Set<number>>();
+  const highestStarted = new Map<string, number>();
+  for (const r of runs) {
+    const at = position.get(r.messageId);
+    if (!at) continue;
+    const done = ended.get(at.threadId) ?? new Set<number>();
+    ended.set(at.threadId, done);
+    if (r.ev === 'end') {
+      done.add(at.index);
+      continue;
+    }
+    if (r.ev !== 'start' || excused(r)) continue;
+    const waiting = Array.from({ length: at.index }, (_, i) => i).filter((i) => !done.has(i));
+    if (waiting.length) out.push({ check: 'thread-fifo', detail: `thread ${at.threadId}: message ${at.index} (${r.messageId}) started on pid ${r.pid} before message(s) ${waiting.join(', ')} ended` });
+    const highest = highestStarted.get(at.threadId) ?? -1;
+    if (highest > at.index) out.push({ check: 'thread-fifo', detail: `thread ${at.threadId}: message ${at.index} (${r.messageId}) started on pid ${r.pid} after message ${highest} had started` });
+    highestStarted.set(at.threadId, Math.max(highest, at.index));
+  }
+  return out;
+}

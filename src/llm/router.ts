@@ -50,6 +50,8 @@ export interface RouterDeps {
   readonly recorder?: CallRecorder;
   /** Telemetry following each call (chat spans, LLM metrics). */
   readonly observer?: LlmObserver;
+  /** llm.max_reply_bytes, which providers hold while reading (their default when absent). */
+  readonly maxReplyBytes?: number;
 }
 
 export interface RouterOptions extends RouterDeps {
@@ -113,7 +115,8 @@ export class LlmRouter {
     const watch = this.opts.observer?.started({ ...sized, agent: call.agent, threadId: call.threadId }) ?? null;
     let success: Success;
     try {
-      success = await this.attempt(candidates, { ...sized, agent: call.agent, threadId: call.threadId }, call, options, watch);
+      const limit = this.opts.maxReplyBytes !== undefined ? { maxReplyBytes: this.opts.maxReplyBytes } : {};
+      success = await this.attempt(candidates, { ...sized, ...limit, agent: call.agent, threadId: call.threadId }, call, options, watch);
     } catch (err) {
       if (err instanceof AbortedCall && err.usage && err.usage.totalTokens > 0) {
         // A stream cut short had cost what its provider reported so far: that is accounted.

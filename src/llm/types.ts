@@ -34,6 +34,8 @@ export interface CompletionRequest {
   readonly maxOutputTokens: number;
   /** Tools the model may call (native tool calling); none = a plain completion. */
   readonly tools?: readonly ToolSpec[];
+  /** llm.max_reply_bytes: a provider stops reading (and aborts the request) once the reply passes it. */
+  readonly maxReplyBytes?: number;
   /** Who asks: the mock provider scripts replies per agent; real providers ignore it. */
   readonly agent?: string;
   readonly threadId?: string;

@@ -585,6 +585,7 @@ export class Organism {
       budgets: this.budgets,
       recorder: new CallRecorder(this.llmCalls, config.llm.record ?? 'full'),
       observer: this.observers.llm,
+      maxReplyBytes: config.llm.maxReplyBytes,
     });
   }
 

@@ -3,7 +3,8 @@ import { Errors } from '../../errors/catalogue.js';
 import { ProviderHttpError } from '../http-error.js';
 import type { CallObserver, ChatMessage, CompletionRequest, ProviderResponse, TokenUsage, ToolCall } from '../types.js';
 import { ConfiguredProvider } from './configured.js';
-import { apiKey, eventJson, joinUrl, num, postStreaming, preview } from './http.js';
+import { Defaults } from '../../config/schema.js';
+import { apiKey, eventJson, joinUrl, num, postStreaming, preview, ReplyMeter } from './http.js';
 
 interface AnthropicUsage {
   input_tokens?: number;
@@ -41,8 +42,9 @@ export class AnthropicProvider extends ConfiguredProvider {
     };
     observer.onRequest?.(body);
     const url = joinUrl(this.config.baseUrl ?? 'https://api.anthropic.com', '/v1/messages');
-    const stream = new EventAssembler(request.model, observer, this.config.name);
-    const outcome = await postStreaming(this.config, url, headers, body, signal, (e) => stream.push(e));
+    const replyLimit = request.maxReplyBytes ?? Defaults.maxReplyBytes;
+    const stream = new EventAssembler(request.model, observer, this.config.name, new ReplyMeter(replyLimit));
+    const outcome = await postStreaming(this.config, url, headers, body, signal, (e) => stream.push(e), replyLimit);
     return outcome.streamed ? stream.finish() : fromMessage(outcome.body, request.model);
   }
 }
@@ -119,6 +121,7 @@ class EventAssembler {
     askedModel: string,
     private readonly observer: CallObserver,
     private readonly provider: string,
+    private readonly meter: ReplyMeter,
   ) {
     this.model = askedModel;
   }
@@ -137,6 +140,7 @@ class EventAssembler {
       }
       case 'content_block_start': {
         const block = (data['content_block'] ?? {}) as Block;
+        this.meter.add((block.text ?? '') + (block.name ?? '') + (block.input === undefined ? '' : JSON.stringify(block.input)));
         this.blocks[num(data['index']) ?? this.blocks.length] = {
           type: block.type ?? 'text',
           text: block.text ?? '',
@@ -153,9 +157,11 @@ class EventAssembler {
         const delta = (data['delta'] ?? {}) as { type?: string; text?: string; partial_json?: string };
         if (!block) throw Errors.LLM_BAD_RESPONSE(`content_block_delta for a block that never started (${preview(data)})`);
         if (delta.type === 'text_delta' && typeof delta.text === 'string') {
+          this.meter.add(delta.text);
           block.text += delta.text;
           this.observer.onDelta?.(delta.text);
         } else if (delta.type === 'input_json_delta' && typeof delta.partial_json === 'string') {
+          this.meter.add(delta.partial_json);
           block.json += delta.partial_json;
         }
         return;

@@ -3,7 +3,8 @@ import { Errors } from '../../errors/catalogue.js';
 import { ProviderHttpError } from '../http-error.js';
 import type { CallObserver, ChatMessage, CompletionRequest, ProviderResponse, TokenUsage, ToolCall } from '../types.js';
 import { ConfiguredProvider } from './configured.js';
-import { apiKey, eventJson, joinUrl, num, postStreaming, preview } from './http.js';
+import { Defaults } from '../../config/schema.js';
+import { apiKey, eventJson, joinUrl, num, postStreaming, preview, ReplyMeter } from './http.js';
 
 const OPENAI_BASE_URL = 'https://api.openai.com/v1';
 /** OpenAI's reasoning and newest models refuse `max_tokens` wherever they are served (proxies too). */
@@ -74,8 +75,9 @@ export class OpenAiProvider extends ConfiguredProvider {
     };
     observer.onRequest?.(body);
     const url = joinUrl(this.config.baseUrl ?? OPENAI_BASE_URL, '/chat/completions');
-    const stream = new ChunkAssembler(request.model, observer);
-    const outcome = await postStreaming(this.config, url, key ? { authorization: `Bearer ${key}` } : {}, body, signal, (e) => stream.push(e));
+    const replyLimit = request.maxReplyBytes ?? Defaults.maxReplyBytes;
+    const stream = new ChunkAssembler(request.model, observer, new ReplyMeter(replyLimit));
+    const outcome = await postStreaming(this.config, url, key ? { authorization: `Bearer ${key}` } : {}, body, signal, (e) => stream.push(e), replyLimit);
     return outcome.streamed ? stream.finish() : fromCompletion(outcome.body, request.model);
   }
 }
@@ -124,6 +126,7 @@ class ChunkAssembler {
   constructor(
     askedModel: string,
     private readonly observer: CallObserver,
+    private readonly meter: ReplyMeter,
   ) {
     this.model = askedModel;
   }
@@ -146,10 +149,12 @@ class ChunkAssembler {
       if ((choice.index ?? 0) !== 0) continue;
       const content = choice.delta?.content;
       if (typeof content === 'string' && content !== '') {
+        this.meter.add(content);
         this.text += content;
         this.observer.onDelta?.(content);
       }
       for (const [i, part] of (choice.delta?.tool_calls ?? []).entries()) {
+        this.meter.add((part.function?.name ?? '') + (part.function?.arguments ?? ''));
         const slot = (this.calls[part.index ?? i] ??= { id: '', name: '', arguments: '' });
         if (part.id) slot.id = part.id;
         if (part.function?.name) slot.name += part.function.name;

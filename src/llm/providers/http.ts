@@ -37,8 +37,9 @@ export function replyTooLarge(what: string): OrganismError {
  *
  * `replyLimit` (llm.max_reply_bytes) holds while reading, so a hostile or broken server cannot
  * fill memory: a whole body is read up to wholeBodyLimit(replyLimit), one stream event up to the
- * same, and the streamed text is counted by `onEvent`'s assembler. Past a limit the request is
- * aborted (the connection closed) and the attempt fails as a bad response.
+ * same, and the streamed text and tool calls up to the same by `onEvent`'s assembler (a
+ * ReplyMeter). Past a limit the request is aborted (the connection closed) and the attempt fails
+ * as a bad response.
  */
 export async function postStreaming(
   config: ProviderConfig,
@@ -131,16 +132,23 @@ function eventSizeLimit(limit: number): TransformStream<Uint8Array, Uint8Array> 
   });
 }
 
-/** Counts the bytes of a streamed reply's text and tool calls, failing once they pass llm.max_reply_bytes. */
+/**
+ * Counts the bytes of a streamed reply's text and tool calls, failing once they pass
+ * wholeBodyLimit(llm.max_reply_bytes): the same allowance as a whole body, so an answer a little
+ * over the cap is still read and refused by the agent with its exact size, and only a flood is cut.
+ */
 export class ReplyMeter {
   private bytes = 0;
+  private readonly limit: number;
 
-  constructor(private readonly limit: number) {}
+  constructor(replyLimit: number) {
+    this.limit = wholeBodyLimit(replyLimit);
+  }
 
   add(text: string): void {
     if (text === '') return;
     this.bytes += Buffer.byteLength(text, 'utf8');
-    if (this.bytes > this.limit) throw replyTooLarge(`the streamed reply passed llm.max_reply_bytes (${this.limit} bytes)`);
+    if (this.bytes > this.limit) throw replyTooLarge(`the streamed reply passed ${this.limit} bytes (twice llm.max_reply_bytes plus 64 KiB)`);
   }
 }
 

@@ -11,6 +11,7 @@ import { retryReasonOf, type LlmCallWatch, type LlmObserver } from './observer.j
 import { abortableSleep, isRetryable, retryDelay, type Sleep } from './retry.js';
 import type { CallRecorder, LlmCallRecord } from './call-record.js';
 import { estimatePromptTokens } from './tokens.js';
+import { OutputCapWatch } from './usage-check.js';
 import type { BoundLlmClient, CallObserver, CompletionRequest, CompletionResult, LlmProvider, ProviderResponse, TokenUsage } from './types.js';
 
 /** Below this many output tokens a call is not worth making: it is refused instead. */
@@ -52,6 +53,8 @@ export interface RouterDeps {
   readonly observer?: LlmObserver;
   /** llm.max_reply_bytes, which providers hold while reading (their default when absent). */
   readonly maxReplyBytes?: number;
+  /** Flags (and logs once per provider) completion tokens over the output cap; none = flagged, not logged. */
+  readonly outputCap?: OutputCapWatch;
 }
 
 export interface RouterOptions extends RouterDeps {
@@ -92,8 +95,10 @@ export class LlmRouter {
   private readonly sleep: Sleep;
   private readonly random: () => number;
   private readonly now: () => number;
+  private readonly outputCap: OutputCapWatch;
 
   constructor(private readonly opts: RouterOptions) {
+    this.outputCap = opts.outputCap ?? new OutputCapWatch(null);
     // A stable sort: equal priorities keep their configured order.
     this.providers = [...opts.providers].sort((a, b) => a.priority - b.priority);
     this.sleep = opts.sleep ?? abortableSleep;
@@ -217,6 +222,7 @@ export class LlmRouter {
               finishReason: response.finishReason ?? null,
             },
             usage: response.usage,
+            overOutputCap: this.outputCap.check(provider.name, request.model, request.maxOutputTokens, response.usage),
           };
           return { provider, response, providerLatencyMs: this.now() - requestStart, attempts, record: done };
         } catch (err) {
@@ -226,6 +232,7 @@ export class LlmRouter {
             ...record,
             latencyMs: this.now() - requestStart,
             usage,
+            overOutputCap: usage !== null && this.outputCap.check(provider.name, request.model, request.maxOutputTokens, usage),
             cost: usage ? this.opts.pricing.cost(request.model, usage) : null,
             error: describe(failed),
           });
@@ -262,6 +269,8 @@ export class LlmRouter {
       tools: (request.tools ?? []).map((t) => t.name),
       response: null,
       usage: null,
+      maxOutputTokens: request.maxOutputTokens,
+      overOutputCap: false,
       cost: null,
       error: null,
     };
@@ -282,6 +291,7 @@ export class LlmRouter {
       attempts: s.attempts,
       cost,
       callId: s.record.id,
+      overOutputCap: s.record.overOutputCap,
     };
   }
 

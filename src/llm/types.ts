@@ -73,6 +73,8 @@ export interface CompletionResult extends ProviderResponse {
   readonly cost: number | null;
   /** The id of the recorded call that answered (see LlmCallRecord). */
   readonly callId: string;
+  /** The provider reported more completion tokens than the call's output cap (see LlmCallRecord). */
+  readonly overOutputCap: boolean;
 }
 
 /**

@@ -2,6 +2,7 @@ import type { EventSourceMessage } from 'eventsource-parser/stream';
 import { Errors } from '../../errors/catalogue.js';
 import { ProviderHttpError } from '../http-error.js';
 import type { CallObserver, ChatMessage, CompletionRequest, ProviderResponse, TokenUsage, ToolCall } from '../types.js';
+import { tokenCount } from '../usage-check.js';
 import { ConfiguredProvider } from './configured.js';
 import { Defaults } from '../../config/schema.js';
 import { apiKey, eventJson, joinUrl, num, postStreaming, preview, ReplyMeter } from './http.js';
@@ -100,11 +101,11 @@ function inputObject(args: string): unknown {
 }
 
 function usageOf(u: AnthropicUsage, outputTokens?: number): TokenUsage {
-  const cacheRead = num(u.cache_read_input_tokens);
-  const cacheWrite = num(u.cache_creation_input_tokens);
+  const cacheRead = tokenCount(u.cache_read_input_tokens, 'cache_read_input_tokens');
+  const cacheWrite = tokenCount(u.cache_creation_input_tokens, 'cache_creation_input_tokens');
   // Anthropic reports cache tokens beside input_tokens; our promptTokens counts them all.
-  const promptTokens = (num(u.input_tokens) ?? 0) + (cacheRead ?? 0) + (cacheWrite ?? 0);
-  const completionTokens = outputTokens ?? num(u.output_tokens) ?? 0;
+  const promptTokens = (tokenCount(u.input_tokens, 'input_tokens') ?? 0) + (cacheRead ?? 0) + (cacheWrite ?? 0);
+  const completionTokens = outputTokens ?? tokenCount(u.output_tokens, 'output_tokens') ?? 0;
   return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens, cacheReadTokens: cacheRead, cacheWriteTokens: cacheWrite, reasoningTokens: null };
 }
 

@@ -2,6 +2,7 @@ import type { EventSourceMessage } from 'eventsource-parser/stream';
 import { Errors } from '../../errors/catalogue.js';
 import { ProviderHttpError } from '../http-error.js';
 import type { CallObserver, ChatMessage, CompletionRequest, ProviderResponse, TokenUsage, ToolCall } from '../types.js';
+import { tokenCount } from '../usage-check.js';
 import { ConfiguredProvider } from './configured.js';
 import { Defaults } from '../../config/schema.js';
 import { apiKey, eventJson, joinUrl, num, postStreaming, preview, ReplyMeter } from './http.js';
@@ -99,15 +100,15 @@ function wireMessage(m: ChatMessage): Record<string, unknown> {
 }
 
 function usageOf(u: OpenAiUsage): TokenUsage {
-  const promptTokens = num(u.prompt_tokens) ?? 0;
-  const completionTokens = num(u.completion_tokens) ?? 0;
+  const promptTokens = tokenCount(u.prompt_tokens, 'prompt_tokens') ?? 0;
+  const completionTokens = tokenCount(u.completion_tokens, 'completion_tokens') ?? 0;
   return {
     promptTokens,
     completionTokens,
-    totalTokens: num(u.total_tokens) ?? promptTokens + completionTokens,
-    cacheReadTokens: num(u.prompt_tokens_details?.cached_tokens),
+    totalTokens: tokenCount(u.total_tokens, 'total_tokens') ?? promptTokens + completionTokens,
+    cacheReadTokens: tokenCount(u.prompt_tokens_details?.cached_tokens, 'prompt_tokens_details.cached_tokens'),
     cacheWriteTokens: null,
-    reasoningTokens: num(u.completion_tokens_details?.reasoning_tokens),
+    reasoningTokens: tokenCount(u.completion_tokens_details?.reasoning_tokens, 'completion_tokens_details.reasoning_tokens'),
   };
 }
 

@@ -4,6 +4,7 @@ import { ProviderHttpError } from '../../src/llm/http-error.js';
 import { AnthropicProvider } from '../../src/llm/providers/anthropic.js';
 import { OpenAiProvider } from '../../src/llm/providers/openai.js';
 import type { LlmProvider } from '../../src/llm/types.js';
+import { listener, settled, startOrganism } from '../pump/harness.js';
 import { call, makeRouter, providerConfig, rejection, request, track } from './helpers.js';
 import { openAiChunks, openAiOk, startOpenAiServer } from './servers/openai-server.js';
 import { startFloodServer, type Flood, type FloodServer } from './servers/flood-server.js';
@@ -130,6 +131,22 @@ describe('llm.max_reply_bytes holds while a reply is read', () => {
     expect(Errors.LLM_REQUEST_FAILED.is(err)).toBe(true);
     expect(err.message).toContain('llm.max_reply_bytes');
     expect(s.requests).toBe(1);
+  });
+
+  it('an organism applies its llm.max_reply_bytes: the delivery fails with the reason, the connection is closed', { timeout: 120_000 }, async () => {
+    const s = await flood(openAiStream);
+    const { organism } = await startOrganism([listener('boss', { handler: null, agent: true, prompt: 'p', model: 'gpt-x' })], {
+      llm: { providers: [providerConfig({ name: 'compat', type: 'openai', baseUrl: s.url, maxRetries: 3, timeoutSeconds: 120 })], pricing: {}, maxReplyBytes: CAP },
+    });
+    try {
+      const { threadId } = await organism.inject('boss', { text: 'hi' });
+      const thread = await settled(organism, threadId);
+      expect(thread.error).toContain(`the streamed reply passed ${2 * CAP + 64 * 1024} bytes (twice llm.max_reply_bytes plus 64 KiB)`);
+      expect((await s.outcome()).closedEarly).toBe(true);
+      expect(s.requests).toBe(1);
+    } finally {
+      await organism.stop({ timeoutMs: 2_000 });
+    }
   });
 
   it('reads a streamed reply up to twice the cap plus 64 KiB (the agent then refuses what is over the cap with its size); one byte more is cut off', async () => {

@@ -41,6 +41,7 @@ export async function runToolAgent(
   const system = buildToolSystemPrompt({ listener, peers, sender: ctx.from, replyType, hasOtherTools: mcpTools.length > 0 });
   const messages: ChatMessage[] = toolTurns(await ctx.history(HISTORY_LIMIT), ctx, payload);
   const maxRounds = listener.maxToolRounds ?? Defaults.maxToolRounds;
+  const maxCallsPerRound = listener.maxToolCallsPerRound ?? Defaults.maxToolCallsPerRound;
   const maxMessages = listener.maxMessagesPerReply ?? view.replyLimits.maxMessagesPerReply;
   const outgoing: Outgoing[] = [];
   let repairUsed = false;
@@ -65,7 +66,13 @@ export async function runToolAgent(
       repairing = true;
       continue;
     }
-    const handled = await Promise.all(answer.toolCalls.map((call) => handle(call, tools, ctx, view, answer, listener)));
+    // MCP calls past the round's cap are not run: the model is told, and the turn goes on.
+    let mcpCalls = 0;
+    const handled = await Promise.all(
+      answer.toolCalls.map((call) =>
+        tools.resolve(call.name)?.kind === 'mcp' && ++mcpCalls > maxCallsPerRound ? notRun(call, maxCallsPerRound) : handle(call, tools, ctx, view, answer, listener),
+      ),
+    );
     const errors: string[] = [];
     for (const h of handled) {
       messages.push(h.result);
@@ -152,6 +159,20 @@ function parseArguments(call: ToolCall): { ok: true; value: Record<string, unkno
 
 function fieldErrors(tool: string, errors: readonly FieldError[]): string[] {
   return errors.map((e) => `${tool}: ${e.path || '(root)'}: ${e.message}`);
+}
+
+/** An MCP call past `max_tool_calls_per_round`: an error result, so the model may call it again next round. */
+function notRun(call: ToolCall, cap: number): Handled {
+  return {
+    kind: 'mcp',
+    result: {
+      role: 'tool',
+      toolCallId: call.id,
+      name: call.name,
+      content: `Not run: at most ${cap} tool calls run in one round (max_tool_calls_per_round); call it again in a later round if you still need it.`,
+      isError: true,
+    },
+  };
 }
 
 function accepted(call: ToolCall, what: string): ChatMessage {

@@ -235,6 +235,7 @@ function readListener(r: MapReader): ListenerConfig {
     replyFormat: r.enumeration('reply_format', REPLY_FORMATS, false),
     mcpServers: r.stringList('mcp_servers'),
     maxToolRounds: r.integer('max_tool_rounds', Defaults.maxToolRounds, 1),
+    maxToolCallsPerRound: r.integer('max_tool_calls_per_round', Defaults.maxToolCallsPerRound, 1),
     maxMessagesPerReply: r.has('max_messages_per_reply') ? r.integer('max_messages_per_reply', Defaults.maxMessagesPerReply, 1) : null,
   };
 }

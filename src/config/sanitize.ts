@@ -91,6 +91,7 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
       replyFormat: l.replyFormat ?? null,
       mcpServers: [...(l.mcpServers ?? [])],
       maxToolRounds: l.maxToolRounds ?? null,
+      maxToolCallsPerRound: l.maxToolCallsPerRound ?? null,
       maxMessagesPerReply: l.maxMessagesPerReply,
     })),
     payloads: config.payloads.map((p) => ({

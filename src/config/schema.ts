@@ -20,7 +20,7 @@ export const Keys = {
   llm: ['providers', 'pricing', 'max_reply_bytes', 'max_messages_per_reply', 'record'],
   provider: ['name', 'type', 'base_url', 'api_key_env', 'models', 'priority', 'timeout_seconds', 'max_retries', 'script', 'latency_ms', 'reply_format', 'max_tokens_param'],
   price: ['prompt', 'completion', 'cache_read', 'cache_write'],
-  listener: ['name', 'description', 'agent', 'peers', 'payload', 'handler', 'prompt', 'model', 'max_output_tokens', 'timeout_seconds', 'max_messages_per_reply', 'reply_format', 'mcp_servers', 'max_tool_rounds'],
+  listener: ['name', 'description', 'agent', 'peers', 'payload', 'handler', 'prompt', 'model', 'max_output_tokens', 'timeout_seconds', 'max_messages_per_reply', 'reply_format', 'mcp_servers', 'max_tool_rounds', 'max_tool_calls_per_round'],
   mcpServer: ['name', 'command', 'url', 'tools', 'timeout_seconds'],
   mockStep: ['text', 'calls'],
   mockCall: ['name', 'arguments'],
@@ -53,6 +53,7 @@ export const Defaults = {
   journalRetainDays: 7,
   journalFailedRetainDays: 30,
   maxToolRounds: 8,
+  maxToolCallsPerRound: 16,
   mcpTimeoutSeconds: 30,
 } as const;
 

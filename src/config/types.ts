@@ -84,6 +84,8 @@ export interface ListenerConfig {
   readonly mcpServers?: readonly string[];
   /** Rounds of MCP tool calls one delivery may make. */
   readonly maxToolRounds?: number;
+  /** MCP tool calls one answer (round) may run; the calls past it are answered with an error result. */
+  readonly maxToolCallsPerRound?: number;
   /** LLM agents: messages one answer may send; null = `llm.max_messages_per_reply`. */
   readonly maxMessagesPerReply: number | null;
 }

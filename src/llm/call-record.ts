@@ -36,6 +36,10 @@ export interface LlmCallRecord {
   } | null;
   /** As the provider reported it; for an aborted stream, what it had reported until then. */
   readonly usage: TokenUsage | null;
+  /** The output cap sent with the request (max_tokens). */
+  readonly maxOutputTokens: number;
+  /** The provider reported more completion tokens than `maxOutputTokens`: billed as reported, flagged here. */
+  readonly overOutputCap: boolean;
   readonly cost: number | null;
   readonly error: string | null;
 }

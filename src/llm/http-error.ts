@@ -1,4 +1,8 @@
 import { Errors } from '../errors/catalogue.js';
+import { readUpTo } from './read-capped.js';
+
+/** An error body is read up to this much: its message is all we keep, and a server may send anything. */
+export const ERROR_BODY_LIMIT = 16 * 1024;
 
 /**
  * An HTTP-level failure from a provider: status, the provider's own message and Retry-After.
@@ -42,13 +46,14 @@ function messageOf(text: string): string | null {
 }
 
 /**
- * Reads an error response into a ProviderHttpError, whatever shape the body has. A server
- * that echoes the key back in its message (some proxies do) gets it cut out.
+ * Reads an error response into a ProviderHttpError, whatever shape the body has (its first
+ * ERROR_BODY_LIMIT bytes; the rest is left unread). A server that echoes the key back in its
+ * message (some proxies do) gets it cut out.
  */
 export async function errorFromResponse(provider: string, res: Response, secret: string | null = null): Promise<ProviderHttpError> {
   let message: string | null = null;
   try {
-    message = messageOf(await res.text());
+    message = messageOf((await readUpTo(res.body, ERROR_BODY_LIMIT)).bytes.toString('utf8'));
   } catch {
     // body unreadable: keep the status text
   }

@@ -11,6 +11,7 @@ import { retryReasonOf, type LlmCallWatch, type LlmObserver } from './observer.j
 import { abortableSleep, isRetryable, retryDelay, type Sleep } from './retry.js';
 import type { CallRecorder, LlmCallRecord } from './call-record.js';
 import { estimatePromptTokens } from './tokens.js';
+import { OutputCapWatch } from './usage-check.js';
 import type { BoundLlmClient, CallObserver, CompletionRequest, CompletionResult, LlmProvider, ProviderResponse, TokenUsage } from './types.js';
 
 /** Below this many output tokens a call is not worth making: it is refused instead. */
@@ -50,6 +51,10 @@ export interface RouterDeps {
   readonly recorder?: CallRecorder;
   /** Telemetry following each call (chat spans, LLM metrics). */
   readonly observer?: LlmObserver;
+  /** llm.max_reply_bytes, which providers hold while reading (their default when absent). */
+  readonly maxReplyBytes?: number;
+  /** Flags (and logs once per provider) completion tokens over the output cap; none = flagged, not logged. */
+  readonly outputCap?: OutputCapWatch;
 }
 
 export interface RouterOptions extends RouterDeps {
@@ -90,8 +95,10 @@ export class LlmRouter {
   private readonly sleep: Sleep;
   private readonly random: () => number;
   private readonly now: () => number;
+  private readonly outputCap: OutputCapWatch;
 
   constructor(private readonly opts: RouterOptions) {
+    this.outputCap = opts.outputCap ?? new OutputCapWatch(null);
     // A stable sort: equal priorities keep their configured order.
     this.providers = [...opts.providers].sort((a, b) => a.priority - b.priority);
     this.sleep = opts.sleep ?? abortableSleep;
@@ -113,7 +120,8 @@ export class LlmRouter {
     const watch = this.opts.observer?.started({ ...sized, agent: call.agent, threadId: call.threadId }) ?? null;
     let success: Success;
     try {
-      success = await this.attempt(candidates, { ...sized, agent: call.agent, threadId: call.threadId }, call, options, watch);
+      const limit = this.opts.maxReplyBytes !== undefined ? { maxReplyBytes: this.opts.maxReplyBytes } : {};
+      success = await this.attempt(candidates, { ...sized, ...limit, agent: call.agent, threadId: call.threadId }, call, options, watch);
     } catch (err) {
       if (err instanceof AbortedCall && err.usage && err.usage.totalTokens > 0) {
         // A stream cut short had cost what its provider reported so far: that is accounted.
@@ -215,6 +223,7 @@ export class LlmRouter {
               finishReason: response.finishReason ?? null,
             },
             usage: response.usage,
+            overOutputCap: this.outputCap.check(provider.name, request.model, request.maxOutputTokens, response.usage),
           };
           return { provider, response, providerLatencyMs: this.now() - requestStart, attempts, record: done };
         } catch (err) {
@@ -224,6 +233,7 @@ export class LlmRouter {
             ...record,
             latencyMs: this.now() - requestStart,
             usage,
+            overOutputCap: usage !== null && this.outputCap.check(provider.name, request.model, request.maxOutputTokens, usage),
             cost: usage ? this.opts.pricing.cost(request.model, usage) : null,
             error: describe(failed),
           });
@@ -260,6 +270,8 @@ export class LlmRouter {
       tools: (request.tools ?? []).map((t) => t.name),
       response: null,
       usage: null,
+      maxOutputTokens: request.maxOutputTokens,
+      overOutputCap: false,
       cost: null,
       error: null,
     };
@@ -280,6 +292,7 @@ export class LlmRouter {
       attempts: s.attempts,
       cost,
       callId: s.record.id,
+      overOutputCap: s.record.overOutputCap,
     };
   }
 

@@ -34,6 +34,8 @@ export interface CompletionRequest {
   readonly maxOutputTokens: number;
   /** Tools the model may call (native tool calling); none = a plain completion. */
   readonly tools?: readonly ToolSpec[];
+  /** llm.max_reply_bytes: a provider stops reading (and aborts the request) once the reply passes it. */
+  readonly maxReplyBytes?: number;
   /** Who asks: the mock provider scripts replies per agent; real providers ignore it. */
   readonly agent?: string;
   readonly threadId?: string;
@@ -71,6 +73,8 @@ export interface CompletionResult extends ProviderResponse {
   readonly cost: number | null;
   /** The id of the recorded call that answered (see LlmCallRecord). */
   readonly callId: string;
+  /** The provider reported more completion tokens than the call's output cap (see LlmCallRecord). */
+  readonly overOutputCap: boolean;
 }
 
 /**

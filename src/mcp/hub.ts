@@ -5,6 +5,7 @@ import type { McpServerConfig } from '../config/types.js';
 import { Errors, OrganismError } from '../errors/catalogue.js';
 import type { Logger } from '../util/logger.js';
 import { VERSION } from '../version.js';
+import { StderrTail } from './stderr-tail.js';
 
 /** A tool of an MCP server, as the server describes it. */
 export interface McpTool {
@@ -23,17 +24,44 @@ export interface McpToolResult {
 interface Connection {
   readonly client: Client;
   readonly tools: readonly McpTool[];
+  readonly openedAt: number;
+  /** Set before the hub closes it itself: that close is no disconnect. */
+  closing: boolean;
+}
+
+/** Per server, kept across its connections: the disconnect streak, when to try again, its stderr. */
+interface ServerState {
+  /** Disconnects and failed connections in a row (a connection that lived STABLE_MS ends a streak). */
+  failures: number;
+  /** No reconnection before this time (ms since the epoch). */
+  retryAt: number;
+  readonly stderr: StderrTail | null;
+}
+
+/** A connection that lived this long was healthy: its disconnect starts a new streak. */
+export const STABLE_MS = 60_000;
+export const RECONNECT_BASE_MS = 1_000;
+export const RECONNECT_CAP_MS = 30_000;
+
+/** Wait before reconnecting after `failures` in a row: the first at once, then 1 s, 2 s, 4 s, ... up to 30 s. */
+export function reconnectDelay(failures: number): number {
+  return failures <= 1 ? 0 : Math.min(RECONNECT_CAP_MS, RECONNECT_BASE_MS * 2 ** (failures - 2));
 }
 
 /**
  * The organism's MCP clients (official TypeScript SDK), one per server of `mcp_servers`:
  * stdio servers run as child processes (in the config file's directory), others are reached
  * over Streamable HTTP. A server is connected when an agent first needs it, and its tool list
- * is read once then (filtered by the server's `tools`). A failed connection is tried again at
- * the next need.
+ * is read once then (filtered by the server's `tools`). A server that goes away (a stdio server
+ * that crashed or closed) is logged once, with the last lines it wrote to stderr, and connected
+ * again at its next use; a failed connection likewise. Repeated failures back off
+ * (reconnectDelay): a call meanwhile fails at once with MCP_UNAVAILABLE saying when.
  */
 export class McpHub {
   private readonly connections = new Map<string, Promise<Connection>>();
+  /** The open connection of each server, once made (to tell its disconnect from an older one's). */
+  private readonly current = new Map<string, Connection>();
+  private readonly states = new Map<string, ServerState>();
   private closed = false;
 
   constructor(
@@ -66,7 +94,17 @@ export class McpHub {
     this.closed = true;
     const pending = [...this.connections.values()];
     this.connections.clear();
-    await Promise.all(pending.map((p) => p.then((c) => c.client.close()).catch(() => {})));
+    this.current.clear();
+    await Promise.all(
+      pending.map((p) =>
+        p
+          .then((c) => {
+            c.closing = true;
+            return c.client.close();
+          })
+          .catch(() => {}),
+      ),
+    );
   }
 
   private config(name: string): McpServerConfig {
@@ -79,26 +117,80 @@ export class McpHub {
     if (this.closed) return Promise.reject(Errors.MCP_UNAVAILABLE(name, 'the organism is stopping'));
     let pending = this.connections.get(name);
     if (!pending) {
-      pending = this.open(this.config(name));
-      this.connections.set(name, pending);
-      pending.catch(() => this.connections.delete(name));
+      const config = this.config(name);
+      const state = this.stateOf(config);
+      const wait = state.retryAt - Date.now();
+      if (wait > 0) {
+        return Promise.reject(Errors.MCP_UNAVAILABLE(name, `it failed ${state.failures} times in a row; the next reconnection is in ${Math.ceil(wait / 1000)} s`));
+      }
+      const opening = this.open(config, state);
+      pending = opening;
+      this.connections.set(name, opening);
+      opening.catch((err: unknown) => {
+        if (this.connections.get(name) === opening) this.connections.delete(name);
+        if (!this.closed) this.failed(config, state, 'could not connect', err);
+      });
     }
     return pending;
   }
 
-  private async open(config: McpServerConfig): Promise<Connection> {
+  private stateOf(config: McpServerConfig): ServerState {
+    let state = this.states.get(config.name);
+    if (!state) {
+      state = { failures: 0, retryAt: 0, stderr: config.command ? new StderrTail(config.name, this.logger) : null };
+      this.states.set(config.name, state);
+    }
+    return state;
+  }
+
+  /** The server went away on its own: forget the connection, so the next use connects again. */
+  private disconnected(config: McpServerConfig, state: ServerState, conn: Connection): void {
+    if (this.closed || conn.closing) return;
+    if (this.current.get(config.name) === conn) {
+      this.current.delete(config.name);
+      this.connections.delete(config.name);
+    }
+    if (Date.now() - conn.openedAt >= STABLE_MS) state.failures = 0;
+    this.failed(config, state, 'disconnected', null);
+  }
+
+  /** Counts one failure in the streak, sets the next reconnection, and logs it once with the server's last stderr lines. */
+  private failed(config: McpServerConfig, state: ServerState, what: string, err: unknown): void {
+    state.failures++;
+    const delayMs = reconnectDelay(state.failures);
+    state.retryAt = Date.now() + delayMs;
+    // Deferred a turn: stderr the server wrote just before it exited may still be on its way.
+    setImmediate(() =>
+      this.logger.warn(
+        {
+          mcpServer: config.name,
+          failures: state.failures,
+          reconnectInMs: delayMs,
+          ...(err ? { reason: err instanceof Error ? err.message : String(err) } : {}),
+          ...(state.stderr ? { stderrTail: state.stderr.lines() } : {}),
+        },
+        `MCP server ${what}; it is connected again at its next use`,
+      ),
+    );
+  }
+
+  private async open(config: McpServerConfig, state: ServerState): Promise<Connection> {
     // The SDK is loaded at the first connection: most organisms have no MCP server, and loading
     // it cost every worker start ~0.2 s of CPU.
     const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
     const client = new Client({ name: 'organism', version: VERSION });
     try {
-      await client.connect(await this.transport(config), { timeout: config.timeoutSeconds * 1000 });
+      await client.connect(await this.transport(config, state), { timeout: config.timeoutSeconds * 1000 });
       const listed = await client.listTools(undefined, { timeout: config.timeoutSeconds * 1000 });
       const tools = listed.tools
         .filter((t) => config.tools === null || config.tools.includes(t.name))
         .map((t) => ({ server: config.name, name: t.name, description: t.description ?? '', inputSchema: t.inputSchema as Record<string, unknown> }));
       this.logger.info({ mcpServer: config.name, tools: tools.map((t) => t.name) }, 'MCP server connected');
-      return { client, tools };
+      const conn: Connection = { client, tools, openedAt: Date.now(), closing: false };
+      // Set here, not when the promise settles: a disconnect right after must find it.
+      this.current.set(config.name, conn);
+      client.onclose = () => this.disconnected(config, state, conn);
+      return conn;
     } catch (err) {
       await client.close().catch(() => {});
       if (err instanceof OrganismError) throw err;
@@ -106,13 +198,12 @@ export class McpHub {
     }
   }
 
-  private async transport(config: McpServerConfig): Promise<Transport> {
+  private async transport(config: McpServerConfig, state: ServerState): Promise<Transport> {
     if (config.command) {
       const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
       const [command, ...args] = config.command;
       const transport = new StdioClientTransport({ command: command!, args, cwd: this.baseDir, stderr: 'pipe' });
-      // Drained into the log (debug): an unread pipe would block a chatty server.
-      transport.stderr?.on('data', (chunk: Buffer) => this.logger.debug({ mcpServer: config.name }, chunk.toString().trimEnd()));
+      if (transport.stderr) state.stderr?.follow(transport.stderr);
       return transport;
     }
     const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');

@@ -6,6 +6,7 @@ import type { OrganismStatus, ReloadResult } from '../events/types.js';
 import { CallRecorder } from '../llm/call-record.js';
 import { LlmObservers } from '../llm/observer.js';
 import { LlmRouter } from '../llm/router.js';
+import { OutputCapWatch } from '../llm/usage-check.js';
 import { McpHub, mcpBaseDir, type McpTool, type McpToolResult } from '../mcp/hub.js';
 import { PayloadRegistry } from '../payload/index.js';
 import { DeliveryObservers } from '../pump/observer.js';
@@ -93,6 +94,8 @@ export class Organism {
   private loaded: LoadedOrganism;
   private registryValue: PayloadRegistry;
   private router: LlmRouter;
+  /** Kept across reloads (each makes a new router): a provider over the output cap is logged once. */
+  private readonly outputCap: OutputCapWatch;
   private started: number | null = null;
   private recovery: RecoveryReport | null = null;
   private budgetsDirty = false;
@@ -127,6 +130,7 @@ export class Organism {
     this.budgets = this.localBudgets ?? this.storage.budgetLedger!({ defaultMaxTokens: loaded.config.maxTokensPerThread, onListenerError: listenerFailed });
     this.registryValue = new PayloadRegistry(loaded.payloadTypes);
     this.llmCalls = this.storage.llmCalls ?? new MemoryLlmCallStore();
+    this.outputCap = new OutputCapWatch(this.logger);
     this.router = this.makeRouter(loaded.config);
     this.mcp = this.makeMcpHub(loaded);
     this.storage.usage.attach(this.tracker);
@@ -583,6 +587,8 @@ export class Organism {
       budgets: this.budgets,
       recorder: new CallRecorder(this.llmCalls, config.llm.record ?? 'full'),
       observer: this.observers.llm,
+      maxReplyBytes: config.llm.maxReplyBytes,
+      outputCap: this.outputCap,
     });
   }
 

@@ -52,6 +52,7 @@ export class OrganismMetrics {
   private readonly cost: Counter<'agent' | 'model'>;
   private readonly unpriced: Counter<'model'>;
   private readonly retries: Counter<'provider' | 'reason'>;
+  private readonly overOutputCap: Counter<'provider'>;
 
   constructor(private readonly organism: Organism) {
     const registers = [this.registry];
@@ -214,6 +215,13 @@ export class OrganismMetrics {
       registers,
     });
 
+    this.overOutputCap = new Counter({
+      name: 'organism_llm_output_over_cap_total',
+      help: 'LLM calls whose provider reported more completion tokens than the call allowed (max_tokens); billed as reported.',
+      labelNames: ['provider'],
+      registers,
+    });
+
     this.detachers.push(
       organism.bus.on((event) => this.onEvent(event)),
       organism.observers.deliveries.add({
@@ -305,6 +313,7 @@ export class OrganismMetrics {
         if (u.cacheReadTokens !== null) this.tokenUsage.observe({ ...labels, gen_ai_token_type: GenAiTokenType.CACHE_READ }, u.cacheReadTokens);
         if (u.cacheWriteTokens !== null) this.tokenUsage.observe({ ...labels, gen_ai_token_type: GenAiTokenType.CACHE_CREATION }, u.cacheWriteTokens);
         if (u.reasoningTokens !== null) this.tokenUsage.observe({ ...labels, gen_ai_token_type: GenAiTokenType.REASONING }, u.reasoningTokens);
+        if (result.overOutputCap) this.overOutputCap.inc({ provider: result.provider });
         if (result.cost === null) this.unpriced.inc({ model: call.model });
         else this.cost.inc({ agent: call.agent, model: call.model }, result.cost);
       },

@@ -37,6 +37,7 @@ describe('tool calling, MCP and recording keys', () => {
             reply_format: tools
             mcp_servers: [files, search]
             max_tool_rounds: 3
+            max_tool_calls_per_round: 4
       `}`,
       CONFIG_PATH,
     );
@@ -47,7 +48,7 @@ describe('tool calling, MCP and recording keys', () => {
       { name: 'files', command: ['node', 'server.js', '--root', '.'], url: null, tools: ['read'], timeoutSeconds: 30 },
       { name: 'search', command: null, url: 'http://127.0.0.1:9/mcp', tools: null, timeoutSeconds: 5 },
     ]);
-    expect(config.listeners[0]).toMatchObject({ replyFormat: 'tools', mcpServers: ['files', 'search'], maxToolRounds: 3 });
+    expect(config.listeners[0]).toMatchObject({ replyFormat: 'tools', mcpServers: ['files', 'search'], maxToolRounds: 3, maxToolCallsPerRound: 4 });
   });
 
   it('reports each problem at its place, with the closest valid value', async () => {
@@ -60,7 +61,7 @@ describe('tool calling, MCP and recording keys', () => {
         - {name: files, command: node s.js, url: "http://127.0.0.1:9/mcp"}
         - {name: empty}
       listeners:
-        - {name: writer, handler: builtin:llm, prompt: p, model: m1, payload: Note, reply_format: tool, mcp_servers: [fils], max_tool_rounds: 0}
+        - {name: writer, handler: builtin:llm, prompt: p, model: m1, payload: Note, reply_format: tool, mcp_servers: [fils], max_tool_rounds: 0, max_tool_calls_per_round: 1.5}
     `}`);
     const byPath = Object.fromEntries(problems.map((p) => [p.keyPath, `${p.line}: ${p.message}`]));
     expect(byPath['llm.record']).toBe('5: expected one of full, metadata, off, got "everything"');
@@ -72,5 +73,6 @@ describe('tool calling, MCP and recording keys', () => {
     expect(byPath['listeners[0].reply_format']).toBe('12: expected one of tools, xml, got "tool"; did you mean `tools`?');
     expect(byPath['listeners[0].mcp_servers[0]']).toBe('12: unknown MCP server `fils`: not declared in `mcp_servers`; did you mean `files`?');
     expect(byPath['listeners[0].max_tool_rounds']).toBe('12: expected a positive integer, got 0');
+    expect(byPath['listeners[0].max_tool_calls_per_round']).toBe('12: expected a positive integer, got 1.5');
   });
 });

@@ -120,6 +120,7 @@ describe('loading a valid config', () => {
         replyFormat: null,
         mcpServers: [],
         maxToolRounds: 8,
+        maxToolCallsPerRound: 16,
         maxMessagesPerReply: null,
       },
     ]);
@@ -213,6 +214,7 @@ describe('loading a valid config', () => {
       replyFormat: null,
       mcpServers: [],
       maxToolRounds: 8,
+      maxToolCallsPerRound: 16,
       maxMessagesPerReply: 7,
     });
     expect(config.llm).toMatchObject({ maxReplyBytes: 65536, maxMessagesPerReply: 3 });

@@ -105,6 +105,7 @@ describe('sanitizeConfig', () => {
           replyFormat: null,
           mcpServers: ['files'],
           maxToolRounds: 8,
+          maxToolCallsPerRound: 16,
           maxMessagesPerReply: null,
         },
       ],

@@ -23,7 +23,7 @@ function stdioServer(marker: string, tools: string[] | null = null): McpServerCo
 }
 
 /** researcher (mock model, tools mode, MCP server `facts`) -> writer. */
-async function organismWith(mcp: McpServerConfig, script: ProviderConfig['script'], extra: { maxToolRounds?: number } = {}) {
+async function organismWith(mcp: McpServerConfig, script: ProviderConfig['script'], extra: { maxToolRounds?: number; maxToolCallsPerRound?: number } = {}) {
   const got: unknown[] = [];
   const started = await startOrganism(
     [
@@ -125,5 +125,41 @@ describe('MCP tools', () => {
     expect(thread.error).toContain('used more than 2 rounds of tool calls (max_tool_rounds)');
     expect(http.calls).toEqual(['lookup', 'lookup']);
     expect(events.some((e) => e.type === 'message' && e.message.payloadType === SYSTEM_ERROR_TYPE && e.message.to === 'api')).toBe(true);
+  });
+  describe('max_tool_calls_per_round', () => {
+    const many = (n: number): ProviderConfig['script'] => ({
+      researcher: [
+        { calls: Array.from({ length: n }, (_, i) => ({ name: 'facts_lookup', arguments: { topic: `t${i}` } })) },
+        { calls: [{ name: 'send_to_writer', arguments: { text: 'done' } }] },
+      ],
+    });
+
+    async function run(n: number, extra: { maxToolCallsPerRound?: number }) {
+      const http = await startHttpMcpServer();
+      cleanup.push(() => http.close());
+      const { organism, got } = await organismWith({ name: 'facts', command: null, url: http.url, tools: null, timeoutSeconds: 20 }, many(n), extra);
+      const { threadId, messageId } = await organism.inject('researcher', { text: 'x' });
+      const thread = await settled(organism, threadId);
+      const { calls } = await recorded(organism, messageId);
+      const results = (calls[1]!.request as { messages: Array<{ role: string; content: string }> }).messages.filter((m) => m.role === 'tool');
+      return { thread, got, http, results };
+    }
+
+    it('runs at most the listener\'s cap of MCP calls in one round; the rest get an error result the model sees and the turn goes on', async () => {
+      const { thread, got, http, results } = await run(10, { maxToolCallsPerRound: 3 });
+      expect(thread.status).toBe('completed');
+      expect(got).toEqual([{ text: 'done' }]);
+      expect(http.calls).toEqual(['lookup', 'lookup', 'lookup']);
+      expect(results).toHaveLength(10);
+      expect(results.slice(0, 3).every((r) => r.content.startsWith('Facts about t'))).toBe(true);
+      for (const r of results.slice(3)) expect(r.content).toContain('Not run: at most 3 tool calls run in one round (max_tool_calls_per_round)');
+    });
+
+    it('defaults to 16', async () => {
+      const { thread, http, results } = await run(40, {});
+      expect(thread.status).toBe('completed');
+      expect(http.calls).toHaveLength(16);
+      expect(results.filter((r) => r.content.startsWith('Not run'))).toHaveLength(24);
+    });
   });
 });

@@ -29,6 +29,7 @@ export function listener(name: string, spec: ListenerSpec = {}): ResolvedListene
     ...(rest.replyFormat !== undefined ? { replyFormat: rest.replyFormat } : {}),
     ...(rest.mcpServers !== undefined ? { mcpServers: rest.mcpServers } : {}),
     ...(rest.maxToolRounds !== undefined ? { maxToolRounds: rest.maxToolRounds } : {}),
+    ...(rest.maxToolCallsPerRound !== undefined ? { maxToolCallsPerRound: rest.maxToolCallsPerRound } : {}),
     maxMessagesPerReply: rest.maxMessagesPerReply ?? null,
   };
   return { config, handler, handlerVersion: `v1:${name}` };

@@ -2,8 +2,10 @@ import type { EventSourceMessage } from 'eventsource-parser/stream';
 import { Errors } from '../../errors/catalogue.js';
 import { ProviderHttpError } from '../http-error.js';
 import type { CallObserver, ChatMessage, CompletionRequest, ProviderResponse, TokenUsage, ToolCall } from '../types.js';
+import { tokenCount } from '../usage-check.js';
 import { ConfiguredProvider } from './configured.js';
-import { apiKey, eventJson, joinUrl, num, postStreaming, preview } from './http.js';
+import { Defaults } from '../../config/schema.js';
+import { apiKey, eventJson, joinUrl, num, postStreaming, preview, ReplyMeter } from './http.js';
 
 interface AnthropicUsage {
   input_tokens?: number;
@@ -41,8 +43,9 @@ export class AnthropicProvider extends ConfiguredProvider {
     };
     observer.onRequest?.(body);
     const url = joinUrl(this.config.baseUrl ?? 'https://api.anthropic.com', '/v1/messages');
-    const stream = new EventAssembler(request.model, observer, this.config.name);
-    const outcome = await postStreaming(this.config, url, headers, body, signal, (e) => stream.push(e));
+    const replyLimit = request.maxReplyBytes ?? Defaults.maxReplyBytes;
+    const stream = new EventAssembler(request.model, observer, this.config.name, new ReplyMeter(replyLimit));
+    const outcome = await postStreaming(this.config, url, headers, body, signal, (e) => stream.push(e), replyLimit);
     return outcome.streamed ? stream.finish() : fromMessage(outcome.body, request.model);
   }
 }
@@ -98,11 +101,11 @@ function inputObject(args: string): unknown {
 }
 
 function usageOf(u: AnthropicUsage, outputTokens?: number): TokenUsage {
-  const cacheRead = num(u.cache_read_input_tokens);
-  const cacheWrite = num(u.cache_creation_input_tokens);
+  const cacheRead = tokenCount(u.cache_read_input_tokens, 'cache_read_input_tokens');
+  const cacheWrite = tokenCount(u.cache_creation_input_tokens, 'cache_creation_input_tokens');
   // Anthropic reports cache tokens beside input_tokens; our promptTokens counts them all.
-  const promptTokens = (num(u.input_tokens) ?? 0) + (cacheRead ?? 0) + (cacheWrite ?? 0);
-  const completionTokens = outputTokens ?? num(u.output_tokens) ?? 0;
+  const promptTokens = (tokenCount(u.input_tokens, 'input_tokens') ?? 0) + (cacheRead ?? 0) + (cacheWrite ?? 0);
+  const completionTokens = outputTokens ?? tokenCount(u.output_tokens, 'output_tokens') ?? 0;
   return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens, cacheReadTokens: cacheRead, cacheWriteTokens: cacheWrite, reasoningTokens: null };
 }
 
@@ -119,6 +122,7 @@ class EventAssembler {
     askedModel: string,
     private readonly observer: CallObserver,
     private readonly provider: string,
+    private readonly meter: ReplyMeter,
   ) {
     this.model = askedModel;
   }
@@ -137,6 +141,7 @@ class EventAssembler {
       }
       case 'content_block_start': {
         const block = (data['content_block'] ?? {}) as Block;
+        this.meter.add((block.text ?? '') + (block.name ?? '') + (block.input === undefined ? '' : JSON.stringify(block.input)));
         this.blocks[num(data['index']) ?? this.blocks.length] = {
           type: block.type ?? 'text',
           text: block.text ?? '',
@@ -153,9 +158,11 @@ class EventAssembler {
         const delta = (data['delta'] ?? {}) as { type?: string; text?: string; partial_json?: string };
         if (!block) throw Errors.LLM_BAD_RESPONSE(`content_block_delta for a block that never started (${preview(data)})`);
         if (delta.type === 'text_delta' && typeof delta.text === 'string') {
+          this.meter.add(delta.text);
           block.text += delta.text;
           this.observer.onDelta?.(delta.text);
         } else if (delta.type === 'input_json_delta' && typeof delta.partial_json === 'string') {
+          this.meter.add(delta.partial_json);
           block.json += delta.partial_json;
         }
         return;

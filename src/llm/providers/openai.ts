@@ -2,8 +2,10 @@ import type { EventSourceMessage } from 'eventsource-parser/stream';
 import { Errors } from '../../errors/catalogue.js';
 import { ProviderHttpError } from '../http-error.js';
 import type { CallObserver, ChatMessage, CompletionRequest, ProviderResponse, TokenUsage, ToolCall } from '../types.js';
+import { tokenCount } from '../usage-check.js';
 import { ConfiguredProvider } from './configured.js';
-import { apiKey, eventJson, joinUrl, num, postStreaming, preview } from './http.js';
+import { Defaults } from '../../config/schema.js';
+import { apiKey, eventJson, joinUrl, num, postStreaming, preview, ReplyMeter } from './http.js';
 
 const OPENAI_BASE_URL = 'https://api.openai.com/v1';
 /** OpenAI's reasoning and newest models refuse `max_tokens` wherever they are served (proxies too). */
@@ -74,8 +76,9 @@ export class OpenAiProvider extends ConfiguredProvider {
     };
     observer.onRequest?.(body);
     const url = joinUrl(this.config.baseUrl ?? OPENAI_BASE_URL, '/chat/completions');
-    const stream = new ChunkAssembler(request.model, observer);
-    const outcome = await postStreaming(this.config, url, key ? { authorization: `Bearer ${key}` } : {}, body, signal, (e) => stream.push(e));
+    const replyLimit = request.maxReplyBytes ?? Defaults.maxReplyBytes;
+    const stream = new ChunkAssembler(request.model, observer, new ReplyMeter(replyLimit));
+    const outcome = await postStreaming(this.config, url, key ? { authorization: `Bearer ${key}` } : {}, body, signal, (e) => stream.push(e), replyLimit);
     return outcome.streamed ? stream.finish() : fromCompletion(outcome.body, request.model);
   }
 }
@@ -97,15 +100,15 @@ function wireMessage(m: ChatMessage): Record<string, unknown> {
 }
 
 function usageOf(u: OpenAiUsage): TokenUsage {
-  const promptTokens = num(u.prompt_tokens) ?? 0;
-  const completionTokens = num(u.completion_tokens) ?? 0;
+  const promptTokens = tokenCount(u.prompt_tokens, 'prompt_tokens') ?? 0;
+  const completionTokens = tokenCount(u.completion_tokens, 'completion_tokens') ?? 0;
   return {
     promptTokens,
     completionTokens,
-    totalTokens: num(u.total_tokens) ?? promptTokens + completionTokens,
-    cacheReadTokens: num(u.prompt_tokens_details?.cached_tokens),
+    totalTokens: tokenCount(u.total_tokens, 'total_tokens') ?? promptTokens + completionTokens,
+    cacheReadTokens: tokenCount(u.prompt_tokens_details?.cached_tokens, 'prompt_tokens_details.cached_tokens'),
     cacheWriteTokens: null,
-    reasoningTokens: num(u.completion_tokens_details?.reasoning_tokens),
+    reasoningTokens: tokenCount(u.completion_tokens_details?.reasoning_tokens, 'completion_tokens_details.reasoning_tokens'),
   };
 }
 
@@ -124,6 +127,7 @@ class ChunkAssembler {
   constructor(
     askedModel: string,
     private readonly observer: CallObserver,
+    private readonly meter: ReplyMeter,
   ) {
     this.model = askedModel;
   }
@@ -146,10 +150,12 @@ class ChunkAssembler {
       if ((choice.index ?? 0) !== 0) continue;
       const content = choice.delta?.content;
       if (typeof content === 'string' && content !== '') {
+        this.meter.add(content);
         this.text += content;
         this.observer.onDelta?.(content);
       }
       for (const [i, part] of (choice.delta?.tool_calls ?? []).entries()) {
+        this.meter.add((part.function?.name ?? '') + (part.function?.arguments ?? ''));
         const slot = (this.calls[part.index ?? i] ??= { id: '', name: '', arguments: '' });
         if (part.id) slot.id = part.id;
         if (part.function?.name) slot.name += part.function.name;

@@ -43,6 +43,9 @@ function callView(c: LlmCallRecord, tools: readonly ToolCallRecord[]) {
       finishReason: c.response.finishReason,
     },
     usage: c.usage && { ...c.usage },
+    // Calls recorded before these fields existed have neither.
+    maxOutputTokens: c.maxOutputTokens ?? null,
+    overOutputCap: c.overOutputCap ?? false,
     cost: c.cost,
     error: c.error,
     toolExecutions: tools.filter((t) => t.llmCallId === c.id).map(toolView),

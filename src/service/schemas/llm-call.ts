@@ -54,6 +54,10 @@ export const LlmCallInfo = Type.Object(
       }),
     ),
     usage: Nullable(TokenUsageInfo),
+    maxOutputTokens: Nullable(Type.Integer({ description: 'The output cap sent with the request (max_tokens); null for calls recorded by earlier versions' })),
+    overOutputCap: Type.Boolean({
+      description: 'The provider reported more completion tokens than maxOutputTokens: billed as reported, flagged here (and counted in organism_llm_output_over_cap_total)',
+    }),
     cost: NullableNumber,
     error: NullableString,
     toolExecutions: Type.Array(ToolExecutionInfo, { description: 'MCP tool calls this call requested, in order' }),

@@ -24,6 +24,7 @@ function call(messageId: string, threadId = 't1'): LlmCallRecord {
   return {
     id: newId(), threadId, messageId, agent: 'a', provider: 'p', model: 'm', responseModel: 'm', attempt: 1, repair: false, startedAt: Date.now(), latencyMs: 3,
     request: { q: 1 }, tools: [], response: { text: 'hi', toolCalls: [], finishReason: 'stop' }, usage: null, cost: null, error: null,
+    maxOutputTokens: 64, overOutputCap: false,
   };
 }
 

@@ -8,6 +8,7 @@ function call(threadId: string, messageId: string | null, startedAt: number): Ll
     id: newId(), threadId, messageId, agent: 'a', provider: 'p', model: 'm', responseModel: 'm', attempt: 1, repair: false, startedAt, latencyMs: 3,
     request: { messages: [{ role: 'user', content: 'hi' }] }, tools: ['search'], response: { text: 'hello', toolCalls: [], finishReason: 'stop' },
     usage: { promptTokens: 3, completionTokens: 2, totalTokens: 5 } as LlmCallRecord['usage'], cost: 0.1, error: null,
+    maxOutputTokens: 64, overOutputCap: true,
   };
 }
 

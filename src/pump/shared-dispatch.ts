@@ -69,9 +69,12 @@ export abstract class PumpSharedDispatch extends PumpDispatch {
           if (this.claimTrouble) this.deps.logger.warn('claiming work succeeds again');
           this.claimTrouble = false;
         } catch (err) {
-          // The store is unreachable: the next wake-up (a poll tick at the latest) tries again.
-          if (!this.claimTrouble) this.deps.logger.warn({ err }, 'claiming work failed; retrying at the next poll');
-          this.claimTrouble = true;
+          // The next wake-up (a poll tick at the latest) tries again. An unreachable store
+          // logs its outage itself, once; any other failure is told here, once until claims work.
+          if (!this.claimTrouble && !Errors.STORAGE_UNAVAILABLE.is(err)) {
+            this.deps.logger.warn({ err }, 'claiming work failed; retrying at the next poll');
+            this.claimTrouble = true;
+          }
           return;
         }
         for (const c of claimed) this.startClaimed(work, c);

@@ -449,8 +449,13 @@ export class Organism {
     return this.storage.work ? this.storage.work.workers() : null;
   }
 
-  /** A thread's record: live state first, then the store. */
+  /**
+   * A thread's record. Embedded: live state first (the store's is written behind it), then the
+   * store. Shared mode: the store's, which every process's outcomes and kills write in their
+   * own transactions, so every serve reads the same (a kill made on another one included).
+   */
   async thread(id: string) {
+    if (this.storage.work) return (await this.storage.threads.get(id)) ?? this.pump.liveThread(id);
     return this.pump.liveThread(id) ?? (await this.storage.threads.get(id));
   }
 

@@ -89,7 +89,8 @@ export abstract class PumpSharedDispatch extends PumpDispatch {
 
   /**
    * Delivers a claimed message. A thread this process has never seen gets its live record from
-   * the store's; a killed thread's message fails at once (fenced, like any outcome).
+   * the store's; a killed thread's message fails at once (fenced, like any outcome), also when
+   * the claim read the thread before its kill committed (this process heard of the kill).
    */
   private startClaimed(work: WorkSource, { message, thread: stored }: ClaimedWork): void {
     const runtime = this.runtimes.get(message.to);
@@ -97,7 +98,7 @@ export abstract class PumpSharedDispatch extends PumpDispatch {
     const refusal =
       !runtime
         ? { reason: 'unknown_target' as const, error: Errors.UNKNOWN_TARGET(message.to).detail }
-        : (live ?? stored)?.status === 'killed'
+        : (live ?? stored)?.status === 'killed' || this.threads.wasKilled(message.threadId)
           ? { reason: 'killed' as const, error: Errors.THREAD_KILLED(message.threadId).detail }
           : null;
     if (refusal || !runtime) {

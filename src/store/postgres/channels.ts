@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Logger } from '../../util/logger.js';
-import { pgStorageError } from './pool.js';
+import { pgRuntimeError, pgStorageError } from './pool.js';
+import { isConnectionFailure } from './reachability.js';
 
 /**
  * LISTEN/NOTIFY channels of one organism. A channel name carries the schema, so organisms in
@@ -70,8 +71,6 @@ export interface ConnectionWatch {
   suspect(err: unknown): void;
   /** Outages declared so far. */
   readonly outages: number;
-  /** Unreachable now. */
-  down(): boolean;
 }
 
 /**
@@ -159,7 +158,7 @@ export class PgListener {
       } catch (err) {
         client.removeAllListeners('end');
         await client.end().catch(() => {});
-        throw pgStorageError(this.options.where, err);
+        throw pgRuntimeError(this.options.where, err);
       }
       if (this.closed) {
         await client.end().catch(() => {});
@@ -208,8 +207,9 @@ export class PgListener {
           for (const fn of this.reconnectHandlers) fn();
         },
         (err: unknown) => {
-          // The server answers but will not take this connection (too many clients, a login refused): said once.
-          if (this.options.watch && !this.toldRetry && !this.options.watch.down()) {
+          // The server answers but will not take this connection (too many clients, a login
+          // refused): said once. One it could not reach is the watch's to tell (an outage).
+          if (this.options.watch && !this.toldRetry && !isConnectionFailure(err)) {
             this.toldRetry = true;
             this.options.logger?.warn({ err }, 'the PostgreSQL LISTEN connection cannot be reopened; retrying with backoff');
           }

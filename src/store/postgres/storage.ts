@@ -172,7 +172,12 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
         connectionString: options.url,
         ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
         where,
-        watch: { suspect: connectionLost, get outages() { return reach?.outages ?? 0; }, down: () => reach?.problem() != null },
+        watch: {
+          suspect: connectionLost,
+          get outages() {
+            return reach?.outages ?? 0;
+          },
+        },
         ...(logger ? { logger } : {}),
       });
       await listener.start();

@@ -59,6 +59,8 @@ export class PgReachability {
   /** The check's own connection: a pool busy with long work must not look like a server gone. */
   private client: pg.Client | null = null;
   private checking = false;
+  /** A connection broke while a check ran (see suspect). */
+  private again = false;
 
   constructor(
     private readonly url: string,
@@ -100,7 +102,8 @@ export class PgReachability {
    */
   suspect(err: unknown): void {
     if (this.closed || this.down || !isConnectionFailure(err)) return;
-    this.schedule(0);
+    if (this.checking) this.again = true;
+    else this.schedule(0);
   }
 
   /** How many outages were declared so far: a connection lost before the count moved was lost to one. */
@@ -161,6 +164,11 @@ export class PgReachability {
       } else this.schedule(this.checkMs);
     } finally {
       this.checking = false;
+      // A connection broke while this check ran (which may have been answered just before): check again now.
+      if (this.again && !this.closed) {
+        this.again = false;
+        if (!this.down) this.schedule(0);
+      }
     }
   }
 

@@ -29,6 +29,7 @@ export async function joinSharedOrganism(organism: Organism, options: JoinOption
     logger: options.logger,
     listener: options.shared.listener,
     running: (hash) => options.shared.setConfigHash(hash),
+    connectionLost: (err) => options.shared.connectionLost(err),
   });
   organism.joinCluster(link, { reloadConfig: () => loadOrganismToRun(options.configPath) });
 }

@@ -86,6 +86,11 @@ export async function workerCommand(configArg: string | undefined, options: Work
   );
 
   return new Promise<number>((resolve) => {
+    // What keeps the process running until it is told to stop. A worker serves no socket, and
+    // the store's timers (heartbeat, poll, reconnects) do not hold the event loop open: with
+    // the database gone (a restart, an outage) an idle worker would otherwise have nothing
+    // left to wait on, and Node would end it mid-await (exit 13) instead of riding it out.
+    const running = setInterval(() => {}, 1 << 30);
     let stopping = false;
     const stop = () => {
       if (stopping) return;
@@ -95,10 +100,12 @@ export async function workerCommand(configArg: string | undefined, options: Work
         .stop({ timeoutMs: options.drainTimeoutMs })
         .then((report) => {
           logger.info({ abortedInFlight: report.abortedInFlight }, 'worker stopped');
+          clearInterval(running);
           resolve(ExitCode.OK);
         })
         .catch((err: unknown) => {
           logger.error({ err }, 'stopping failed');
+          clearInterval(running);
           resolve(ExitCode.FAILURE);
         });
     };

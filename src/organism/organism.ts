@@ -33,6 +33,10 @@ import { isSystemName } from '../pump/system-messages.js';
 import type { OrganismEvent } from '../events/types.js';
 
 /** Where the organism keeps its journal, threads, usage and budgets. */
+/** Backoff of a step another process announced while the database could not be reached (see follow). */
+const FOLLOW_RETRY_MS = 250;
+const FOLLOW_RETRY_MAX_MS = 5_000;
+
 export interface OrganismStorage {
   readonly journal: Journal;
   readonly threads: ThreadStore;
@@ -107,6 +111,7 @@ export class Organism {
   private reloadSource: (() => Promise<LoadedOrganism>) | null = null;
   /** Applying what other processes announce, one at a time and in order. */
   private following: Promise<void> = Promise.resolve();
+  private stopping = false;
 
   constructor(loaded: LoadedOrganism, options: OrganismOptions = {}) {
     this.loaded = loaded;
@@ -376,6 +381,7 @@ export class Organism {
 
   /** Stops the pump (draining in-flight work), then flushes and closes storage. */
   async stop(options?: StopOptions): Promise<StopReport & { journal: JournalStats | null }> {
+    this.stopping = true;
     const report = await this.pump.stop(options);
     await this.cluster.close().catch((err: unknown) => this.logger.warn({ err }, 'closing the link to the other processes failed'));
     await this.mcp.close();
@@ -437,8 +443,13 @@ export class Organism {
     return this.storage.work ? this.storage.work.workers() : null;
   }
 
-  /** A thread's record: live state first, then the store. */
+  /**
+   * A thread's record. Embedded: live state first (the store's is written behind it), then the
+   * store. Shared mode: the store's, which every process's outcomes and kills write in their
+   * own transactions, so every serve reads the same (a kill made on another one included).
+   */
   async thread(id: string) {
+    if (this.storage.work) return (await this.storage.threads.get(id)) ?? this.pump.liveThread(id);
     return this.pump.liveThread(id) ?? (await this.storage.threads.get(id));
   }
 
@@ -447,8 +458,25 @@ export class Organism {
     void this.saveBudgets();
   }
 
+  /**
+   * Applies what another process announced, after what came before it. Each step reads what is
+   * stored and applies it, so one the database could not be reached for (an outage, told once
+   * by the store) is tried again with backoff until it answers, rather than lost.
+   */
   private follow(work: () => Promise<void>): void {
-    this.following = this.following.then(work).catch((err: unknown) => this.logger.error({ err }, 'applying what another process announced failed'));
+    this.following = this.following
+      .then(async () => {
+        for (let delay = FOLLOW_RETRY_MS; ; delay = Math.min(delay * 2, FOLLOW_RETRY_MAX_MS)) {
+          try {
+            return await work();
+          } catch (err) {
+            if (!Errors.STORAGE_UNAVAILABLE.is(err)) throw err;
+            if (this.stopping) return;
+          }
+          await new Promise((resolve) => setTimeout(resolve, delay).unref());
+        }
+      })
+      .catch((err: unknown) => this.logger.error({ err }, 'applying what another process announced failed'));
   }
 
   private async applyCommand(command: ClusterCommand): Promise<void> {

@@ -90,7 +90,7 @@ export class Pump extends PumpControl {
     // A thread id made just now is in no store: asking would flush the journal's group commit
     // once per inject (bench scenario 2).
     const stored = live || options.threadId === undefined ? null : await this.deps.threads.get(threadId);
-    if ((live ?? stored)?.status === 'killed') throw Errors.THREAD_KILLED(threadId);
+    if ((live ?? stored)?.status === 'killed' || this.threads.wasKilled(threadId)) throw Errors.THREAD_KILLED(threadId);
 
     await this.waitForRoom(options.waitMs ?? 0);
     this.assertAccepting();
@@ -120,7 +120,13 @@ export class Pump extends PumpControl {
       this.queued--;
     }
     const thread = this.threads.activate(threadId, this.now(), metadata, stored);
-    if (thread.status === 'killed') throw Errors.THREAD_KILLED(threadId);
+    if (thread.status === 'killed') {
+      // Killed while the message was being journaled: it ends as the killed thread's queued
+      // ones do (shared mode: its claimer refuses it), and the thread is not revived.
+      if (!this.deps.work) this.failQuietly(message, 'killed', Errors.THREAD_KILLED(threadId).detail);
+      this.settleThread(thread);
+      throw Errors.THREAD_KILLED(threadId);
+    }
     thread.error = null;
     thread.failed = false;
     this.enqueue(message, thread, true);
@@ -137,7 +143,7 @@ export class Pump extends PumpControl {
     const isKilled = async () => {
       const live = this.threads.get(threadId);
       const stored = live ? null : await this.deps.threads.get(threadId);
-      return { killed: (live ?? stored)?.status === 'killed', stored };
+      return { killed: (live ?? stored)?.status === 'killed' || this.threads.wasKilled(threadId), stored };
     };
     if ((await isKilled()).killed) throw Errors.THREAD_KILLED(threadId);
     const message = await claim();

@@ -69,9 +69,12 @@ export abstract class PumpSharedDispatch extends PumpDispatch {
           if (this.claimTrouble) this.deps.logger.warn('claiming work succeeds again');
           this.claimTrouble = false;
         } catch (err) {
-          // The store is unreachable: the next wake-up (a poll tick at the latest) tries again.
-          if (!this.claimTrouble) this.deps.logger.warn({ err }, 'claiming work failed; retrying at the next poll');
-          this.claimTrouble = true;
+          // The next wake-up (a poll tick at the latest) tries again. An unreachable store
+          // logs its outage itself, once; any other failure is told here, once until claims work.
+          if (!this.claimTrouble && !Errors.STORAGE_UNAVAILABLE.is(err)) {
+            this.deps.logger.warn({ err }, 'claiming work failed; retrying at the next poll');
+            this.claimTrouble = true;
+          }
           return;
         }
         for (const c of claimed) this.startClaimed(work, c);
@@ -86,7 +89,8 @@ export abstract class PumpSharedDispatch extends PumpDispatch {
 
   /**
    * Delivers a claimed message. A thread this process has never seen gets its live record from
-   * the store's; a killed thread's message fails at once (fenced, like any outcome).
+   * the store's; a killed thread's message fails at once (fenced, like any outcome), also when
+   * the claim read the thread before its kill committed (this process heard of the kill).
    */
   private startClaimed(work: WorkSource, { message, thread: stored }: ClaimedWork): void {
     const runtime = this.runtimes.get(message.to);
@@ -94,7 +98,7 @@ export abstract class PumpSharedDispatch extends PumpDispatch {
     const refusal =
       !runtime
         ? { reason: 'unknown_target' as const, error: Errors.UNKNOWN_TARGET(message.to).detail }
-        : (live ?? stored)?.status === 'killed'
+        : (live ?? stored)?.status === 'killed' || this.threads.wasKilled(message.threadId)
           ? { reason: 'killed' as const, error: Errors.THREAD_KILLED(message.threadId).detail }
           : null;
     if (refusal || !runtime) {

@@ -48,19 +48,35 @@ export abstract class PumpThreadLifecycle extends PumpBookkeeping {
 
   /** Aborts the thread's in-flight handlers, fails its queued messages, refuses later ones. */
   async killThread(threadId: string): Promise<ThreadRecord> {
-    const live = this.threads.get(threadId);
+    let live = this.threads.get(threadId);
+    // Shared mode: a claim of the thread may come back while the record is read, and start a delivery.
+    const stored = live ? null : await this.deps.threads.get(threadId);
+    live ??= this.threads.get(threadId);
     if (!live) {
-      const stored = await this.deps.threads.get(threadId);
       if (!stored) throw Errors.THREAD_NOT_FOUND(threadId);
       // Completed, failed or killed: its status is history and stays as it was.
       if (stored.status !== 'active') throw Errors.THREAD_FINISHED(threadId);
+      // From here a claim of it that comes back (sent before this kill commits) is refused.
+      this.threads.markKilled(threadId);
       const record: ThreadRecord = { ...stored, status: 'killed', lastActivity: this.now() };
-      this.deps.threads.put(record);
+      await this.storeKill(record);
       this.deps.bus.emit({ type: 'thread_updated', thread: record });
       this.deps.budgets.finish(threadId);
       return record;
     }
-    return this.killLive(live);
+    const record = this.killLive(live);
+    if (this.deps.work) await this.storeKill(record);
+    return record;
+  }
+
+  /**
+   * Shared mode: the kill is committed before it is answered (the store's kill, changing
+   * nothing else of the record: other processes' outcomes count into it). Embedded: written
+   * behind, with the thread tracker's writes.
+   */
+  private async storeKill(record: ThreadRecord): Promise<void> {
+    if (this.deps.work && this.deps.threads.kill) await this.deps.threads.kill(record);
+    else this.deps.threads.put(record);
   }
 
   /**
@@ -68,6 +84,8 @@ export abstract class PumpThreadLifecycle extends PumpBookkeeping {
    * here ends as in a local kill. False when nothing of it is here.
    */
   killThreadHere(threadId: string): boolean {
+    // Also when nothing of it runs here yet: a claim of it this process sent may still come back.
+    this.threads.markKilled(threadId);
     const live = this.threads.get(threadId);
     if (!live || live.status === 'killed') return false;
     this.killLive(live);
@@ -76,6 +94,7 @@ export abstract class PumpThreadLifecycle extends PumpBookkeeping {
 
   private killLive(live: LiveThread): ThreadRecord {
     const threadId = live.id;
+    this.threads.markKilled(threadId);
     live.status = 'killed';
     live.lastActivity = this.now();
     const reason = Errors.THREAD_KILLED(threadId).detail;
@@ -92,8 +111,7 @@ export abstract class PumpThreadLifecycle extends PumpBookkeeping {
     for (const controller of live.controllers) controller.abort('killed' satisfies AbortCause);
     this.deps.budgets.finish(threadId);
     const record = this.threads.snapshot(live);
-    // Shared mode: the live thread's record is not written from memory (the store keeps it).
-    if (this.deps.work) this.deps.threads.put(record);
+    // Shared mode: the kill is stored by the process it was made on (killThread), not from here.
     this.settleThread(live);
     return record;
   }

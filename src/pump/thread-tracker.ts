@@ -18,12 +18,22 @@ export interface LiveThread {
   readonly controllers: Set<AbortController>;
 }
 
+/** Kills remembered (a claim in flight outlives a kill by a round trip; these are hours of kills). */
+const KILLED_KEPT = 10_000;
+
 /**
  * Tracks live threads and writes their records to the thread store. Updates are coalesced per
  * tick: many messages of one thread in a burst produce one store write and one event.
  */
 export class ThreadTracker {
   private readonly live = new Map<string, LiveThread>();
+  /**
+   * Threads killed here or announced killed by another process, newest last (a killed thread
+   * stays killed: nothing is ever taken out but the oldest, past KILLED_KEPT). Shared mode: a
+   * claim sent before a kill committed comes back with the thread as it was then (active), so
+   * the claimer checks this too before it delivers.
+   */
+  private readonly killed = new Set<string>();
   private readonly dirty = new Set<LiveThread>();
   private flushScheduled = false;
 
@@ -34,6 +44,17 @@ export class ThreadTracker {
 
   get(id: string): LiveThread | undefined {
     return this.live.get(id);
+  }
+
+  markKilled(id: string): void {
+    this.killed.delete(id);
+    this.killed.add(id);
+    if (this.killed.size > KILLED_KEPT) this.killed.delete(this.killed.values().next().value!);
+  }
+
+  /** Killed as far as this process has heard (see `killed`). */
+  wasKilled(id: string): boolean {
+    return this.killed.has(id);
   }
 
   get activeCount(): number {
@@ -48,10 +69,12 @@ export class ThreadTracker {
   activate(id: string, now: number, metadata: Readonly<Record<string, string>>, stored: ThreadRecord | null): LiveThread {
     const existing = this.live.get(id);
     if (existing) return existing;
+    // A thread killed since `stored` was read stays killed.
+    const status: ThreadStatus = this.killed.has(id) ? 'killed' : 'active';
     const thread: LiveThread = stored
       ? {
           id,
-          status: 'active',
+          status,
           participants: [...stored.participants],
           messageCount: stored.messageCount,
           createdAt: stored.createdAt,
@@ -65,7 +88,7 @@ export class ThreadTracker {
         }
       : {
           id,
-          status: 'active',
+          status,
           participants: [],
           messageCount: 0,
           createdAt: now,

@@ -109,6 +109,12 @@ export interface ThreadQuery {
 /** Persists thread records (newest activity first in lists). */
 export interface ThreadStore {
   put(thread: ThreadRecord): void;
+  /**
+   * Shared mode (a store several processes write): records `thread` killed, changing only its
+   * status and last activity when it is stored (its counts and participants are the store's,
+   * kept by every process's transactions); resolves once committed.
+   */
+  kill?(thread: ThreadRecord): Promise<void>;
   get(id: string): Promise<ThreadRecord | null>;
   /** The stored records of these ids (missing ones are absent from the map), in one read. */
   getMany(ids: readonly string[]): Promise<Map<string, ThreadRecord>>;

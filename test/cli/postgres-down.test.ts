@@ -139,6 +139,13 @@ listeners:
     const body = (await refused.json()) as { code: string; detail: string };
     expect(body.code).toBe('STORAGE_UNAVAILABLE');
     expect(body.detail).toMatch(/^Database postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/organism_test_\w+ cannot be reached \(.+\): new messages are refused until it answers again/);
+    // A read needs the database too: the same outage answer (code, Retry-After), not a bare STORAGE_FAILED.
+    for (const route of ['/threads', '/journal?limit=5', `/journal/${accepted[0]}`]) {
+      const read = await server.api(route, { signal: AbortSignal.timeout(60_000) });
+      const readBody = (await read.json()) as { code: string; detail: string };
+      expect([route, read.status, readBody.code, read.headers.get('retry-after')]).toEqual([route, 503, 'STORAGE_UNAVAILABLE', '5']);
+      expect(readBody.detail).toMatch(/cannot be reached/);
+    }
     const wsReply = await control.inject();
     expect(wsReply['event']).toBe('error');
     expect(String(wsReply['error'])).toContain('cannot be reached');
@@ -168,6 +175,6 @@ listeners:
     expect(out).not.toContain(PASSWORD);
     expect(logLines(out, /PostgreSQL cannot be reached/)).toHaveLength(1);
     expect(logLines(out, /PostgreSQL answers again/)).toHaveLength(1);
-    expect(logLines(out, /storage write failed|idle PostgreSQL connection failed/)).toHaveLength(0);
+    expect(logLines(out, /storage write failed|idle PostgreSQL connection failed|request failed/)).toHaveLength(0);
   }, 420_000);
 });

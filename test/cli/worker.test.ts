@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, withPostgres } from '../store/contract/backends.js';
-import { killAll, organismDir, runCli, startCli, startServer, until, type Running } from './processes.js';
+import { jobYaml, killAll, organismDir, runCli, startCli, startServer, until, type Running } from './processes.js';
 
 /**
  * `organism worker` and `serve --handlers off` as real processes on a fresh PostgreSQL database:
@@ -158,6 +158,26 @@ describe.skipIf(!run)('organism worker on a shared PostgreSQL store', () => {
     const entry = (await (await server.api(`/journal/${messageId}`)).json()) as { deliveryState: string; attempts: number };
     expect(entry).toMatchObject({ deliveryState: 'ACKED', attempts: 2 });
   }, 240_000);
+
+  it('a worker killed -9 with deliveries in flight is listed not alive with nothing in flight (its last heartbeat said 5)', async () => {
+    const dir = organismDir(jobYaml('dead', 'max_concurrent_per_agent: 10\n'), {
+      'worker.ts': `export const work = async () => { await new Promise((r) => setTimeout(r, 600_000)); };\n`,
+    });
+    const config = path.join(dir, 'organism.yaml');
+    const server = await startServer(config, ['--store', db.url, '--handlers', 'off', '--data-dir', path.join(dir, 'data'), '--lease-seconds', '1']);
+    const w = startCli(['worker', config, '--store', db.url, '--name', 'doomed', '--lease-seconds', '1', '--log-level', 'warn']);
+    await until(() => w.output().includes('organism worker doomed running'), `the worker to start (output: ${w.output()})`, 90_000);
+    for (let n = 0; n < 5; n++) expect((await server.api('/inject', { method: 'POST', body: JSON.stringify({ to: 'worker', payload: { Job: { n } } }) })).status).toBe(200);
+    const listed = async () => ((await (await server.api('/workers')).json()) as { workers: Array<{ name: string; alive: boolean; inFlight: number }> }).workers.find((x) => x.name === 'doomed')!;
+    await until(async () => (await listed()).inFlight === 5, 'the worker to report 5 in flight');
+    w.child.kill('SIGKILL');
+    await w.exited;
+    const dead = await until(async () => {
+      const row = await listed();
+      return row.alive ? null : row;
+    }, 'the worker to be listed not alive');
+    expect(dead).toMatchObject({ alive: false, inFlight: 0 });
+  }, 180_000);
 
   it('refuses a worker whose organism.yaml differs from the one serve stored (exit 3, naming the difference)', async () => {
     const dir = organismDir(yaml(30), { 'hops.ts': HOPS });

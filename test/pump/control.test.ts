@@ -81,6 +81,42 @@ describe('kill', () => {
     await organism.stop();
   });
 
+  it('an inject being journaled when its thread is killed is refused, its message FAILED killed (not left PENDING), the thread stays killed', async () => {
+    const journal = new MemoryJournal();
+    const pending = journal.pending.bind(journal);
+    let hold: Promise<void> | null = null;
+    const holding = deferred();
+    journal.pending = (messages) => {
+      if (!hold) return pending(messages);
+      holding.resolve();
+      return hold.then(() => pending(messages)) as unknown as void; // a slow commit of this one
+    };
+    const { organism } = await startOrganism(
+      [listener('slow', { handler: (_p, ctx) => new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('aborted')))) })],
+      {},
+      { storage: { journal, threads: new MemoryThreadStore(), usage: new MemoryUsageStore(), close() {} } },
+    );
+    const { threadId } = await organism.inject('slow', { text: '1' });
+    const release = deferred();
+    hold = release.promise;
+    const late = organism.inject('slow', { text: '2' }, { threadId });
+    late.catch(() => undefined);
+    await holding.promise;
+    await organism.killThread(threadId);
+    release.resolve();
+    await expect(late).rejects.toThrow(Errors.THREAD_KILLED(threadId).detail);
+    const entries = await eventually(async () => {
+      const page = await journal.list({ threadId, limit: 10, offset: 0, order: 'oldest' });
+      return page.items.every((e) => e.state === 'FAILED') ? page.items : null;
+    }, 5_000, 'every entry of the thread to end FAILED');
+    expect(entries.map((e) => [e.message.payload, e.state, e.failureReason])).toEqual([
+      [{ text: '1' }, 'FAILED', 'killed'],
+      [{ text: '2' }, 'FAILED', 'killed'],
+    ]);
+    expect((await organism.thread(threadId))?.status).toBe('killed');
+    await organism.stop();
+  });
+
   it('kill of an unknown thread is 404 with the spec text', async () => {
     const { organism } = await startOrganism([listener('w')]);
     await expect(organism.killThread('nope')).rejects.toThrow('Thread not found: nope');

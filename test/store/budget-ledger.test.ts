@@ -329,7 +329,7 @@ describe.skipIf(!usePg)('PostgreSQL budget ledger across processes', () => {
     await remote.cancel(waited);
     const dropped = await remote.reserve(t, 50);
     await proxy.cut();
-    await expect(remote.get(t)).rejects.toMatchObject({ code: 'STORAGE_FAILED', status: 503 }); // a read: the catalogue's error
+    await expect(remote.get(t)).rejects.toMatchObject({ code: 'STORAGE_UNAVAILABLE', status: 503 }); // a read: the catalogue's outage error (Retry-After)
     await remote.cancel(dropped); // never fails: the reservation expires instead
     expect(await remote.settle(r, use(300, 100), 'a')).toEqual([]); // not yet recorded: kept
     expect(await local.get(t)).toMatchObject({ totalTokens: 0 });

@@ -15,7 +15,7 @@ export const WorkerInfo = Type.Object(
     stoppedAt: NullableTimestamp,
     alive: Type.Boolean({ description: 'Heartbeating within its lease and not stopped' }),
     concurrency: Nullable(Type.Integer({ description: '--concurrency; null: limits.max_concurrent_handlers' })),
-    inFlight: Type.Integer({ description: 'Deliveries it ran at its last heartbeat' }),
+    inFlight: Type.Integer({ description: 'Deliveries it ran at its last heartbeat; 0 when it is not alive' }),
     leaseSeconds: Type.Number({ description: 'Silent this long, its deliveries are taken over' }),
   },
   { title: 'WorkerInfo' },

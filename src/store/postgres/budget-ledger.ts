@@ -5,7 +5,7 @@ import { reservedBudgetInfo, thresholdsAbove, thresholdsReached, type BudgetList
 import type { BudgetLedger } from '../../usage/ledger.js';
 import { newId } from '../../util/ids.js';
 import type { Logger } from '../../util/logger.js';
-import { pgStorageError } from './pool.js';
+import { pgRuntimeError, pgStorageError } from './pool.js';
 import { isConnectionFailure } from './reachability.js';
 
 /**
@@ -386,7 +386,7 @@ export class PgBudgetLedger implements BudgetLedger {
       try {
         return await work();
       } catch (err) {
-        if (!(isConnectionFailure(err) || isTransient(err)) || this.closed || Date.now() + delay > deadline) throw pgStorageError(this.where, err);
+        if (!(isConnectionFailure(err) || isTransient(err)) || this.closed || Date.now() + delay > deadline) throw pgRuntimeError(this.where, err);
       }
       await new Promise((resolve) => setTimeout(resolve, delay));
     }
@@ -396,16 +396,16 @@ export class PgBudgetLedger implements BudgetLedger {
     try {
       return await work();
     } catch (err) {
-      throw pgStorageError(this.where, err);
+      throw pgRuntimeError(this.where, err);
     }
   }
 
-  /** A query whose failure reaches callers outside as the catalogue's storage error (never a bare 500). */
+  /** A query whose failure reaches callers outside as the catalogue's storage error (never a bare 500; an outage is STORAGE_UNAVAILABLE). */
   private async read<R extends pg.QueryResultRow = Record<string, unknown>>(text: string, values: readonly unknown[] = []): Promise<pg.QueryResult<R>> {
     try {
       return await this.query<R>(text, values);
     } catch (err) {
-      throw pgStorageError(this.where, err);
+      throw pgRuntimeError(this.where, err);
     }
   }
 

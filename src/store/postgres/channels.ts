@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Logger } from '../../util/logger.js';
-import { pgStorageError } from './pool.js';
+import { pgRuntimeError, pgStorageError } from './pool.js';
+import { isConnectionFailure } from './reachability.js';
 
 /**
  * LISTEN/NOTIFY channels of one organism. A channel name carries the schema, so organisms in
@@ -52,12 +53,25 @@ export interface ListenerOptions {
   readonly logger?: Logger;
   /** Where, for messages (the URL without its password). */
   readonly where: string;
+  /**
+   * The store's outage watch: told when the connection breaks. An outage is logged there, once
+   * (when it goes, when it is back), so the listener says nothing of its own loss then; a loss
+   * the watch found no outage behind (only this connection was ended) is logged here.
+   */
+  readonly watch?: ConnectionWatch;
   /** First reconnect delay; doubles up to maxBackoffMs. */
   readonly minBackoffMs?: number;
   readonly maxBackoffMs?: number;
 }
 
 type Handler = (payload: string) => void;
+
+/** See PgReachability. */
+export interface ConnectionWatch {
+  suspect(err: unknown): void;
+  /** Outages declared so far. */
+  readonly outages: number;
+}
 
 /**
  * One dedicated connection, held out of the pool, LISTENing on channels. When it breaks it
@@ -72,6 +86,10 @@ export class PgListener {
   private connecting: Promise<void> | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
   private backoff: number;
+  /** The watch's outage count when the connection was lost (null: no watch, or not lost). */
+  private outagesAtLoss: number | null = null;
+  /** A failed reconnect was told (once per loss). */
+  private toldRetry = false;
 
   constructor(private readonly options: ListenerOptions) {
     this.backoff = options.minBackoffMs ?? 250;
@@ -140,7 +158,7 @@ export class PgListener {
       } catch (err) {
         client.removeAllListeners('end');
         await client.end().catch(() => {});
-        throw pgStorageError(this.options.where, err);
+        throw pgRuntimeError(this.options.where, err);
       }
       if (this.closed) {
         await client.end().catch(() => {});
@@ -161,7 +179,14 @@ export class PgListener {
     client.removeAllListeners('end');
     void client.end().catch(() => {});
     if (this.closed) return;
-    this.options.logger?.warn({ err: err ? pgStorageError(this.options.where, err) : undefined }, 'the PostgreSQL LISTEN connection was lost; reconnecting');
+    const fields = { err: err ? pgStorageError(this.options.where, err) : undefined };
+    const watch = this.options.watch;
+    this.toldRetry = false;
+    if (watch) {
+      this.outagesAtLoss = watch.outages;
+      watch.suspect(err ?? new Error('Connection terminated unexpectedly'));
+      this.options.logger?.debug(fields, 'the PostgreSQL LISTEN connection was lost; reconnecting');
+    } else this.options.logger?.warn(fields, 'the PostgreSQL LISTEN connection was lost; reconnecting');
     this.scheduleReconnect();
   }
 
@@ -174,10 +199,22 @@ export class PgListener {
       this.connect().then(
         () => {
           if (this.closed) return;
-          this.options.logger?.info('the PostgreSQL LISTEN connection is back');
+          const watch = this.options.watch;
+          // Lost to an outage: the watch tells of it, and of its end.
+          if (watch && this.outagesAtLoss !== null && watch.outages > this.outagesAtLoss) this.options.logger?.debug('the PostgreSQL LISTEN connection is back');
+          else this.options.logger?.info('the PostgreSQL LISTEN connection is back');
+          this.outagesAtLoss = null;
           for (const fn of this.reconnectHandlers) fn();
         },
-        () => this.scheduleReconnect(),
+        (err: unknown) => {
+          // The server answers but will not take this connection (too many clients, a login
+          // refused): said once. One it could not reach is the watch's to tell (an outage).
+          if (this.options.watch && !this.toldRetry && !isConnectionFailure(err)) {
+            this.toldRetry = true;
+            this.options.logger?.warn({ err }, 'the PostgreSQL LISTEN connection cannot be reopened; retrying with backoff');
+          }
+          this.scheduleReconnect();
+        },
       );
     }, delay);
     this.retryTimer.unref();

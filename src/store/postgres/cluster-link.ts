@@ -5,7 +5,8 @@ import type { Logger } from '../../util/logger.js';
 import { channelsFor, currentSchema, notify, PgListener, type Channels } from './channels.js';
 import { PgEventPublisher } from './event-publisher.js';
 import { PgEventReceiver } from './event-receiver.js';
-import { createPool, pgStorageError, redactUrl } from './pool.js';
+import { createPool, pgRuntimeError, pgStorageError, redactUrl } from './pool.js';
+import type { OrganismError } from '../../errors/catalogue.js';
 
 export interface PgClusterLinkOptions {
   /** The organism's database (the same URL, and schema, as its store). */
@@ -22,6 +23,8 @@ export interface PgClusterLinkOptions {
   readonly listener?: PgListener;
   /** Records the configuration this process runs (its workers row), after a reload here or followed from elsewhere. */
   readonly running?: (configHash: string) => Promise<void>;
+  /** An idle connection of the link broke (see SharedStorage.connectionLost): true when the store's watch took it. */
+  readonly connectionLost?: (err: unknown) => boolean;
   readonly logger?: Logger;
 }
 
@@ -60,7 +63,9 @@ export class PgClusterLink implements ClusterLink {
   static create(options: PgClusterLinkOptions): PgClusterLink {
     const where = redactUrl(options.url);
     const pool = createPool({ url: options.url, ...(options.schema ? { schema: options.schema } : {}), max: 3 });
-    pool.on('error', (err) => options.logger?.warn({ err: pgStorageError(where, err) }, 'an idle PostgreSQL connection of the cluster link failed'));
+    pool.on('error', (err) => {
+      if (!options.connectionLost?.(err)) options.logger?.warn({ err: pgStorageError(where, err) }, 'an idle PostgreSQL connection of the cluster link failed');
+    });
     return new PgClusterLink(options.origin, pool, options, where);
   }
 
@@ -69,7 +74,7 @@ export class PgClusterLink implements ClusterLink {
     try {
       schema = await currentSchema(this.pool);
     } catch (err) {
-      throw pgStorageError(this.where, err);
+      throw this.failure(err);
     }
     const channels = channelsFor(schema);
     this.channels = channels;
@@ -106,7 +111,7 @@ export class PgClusterLink implements ClusterLink {
     try {
       await notify(this.pool, channel, JSON.stringify({ o: this.origin, c: command }));
     } catch (err) {
-      throw pgStorageError(this.where, err);
+      throw this.failure(err);
     }
   }
 
@@ -117,7 +122,7 @@ export class PgClusterLink implements ClusterLink {
       const text = rows.find((r) => r.key === CONFIG_TEXT_KEY)?.value;
       return hash === undefined || text === undefined ? null : { hash, text };
     } catch (err) {
-      throw pgStorageError(this.where, err);
+      throw this.failure(err);
     }
   }
 
@@ -145,7 +150,7 @@ export class PgClusterLink implements ClusterLink {
       await client?.query('ROLLBACK').catch(() => {
         broken = true;
       });
-      throw pgStorageError(this.where, err);
+      throw this.failure(err);
     } finally {
       client?.off('error', lost);
       client?.release(broken);
@@ -157,7 +162,7 @@ export class PgClusterLink implements ClusterLink {
     try {
       await this.options.running?.(config.hash);
     } catch (err) {
-      throw pgStorageError(this.where, err);
+      throw this.failure(err);
     }
   }
 
@@ -182,6 +187,11 @@ export class PgClusterLink implements ClusterLink {
     for (const off of this.unsubscribe.splice(0)) off();
     await this.ownListener?.close();
     await this.pool.end().catch(() => {});
+  }
+
+  /** A failed query of the link: one that met no server is STORAGE_UNAVAILABLE (see pgRuntimeError). */
+  private failure(err: unknown): OrganismError {
+    return pgRuntimeError(this.where, err);
   }
 
   private channel(): string {

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { Errors, OrganismError } from '../../errors/catalogue.js';
+import { isConnectionFailure } from './reachability.js';
 
 /** int8 (COUNT, BIGINT columns) and numeric (SUM of BIGINT) as JS numbers: every figure we keep is below 2^53. */
 const INT8_OID = 20;
@@ -53,19 +54,33 @@ export function redactUrl(url: string): string {
 export function pgStorageError(where: string, err: unknown): OrganismError {
   if (err instanceof OrganismError) return err;
   const code = (err as { code?: string }).code ?? '';
+  if (isRefusedWrite(code)) return Errors.STORAGE_REJECTED(where, `${(err as Error).message ?? String(err)} (SQLSTATE ${code})`);
+  return Errors.STORAGE_FAILED(where, describePgFailure(err));
+}
+
+/**
+ * A failure of a running process's query or write. One that met no server (refused, cut,
+ * timed out) is the database being unreachable, STORAGE_UNAVAILABLE: a client is told to
+ * retry (Retry-After), and the outage is logged once by the reachability watch, not by each
+ * request, heartbeat or claim that met it. Anything else as pgStorageError.
+ */
+export function pgRuntimeError(where: string, err: unknown): OrganismError {
+  if (err instanceof OrganismError) return err;
+  if (isConnectionFailure(err)) return Errors.STORAGE_UNAVAILABLE(where, describePgFailure(err));
+  return pgStorageError(where, err);
+}
+
+function describePgFailure(err: unknown): string {
+  const code = (err as { code?: string }).code ?? '';
   const message = (err as Error).message ?? String(err);
-  if (isRefusedWrite(code)) return Errors.STORAGE_REJECTED(where, `${message} (SQLSTATE ${code})`);
-  const detail = (() => {
-    if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EHOSTUNREACH' || code === 'ETIMEDOUT' || /timeout exceeded when trying to connect/i.test(message)) {
-      return `cannot reach the PostgreSQL server (${message})`;
-    }
-    if (code === '3D000') return `the database does not exist (${message}); create it first (createdb)`;
-    if (code.startsWith('28')) return `the server refused the login (${message})`;
-    if (code === '53100') return `the database server's disk is full (${message})`;
-    if (code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03') return `the connection to PostgreSQL was lost (${message})`;
-    return message;
-  })();
-  return Errors.STORAGE_FAILED(where, detail);
+  if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EHOSTUNREACH' || code === 'ETIMEDOUT' || /timeout exceeded when trying to connect/i.test(message)) {
+    return `cannot reach the PostgreSQL server (${message})`;
+  }
+  if (code === '3D000') return `the database does not exist (${message}); create it first (createdb)`;
+  if (code.startsWith('28')) return `the server refused the login (${message})`;
+  if (code === '53100') return `the database server's disk is full (${message})`;
+  if (code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03') return `the connection to PostgreSQL was lost (${message})`;
+  return message;
 }
 
 /**
@@ -91,7 +106,7 @@ export function reader(pool: pg.Pool, where: string, onError?: (err: unknown) =>
         return await pool.query<R>(text, [...values]);
       } catch (err) {
         onError?.(err);
-        throw pgStorageError(where, err);
+        throw pgRuntimeError(where, err);
       }
     },
   };

@@ -47,6 +47,7 @@ export interface ReachabilityOptions {
  */
 export class PgReachability {
   private down: { error: OrganismError; since: number } | null = null;
+  private outageCount = 0;
   private timer: NodeJS.Timeout | null = null;
   private delay: number;
   private closed = false;
@@ -58,6 +59,8 @@ export class PgReachability {
   /** The check's own connection: a pool busy with long work must not look like a server gone. */
   private client: pg.Client | null = null;
   private checking = false;
+  /** A connection broke while a check ran (see suspect). */
+  private again = false;
 
   constructor(
     private readonly url: string,
@@ -92,6 +95,22 @@ export class PgReachability {
     return true;
   }
 
+  /**
+   * A connection held open broke (the server stopped or restarted, or only that connection was
+   * ended): the server is checked now rather than at the next check, and the outage declared
+   * (and logged, once) if it does not answer.
+   */
+  suspect(err: unknown): void {
+    if (this.closed || this.down || !isConnectionFailure(err)) return;
+    if (this.checking) this.again = true;
+    else this.schedule(0);
+  }
+
+  /** How many outages were declared so far: a connection lost before the count moved was lost to one. */
+  get outages(): number {
+    return this.outageCount;
+  }
+
   close(): void {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
@@ -108,6 +127,7 @@ export class PgReachability {
     if (this.down || this.closed) return;
     const reason = err instanceof OrganismError ? err.detail : err instanceof Error ? err.message : String(err);
     this.down = { error: Errors.STORAGE_UNAVAILABLE(this.where, reason), since: Date.now() };
+    this.outageCount++;
     this.logger?.error({ code: Errors.STORAGE_UNAVAILABLE.code, where: this.where, reason }, 'PostgreSQL cannot be reached: new messages are refused until it answers; retrying with backoff');
     this.delay = this.retryMs;
     this.schedule(this.delay);
@@ -144,6 +164,11 @@ export class PgReachability {
       } else this.schedule(this.checkMs);
     } finally {
       this.checking = false;
+      // A connection broke while this check ran (which may have been answered just before): check again now.
+      if (this.again && !this.closed) {
+        this.again = false;
+        if (!this.down) this.schedule(0);
+      }
     }
   }
 
@@ -166,8 +191,13 @@ export class PgReachability {
     if (!this.client) {
       const client = new pg.Client({ connectionString: this.url, application_name: 'organism-check', connectionTimeoutMillis: this.timeoutMs });
       // Out of any pool: its failures (server gone) must reach a listener, not end the process.
-      client.on('error', () => {
-        if (this.client === client) this.client = null;
+      // Held open between checks, it is the first to hear a server that stops or restarts
+      // (even one back before any query of the process met the outage).
+      client.on('error', (err) => {
+        if (this.client !== client) return;
+        this.client = null;
+        void client.end().catch(() => {});
+        this.suspect(err);
       });
       this.client = client;
       await client.connect();

@@ -10,7 +10,7 @@ import { claimTransaction } from './claim-sql.js';
 import { PgLots } from './lots.js';
 import { COUNT_SQL, FOLD_SLOTS_SQL } from './journal-counts.js';
 import { PgJournal } from './journal.js';
-import { pgStorageError, type Reader } from './pool.js';
+import { pgRuntimeError, type Reader } from './pool.js';
 import { countInThreads, lockThreads, settleThreads, type FinishedStatus } from './shared-threads.js';
 import { insertUsage } from './usage-writes.js';
 import type { PgWriter, Tx } from './writer.js';
@@ -127,7 +127,7 @@ export class PgSharedJournal extends PgJournal {
     try {
       client = await this.rawPool.connect();
     } catch (err) {
-      throw pgStorageError(this.where, err);
+      throw pgRuntimeError(this.where, err);
     }
     let broken = false;
     // A connection cut while checked out emits 'error' on the client: unheard, it ends the process.
@@ -153,7 +153,7 @@ export class PgSharedJournal extends PgJournal {
       await client.query('ROLLBACK').catch(() => {
         broken = true;
       });
-      throw pgStorageError(this.where, err);
+      throw pgRuntimeError(this.where, err);
     } finally {
       client.off('error', lost);
       client.release(broken);

@@ -5,7 +5,7 @@ import { PgJournal } from './journal.js';
 import { PgLlmCallStore } from './llm-calls.js';
 import { migratePg } from './migrations.js';
 import { PgOperatorState } from './operator-state.js';
-import { createPool, pgStorageError, reader, redactUrl } from './pool.js';
+import { createPool, pgRuntimeError, pgStorageError, reader, redactUrl } from './pool.js';
 import { PgThreadStore } from './threads.js';
 import { PgUsageStore } from './usage.js';
 import { PgWriter } from './writer.js';
@@ -16,7 +16,7 @@ import { PgWorkers } from './workers.js';
 import { newId } from '../../util/ids.js';
 import { hostname } from 'node:os';
 import { PgBudgetLedger } from './budget-ledger.js';
-import { PgReachability } from './reachability.js';
+import { isConnectionFailure, PgReachability } from './reachability.js';
 import type { BudgetLedgerFactory } from '../../usage/ledger.js';
 import type { StorageProblem } from '../types.js';
 
@@ -80,6 +80,12 @@ export interface SharedStorage {
   publishConfig(hash: string, text: string): Promise<void>;
   /** This process runs another organism now (a reload): its workers row says so. */
   setConfigHash(hash: string): Promise<void>;
+  /**
+   * An idle connection of this process opened apart from the store's (the cluster link's) broke:
+   * the store's watch checks the server, and logs an outage once. True when it was a connection
+   * failure (nothing for the caller to log).
+   */
+  connectionLost(err: unknown): boolean;
 }
 
 export interface PostgresStorage {
@@ -124,12 +130,20 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
   };
   // An idle connection that breaks (server restart) must not crash the process; the pool replaces it.
   pool.on('error', (err) => {
-    if (!reach?.failed(err)) logger?.warn({ err: pgStorageError(where, err) }, 'an idle PostgreSQL connection failed');
+    if (!connectionLost(err)) logger?.warn({ err: pgStorageError(where, err) }, 'an idle PostgreSQL connection failed');
   });
   const writer = new PgWriter(pool, report, (err) => {
     reach?.failed(err); // the raw error: it tells a connection failure from a refused write
-    return pgStorageError(where, err);
+    return pgRuntimeError(where, err);
   });
+  // A connection held open that breaks (idle in a pool, the LISTEN one) has the watch check the
+  // server at once: it logs an outage, once; a connection ended alone is replaced, unlogged.
+  // True when it was a connection failure (nothing for the caller to log).
+  const connectionLost = (err: unknown): boolean => {
+    if (!isConnectionFailure(err)) return false;
+    reach?.suspect(err);
+    return reach !== null;
+  };
   const db = reader(pool, where, (err) => reach?.failed(err));
   const retention = { retainDays: options.retainDays ?? 7, failedRetainDays: options.failedRetainDays ?? 30 };
   const operator = new PgOperatorState(db, writer);
@@ -154,9 +168,20 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
       const workerId = newId();
       const sharedJournal = new PgSharedJournal(db, writer, retention, pool, channels, where, workerId);
       journal = sharedJournal;
-      listener = new PgListener({ connectionString: options.url, ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}), where, ...(logger ? { logger } : {}) });
+      listener = new PgListener({
+        connectionString: options.url,
+        ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+        where,
+        watch: {
+          suspect: connectionLost,
+          get outages() {
+            return reach?.outages ?? 0;
+          },
+        },
+        ...(logger ? { logger } : {}),
+      });
       await listener.start();
-      shared = openShared(options.shared, { id: workerId, db, journal: sharedJournal, listener, channels, ...(logger ? { logger } : {}) });
+      shared = openShared(options.shared, { id: workerId, db, journal: sharedJournal, listener, channels, connectionLost, ...(logger ? { logger } : {}) });
     } else {
       journal = new PgJournal(db, writer, retention);
     }
@@ -257,7 +282,15 @@ async function takeOwnership(pool: pg.Pool, where: string, waitMs: number, onLos
 
 function openShared(
   o: SharedStorageOptions,
-  deps: { id: string; db: ReturnType<typeof reader>; journal: PgSharedJournal; listener: PgListener; channels: Channels; logger?: Logger },
+  deps: {
+    id: string;
+    db: ReturnType<typeof reader>;
+    journal: PgSharedJournal;
+    listener: PgListener;
+    channels: Channels;
+    connectionLost: (err: unknown) => boolean;
+    logger?: Logger;
+  },
 ): { storage: SharedStorage; work: PgWorkSource } {
   const workers = new PgWorkers(deps.db);
   const id = deps.id;
@@ -297,6 +330,7 @@ function openShared(
       await workers.setConfigHash(id, hash);
     },
     setConfigHash: (hash) => workers.setConfigHash(id, hash),
+    connectionLost: deps.connectionLost,
   };
   return { storage, work };
 }

@@ -59,6 +59,21 @@ export class PgThreadStore implements ThreadStore {
       .catch(() => {}); // reported by the writer's error handler
   }
 
+  async kill(t: ThreadRecord): Promise<void> {
+    await this.writer.write(async (tx) => {
+      await tx.query({
+        name: 'thread-kill',
+        text: `WITH up AS (
+            INSERT INTO threads (id, status, participants, message_count, created_at, last_activity, error, metadata)
+            VALUES ($1, 'killed', $2, $3, $4, $5, $6, $7)
+            ON CONFLICT (id) DO UPDATE SET status = 'killed', last_activity = GREATEST(threads.last_activity, excluded.last_activity)
+            RETURNING (xmax = 0) AS inserted)
+          ${countInsertedThread('$8')}`,
+        values: [t.id, t.participants, t.messageCount, t.createdAt, t.lastActivity, t.error, JSON.stringify(t.metadata), this.slot],
+      });
+    });
+  }
+
   async get(id: string): Promise<ThreadRecord | null> {
     await this.writer.flush();
     const row = (await this.pool.query<ThreadRow>('SELECT * FROM threads WHERE id = $1', [id])).rows[0];

@@ -6,6 +6,7 @@ import type { WorkerRecord } from '../types.js';
 import type { Channels, PgListener } from './channels.js';
 import type { PgSharedJournal } from './shared-journal.js';
 import type { PgWorkers, WorkerIdentity } from './workers.js';
+import { isConnectionFailure } from './reachability.js';
 
 /** A claimer with free slots looks for work this often even when no notification came. */
 export const POLL_MS = 1_000;
@@ -43,6 +44,13 @@ export class PgWorkSource implements WorkSource {
   private readonly offs: Array<() => void> = [];
   private beating: Promise<void> | null = null;
   private stopped = false;
+  /**
+   * Since when this process's heartbeats have kept succeeding (null: the last one failed). A
+   * process cut off from the database (an outage, a restart) does not take back the others'
+   * claims until it has been back for a whole lease: they were cut off too, and each gets
+   * that long to renew its lease before its deliveries are run again elsewhere.
+   */
+  private beatingSince: number | null = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly o: PgWorkSourceOptions) {
     this.workerId = o.me.id;
@@ -134,19 +142,23 @@ export class PgWorkSource implements WorkSource {
     this.beating = (async () => {
       try {
         const alive = await this.o.workers.heartbeat(this.workerId, this.inFlight);
+        this.beatingSince ??= Date.now();
         if (!alive) this.o.logger?.warn({ workerId: this.workerId }, 'this process\'s workers row says it stopped; its claims may have been taken back');
-        await this.reclaim();
+        await this.reclaim(Date.now() - this.beatingSince >= this.o.me.leaseMs);
         await this.o.journal.foldCountSlots();
       } catch (err) {
-        this.o.logger?.warn({ err }, 'heartbeat failed; retrying at the next one');
+        if (isConnectionFailure(err)) this.beatingSince = null;
+        // An unreachable database is logged by the store's watch, once per outage.
+        else this.o.logger?.warn({ err }, 'heartbeat failed; retrying at the next one');
       }
     })().finally(() => {
       this.beating = null;
     });
   }
 
-  private async reclaim(): Promise<void> {
-    let { retried, failed } = await this.o.journal.reclaimExpired(this.o.maxAttempts);
+  /** `others`: take back the claims of processes whose lease expired (see beatingSince); this process's orphans always. */
+  private async reclaim(others = true): Promise<void> {
+    let { retried, failed } = others ? await this.o.journal.reclaimExpired(this.o.maxAttempts) : { retried: 0, failed: 0 };
     if (this.held) {
       // Taken after the ids are read: a claim committed meanwhile is younger than a lease.
       const orphans = { worker: this.workerId, held: [...this.held()], claimedBefore: Date.now() - this.o.me.leaseMs };

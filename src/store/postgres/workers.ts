@@ -71,21 +71,25 @@ export class PgWorkers {
   async list(): Promise<WorkerRecord[]> {
     const now = this.now();
     const rows = (await this.db.query<WorkerRow>('SELECT * FROM workers ORDER BY (stopped_at IS NULL) DESC, started_at DESC, id')).rows;
-    return rows.map((r) => ({
-      id: r.id,
-      kind: r.kind,
-      name: r.name,
-      host: r.host,
-      pid: r.pid,
-      handlers: r.handlers,
-      configHash: r.config_hash,
-      startedAt: r.started_at,
-      heartbeatAt: r.heartbeat_at,
-      stoppedAt: r.stopped_at,
-      alive: r.stopped_at === null && r.heartbeat_at >= now - r.lease_ms,
-      concurrency: r.concurrency,
-      inFlight: r.in_flight,
-      leaseMs: r.lease_ms,
-    }));
+    return rows.map((r) => {
+      const alive = r.stopped_at === null && r.heartbeat_at >= now - r.lease_ms;
+      return {
+        id: r.id,
+        kind: r.kind,
+        name: r.name,
+        host: r.host,
+        pid: r.pid,
+        handlers: r.handlers,
+        configHash: r.config_hash,
+        startedAt: r.started_at,
+        heartbeatAt: r.heartbeat_at,
+        stoppedAt: r.stopped_at,
+        alive,
+        concurrency: r.concurrency,
+        // Its last heartbeat's figure; a process that is not alive runs nothing (what it held is taken back).
+        inFlight: alive ? r.in_flight : 0,
+        leaseMs: r.lease_ms,
+      };
+    });
   }
 }

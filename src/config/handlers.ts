@@ -72,18 +72,31 @@ async function loadModule(baseDir: string, modulePath: string, cachedLocalFiles:
   const imported = new Set<string>([url]);
   try {
     const ns = (await tsImport(url, { parentURL: import.meta.url, onImport: (u) => imported.add(u) })) as Record<string, unknown>;
-    // Import notices travel over a message port; let any still in flight arrive.
-    await new Promise((resolve) => setImmediate(resolve));
+    await importNoticesSettled(imported);
     for (const file of cachedLocalFiles()) imported.add(pathToFileURL(file).href);
     return { ok: true, resolved, exports: ns, hash: await hashLocalFiles(imported) };
   } catch (err) {
-    await new Promise((resolve) => setImmediate(resolve));
+    await importNoticesSettled(imported);
     // The files the import reached, latest first (the failing one is usually the last), then the module.
     const reached = [...imported]
       .filter((u) => u.startsWith('file:') && !u.includes('/node_modules/'))
       .map((u) => fileURLToPath(u.split('?')[0] ?? u))
       .reverse();
     return { ok: false, resolved, error: ConfigMessages.moduleFailed(modulePath, describeLoadError(err, baseDir, [...new Set(reached)])) };
+  }
+}
+
+/**
+ * Import notices travel over a message port from the loader thread and may arrive after the
+ * import itself resolved (later still on a loaded machine): wait until none came for three
+ * timer turns in a row (at most 50), so the handler's version does not depend on timing.
+ */
+async function importNoticesSettled(imported: ReadonlySet<string>): Promise<void> {
+  let size = imported.size;
+  for (let turn = 0, quiet = 0; quiet < 3 && turn < 50; turn++) {
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    if (imported.size === size) quiet++;
+    else [quiet, size] = [0, imported.size];
   }
 }
 

@@ -155,8 +155,10 @@ describe.skipIf(!run)('shared PostgreSQL journal: claims, leases, fenced outcome
           await Promise.all(
             work.map(async ({ message: m }) => {
               await new Promise((r) => setTimeout(r, Math.random() * 3));
-              await p.work!.ack(m, NO_OUTCOME);
+              // Counted free before the ack is sent: the row is free once it commits, which a
+              // decrement after the ack's promise resolves would trail (and over-count on a loaded machine).
               heldBy[m.to]!--;
+              await p.work!.ack(m, NO_OUTCOME);
               done++;
             }),
           );

@@ -88,17 +88,27 @@ export abstract class PumpDelivery extends PumpSharedDispatch {
     const timeoutMs = runtime.config.timeoutSeconds * 1000;
     const timer = setTimeout(() => controller.abort('timeout' satisfies AbortCause), timeoutMs);
     let outcome: { ok: true; result: unknown } | { ok: false; error: unknown };
+    const aborted = new Promise<never>((_, reject) => {
+      if (controller.signal.aborted) reject(controller.signal.reason);
+      controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
+    });
+    aborted.catch(() => {});
     try {
-      const aborted = new Promise<never>((_, reject) => {
-        if (controller.signal.aborted) reject(controller.signal.reason);
-        controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
-      });
-      aborted.catch(() => {});
-      const handle = () => runtime.handler(message.payload, this.context(d));
-      const run = Promise.resolve().then(d.watch ? () => d.watch!.run(handle) : handle);
-      outcome = { ok: true, result: await Promise.race([run, aborted]) };
-    } catch (error) {
-      outcome = { ok: false, error };
+      for (let delay = OUTAGE_RETRY_MS; ; delay = Math.min(delay * 2, OUTAGE_RETRY_MAX_MS)) {
+        try {
+          const handle = () => runtime.handler(message.payload, this.context(d));
+          const run = Promise.resolve().then(d.watch ? () => d.watch!.run(handle) : handle);
+          outcome = { ok: true, result: await Promise.race([run, aborted]) };
+        } catch (error) {
+          outcome = { ok: false, error };
+        }
+        // The handler met the store unreachable (a budget reservation, a call record, its history):
+        // that is no fault of the delivery. It runs again once the store answers, as it would
+        // after a restart, instead of ending its thread in error.
+        if (outcome.ok || !Errors.STORAGE_UNAVAILABLE.is(outcome.error) || controller.signal.aborted) break;
+        if (!(await this.mayRunAgain(d, delay, aborted))) return;
+        if (controller.signal.aborted) break; // the outcome says why (killed, timeout, shutdown)
+      }
     } finally {
       clearTimeout(timer);
     }
@@ -157,6 +167,29 @@ export abstract class PumpDelivery extends PumpSharedDispatch {
     for (const m of outgoing) this.enqueue(m, thread, true);
   }
 
+  /**
+   * After `delay` (or an abort: a kill, a timeout, a shutdown, which the caller then ends it
+   * by), whether a delivery whose handler met the store unreachable may go on: not (shared
+   * mode) once its claim was taken back while the store was away; then nothing of it is written.
+   */
+  private async mayRunAgain(d: Delivery, delay: number, aborted: Promise<never>): Promise<boolean> {
+    this.deps.logger.debug({ messageId: d.message.id, threadId: d.message.threadId, to: d.message.to, delayMs: delay }, 'the handler met the store unreachable; it runs again when the store answers');
+    try {
+      await Promise.race([new Promise((resolve) => setTimeout(resolve, delay)), aborted]);
+    } catch {
+      return true;
+    }
+    const work = this.deps.work;
+    if (!work) return true;
+    try {
+      if ((await work.confirmClaim(d.message)) !== null) return true;
+    } catch {
+      return true; // still unreachable: the next run meets it again and waits longer
+    }
+    this.deps.logger.warn({ messageId: d.message.id, threadId: d.message.threadId, to: d.message.to, attempt: d.message.attempt }, 'the claim of a delivery waiting out a database outage was taken back meanwhile; it runs elsewhere');
+    return false;
+  }
+
   /** Frees the delivery's concurrency slot once (the rest of it waits for the journal). */
   private handlerDone(d: Delivery): void {
     if (d.handlerDone) return;
@@ -211,6 +244,9 @@ export abstract class PumpDelivery extends PumpSharedDispatch {
 }
 
 const ACKED: DeliveryOutcome = { acked: true };
+/** A handler that met the store unreachable runs again after this long, doubling up to the max. */
+const OUTAGE_RETRY_MS = 250;
+const OUTAGE_RETRY_MAX_MS = 5_000;
 
 function errorText(err: unknown): string {
   if (err instanceof Error) return err.message || err.name;

@@ -92,7 +92,15 @@ export abstract class PumpSharedDispatch extends PumpDispatch {
    * the store's; a killed thread's message fails at once (fenced, like any outcome), also when
    * the claim read the thread before its kill committed (this process heard of the kill).
    */
-  private startClaimed(work: WorkSource, { message, thread: stored }: ClaimedWork): void {
+  private startClaimed(work: WorkSource, claimed: ClaimedWork): void {
+    if (!work.claimCertain(claimed.claimedAt)) {
+      // This process was frozen or starved past a good part of its lease since it last renewed
+      // it (the claim's answer may have waited in the socket meanwhile): another process may
+      // have taken the delivery back and run it, even acked it. Started only once confirmed.
+      void this.confirmThenStart(work, claimed);
+      return;
+    }
+    const { message, thread: stored } = claimed;
     const runtime = this.runtimes.get(message.to);
     const live = this.threads.get(message.threadId);
     const refusal =
@@ -113,5 +121,27 @@ export abstract class PumpSharedDispatch extends PumpDispatch {
     if (thread.status === 'completed' || thread.status === 'error') thread.status = 'active';
     thread.queued++;
     void this.deliver(runtime, message);
+  }
+
+  private async confirmThenStart(work: WorkSource, claimed: ClaimedWork): Promise<void> {
+    const { message } = claimed;
+    const where = { messageId: message.id, threadId: message.threadId, to: message.to, attempt: message.attempt };
+    let held: number | null;
+    try {
+      held = await work.confirmClaim(message);
+    } catch (err) {
+      // Not started, nothing written: the claim goes back as an orphan (held in the database, not
+      // run here) at a heartbeat after a lease, or with this process's lease. An outage is logged once elsewhere.
+      if (!Errors.STORAGE_UNAVAILABLE.is(err)) this.deps.logger.warn({ ...where, err }, 'could not confirm a claim made before this process was frozen past its lease; not run here, it goes back after a lease');
+      this.notifyProgress();
+      return;
+    }
+    if (held === null) {
+      this.deps.logger.warn(where, 'a claim made before this process was frozen past its lease was taken back meanwhile; not run here');
+      this.notifyProgress();
+      return;
+    }
+    if (this.status !== 'running') return;
+    this.startClaimed(work, { ...claimed, claimedAt: held });
   }
 }

@@ -35,6 +35,20 @@ export interface WorkSource {
   ack(message: Message, outcome: DeliveryOutcomeWrite): Promise<FencedResult>;
   /** The fenced failure, like `ack`. */
   fail(message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult>;
+  /**
+   * True while no other process can have taken back a claim sent at `claimedAt` (this
+   * process's clock): the lease was renewed recently enough and without a lapse since the claim
+   * (synchronous, no round trip). False after this process was frozen or starved past a good
+   * part of its lease (SIGSTOP, a stalled event loop, an outage): the claim may have been taken
+   * back and run elsewhere, so it must not start without confirmClaim.
+   */
+  claimCertain(claimedAt: number): boolean;
+  /**
+   * Renews this process's lease and checks that `message`'s claim is still its own at this
+   * attempt: the time (as `claimedAt`) from which it is certain again, or null: the claim was
+   * taken back (the delivery runs, or ran, elsewhere) and must not start here.
+   */
+  confirmClaim(message: Message): Promise<number | null>;
   /** Calls `fn` whenever there may be new work (a notification, a poll tick, a lease taken back). */
   onWork(fn: () => void): () => void;
   /** How many deliveries this process has in flight now (shown in its `workers` row). */
@@ -63,6 +77,8 @@ export interface ClaimedWork {
   /** The message, with the attempt this claim delivers. */
   readonly message: Message;
   readonly thread: ThreadRecord | null;
+  /** When (this process's clock) the claim was sent: see claimCertain. */
+  readonly claimedAt: number;
 }
 
 export interface DeliveryOutcomeWrite {

@@ -121,7 +121,7 @@ export class PgSharedJournal extends PgJournal {
   }
 
   /** Claims work for `workerId` (see CLAIM_SQL), with the claimed threads' records. */
-  async claim(workerId: string, listeners: readonly string[], max: number, limits: ClaimLimits): Promise<ClaimedWork[]> {
+  async claim(workerId: string, listeners: readonly string[], max: number, limits: ClaimLimits): Promise<Omit<ClaimedWork, 'claimedAt'>[]> {
     if (max <= 0 || listeners.length === 0) return [];
     let client: pg.PoolClient;
     try {
@@ -190,6 +190,12 @@ export class PgSharedJournal extends PgJournal {
     });
     await this.insertAll(tx, list.filter((_, k) => admitted[k]).flatMap((i) => i.messages));
     return admitted;
+  }
+
+  /** Whether the claim of `message` is still `workerId`'s, at this attempt (not taken back since). */
+  async holdsClaim(workerId: string, message: Message): Promise<boolean> {
+    const r = await this.pool.query(`SELECT 1 FROM journal WHERE id = $1 AND state = 'DISPATCHED' AND claimed_by = $2 AND attempt = $3`, [message.id, workerId, message.attempt]);
+    return r.rows.length > 0;
   }
 
   /** The ack of a claimed delivery, fenced: written only while the claim is `workerId`'s, at this attempt. */

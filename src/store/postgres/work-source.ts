@@ -51,6 +51,17 @@ export class PgWorkSource implements WorkSource {
    * that long to renew its lease before its deliveries are run again elsewhere.
    */
   private beatingSince: number | null = Number.NEGATIVE_INFINITY;
+  /**
+   * When (this process's clock) the heartbeat that last renewed its lease was sent: until a
+   * lease after it, no other process can take back what this one claimed. Null: never renewed.
+   */
+  private renewedAt: number | null = null;
+  /**
+   * Since when the lease has been renewed without a lapse: a claim sent before then may have
+   * been taken back during the lapse (this process frozen or cut off past its lease), whatever
+   * heartbeats succeeded since.
+   */
+  private unbrokenSince = Number.POSITIVE_INFINITY;
 
   constructor(private readonly o: PgWorkSourceOptions) {
     this.workerId = o.me.id;
@@ -60,7 +71,9 @@ export class PgWorkSource implements WorkSource {
 
   /** Registers this process and starts heartbeating (and, for a claimer, listening and polling). */
   async start(): Promise<void> {
+    const registeredAt = Date.now();
     await this.o.workers.register(this.o.me);
+    this.renewed(registeredAt);
     // A process that just started takes back what dead workers held at once (a restart after a crash).
     await this.reclaim();
     const beat = Math.max(100, Math.floor(this.o.me.leaseMs / 3));
@@ -74,9 +87,11 @@ export class PgWorkSource implements WorkSource {
     }
   }
 
-  claim(listeners: readonly string[], max: number, limits: ClaimLimits): Promise<readonly ClaimedWork[]> {
-    if (!this.handlers || this.stopped) return Promise.resolve([]);
-    return this.o.journal.claim(this.workerId, listeners, max, limits);
+  async claim(listeners: readonly string[], max: number, limits: ClaimLimits): Promise<readonly ClaimedWork[]> {
+    if (!this.handlers || this.stopped) return [];
+    const claimedAt = Date.now();
+    const claimed = await this.o.journal.claim(this.workerId, listeners, max, limits);
+    return claimed.map((c) => ({ ...c, claimedAt }));
   }
 
   admit(messages: readonly Message[], maxQueue: number): Promise<boolean> {
@@ -89,6 +104,29 @@ export class PgWorkSource implements WorkSource {
 
   fail(message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
     return this.o.journal.failClaimed(this.workerId, message, reason, error, outcome);
+  }
+
+  claimCertain(claimedAt: number): boolean {
+    return claimedAt >= this.unbrokenSince && this.renewedAt !== null && Date.now() < this.renewedAt + this.certainMs();
+  }
+
+  async confirmClaim(message: Message): Promise<number | null> {
+    const sentAt = Date.now();
+    if (!(await this.o.workers.heartbeat(this.workerId, this.inFlight))) return null;
+    this.renewed(sentAt);
+    // Renewed at sentAt and still ours after it: nobody takes it back before sentAt + lease.
+    return (await this.o.journal.holdsClaim(this.workerId, message)) ? sentAt : null;
+  }
+
+  /** How long after a renewal the lease is taken as certain: a third of it is kept back for clocks that differ between machines. */
+  private certainMs(): number {
+    return (this.o.me.leaseMs * 2) / 3;
+  }
+
+  /** A heartbeat sent at `sentAt` (this process's clock) renewed the lease. */
+  private renewed(sentAt: number): void {
+    if (this.renewedAt === null || sentAt >= this.renewedAt + this.certainMs()) this.unbrokenSince = sentAt;
+    this.renewedAt = Math.max(this.renewedAt ?? sentAt, sentAt);
   }
 
   onWork(fn: () => void): () => void {
@@ -141,7 +179,9 @@ export class PgWorkSource implements WorkSource {
     if (this.beating || this.stopped) return;
     this.beating = (async () => {
       try {
+        const sentAt = Date.now();
         const alive = await this.o.workers.heartbeat(this.workerId, this.inFlight);
+        if (alive) this.renewed(sentAt);
         this.beatingSince ??= Date.now();
         if (!alive) this.o.logger?.warn({ workerId: this.workerId }, 'this process\'s workers row says it stopped; its claims may have been taken back');
         await this.reclaim(Date.now() - this.beatingSince >= this.o.me.leaseMs);

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { channelName, channelsFor, notify, PgListener } from '../../../src/store/postgres/channels.js';
+import { channelName, channelsFor, notify, PgListener } from '../../../src/cluster/bus/channels.js';
 import { createTestDatabase, withPostgres, testPool } from '../contract/backends.js';
 
 const run = withPostgres('LISTEN/NOTIFY channels');

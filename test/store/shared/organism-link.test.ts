@@ -6,7 +6,7 @@ import type { OrganismEvent } from '../../../src/events/types.js';
 import type { LoadedOrganism } from '../../../src/config/types.js';
 import { Organism, type OrganismStorage } from '../../../src/organism/organism.js';
 import { MemoryJournal, MemoryUsageStore } from '../../../src/store/index.js';
-import { PgClusterLink } from '../../../src/store/postgres/cluster-link.js';
+import { PgClusterLink } from '../../../src/cluster/bus/cluster-link.js';
 import { openPostgresStorage } from '../../../src/store/postgres/index.js';
 import { PgOperatorState } from '../../../src/store/postgres/operator-state.js';
 import { createPool, reader } from '../../../src/store/postgres/pool.js';

@@ -21,7 +21,7 @@ import type { OrganismEvent } from '../../src/events/types.js';
 import type { ClusterHandlers } from '../../src/organism/cluster-link.js';
 import { Organism, type OrganismStorage } from '../../src/organism/organism.js';
 import { openSqliteStorage } from '../../src/store/index.js';
-import { PgClusterLink } from '../../src/store/postgres/cluster-link.js';
+import { PgClusterLink } from '../../src/cluster/bus/cluster-link.js';
 import { openPostgresStorage } from '../../src/store/postgres/index.js';
 import { injectAll } from '../lib/drive.js';
 import { chainOrganism } from '../lib/organisms.js';

@@ -21,7 +21,7 @@ export interface JoinOptions {
  */
 export async function joinSharedOrganism(organism: Organism, options: JoinOptions): Promise<void> {
   // Loaded only for a PostgreSQL store (most organisms run on the embedded SQLite).
-  const { PgClusterLink } = await import('../store/postgres/cluster-link.js');
+  const { PgClusterLink } = await import('../cluster/bus/cluster-link.js');
   const link = PgClusterLink.create({
     url: options.url,
     origin: organism.bootId,

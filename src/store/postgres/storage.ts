@@ -9,10 +9,10 @@ import { createPool, pgRuntimeError, pgStorageError, reader, redactUrl } from '.
 import { PgThreadStore } from './threads.js';
 import { PgUsageStore } from './usage.js';
 import { PgWriter } from './writer.js';
-import { channelsFor, currentSchema, PgListener, type Channels } from './channels.js';
-import { PgSharedJournal } from './shared-journal.js';
-import { DEFAULT_LEASE_MS, PgWorkSource } from './work-source.js';
-import { PgWorkers } from './workers.js';
+import { channelsFor, currentSchema, PgListener, type Channels } from '../../cluster/bus/channels.js';
+import { PgSharedJournal } from '../../cluster/queue/shared-journal.js';
+import { DEFAULT_LEASE_MS, PgWorkSource } from '../../cluster/queue/work-source.js';
+import { PgWorkers } from '../../cluster/workers.js';
 import { newId } from '../../util/ids.js';
 import { hostname } from 'node:os';
 import { PgBudgetLedger } from './budget-ledger.js';

@@ -2,11 +2,11 @@ import type { FailureReason } from '../../pump/hooks.js';
 import type { Message } from '../../pump/message.js';
 import type { AgentLoad, ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedResult, WorkSource } from '../../pump/work-source.js';
 import type { Logger } from '../../util/logger.js';
-import type { WorkerRecord } from '../types.js';
-import type { Channels, PgListener } from './channels.js';
+import type { WorkerRecord } from '../../store/types.js';
+import type { Channels, PgListener } from '../bus/channels.js';
 import type { PgSharedJournal } from './shared-journal.js';
-import type { PgWorkers, WorkerIdentity } from './workers.js';
-import { isConnectionFailure } from './reachability.js';
+import type { PgWorkers, WorkerIdentity } from '../workers.js';
+import { isConnectionFailure } from '../../store/postgres/reachability.js';
 
 /** A claimer with free slots looks for work this often even when no notification came. */
 export const POLL_MS = 1_000;

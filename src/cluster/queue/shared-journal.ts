@@ -1,19 +1,19 @@
-import { recordOf, type ThreadRow } from './threads.js';
+import { recordOf, type ThreadRow } from '../../store/postgres/threads.js';
 import type pg from 'pg';
 import type { FailureReason } from '../../pump/hooks.js';
 import { EXTERNAL_SENDER, type Message } from '../../pump/message.js';
 import type { ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedResult } from '../../pump/work-source.js';
-import { messageOf, type JournalRow } from '../rows.js';
-import type { RecoveredMessages, RecoveryReport } from '../types.js';
-import { notify, type Channels } from './channels.js';
+import { messageOf, type JournalRow } from '../../store/rows.js';
+import type { RecoveredMessages, RecoveryReport } from '../../store/types.js';
+import { notify, type Channels } from '../bus/channels.js';
 import { claimTransaction } from './claim-sql.js';
 import { PgLots } from './lots.js';
-import { COUNT_SQL, FOLD_SLOTS_SQL } from './journal-counts.js';
-import { PgJournal } from './journal.js';
-import { pgRuntimeError, type Reader } from './pool.js';
+import { COUNT_SQL, FOLD_SLOTS_SQL } from '../../store/postgres/journal-counts.js';
+import { PgJournal } from '../../store/postgres/journal.js';
+import { pgRuntimeError, type Reader } from '../../store/postgres/pool.js';
 import { countInThreads, lockThreads, settleThreads, type FinishedStatus } from './shared-threads.js';
-import { insertUsage } from './usage-writes.js';
-import type { PgWriter, Tx } from './writer.js';
+import { insertUsage } from '../../store/postgres/usage-writes.js';
+import type { PgWriter, Tx } from '../../store/postgres/writer.js';
 
 /**
  * Fenced outcomes, set-based: each entry moves to its state ($4) only while DISPATCHED to its

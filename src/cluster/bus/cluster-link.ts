@@ -5,7 +5,7 @@ import type { Logger } from '../../util/logger.js';
 import { channelsFor, currentSchema, notify, PgListener, type Channels } from './channels.js';
 import { PgEventPublisher } from './event-publisher.js';
 import { PgEventReceiver } from './event-receiver.js';
-import { createPool, pgRuntimeError, pgStorageError, redactUrl } from './pool.js';
+import { createPool, pgRuntimeError, pgStorageError, redactUrl } from '../../store/postgres/pool.js';
 import type { OrganismError } from '../../errors/catalogue.js';
 
 export interface PgClusterLinkOptions {

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Logger } from '../../util/logger.js';
-import { pgRuntimeError, pgStorageError } from './pool.js';
-import { isConnectionFailure } from './reachability.js';
+import { pgRuntimeError, pgStorageError } from '../../store/postgres/pool.js';
+import { isConnectionFailure } from '../../store/postgres/reachability.js';
 
 /**
  * LISTEN/NOTIFY channels of one organism. A channel name carries the schema, so organisms in

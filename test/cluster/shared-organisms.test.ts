@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { ResolvedListener } from '../../../src/config/types.js';
-import { Errors } from '../../../src/errors/catalogue.js';
-import { Organism } from '../../../src/organism/organism.js';
-import { openPostgresStorage, type SharedStorageOptions } from '../../../src/store/postgres/index.js';
-import { buildApp } from '../../../src/service/app.js';
-import { snapshotBody } from '../../../src/service/ws/snapshot.js';
-import { deferred, eventually, listener, loaded } from '../../pump/harness.js';
-import { createTestDatabase, withPostgres } from '../contract/backends.js';
+import type { ResolvedListener } from '../../src/config/types.js';
+import { Errors } from '../../src/errors/catalogue.js';
+import { Organism } from '../../src/organism/organism.js';
+import { openPostgresStorage, type SharedStorageOptions } from '../../src/store/postgres/index.js';
+import { buildApp } from '../../src/service/app.js';
+import { snapshotBody } from '../../src/service/ws/snapshot.js';
+import { deferred, eventually, listener, loaded } from '../pump/harness.js';
+import { createTestDatabase, withPostgres } from '../store/contract/backends.js';
 
 /**
  * Whole organisms in shared mode, several on one schema of the real PostgreSQL (each one is

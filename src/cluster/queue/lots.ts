@@ -1,4 +1,4 @@
-import type { PgWriter, Tx } from './writer.js';
+import type { PgWriter, Tx } from '../../store/postgres/writer.js';
 
 /** Writes a lot of items in the transaction given, set-based; a result per item, in order. */
 export type WriteLot<I, R> = (tx: Tx, items: readonly I[]) => Promise<R[]>;

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Message } from '../../../src/pump/message.js';
-import { channelsFor } from '../../../src/store/postgres/channels.js';
-import { openPostgresStorage, type PostgresStorage, type SharedStorageOptions } from '../../../src/store/postgres/index.js';
-import { newId } from '../../../src/util/ids.js';
-import { createTestDatabase, withPostgres, testPool } from '../contract/backends.js';
+import type { Message } from '../../src/pump/message.js';
+import { channelsFor } from '../../src/cluster/bus/channels.js';
+import { openPostgresStorage, type PostgresStorage, type SharedStorageOptions } from '../../src/store/postgres/index.js';
+import { newId } from '../../src/util/ids.js';
+import { createTestDatabase, withPostgres, testPool } from '../store/contract/backends.js';
 
 /**
  * Claims on the shared PostgreSQL journal, with several processes' pools claiming at once

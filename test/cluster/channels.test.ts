@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { channelName, channelsFor, notify, PgListener } from '../../../src/store/postgres/channels.js';
-import { createTestDatabase, withPostgres, testPool } from '../contract/backends.js';
+import { channelName, channelsFor, notify, PgListener } from '../../src/cluster/bus/channels.js';
+import { createTestDatabase, withPostgres, testPool } from '../store/contract/backends.js';
 
 const run = withPostgres('LISTEN/NOTIFY channels');
 

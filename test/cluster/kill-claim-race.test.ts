@@ -1,12 +1,12 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { LoadedOrganism } from '../../../src/config/types.js';
-import { Organism } from '../../../src/organism/organism.js';
-import type { ClusterHandlers, ClusterLink } from '../../../src/organism/cluster-link.js';
-import { PgClusterLink } from '../../../src/store/postgres/cluster-link.js';
-import { openPostgresStorage, type PostgresStorage } from '../../../src/store/postgres/index.js';
-import { deferred, eventually, listener, loaded } from '../../pump/harness.js';
-import { createTestDatabase, testPool, withPostgres } from '../contract/backends.js';
+import type { LoadedOrganism } from '../../src/config/types.js';
+import { Organism } from '../../src/organism/organism.js';
+import type { ClusterHandlers, ClusterLink } from '../../src/organism/cluster-link.js';
+import { PgClusterLink } from '../../src/cluster/bus/cluster-link.js';
+import { openPostgresStorage, type PostgresStorage } from '../../src/store/postgres/index.js';
+import { deferred, eventually, listener, loaded } from '../pump/harness.js';
+import { createTestDatabase, testPool, withPostgres } from '../store/contract/backends.js';
 
 /**
  * A kill that commits while a claim of the same thread is on its way back (issue 23, item 10):

@@ -1,7 +1,7 @@
 import type { Message } from '../../pump/message.js';
 import { isSystemName } from '../../pump/system-messages.js';
-import type { ThreadStatus } from '../types.js';
-import type { Tx } from './writer.js';
+import type { ThreadStatus } from '../../store/types.js';
+import type { Tx } from '../../store/postgres/writer.js';
 
 /**
  * Thread records in a shared organism, kept by the journal's own transactions (no process

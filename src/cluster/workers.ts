@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
-import type { WorkerRecord } from '../types.js';
-import type { Reader } from './pool.js';
+import type { WorkerRecord } from '../store/types.js';
+import type { Reader } from '../store/postgres/pool.js';
 
 export type { WorkerRecord };
 

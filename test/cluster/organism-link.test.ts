@@ -2,19 +2,19 @@ import { pino } from 'pino';
 import pg from 'pg';
 import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { OrganismEvent } from '../../../src/events/types.js';
-import type { LoadedOrganism } from '../../../src/config/types.js';
-import { Organism, type OrganismStorage } from '../../../src/organism/organism.js';
-import { MemoryJournal, MemoryUsageStore } from '../../../src/store/index.js';
-import { PgClusterLink } from '../../../src/store/postgres/cluster-link.js';
-import { openPostgresStorage } from '../../../src/store/postgres/index.js';
-import { PgOperatorState } from '../../../src/store/postgres/operator-state.js';
-import { createPool, reader } from '../../../src/store/postgres/pool.js';
-import { PgThreadStore } from '../../../src/store/postgres/threads.js';
-import { PgWriter } from '../../../src/store/postgres/writer.js';
-import type { Logger } from '../../../src/util/logger.js';
-import { deferred, eventually, listener, loaded } from '../../pump/harness.js';
-import { createTestDatabase, withPostgres, testPool } from '../contract/backends.js';
+import type { OrganismEvent } from '../../src/events/types.js';
+import type { LoadedOrganism } from '../../src/config/types.js';
+import { Organism, type OrganismStorage } from '../../src/organism/organism.js';
+import { MemoryJournal, MemoryUsageStore } from '../../src/store/index.js';
+import { PgClusterLink } from '../../src/cluster/bus/cluster-link.js';
+import { openPostgresStorage } from '../../src/store/postgres/index.js';
+import { PgOperatorState } from '../../src/store/postgres/operator-state.js';
+import { createPool, reader } from '../../src/store/postgres/pool.js';
+import { PgThreadStore } from '../../src/store/postgres/threads.js';
+import { PgWriter } from '../../src/store/postgres/writer.js';
+import type { Logger } from '../../src/util/logger.js';
+import { deferred, eventually, listener, loaded } from '../pump/harness.js';
+import { createTestDatabase, withPostgres, testPool } from '../store/contract/backends.js';
 
 /**
  * Organisms of one process each, in one test process, linked over the real PostgreSQL: what

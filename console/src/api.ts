@@ -1,132 +1,62 @@
 // Every call the console makes to the control service, in one place, through organism/client
 // (the typed client of the package, src/client): the same REST routes an operator would use
 // with curl (docs/api.md). Errors carry the API's own `detail`.
-import { createClient, OrganismApiError, type Inject, type JournalListQuery, type OrganismClient, type ThreadListQuery } from 'organism/client';
+import {
+  createClient,
+  OrganismApiError,
+  type Agent,
+  type AgentList,
+  type AgentSchema,
+  type Billing as WireBilling,
+  type Capability as WireCapability,
+  type CapabilityList,
+  type Daily,
+  type EdgeTraffic,
+  type Inject,
+  type Injected,
+  type Journal,
+  type JournalEntry as WireJournalEntry,
+  type JournalListQuery,
+  type Message,
+  type Organism,
+  type OrganismClient,
+  type Reload,
+  type Thread,
+  type ThreadBudget as WireThreadBudget,
+  type ThreadBudgetList,
+  type ThreadList,
+  type ThreadListQuery,
+  type Usage,
+  type UsageHistory,
+  type WhoAmI,
+} from 'organism/client';
 
-export type Role = 'operator' | 'viewer';
-export type AgentState = 'idle' | 'processing' | 'waiting' | 'error' | 'paused';
-export type DeliveryState = 'PENDING' | 'DISPATCHED' | 'ACKED' | 'FAILED';
-export type ThreadStatus = 'active' | 'completed' | 'error' | 'killed';
-
-export interface RecoveryReport {
-  bootId: string;
-  at: string;
-  durationMs: number;
-  pending: number;
-  redelivered: number;
-  failedMaxAttempts: number;
-}
-export interface JournalStats {
-  counts: Record<DeliveryState, number>;
-  oldestPendingAgeMs: number | null;
-  lastRecovery: RecoveryReport | null;
-}
-export interface OrganismInfo {
-  name: string;
-  status: string;
-  uptimeSeconds: number;
-  agentCount: number;
-  activeThreads: number;
-  totalMessages: number;
-  version: string;
-  startedAt: string | null;
-  bootId: string;
-  journal: JournalStats;
-}
-export interface AgentInfo {
-  name: string;
-  description: string;
-  isAgent: boolean;
-  peers: string[];
-  payloadClass: string;
-  state: AgentState;
-  currentThread: string | null;
-  queueDepth: number;
-  lastActivity: string | null;
-  messageCount: number;
-  model: string | null;
-}
-export interface ThreadInfo {
-  id: string;
-  status: ThreadStatus;
-  participants: string[];
-  messageCount: number;
-  createdAt: string;
-  lastActivity: string;
-  error: string | null;
-}
-export interface MessageRecord {
-  id: string;
-  threadId: string;
-  from: string;
-  to: string;
-  payloadType: string;
-  payload: unknown;
-  timestamp: string;
-  parentId: string | null;
-  deliveryState: DeliveryState;
-}
-export interface JournalEntry extends MessageRecord {
-  metadata: Record<string, string>;
-  attempts: number;
-  createdAt: string;
-  dispatchedAt: string | null;
-  ackedAt: string | null;
-  failedAt: string | null;
-  failureReason: string | null;
-  error: string | null;
-}
-export interface Counts {
-  totalTokens: number;
-  promptTokens: number;
-  completionTokens: number;
-  requestCount: number;
-  totalCost: number;
-}
-export interface UsageOverview {
-  totals: Counts & { avgLatencyMs: number; unpricedRequests: number };
-  byAgent: Array<Counts & { agentId: string }>;
-  byModel: Array<Counts & { model: string }>;
-  activeThreads: number;
-}
-export interface ThreadBudget {
-  threadId: string;
-  maxTokens: number;
-  totalTokens: number;
-  remaining: number;
-  percentUsed: number;
-  isExhausted: boolean;
-}
-export interface UsageEvent {
-  id: string;
-  timestamp: string;
-  threadId: string;
-  agentId: string;
-  messageId: string | null;
-  model: string;
-  provider: string;
-  promptTokens: number;
-  completionTokens: number;
-  totalTokens: number;
-  totalLatencyMs: number;
-  estimatedCost: number | null;
-}
-export interface Billing extends Counts {
+// The wire types are the client's (derived from the service's schemas), under the names the
+// views use; a few open objects of the schemas are narrowed to what the server puts in them.
+export type Role = WhoAmI['role'];
+export type AgentState = Agent['state'];
+export type DeliveryState = Message['deliveryState'];
+export type ThreadStatus = Thread['status'];
+export type RecoveryReport = NonNullable<Journal['lastRecovery']>;
+export type JournalStats = Journal;
+export type OrganismInfo = Organism;
+export type AgentInfo = Agent;
+export type ThreadInfo = Thread;
+export type MessageRecord = Message;
+/** The schema's metadata is an open object: string values (the server only stores those). */
+export type JournalEntry = Omit<WireJournalEntry, 'metadata'> & { metadata: Record<string, string> };
+/** The counters every usage figure carries. */
+export type Counts = Pick<WireBilling, 'totalTokens' | 'promptTokens' | 'completionTokens' | 'requestCount' | 'totalCost'>;
+export type UsageOverview = Usage['usage'];
+export type ThreadBudget = WireThreadBudget;
+export type UsageEvent = UsageHistory['events'][number];
+/** The schema describes per-model, per-agent and per-org maps as open objects; their values are Counts. */
+export type Billing = Omit<WireBilling, 'byModel' | 'byAgent' | 'byOrg'> & {
   byModel: Record<string, Counts>;
   byAgent: Record<string, Counts>;
   byOrg: Record<string, Counts>;
-}
-export interface Capability {
-  name: string;
-  description: string;
-  isAgent: boolean;
-  peers: string[];
-  rootTag: string;
-  payloadClass?: string;
-  schemaXsd?: string;
-  exampleXml?: string;
-  jsonSchema?: JsonSchema;
-}
+};
+/** The JSON Schema of a capability's payload, as far as the inject form reads it. */
 export interface JsonSchema {
   type?: string | string[];
   title?: string;
@@ -137,20 +67,10 @@ export interface JsonSchema {
   $ref?: string;
   $defs?: Record<string, JsonSchema>;
 }
-export interface ReloadResult {
-  success: boolean;
-  added: string[];
-  removed: string[];
-  updated: string[];
-  error: string | null;
-  dryRun: boolean;
-}
-export interface Page {
-  count: number;
-  total: number;
-  offset: number;
-  limit: number;
-}
+/** A capability as listed (its summary) or fetched (with its schemas); jsonSchema, an open object in the schema, is a JSON Schema. */
+export type Capability = CapabilityList['capabilities'][number] & Partial<Omit<WireCapability, 'jsonSchema'>> & { jsonSchema?: JsonSchema };
+export type ReloadResult = Reload;
+export type Page = Pick<ThreadList, 'count' | 'total' | 'offset' | 'limit'>;
 
 export class ApiError extends Error {
   constructor(
@@ -200,37 +120,37 @@ function given<Q extends Record<string, unknown>>(query: Q): { [K in keyof Q]: E
 }
 
 export const api = {
-  whoami: (token?: string): Promise<{ name: string; role: Role }> => call((c) => c.whoami(), token),
+  whoami: (token?: string): Promise<WhoAmI> => call((c) => c.whoami(), token),
   organism: (): Promise<OrganismInfo> => call((c) => c.organism.info()),
   config: (): Promise<Record<string, unknown>> => call((c) => c.organism.config()),
-  edges: (): Promise<{ edges: Array<{ from: string; to: string; messages: number; denied: number }> }> => call((c) => c.organism.edges()),
+  edges: (): Promise<EdgeTraffic> => call((c) => c.organism.edges()),
   reload: (dryRun: boolean): Promise<ReloadResult> => call((c) => c.organism.reload(dryRun ? { dryRun: true } : {})),
-  agents: (): Promise<{ agents: AgentInfo[] }> => call((c) => c.agents.list()),
+  agents: (): Promise<AgentList> => call((c) => c.agents.list()),
   agent: (name: string): Promise<AgentInfo> => call((c) => c.agents.get(name)),
-  agentSchema: (name: string): Promise<{ schema: string }> => call((c) => c.agents.schema(name)),
+  agentSchema: (name: string): Promise<AgentSchema> => call((c) => c.agents.schema(name)),
   capabilities: (): Promise<{ capabilities: Capability[] }> => call((c) => c.capabilities.list()),
   capability: (name: string): Promise<Capability> => call((c) => c.capabilities.get(name)),
   pause: (name: string): Promise<unknown> => call((c) => c.agents.pause(name)),
   resume: (name: string): Promise<unknown> => call((c) => c.agents.resume(name)),
   // The status comes from a <select> of the valid values (the server answers 422 otherwise).
-  threads: (q: { status?: string; agent?: string; limit: number; offset: number }): Promise<Page & { threads: ThreadInfo[] }> =>
+  threads: (q: { status?: string; agent?: string; limit: number; offset: number }): Promise<ThreadList> =>
     call((c) => c.threads.list(given(q) as ThreadListQuery)),
   thread: (id: string): Promise<ThreadInfo> => call((c) => c.threads.get(id)),
   threadMessages: (id: string, limit = 100, offset = 0): Promise<Page & { messages: MessageRecord[] }> => call((c) => c.threads.messages(id, { limit, offset })),
   kill: (id: string): Promise<unknown> => call((c) => c.threads.kill(id)),
   messages: (q: { agent?: string; threadId?: string; limit: number }): Promise<Page & { messages: MessageRecord[] }> => call((c) => c.messages.list(given(q))),
   // Raw JSON typed by the operator may be anything: the server says what is wrong with it (422).
-  inject: (body: { to: string; payload: unknown; threadId?: string; metadata?: Record<string, string> }): Promise<{ threadId: string; messageId: string }> =>
+  inject: (body: { to: string; payload: unknown; threadId?: string; metadata?: Record<string, string> }): Promise<Injected> =>
     call((c) => c.inject(body as Inject)),
-  usage: (): Promise<{ usage: UsageOverview }> => call((c) => c.usage.overview()),
-  budgets: (): Promise<{ threads: ThreadBudget[]; defaultMaxTokens: number }> => call((c) => c.usage.threads()),
+  usage: (): Promise<Usage> => call((c) => c.usage.overview()),
+  budgets: (): Promise<ThreadBudgetList> => call((c) => c.usage.threads()),
   budget: (id: string): Promise<ThreadBudget> => call((c) => c.usage.thread(id)),
   setBudget: (id: string, maxTokens: number): Promise<ThreadBudget> => call((c) => c.usage.setThreadBudget(id, maxTokens)),
   agentUsage: (name: string): Promise<Counts> => call((c) => c.usage.agent(name)),
   usageHistory: (q: { threadId?: string; limit: number }): Promise<Page & { events: UsageEvent[] }> => call((c) => c.usage.history(given(q))),
   // The schemas describe per-model and per-agent maps as open objects; their values are Counts.
   billing: (q: { startTime?: string; endTime?: string }): Promise<Billing> => call((c) => c.usage.billing(given(q))) as Promise<Billing>,
-  daily: (q: { startTime?: string; endTime?: string }): Promise<{ days: Array<{ date: string; totalTokens: number; requestCount: number; totalCost: number }> }> =>
+  daily: (q: { startTime?: string; endTime?: string }): Promise<Daily> =>
     call((c) => c.usage.daily(given(q))),
   // Entries' metadata is an open object in the schema: string values (the server only stores those).
   journal: (q: { state?: string; agent?: string; threadId?: string; limit: number; offset: number }): Promise<Page & { entries: JournalEntry[] }> =>

@@ -3,17 +3,13 @@
 // `resync: true`. Components read it through useLive(); updates are batched to one render per
 // animation frame, so a burst of events costs one render, not one per event.
 import { useSyncExternalStore } from 'react';
-import type { OrganismSocket } from 'organism/client';
+import type { OrganismSocket, ServerFrame } from 'organism/client';
 import { api, clientFor, type AgentInfo, type JournalStats, type MessageRecord, type ThreadInfo } from './api';
 
 export type ConnectionState = 'connecting' | 'open' | 'reconnecting' | 'closed';
 
-export interface Frame {
-  event: string;
-  seq: number;
-  timestamp: string;
-  [key: string]: unknown;
-}
+/** A frame of the /ws stream, as organism/client types it. */
+export type Frame = ServerFrame;
 
 /** Counts per second over the last WINDOW seconds (a ring of buckets). */
 const WINDOW = 300;
@@ -123,7 +119,7 @@ export class LiveStore {
           opened = true;
           refused = 0;
         }
-        this.apply(frame as unknown as Frame);
+        this.apply(frame);
       }),
       socket.on('disconnected', () => {
         if (this.stopped) return;

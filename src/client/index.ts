@@ -14,11 +14,13 @@ export { OrganismApiError, RestClient, type FetchLike, type RestOptions } from '
 export { bearerProtocols, OrganismCommandError, OrganismSocket, WS_SUBPROTOCOL, type SocketEvents, type WatchOptions, type WebSocketAuth, type WebSocketFactory, type WebSocketLike } from './socket.js';
 export type * from './types.js';
 
+/** Options of `createClient`: those of the REST client, plus how to open WebSockets. */
 export interface ClientOptions extends RestOptions {
   /** How to open WebSockets; default: `ws` in Node, the global WebSocket in browsers. */
   readonly webSocket?: WebSocketFactory;
 }
 
+/** The typed client of the control service: REST calls by resource (`client.threads.list()`...) and `watch()` for the live stream. */
 export class OrganismClient extends RestClient {
   readonly #wsUrl: string;
   readonly #token: string | undefined;
@@ -38,6 +40,7 @@ export class OrganismClient extends RestClient {
   }
 }
 
+/** A client for the service at `options.baseUrl`. */
 export function createClient(options: ClientOptions): OrganismClient {
   return new OrganismClient(options);
 }

@@ -7,6 +7,7 @@ export type FetchLike = (url: string, init: { method: string; headers: Record<st
   text(): Promise<string>;
 }>;
 
+/** How a client reaches the service: its address, a token, and optionally its own fetch. */
 export interface RestOptions {
   /** Where the service listens, e.g. `http://127.0.0.1:8080` (no `/api/v1`). */
   readonly baseUrl: string;

@@ -69,6 +69,7 @@ export async function defaultWebSocketFactory(): Promise<WebSocketFactory> {
   return (url, auth) => (auth.protocols.length > 0 ? new Global(url, auth.protocols) : new Global(url));
 }
 
+/** Options of `client.watch()`: which stream, an initial filter, and how to reconnect. */
 export interface WatchOptions {
   /** `control` = /ws (snapshot, every event, inject); `messages` = /ws/messages (message frames only). */
   readonly channel?: 'control' | 'messages';
@@ -80,6 +81,7 @@ export interface WatchOptions {
   readonly backoff?: { readonly initialMs?: number; readonly maxMs?: number };
 }
 
+/** The events an `OrganismSocket` emits (`socket.on(name, listener)`), with what each carries. */
 export interface SocketEvents {
   /** Every frame, in order. */
   frame: ServerFrame;

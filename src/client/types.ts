@@ -34,75 +34,142 @@ import type {
   UsageResponse,
 } from '../service/schemas/usage.js';
 
+/** The answer of `GET /health`. */
 export type Health = Static<typeof HealthResponse>;
+/** The answer of `GET /api/v1/organism`. */
 export type Organism = Static<typeof OrganismInfo>;
+/** The answer of `GET /api/v1/organism/edges`. */
 export type EdgeTraffic = Static<typeof EdgeTrafficResponse>;
+/** The answer of `GET /api/v1/whoami`. */
 export type WhoAmI = Static<typeof WhoAmIResponse>;
+/** The answer of `GET /api/v1/journal/stats`. */
 export type Journal = Static<typeof JournalStats>;
+/** One recorded LLM call (in `DeliveryLlmCalls` and `ThreadLlmCalls`). */
 export type LlmCall = Static<typeof LlmCallInfo>;
+/** The answer of `GET /api/v1/journal/{messageId}/llm-calls`. */
 export type DeliveryLlmCalls = Static<typeof DeliveryLlmCallsResponse>;
+/** The answer of `GET /api/v1/threads/{threadId}/llm-calls`. */
 export type ThreadLlmCalls = Static<typeof ThreadLlmCallsResponse>;
+/** The answer of `POST /api/v1/organism/reload`. */
 export type Reload = Static<typeof ReloadResponse>;
+/** The query of `POST /api/v1/organism/reload`. */
 export type ReloadOptions = Static<typeof ReloadQuery>;
+/** The answer of `POST /api/v1/organism/stop`. */
 export type Stop = Static<typeof StopResponse>;
+/** The answer of `POST /api/v1/organism/restart`. */
 export type Restart = Static<typeof RestartResponse>;
+/** The answer of `GET /api/v1/capabilities`. */
 export type CapabilityList = Static<typeof CapabilityListResponse>;
+/** The answer of `GET /api/v1/capabilities/{name}`. */
 export type Capability = Static<typeof CapabilityDetail>;
+/** The answer of `GET /api/v1/agents/{name}`. */
 export type Agent = Static<typeof AgentInfo>;
+/** The answer of `GET /api/v1/agents`. */
 export type AgentList = Static<typeof AgentListResponse>;
 /** The processes of a shared (PostgreSQL) organism; an embedded one answers shared: false. */
 export type WorkerList = Static<typeof WorkerListResponse>;
+/** The answer of `GET /api/v1/agents/{name}/config`. */
 export type AgentSettings = Static<typeof AgentConfig>;
+/** The answer of `GET /api/v1/agents/{name}/schema`. */
 export type AgentSchema = Static<typeof AgentSchemaResponse>;
+/** The answer of `POST /api/v1/agents/{name}/pause`. */
 export type Pause = Static<typeof PauseResponse>;
+/** The answer of `POST /api/v1/agents/{name}/resume`. */
 export type Resume = Static<typeof ResumeResponse>;
+/** A thread as the API shows it (in `ThreadList` and `thread_created`/`thread_updated` frames). */
 export type Thread = Static<typeof ThreadInfo>;
+/** The answer of `GET /api/v1/threads/{threadId}`. */
 export type ThreadWithMessages = Static<typeof ThreadDetail>;
+/** The answer of `GET /api/v1/threads`. */
 export type ThreadList = Static<typeof ThreadListResponse>;
+/** The query of `GET /api/v1/threads`. */
 export type ThreadListQuery = Static<typeof ThreadQuery>;
+/** The query of `GET /api/v1/threads/{threadId}/messages`. */
 export type PageQuery = Static<typeof ThreadPageQuery>;
+/** The answer of `POST /api/v1/threads/{threadId}/kill`. */
 export type Kill = Static<typeof KillResponse>;
+/** A message as the API shows it, with its delivery state (in `MessageList`, `ThreadWithMessages` and `message` frames). */
 export type Message = Static<typeof MessageRecord>;
+/** The answer of `GET /api/v1/threads/{threadId}/messages`; the answer of `GET /api/v1/messages`. */
 export type MessageList = Static<typeof MessageListResponse>;
+/** The query of `GET /api/v1/messages`. */
 export type MessageListQuery = Static<typeof MessageQuery>;
+/** The body of `POST /api/v1/inject`. */
 export type Inject = Static<typeof InjectRequest>;
+/** The answer of `POST /api/v1/inject`. */
 export type Injected = Static<typeof InjectResponse>;
+/** The answer of `GET /api/v1/usage`. */
 export type Usage = Static<typeof UsageResponse>;
+/** The answer of `GET /api/v1/usage/threads/{threadId}`; the answer of `PUT /api/v1/usage/threads/{threadId}`. */
 export type ThreadBudget = Static<typeof ThreadBudgetInfo>;
+/** The answer of `GET /api/v1/usage/threads`. */
 export type ThreadBudgetList = Static<typeof ThreadBudgetListResponse>;
+/** The query of `GET /api/v1/usage/threads`. */
 export type ThreadBudgetListOptions = Static<typeof ThreadBudgetListQuery>;
+/** The body of `PUT /api/v1/usage/threads/{threadId}`. */
 export type SetBudget = Static<typeof SetBudgetRequest>;
+/** The answer of `GET /api/v1/usage/agents/{agentId}`. */
 export type AgentUsage = Static<typeof AgentUsageInfo>;
+/** The answer of `GET /api/v1/usage/models/{model}`. */
 export type ModelUsage = Static<typeof ModelUsageInfo>;
+/** The answer of `POST /api/v1/usage/reset`. */
 export type UsageReset = Static<typeof ResetResponse>;
+/** The answer of `GET /api/v1/usage/history`. */
 export type UsageHistory = Static<typeof UsageHistoryResponse>;
+/** The query of `GET /api/v1/usage/history`. */
 export type UsageHistoryOptions = Static<typeof UsageHistoryQuery>;
+/** The answer of `GET /api/v1/usage/billing`. */
 export type Billing = Static<typeof BillingResponse>;
+/** The query of `GET /api/v1/usage/billing`. */
 export type BillingOptions = Static<typeof BillingQuery>;
+/** The answer of `GET /api/v1/usage/daily`. */
 export type Daily = Static<typeof DailyResponse>;
+/** The query of `GET /api/v1/usage/daily`. */
 export type DailyOptions = Static<typeof DailyQuery>;
+/** The answer of `GET /api/v1/journal/{messageId}`. */
 export type JournalEntry = Static<typeof JournalEntryInfo>;
+/** The answer of `GET /api/v1/journal`. */
 export type JournalList = Static<typeof JournalListResponse>;
+/** The query of `GET /api/v1/journal`. */
 export type JournalListQuery = Static<typeof JournalQuery>;
+/** The answer of `POST /api/v1/journal/{messageId}/redeliver`. */
 export type Redeliver = Static<typeof RedeliverResponse>;
+/** The body of every error answer: `detail`, `code` and, for invalid input, `errors`. */
 export type ApiErrorBody = Static<typeof ErrorBody>;
 
+/** Any frame the service sends on /ws. */
 export type ServerFrame = Static<typeof F.ServerFrame>;
+/** The `connected` frame of /ws. */
 export type ConnectedFrame = Static<typeof F.ConnectedFrame>;
+/** The `message` frame of /ws. */
 export type MessageFrame = Static<typeof F.MessageFrame>;
+/** The `agent_state` frame of /ws. */
 export type AgentStateFrame = Static<typeof F.AgentStateFrame>;
+/** The `thread_created` frame of /ws. */
 export type ThreadCreatedFrame = Static<typeof F.ThreadCreatedFrame>;
+/** The `thread_updated` frame of /ws. */
 export type ThreadUpdatedFrame = Static<typeof F.ThreadUpdatedFrame>;
+/** The `usage` frame of /ws. */
 export type UsageFrame = Static<typeof F.UsageFrame>;
+/** The `budget_warning` frame of /ws. */
 export type BudgetWarningFrame = Static<typeof F.BudgetWarningFrame>;
+/** The `peer_denied` frame of /ws. */
 export type PeerDeniedFrame = Static<typeof F.PeerDeniedFrame>;
+/** The `reload` frame of /ws. */
 export type ReloadFrame = Static<typeof F.ReloadFrame>;
+/** The `organism_status` frame of /ws. */
 export type OrganismStatusFrame = Static<typeof F.OrganismStatusFrame>;
+/** The `journal_failed` frame of /ws. */
 export type JournalFailedFrame = Static<typeof F.JournalFailedFrame>;
+/** The `subscribed` frame of /ws. */
 export type SubscribedFrame = Static<typeof F.SubscribedFrame>;
+/** The `injected` frame of /ws. */
 export type InjectedFrame = Static<typeof F.InjectedFrame>;
+/** The `pong` frame of /ws. */
 export type PongFrame = Static<typeof F.PongFrame>;
+/** The `error` frame of /ws. */
 export type ErrorFrame = Static<typeof F.ErrorFrame>;
+/** Which frames a /ws connection receives (empty lists: everything). */
 export type WsFilter = Static<typeof F.WsFilter>;
 /** A frame by its `event` name. */
 export type FrameOf<E extends ServerFrame['event']> = Extract<ServerFrame, { event: E }>;

@@ -14,6 +14,7 @@ import { BUILTIN_LLM } from './schema.js';
 import { closest } from './suggest.js';
 import type { ConfigProblem, ListenerConfig, LoadedOrganism, OrganismConfig, ResolvedListener } from './types.js';
 
+/** Options of `loadOrganism`, `loadOrganismFromString` and `checkOrganism`. */
 export interface LoadOptions {
   /** Where \`api_key_env\` and \`token_env\` are looked up (default: process.env). */
   readonly env?: NodeJS.ProcessEnv;

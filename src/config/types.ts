@@ -1,6 +1,7 @@
 import type { Handler } from '../pump/handler.js';
 import type { PayloadTypeDef } from '../payload/types.js';
 
+/** The LLM provider kinds a `llm.providers[]` entry may name. */
 export type ProviderType = 'mock' | 'openai' | 'anthropic';
 
 /** How a `builtin:llm` agent answers: native tool calls, or the XML text format. */
@@ -31,6 +32,7 @@ export interface McpServerConfig {
   readonly timeoutSeconds: number;
 }
 
+/** One `llm.providers[]` entry of organism.yaml, resolved. */
 export interface ProviderConfig {
   readonly name: string;
   readonly type: ProviderType;
@@ -65,6 +67,7 @@ export interface ModelPrice {
   readonly cacheWrite: number | null;
 }
 
+/** One `listeners[]` entry of organism.yaml, resolved (a handler module or a `builtin:llm` agent). */
 export interface ListenerConfig {
   readonly name: string;
   readonly description: string;
@@ -90,12 +93,14 @@ export interface ListenerConfig {
   readonly maxMessagesPerReply: number | null;
 }
 
+/** One `auth.tokens[]` entry: a named bearer token read from an environment variable. */
 export interface AuthTokenConfig {
   readonly name: string;
   readonly role: 'operator' | 'viewer';
   readonly tokenEnv: string;
 }
 
+/** The `journal` section: delivery attempts and how long journal rows are kept. */
 export interface JournalConfig {
   readonly maxAttempts: number;
   readonly retainDays: number;

@@ -9,6 +9,7 @@ export interface ErrorSpec {
   readonly template: string;
 }
 
+/** An error the product reports: a stable code, an HTTP status and the detail shown to operators. */
 export class OrganismError extends Error {
   readonly code: string;
   readonly status: number;
@@ -32,6 +33,7 @@ export class OrganismError extends Error {
   }
 }
 
+/** Makes one kind of `OrganismError` (an entry of `Errors`). */
 export interface ErrorFactory extends ErrorSpec {
   (...args: Array<string | number>): OrganismError;
   /** Build with structured data attached (field errors, config problems, ...). */
@@ -59,6 +61,7 @@ function define(code: string, status: number, template: string): ErrorFactory {
   return factory;
 }
 
+/** Every error the product reports, by code: `Errors.X(...)` makes one, `Errors.X.is(err)` tests for it. */
 export const Errors = {
   // --- spec texts (control-service.md, Errors) ---
   INVALID_THREAD_STATUS: define('INVALID_THREAD_STATUS', 400, 'Invalid status: %s. Valid values: %s'),
@@ -238,4 +241,5 @@ export const Errors = {
   RESTART_UNAVAILABLE: define('RESTART_UNAVAILABLE', 501, 'Restart is not available: the server runs without a supervisor'),
 } as const;
 
+/** The code of an error of the catalogue. */
 export type ErrorCode = keyof typeof Errors;

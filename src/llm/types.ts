@@ -41,6 +41,7 @@ export interface CompletionRequest {
   readonly threadId?: string;
 }
 
+/** Tokens one LLM call used, as the provider reported them. */
 export interface TokenUsage {
   readonly promptTokens: number;
   readonly completionTokens: number;
@@ -88,6 +89,7 @@ export interface CallObserver {
   onUsage?(usage: TokenUsage): void;
 }
 
+/** An LLM provider: what `createProvider` returns and what the router calls. */
 export interface LlmProvider {
   readonly name: string;
   readonly type: 'mock' | 'openai' | 'anthropic';

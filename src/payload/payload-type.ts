@@ -2,6 +2,7 @@ import type { FieldDef, FieldError, FieldType, PayloadTypeDef, ScalarKind, Valid
 import { escapeXml } from './xml-text.js';
 import { clip, isXmlElement, parseXmlElement, textOf, type XmlElement } from './xml-tree.js';
 
+/** Finds a payload type by name (for fields that refer to another type). */
 export type DefResolver = (name: string) => PayloadTypeDef | undefined;
 
 /** How lists are written in XML: `<tags><item>a</item><item>b</item></tags>`. */

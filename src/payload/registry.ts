@@ -7,6 +7,7 @@ const XML_NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
 /** Names the XML parser refuses (they would reach Object.prototype). */
 const RESERVED_FIELD_NAMES = new Set(['__proto__', 'constructor', 'prototype']);
 
+/** A problem found in a payload type definition (an unknown type name, a reserved field name...). */
 export interface PayloadProblem {
   readonly type: string;
   readonly field: string;

@@ -12,6 +12,7 @@ export interface XmlText {
   readonly text: string;
 }
 
+/** An XML element or character data. */
 export type XmlNode = XmlElement | XmlText;
 
 export type XmlParseResult = { readonly ok: true; readonly element: XmlElement } | { readonly ok: false; readonly message: string };

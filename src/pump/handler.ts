@@ -1,6 +1,7 @@
 import type { BoundLlmClient } from '../llm/types.js';
 import type { Message } from './message.js';
 
+/** The logger a handler gets in `ctx.log` (lines carry the thread and message ids). */
 export interface HandlerLogger {
   debug(msg: string, data?: Record<string, unknown>): void;
   info(msg: string, data?: Record<string, unknown>): void;
@@ -39,12 +40,15 @@ export interface Outgoing {
   readonly payload: Record<string, unknown>;
 }
 
+/** What a handler returns: nothing (its branch ends), one outgoing message, or a list of them. */
 export type HandlerResult = void | undefined | null | Outgoing | readonly Outgoing[];
 
+/** A handler: called with a validated payload and its context; what it returns is sent on. */
 export type Handler = (payload: Record<string, unknown>, ctx: HandlerContext) => HandlerResult | Promise<HandlerResult>;
 
-/** Helpers for handler authors. */
+/** Helpers for handler authors: `reply` answers the sender with `payload`. */
 export const reply = (payload: Record<string, unknown>, payloadType?: string): Outgoing =>
   payloadType === undefined ? { payload } : { payload, payloadType };
+/** Addresses `payload` to the declared peer `to`. */
 export const send = (to: string, payload: Record<string, unknown>, payloadType?: string): Outgoing =>
   payloadType === undefined ? { to, payload } : { to, payload, payloadType };

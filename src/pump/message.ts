@@ -27,9 +27,12 @@ export interface Message {
 
 /** Senders that are not listeners. */
 export const EXTERNAL_SENDER = 'api';
+/** The sender of the pump's own messages (SystemError). */
 export const SYSTEM_SENDER = 'system.pump';
+/** The sender of budget warnings. */
 export const BUDGET_SENDER = 'system.budget';
 
 /** Payload types every listener may receive from the pump itself. */
 export const SYSTEM_ERROR_TYPE = 'SystemError';
+/** The payload type of a budget warning. */
 export const BUDGET_WARNING_TYPE = 'BudgetWarning';

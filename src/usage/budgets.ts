@@ -1,6 +1,7 @@
 import { Errors } from '../errors/catalogue.js';
 import { byShareUsed, MemoryBudgetArchive, type BudgetArchive } from './budget-archive.js';
 
+/** How close a thread is to its token budget: 75 % warning, 90 % critical, 95 % final. */
 export type BudgetSeverity = 'warning' | 'critical' | 'final';
 
 const THRESHOLDS: ReadonlyArray<{ threshold: 75 | 90 | 95; severity: BudgetSeverity }> = [
@@ -9,6 +10,7 @@ const THRESHOLDS: ReadonlyArray<{ threshold: 75 | 90 | 95; severity: BudgetSever
   { threshold: 95, severity: 'final' },
 ];
 
+/** A thread's token budget and what it has used. */
 export interface ThreadBudgetInfo {
   readonly threadId: string;
   readonly maxTokens: number;
@@ -23,6 +25,7 @@ export interface ThreadBudgetInfo {
   readonly isExhausted: boolean;
 }
 
+/** A thread's usage crossed a budget threshold (sent to the agent as a BudgetWarning). */
 export interface BudgetThresholdEvent {
   readonly threadId: string;
   readonly agent: string;
@@ -35,6 +38,7 @@ export interface BudgetThresholdEvent {
   readonly message: string;
 }
 
+/** Tokens held for one LLM call until its usage is known. */
 export interface Reservation {
   readonly id: number;
   readonly threadId: string;
@@ -68,12 +72,14 @@ export type BudgetView = ThreadBudgetInfo & { readonly active: boolean };
 /** Which budgets a list holds: live (the thread has not finished), finished, or both. */
 export type BudgetState = 'live' | 'finished' | 'all';
 
+/** Which page of budgets `BudgetManager.list` returns. */
 export interface BudgetListQuery {
   readonly state: BudgetState;
   readonly limit: number;
   readonly offset: number;
 }
 
+/** One page of budgets. */
 export interface BudgetPage {
   readonly items: BudgetView[];
   /** Budgets in that state before paging. */

@@ -1,5 +1,6 @@
 import type { UsageEvent, UsageSubscriber } from './types.js';
 
+/** Running token, cost and request counters. */
 export interface UsageCounters {
   totalTokens: number;
   promptTokens: number;
@@ -11,6 +12,7 @@ export interface UsageCounters {
   unpricedRequests: number;
 }
 
+/** The organism's usage totals since start. */
 export interface UsageTotals extends UsageCounters {
   avgLatencyMs: number;
   cacheReadTokens: number;
@@ -18,9 +20,11 @@ export interface UsageTotals extends UsageCounters {
   reasoningTokens: number;
 }
 
+/** Usage counters of one agent. */
 export interface AgentUsage extends UsageCounters {
   readonly agentId: string;
 }
+/** Usage counters of one model. */
 export interface ModelUsage extends UsageCounters {
   readonly model: string;
 }

@@ -22,4 +22,5 @@ export interface UsageEvent extends TokenUsage {
   readonly metadata: Readonly<Record<string, string>>;
 }
 
+/** Called with every usage event (`UsageTracker.subscribe`). */
 export type UsageSubscriber = (event: UsageEvent) => void;

@@ -20,4 +20,12 @@ describe('the console talks to the service through organism/client only', () => 
       expect(readFileSync(file, 'utf8')).toMatch(/from 'organism\/client'/);
     }
   });
+
+  it('the console declares no wire type of its own: api.ts and live.ts take them from organism/client', () => {
+    // JsonSchema narrows the open `jsonSchema` object of a capability for the inject form.
+    const declared = ['console/src/api.ts', 'console/src/live.ts'].flatMap((file) =>
+      [...readFileSync(file, 'utf8').matchAll(/^export interface (\w+)/gm)].map((m) => m[1]),
+    );
+    expect(declared.sort()).toEqual(['EdgeStats', 'JsonSchema', 'LiveState']);
+  });
 });

@@ -4,6 +4,7 @@ import { AnthropicProvider } from './anthropic.js';
 import { MockProvider } from './mock.js';
 import { OpenAiProvider } from './openai.js';
 
+/** The provider a `llm.providers[]` entry describes (mock, OpenAI-compatible or Anthropic). */
 export function createProvider(config: ProviderConfig): LlmProvider {
   switch (config.type) {
     case 'mock':

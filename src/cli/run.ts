@@ -1,6 +1,6 @@
 import { loadOrganismToRun } from '../config/index.js';
-import { Organism } from '../organism/organism.js';
-import { openSqliteStorage } from '../store/index.js';
+import type { Organism } from '../organism/organism.js';
+import { bootOrganism } from '../organism/boot.js';
 import { createLogger, type LogLevel } from '../util/logger.js';
 import { resolveConfigPath, resolveDataDir } from './config-path.js';
 import type { ThreadRecord } from '../store/types.js';
@@ -31,8 +31,12 @@ export async function runCommand(configArg: string | undefined, options: RunOpti
   const { path, isDemo } = resolveConfigPath(configArg);
   const loaded = await loadOrganismToRun(path);
   const logger = createLogger(options.logLevel);
-  const storage = options.dataDir ? openSqliteStorage({ dataDir: resolveDataDir(options.dataDir, path, isDemo), logger }) : undefined;
-  const organism = new Organism(loaded, { logger, ...(storage ? { storage } : {}) });
+  const { organism } = await bootOrganism({
+    config: loaded,
+    store: options.dataDir ? { kind: 'sqlite', dataDir: resolveDataDir(options.dataDir, path, isDemo) } : { kind: 'memory' },
+    role: 'run',
+    logger,
+  });
   organism.bus.on((event) => {
     const line = formatEvent(event);
     if (line) process.stdout.write(`${line}\n`);

@@ -1,17 +1,14 @@
 import { loadOrganismToRun } from '../config/index.js';
 import type { OrganismConfig } from '../config/types.js';
-import { Organism } from '../organism/organism.js';
 import type { Server } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { buildApp, type Closing } from '../service/app.js';
 import { consoleBuilt } from '../service/console.js';
-import { openSqliteStorage } from '../store/index.js';
 import { resolveTracing, traceLogFields } from '../telemetry/settings.js';
-import type { OrganismStorage } from '../organism/organism.js';
+import { bootOrganism } from '../organism/boot.js';
 import { resolveStore } from './store-option.js';
 import { resolveShared, type SharedFlags } from './shared-options.js';
-import { fingerprint } from '../config/fingerprint.js';
 import { createLogger, type LogLevel } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import { resolveConfigPath, resolveDataDir } from './config-path.js';
@@ -21,8 +18,6 @@ import { ExitCode } from './exit-codes.js';
 import { resolveTokens } from './tokens.js';
 import { WORKER_ENV } from './supervisor.js';
 import { SupervisorChannel } from './worker-channel.js';
-import { joinSharedOrganism } from './cluster.js';
-import type { SharedStorage } from '../store/postgres/storage.js';
 import { ensurePrivateDir, openToOthers } from '../util/private-files.js';
 
 export { checkBindable, ServeError };
@@ -95,28 +90,24 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
   } catch (err) {
     throw new ServeError((err as Error).message, ExitCode.USAGE);
   }
-  const retention = { retainDays: loaded.config.journal.retainDays, failedRetainDays: loaded.config.journal.failedRetainDays };
-  let sharedStorage: SharedStorage | null = null;
-  let storage: OrganismStorage;
+  const storageFailed = (err: unknown) => new ServeError((err as Error).message, ExitCode.STORAGE);
+  // Shared mode: the database is the work queue of every serve and worker process.
+  const { organism, where } = await bootOrganism({
+    config: loaded,
+    store: store.kind === 'postgres' ? { kind: 'postgres', url: store.url, shared: shared! } : { kind: 'sqlite', dataDir },
+    role: 'serve',
+    logger,
+    storeFailed: storageFailed,
+  });
+  const storage = organism.storage;
   let storeLabel = dataDir;
-  try {
-    if (store.kind === 'postgres') {
-      // Loaded only for a PostgreSQL store (most organisms run on the embedded SQLite).
-      const { openPostgresStorage } = await import('../store/postgres/index.js');
-      // Shared mode: the database is the work queue of every serve and worker process.
-      const mine = fingerprint(loaded.config);
-      const pg = await openPostgresStorage({ url: store.url, ...retention, logger, shared: { ...shared!, configHash: mine.hash, maxAttempts: loaded.config.journal.maxAttempts } });
-      // serve names the organism the database runs (workers started with another one are refused), at boot and at each reload.
-      await pg.shared!.publishConfig(mine.hash, mine.text);
-      sharedStorage = pg.shared!;
-      storeLabel = `${pg.where}${shared!.handlers ? '' : ' (API only: --handlers off)'}`;
-      storage = pg;
+  if (store.kind === 'postgres') {
+    storeLabel = `${where}${shared!.handlers ? '' : ' (API only: --handlers off)'}`;
+    try {
       ensurePrivateDir(dataDir); // the generated token's home
-    } else {
-      storage = openSqliteStorage({ dataDir, ...retention, logger });
+    } catch (err) {
+      throw storageFailed(err);
     }
-  } catch (err) {
-    throw new ServeError((err as Error).message, ExitCode.STORAGE);
   }
   const tokens = options.auth ? resolveTokens(loaded.config, dataDir) : { tokens: [], generatedFile: null, problems: [] };
   if (tokens.problems.length > 0) {
@@ -124,12 +115,6 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     throw new ServeError(tokens.problems.join('\n'), ExitCode.CONFIG_INVALID);
   }
 
-  const organism = new Organism(loaded, { storage, logger });
-  // Shared mode: events, pauses, kills and reloads reach every process; a reload stores the
-  // organism and announces it (POST /organism/reload -> Organism.shareReload).
-  if (store.kind === 'postgres' && sharedStorage) {
-    await joinSharedOrganism(organism, { url: store.url, configPath: path, hearEvents: true, shared: sharedStorage, logger });
-  }
   // The OpenTelemetry SDK is loaded only when tracing is on.
   const tracing = tracingSettings ? new (await import('../telemetry/tracing.js')).OrganismTracing(tracingSettings, { logger }) : null;
   tracing?.attach(organism);

@@ -1,14 +1,12 @@
 import { loadOrganismToRun } from '../config/index.js';
-import { configDifferences, fingerprint } from '../config/fingerprint.js';
 import { Errors, OrganismError } from '../errors/catalogue.js';
-import { Organism } from '../organism/organism.js';
+import { bootOrganism } from '../organism/boot.js';
 import { createLogger, type LogLevel } from '../util/logger.js';
 import { ServeError } from './bind.js';
 import { resolveConfigPath } from './config-path.js';
 import { ExitCode } from './exit-codes.js';
 import { resolveShared, type SharedFlags } from './shared-options.js';
 import { resolveStore } from './store-option.js';
-import { joinSharedOrganism } from './cluster.js';
 
 export interface WorkerOptions extends Omit<SharedFlags, 'handlers'> {
   readonly store?: string;
@@ -40,44 +38,25 @@ export async function workerCommand(configArg: string | undefined, options: Work
   const { path } = resolveConfigPath(configArg);
   const logger = createLogger(options.logLevel, 'organism-worker');
   const loaded = await loadOrganismToRun(path);
-  const mine = fingerprint(loaded.config);
 
-  const { openPostgresStorage } = await import('../store/postgres/index.js');
-  let storage;
-  try {
-    storage = await openPostgresStorage({
-      url: store.url,
-      retainDays: loaded.config.journal.retainDays,
-      failedRetainDays: loaded.config.journal.failedRetainDays,
-      logger,
-      shared: {
-        ...shared,
-        configHash: mine.hash,
-        maxAttempts: loaded.config.journal.maxAttempts,
-        checkConfig: (stored) => {
-          if (stored && stored.hash !== mine.hash) {
-            throw Errors.WORKER_CONFIG_MISMATCH(mine.hash, stored.hash, configDifferences(mine.text, stored.text).join('; '));
-          }
-        },
-      },
-    });
-  } catch (err) {
-    if (Errors.WORKER_CONFIG_MISMATCH.is(err)) throw new ServeError(err.detail, ExitCode.CONFIG_INVALID);
-    throw new ServeError(err instanceof OrganismError ? err.detail : (err as Error).message, ExitCode.STORAGE);
-  }
-  // No serve has stored the organism yet: the first process to start names it.
-  if ((await storage.shared!.storedConfig()) === null) await storage.shared!.publishConfig(mine.hash, mine.text);
-
-  const organism = new Organism(loaded, { storage, logger });
   // Pauses, kills and reloads made anywhere reach this worker; its events reach every serve.
-  await joinSharedOrganism(organism, { url: store.url, configPath: path, hearEvents: false, shared: storage.shared!, logger });
+  const { organism, where } = await bootOrganism({
+    config: loaded,
+    store: { kind: 'postgres', url: store.url, shared },
+    role: 'worker',
+    logger,
+    storeFailed: (err) => {
+      if (Errors.WORKER_CONFIG_MISMATCH.is(err)) return new ServeError(err.detail, ExitCode.CONFIG_INVALID);
+      return new ServeError(err instanceof OrganismError ? err.detail : (err as Error).message, ExitCode.STORAGE);
+    },
+  });
   await organism.start();
-  const work = storage.work!;
+  const work = organism.storage.work!;
   const concurrency = Math.min(work.concurrency ?? Infinity, loaded.config.maxConcurrentHandlers);
   process.stdout.write(
     [
       `organism worker ${shared.name ?? work.workerId} running ${organism.name} (config ${path})`,
-      `  Store:       ${storage.where}`,
+      `  Store:       ${where}`,
       `  Worker id:   ${work.workerId}`,
       `  Concurrency: ${concurrency} (organism-wide limits: ${loaded.config.maxConcurrentHandlers} handlers, ${loaded.config.maxConcurrentPerAgent} per agent)`,
       `  Lease:       ${shared.leaseMs / 1000} s`,

@@ -7,7 +7,7 @@ import { CallRecorder } from '../llm/call-record.js';
 import { LlmObservers } from '../llm/observer.js';
 import { LlmRouter } from '../llm/router.js';
 import { OutputCapWatch } from '../llm/usage-check.js';
-import { McpHub, mcpBaseDir, type McpTool, type McpToolResult } from '../mcp/hub.js';
+import type { McpTool } from '../mcp/hub.js';
 import { PayloadRegistry } from '../payload/index.js';
 import { DeliveryObservers } from '../pump/observer.js';
 import type { WorkSource } from '../pump/work-source.js';
@@ -16,27 +16,24 @@ import type { WorkerRecord } from '../store/types.js';
 import type { Journal, JournalStats, StorageProblem, LlmCallStore, OperatorStateStore, RecoveryReport, ThreadStore, ThreadUsageTotals, UsageStore } from '../store/types.js';
 import { MemoryJournal, MemoryLlmCallStore, MemoryOperatorState, MemoryThreadStore, MemoryUsageStore } from '../store/index.js';
 import type { BudgetArchive } from '../usage/budget-archive.js';
-import { BudgetManager, type BudgetView, type ThreadBudgetSnapshot } from '../usage/budgets.js';
+import type { BudgetView } from '../usage/budgets.js';
 import type { BudgetLedger, BudgetLedgerFactory } from '../usage/ledger.js';
 import { Pricing } from '../usage/pricing.js';
 import { UsageTracker } from '../usage/tracker.js';
 import { newId } from '../util/ids.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { createLlmAgentHandler, type AgentWorldView } from '../agent/llm-agent.js';
-import { providerServes } from '../config/document.js';
-import type { ListenerConfig, ReplyFormat } from '../config/types.js';
 import { configChanges } from './config-changes.js';
 import { acrossProcesses, agentInfo, type AgentInfo } from './views.js';
-import { standaloneLink, type ClusterCommand, type ClusterLink } from './cluster-link.js';
-import { configDifferences, fingerprint } from '../config/fingerprint.js';
-import { isSystemName } from '../pump/system-messages.js';
-import type { OrganismEvent } from '../events/types.js';
+import type { ClusterLink } from './cluster-link.js';
+import { fingerprint } from '../config/fingerprint.js';
+import { BudgetKeeper } from './budget-keeper.js';
+import { Follower } from './follower.js';
+import { McpCalls } from './mcp-calls.js';
+import { organismQueries, type OrganismQueries } from './queries.js';
+import { replyFormatOf } from './reply-format.js';
 
 /** Where the organism keeps its journal, threads, usage and budgets. */
-/** Backoff of a step another process announced while the database could not be reached (see follow). */
-const FOLLOW_RETRY_MS = 250;
-const FOLLOW_RETRY_MAX_MS = 5_000;
-
 export interface OrganismStorage {
   readonly journal: Journal;
   readonly threads: ThreadStore;
@@ -85,13 +82,15 @@ export class Organism {
   /** Messages and denied sends per sender -> receiver since start (the topology's counts). */
   readonly traffic = new EdgeTraffic();
   readonly budgets: BudgetLedger;
-  /** The embedded ledger, saved as snapshots; null when the store keeps the budgets itself. */
-  private readonly localBudgets: BudgetManager | null;
+  /** Keeps the budgets across restarts (rebuilt at boot, saved as spend changes). */
+  private readonly budgetKeeper: BudgetKeeper;
   readonly storage: OrganismStorage;
+  /** What the control service reads (its routes never hold the storage). */
+  readonly queries: OrganismQueries;
   readonly logger: Logger;
   /** Where every LLM call and MCP tool call is recorded (llm.record). */
   readonly llmCalls: LlmCallStore;
-  private mcp: McpHub;
+  private readonly mcp: McpCalls;
   /** Telemetry hooks: delivery and LLM call observers (metrics and traces attach here). */
   readonly observers: { readonly deliveries: DeliveryObservers; readonly llm: LlmObservers };
   private readonly pump: Pump;
@@ -102,16 +101,9 @@ export class Organism {
   private readonly outputCap: OutputCapWatch;
   private started: number | null = null;
   private recovery: RecoveryReport | null = null;
-  private budgetsDirty = false;
-  private budgetTimer: NodeJS.Timeout | null = null;
   private readonly operator: OperatorStateStore;
-  /** The other processes of a shared organism (alone: nobody). */
-  private cluster: ClusterLink = standaloneLink();
-  /** Re-reads this process's organism.yaml (a reload announced by another process). */
-  private reloadSource: (() => Promise<LoadedOrganism>) | null = null;
-  /** Applying what other processes announce, one at a time and in order. */
-  private following: Promise<void> = Promise.resolve();
-  private stopping = false;
+  /** Following the other processes of a shared organism (alone: nobody to follow). */
+  private readonly follower: Follower;
 
   constructor(loaded: LoadedOrganism, options: OrganismOptions = {}) {
     this.loaded = loaded;
@@ -122,26 +114,16 @@ export class Organism {
     this.observers = { deliveries: new DeliveryObservers(observerFailed), llm: new LlmObservers(observerFailed) };
     this.storage = options.storage ?? memoryStorage();
     this.operator = this.storage.operator ?? new MemoryOperatorState();
-    const listenerFailed = (err: unknown) => this.logger.error({ err }, 'budget listener failed');
-    const archive = this.storage.budgets?.archive;
-    this.localBudgets = this.storage.budgetLedger
-      ? null
-      : new BudgetManager({
-          defaultMaxTokens: loaded.config.maxTokensPerThread,
-          onListenerError: listenerFailed,
-          onArchiveError: (err) => this.logger.error({ err }, "keeping a finished thread's budget failed; tried again at the next save"),
-          ...(archive ? { archive } : {}),
-        });
-    this.budgets = this.localBudgets ?? this.storage.budgetLedger!({ defaultMaxTokens: loaded.config.maxTokensPerThread, onListenerError: listenerFailed });
+    this.budgetKeeper = new BudgetKeeper(this.storage, loaded.config.maxTokensPerThread, this.logger);
+    this.budgets = this.budgetKeeper.ledger;
     this.registryValue = new PayloadRegistry(loaded.payloadTypes);
     this.llmCalls = this.storage.llmCalls ?? new MemoryLlmCallStore();
+    this.queries = organismQueries({ storage: this.storage, budgets: this.budgets, llmCalls: this.llmCalls, bus: this.bus });
     this.outputCap = new OutputCapWatch(this.logger);
     this.router = this.makeRouter(loaded.config);
-    this.mcp = this.makeMcpHub(loaded);
+    this.mcp = new McpCalls(loaded, this.llmCalls, () => this.config.llm.record ?? 'full', this.logger);
     this.storage.usage.attach(this.tracker);
-    this.tracker.subscribe(() => {
-      this.budgetsDirty = true;
-    });
+    this.budgetKeeper.watch(this.tracker);
     this.pump = new Pump(
       {
         registry: this.registryValue,
@@ -160,6 +142,15 @@ export class Organism {
       limitsOf(loaded.config),
       loaded.listeners,
     );
+    this.follower = new Follower({
+      pump: this.pump,
+      bus: this.bus,
+      operator: this.operator,
+      threads: this.storage.threads,
+      logger: this.logger,
+      configIdentity: () => this.configIdentity,
+      reload: (next) => this.reload(next),
+    });
   }
 
   get config(): OrganismConfig {
@@ -208,25 +199,14 @@ export class Organism {
    */
   async start(): Promise<RecoveryReport> {
     // Heard before anything stored is read: a pause or kill stored meanwhile is not missed.
-    await this.cluster.start({
-      event: (event, origin) => this.bus.relay(event, origin),
-      command: (command) => this.follow(() => this.applyCommand(command)),
-      resync: () => this.follow(() => this.resync()),
-    });
+    await this.follower.start();
     await this.operator.refresh?.();
     const { messages, report } = await this.storage.journal.recover(this.bootId, this.config.journal.maxAttempts);
-    await this.restoreBudgets(messages.map((m) => m.threadId));
+    await this.budgetKeeper.restore(messages.map((m) => m.threadId));
     const pausedAgents = this.reapplyPauses();
     this.recovery = { ...report, pausedAgents };
     this.started = Date.now();
-    // Spend changes with every LLM call and is saved at most once a second (write load); a
-    // crash loses none of it: the next boot rebuilds it from the usage events. Ceilings set
-    // by the operator are saved at once.
-    if (this.storage.budgets && this.localBudgets) {
-      this.budgetTimer = setInterval(() => {
-        if (this.budgetsDirty) void this.saveBudgets();
-      }, 1_000).unref();
-    }
+    this.budgetKeeper.startSaving();
     await this.pump.start(messages);
     this.logger.info({ recovery: this.recovery }, 'organism started');
     return this.recovery;
@@ -262,21 +242,21 @@ export class Organism {
     if (!this.pump.listener(name)) throw Errors.AGENT_NOT_FOUND(name);
     const persisted = this.operator.setPaused(name, true);
     this.pump.pauseAgent(name);
-    return Promise.resolve(persisted).then(() => this.cluster.publishCommand({ kind: 'paused', agent: name, paused: true }));
+    return Promise.resolve(persisted).then(() => this.follower.publishCommand({ kind: 'paused', agent: name, paused: true }));
   }
 
   resumeAgent(name: string): Promise<void> {
     if (!this.pump.listener(name)) throw Errors.AGENT_NOT_FOUND(name);
     const persisted = this.operator.setPaused(name, false);
     this.pump.resumeAgent(name);
-    return Promise.resolve(persisted).then(() => this.cluster.publishCommand({ kind: 'paused', agent: name, paused: false }));
+    return Promise.resolve(persisted).then(() => this.follower.publishCommand({ kind: 'paused', agent: name, paused: false }));
   }
 
   /** Kills a thread here and, once it is stored as killed, in every other process of a shared organism. */
   async killThread(threadId: string) {
     const record = await this.pump.killThread(threadId);
     await this.storage.flush?.();
-    await this.cluster.publishCommand({ kind: 'kill', threadId });
+    await this.follower.publishCommand({ kind: 'kill', threadId });
     return record;
   }
 
@@ -287,11 +267,7 @@ export class Organism {
    * organism.yaml when another process announces a reload.
    */
   joinCluster(link: ClusterLink, options: { reloadConfig?: () => Promise<LoadedOrganism> } = {}): void {
-    this.cluster = link;
-    this.reloadSource = options.reloadConfig ?? null;
-    this.bus.on((event) => {
-      if (sharedEvent(event)) link.publishEvent(event);
-    });
+    this.follower.join(link, options);
   }
 
   /** The configuration this process runs, as the processes of a shared organism compare it. */
@@ -304,7 +280,7 @@ export class Organism {
    * which reload too when their own organism.yaml is the same. Nothing to do alone.
    */
   async shareReload(): Promise<void> {
-    await this.cluster.publishConfig(this.configIdentity);
+    await this.follower.publishConfig(this.configIdentity);
   }
 
   /**
@@ -317,7 +293,7 @@ export class Organism {
     const thread = await this.thread(threadId);
     if (thread?.status === 'killed') throw Errors.BUDGET_THREAD_FINISHED(threadId, thread.status);
     const info = await this.budgets.setCeiling(threadId, maxTokens, { create: true });
-    await this.saveBudgets();
+    await this.budgetKeeper.save();
     return info;
   }
 
@@ -363,12 +339,7 @@ export class Organism {
     const router = this.makeRouter(next.config);
     const listeners = this.pump.reload(next.listeners, limitsOf(next.config), { registry, llm: router });
     this.budgets.defaultMaxTokens = next.config.maxTokensPerThread;
-    // Changed MCP servers get new connections (calls under way on the old ones fail as the old hub closes).
-    if (JSON.stringify(next.config.mcpServers ?? []) !== JSON.stringify(this.loaded.config.mcpServers ?? [])) {
-      const old = this.mcp;
-      this.mcp = this.makeMcpHub(next);
-      void old.close();
-    }
+    this.mcp.reload(next, this.loaded);
     this.reapplyPauses(); // an agent removed and added back is still the one the operator paused
     this.loaded = next;
     this.registryValue = registry;
@@ -381,13 +352,11 @@ export class Organism {
 
   /** Stops the pump (draining in-flight work), then flushes and closes storage. */
   async stop(options?: StopOptions): Promise<StopReport & { journal: JournalStats | null }> {
-    this.stopping = true;
+    this.follower.stop();
     const report = await this.pump.stop(options);
-    await this.cluster.close().catch((err: unknown) => this.logger.warn({ err }, 'closing the link to the other processes failed'));
+    await this.follower.close();
     await this.mcp.close();
-    if (this.budgetTimer) clearInterval(this.budgetTimer);
-    await this.saveBudgets();
-    await this.budgets.close?.();
+    await this.budgetKeeper.stop();
     await this.storage.usage.flush();
     // Collected after the drain and before storage closes: what the next boot will recover.
     const journal = await this.storage.journal.stats().catch(() => null);
@@ -455,90 +424,7 @@ export class Organism {
 
   flush(): void {
     this.pump.flushThreads();
-    void this.saveBudgets();
-  }
-
-  /**
-   * Applies what another process announced, after what came before it. Each step reads what is
-   * stored and applies it, so one the database could not be reached for (an outage, told once
-   * by the store) is tried again with backoff until it answers, rather than lost.
-   */
-  private follow(work: () => Promise<void>): void {
-    this.following = this.following
-      .then(async () => {
-        for (let delay = FOLLOW_RETRY_MS; ; delay = Math.min(delay * 2, FOLLOW_RETRY_MAX_MS)) {
-          try {
-            return await work();
-          } catch (err) {
-            if (!Errors.STORAGE_UNAVAILABLE.is(err)) throw err;
-            if (this.stopping) return;
-          }
-          await new Promise((resolve) => setTimeout(resolve, delay).unref());
-        }
-      })
-      .catch((err: unknown) => this.logger.error({ err }, 'applying what another process announced failed'));
-  }
-
-  private async applyCommand(command: ClusterCommand): Promise<void> {
-    switch (command.kind) {
-      case 'kill':
-        if (this.pump.killThreadHere(command.threadId)) this.logger.info({ threadId: command.threadId }, 'thread killed by another process; its work here aborted');
-        return;
-      case 'paused':
-        return this.followPauses();
-      case 'reload':
-        return this.followReload();
-    }
-  }
-
-  /** Notifications were lost while the link was down: everything they could have said, read from the store. */
-  private async resync(): Promise<void> {
-    await this.followPauses();
-    const ids = this.pump.liveThreadIds();
-    if (ids.length > 0) {
-      for (const [id, record] of await this.storage.threads.getMany(ids)) if (record.status === 'killed') this.pump.killThreadHere(id);
-    }
-    await this.followReload();
-  }
-
-  /** Pauses and resumes this process's agents to match the stored paused set. */
-  private async followPauses(): Promise<void> {
-    await this.operator.refresh?.();
-    const paused = new Set(this.operator.pausedAgents());
-    for (const runtime of this.pump.listeners()) {
-      if (isSystemName(runtime.name)) continue;
-      if (paused.has(runtime.name) && !runtime.paused) this.pump.pauseAgent(runtime.name);
-      else if (!paused.has(runtime.name) && runtime.paused) this.pump.resumeAgent(runtime.name);
-    }
-  }
-
-  /**
-   * The stored configuration changed: this process re-reads its own organism.yaml and swaps to
-   * it when it is the stored one; otherwise it says what differs and keeps running the old one
-   * (an operator deploys the file, then reloads again).
-   */
-  private async followReload(): Promise<void> {
-    const stored = await this.cluster.storedConfig();
-    if (!stored || stored.hash === this.configIdentity.hash) return;
-    if (!this.reloadSource) {
-      this.logger.error('the organism was reloaded by another process, but this one cannot re-read its configuration; still running the previous one');
-      return;
-    }
-    let next: LoadedOrganism;
-    try {
-      next = await this.reloadSource();
-    } catch (err) {
-      this.logger.error({ err }, 'the organism was reloaded by another process, but this one\'s organism.yaml does not load; still running the previous configuration');
-      return;
-    }
-    const mine = fingerprint(next.config);
-    if (mine.hash !== stored.hash) {
-      const difference = configDifferences(mine.text, stored.text).join('; ');
-      this.logger.error({ difference }, `the organism was reloaded by another process, but this one's organism.yaml differs (${difference}); still running the previous configuration`);
-      return;
-    }
-    this.reload(next);
-    await this.cluster.running(mine);
+    void this.budgetKeeper.save();
   }
 
   /** Pauses the persisted paused agents that exist; returns their names. */
@@ -553,61 +439,6 @@ export class Organism {
     return paused;
   }
 
-  /**
-   * Budgets at boot: each persisted ceiling, with the spend rebuilt from the persisted usage
-   * events (committed with their deliveries' acks), for every thread with a saved budget or a
-   * recovered message. The saved spend lags by up to a second and the events miss calls whose
-   * delivery never acked (they were paid for, and run again on redelivery): the largest of the
-   * saved, the archived (what the thread had when it last finished) and the events' spend is
-   * kept, so no crash gives a thread back tokens it spent. A thread with a saved budget that
-   * ended after the last save keeps it as finished.
-   */
-  private async restoreBudgets(recoveredThreads: readonly string[]): Promise<void> {
-    // A shared ledger's rows are the budgets, spend settled as each call ended.
-    if (!this.localBudgets) return;
-    const archive = this.storage.budgets?.archive;
-    archive?.clearLive();
-    const saved = new Map<string, ThreadBudgetSnapshot>();
-    for (const s of ((await this.storage.budgets?.load()) ?? []) as ThreadBudgetSnapshot[]) if (s && typeof s.threadId === 'string') saved.set(s.threadId, s);
-    const recovered = new Set(recoveredThreads);
-    const candidates = [...new Set([...saved.keys(), ...recovered])];
-    if (candidates.length === 0) return;
-    // A thread with recovered messages runs again whatever its record says (it is written behind).
-    const records = await this.storage.threads.getMany(candidates);
-    const live = (id: string) => recovered.has(id) || (records.get(id)?.status ?? 'active') === 'active';
-    const spent = await this.storage.usage.threadUsage(candidates);
-    const snapshots: ThreadBudgetSnapshot[] = [];
-    for (const id of candidates) {
-      const s = saved.get(id);
-      const kept = archive?.get(id) ?? null;
-      const events = spent.get(id);
-      if (!s && !events && !kept) continue; // no LLM call yet: its budget starts with its first one
-      const spend = [s, kept, events]
-        .map((u) => ({ promptTokens: u?.promptTokens ?? 0, completionTokens: u?.completionTokens ?? 0 }))
-        .reduce((a, b) => (total(b) > total(a) ? b : a));
-      const snapshot = { threadId: id, maxTokens: s?.maxTokens ?? kept?.maxTokens ?? this.budgets.defaultMaxTokens, fired: s?.fired ?? kept?.fired ?? [], ...spend };
-      if (live(id)) snapshots.push(snapshot);
-      else this.localBudgets.keepFinished(snapshot);
-    }
-    this.localBudgets.restore(snapshots);
-    await this.saveBudgets();
-  }
-
-  /** Saves the budgets; resolves once saved (failures are logged, never thrown). */
-  private async saveBudgets(): Promise<void> {
-    this.budgetsDirty = false;
-    if (!this.localBudgets) return;
-    try {
-      await this.storage.budgets?.save(this.localBudgets.snapshot());
-    } catch (err) {
-      // A storage fault (a full disk) was logged once by the storage: tried again next tick.
-      if (err instanceof OrganismError && err.code.startsWith('STORAGE_')) {
-        this.budgetsDirty = true;
-        this.logger.debug({ err }, 'saving thread budgets failed; retrying');
-      } else this.logger.error({ err }, 'saving thread budgets failed');
-    }
-  }
-
   private makeRouter(config: OrganismConfig): LlmRouter {
     return LlmRouter.fromConfig(config.llm, {
       pricing: new Pricing(config.llm.pricing),
@@ -617,56 +448,6 @@ export class Organism {
       observer: this.observers.llm,
       maxReplyBytes: config.llm.maxReplyBytes,
       outputCap: this.outputCap,
-    });
-  }
-
-  private makeMcpHub(loaded: LoadedOrganism): McpHub {
-    return new McpHub(loaded.config.mcpServers ?? [], mcpBaseDir(loaded.path), this.logger);
-  }
-
-  /** The reply format of an agent: its own, else that of the provider serving its model (first by priority), else `tools`. */
-  private replyFormatOf(listener: ListenerConfig): ReplyFormat {
-    if (listener.replyFormat) return listener.replyFormat;
-    const model = listener.model;
-    const providers = [...this.config.llm.providers].sort((a, b) => a.priority - b.priority);
-    const provider = model === null ? providers[0] : providers.find((p) => providerServes(p, model));
-    return provider?.replyFormat ?? 'tools';
-  }
-
-  private async callMcp(call: Parameters<AgentWorldView['callMcp']>[0]): Promise<McpToolResult> {
-    const startedAt = Date.now();
-    const started = performance.now();
-    let result: McpToolResult;
-    let error: string | null = null;
-    try {
-      result = await this.mcp.call(call.tool.server, call.tool.name, call.arguments, call.signal);
-    } catch (err) {
-      error = err instanceof Error ? err.message : String(err);
-      result = { text: error, isError: true };
-      if (Errors.ABORTED.is(err)) {
-        this.recordTool(call, startedAt, started, null, error);
-        throw err;
-      }
-    }
-    this.recordTool(call, startedAt, started, result, error);
-    return result;
-  }
-
-  private recordTool(call: Parameters<AgentWorldView['callMcp']>[0], startedAt: number, started: number, result: McpToolResult | null, error: string | null): void {
-    new CallRecorder(this.llmCalls, this.config.llm.record ?? 'full').tool({
-      id: newId(),
-      llmCallId: call.llmCallId,
-      threadId: call.threadId,
-      messageId: call.messageId,
-      agent: call.agent,
-      server: call.tool.server,
-      tool: call.tool.name,
-      arguments: call.arguments,
-      result: error === null ? (result?.text ?? null) : null,
-      isError: error !== null || (result?.isError ?? false),
-      error,
-      startedAt,
-      durationMs: performance.now() - started,
     });
   }
 
@@ -681,19 +462,11 @@ export class Organism {
         if (!runtime) return null;
         return { name, description: runtime.config.description, payloadType: runtime.config.payload };
       },
-      replyFormat: (listener) => this.replyFormatOf(listener),
+      replyFormat: (listener) => replyFormatOf(listener, this.config),
       mcpTools: (servers): Promise<McpTool[]> => this.mcp.tools(servers),
-      callMcp: (call) => this.callMcp(call),
+      callMcp: (call) => this.mcp.call(call),
     };
   }
-}
-
-/**
- * Events other processes' live views show. A process's own status (starting, stopping) and its
- * reload report stay with it: a worker stopping is not the organism stopping.
- */
-function sharedEvent(event: OrganismEvent): boolean {
-  return event.type !== 'organism_status' && event.type !== 'reload';
 }
 
 function limitsOf(config: OrganismConfig): PumpLimits {
@@ -714,5 +487,3 @@ function memoryStorage(): OrganismStorage {
     close() {},
   };
 }
-
-const total = (u: { promptTokens: number; completionTokens: number }) => u.promptTokens + u.completionTokens;

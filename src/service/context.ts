@@ -2,9 +2,15 @@ import type { LoadedOrganism, OrganismConfig } from '../config/types.js';
 import type { ApiToken } from './auth.js';
 import type { Organism } from '../organism/organism.js';
 
+/**
+ * The organism as routes see it: its operations and `queries`, never the storage, the budget
+ * ledger or the event bus (an embedder's handles, which stay on Organism).
+ */
+export type ServiceOrganism = Omit<Organism, 'storage' | 'bus' | 'budgets' | 'llmCalls'>;
+
 /** What every route group gets: the organism and the process-level hooks the CLI supplies. */
 export interface ServiceContext {
-  readonly organism: Organism;
+  readonly organism: ServiceOrganism;
   readonly version: string;
   /** Called after the stop response is sent (the CLI shuts the process down). */
   readonly onStop?: () => void;
@@ -20,7 +26,7 @@ export interface ServiceContext {
 }
 
 /** Seconds since the organism started (0 before it has). */
-export function uptimeSeconds(organism: Organism, now = Date.now()): number {
+export function uptimeSeconds(organism: ServiceOrganism, now = Date.now()): number {
   const started = organism.startedAt;
   return started === null ? 0 : Math.max(0, Math.round((now - started) / 100) / 10);
 }

@@ -113,7 +113,7 @@ export class OrganismMetrics {
     // A closed store (the organism stopped while the server drains) leaves these out, never fails the scrape.
     let kept: Promise<KeptJournalStats | null> | null = null;
     const keptStats = () =>
-      (kept ??= organism.storage.journal
+      (kept ??= organism.queries.journal
         .keptStats()
         .catch(() => null)
         .finally(() => setImmediate(() => (kept = null))));

@@ -14,7 +14,7 @@ import { journalEntryView, journalStatsView } from '../views.js';
 
 export const journalRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app, { organism }) => {
   const tags = ['journal'];
-  const journal = () => organism.storage.journal;
+  const journal = () => organism.queries.journal;
 
   app.get(
     '/journal',

@@ -75,8 +75,8 @@ export const llmCallRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (a
     },
     async (request) => {
       const { messageId } = request.params;
-      if (!(await organism.storage.journal.get(messageId))) throw Errors.JOURNAL_ENTRY_NOT_FOUND(messageId);
-      const recorded = await organism.llmCalls.forMessage(messageId);
+      if (!(await organism.queries.journal.get(messageId))) throw Errors.JOURNAL_ENTRY_NOT_FOUND(messageId);
+      const recorded = await organism.queries.llmCalls.forMessage(messageId);
       const calls = views(recorded);
       return { messageId, calls, count: calls.length };
     },
@@ -98,7 +98,7 @@ export const llmCallRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (a
       const { threadId } = request.params;
       if (!(await organism.thread(threadId))) throw Errors.THREAD_NOT_FOUND(threadId);
       const { limit = 50, offset = 0 } = request.query;
-      const recorded = await organism.llmCalls.forThread(threadId, { limit, offset });
+      const recorded = await organism.queries.llmCalls.forThread(threadId, { limit, offset });
       const calls = views(recorded);
       return { threadId, calls, count: calls.length, total: recorded.total, offset, limit };
     },

@@ -17,7 +17,7 @@ export const messageRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (a
     },
     async (request) => {
       const { agent, threadId, limit = 50, offset = 0 } = request.query;
-      const page = await organism.storage.journal.list({
+      const page = await organism.queries.journal.list({
         ...(agent !== undefined ? { agent } : {}),
         ...(threadId !== undefined ? { threadId } : {}),
         limit,

@@ -31,7 +31,7 @@ export const threadRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (ap
     async (request) => {
       const { agent, limit = 50, offset = 0 } = request.query;
       const status = parseStatus(request.query.status);
-      const page = await organism.storage.threads.list({
+      const page = await organism.queries.threads.list({
         ...(status ? { status } : {}),
         ...(agent !== undefined ? { agent } : {}),
         limit,
@@ -47,7 +47,7 @@ export const threadRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (ap
     { schema: { tags, summary: 'A thread with its latest 100 messages (oldest first) and its LLM usage', params: ThreadParams, response: { 200: ThreadDetail, ...errorResponses } } },
     async (request) => {
       const thread = await existing(request.params.threadId);
-      const page = await organism.storage.journal.list({ threadId: thread.id, limit: EMBEDDED_MESSAGES, offset: 0, order: 'newest' });
+      const page = await organism.queries.journal.list({ threadId: thread.id, limit: EMBEDDED_MESSAGES, offset: 0, order: 'newest' });
       const usage = await organism.threadUsage(thread.id);
       return { ...threadView(thread), messages: page.items.map(entryMessageView).reverse(), usage: threadUsageView(usage) };
     },
@@ -67,7 +67,7 @@ export const threadRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (ap
     async (request) => {
       const thread = await existing(request.params.threadId);
       const { limit = 50, offset = 0 } = request.query;
-      const page = await organism.storage.journal.list({ threadId: thread.id, limit, offset, order: 'oldest' });
+      const page = await organism.queries.journal.list({ threadId: thread.id, limit, offset, order: 'oldest' });
       const messages = page.items.map(entryMessageView);
       return { messages, count: messages.length, total: page.total, offset, limit };
     },

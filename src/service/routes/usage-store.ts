@@ -31,7 +31,7 @@ function eventView(e: UsageEvent) {
 /** Persisted usage (the usage store): history, billing, daily. Times in and out are ISO 8601. */
 export const persistedUsageRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app, { organism }) => {
   const tags = ['usage'];
-  const store = () => organism.storage.usage;
+  const store = () => organism.queries.usage;
 
   app.get(
     '/usage/history',

@@ -34,7 +34,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app
         totals: organism.tracker.totals(),
         byAgent: organism.tracker.byAgent(),
         byModel: organism.tracker.byModel(),
-        activeThreads: await organism.budgets.count(),
+        activeThreads: await organism.queries.budgets.count(),
       },
     }),
   );
@@ -51,8 +51,8 @@ export const usageRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app
     },
     async (request) => {
       const { state = 'live', limit = 1000, offset = 0 } = request.query;
-      const page = await organism.budgets.list({ state, limit, offset });
-      return { threads: page.items, count: page.items.length, total: page.total, offset, limit, state, defaultMaxTokens: organism.budgets.defaultMaxTokens };
+      const page = await organism.queries.budgets.list({ state, limit, offset });
+      return { threads: page.items, count: page.items.length, total: page.total, offset, limit, state, defaultMaxTokens: organism.queries.budgets.defaultMaxTokens };
     },
   );
 

@@ -1,5 +1,5 @@
 import { Errors, OrganismError } from '../../errors/catalogue.js';
-import type { Organism } from '../../organism/organism.js';
+import type { ServiceOrganism } from '../context.js';
 import type { WsClient } from './client.js';
 import { parseFilter } from './filter.js';
 import { frameJson } from './frames.js';
@@ -58,7 +58,7 @@ function injectFields(cmd: Record<string, unknown>): { threadId?: string; metada
   return { ...(typeof rawThread === 'string' ? { threadId: rawThread } : {}), metadata };
 }
 
-async function inject(organism: Organism, client: WsClient, reply: Reply, cmd: Record<string, unknown>): Promise<void> {
+async function inject(organism: ServiceOrganism, client: WsClient, reply: Reply, cmd: Record<string, unknown>): Promise<void> {
   if (client.channel !== 'control') return replyError(reply, Errors.WS_INJECT_ON_MESSAGES(), 'inject');
   if (client.role !== 'operator') return replyError(reply, Errors.OPERATOR_REQUIRED(), 'inject');
   const to = cmd['to'];
@@ -84,7 +84,7 @@ async function inject(organism: Organism, client: WsClient, reply: Reply, cmd: R
  * `id` when it gave one, so a client can pair replies with commands; nothing a client sends
  * can throw out of here.
  */
-export async function handleCommand(organism: Organism, client: WsClient, text: string): Promise<void> {
+export async function handleCommand(organism: ServiceOrganism, client: WsClient, text: string): Promise<void> {
   let cmd: Record<string, unknown>;
   try {
     const parsed: unknown = JSON.parse(text);

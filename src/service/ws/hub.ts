@@ -1,4 +1,4 @@
-import type { Organism } from '../../organism/organism.js';
+import type { ServiceOrganism } from '../context.js';
 import { currentSeq, toFrame, type Frame } from './frames.js';
 import type { Channel, WsClient } from './client.js';
 import { ReplayRing } from './replay-ring.js';
@@ -19,7 +19,7 @@ export class WsHub {
   private batchTimer: NodeJS.Timeout | null = null;
 
   constructor(
-    private readonly organism: Organism,
+    private readonly organism: ServiceOrganism,
     replayCapacity: number,
     /** Frames offered to clients are written together at most this often; 0: at once. */
     private readonly batchMs = 0,
@@ -28,7 +28,7 @@ export class WsHub {
   }
 
   start(): void {
-    this.off = this.organism.bus.on((event) => {
+    this.off = this.organism.queries.events.on((event) => {
       const frame = toFrame(event);
       // Token deltas are live only: replaying them after a reconnect would evict real events.
       if (event.type !== 'llm_delta') this.ring.push(frame);

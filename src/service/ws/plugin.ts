@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastif
 import fp from 'fastify-plugin';
 import type { WebSocket } from 'ws';
 import { Errors, OrganismError } from '../../errors/catalogue.js';
-import type { Organism } from '../../organism/organism.js';
+import type { ServiceOrganism } from '../context.js';
 import { WS_SUBPROTOCOL } from '../auth.js';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -21,7 +21,7 @@ export { DEFAULT_WS_LIMITS, CloseCode, type WsLimits } from './limits.js';
 export type { WsAuthenticate, WsPrincipal } from './upgrade-auth.js';
 
 export interface WsOptions {
-  readonly organism: Organism;
+  readonly organism: ServiceOrganism;
   /**
    * Resolves a bare token (from `Authorization: Bearer` or `?token=`) to a principal. Defaults
    * to the REST app's `app.authenticate` decorator; registering without either is an error.

@@ -1,4 +1,4 @@
-import type { Organism } from '../../organism/organism.js';
+import type { ServiceOrganism } from '../context.js';
 import { isoOrNull } from '../time.js';
 import { agentView, journalStatsView, threadView } from '../views.js';
 
@@ -9,11 +9,11 @@ export const SNAPSHOT_THREADS = 100;
  * The body of a `connected` frame on /ws: everything a dashboard needs to draw the current
  * state, after which events keep it current.
  */
-export async function snapshotBody(organism: Organism, version: string | null): Promise<Record<string, unknown>> {
+export async function snapshotBody(organism: ServiceOrganism, version: string | null): Promise<Record<string, unknown>> {
   // Agents as the whole organism runs them (in shared mode, queue depth and in flight from the store, as /api/v1/agents).
   const [threads, stats, agents, activeThreads] = await Promise.all([
-    organism.storage.threads.list({ limit: SNAPSHOT_THREADS, offset: 0 }),
-    organism.storage.journal.stats(),
+    organism.queries.threads.list({ limit: SNAPSHOT_THREADS, offset: 0 }),
+    organism.queries.journal.stats(),
     organism.agentsAcross(),
     organism.activeThreadsAcross(),
   ]);

@@ -1,0 +1,135 @@
+import { loadOrganismToRun } from '../config/index.js';
+import { configDifferences, fingerprint } from '../config/fingerprint.js';
+import type { LoadedOrganism } from '../config/types.js';
+import { Errors } from '../errors/catalogue.js';
+import { openSqliteStorage } from '../store/index.js';
+import type { SharedStorage, SharedStorageOptions } from '../store/postgres/index.js';
+import type { Logger } from '../util/logger.js';
+import { Organism, type OrganismStorage } from './organism.js';
+
+/** Where the organism's state lives. */
+export type BootStore =
+  /** Nothing kept: the process's memory (`organism run` without `--data-dir`). */
+  | { readonly kind: 'memory' }
+  /** The embedded SQLite store in a data directory. */
+  | { readonly kind: 'sqlite'; readonly dataDir: string }
+  /** A PostgreSQL database, the work queue of every process sharing it. */
+  | { readonly kind: 'postgres'; readonly url: string; readonly shared: Omit<SharedStorageOptions, 'configHash' | 'maxAttempts' | 'checkConfig'> };
+
+/**
+ * Which command the process runs. `serve` names the organism a shared database runs (at boot,
+ * and at each reload) and hears the other processes' events for its live views; a `worker`
+ * refuses to run another configuration than the stored one (naming it only when none is) and
+ * hears no events; `run` is one process alone.
+ */
+export type BootRole = 'serve' | 'worker' | 'run';
+
+export type BootOptions = {
+  /** The organism.yaml to run, loaded and checked; a reload another process announces re-reads its file. */
+  readonly config: LoadedOrganism;
+  readonly logger: Logger;
+  /**
+   * Opening the store failed (and for `serve`, naming the organism in it): what to throw
+   * instead (the CLI turns it into its exit code). Omitted: the store's error.
+   */
+  readonly storeFailed?: (err: unknown) => unknown;
+} & ({ readonly role: 'serve' | 'worker'; readonly store: BootStore } | { readonly role: 'run'; readonly store: Exclude<BootStore, { kind: 'postgres' }> });
+
+export interface BootedOrganism {
+  /** Built and, on a shared database, linked with the other processes; not started yet. */
+  readonly organism: Organism;
+  /** Where its state lives, as operators are told (a redacted URL, the data directory, or `memory`). */
+  readonly where: string;
+}
+
+/**
+ * The start-up `serve`, `worker` and `run` share: opens the store (recovery happens at
+ * `organism.start()`), on PostgreSQL names or checks the organism the database runs, builds
+ * the organism and joins the other processes sharing the database.
+ */
+export async function bootOrganism(options: BootOptions): Promise<BootedOrganism> {
+  const { config: loaded, store, logger } = options;
+  const refused = (err: unknown) => options.storeFailed?.(err) ?? err;
+  if (store.kind === 'memory') return { organism: new Organism(loaded, { logger }), where: 'memory' };
+  const retention = { retainDays: loaded.config.journal.retainDays, failedRetainDays: loaded.config.journal.failedRetainDays };
+  if (store.kind === 'sqlite') {
+    let storage: OrganismStorage;
+    try {
+      // `organism run` has always kept the store's default retention (not organism.yaml's).
+      storage = openSqliteStorage({ dataDir: store.dataDir, ...(options.role === 'run' ? {} : retention), logger });
+    } catch (err) {
+      throw refused(err);
+    }
+    return { organism: new Organism(loaded, { storage, logger }), where: store.dataDir };
+  }
+
+  // Loaded only for a PostgreSQL store (most organisms run on the embedded SQLite).
+  const { openPostgresStorage } = await import('../store/postgres/index.js');
+  const mine = fingerprint(loaded.config);
+  const worker = options.role === 'worker';
+  let pg;
+  try {
+    pg = await openPostgresStorage({
+      url: store.url,
+      ...retention,
+      logger,
+      shared: {
+        ...store.shared,
+        configHash: mine.hash,
+        maxAttempts: loaded.config.journal.maxAttempts,
+        ...(worker
+          ? {
+              checkConfig: (stored: { hash: string; text: string } | null) => {
+                if (stored && stored.hash !== mine.hash) {
+                  throw Errors.WORKER_CONFIG_MISMATCH(mine.hash, stored.hash, configDifferences(mine.text, stored.text).join('; '));
+                }
+              },
+            }
+          : {}),
+      },
+    });
+    // serve names the organism the database runs (workers started with another one are refused), at boot and at each reload.
+    if (!worker) await pg.shared!.publishConfig(mine.hash, mine.text);
+  } catch (err) {
+    throw refused(err);
+  }
+  // No serve has stored the organism yet: the first process to start names it.
+  if (worker && (await pg.shared!.storedConfig()) === null) await pg.shared!.publishConfig(mine.hash, mine.text);
+
+  const organism = new Organism(loaded, { storage: pg, logger });
+  // Events, pauses, kills and reloads reach every process; a reload stores the organism and
+  // announces it (POST /organism/reload -> Organism.shareReload). A serve hears the other
+  // processes' events (its WebSocket clients see them); a worker does not.
+  await joinOtherProcesses(organism, { url: store.url, reloadFrom: loaded.path, hearEvents: !worker, shared: pg.shared!, logger });
+  return { organism, where: pg.where };
+}
+
+/**
+ * Links an organism on a PostgreSQL store with the other processes sharing that database
+ * (before it starts): events, pause/resume, kill and reload reach every process.
+ */
+async function joinOtherProcesses(
+  organism: Organism,
+  options: {
+    readonly url: string;
+    /** This process's organism.yaml, re-read when another process announces a reload. */
+    readonly reloadFrom: string | null;
+    readonly hearEvents: boolean;
+    /** The shared store of this process: its LISTEN connection (one per process) and its workers row. */
+    readonly shared: SharedStorage;
+    readonly logger: Logger;
+  },
+): Promise<void> {
+  const { PgClusterLink } = await import('../cluster/bus/cluster-link.js');
+  const link = PgClusterLink.create({
+    url: options.url,
+    origin: organism.bootId,
+    hearEvents: options.hearEvents,
+    logger: options.logger,
+    listener: options.shared.listener,
+    running: (hash) => options.shared.setConfigHash(hash),
+    connectionLost: (err) => options.shared.connectionLost(err),
+  });
+  const reloadFrom = options.reloadFrom;
+  organism.joinCluster(link, reloadFrom === null ? {} : { reloadConfig: () => loadOrganismToRun(reloadFrom) });
+}

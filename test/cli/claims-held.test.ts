@@ -1,9 +1,9 @@
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startPrivateCluster, type PrivateCluster } from '../support/private-postgres.js';
+import { privateClusterAvailable, startPrivateCluster, type PrivateCluster } from '../support/private-postgres.js';
 import { api, killAll, organismDir, startBuiltCli, until, type Running } from './processes.js';
 
 /**
@@ -15,7 +15,6 @@ import { api, killAll, organismDir, startBuiltCli, until, type Running } from '.
  *   runs again once it answers, and the delivery ends ACKED, its thread completed, not in error.
  */
 
-const available = process.env['CI'] === 'true' || existsSync('/usr/lib/postgresql') || existsSync('/usr/bin/pg_config');
 
 const YAML = `organism: {name: held}
 payloads:
@@ -44,7 +43,7 @@ interface Start {
   readonly pid: number;
 }
 
-describe.skipIf(!available)('claims a shared organism holds (real processes)', () => {
+describe.skipIf(!privateClusterAvailable)('claims a shared organism holds (real processes)', () => {
   let cluster: PrivateCluster;
   const running: Array<{ name: string; p: Running }> = [];
 

@@ -1,9 +1,9 @@
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startPrivateCluster, type PrivateCluster } from '../support/private-postgres.js';
+import { privateClusterAvailable, startPrivateCluster, type PrivateCluster } from '../support/private-postgres.js';
 import { alive, api, killAll, organismDir, startBuiltCli, until, type Running } from './processes.js';
 
 /**
@@ -13,8 +13,6 @@ import { alive, api, killAll, organismDir, startBuiltCli, until, type Running } 
  * database went and once that it is back, and what is injected afterwards is delivered.
  */
 
-/** The server binaries (initdb, pg_ctl) are there; in CI they must be. */
-const available = process.env['CI'] === 'true' || existsSync('/usr/lib/postgresql') || existsSync('/usr/bin/pg_config');
 
 const LEASE_SECONDS = '3';
 
@@ -56,7 +54,7 @@ function logOf(p: Running): LogEntry[] {
 const GONE = /^PostgreSQL cannot be reached/;
 const BACK = /^PostgreSQL answers again/;
 
-describe.skipIf(!available)('a shared organism through PostgreSQL restarts and outages', () => {
+describe.skipIf(!privateClusterAvailable)('a shared organism through PostgreSQL restarts and outages', () => {
   let cluster: PrivateCluster;
   let url: string;
   let dir: string;

@@ -1,8 +1,8 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freePort } from '../cli/processes.js';
 
 /**
  * A PostgreSQL cluster of a test's (or the chaos run's) own: `initdb` + `pg_ctl` on a
@@ -45,23 +45,15 @@ function binDir(): string {
   return dir;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 function postgresUser(): { uid: number; gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined;
   const line = execFileSync('getent', ['passwd', 'postgres'], { encoding: 'utf8' }).trim();
   const [, , uid, gid] = line.split(':');
   return { uid: Number(uid), gid: Number(gid) };
 }
+
+/** Whether a test can start a private cluster here (in CI it must: a missing server fails it). */
+export const privateClusterAvailable = process.env['CI'] === 'true' || existsSync('/usr/lib/postgresql') || existsSync('/usr/bin/pg_config');
 
 const live = new Set<PrivateCluster>();
 let exitHookSet = false;

@@ -4,7 +4,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { privateClusterAvailable, startPrivateCluster, type PrivateCluster } from '../support/private-postgres.js';
-import { api, killAll, organismDir, startBuiltCli, until, type Running } from './processes.js';
+import { api, jobYaml, killAll, organismDir, startBuiltCli, until, type Running } from './processes.js';
 
 /**
  * Shared mode, real processes on a PostgreSQL cluster of the test's own:
@@ -16,15 +16,7 @@ import { api, killAll, organismDir, startBuiltCli, until, type Running } from '.
  */
 
 
-const YAML = `organism: {name: held}
-payloads:
-  Job: {fields: {n: integer}}
-listeners:
-  - name: worker
-    handler: ./worker.ts#work
-    payload: Job
-    timeout_seconds: 600
-`;
+const YAML = jobYaml('held', '', '    timeout_seconds: 600\n');
 
 /** Each start is a line of starts.log; a job with n < 0 waits for gate-<-n>, then reads its history. */
 const WORKER = `import { appendFileSync, existsSync } from 'node:fs';

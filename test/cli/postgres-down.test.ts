@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { createTestDatabase, withPostgres } from '../store/contract/backends.js';
 import { PgProxy } from '../store/pg-proxy.js';
-import { cpuShare, freePort, killAll, organismDir, startServer, TOKEN, until, type ServerProcess } from './processes.js';
+import { cpuShare, freePort, jobYaml, killAll, organismDir, type ServerProcess, startServer, TOKEN, until } from './processes.js';
 
 /**
  * PostgreSQL going away under a running `organism serve --store postgres://…`: the server
@@ -74,15 +74,7 @@ describe.skipIf(!withPostgres('PostgreSQL down tests'))('PostgreSQL unreachable 
     store.port = String(proxy.port);
     store.password = PASSWORD; // trust auth ignores it; it must still never be shown
     const dir = organismDir(
-      `organism: {name: pgdown}
-max_concurrent_per_agent: 8
-payloads:
-  Job: {fields: {n: integer}}
-listeners:
-  - name: worker
-    handler: ./worker.ts#work
-    payload: Job
-`,
+      jobYaml('pgdown', 'max_concurrent_per_agent: 8\n'),
       { 'worker.ts': `export const work = async () => { await new Promise((r) => setTimeout(r, 200)); };\n` },
     );
     const stage = (what: string) => process.env['SHOW_OUTPUT'] && console.log(new Date().toISOString(), what);

@@ -4,7 +4,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { privateClusterAvailable, startPrivateCluster, type PrivateCluster } from '../support/private-postgres.js';
-import { alive, api, killAll, organismDir, startBuiltCli, until, type Running } from './processes.js';
+import { alive, api, jobYaml, killAll, organismDir, startBuiltCli, until, type Running } from './processes.js';
 
 /**
  * A shared organism (`serve --handlers off`, two idle workers and a busy one, real processes
@@ -16,17 +16,7 @@ import { alive, api, killAll, organismDir, startBuiltCli, until, type Running } 
 
 const LEASE_SECONDS = '3';
 
-const YAML = `organism: {name: restart}
-max_concurrent_handlers: 20
-max_concurrent_per_agent: 20
-payloads:
-  Job: {fields: {n: integer}}
-listeners:
-  - name: worker
-    handler: ./worker.ts#work
-    payload: Job
-    timeout_seconds: 600
-`;
+const YAML = jobYaml('restart', 'max_concurrent_handlers: 20\nmax_concurrent_per_agent: 20\n', '    timeout_seconds: 600\n');
 
 /** A job with n < 0 waits for the file gate-<-n> (so a worker is busy through an outage); others end at once. */
 const WORKER = `import { existsSync } from 'node:fs';

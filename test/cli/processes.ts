@@ -250,8 +250,11 @@ export async function wakeupsPerSecond(pid: number, ms: number): Promise<number>
   return (after - before) / (Number(process.hrtime.bigint() - t0) / 1e9);
 }
 
-/** organism.yaml of `name` whose one listener, `worker` (./worker.ts#work), takes Job {n}; `settings` go after the name. */
-export function jobYaml(name: string, settings = ''): string {
+/**
+ * organism.yaml of `name` whose one listener, `worker` (./worker.ts#work), takes Job {n};
+ * `settings` go after the name, `listener` (indented keys) into the listener.
+ */
+export function jobYaml(name: string, settings = '', listener = ''): string {
   return `organism: {name: ${name}}
 ${settings}payloads:
   Job: {fields: {n: integer}}
@@ -259,7 +262,7 @@ listeners:
   - name: worker
     handler: ./worker.ts#work
     payload: Job
-`;
+${listener}`;
 }
 
 /** An organism with one code listener whose jobs take a while (so restarts find work in flight). */

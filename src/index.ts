@@ -10,8 +10,8 @@
  */
 
 // Writing handlers: the function, its context, what it returns, and the messages it sees.
-export { reply, send, type Handler, type HandlerContext, type HandlerLogger, type HandlerResult, type Outgoing } from './pump/handler.js';
-export { BUDGET_SENDER, BUDGET_WARNING_TYPE, EXTERNAL_SENDER, SYSTEM_ERROR_TYPE, SYSTEM_SENDER, type Message } from './pump/message.js';
+export { reply, send, type Handler, type HandlerContext, type HandlerLogger, type HandlerResult, type Outgoing } from './core/handler.js';
+export { BUDGET_SENDER, BUDGET_WARNING_TYPE, EXTERNAL_SENDER, SYSTEM_ERROR_TYPE, SYSTEM_SENDER, type Message } from './core/message.js';
 
 // Payload types: declared in code beside handlers, validated and rendered by the runtime.
 export { definePayload, isPayloadTypeDef, type FieldSpec } from './payload/define.js';

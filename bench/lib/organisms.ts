@@ -2,7 +2,7 @@ import type { ListenerConfig, LoadedOrganism, OrganismConfig, ResolvedListener }
 import { ConfigDefaults, loadOrganism } from '../../src/config/index.js';
 import { DEMO_CONFIG } from '../../src/cli/config-path.js';
 import { definePayload } from '../../src/payload/define.js';
-import { send, type Handler } from '../../src/pump/handler.js';
+import { send, type Handler } from '../../src/core/handler.js';
 
 /** Organisms the scenarios run: the bundled demo, and chains of no-op code handlers. */
 

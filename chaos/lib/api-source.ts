@@ -3,9 +3,9 @@
  * reads the store the same way at the end of a run): journal, threads and usage as served.
  */
 import type { DurabilitySource } from '../../test/crash/checks.js';
-import type { BillingSummary, DeliveryState, JournalEntry, JournalStats, Page, ThreadRecord } from '../../src/store/types.js';
-import type { FailureReason } from '../../src/pump/hooks.js';
-import type { Message } from '../../src/pump/message.js';
+import type { BillingSummary, DeliveryState, JournalEntry, JournalStats, Page, ThreadRecord } from '../../src/core/storage.js';
+import type { FailureReason } from '../../src/core/delivery.js';
+import type { Message } from '../../src/core/message.js';
 import type { UsageEvent } from '../../src/usage/types.js';
 import { Api, ApiError } from './api.js';
 

@@ -1,5 +1,5 @@
 import type { PayloadRegistry, PayloadType } from '../payload/index.js';
-import type { Outgoing } from '../pump/handler.js';
+import type { Outgoing } from '../core/handler.js';
 import { findEnvelopes } from './envelopes.js';
 import type { PeerCard } from './prompt.js';
 

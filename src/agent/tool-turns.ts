@@ -1,7 +1,7 @@
 import { peerToolName, REPLY_TOOL } from '../llm/tool-names.js';
 import type { ChatMessage, ToolCall } from '../llm/types.js';
-import type { HandlerContext } from '../pump/handler.js';
-import type { Message } from '../pump/message.js';
+import type { HandlerContext } from '../core/handler.js';
+import type { Message } from '../core/message.js';
 
 /** A payload as the model sees it in `tools` mode: the sender, its type, and the JSON. */
 export function incomingTurn(from: string, payloadType: string, payload: unknown): string {

@@ -2,7 +2,7 @@ import type { McpTool } from '../mcp/hub.js';
 import { peerToolName, REPLY_TOOL, toolName } from '../llm/tool-names.js';
 import type { ToolSpec } from '../llm/types.js';
 import type { PayloadRegistry, PayloadType } from '../payload/index.js';
-import { BUDGET_WARNING_TYPE, SYSTEM_ERROR_TYPE } from '../pump/message.js';
+import { BUDGET_WARNING_TYPE, SYSTEM_ERROR_TYPE } from '../core/message.js';
 import type { PeerCard } from './prompt.js';
 
 /** What a tool name stands for. */

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import type { WorkerRecord } from '../store/types.js';
+import type { WorkerRecord } from '../core/storage.js';
 import type { Reader } from '../store/postgres/pool.js';
 
 export type { WorkerRecord };

@@ -6,7 +6,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { tsImport } from 'tsx/esm/api';
 import { isPayloadTypeDef } from '../payload/define.js';
 import type { PayloadTypeDef } from '../payload/types.js';
-import type { Handler } from '../pump/handler.js';
+import type { Handler } from '../core/handler.js';
 import { describeLoadError } from './load-error.js';
 import { ConfigMessages } from './messages.js';
 import { BUILTIN_LLM } from './schema.js';

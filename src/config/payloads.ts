@@ -1,7 +1,7 @@
 import { isMap, isScalar, type Node } from 'yaml';
 import { definePayload, type FieldSpec, parseTypeExpr } from '../payload/define.js';
 import type { FieldType, PayloadTypeDef } from '../payload/types.js';
-import { BUDGET_WARNING_TYPE, SYSTEM_ERROR_TYPE } from '../pump/message.js';
+import { BUDGET_WARNING_TYPE, SYSTEM_ERROR_TYPE } from '../core/message.js';
 import { ConfigMessages, Expected } from './messages.js';
 import { describeNode, MapReader, type ProblemSink } from './reader.js';
 import { Keys } from './schema.js';

@@ -1,4 +1,4 @@
-import type { Handler } from '../pump/handler.js';
+import type { Handler } from '../core/handler.js';
 import type { PayloadTypeDef } from '../payload/types.js';
 
 /** The LLM provider kinds a `llm.providers[]` entry may name. */

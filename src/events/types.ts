@@ -1,6 +1,6 @@
-import type { Message } from '../pump/message.js';
-import type { FailureReason } from '../pump/hooks.js';
-import type { DeliveryState, ThreadRecord } from '../store/types.js';
+import type { Message } from '../core/message.js';
+import type { FailureReason } from '../core/delivery.js';
+import type { DeliveryState, ThreadRecord } from '../core/storage.js';
 import type { UsageEvent } from '../usage/types.js';
 
 export type AgentState = 'idle' | 'processing' | 'waiting' | 'error' | 'paused';

@@ -1,7 +1,7 @@
 import type { OrganismConfig } from '../config/types.js';
 import { Errors, OrganismError } from '../errors/catalogue.js';
 import type { Reservation } from '../usage/budgets.js';
-import type { BudgetLedger } from '../usage/ledger.js';
+import type { BudgetLedger } from '../core/budget.js';
 import type { Pricing } from '../usage/pricing.js';
 import type { UsageTracker } from '../usage/tracker.js';
 import type { UsageEvent } from '../usage/types.js';

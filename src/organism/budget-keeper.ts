@@ -1,6 +1,6 @@
 import { OrganismError } from '../errors/catalogue.js';
 import { BudgetManager, type ThreadBudgetSnapshot } from '../usage/budgets.js';
-import type { BudgetLedger } from '../usage/ledger.js';
+import type { BudgetLedger } from '../core/budget.js';
 import type { UsageTracker } from '../usage/tracker.js';
 import type { Logger } from '../util/logger.js';
 import type { OrganismStorage } from './organism.js';

@@ -3,7 +3,7 @@ import { Errors } from '../errors/catalogue.js';
 import { CallRecorder } from '../llm/call-record.js';
 import { McpHub, mcpBaseDir, type McpTool, type McpToolResult } from '../mcp/hub.js';
 import type { AgentWorldView } from '../agent/llm-agent.js';
-import type { LlmCallStore } from '../store/types.js';
+import type { LlmCallStore } from '../core/storage.js';
 import { newId } from '../util/ids.js';
 import type { Logger } from '../util/logger.js';
 

@@ -13,9 +13,9 @@ import type {
   ThreadRecord,
   UsageHistoryQuery,
   UsageRangeQuery,
-} from '../store/types.js';
+} from '../core/storage.js';
 import type { BudgetListQuery, BudgetPage } from '../usage/budgets.js';
-import type { BudgetLedger } from '../usage/ledger.js';
+import type { BudgetLedger } from '../core/budget.js';
 import type { UsageEvent } from '../usage/types.js';
 import type { OrganismStorage } from './organism.js';
 

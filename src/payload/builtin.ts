@@ -1,4 +1,4 @@
-import { BUDGET_WARNING_TYPE, SYSTEM_ERROR_TYPE } from '../pump/message.js';
+import { BUDGET_WARNING_TYPE, SYSTEM_ERROR_TYPE } from '../core/message.js';
 import { definePayload } from './define.js';
 import type { PayloadTypeDef } from './types.js';
 

@@ -1,7 +1,7 @@
 import { Errors } from '../errors/catalogue.js';
-import type { Message } from './message.js';
+import type { Message } from '../core/message.js';
 import { PumpState } from './pump-state.js';
-import type { WorkSource } from './work-source.js';
+import type { WorkSource } from '../core/work-source.js';
 
 /** Shared mode, an inject waiting for room: how often it asks the store again (other processes' claims free room unannounced). */
 const SHARED_ROOM_RETRY_MS = 100;

@@ -1,7 +1,7 @@
 import type { BudgetThresholdEvent } from '../usage/budgets.js';
 import { newId } from '../util/ids.js';
 import { PumpDelivery } from './delivery.js';
-import { BUDGET_SENDER, BUDGET_WARNING_TYPE, type Message } from './message.js';
+import { BUDGET_SENDER, BUDGET_WARNING_TYPE, type Message } from '../core/message.js';
 
 /**
  * A thread's token budget crossing a threshold: announced on the bus, and a BudgetWarning is

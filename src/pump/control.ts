@@ -3,9 +3,9 @@ import { Errors } from '../errors/catalogue.js';
 import type { OrganismStatus, ReloadResult } from '../events/types.js';
 import { PumpBudgetNotices } from './budget-notices.js';
 import type { ListenerRuntime } from './listener-runtime.js';
-import type { Message } from './message.js';
+import type { Message } from '../core/message.js';
 import type { LiveThread } from './thread-tracker.js';
-import type { ThreadRecord } from '../store/types.js';
+import type { ThreadRecord } from '../core/storage.js';
 import type { AbortCause, PumpDeps, PumpLimits } from './pump-state.js';
 import { isSystemName } from './system-messages.js';
 

@@ -1,6 +1,6 @@
 import { Errors } from '../errors/catalogue.js';
 import type { ListenerRuntime } from './listener-runtime.js';
-import { EXTERNAL_SENDER, type Message } from './message.js';
+import { EXTERNAL_SENDER, type Message } from '../core/message.js';
 import { isSystemName } from './system-messages.js';
 import { PumpThreadLifecycle } from './thread-lifecycle.js';
 import type { LiveThread } from './thread-tracker.js';

@@ -1,15 +1,15 @@
 import { Errors } from '../errors/catalogue.js';
 import { PumpBackPressure } from './back-pressure.js';
-import type { FailureReason } from './hooks.js';
+import type { FailureReason } from '../core/delivery.js';
 import { storableText } from '../util/storable-text.js';
 import { JournalTrouble } from './journal-trouble.js';
-import type { Message } from './message.js';
+import type { Message } from '../core/message.js';
 import type { DeliveryWatch } from './observer.js';
 import type { Delivery } from './pump-state.js';
 import type { Refused } from './routing.js';
 import { isSystemName, systemErrorMessage } from './system-messages.js';
 import type { LiveThread } from './thread-tracker.js';
-import type { FencedResult } from './work-source.js';
+import type { FencedResult } from '../core/work-source.js';
 
 /** A delivery's bookkeeping that failed is tried again after this long, doubling up to the max. */
 const BOOKING_RETRY_MS = 250;

@@ -1,4 +1,4 @@
-import type { Message } from './message.js';
+import type { Message } from '../core/message.js';
 
 /**
  * The queue of one listener. Messages are FIFO within a thread, and a thread has at most one

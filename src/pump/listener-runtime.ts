@@ -1,6 +1,6 @@
 import type { ListenerConfig } from '../config/types.js';
 import type { AgentState } from '../events/types.js';
-import type { Handler } from './handler.js';
+import type { Handler } from '../core/handler.js';
 import { ListenerQueue } from './listener-queue.js';
 
 /** A registered listener and its live state. */

@@ -1,6 +1,6 @@
 import type { ListenerConfig } from '../config/types.js';
-import type { FailureReason } from './hooks.js';
-import type { Message } from './message.js';
+import type { FailureReason } from '../core/delivery.js';
+import type { Message } from '../core/message.js';
 
 export type DeliveryOutcome =
   | { readonly acked: true }

@@ -3,17 +3,17 @@ import type { EventBus } from '../events/bus.js';
 import type { AgentState, OrganismStatus } from '../events/types.js';
 import type { LlmRouter } from '../llm/router.js';
 import type { PayloadRegistry } from '../payload/index.js';
-import type { Journal, ThreadStore } from '../store/types.js';
-import type { BudgetLedger } from '../usage/ledger.js';
+import type { Journal, ThreadStore } from '../core/storage.js';
+import type { BudgetLedger } from '../core/budget.js';
 import type { UsageTracker } from '../usage/tracker.js';
 import type { UsageEvent } from '../usage/types.js';
 import type { Logger } from '../util/logger.js';
-import type { Handler } from './handler.js';
+import type { Handler } from '../core/handler.js';
 import { ListenerRuntime } from './listener-runtime.js';
-import type { Message } from './message.js';
+import type { Message } from '../core/message.js';
 import type { DeliveryObservers, DeliveryOutcome, DeliveryWatch } from './observer.js';
 import { ThreadTracker, type LiveThread } from './thread-tracker.js';
-import { recordsKeptByStore, type WorkSource } from './work-source.js';
+import { recordsKeptByStore, type WorkSource } from '../core/work-source.js';
 
 export interface PumpLimits {
   readonly maxConcurrentHandlers: number;

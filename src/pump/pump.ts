@@ -2,11 +2,11 @@ import type { ResolvedListener } from '../config/types.js';
 import { Errors } from '../errors/catalogue.js';
 import type { OrganismStatus } from '../events/types.js';
 import { assertStorableInject, resolveInjectPayload } from '../payload/index.js';
-import type { ThreadRecord } from '../store/types.js';
+import type { ThreadRecord } from '../core/storage.js';
 import { newId } from '../util/ids.js';
 import { PumpControl } from './control.js';
 import type { ListenerRuntime } from './listener-runtime.js';
-import { EXTERNAL_SENDER, type Message } from './message.js';
+import { EXTERNAL_SENDER, type Message } from '../core/message.js';
 import type { PumpDeps, PumpLimits } from './pump-state.js';
 
 export type { PumpDeps, PumpLimits } from './pump-state.js';

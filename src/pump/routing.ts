@@ -3,9 +3,9 @@ import type { FieldError } from '../payload/types.js';
 import type { PayloadRegistry } from '../payload/index.js';
 import { newId } from '../util/ids.js';
 import { identifierReason, unstorableText } from '../util/storable-text.js';
-import type { FailureReason } from './hooks.js';
-import type { Outgoing } from './handler.js';
-import { EXTERNAL_SENDER, type Message } from './message.js';
+import type { FailureReason } from '../core/delivery.js';
+import type { Outgoing } from '../core/handler.js';
+import { EXTERNAL_SENDER, type Message } from '../core/message.js';
 
 /** A message a handler asked for that the pump refused (not delivered, audited). */
 export interface Refused {

@@ -1,9 +1,9 @@
 import { Errors } from '../errors/catalogue.js';
 import { PumpDispatch } from './dispatch.js';
-import { EXTERNAL_SENDER, type Message } from './message.js';
+import { EXTERNAL_SENDER, type Message } from '../core/message.js';
 import { isSystemName } from './system-messages.js';
 import type { LiveThread } from './thread-tracker.js';
-import type { ClaimedWork, WorkSource } from './work-source.js';
+import type { ClaimedWork, WorkSource } from '../core/work-source.js';
 
 const NO_OUTCOME = { outgoing: [], usage: [], threadError: null } as const;
 

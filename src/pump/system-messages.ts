@@ -1,6 +1,6 @@
 import { newId } from '../util/ids.js';
-import type { FailureReason } from './hooks.js';
-import { SYSTEM_ERROR_TYPE, SYSTEM_SENDER, type Message } from './message.js';
+import type { FailureReason } from '../core/delivery.js';
+import { SYSTEM_ERROR_TYPE, SYSTEM_SENDER, type Message } from '../core/message.js';
 
 /** Builds the SystemError message that tells `to` why something it caused did not happen. */
 export function systemErrorMessage(

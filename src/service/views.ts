@@ -1,8 +1,8 @@
-import type { RecoveryReport, JournalEntry, JournalStats, ThreadRecord, ThreadUsageTotals, UsageCountersRow } from '../store/types.js';
+import type { RecoveryReport, JournalEntry, JournalStats, ThreadRecord, ThreadUsageTotals, UsageCountersRow } from '../core/storage.js';
 import { zeroCounters } from '../usage/tracker.js';
 import type { AgentInfo } from '../organism/views.js';
-import type { Message } from '../pump/message.js';
-import type { DeliveryState } from '../store/types.js';
+import type { Message } from '../core/message.js';
+import type { DeliveryState } from '../core/storage.js';
 import { iso, isoOrNull } from './time.js';
 
 /** Runtime records -> wire shapes (camelCase, ISO 8601 times). One place, so every route agrees. */

@@ -1,4 +1,4 @@
-export * from './types.js';
+export * from '../core/storage.js';
 export { MemoryJournal } from './memory/journal.js';
 export { MemoryThreadStore } from './memory/threads.js';
 export { MemoryUsageStore } from './memory/usage.js';

@@ -1,8 +1,8 @@
 /** Row shapes shared by the SQL stores (SQLite and PostgreSQL keep the same columns) and their mapping to domain objects. */
-import type { FailureReason } from '../pump/hooks.js';
-import type { Message } from '../pump/message.js';
+import type { FailureReason } from '../core/delivery.js';
+import type { Message } from '../core/message.js';
 import type { UsageEvent } from '../usage/types.js';
-import type { DeliveryState, JournalEntry } from './types.js';
+import type { DeliveryState, JournalEntry } from '../core/storage.js';
 
 export interface JournalRow {
   id: string;

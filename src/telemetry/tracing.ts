@@ -27,7 +27,7 @@ import type { OrganismEvent } from '../events/types.js';
 import { errorTypeOf, type LlmCallInfo, type LlmCallWatch } from '../llm/observer.js';
 import type { CompletionResult } from '../llm/types.js';
 import type { Organism } from '../organism/organism.js';
-import type { Message } from '../pump/message.js';
+import type { Message } from '../core/message.js';
 import type { DeliveryOutcome, DeliveryWatch } from '../pump/observer.js';
 import type { Logger } from '../util/logger.js';
 import { GenAiAttr, GenAiOperation, OrganismAttr, OrganismEvent as SpanEvent } from './conventions.js';

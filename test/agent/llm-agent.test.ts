@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Errors } from '../../src/errors/catalogue.js';
 import { definePayload } from '../../src/payload/define.js';
-import { BUDGET_WARNING_TYPE, SYSTEM_ERROR_TYPE } from '../../src/pump/message.js';
+import { BUDGET_WARNING_TYPE, SYSTEM_ERROR_TYPE } from '../../src/core/message.js';
 import { openAiOk, startProtocolServer } from '../llm/protocol-server.js';
 import { eventually, listener, mockProvider, settled, startOrganism, Text } from '../pump/harness.js';
 

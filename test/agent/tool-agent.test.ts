@@ -3,7 +3,7 @@ import type { ProviderConfig } from '../../src/config/types.js';
 import { Errors } from '../../src/errors/catalogue.js';
 import type { OrganismEvent } from '../../src/events/types.js';
 import { definePayload } from '../../src/payload/define.js';
-import { SYSTEM_ERROR_TYPE } from '../../src/pump/message.js';
+import { SYSTEM_ERROR_TYPE } from '../../src/core/message.js';
 import { anthropicOk, startAnthropicServer } from '../llm/servers/anthropic-server.js';
 import { openAiOk, startOpenAiServer } from '../llm/servers/openai-server.js';
 import type { ScriptedServer } from '../llm/servers/scripted-server.js';

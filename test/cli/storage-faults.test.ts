@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { openSqliteStorage } from '../../src/store/index.js';
-import type { Message } from '../../src/pump/message.js';
+import type { Message } from '../../src/core/message.js';
 import { killAll, organismDir, startServer, TOKEN, until, type ServerProcess } from './processes.js';
 
 /**

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Message } from '../../src/pump/message.js';
+import type { Message } from '../../src/core/message.js';
 import { channelsFor } from '../../src/cluster/bus/channels.js';
 import { openPostgresStorage, type PostgresStorage, type SharedStorageOptions } from '../../src/store/postgres/index.js';
 import { newId } from '../../src/util/ids.js';

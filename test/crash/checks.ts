@@ -4,9 +4,9 @@
  * on the store at the end). Each returns what it found wrong instead of asserting, so one
  * run reports every violation with its details.
  */
-import type { FailureReason } from '../../src/pump/hooks.js';
-import { BUDGET_WARNING_TYPE, SYSTEM_ERROR_TYPE } from '../../src/pump/message.js';
-import type { BillingSummary, JournalEntry, JournalQuery, JournalStats, Page, ThreadRecord, ThreadStatus, UsageHistoryQuery, UsageRangeQuery } from '../../src/store/types.js';
+import type { FailureReason } from '../../src/core/delivery.js';
+import { BUDGET_WARNING_TYPE, SYSTEM_ERROR_TYPE } from '../../src/core/message.js';
+import type { BillingSummary, JournalEntry, JournalQuery, JournalStats, Page, ThreadRecord, ThreadStatus, UsageHistoryQuery, UsageRangeQuery } from '../../src/core/storage.js';
 import type { UsageEvent } from '../../src/usage/types.js';
 import type { EffectsView } from './effects.js';
 

@@ -11,7 +11,7 @@
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Organism } from '../../src/organism/organism.js';
-import { send } from '../../src/pump/handler.js';
+import { send } from '../../src/core/handler.js';
 import { openSqliteStorage } from '../../src/store/index.js';
 import { openPostgresStorage } from '../../src/store/postgres/index.js';
 import { listener, loaded, mockProvider } from '../pump/harness.js';

@@ -3,7 +3,7 @@ import { Errors } from '../../src/errors/catalogue.js';
 import { LlmRouter } from '../../src/llm/router.js';
 import type { CompletionRequest, LlmProvider } from '../../src/llm/types.js';
 import { BudgetManager } from '../../src/usage/budgets.js';
-import type { BudgetLedger } from '../../src/usage/ledger.js';
+import type { BudgetLedger } from '../../src/core/budget.js';
 import { Pricing } from '../../src/usage/pricing.js';
 import { UsageTracker } from '../../src/usage/tracker.js';
 import { call, rejection, request } from './helpers.js';

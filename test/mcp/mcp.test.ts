@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { McpServerConfig, ProviderConfig } from '../../src/config/types.js';
 import { definePayload } from '../../src/payload/define.js';
-import { SYSTEM_ERROR_TYPE } from '../../src/pump/message.js';
+import { SYSTEM_ERROR_TYPE } from '../../src/core/message.js';
 import { eventually, listener, mockProvider, settled, startOrganism, Text } from '../pump/harness.js';
 import { startHttpMcpServer } from './fixtures/mcp-server.js';
 import type { Organism } from '../../src/organism/organism.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Errors } from '../../src/errors/catalogue.js';
-import { send } from '../../src/pump/handler.js';
-import { SYSTEM_ERROR_TYPE } from '../../src/pump/message.js';
+import { send } from '../../src/core/handler.js';
+import { SYSTEM_ERROR_TYPE } from '../../src/core/message.js';
 import { MemoryJournal, MemoryThreadStore, MemoryUsageStore } from '../../src/store/index.js';
 import { deferred, eventually, listener, loaded, settled, startOrganism } from './harness.js';
 

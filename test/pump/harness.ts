@@ -4,7 +4,7 @@ import type { OrganismEvent } from '../../src/events/types.js';
 import { Organism, type OrganismOptions } from '../../src/organism/organism.js';
 import { definePayload } from '../../src/payload/define.js';
 import type { PayloadTypeDef } from '../../src/payload/types.js';
-import type { Handler } from '../../src/pump/handler.js';
+import type { Handler } from '../../src/core/handler.js';
 
 export const Text = definePayload('Text', { text: 'string' });
 export const Num = definePayload('Num', { n: 'integer' });

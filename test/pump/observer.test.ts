@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ListenerConfig } from '../../src/config/types.js';
-import type { Message } from '../../src/pump/message.js';
+import type { Message } from '../../src/core/message.js';
 import { DeliveryObservers, type DeliveryObserver, type DeliveryOutcome } from '../../src/pump/observer.js';
 
 const message = { id: 'm1', threadId: 't1' } as Message;

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Organism } from '../../src/organism/organism.js';
-import { EXTERNAL_SENDER, type Message } from '../../src/pump/message.js';
+import { EXTERNAL_SENDER, type Message } from '../../src/core/message.js';
 import { openSqliteStorage } from '../../src/store/index.js';
 import { newId } from '../../src/util/ids.js';
 import { listener, loaded, settled } from './harness.js';

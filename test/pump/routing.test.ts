@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Errors } from '../../src/errors/catalogue.js';
-import { reply, send } from '../../src/pump/handler.js';
-import { SYSTEM_ERROR_TYPE } from '../../src/pump/message.js';
+import { reply, send } from '../../src/core/handler.js';
+import { SYSTEM_ERROR_TYPE } from '../../src/core/message.js';
 import { listener, settled, startOrganism, eventually } from './harness.js';
 
 describe('routing and peer isolation', () => {

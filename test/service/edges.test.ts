@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { send } from '../../src/pump/handler.js';
+import { send } from '../../src/core/handler.js';
 import { buildApp } from '../../src/service/app.js';
 import { eventually, listener, settled, startOrganism } from '../pump/harness.js';
 

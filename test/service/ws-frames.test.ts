@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { OrganismError } from '../../src/errors/catalogue.js';
-import type { Message } from '../../src/pump/message.js';
+import type { Message } from '../../src/core/message.js';
 import { matches, NO_FILTER, parseFilter, type WsFilter } from '../../src/service/ws/filter.js';
 import { currentSeq, frameJson, safeStringify, toFrame } from '../../src/service/ws/frames.js';
 import { closeReason, resolveLimits, DEFAULT_WS_LIMITS } from '../../src/service/ws/limits.js';

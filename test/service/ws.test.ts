@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { Organism } from '../../src/organism/organism.js';
-import { send } from '../../src/pump/handler.js';
+import { send } from '../../src/core/handler.js';
 import { buildApp } from '../../src/service/app.js';
 import type { WsLimits } from '../../src/service/ws/plugin.js';
 import { eventually, listener, startOrganism } from '../pump/harness.js';

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BoundedMap } from '../../src/store/memory/bounded-map.js';
 import { MemoryJournal } from '../../src/store/index.js';
-import type { Message } from '../../src/pump/message.js';
+import type { Message } from '../../src/core/message.js';
 
 interface Item {
   readonly done: boolean;

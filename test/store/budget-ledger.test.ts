@@ -10,7 +10,7 @@ import { PgBudgetLedger } from '../../src/store/postgres/budget-ledger.js';
 import { openSqliteStorage } from '../../src/store/index.js';
 import type { BudgetArchive } from '../../src/usage/budget-archive.js';
 import { BudgetManager, type BudgetThresholdEvent, type Reservation } from '../../src/usage/budgets.js';
-import type { BudgetLedger } from '../../src/usage/ledger.js';
+import type { BudgetLedger } from '../../src/core/budget.js';
 import { newId } from '../../src/util/ids.js';
 import { freePort, killAll, startProcess, until } from '../cli/processes.js';
 import { PgProxy, viaProxy } from './pg-proxy.js';

@@ -4,9 +4,9 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Message } from '../../src/pump/message.js';
+import type { Message } from '../../src/core/message.js';
 import { DATABASE_FILE, MemoryJournal, openSqliteStorage, type SqliteStorage } from '../../src/store/index.js';
-import type { Journal } from '../../src/store/types.js';
+import type { Journal } from '../../src/core/storage.js';
 import { newId } from '../../src/util/ids.js';
 
 /**

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Message } from '../../src/pump/message.js';
+import type { Message } from '../../src/core/message.js';
 import { openPostgresStorage, type PostgresStorage } from '../../src/store/postgres/index.js';
 import { newId } from '../../src/util/ids.js';
 import { createTestDatabase, PG_ADMIN_URL, withPostgres } from './contract/backends.js';

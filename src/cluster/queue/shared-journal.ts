@@ -1,10 +1,10 @@
 import { recordOf, type ThreadRow } from '../../store/postgres/threads.js';
 import type pg from 'pg';
-import type { FailureReason } from '../../pump/hooks.js';
-import { EXTERNAL_SENDER, type Message } from '../../pump/message.js';
-import type { ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedResult } from '../../pump/work-source.js';
+import type { FailureReason } from '../../core/delivery.js';
+import { EXTERNAL_SENDER, type Message } from '../../core/message.js';
+import type { ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedResult } from '../../core/work-source.js';
 import { messageOf, type JournalRow } from '../../store/rows.js';
-import type { RecoveredMessages, RecoveryReport } from '../../store/types.js';
+import type { RecoveredMessages, RecoveryReport } from '../../core/storage.js';
 import { notify, type Channels } from '../bus/channels.js';
 import { claimTransaction } from './claim-sql.js';
 import { PgLots } from './lots.js';

@@ -1,8 +1,8 @@
-import type { FailureReason } from '../../pump/hooks.js';
-import type { Message } from '../../pump/message.js';
-import type { AgentLoad, ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedResult, WorkSource } from '../../pump/work-source.js';
+import type { FailureReason } from '../../core/delivery.js';
+import type { Message } from '../../core/message.js';
+import type { AgentLoad, ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedResult, WorkSource } from '../../core/work-source.js';
 import type { Logger } from '../../util/logger.js';
-import type { WorkerRecord } from '../../store/types.js';
+import type { WorkerRecord } from '../../core/storage.js';
 import type { Channels, PgListener } from '../bus/channels.js';
 import type { PgSharedJournal } from './shared-journal.js';
 import type { PgWorkers, WorkerIdentity } from '../workers.js';

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Errors } from '../../errors/catalogue.js';
 import type { LlmCallRecord, ToolCallRecord } from '../../llm/call-record.js';
-import type { RecordedCalls } from '../../store/types.js';
+import type { RecordedCalls } from '../../core/storage.js';
 import type { ServiceContext } from '../context.js';
 import { errorResponses } from '../schemas/error.js';
 import { DeliveryLlmCallsResponse, LlmCallPageQuery, MessageIdParams, ThreadLlmCallsResponse } from '../schemas/llm-call.js';

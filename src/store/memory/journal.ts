@@ -1,7 +1,7 @@
 import { Errors } from '../../errors/catalogue.js';
-import type { FailureReason } from '../../pump/hooks.js';
-import type { Message } from '../../pump/message.js';
-import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, Page, RecoveredMessages } from '../types.js';
+import type { FailureReason } from '../../core/delivery.js';
+import type { Message } from '../../core/message.js';
+import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, Page, RecoveredMessages } from '../../core/storage.js';
 import { BoundedMap } from './bounded-map.js';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };

@@ -1,5 +1,5 @@
 import type { LlmCallRecord, ToolCallRecord } from '../../llm/call-record.js';
-import type { LlmCallStore, RecordedCalls } from '../types.js';
+import type { LlmCallStore, RecordedCalls } from '../../core/storage.js';
 
 /**
  * LLM and tool calls in memory, bounded: past `max` calls the oldest go (with their tool

@@ -1,4 +1,4 @@
-import type { OperatorStateStore } from '../types.js';
+import type { OperatorStateStore } from '../../core/storage.js';
 
 /** Operator state for an organism without a data directory (it lasts as long as the process). */
 export class MemoryOperatorState implements OperatorStateStore {

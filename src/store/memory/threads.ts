@@ -1,4 +1,4 @@
-import type { Page, ThreadQuery, ThreadRecord, ThreadStore } from '../types.js';
+import type { Page, ThreadQuery, ThreadRecord, ThreadStore } from '../../core/storage.js';
 import { BoundedMap } from './bounded-map.js';
 
 /** Thread records in memory, bounded: the threads that finished longest ago go first. */

@@ -1,5 +1,5 @@
 import type { UsageEvent } from '../../usage/types.js';
-import type { BillingSummary, DailyUsage, Page, ThreadUsageTotals, UsageHistoryQuery, UsageRangeQuery, UsageStore } from '../types.js';
+import type { BillingSummary, DailyUsage, Page, ThreadUsageTotals, UsageHistoryQuery, UsageRangeQuery, UsageStore } from '../../core/storage.js';
 import { addEvent, dayRange, utcDay, zeroCounters } from '../usage-days.js';
 
 /** Usage events in memory (bounded: the oldest go first), with the same queries as SQLite. */

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type pg from 'pg';
 import { Errors } from '../../errors/catalogue.js';
 import { reservedBudgetInfo, thresholdsAbove, thresholdsReached, type BudgetListQuery, type BudgetPage, type BudgetThresholdEvent, type BudgetView, type Reservation, type ThreadBudgetInfo } from '../../usage/budgets.js';
-import type { BudgetLedger } from '../../usage/ledger.js';
+import type { BudgetLedger } from '../../core/budget.js';
 import { newId } from '../../util/ids.js';
 import type { Logger } from '../../util/logger.js';
 import { pgRuntimeError, pgStorageError } from './pool.js';

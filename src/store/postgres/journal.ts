@@ -1,10 +1,10 @@
 import { Errors } from '../../errors/catalogue.js';
-import type { FailureReason } from '../../pump/hooks.js';
-import type { Message } from '../../pump/message.js';
+import type { FailureReason } from '../../core/delivery.js';
+import type { Message } from '../../core/message.js';
 import type { UsageEvent } from '../../usage/types.js';
 import { entryOf, messageOf, type JournalRow } from '../rows.js';
-import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, Page, RecoveredMessages, RecoveryReport } from '../types.js';
-import { DELIVERY_STATES } from '../types.js';
+import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, Page, RecoveredMessages, RecoveryReport } from '../../core/storage.js';
+import { DELIVERY_STATES } from '../../core/storage.js';
 import { AGENT_COUNT_SQL, COUNT_SQL, PgJournalCounts, RECOUNT_STATES_SQL } from './journal-counts.js';
 import { insertUsage } from './usage-writes.js';
 import type { Reader } from './pool.js';

@@ -1,5 +1,5 @@
 import type { LlmCallRecord, ToolCallRecord } from '../../llm/call-record.js';
-import type { LlmCallStore, RecordedCalls } from '../types.js';
+import type { LlmCallStore, RecordedCalls } from '../../core/storage.js';
 import type { Reader } from './pool.js';
 import type { PgWriter } from './writer.js';
 

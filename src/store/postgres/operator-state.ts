@@ -1,4 +1,4 @@
-import type { OperatorStateStore } from '../types.js';
+import type { OperatorStateStore } from '../../core/storage.js';
 import type { Reader } from './pool.js';
 import type { PgWriter } from './writer.js';
 

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { Errors, OrganismError } from '../../errors/catalogue.js';
 import type { Logger } from '../../util/logger.js';
-import type { StorageProblem } from '../types.js';
+import type { StorageProblem } from '../../core/storage.js';
 
 /** Node socket errors and pg client messages that mean "the server is not there", not "the query was wrong". */
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN']);

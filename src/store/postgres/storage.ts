@@ -17,8 +17,8 @@ import { newId } from '../../util/ids.js';
 import { hostname } from 'node:os';
 import { PgBudgetLedger } from './budget-ledger.js';
 import { isConnectionFailure, PgReachability } from './reachability.js';
-import type { BudgetLedgerFactory } from '../../usage/ledger.js';
-import type { StorageProblem } from '../types.js';
+import type { BudgetLedgerFactory } from '../../core/budget.js';
+import type { StorageProblem } from '../../core/storage.js';
 
 const PRUNE_INTERVAL_MS = 10 * 60_000;
 

@@ -1,4 +1,4 @@
-import type { Page, ThreadQuery, ThreadRecord, ThreadStatus, ThreadStore } from '../types.js';
+import type { Page, ThreadQuery, ThreadRecord, ThreadStatus, ThreadStore } from '../../core/storage.js';
 import { COUNT_SQL, countInsertedThread } from './journal-counts.js';
 import type { Reader } from './pool.js';
 import type { PgWriter } from './writer.js';

@@ -1,7 +1,7 @@
 import type { OrganismError } from '../../errors/catalogue.js';
 import { Errors } from '../../errors/catalogue.js';
 import type { Logger } from '../../util/logger.js';
-import type { StorageProblem } from '../types.js';
+import type { StorageProblem } from '../../core/storage.js';
 import { freeBytes, LOW_SPACE_BYTES } from './disk-space.js';
 
 

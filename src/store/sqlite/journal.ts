@@ -1,9 +1,9 @@
 import type Database from 'better-sqlite3';
 import { Errors } from '../../errors/catalogue.js';
-import type { FailureReason } from '../../pump/hooks.js';
-import type { Message } from '../../pump/message.js';
+import type { FailureReason } from '../../core/delivery.js';
+import type { Message } from '../../core/message.js';
 import type { UsageEvent } from '../../usage/types.js';
-import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, Page, RecoveredMessages, RecoveryReport } from '../types.js';
+import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, Page, RecoveredMessages, RecoveryReport } from '../../core/storage.js';
 import { entryOf, messageOf, type JournalRow } from '../rows.js';
 import { usageInserter } from './usage-writes.js';
 import { JournalCounts } from './journal-counts.js';

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { LlmCallRecord, ToolCallRecord } from '../../llm/call-record.js';
-import type { LlmCallStore, RecordedCalls } from '../types.js';
+import type { LlmCallStore, RecordedCalls } from '../../core/storage.js';
 import { prepared } from './prepared.js';
 import type { GroupWriter } from './writer.js';
 

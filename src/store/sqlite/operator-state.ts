@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { OperatorStateStore } from '../types.js';
+import type { OperatorStateStore } from '../../core/storage.js';
 import { prepared } from './prepared.js';
 
 /** Operator state in the database, written at once (not batched): a pause survives any crash. */

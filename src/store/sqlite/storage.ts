@@ -6,7 +6,7 @@ import type { Logger } from '../../util/logger.js';
 import { diskFullText, freeBytes, freeText, LOW_SPACE_BYTES } from './disk-space.js';
 import { guarded } from './guard.js';
 import { StorageHealth } from './health.js';
-import type { StorageProblem } from '../types.js';
+import type { StorageProblem } from '../../core/storage.js';
 import { SqliteJournal } from './journal.js';
 import { SqliteLlmCallStore } from './llm-calls.js';
 import { ensurePrivateDir, ensurePrivateFile, makePrivate } from '../../util/private-files.js';

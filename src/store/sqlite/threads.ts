@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { Page, ThreadQuery, ThreadRecord, ThreadStatus, ThreadStore } from '../types.js';
+import type { Page, ThreadQuery, ThreadRecord, ThreadStatus, ThreadStore } from '../../core/storage.js';
 import type { GroupWriter } from './writer.js';
 import { prepared } from './prepared.js';
 

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import type { ResolvedListener } from '../../../src/config/types.js';
 import type { Organism } from '../../../src/organism/organism.js';
-import { send } from '../../../src/pump/handler.js';
+import { send } from '../../../src/core/handler.js';
 import { wsPlugin, type WsLimits, type WsPrincipal } from '../../../src/service/ws/plugin.js';
 import { eventually, listener, startOrganism } from '../../pump/harness.js';
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
-import type { Message } from '../../../src/pump/message.js';
-import { DELIVERY_STATES, THREAD_STATUSES, type DeliveryState, type Journal, type ThreadStatus } from '../../../src/store/types.js';
+import type { Message } from '../../../src/core/message.js';
+import { DELIVERY_STATES, THREAD_STATUSES, type DeliveryState, type Journal, type ThreadStatus } from '../../../src/core/storage.js';
 import { newId } from '../../../src/util/ids.js';
 import { eachBackend, type Place, type StoreUnderTest } from './backends.js';
 

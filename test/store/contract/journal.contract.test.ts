@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { Errors } from '../../../src/errors/catalogue.js';
 import type { LlmCallRecord, ToolCallRecord } from '../../../src/llm/call-record.js';
-import type { Message } from '../../../src/pump/message.js';
+import type { Message } from '../../../src/core/message.js';
 import type { UsageEvent } from '../../../src/usage/types.js';
 import { newId } from '../../../src/util/ids.js';
 import { eachBackend } from './backends.js';

@@ -1,4 +1,4 @@
-import type { BudgetListQuery, BudgetPage, BudgetThresholdEvent, BudgetView, Reservation } from './budgets.js';
+import type { BudgetListQuery, BudgetPage, BudgetThresholdEvent, BudgetView, Reservation } from '../usage/budgets.js';
 
 /** A value, or its promise: the embedded ledger answers at once, a database ledger later. */
 export type Maybe<T> = T | Promise<T>;

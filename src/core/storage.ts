@@ -1,8 +1,8 @@
 import type { OrganismError } from '../errors/catalogue.js';
 import type { CallRecordSink, LlmCallRecord, ToolCallRecord } from '../llm/call-record.js';
-import type { DispatchHook, FailureReason } from '../pump/hooks.js';
+import type { DispatchHook, FailureReason } from './delivery.js';
 import type { UsageEvent } from '../usage/types.js';
-import type { Message } from '../pump/message.js';
+import type { Message } from './message.js';
 
 export type DeliveryState = 'PENDING' | 'DISPATCHED' | 'ACKED' | 'FAILED';
 export const DELIVERY_STATES: readonly DeliveryState[] = ['PENDING', 'DISPATCHED', 'ACKED', 'FAILED'];

@@ -1,6 +1,6 @@
-import type { ThreadRecord, ThreadStatus, ThreadStore, WorkerRecord } from '../store/types.js';
+import type { ThreadRecord, ThreadStatus, ThreadStore, WorkerRecord } from './storage.js';
 import type { UsageEvent } from '../usage/types.js';
-import type { FailureReason } from './hooks.js';
+import type { FailureReason } from './delivery.js';
 import type { Message } from './message.js';
 
 /**

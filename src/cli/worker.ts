@@ -40,7 +40,7 @@ export async function workerCommand(configArg: string | undefined, options: Work
   const loaded = await loadOrganismToRun(path);
 
   // Pauses, kills and reloads made anywhere reach this worker; its events reach every serve.
-  const { organism, where } = await bootOrganism({
+  const { organism, where, cluster } = await bootOrganism({
     config: loaded,
     store: { kind: 'postgres', url: store.url, shared },
     role: 'worker',
@@ -51,7 +51,7 @@ export async function workerCommand(configArg: string | undefined, options: Work
     },
   });
   await organism.start();
-  const work = organism.storage.work!;
+  const work = cluster!;
   const concurrency = Math.min(work.concurrency ?? Infinity, loaded.config.maxConcurrentHandlers);
   process.stdout.write(
     [

@@ -40,6 +40,8 @@ export interface BootedOrganism {
   readonly organism: Organism;
   /** Where its state lives, as operators are told (a redacted URL, the data directory, or `memory`). */
   readonly where: string;
+  /** A clustered process's identity in the `workers` table and its own handler cap (null: embedded). */
+  readonly cluster: { readonly workerId: string; readonly concurrency: number | null } | null;
 }
 
 /**
@@ -50,7 +52,7 @@ export interface BootedOrganism {
 export async function bootOrganism(options: BootOptions): Promise<BootedOrganism> {
   const { config: loaded, store, logger } = options;
   const refused = (err: unknown) => options.storeFailed?.(err) ?? err;
-  if (store.kind === 'memory') return { organism: new Organism(loaded, { logger }), where: 'memory' };
+  if (store.kind === 'memory') return { organism: new Organism(loaded, { logger }), where: 'memory', cluster: null };
   const retention = { retainDays: loaded.config.journal.retainDays, failedRetainDays: loaded.config.journal.failedRetainDays };
   if (store.kind === 'sqlite') {
     let storage: OrganismStorage;
@@ -60,7 +62,7 @@ export async function bootOrganism(options: BootOptions): Promise<BootedOrganism
     } catch (err) {
       throw refused(err);
     }
-    return { organism: new Organism(loaded, { storage, logger }), where: store.dataDir };
+    return { organism: new Organism(loaded, { storage, logger }), where: store.dataDir, cluster: null };
   }
 
   // Loaded only for a PostgreSQL store (most organisms run on the embedded SQLite).
@@ -101,7 +103,8 @@ export async function bootOrganism(options: BootOptions): Promise<BootedOrganism
   // announces it (POST /organism/reload -> Organism.shareReload). A serve hears the other
   // processes' events (its WebSocket clients see them); a worker does not.
   await joinOtherProcesses(organism, { url: store.url, reloadFrom: loaded.path, hearEvents: !worker, shared: pg.shared!, logger });
-  return { organism, where: pg.where };
+  const work = pg.work!;
+  return { organism, where: pg.where, cluster: { workerId: work.workerId, concurrency: work.concurrency } };
 }
 
 /**

@@ -131,8 +131,8 @@ export class Follower {
     const paused = new Set(operator.pausedAgents());
     for (const runtime of pump.listeners()) {
       if (isSystemName(runtime.name)) continue;
-      if (paused.has(runtime.name) && !runtime.paused) pump.pauseAgent(runtime.name);
-      else if (!paused.has(runtime.name) && runtime.paused) pump.resumeAgent(runtime.name);
+      if (paused.has(runtime.name) && !runtime.paused) pump.pauseListener(runtime.name);
+      else if (!paused.has(runtime.name) && runtime.paused) pump.resumeListener(runtime.name);
     }
   }
 

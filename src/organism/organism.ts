@@ -10,10 +10,11 @@ import { OutputCapWatch } from '../llm/usage-check.js';
 import type { McpTool } from '../mcp/hub.js';
 import { PayloadRegistry } from '../payload/index.js';
 import { DeliveryObservers } from '../pump/observer.js';
-import type { WorkSource } from '../core/work-source.js';
+import type { DeliveryQueue } from '../core/queue.js';
 import { Pump, type InjectOptions, type PumpLimits, type StopOptions, type StopReport } from '../pump/pump.js';
 import type { WorkerRecord } from '../core/storage.js';
-import type { Journal, JournalStats, StorageProblem, LlmCallStore, OperatorStateStore, RecoveryReport, ThreadStore, ThreadUsageTotals, UsageStore } from '../core/storage.js';
+import type { Journal, JournalStats, StorageProblem, ThreadRecord, LlmCallStore, OperatorStateStore, RecoveryReport, ThreadStore, ThreadUsageTotals, UsageStore } from '../core/storage.js';
+import { EmbeddedQueue } from '../queue/embedded.js';
 import { MemoryJournal, MemoryLlmCallStore, MemoryOperatorState, MemoryThreadStore, MemoryUsageStore } from '../store/index.js';
 import type { BudgetArchive } from '../usage/budget-archive.js';
 import type { BudgetView } from '../usage/budgets.js';
@@ -24,7 +25,7 @@ import { newId } from '../util/ids.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { createLlmAgentHandler, type AgentWorldView } from '../agent/llm-agent.js';
 import { configChanges } from './config-changes.js';
-import { acrossProcesses, agentInfo, type AgentInfo } from './views.js';
+import { agentInfo, withLoad, type AgentInfo } from './views.js';
 import type { ClusterLink } from './cluster-link.js';
 import { fingerprint } from '../config/fingerprint.js';
 import { BudgetKeeper } from './budget-keeper.js';
@@ -56,8 +57,8 @@ export interface OrganismStorage {
   readonly operator?: OperatorStateStore;
   /** What is wrong with the data directory now (omitted: nothing can be). */
   problem?(): StorageProblem | null;
-  /** Shared mode: the store is the work queue of several processes (omitted: embedded, one process). */
-  readonly work?: WorkSource;
+  /** Where messages wait for delivery (omitted: the embedded queue over `journal`; a cluster's store brings its claim queue). */
+  readonly queue?: DeliveryQueue;
   /** Called once if the store is deleted or replaced under the running process (omitted: it cannot be). */
   onLost?(listener: (error: OrganismError) => void): void;
   /** Resolves once every write queued so far has committed (omitted: writes commit as they are made). */
@@ -102,6 +103,7 @@ export class Organism {
   private started: number | null = null;
   private recovery: RecoveryReport | null = null;
   private readonly operator: OperatorStateStore;
+  private readonly queue: DeliveryQueue;
   /** Following the other processes of a shared organism (alone: nobody to follow). */
   private readonly follower: Follower;
 
@@ -113,6 +115,7 @@ export class Organism {
     const observerFailed = (err: unknown) => this.logger.error({ err }, 'telemetry observer failed');
     this.observers = { deliveries: new DeliveryObservers(observerFailed), llm: new LlmObservers(observerFailed) };
     this.storage = options.storage ?? memoryStorage();
+    this.queue = this.storage.queue ?? new EmbeddedQueue(this.storage.journal, this.storage.threads);
     this.operator = this.storage.operator ?? new MemoryOperatorState();
     this.budgetKeeper = new BudgetKeeper(this.storage, loaded.config.maxTokensPerThread, this.logger);
     this.budgets = this.budgetKeeper.ledger;
@@ -136,7 +139,7 @@ export class Organism {
         logger: this.logger,
         llmHandler: (listener) => createLlmAgentHandler(listener, () => this.peerView()),
         observers: this.observers.deliveries,
-        ...(this.storage.work ? { work: this.storage.work } : {}),
+        queue: this.queue,
         ...(options.now ? { now: options.now } : {}),
       },
       limitsOf(loaded.config),
@@ -241,14 +244,14 @@ export class Organism {
   pauseAgent(name: string): Promise<void> {
     if (!this.pump.listener(name)) throw Errors.AGENT_NOT_FOUND(name);
     const persisted = this.operator.setPaused(name, true);
-    this.pump.pauseAgent(name);
+    this.pump.pauseListener(name);
     return Promise.resolve(persisted).then(() => this.follower.publishCommand({ kind: 'paused', agent: name, paused: true }));
   }
 
   resumeAgent(name: string): Promise<void> {
     if (!this.pump.listener(name)) throw Errors.AGENT_NOT_FOUND(name);
     const persisted = this.operator.setPaused(name, false);
-    this.pump.resumeAgent(name);
+    this.pump.resumeListener(name);
     return Promise.resolve(persisted).then(() => this.follower.publishCommand({ kind: 'paused', agent: name, paused: false }));
   }
 
@@ -371,55 +374,42 @@ export class Organism {
   }
 
   agents(): AgentInfo[] {
-    return this.pump.listeners().map(agentInfo);
+    return this.pump.listeners().map((r) => agentInfo(r, this.pump.queueDepth(r.name)));
   }
 
   agent(name: string): AgentInfo {
     const runtime = this.pump.listener(name);
     if (!runtime) throw Errors.AGENT_NOT_FOUND(name);
-    return agentInfo(runtime);
+    return agentInfo(runtime, this.pump.queueDepth(name));
   }
 
   /**
-   * The agents as the whole organism runs them: in shared mode, queue depth and in flight are
-   * summed over every process from the store (this process's memory holds only its own share);
-   * embedded, the same as agents().
+   * The agents as the whole organism runs them now: queue depth and in flight from the queue
+   * (a cluster's sums them over every process: this process's memory holds only its share).
    */
-  async agentsAcross(): Promise<AgentInfo[]> {
-    const work = this.storage.work;
-    if (!work) return this.agents();
-    const load = await work.agentLoad();
-    return this.agents().map((a) => acrossProcesses(a, load.get(a.name)));
+  async liveAgents(): Promise<AgentInfo[]> {
+    const load = await this.queue.load();
+    return this.agents().map((a) => withLoad(a, load.get(a.name)));
   }
 
-  async agentAcross(name: string): Promise<AgentInfo> {
+  async liveAgent(name: string): Promise<AgentInfo> {
     const info = this.agent(name);
-    const work = this.storage.work;
-    return work ? acrossProcesses(info, (await work.agentLoad()).get(name)) : info;
+    return withLoad(info, (await this.queue.load()).get(name));
   }
 
-  /**
-   * Threads with work queued or in flight: in shared mode, the store's active threads (every
-   * process's; this one's memory holds only those it touched); embedded, this process's.
-   */
-  async activeThreadsAcross(): Promise<number> {
-    if (!this.storage.work) return this.activeThreads;
-    return (await this.storage.threads.list({ status: 'active', limit: 0, offset: 0 })).total;
+  /** Threads with work queued or in flight, over the whole organism. */
+  activeThreadTotal(): Promise<number> {
+    return this.queue.activeThreads();
   }
 
-  /** The processes of a shared organism (null: embedded, this process is the organism). */
-  async workers(): Promise<readonly WorkerRecord[] | null> {
-    return this.storage.work ? this.storage.work.workers() : null;
+  /** The processes of a clustered organism (null: embedded, this process is the organism). */
+  workers(): Promise<readonly WorkerRecord[] | null> {
+    return this.queue.workers();
   }
 
-  /**
-   * A thread's record. Embedded: live state first (the store's is written behind it), then the
-   * store. Shared mode: the store's, which every process's outcomes and kills write in their
-   * own transactions, so every serve reads the same (a kill made on another one included).
-   */
-  async thread(id: string) {
-    if (this.storage.work) return (await this.storage.threads.get(id)) ?? this.pump.liveThread(id);
-    return this.pump.liveThread(id) ?? (await this.storage.threads.get(id));
+  /** A thread's record as it stands (the queue knows whether the live view or the store's is the newer). */
+  thread(id: string): Promise<ThreadRecord | null> {
+    return this.queue.thread(id, this.pump.liveThread(id));
   }
 
   flush(): void {
@@ -433,7 +423,7 @@ export class Organism {
     for (const name of this.operator.pausedAgents()) {
       const runtime = this.pump.listener(name);
       if (!runtime) continue; // not in this configuration; paused again if it comes back
-      if (!runtime.paused) this.pump.pauseAgent(name);
+      if (!runtime.paused) this.pump.pauseListener(name);
       paused.push(name);
     }
     return paused;

@@ -17,7 +17,7 @@ export interface AgentInfo {
   readonly inFlight: number;
 }
 
-export function agentInfo(runtime: ListenerRuntime): AgentInfo {
+export function agentInfo(runtime: ListenerRuntime, queued: number): AgentInfo {
   const c = runtime.config;
   return {
     name: c.name,
@@ -27,7 +27,7 @@ export function agentInfo(runtime: ListenerRuntime): AgentInfo {
     payloadClass: c.payload,
     state: runtime.state,
     currentThread: runtime.currentThread,
-    queueDepth: runtime.queue.size,
+    queueDepth: queued,
     lastActivity: runtime.lastActivity,
     messageCount: runtime.messageCount,
     model: c.handlerRef === 'builtin:llm' ? c.model : null,
@@ -35,8 +35,8 @@ export function agentInfo(runtime: ListenerRuntime): AgentInfo {
   };
 }
 
-/** An agent's figures summed over every process of a shared organism (its state says processing while any runs it). */
-export function acrossProcesses(info: AgentInfo, load: { queued: number; inFlight: number } | undefined): AgentInfo {
+/** An agent's figures as the queue counts them (a cluster's: over every process; its state says processing while any runs it). */
+export function withLoad(info: AgentInfo, load: { queued: number; inFlight: number } | undefined): AgentInfo {
   const inFlight = load?.inFlight ?? 0;
   const state = info.state === 'idle' || info.state === 'error' ? (inFlight > 0 ? 'processing' : info.state) : info.state;
   return { ...info, queueDepth: load?.queued ?? 0, inFlight, state };

@@ -1,90 +1,133 @@
-import { Errors, OrganismError } from '../errors/catalogue.js';
-import type { BoundLlmClient } from '../llm/types.js';
-import type { Logger } from '../util/logger.js';
-import { PumpSharedDispatch } from './shared-dispatch.js';
 import type { HandlerContext, HandlerLogger } from '../core/handler.js';
-import { traced } from './journal-bookkeeping.js';
-import type { ListenerRuntime } from './listener-runtime.js';
+import type { BoundLlmClient } from '../llm/types.js';
 import { BUDGET_WARNING_TYPE, SYSTEM_ERROR_TYPE, type Message } from '../core/message.js';
+import type { Claim } from '../core/queue.js';
+import { Errors, OrganismError } from '../errors/catalogue.js';
+import type { Logger } from '../util/logger.js';
+import type { Admission } from './admission.js';
+import type { Bookkeeping } from './bookkeeping.js';
+import type { Intake } from './intake.js';
+import type { ListenerRuntime } from './listener-runtime.js';
 import type { DeliveryOutcome, DeliveryWatch } from './observer.js';
-import type { AbortCause, Delivery } from './pump-state.js';
+import { traced, type Outcomes } from './outcomes.js';
 import { normalizeResult, routeOutgoing } from './routing.js';
+import type { AbortCause, Delivery, PumpState } from './state.js';
 import { systemErrorMessage } from './system-messages.js';
+import type { ThreadLifecycle } from './thread-lifecycle.js';
 
 const SYSTEM_PAYLOADS = new Set([SYSTEM_ERROR_TYPE, BUDGET_WARNING_TYPE]);
 
 /**
  * The delivery of one message: runs its listener's handler with its context (bounded by the
- * handler's timeout, cut short by a kill or a shutdown), routes what the handler returned,
- * and books the ack or the failure.
+ * handler's timeout, cut short by a kill or a shutdown), routes what the handler returned, and
+ * books the ack or the failure. The queue hands messages out through `take`.
  */
-export abstract class PumpDelivery extends PumpSharedDispatch {
-  protected readonly deliveries = new Map<string, Delivery>();
+export class Deliveries {
+  constructor(
+    private readonly state: PumpState,
+    private readonly books: Bookkeeping,
+    private readonly outcomes: Outcomes,
+    private readonly lifecycle: ThreadLifecycle,
+    private readonly intake: Intake,
+    private readonly admission: Admission,
+  ) {}
 
-  protected override heldMessageIds(): Iterable<string> {
-    return this.deliveries.keys();
-  }
-
-  protected override async deliver(runtime: ListenerRuntime, message: Message): Promise<void> {
-    const thread = this.threads.get(message.threadId);
-    if (!thread || thread.status === 'killed') {
-      runtime.queue.release(message.threadId);
-      this.failQuietly(message, 'killed', Errors.THREAD_KILLED(message.threadId).detail);
+  /**
+   * Starts delivering a message the queue handed out: one that waited in this process (claim
+   * null), or one claimed from the store, whose thread this process may never have seen (its
+   * live record is made from the claim's). A message whose listener is gone or whose thread was
+   * killed fails at once, as its outcome (also when a claim read the thread before its kill
+   * committed: this process heard of the kill).
+   */
+  take(message: Message, claim: Claim | null): void {
+    const { state } = this;
+    const { threads } = state;
+    let live = threads.get(message.threadId);
+    if (claim === null) {
+      // It waited in this process: counted in the queue and in its thread until now.
+      state.queued--;
+      if (live) live.queued--;
+    }
+    const runtime = state.listeners.get(message.to);
+    const stored = claim?.thread ?? null;
+    const refusal = !runtime
+      ? { reason: 'unknown_target' as const, error: Errors.UNKNOWN_TARGET(message.to).detail }
+      : (live ?? stored)?.status === 'killed' || threads.wasKilled(message.threadId)
+        ? { reason: 'killed' as const, error: Errors.THREAD_KILLED(message.threadId).detail }
+        : null;
+    if (refusal || !runtime) {
+      state.deps.queue.release(message);
+      this.outcomes.failTaken(message, refusal!.reason, refusal!.error);
+      if (live) this.lifecycle.settle(live);
       return;
     }
-    thread.queued--;
+    live ??= threads.activate(message.threadId, state.now(), message.metadata, stored);
+    // A thread the store finished and a new message revived.
+    if (live.status === 'completed' || live.status === 'error') live.status = 'active';
+    void this.deliver(runtime, message, live);
+  }
+
+  private async deliver(runtime: ListenerRuntime, message: Message, thread: Delivery['thread']): Promise<void> {
+    const { state } = this;
+    const { deps } = state;
     thread.inFlight++;
-    this.inFlight++;
+    state.inFlight++;
     runtime.inFlight++;
-    this.running++;
+    state.running++;
     runtime.running++;
     runtime.currentThread = message.threadId;
-    runtime.lastActivity = this.now();
+    runtime.lastActivity = state.now();
     runtime.messageCount++;
     const controller = new AbortController();
     thread.controllers.add(controller);
-    const observers = this.deps.observers;
+    const observers = deps.observers;
     const watch = observers?.active ? observers.started(message, runtime.config) : null;
     const delivery: Delivery = { message, runtime, thread, controller, usage: [], handlerDone: false, watch, outcome: null };
-    this.deliveries.set(message.id, delivery);
-    this.reportState(runtime);
+    state.deliveries.set(message.id, delivery);
+    state.reportState(runtime);
     // Not retried: a lost DISPATCHED mark costs nothing (the ack moves the entry from PENDING).
-    // Shared mode: the claim made it DISPATCHED.
-    if (!this.deps.work) this.journalStep(() => this.deps.journal.dispatched(message), false);
+    this.books.step(() => deps.queue.started(message), false);
 
     try {
       if (SYSTEM_PAYLOADS.has(message.payloadType)) {
         // System notices are recorded in the listener's history (an LLM agent sees them in its
         // next prompt) without running the handler, so they can never start a loop.
         this.handlerDone(delivery);
-        if (!(await this.bookAck(delivery, [], null))) return;
+        const { acked, notices } = await this.outcomes.ack(delivery, [], null);
+        this.send(notices, thread);
+        if (!acked) return;
         delivery.outcome = ACKED;
-        this.deps.bus.emit({ type: 'message', message, state: 'ACKED' });
+        deps.bus.emit({ type: 'message', message, state: 'ACKED' });
       } else {
         await this.runHandler(delivery);
       }
     } catch (err) {
-      this.deps.logger.error({ ...watch?.logFields, err, messageId: message.id }, 'delivery bookkeeping failed');
+      deps.logger.error({ ...watch?.logFields, err, messageId: message.id }, 'delivery bookkeeping failed');
     } finally {
       watch?.end(delivery.outcome ?? { acked: false, reason: 'shutdown', error: 'the organism stopped during the delivery' });
       this.handlerDone(delivery);
-      this.deliveries.delete(message.id);
+      state.deliveries.delete(message.id);
       thread.controllers.delete(controller);
       thread.inFlight--;
-      this.inFlight--;
+      state.inFlight--;
       runtime.inFlight--;
       if (runtime.inFlight === 0) runtime.currentThread = null;
-      runtime.lastActivity = this.now();
-      runtime.queue.release(message.threadId);
-      this.reportState(runtime);
-      this.settleThread(thread);
-      this.schedule();
-      this.notifyProgress();
+      runtime.lastActivity = state.now();
+      deps.queue.release(message);
+      state.reportState(runtime);
+      this.lifecycle.settle(thread);
+      deps.queue.schedule();
+      this.admission.notifyProgress();
     }
+  }
+
+  private send(messages: readonly Message[], thread: Delivery['thread']): void {
+    for (const m of messages) this.intake.enqueue(m, thread, true);
   }
 
   private async runHandler(d: Delivery): Promise<void> {
     const { message, runtime, thread, controller } = d;
+    const { state } = this;
     const timeoutMs = runtime.config.timeoutSeconds * 1000;
     const timer = setTimeout(() => controller.abort('timeout' satisfies AbortCause), timeoutMs);
     let outcome: { ok: true; result: unknown } | { ok: false; error: unknown };
@@ -117,21 +160,21 @@ export abstract class PumpDelivery extends PumpSharedDispatch {
     const cause = controller.signal.aborted ? (controller.signal.reason as AbortCause) : null;
     if (cause === 'shutdown') return; // stays DISPATCHED: a durable journal redelivers it after restart
     if (cause === 'killed' || thread.status === 'killed') {
-      await this.fail(d, 'killed', Errors.THREAD_KILLED(thread.id).detail, null);
+      this.send(await this.outcomes.fail(d, 'killed', Errors.THREAD_KILLED(thread.id).detail, null), thread);
       return;
     }
     if (cause === 'timeout') {
-      await this.fail(d, 'timeout', Errors.HANDLER_TIMEOUT(runtime.name, timeoutMs).detail, message.from);
+      this.send(await this.outcomes.fail(d, 'timeout', Errors.HANDLER_TIMEOUT(runtime.name, timeoutMs).detail, message.from), thread);
       return;
     }
     if (!outcome.ok) {
       if (Errors.BUDGET_EXHAUSTED.is(outcome.error)) {
         thread.error = outcome.error.detail;
-        await this.fail(d, 'budget_exhausted', outcome.error.detail, runtime.name);
+        this.send(await this.outcomes.fail(d, 'budget_exhausted', outcome.error.detail, runtime.name), thread);
         return;
       }
       const text = outcome.error instanceof OrganismError ? outcome.error.detail : errorText(outcome.error);
-      await this.fail(d, 'handler_error', Errors.HANDLER_FAILED(runtime.name, text).detail, message.from);
+      this.send(await this.outcomes.fail(d, 'handler_error', Errors.HANDLER_FAILED(runtime.name, text).detail, message.from), thread);
       return;
     }
     const normalized = normalizeResult(outcome.result);
@@ -139,32 +182,34 @@ export abstract class PumpDelivery extends PumpSharedDispatch {
       ? routeOutgoing(normalized.items, {
           sender: runtime.config,
           cause: message,
-          maxHops: this.limits.maxHops,
-          now: this.now(),
-          registry: this.deps.registry,
-          acceptedType: (name) => this.runtimes.get(name)?.config.payload,
+          maxHops: state.limits.maxHops,
+          now: state.now(),
+          registry: state.deps.registry,
+          acceptedType: (name) => state.listeners.get(name)?.config.payload,
           traceContext: normalized.items.length > 0 ? (d.watch?.traceContext ?? null) : null,
         })
       : ({ ok: false, error: normalized.error } as const);
     if (!routed.ok) {
-      await this.fail(d, 'invalid_result', Errors.INVALID_RESULT(runtime.name, routed.error).detail, message.from);
+      this.send(await this.outcomes.fail(d, 'invalid_result', Errors.INVALID_RESULT(runtime.name, routed.error).detail, message.from), thread);
       return;
     }
     const notices = routed.refused.map((r) =>
-      systemErrorMessage(message, runtime.name, r.reason, r.error, this.now(), { messageId: r.message.id, to: r.message.to }),
+      systemErrorMessage(message, runtime.name, r.reason, r.error, state.now(), { messageId: r.message.id, to: r.message.to }),
     );
     const outgoing = notices.length === 0 ? routed.messages : [...routed.messages, ...traced(notices, d.watch)];
-    if (!(await this.bookAck(d, outgoing, routed.refused[0]?.error ?? null))) return;
+    const { acked, notices: failureNotices } = await this.outcomes.ack(d, outgoing, routed.refused[0]?.error ?? null);
+    this.send(failureNotices, thread);
+    if (!acked) return;
     d.outcome = ACKED;
     runtime.lastFailed = false;
-    this.deps.bus.emit({ type: 'message', message, state: 'ACKED' });
+    state.deps.bus.emit({ type: 'message', message, state: 'ACKED' });
     for (const r of routed.refused) {
-      this.refuse(r);
+      this.outcomes.refuse(r);
       // A refused message is a fault of the conversation: the thread ends in `error`.
       thread.failed = true;
       thread.error ??= r.error;
     }
-    for (const m of outgoing) this.enqueue(m, thread, true);
+    this.send(outgoing, thread);
   }
 
   /**
@@ -173,20 +218,18 @@ export abstract class PumpDelivery extends PumpSharedDispatch {
    * mode) once its claim was taken back while the store was away; then nothing of it is written.
    */
   private async mayRunAgain(d: Delivery, delay: number, aborted: Promise<never>): Promise<boolean> {
-    this.deps.logger.debug({ messageId: d.message.id, threadId: d.message.threadId, to: d.message.to, delayMs: delay }, 'the handler met the store unreachable; it runs again when the store answers');
+    this.state.deps.logger.debug({ messageId: d.message.id, threadId: d.message.threadId, to: d.message.to, delayMs: delay }, 'the handler met the store unreachable; it runs again when the store answers');
     try {
       await Promise.race([new Promise((resolve) => setTimeout(resolve, delay)), aborted]);
     } catch {
       return true;
     }
-    const work = this.deps.work;
-    if (!work) return true;
     try {
-      if ((await work.confirmClaim(d.message)) !== null) return true;
+      if (await this.state.deps.queue.stillHeld(d.message)) return true;
     } catch {
       return true; // still unreachable: the next run meets it again and waits longer
     }
-    this.deps.logger.warn({ messageId: d.message.id, threadId: d.message.threadId, to: d.message.to, attempt: d.message.attempt }, 'the claim of a delivery waiting out a database outage was taken back meanwhile; it runs elsewhere');
+    this.state.deps.logger.warn({ messageId: d.message.id, threadId: d.message.threadId, to: d.message.to, attempt: d.message.attempt }, 'the claim of a delivery waiting out a database outage was taken back meanwhile; it runs elsewhere');
     return false;
   }
 
@@ -194,14 +237,15 @@ export abstract class PumpDelivery extends PumpSharedDispatch {
   private handlerDone(d: Delivery): void {
     if (d.handlerDone) return;
     d.handlerDone = true;
-    this.running--;
+    this.state.running--;
     d.runtime.running--;
-    this.schedule();
+    this.state.deps.queue.schedule();
   }
 
   private context(d: Delivery): HandlerContext {
     const { message, runtime, controller } = d;
-    const bound = this.deps.llm.bind(
+    const { deps } = this.state;
+    const bound = deps.llm.bind(
       {
         threadId: message.threadId,
         agent: runtime.name,
@@ -210,19 +254,19 @@ export abstract class PumpDelivery extends PumpSharedDispatch {
         signal: controller.signal,
         // Token deltas go to live watchers only: never journaled.
         onDelta: (callId, text) =>
-          this.deps.bus.emit({ type: 'llm_delta', threadId: message.threadId, messageId: message.id, agent: runtime.name, callId, text }),
+          deps.bus.emit({ type: 'llm_delta', threadId: message.threadId, messageId: message.id, agent: runtime.name, callId, text }),
       },
       { model: runtime.config.model, maxOutputTokens: runtime.config.maxOutputTokens },
     );
     const llm: BoundLlmClient = {
       complete: async (request) => {
         runtime.waiting++;
-        this.reportState(runtime);
+        this.state.reportState(runtime);
         try {
           return await bound.complete(request);
         } finally {
           runtime.waiting--;
-          this.reportState(runtime);
+          this.state.reportState(runtime);
         }
       },
     };
@@ -236,9 +280,9 @@ export abstract class PumpDelivery extends PumpSharedDispatch {
       metadata: message.metadata,
       signal: controller.signal,
       llm,
-      log: handlerLogger(this.deps.logger, runtime.name, message, d.watch),
+      log: handlerLogger(deps.logger, runtime.name, message, d.watch),
       peers: runtime.config.peers,
-      history: (limit = 50) => this.deps.journal.threadHistory(message.threadId, runtime.name, limit),
+      history: (limit = 50) => deps.journal.threadHistory(message.threadId, runtime.name, limit),
     };
   }
 }

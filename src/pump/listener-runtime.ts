@@ -1,11 +1,9 @@
 import type { ListenerConfig } from '../config/types.js';
 import type { AgentState } from '../events/types.js';
 import type { Handler } from '../core/handler.js';
-import { ListenerQueue } from './listener-queue.js';
 
 /** A registered listener and its live state. */
 export class ListenerRuntime {
-  readonly queue = new ListenerQueue();
   paused = false;
   inFlight = 0;
   /** Deliveries whose handler is still running (what the concurrency limits count; see PumpState.running). */

@@ -1,15 +1,23 @@
 import type { ResolvedListener } from '../config/types.js';
-import { Errors } from '../errors/catalogue.js';
-import type { OrganismStatus } from '../events/types.js';
-import { assertStorableInject, resolveInjectPayload } from '../payload/index.js';
-import type { ThreadRecord } from '../core/storage.js';
-import { newId } from '../util/ids.js';
-import { PumpControl } from './control.js';
-import type { ListenerRuntime } from './listener-runtime.js';
 import { EXTERNAL_SENDER, type Message } from '../core/message.js';
-import type { PumpDeps, PumpLimits } from './pump-state.js';
+import type { QueueHost } from '../core/queue.js';
+import type { ThreadRecord } from '../core/storage.js';
+import { Errors } from '../errors/catalogue.js';
+import type { OrganismStatus, ReloadResult } from '../events/types.js';
+import { assertStorableInject, resolveInjectPayload } from '../payload/index.js';
+import { newId } from '../util/ids.js';
+import { Admission } from './admission.js';
+import { Bookkeeping } from './bookkeeping.js';
+import { BudgetNotices } from './budget-notices.js';
+import { Control, type StopOptions, type StopReport } from './control.js';
+import { Deliveries } from './delivery.js';
+import { Intake } from './intake.js';
+import type { ListenerRuntime } from './listener-runtime.js';
+import { Outcomes } from './outcomes.js';
+import { PumpState, type PumpDeps, type PumpLimits } from './state.js';
+import { ThreadLifecycle } from './thread-lifecycle.js';
 
-export type { PumpDeps, PumpLimits } from './pump-state.js';
+export type { PumpDeps, PumpLimits } from './state.js';
 export type { StopOptions, StopReport } from './control.js';
 
 export interface InjectOptions {
@@ -28,45 +36,107 @@ export interface InjectOptions {
  * queues, global and per-listener concurrency limits, FIFO within a thread, and real control
  * (pause, resume, kill, stop, reload). Every delivery step is reported to the journal.
  *
- * It is built in layers, each a module with one job, each on top of the one before:
- * - pump-state.ts: what every layer shares (listeners, live threads, counters, status);
- * - back-pressure.ts: waiting for room in the queue, and for work to finish;
- * - journal-bookkeeping.ts: writing acks and failures to the journal, retried until they commit;
- * - thread-lifecycle.ts: settling, killing and closing threads;
- * - dispatch.ts: queueing messages and starting deliveries within the limits and turn budget;
- * - shared-dispatch.ts: in shared mode, claiming deliveries from the store instead (work-source.ts);
+ * It is composed of parts with one job each, sharing one state object, none extending another;
+ * an inject goes through them in this order:
+ * - state.ts: what every part reads (listeners, live threads and deliveries, counters, status);
+ * - admission.ts: room in the bounded queue (back-pressure), and waiting for work to finish;
+ * - intake.ts: a journaled message put on its way (the queue places it);
+ * - the DeliveryQueue (core/queue.ts; embedded or cluster) hands out what may start: `take`;
  * - delivery.ts: the delivery of one message (handler, context, routing of its result);
+ * - outcomes.ts: its ack or failure written through the queue (bookkeeping.ts retries the writes);
+ * - thread-lifecycle.ts: threads settled, killed, or closed after a crash;
  * - budget-notices.ts: BudgetWarnings when a thread's budget crosses a threshold;
  * - control.ts: start, stop, pause, resume, reload;
- * - this class: the facade (construction, inject and redeliver, the views).
+ * - this class: the facade (inject and redeliver, the views) and the wiring.
  */
-export class Pump extends PumpControl {
+export class Pump {
+  private readonly state: PumpState;
+  private readonly admission: Admission;
+  private readonly intake: Intake;
+  private readonly lifecycle: ThreadLifecycle;
+  private readonly outcomes: Outcomes;
+  private readonly control: Control;
+
   constructor(deps: PumpDeps, limits: PumpLimits, listeners: readonly ResolvedListener[]) {
-    super(deps, limits);
-    for (const l of listeners) this.register(l);
-    this.unsubscribes.push(
+    const state = (this.state = new PumpState(deps, limits));
+    const books = new Bookkeeping(state);
+    this.admission = new Admission(state);
+    this.outcomes = new Outcomes(state, books);
+    this.lifecycle = new ThreadLifecycle(state, this.outcomes, this.admission);
+    this.intake = new Intake(state, books, this.outcomes, this.lifecycle);
+    const deliveries = new Deliveries(state, books, this.outcomes, this.lifecycle, this.intake, this.admission);
+    const notices = new BudgetNotices(state, this.intake, this.lifecycle);
+    this.control = new Control(state, this.admission, this.outcomes, this.lifecycle, this.intake);
+    for (const l of listeners) state.register(l);
+    const host: QueueHost = {
+      listeners: () => state.listenerOrder(),
+      listener: (name) => state.listeners.get(name),
+      limits: () => state.limits,
+      running: () => state.running,
+      inFlight: () => state.inFlight,
+      dispatching: () => state.dispatching,
+      status: () => state.status,
+      take: (message, claim) => deliveries.take(message, claim),
+      held: () => state.deliveries.keys(),
+      progress: () => this.admission.notifyProgress(),
+      liveThreads: () => state.threads.activeCount,
+      logger: deps.logger,
+    };
+    deps.queue.open(host);
+    state.unsubscribes.push(
       deps.tracker.subscribe((event) => {
-        if (event.messageId) this.deliveries.get(event.messageId)?.usage.push(event);
+        if (event.messageId) state.deliveries.get(event.messageId)?.usage.push(event);
         deps.bus.emit({ type: 'usage', usage: event });
       }),
-      deps.budgets.onThreshold((e) => this.onBudgetThreshold(e)),
+      deps.budgets.onThreshold((e) => notices.onThreshold(e)),
     );
   }
 
   get organismStatus(): OrganismStatus {
-    return this.status;
+    return this.state.status;
   }
 
   get messagesSinceStart(): number {
-    return this.totalMessages;
+    return this.state.totalMessages;
   }
 
   get queuedCount(): number {
-    return this.queued;
+    return this.state.queued;
   }
 
   get inFlightCount(): number {
-    return this.inFlight;
+    return this.state.inFlight;
+  }
+
+  // ---------------------------------------------------------------- controls
+
+  start(recovered: readonly Message[] = []): Promise<void> {
+    return this.control.start(recovered);
+  }
+
+  stop(options: StopOptions = {}): Promise<StopReport> {
+    return this.control.stop(options);
+  }
+
+  pauseListener(name: string): void {
+    this.control.pause(name);
+  }
+
+  resumeListener(name: string): void {
+    this.control.resume(name);
+  }
+
+  reload(...args: Parameters<Control['reload']>): Pick<ReloadResult, 'added' | 'removed' | 'updated'> {
+    return this.control.reload(...args);
+  }
+
+  killThread(threadId: string): Promise<ThreadRecord> {
+    return this.lifecycle.kill(threadId);
+  }
+
+  /** Another process killed the thread: what of it runs or waits here ends as in a local kill. False when nothing of it is here. */
+  killThreadHere(threadId: string): boolean {
+    return this.lifecycle.killHere(threadId);
   }
 
   // ---------------------------------------------------------------- injection
@@ -77,22 +147,24 @@ export class Pump extends PumpControl {
     body: unknown,
     options: InjectOptions = {},
   ): Promise<{ threadId: string; messageId: string }> {
+    const { state } = this;
+    const { deps, threads } = state;
     this.assertAccepting();
     assertStorableInject(to, body, options.threadId, options.metadata);
-    const runtime = this.runtimes.get(to);
+    const runtime = state.listeners.get(to);
     if (!runtime) throw Errors.UNKNOWN_TARGET(to);
-    const accepted = this.deps.registry.get(runtime.config.payload);
+    const accepted = deps.registry.get(runtime.config.payload);
     if (!accepted) throw Errors.UNKNOWN_PAYLOAD_TYPE(runtime.config.payload);
-    const { payloadType, payload } = resolveInjectPayload(body, accepted, this.deps.registry, to);
+    const { payloadType, payload } = resolveInjectPayload(body, accepted, deps.registry, to);
 
     const threadId = options.threadId ?? newId();
-    const live = this.threads.get(threadId);
+    const live = threads.get(threadId);
     // A thread id made just now is in no store: asking would flush the journal's group commit
     // once per inject (bench scenario 2).
-    const stored = live || options.threadId === undefined ? null : await this.deps.threads.get(threadId);
-    if ((live ?? stored)?.status === 'killed' || this.threads.wasKilled(threadId)) throw Errors.THREAD_KILLED(threadId);
+    const stored = live || options.threadId === undefined ? null : await deps.threads.get(threadId);
+    if ((live ?? stored)?.status === 'killed' || threads.wasKilled(threadId)) throw Errors.THREAD_KILLED(threadId);
 
-    await this.waitForRoom(options.waitMs ?? 0);
+    await this.admission.waitForRoom(options.waitMs ?? 0);
     this.assertAccepting();
 
     const metadata = { ...(live?.metadata ?? stored?.metadata ?? {}), ...(options.metadata ?? {}) };
@@ -103,34 +175,32 @@ export class Pump extends PumpControl {
       to,
       payloadType,
       payload,
-      timestamp: this.now(),
+      timestamp: state.now(),
       parentId: null,
       hops: 0,
       metadata,
       attempt: 1,
-      traceContext: this.deps.observers?.injected(options.traceContext ?? null) ?? null,
+      traceContext: deps.observers?.injected(options.traceContext ?? null) ?? null,
     };
     // Reserve the queue slot before awaiting the journal so concurrent injectors respect the bound.
-    this.queued++;
+    state.queued++;
     try {
-      // Shared mode: the queue is every process's PENDING entries, bounded where they are written.
-      if (this.deps.work) await this.admitShared(this.deps.work, message, options.waitMs ?? 0);
-      else await this.deps.journal.pending([message]);
+      await this.admission.admit(message, options.waitMs ?? 0);
     } finally {
-      this.queued--;
+      state.queued--;
     }
-    const thread = this.threads.activate(threadId, this.now(), metadata, stored);
+    const thread = threads.activate(threadId, state.now(), metadata, stored);
     if (thread.status === 'killed') {
       // Killed while the message was being journaled: it ends as the killed thread's queued
-      // ones do (shared mode: its claimer refuses it), and the thread is not revived.
-      if (!this.deps.work) this.failQuietly(message, 'killed', Errors.THREAD_KILLED(threadId).detail);
-      this.settleThread(thread);
+      // ones do (or its claimer refuses it, as the queue says), and the thread is not revived.
+      if (deps.queue.abandon(message)) this.outcomes.failQuietly(message, 'killed', Errors.THREAD_KILLED(threadId).detail);
+      this.lifecycle.settle(thread);
       throw Errors.THREAD_KILLED(threadId);
     }
     thread.error = null;
     thread.failed = false;
-    this.enqueue(message, thread, true);
-    this.schedule();
+    this.intake.enqueue(message, thread, true);
+    deps.queue.schedule();
     return { threadId, messageId: message.id };
   }
 
@@ -140,54 +210,62 @@ export class Pump extends PumpControl {
    */
   async redeliver(threadId: string, claim: () => Promise<Message>): Promise<void> {
     this.assertAccepting();
+    const { deps, threads } = this.state;
     const isKilled = async () => {
-      const live = this.threads.get(threadId);
-      const stored = live ? null : await this.deps.threads.get(threadId);
-      return { killed: (live ?? stored)?.status === 'killed' || this.threads.wasKilled(threadId), stored };
+      const live = threads.get(threadId);
+      const stored = live ? null : await deps.threads.get(threadId);
+      return { killed: (live ?? stored)?.status === 'killed' || threads.wasKilled(threadId), stored };
     };
     if ((await isKilled()).killed) throw Errors.THREAD_KILLED(threadId);
     const message = await claim();
     // Killed while the entry was being claimed: it ends like any queued message of a killed thread.
     const { killed, stored } = await isKilled();
     if (killed) {
-      this.failQuietly(message, 'killed', Errors.THREAD_KILLED(threadId).detail);
+      this.outcomes.failQuietly(message, 'killed', Errors.THREAD_KILLED(threadId).detail);
       throw Errors.THREAD_KILLED(threadId);
     }
-    const thread = this.threads.activate(message.threadId, this.now(), message.metadata, stored);
-    this.enqueue(message, thread, true);
-    this.schedule();
+    const thread = threads.activate(message.threadId, this.state.now(), message.metadata, stored);
+    this.intake.enqueue(message, thread, true);
+    deps.queue.schedule();
   }
 
   // ---------------------------------------------------------------- views
 
   listeners(): ListenerRuntime[] {
-    return [...this.runtimes.values()];
+    return [...this.state.listeners.values()];
   }
 
   listener(name: string): ListenerRuntime | undefined {
-    return this.runtimes.get(name);
+    return this.state.listeners.get(name);
+  }
+
+  /** Messages waiting in this process for a listener. */
+  queueDepth(name: string): number {
+    return this.state.deps.queue.depth(name);
   }
 
   liveThread(id: string): ThreadRecord | null {
-    const live = this.threads.get(id);
-    return live ? this.threads.snapshot(live) : null;
+    const { threads } = this.state;
+    const live = threads.get(id);
+    return live ? threads.snapshot(live) : null;
   }
 
   /** Ids of the threads with work queued or in flight in this process. */
   liveThreadIds(): string[] {
-    return [...this.threads.liveThreads()].map((t) => t.id);
+    return [...this.state.threads.liveThreads()].map((t) => t.id);
   }
 
   get activeThreadCount(): number {
-    return this.threads.activeCount;
+    return this.state.threads.activeCount;
   }
 
   /** Persists pending thread record changes now. */
   flushThreads(): void {
-    this.threads.flush();
+    this.state.threads.flush();
   }
 
   private assertAccepting(): void {
-    if (this.status !== 'running' && this.status !== 'starting') throw Errors.ORGANISM_NOT_ACCEPTING(this.status);
+    const { status } = this.state;
+    if (status !== 'running' && status !== 'starting') throw Errors.ORGANISM_NOT_ACCEPTING(status);
   }
 }

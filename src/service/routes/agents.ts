@@ -20,7 +20,7 @@ export const agentRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app
     '/agents',
     { schema: { tags, summary: 'Every listener (isAgent tells agents from tools)', response: { 200: AgentListResponse, ...errorResponses } } },
     async () => {
-      const agents = (await organism.agentsAcross()).map(agentView);
+      const agents = (await organism.liveAgents()).map(agentView);
       return { agents, count: agents.length };
     },
   );
@@ -28,7 +28,7 @@ export const agentRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app
   app.get(
     '/agents/:name',
     { schema: { tags, params: AgentParams, response: { 200: AgentInfo, ...errorResponses } } },
-    async (request) => agentView(await organism.agentAcross(request.params.name)),
+    async (request) => agentView(await organism.liveAgent(request.params.name)),
   );
 
   app.get(

@@ -24,7 +24,7 @@ export const organismRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (
     '/organism',
     { schema: { tags: ['organism'], summary: 'Organism overview', response: { 200: OrganismInfo, ...errorResponses } } },
     async () => {
-      const [stats, activeThreads] = await Promise.all([organism.queries.journal.stats(), organism.activeThreadsAcross()]);
+      const [stats, activeThreads] = await Promise.all([organism.queries.journal.stats(), organism.activeThreadTotal()]);
       return {
         name: organism.name,
         status: organism.status,

@@ -14,8 +14,8 @@ export async function snapshotBody(organism: ServiceOrganism, version: string | 
   const [threads, stats, agents, activeThreads] = await Promise.all([
     organism.queries.threads.list({ limit: SNAPSHOT_THREADS, offset: 0 }),
     organism.queries.journal.stats(),
-    organism.agentsAcross(),
-    organism.activeThreadsAcross(),
+    organism.liveAgents(),
+    organism.activeThreadTotal(),
   ]);
   const startedAt = organism.startedAt;
   return {

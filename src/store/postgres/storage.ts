@@ -13,6 +13,7 @@ import { channelsFor, currentSchema, PgListener, type Channels } from '../../clu
 import { PgSharedJournal } from '../../cluster/queue/shared-journal.js';
 import { DEFAULT_LEASE_MS, PgWorkSource } from '../../cluster/queue/work-source.js';
 import { PgWorkers } from '../../cluster/workers.js';
+import { ClusterQueue } from '../../cluster/queue/cluster-queue.js';
 import { newId } from '../../util/ids.js';
 import { hostname } from 'node:os';
 import { PgBudgetLedger } from './budget-ledger.js';
@@ -201,14 +202,15 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
   const catchUp = setTimeout(() => void journal.prune().catch(report), 0); // after downtime
 
   let closing: Promise<void> | null = null;
+  const threads = new PgThreadStore(db, writer, shared?.storage.workerId ?? '');
   return {
     where,
     journal,
-    threads: new PgThreadStore(db, writer, shared?.storage.workerId ?? ''),
+    threads,
     usage,
     llmCalls: new PgLlmCallStore(db, writer),
     operator,
-    ...(shared ? { work: shared.work, shared: shared.storage } : {}),
+    ...(shared ? { work: shared.work, shared: shared.storage, queue: new ClusterQueue(shared.work, journal, threads) } : {}),
     // In a shared organism a reservation's holder is the process's worker id, and it expires with that process's lease.
     budgetLedger: (o) =>
       new PgBudgetLedger(pool, where, {

@@ -1,19 +1,19 @@
 import type { ListenerConfig, ResolvedListener } from '../config/types.js';
+import type { BudgetLedger } from '../core/budget.js';
+import type { Handler } from '../core/handler.js';
+import type { Message } from '../core/message.js';
+import type { DeliveryQueue } from '../core/queue.js';
+import type { Journal, ThreadStore } from '../core/storage.js';
+import type { UsageEvent } from '../usage/types.js';
 import type { EventBus } from '../events/bus.js';
 import type { AgentState, OrganismStatus } from '../events/types.js';
 import type { LlmRouter } from '../llm/router.js';
 import type { PayloadRegistry } from '../payload/index.js';
-import type { Journal, ThreadStore } from '../core/storage.js';
-import type { BudgetLedger } from '../core/budget.js';
 import type { UsageTracker } from '../usage/tracker.js';
-import type { UsageEvent } from '../usage/types.js';
 import type { Logger } from '../util/logger.js';
-import type { Handler } from '../core/handler.js';
 import { ListenerRuntime } from './listener-runtime.js';
-import type { Message } from '../core/message.js';
 import type { DeliveryObservers, DeliveryOutcome, DeliveryWatch } from './observer.js';
 import { ThreadTracker, type LiveThread } from './thread-tracker.js';
-import { recordsKeptByStore, type WorkSource } from '../core/work-source.js';
 
 export interface PumpLimits {
   readonly maxConcurrentHandlers: number;
@@ -26,6 +26,8 @@ export interface PumpDeps {
   readonly registry: PayloadRegistry;
   readonly journal: Journal;
   readonly threads: ThreadStore;
+  /** Where journaled messages wait and outcomes are written (embedded or cluster: the pump does not ask). */
+  readonly queue: DeliveryQueue;
   readonly bus: EventBus;
   readonly tracker: UsageTracker;
   readonly budgets: BudgetLedger;
@@ -36,8 +38,6 @@ export interface PumpDeps {
   readonly now?: () => number;
   /** Telemetry watching deliveries (metrics, traces). */
   readonly observers?: DeliveryObservers;
-  /** Shared mode: the store is the work queue of several processes (see work-source.ts); absent: embedded. */
-  readonly work?: WorkSource;
 }
 
 /** One message being delivered: from the start of its handler until its outcome is journaled. */
@@ -58,49 +58,66 @@ export interface Delivery {
 export type AbortCause = 'killed' | 'timeout' | 'shutdown';
 
 /**
- * What every part of the pump shares: its dependencies and limits, the registered listeners,
- * the live threads, the counters the limits are checked against, and the organism's status.
- * The pump is built in layers, each adding one job on top of this (see pump.ts).
+ * What every part of the pump reads and changes: its dependencies and limits, the registered
+ * listeners, the live threads and deliveries, the counters the limits are checked against, and
+ * the organism's status. Data, and the one report every part makes (a listener's state).
  */
-export abstract class PumpState {
-  protected readonly runtimes = new Map<string, ListenerRuntime>();
-  /** Round-robin order of the listeners; rebuilt when they change. */
-  protected runtimeList: ListenerRuntime[] | null = null;
-  protected readonly threads: ThreadTracker;
-  protected readonly now: () => number;
-  protected readonly unsubscribes: Array<() => void> = [];
-  protected status: OrganismStatus = 'starting';
-  protected dispatching = true;
-  protected queued = 0;
-  protected inFlight = 0;
+export class PumpState {
+  deps: PumpDeps;
+  limits: PumpLimits;
+  readonly now: () => number;
+  readonly listeners = new Map<string, ListenerRuntime>();
+  /** The listeners in the order deliveries rotate over them; rebuilt when they change. */
+  private listenerList: ListenerRuntime[] | null = null;
+  readonly threads: ThreadTracker;
+  readonly deliveries = new Map<string, Delivery>();
+  readonly unsubscribes: Array<() => void> = [];
+  status: OrganismStatus = 'starting';
+  dispatching = true;
+  /** Messages waiting in this process (and injects reserving their place while they are journaled). */
+  queued = 0;
+  inFlight = 0;
   /**
    * Deliveries whose handler runs: the concurrency limits count these. A delivery whose handler
    * returned holds no slot while its ack commits (in flight until then, for stop and drain),
    * so the limits bound handler work, not the journal's commit latency.
    */
-  protected running = 0;
-  protected totalMessages = 0;
+  running = 0;
+  totalMessages = 0;
 
-  constructor(
-    protected deps: PumpDeps,
-    protected limits: PumpLimits,
-  ) {
+  constructor(deps: PumpDeps, limits: PumpLimits) {
+    this.deps = deps;
+    this.limits = limits;
     this.now = deps.now ?? Date.now;
-    // Shared mode: thread records are kept by the store in the journal's transactions; one
-    // process's memory of a thread would overwrite what another process's outcome decided.
-    this.threads = new ThreadTracker(deps.work ? recordsKeptByStore(deps.threads) : deps.threads, deps.bus);
+    this.threads = new ThreadTracker(deps.queue.threadRecords, deps.bus);
   }
 
-  protected register(l: ResolvedListener): void {
-    this.runtimeList = null;
-    this.runtimes.set(l.config.name, new ListenerRuntime(l.config, this.handlerFor(l), l.handlerVersion));
+  register(l: ResolvedListener): void {
+    this.listenerList = null;
+    this.listeners.set(l.config.name, new ListenerRuntime(l.config, this.handlerFor(l), l.handlerVersion));
   }
 
-  protected handlerFor(l: ResolvedListener): Handler {
+  unregister(name: string): void {
+    this.listenerList = null;
+    this.listeners.delete(name);
+  }
+
+  listenerOrder(): ListenerRuntime[] {
+    return (this.listenerList ??= [...this.listeners.values()]);
+  }
+
+  handlerFor(l: ResolvedListener): Handler {
     return l.handler ?? this.deps.llmHandler(l.config);
   }
 
-  protected reportState(runtime: ListenerRuntime): void {
+  setStatus(status: OrganismStatus): void {
+    if (this.status === status) return;
+    this.status = status;
+    this.deps.bus.emit({ type: 'organism_status', status });
+  }
+
+  /** Tells the bus a listener's state, when it changed. */
+  reportState(runtime: ListenerRuntime): void {
     const state: AgentState = runtime.state;
     if (state === runtime.reportedState) return;
     runtime.reportedState = state;

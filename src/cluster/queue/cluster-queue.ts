@@ -1,0 +1,212 @@
+import type { FailureReason } from '../../core/delivery.js';
+import { EXTERNAL_SENDER, type Message } from '../../core/message.js';
+import type { DeliveryQueue, Placement, QueueHost } from '../../core/queue.js';
+import type { Journal, ThreadRecord, ThreadStore, WorkerRecord } from '../../core/storage.js';
+import { recordsKeptByStore, type AgentLoad, type ClaimedWork, type DeliveryOutcomeWrite, type FencedResult, type WorkSource } from '../../core/work-source.js';
+import { Errors } from '../../errors/catalogue.js';
+
+/**
+ * The queue of a clustered organism (several processes on one PostgreSQL store, see
+ * work-source.ts): a journaled message waits PENDING in the store, where any process may claim
+ * it. While this process has free handler slots (its `--concurrency`, within the organism-wide
+ * limit) it claims what its listeners may take now and hands it to the pump. A claim round
+ * starts whenever a slot frees, a listener resumes, or the work source says there may be work
+ * (a notification, a poll tick). Outcomes commit fenced by the claim; the store finishes a
+ * thread's record in the transaction of its last outcome.
+ */
+export class ClusterQueue implements DeliveryQueue {
+  readonly threadRecords: ThreadStore;
+  private host: QueueHost | null = null;
+  private claiming = false;
+  private claimAgain = false;
+  private unlisten: (() => void) | null = null;
+  private claimTrouble = false;
+
+  constructor(
+    private readonly work: WorkSource,
+    private readonly journal: Journal,
+    private readonly threads: ThreadStore,
+  ) {
+    // Thread records are kept by the store in the journal's transactions: one process's memory
+    // of a thread would overwrite what another process's outcome decided.
+    this.threadRecords = recordsKeptByStore(threads);
+  }
+
+  open(host: QueueHost): void {
+    this.host = host;
+  }
+
+  close(): void {
+    this.unlisten?.();
+    this.unlisten = null;
+  }
+
+  admit(messages: readonly Message[], maxQueue: number): Promise<boolean> {
+    return this.work.admit(messages, maxQueue);
+  }
+
+  /** The message is in the store already: PENDING for a claimer, or ACKED for the outside world. */
+  place(message: Message): Placement {
+    return message.to === EXTERNAL_SENDER ? 'out' : 'elsewhere';
+  }
+
+  /** Acked in the transaction of the outcome that sent it. */
+  async deliverOut(): Promise<void> {}
+
+  /** Its claimer refuses it: failing it here could race a claim of it. */
+  abandon(): boolean {
+    return false;
+  }
+
+  schedule(): void {
+    const host = this.host;
+    if (!host) return;
+    this.work.setInFlight(host.inFlight());
+    if (!this.work.handlers) return;
+    if (!this.unlisten) {
+      this.work.holding?.(() => host.held());
+      this.unlisten = this.work.onWork(() => this.schedule());
+    }
+    if (this.claiming) {
+      this.claimAgain = true;
+      return;
+    }
+    this.claiming = true;
+    queueMicrotask(() => void this.claimRounds(host));
+  }
+
+  /** The claim made the entry DISPATCHED. */
+  async started(): Promise<void> {}
+
+  release(): void {}
+
+  ack(message: Message, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
+    return this.work.ack(message, outcome);
+  }
+
+  fail(message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
+    return this.work.fail(message, reason, error, outcome);
+  }
+
+  /** One transaction journals it FAILED at once (a PENDING entry could be claimed before it fails). */
+  async refuse(message: Message, reason: FailureReason, error: string): Promise<void> {
+    await this.journal.failed(message, reason, error, [], []);
+  }
+
+  async stillHeld(message: Message): Promise<boolean> {
+    return (await this.work.confirmClaim(message)) !== null;
+  }
+
+  /** Nothing waits in this process: it claims only what it starts at once. */
+  drainThread(): Message[] {
+    return [];
+  }
+
+  drainListener(): Message[] {
+    return [];
+  }
+
+  depth(): number {
+    return 0;
+  }
+
+  endOf(): null {
+    return null;
+  }
+
+  async *orphans(): AsyncIterable<ThreadRecord> {}
+
+  /** Committed before it is answered, changing nothing else of the record: other processes' outcomes count into it. */
+  async recordKill(record: ThreadRecord): Promise<void> {
+    if (this.threads.kill) await this.threads.kill(record);
+    else this.threads.put(record);
+  }
+
+  load(): Promise<ReadonlyMap<string, AgentLoad>> {
+    return this.work.agentLoad();
+  }
+
+  async activeThreads(): Promise<number> {
+    return (await this.threads.list({ status: 'active', limit: 0, offset: 0 })).total;
+  }
+
+  workers(): Promise<readonly WorkerRecord[] | null> {
+    return this.work.workers();
+  }
+
+  /** The store's record, which every process's outcomes and kills write in their own transactions. */
+  async thread(id: string, live: ThreadRecord | null): Promise<ThreadRecord | null> {
+    return (await this.threads.get(id)) ?? live;
+  }
+
+  private async claimRounds(host: QueueHost): Promise<void> {
+    const { work } = this;
+    try {
+      for (;;) {
+        this.claimAgain = false;
+        if (host.status() !== 'running' || !host.dispatching()) return;
+        const limits = host.limits();
+        const cap = Math.min(work.concurrency ?? Infinity, limits.maxConcurrentHandlers);
+        const free = cap - host.running();
+        if (free <= 0) return;
+        const listeners = host
+          .listeners()
+          .filter((l) => !l.paused)
+          .map((l) => l.name);
+        let claimed: readonly ClaimedWork[];
+        try {
+          claimed = await work.claim(listeners, free, { global: limits.maxConcurrentHandlers, perAgent: limits.maxConcurrentPerAgent });
+          if (this.claimTrouble) host.logger.warn('claiming work succeeds again');
+          this.claimTrouble = false;
+        } catch (err) {
+          // The next wake-up (a poll tick at the latest) tries again. An unreachable store
+          // logs its outage itself, once; any other failure is told here, once until claims work.
+          if (!this.claimTrouble && !Errors.STORAGE_UNAVAILABLE.is(err)) {
+            host.logger.warn({ err }, 'claiming work failed; retrying at the next poll');
+            this.claimTrouble = true;
+          }
+          return;
+        }
+        for (const c of claimed) this.startClaimed(host, c);
+        if (claimed.length < free && !this.claimAgain) return;
+      }
+    } finally {
+      this.claiming = false;
+      work.setInFlight(host.inFlight());
+      host.progress();
+    }
+  }
+
+  private startClaimed(host: QueueHost, claimed: ClaimedWork): void {
+    if (!this.work.claimCertain(claimed.claimedAt)) {
+      // This process was frozen or starved past a good part of its lease since it last renewed
+      // it (the claim's answer may have waited in the socket meanwhile): another process may
+      // have taken the delivery back and run it, even acked it. Started only once confirmed.
+      void this.confirmThenStart(host, claimed);
+      return;
+    }
+    host.take(claimed.message, { thread: claimed.thread, claimedAt: claimed.claimedAt });
+  }
+
+  private async confirmThenStart(host: QueueHost, claimed: ClaimedWork): Promise<void> {
+    const { message } = claimed;
+    const where = { messageId: message.id, threadId: message.threadId, to: message.to, attempt: message.attempt };
+    let held: number | null;
+    try {
+      held = await this.work.confirmClaim(message);
+    } catch (err) {
+      // Not started, nothing written: the claim goes back as an orphan (held in the database, not
+      // run here) at a heartbeat after a lease, or with this process's lease. An outage is logged once elsewhere.
+      if (!Errors.STORAGE_UNAVAILABLE.is(err)) host.logger.warn({ ...where, err }, 'could not confirm a claim made before this process was frozen past its lease; not run here, it goes back after a lease');
+      host.progress();
+      return;
+    }
+    if (held === null) {
+      host.logger.warn(where, 'a claim made before this process was frozen past its lease was taken back meanwhile; not run here');
+      host.progress();
+      return;
+    }
+    if (host.status() !== 'running') return;
+    this.startClaimed(host, { ...claimed, claimedAt: held });
+  }
+}

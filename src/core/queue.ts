@@ -1,6 +1,6 @@
 import type { FailureReason } from './delivery.js';
 import type { Message } from './message.js';
-import type { ThreadRecord, ThreadStatus, ThreadStore, WorkerRecord } from './storage.js';
+import type { RecoveredMessages, ThreadRecord, ThreadStatus, ThreadStore, WorkerRecord } from './storage.js';
 import type { AgentLoad, DeliveryOutcomeWrite, FencedResult } from './work-source.js';
 import type { Logger } from '../util/logger.js';
 
@@ -23,6 +23,12 @@ export interface DeliveryQueue {
   open(host: QueueHost): void;
   close(): void;
 
+  /**
+   * At boot, before `open`: what a crash left unfinished goes back to PENDING (DISPATCHED past
+   * `maxAttempts` fails), and the messages this process is to deliver again, in order (cluster:
+   * none; a dead process's claims come back to any claimer when its lease lapses).
+   */
+  recover(bootId: string, maxAttempts: number): Promise<RecoveredMessages>;
   /** Journals injected messages PENDING unless the organism's queue already holds `maxQueue`: then false, nothing written. */
   admit(messages: readonly Message[], maxQueue: number): Promise<boolean>;
   /**

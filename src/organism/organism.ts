@@ -204,7 +204,7 @@ export class Organism {
     // Heard before anything stored is read: a pause or kill stored meanwhile is not missed.
     await this.follower.start();
     await this.operator.refresh?.();
-    const { messages, report } = await this.storage.journal.recover(this.bootId, this.config.journal.maxAttempts);
+    const { messages, report } = await this.queue.recover(this.bootId, this.config.journal.maxAttempts);
     await this.budgetKeeper.restore(messages.map((m) => m.threadId));
     const pausedAgents = this.reapplyPauses();
     this.recovery = { ...report, pausedAgents };

@@ -1,7 +1,7 @@
 import type { FailureReason } from '../core/delivery.js';
 import { EXTERNAL_SENDER, type Message } from '../core/message.js';
 import type { DeliveryQueue, Placement, QueueHost } from '../core/queue.js';
-import type { Journal, ThreadRecord, ThreadStore, WorkerRecord } from '../core/storage.js';
+import type { Journal, RecoveredMessages, ThreadRecord, ThreadStore, WorkerRecord } from '../core/storage.js';
 import type { AgentLoad, DeliveryOutcomeWrite, FencedResult } from '../core/work-source.js';
 import { ListenerQueue } from './listener-queue.js';
 
@@ -22,6 +22,8 @@ const ORPHAN_PAGE = 500;
 export class EmbeddedQueue implements DeliveryQueue {
   private host: QueueHost | null = null;
   private readonly queues = new Map<string, ListenerQueue>();
+  /** Messages waiting in the listeners' queues. */
+  private waiting = 0;
   private cursor = 0;
   private scheduled = false;
   /**
@@ -45,7 +47,14 @@ export class EmbeddedQueue implements DeliveryQueue {
 
   close(): void {}
 
-  async admit(messages: readonly Message[]): Promise<boolean> {
+  recover(bootId: string, maxAttempts: number): Promise<RecoveredMessages> {
+    return this.journal.recover(bootId, maxAttempts);
+  }
+
+  async admit(messages: readonly Message[], maxQueue: number): Promise<boolean> {
+    // The pump bounds what waits in this process (the whole organism) before it admits: this
+    // holds only for a caller that does not.
+    if (this.waiting >= maxQueue) return false;
     await this.journal.pending(messages);
     return true;
   }
@@ -56,6 +65,7 @@ export class EmbeddedQueue implements DeliveryQueue {
     let queue = this.queues.get(message.to);
     if (!queue) this.queues.set(message.to, (queue = new ListenerQueue()));
     queue.push(message);
+    this.waiting++;
     return 'queued';
   }
 
@@ -110,13 +120,16 @@ export class EmbeddedQueue implements DeliveryQueue {
       const queue = this.queues.get(listener.name);
       if (queue) dropped.push(...queue.drainThread(threadId));
     }
+    this.waiting -= dropped.length;
     return dropped;
   }
 
   drainListener(name: string): Message[] {
     const queue = this.queues.get(name);
     this.queues.delete(name);
-    return queue ? queue.drainAll() : [];
+    const dropped = queue ? queue.drainAll() : [];
+    this.waiting -= dropped.length;
+    return dropped;
   }
 
   depth(name: string): number {
@@ -204,6 +217,7 @@ export class EmbeddedQueue implements DeliveryQueue {
         continue;
       }
       idleRounds = 0;
+      this.waiting--;
       host.take(message, null);
     }
     host.progress();

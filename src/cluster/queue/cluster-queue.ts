@@ -1,7 +1,7 @@
 import type { FailureReason } from '../../core/delivery.js';
 import { EXTERNAL_SENDER, type Message } from '../../core/message.js';
 import type { DeliveryQueue, Placement, QueueHost } from '../../core/queue.js';
-import type { Journal, ThreadRecord, ThreadStore, WorkerRecord } from '../../core/storage.js';
+import type { Journal, RecoveredMessages, ThreadRecord, ThreadStore, WorkerRecord } from '../../core/storage.js';
 import { recordsKeptByStore, type AgentLoad, type ClaimedWork, type DeliveryOutcomeWrite, type FencedResult, type WorkSource } from '../../core/work-source.js';
 import { Errors } from '../../errors/catalogue.js';
 
@@ -39,6 +39,11 @@ export class ClusterQueue implements DeliveryQueue {
   close(): void {
     this.unlisten?.();
     this.unlisten = null;
+  }
+
+  /** The journal's recovery of a clustered store returns nothing to deliver: claims that outlived their process come back by lease. */
+  recover(bootId: string, maxAttempts: number): Promise<RecoveredMessages> {
+    return this.journal.recover(bootId, maxAttempts);
   }
 
   admit(messages: readonly Message[], maxQueue: number): Promise<boolean> {

@@ -36,3 +36,8 @@ export const BUDGET_SENDER = 'system.budget';
 export const SYSTEM_ERROR_TYPE = 'SystemError';
 /** The payload type of a budget warning. */
 export const BUDGET_WARNING_TYPE = 'BudgetWarning';
+
+/** Listeners whose names start with `system.` are built-ins: they never receive SystemErrors. */
+export function isSystemName(name: string): boolean {
+  return name.startsWith('system.');
+}

@@ -4,7 +4,7 @@ import { Errors } from '../errors/catalogue.js';
 import type { EventBus } from '../events/bus.js';
 import type { OrganismEvent } from '../events/types.js';
 import type { Pump } from '../pump/pump.js';
-import { isSystemName } from '../pump/system-messages.js';
+import { isSystemName } from '../core/message.js';
 import type { OperatorStateStore, ThreadStore } from '../core/storage.js';
 import type { Logger } from '../util/logger.js';
 import { standaloneLink, type ClusterCommand, type ClusterLink, type StoredConfig } from './cluster-link.js';

@@ -7,7 +7,7 @@ import type { Intake } from './intake.js';
 import type { ListenerRuntime } from './listener-runtime.js';
 import type { Outcomes } from './outcomes.js';
 import type { AbortCause, PumpDeps, PumpLimits, PumpState } from './state.js';
-import { isSystemName } from './system-messages.js';
+import { isSystemName } from '../core/message.js';
 import type { ThreadLifecycle } from './thread-lifecycle.js';
 
 export interface StopOptions {

@@ -1,9 +1,8 @@
-import type { Message } from '../core/message.js';
+import { isSystemName, type Message } from '../core/message.js';
 import { Errors } from '../errors/catalogue.js';
 import type { Bookkeeping } from './bookkeeping.js';
 import type { Outcomes } from './outcomes.js';
 import type { PumpState } from './state.js';
-import { isSystemName } from './system-messages.js';
 import type { ThreadLifecycle } from './thread-lifecycle.js';
 import type { LiveThread } from './thread-tracker.js';
 

@@ -1,12 +1,12 @@
 import type { FailureReason } from '../core/delivery.js';
-import type { Message } from '../core/message.js';
+import { isSystemName, type Message } from '../core/message.js';
 import type { FencedResult } from '../core/work-source.js';
 import { storableText } from '../util/storable-text.js';
 import type { Bookkeeping, Redirect } from './bookkeeping.js';
 import type { DeliveryWatch } from './observer.js';
 import type { Refused } from './routing.js';
 import type { Delivery, PumpState } from './state.js';
-import { isSystemName, systemErrorMessage } from './system-messages.js';
+import { systemErrorMessage } from './system-messages.js';
 
 /**
  * How deliveries end in the journal, through the queue: a delivery's ack or failure (retried

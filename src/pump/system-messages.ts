@@ -31,8 +31,3 @@ export function systemErrorMessage(
     attempt: 1,
   };
 }
-
-/** Listeners whose names start with `system.` are built-ins: they never receive SystemErrors. */
-export function isSystemName(name: string): boolean {
-  return name.startsWith('system.');
-}

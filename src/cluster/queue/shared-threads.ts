@@ -1,5 +1,5 @@
 import type { Message } from '../../core/message.js';
-import { isSystemName } from '../../pump/system-messages.js';
+import { isSystemName } from '../../core/message.js';
 import type { ThreadStatus } from '../../core/storage.js';
 import type { Tx } from '../../store/postgres/writer.js';
 

@@ -22,8 +22,10 @@ const ORPHAN_PAGE = 500;
 export class EmbeddedQueue implements DeliveryQueue {
   private host: QueueHost | null = null;
   private readonly queues = new Map<string, ListenerQueue>();
-  /** Messages waiting in the listeners' queues. */
+  /** Messages waiting: admitted, or in the listeners' queues. */
   private waiting = 0;
+  /** Admitted messages not placed yet (an inject is placed right after its admission). */
+  private readonly admitted = new Set<string>();
   private cursor = 0;
   private scheduled = false;
   /**
@@ -55,17 +57,27 @@ export class EmbeddedQueue implements DeliveryQueue {
     // The pump bounds what waits in this process (the whole organism) before it admits: this
     // holds only for a caller that does not.
     if (this.waiting >= maxQueue) return false;
-    await this.journal.pending(messages);
+    // Counted as waiting from now, as a cluster's PENDING entries are; place does not count them again.
+    this.waiting += messages.length;
+    for (const m of messages) this.admitted.add(m.id);
+    try {
+      await this.journal.pending(messages);
+    } catch (err) {
+      this.forget(messages);
+      throw err;
+    }
     return true;
   }
 
   place(message: Message): Placement {
-    if (message.to === EXTERNAL_SENDER) return 'out';
-    if (!this.opened().listener(message.to)) return 'unknown';
+    if (message.to === EXTERNAL_SENDER || !this.opened().listener(message.to)) {
+      this.forget([message]);
+      return message.to === EXTERNAL_SENDER ? 'out' : 'unknown';
+    }
     let queue = this.queues.get(message.to);
     if (!queue) this.queues.set(message.to, (queue = new ListenerQueue()));
     queue.push(message);
-    this.waiting++;
+    if (!this.admitted.delete(message.id)) this.waiting++;
     return 'queued';
   }
 
@@ -73,7 +85,8 @@ export class EmbeddedQueue implements DeliveryQueue {
     await this.journal.acked(message, [], []);
   }
 
-  abandon(): boolean {
+  abandon(message: Message): boolean {
+    this.forget([message]);
     return true;
   }
 
@@ -170,6 +183,10 @@ export class EmbeddedQueue implements DeliveryQueue {
   async thread(id: string, live: ThreadRecord | null): Promise<ThreadRecord | null> {
     // The live view first: the store's record is written behind it.
     return live ?? (await this.threadRecords.get(id));
+  }
+
+  private forget(messages: readonly Message[]): void {
+    for (const m of messages) if (this.admitted.delete(m.id)) this.waiting--;
   }
 
   private opened(): QueueHost {

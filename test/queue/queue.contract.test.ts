@@ -281,6 +281,21 @@ eachQueue('DeliveryQueue contract', (backend) => {
     expect(await stateOf(q.journal, m2.id)).toBe('PENDING');
   });
 
+  // KNOWN DIFFERENCE (fails on the embedded queue, passes on the cluster's): the embedded queue
+  // bounds admit by the messages PLACED in its memory queues (`waiting`), not by what it
+  // journaled PENDING; an admitted message counts only once the caller places it. The pump
+  // places right after admitting (and bounds injects itself, state.queued), so it never sees
+  // this; a direct caller that admits twice without placing is admitted twice past maxQueue,
+  // where the cluster queue (PENDING entries in the store) refuses the second. See the report.
+  (backend.name === 'embedded' ? it.fails : it)('1b. an admitted message counts toward maxQueue before it is placed', async () => {
+    const { q } = await openQueue();
+    const m1 = message('t1', 'a');
+    const m2 = message('t2', 'a');
+    expect(await q.queue.admit([m1], 1)).toBe(true);
+    expect(await q.queue.admit([m2], 1)).toBe(false);
+    expect(await q.journal.get(m2.id)).toBeNull();
+  });
+
   it('2. schedule hands out placed messages: FIFO within a thread for a listener, one at a time; other threads proceed meanwhile', async () => {
     const { host } = await openQueue();
     const t1a = message('t1', 'a');
@@ -503,5 +518,70 @@ eachQueue('DeliveryQueue contract', (backend) => {
     expect(idle).toBe(0);
     const after = await q.queue.load();
     for (const name of ['a', 'b', 'c']) expect(after.get(name) ?? { queued: 0, inFlight: 0 }).toEqual({ queued: 0, inFlight: 0 });
+  });
+
+  it('12. what waits in this process is counted by depth and taken out by drainThread / drainListener, never handed out after; what is not taken out is delivered', async () => {
+    const { q, host } = await openQueue();
+    host.get('a').paused = true;
+    host.get('b').paused = true;
+    const killedA = message('tk', 'a');
+    const killedB = message('tk', 'b');
+    const removed = message('ts', 'a');
+    const kept = message('tr', 'b');
+    const all = [killedA, killedB, removed, kept];
+    expect(await q.queue.admit(all, 1_000)).toBe(true);
+    // abandon (asked before placing): true exactly when the message waits in this process, where the pump fails it.
+    const abandoned = new Map(all.map((m) => [m.id, q.queue.abandon(m)]));
+    const where = new Map(all.map((m) => [m.id, host.place(m)]));
+    for (const m of all) {
+      expect(WAITING).toContain(where.get(m.id));
+      expect(abandoned.get(m.id)).toBe(where.get(m.id) === 'queued');
+    }
+    const here = (ms: Message[]) => ms.filter((m) => where.get(m.id) === 'queued').map((m) => m.id);
+    expect(q.queue.depth('a')).toBe(here([killedA, removed]).length);
+    expect(q.queue.depth('b')).toBe(here([killedB, kept]).length);
+    // In the listeners' order.
+    const drained = q.queue.drainThread('tk').map((m) => m.id);
+    expect(drained).toEqual(here([killedA, killedB]));
+    const drainedA = q.queue.drainListener('a').map((m) => m.id);
+    expect(drainedA).toEqual(here([removed]));
+    expect(q.queue.depth('a')).toBe(0);
+    expect(q.queue.depth('b')).toBe(here([kept]).length);
+    host.get('a').paused = false;
+    host.get('b').paused = false;
+    const delivered = all.map((m) => m.id).filter((id) => !drained.includes(id) && !drainedA.includes(id));
+    await host.settle();
+    await host.until(() => delivered.every((id) => host.takenIds().includes(id)), 'what was not taken out was handed out');
+    await host.settle();
+    expect(new Set(host.takenIds())).toEqual(new Set(delivered));
+  });
+
+  it('13. a process that is the whole organism (workers() null) ends threads and closes orphans itself; a cluster process leaves both to the store and to leases', async () => {
+    const { q, host } = await openQueue();
+    const workers = await q.queue.workers();
+    const m = message('t1', 'a');
+    await host.inject(m);
+    const now = Date.now();
+    // The pump's tracker writes the live record (a cluster's store keeps its own).
+    q.queue.threadRecords.put({ id: 't1', status: 'active', participants: ['a'], messageCount: 1, createdAt: now, lastActivity: now, error: null, metadata: {} });
+    const orphans = async (live: (id: string) => boolean) => {
+      const ids: string[] = [];
+      for await (const t of q.queue.orphans(live)) ids.push(t.id);
+      return ids;
+    };
+    expect(await orphans(() => true)).toEqual([]);
+    if (workers === null) {
+      // Embedded: this process is the organism.
+      expect([q.queue.endOf(false), q.queue.endOf(true)]).toEqual(['completed', 'error']);
+      expect(await eventually(async () => {
+        const ids = await orphans(() => false);
+        return ids.length > 0 ? ids : undefined;
+      }, 'the active thread is seen as an orphan')).toEqual(['t1']);
+    } else {
+      // Cluster: this process is one of the organism's.
+      expect(workers.length).toBe(1);
+      expect([q.queue.endOf(false), q.queue.endOf(true)]).toEqual([null, null]);
+      expect(await orphans(() => false)).toEqual([]);
+    }
   });
 });

@@ -32,7 +32,7 @@ import { createHash } from 'node:crypto';
 import { createWriteStream, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 // ---------------------------------------------------------------------------------------------
 // Arguments
@@ -137,7 +137,7 @@ interface BaseMarker {
 }
 
 /** Whether every package base's lockfile pins is pinned at the same place and version in head's. */
-function lockIsSubset(baseLock: string, headLock: string): { ok: boolean; why: string } {
+export function lockIsSubset(baseLock: string, headLock: string): { ok: boolean; why: string } {
   try {
     const packages = (file: string) => (JSON.parse(readFileSync(file, 'utf8')) as { packages?: Record<string, { version?: string; resolved?: string; link?: boolean }> }).packages ?? {};
     const base = packages(baseLock);
@@ -237,7 +237,7 @@ function prepareHead(): Checkout {
 /** higher: more is better (rates, ratios); lower: less is better (latency, CPU). */
 type Better = 'higher' | 'lower';
 
-interface Figure {
+export interface Figure {
   readonly name: string;
   readonly unit: string;
   readonly better: Better;
@@ -269,19 +269,27 @@ interface BenchRow {
 }
 
 /** bench/run.ts's JSON (only-pump.json): every row's per-round samples, its ratio where the target is on the ratio, and the baselines. */
-function pumpFigures(json: unknown): Figure[] {
+export function pumpFigures(json: unknown): Figure[] {
   const scenarios = (json as { scenarios?: Array<{ scenario: number; rows?: BenchRow[]; skipped?: string }> }).scenarios ?? [];
   const pump = scenarios.find((s) => s.scenario === 2);
   if (!pump) throw new Error('the results file has no scenario 2 (pump)');
   if (pump.skipped) throw new Error(`the pump scenario did not run: ${pump.skipped}`);
   const figures = new Figures();
-  for (const r of pump.rows ?? []) {
+  // The pump's own figures first, then its CPU per message (the telemetry rows' baselines), then
+  // the telemetry rows, then the raw SQLite baselines.
+  const rows = pump.rows ?? [];
+  const sameRun = (r: BenchRow) => Boolean(r.baseline?.name.includes('(same run)'));
+  const addRow = (r: BenchRow) => {
     const rounds = r.rounds ?? [];
     figures.add(r.metric, r.unit, rounds);
     const base = r.baseline?.rounds ?? [];
     if (r.target?.on === 'ratio' && base.length === rounds.length) figures.add(`${r.metric}: ratio`, 'x', rounds.map((v, i) => v / base[i]!), 'higher');
-  }
-  for (const r of pump.rows ?? []) if (r.baseline?.rounds) figures.add(`Baseline: ${r.baseline.name}`, r.baseline.unit, r.baseline.rounds);
+  };
+  const addBaseline = (r: BenchRow) => r.baseline?.rounds && figures.add(r.baseline.name, r.baseline.unit, r.baseline.rounds);
+  rows.filter((r) => !sameRun(r)).forEach(addRow);
+  rows.filter(sameRun).forEach(addBaseline);
+  rows.filter(sameRun).forEach(addRow);
+  rows.filter((r) => !sameRun(r)).forEach((r) => r.baseline?.rounds && figures.add(`Baseline: ${r.baseline.name}`, r.baseline.unit, r.baseline.rounds));
   return figures.list;
 }
 
@@ -291,7 +299,7 @@ interface ScaleoutJson {
 }
 
 /** bench/tools/scaleout.ts's JSON: handler-bound msg/s per worker count (and its gain per round), the no-op chain per store. */
-function scaleoutFigures(json: unknown): Figure[] {
+export function scaleoutFigures(json: unknown): Figure[] {
   const j = json as ScaleoutJson;
   const figures = new Figures();
   const bound = j.handlerBound ?? [];
@@ -354,7 +362,7 @@ const SPECS: Record<ScenarioKey, ScenarioSpec> = {
 // ---------------------------------------------------------------------------------------------
 // One run: a fresh child process in one checkout
 
-interface Run {
+export interface Run {
   readonly scenario: ScenarioKey;
   readonly side: 'base' | 'head';
   readonly round: number;
@@ -483,7 +491,7 @@ function side(samples: readonly number[]): Side | null {
   return { n: samples.length, median: m, min, max, spread: m ? (max - min) / Math.abs(m) : 0, samples };
 }
 
-function compare(runs: readonly Run[], scenarios: readonly ScenarioKey[]): Compared[] {
+export function compare(runs: readonly Run[], scenarios: readonly ScenarioKey[]): Compared[] {
   const out: Compared[] = [];
   for (const key of scenarios) {
     const mine = runs.filter((r) => r.scenario === key);
@@ -554,8 +562,15 @@ function markdown(r: Report): string {
     }
     lines.push('');
   }
-  const beyond = r.figures.filter((f) => f.verdict !== 'within noise');
-  lines.push(`${r.figures.length - beyond.length} of ${r.figures.length} figures within noise${beyond.length ? `; beyond noise or one-sided: ${beyond.map((f) => `${f.figure} (${f.verdict}${f.ratio === null ? '' : `, ${f.ratio.toFixed(3)}x`})`).join('; ')}` : ''}.`, '');
+  const both = r.figures.filter((f) => f.base && f.head);
+  const beyond = both.filter((f) => f.verdict !== 'within noise');
+  const oneSided = r.figures.length - both.length;
+  lines.push(
+    `${both.length - beyond.length} of ${both.length} figures measured on both sides within noise` +
+      `${beyond.length ? `; beyond noise: ${beyond.map((f) => `${f.figure} (${f.verdict.replace(' beyond noise', '')}, ${f.ratio === null ? '—' : `${f.ratio.toFixed(3)}x`})`).join('; ')}` : ''}` +
+      `${oneSided ? `; ${oneSided} figure(s) measured on one side only` : ''}.`,
+    '',
+  );
   return `${lines.join('\n')}\n`;
 }
 
@@ -607,16 +622,18 @@ async function main(): Promise<void> {
   log(`\n${md}Wrote bench/results/compare-latest.md and .json.`);
 }
 
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => {
-    if (current?.pid) {
-      try { process.kill(-current.pid, 'SIGTERM'); } catch { /* gone */ }
-    }
-    process.exit(130);
+// Run as a program (not when a test imports the figures and the verdicts).
+if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      if (current?.pid) {
+        try { process.kill(-current.pid, 'SIGTERM'); } catch { /* gone */ }
+      }
+      process.exit(130);
+    });
+  }
+  main().catch((err: unknown) => {
+    process.stderr.write(`bench:compare: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
   });
 }
-
-main().catch((err: unknown) => {
-  process.stderr.write(`bench:compare: ${err instanceof Error ? err.message : String(err)}\n`);
-  process.exit(1);
-});

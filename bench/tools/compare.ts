@@ -42,18 +42,21 @@ interface Options {
   readonly scenarios: readonly ScenarioKey[];
   readonly rounds: number;
   readonly npmCi: boolean;
+  /** Only write the report again from a compare JSON (after a change of the report's format). */
+  readonly from: string | null;
 }
 
 type ScenarioKey = 'pump' | 'scaleout';
 const SCENARIO_KEYS: readonly ScenarioKey[] = ['pump', 'scaleout'];
 
-const USAGE = 'usage: npm run bench:compare -- --base <git-ref> [--scenarios pump,scaleout] [--rounds 3] [--npm-ci]';
+const USAGE = 'usage: npm run bench:compare -- --base <git-ref> [--scenarios pump,scaleout] [--rounds 3] [--npm-ci]\n       npm run bench:compare -- --from bench/results/compare-latest.json   (the report again, from its JSON)';
 
 function parseArgs(argv: readonly string[]): Options {
   let base = '';
   let scenarios: ScenarioKey[] = [...SCENARIO_KEYS];
   let rounds = 3;
   let npmCi = false;
+  let from: string | null = null;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const [flag, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
@@ -72,13 +75,14 @@ function parseArgs(argv: readonly string[]): Options {
       rounds = Number(value());
       if (!Number.isInteger(rounds) || rounds < 1) throw new Error('--rounds must be a whole number >= 1');
     } else if (flag === '--npm-ci') npmCi = true;
+    else if (flag === '--from') from = value();
     else if (flag === '--help' || flag === '-h') {
       process.stdout.write(`${USAGE}\n`);
       process.exit(0);
     } else throw new Error(`unknown argument ${arg}\n${USAGE}`);
   }
-  if (!base) throw new Error(`--base is required\n${USAGE}`);
-  return { base, scenarios, rounds, npmCi };
+  if (!base && !from) throw new Error(`--base is required\n${USAGE}`);
+  return { base, scenarios, rounds, npmCi, from };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -480,6 +484,11 @@ interface Compared {
   readonly base: Side | null;
   readonly head: Side | null;
   readonly ratio: number | null;
+  /**
+   * Per round, head's median over base's median in the same round (the two runs next to each
+   * other in time): how steady head/base is while the machine drifts.
+   */
+  readonly pairedRatios: readonly number[];
   readonly verdict: Verdict;
 }
 
@@ -512,7 +521,13 @@ export function compare(runs: readonly Run[], scenarios: readonly ScenarioKey[])
         if (overlap || (ratio !== null && Math.abs(ratio - 1) <= noise)) verdict = 'within noise';
         else verdict = (better === 'higher') === head.median > base.median ? 'head better beyond noise' : 'head worse beyond noise';
       }
-      out.push({ scenario: key, figure: name, unit, better, base, head, ratio, verdict });
+      const pairedRatios: number[] = [];
+      for (const round of [...new Set(mine.map((r) => r.round))]) {
+        const m = (s: 'base' | 'head') => median(mine.filter((r) => r.side === s && r.round === round).flatMap((r) => r.figures.find((f) => f.name === name)?.samples ?? []));
+        const q = m('head') / m('base');
+        if (Number.isFinite(q)) pairedRatios.push(q);
+      }
+      out.push({ scenario: key, figure: name, unit, better, base, head, ratio, pairedRatios, verdict });
     }
   }
   return out;
@@ -547,18 +562,20 @@ function markdown(r: Report): string {
     `- Machine: ${r.machine}`,
     `- Load average (1, 5, 15 min) before: ${r.loadBefore}; after: ${r.loadAfter}`,
     '',
-    'Medians and ranges are over every sample of every run of a side (a run of the pump scenario gives one sample per internal round). "within noise": the two ranges overlap, or head/base is within the run-to-run spread ((max - min) / median of the noisier side).',
+    'Medians and ranges are over every sample of every run of a side (a run of the pump scenario gives one sample per internal round). "Head/base per round": head\'s median over base\'s in the same round, the two runs next to each other in time. "within noise": the two ranges overlap, or head/base is within the run-to-run spread ((max - min) / median of the noisier side).',
     '',
   ];
   for (const key of [...new Set(r.figures.map((f) => f.scenario)), ...new Set(r.runs.map((x) => x.scenario))].filter((k, i, a) => a.indexOf(k) === i)) {
     const spec = SPECS[key];
     const secs = (s: 'base' | 'head') => perRun(key, s).map((x) => `${x.seconds.toFixed(0)} s`).join(', ') || '—';
     lines.push(`## ${spec.title}`, '', `Runs: base ${secs('base')}; head ${secs('head')}.`, '');
-    for (const failed of r.runs.filter((x) => x.scenario === key && x.error)) lines.push(`- ${failed.side} round ${failed.round} failed: ${failed.error}`);
-    lines.push('', '| Figure | Unit | Base median | Base range | Head median | Head range | Head/base | Verdict |', '|---|---|---|---|---|---|---|---|');
+    const failures = r.runs.filter((x) => x.scenario === key && x.error);
+    for (const failed of failures) lines.push(`- ${failed.side} round ${failed.round} failed: ${failed.error}`);
+    if (failures.length) lines.push('');
+    lines.push('| Figure | Unit | Base median | Base range | Head median | Head range | Head/base | Head/base per round | Verdict |', '|---|---|---|---|---|---|---|---|---|');
     for (const f of r.figures.filter((x) => x.scenario === key)) {
       const v = f.verdict === 'within noise' ? f.verdict : `**${f.verdict}**`;
-      lines.push(`| ${f.figure} | ${f.unit}${f.better === 'lower' ? ' (lower is better)' : ''} | ${f.base ? fmt(f.base.median) : '—'} | ${range(f.base)} | ${f.head ? fmt(f.head.median) : '—'} | ${range(f.head)} | ${f.ratio === null ? '—' : `${f.ratio.toFixed(3)}x`} | ${v} |`);
+      lines.push(`| ${f.figure} | ${f.unit}${f.better === 'lower' ? ' (lower is better)' : ''} | ${f.base ? fmt(f.base.median) : '—'} | ${range(f.base)} | ${f.head ? fmt(f.head.median) : '—'} | ${range(f.head)} | ${f.ratio === null ? '—' : `${f.ratio.toFixed(3)}x`} | ${f.pairedRatios.map((q) => q.toFixed(2)).join(', ') || '—'} | ${v} |`);
     }
     lines.push('');
   }
@@ -578,6 +595,17 @@ function markdown(r: Report): string {
 
 async function main(): Promise<void> {
   const options = parseArgs(process.argv.slice(2));
+  if (options.from) {
+    const old = JSON.parse(readFileSync(options.from, 'utf8')) as Report;
+    const scenarios = [...new Set(old.runs.map((r) => r.scenario))];
+    const report: Report = { ...old, figures: compare(old.runs, scenarios) };
+    const dir = path.dirname(path.resolve(options.from));
+    const stem = path.basename(options.from).replace(/\.json$/, '');
+    writeFileSync(path.join(dir, `${stem}.json`), `${JSON.stringify(report, null, 2)}\n`);
+    writeFileSync(path.join(dir, `${stem}.md`), markdown(report));
+    log(`${markdown(report)}Wrote ${path.join(dir, stem)}.md and .json again.`);
+    return;
+  }
   const scale = (process.env['BENCH_SCALE'] ?? 'full').toLowerCase();
   if (scale !== 'quick' && scale !== 'full') throw new Error(`BENCH_SCALE must be "full" or "quick", not "${scale}"`);
   const startedAt = new Date().toISOString();

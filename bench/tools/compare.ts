@@ -474,7 +474,7 @@ interface Side {
   readonly samples: readonly number[];
 }
 
-type Verdict = 'within noise' | 'head better beyond noise' | 'head worse beyond noise' | 'only on base' | 'only on head';
+type Verdict = 'within noise' | 'head better beyond noise' | 'head worse beyond noise' | 'too few samples' | 'only on base' | 'only on head';
 
 interface Compared {
   readonly scenario: ScenarioKey;
@@ -518,7 +518,9 @@ export function compare(runs: readonly Run[], scenarios: readonly ScenarioKey[])
         ratio = base.median ? head.median / base.median : null;
         const overlap = base.min <= head.max && head.min <= base.max;
         const noise = Math.max(base.spread, head.spread);
-        if (overlap || (ratio !== null && Math.abs(ratio - 1) <= noise)) verdict = 'within noise';
+        // One sample a side says nothing about the spread: no verdict (run more rounds).
+        if (base.n < 2 || head.n < 2) verdict = overlap ? 'within noise' : 'too few samples';
+        else if (overlap || (ratio !== null && Math.abs(ratio - 1) <= noise)) verdict = 'within noise';
         else verdict = (better === 'higher') === head.median > base.median ? 'head better beyond noise' : 'head worse beyond noise';
       }
       const pairedRatios: number[] = [];
@@ -580,10 +582,12 @@ function markdown(r: Report): string {
     lines.push('');
   }
   const both = r.figures.filter((f) => f.base && f.head);
-  const beyond = both.filter((f) => f.verdict !== 'within noise');
+  const beyond = both.filter((f) => f.verdict.endsWith('beyond noise'));
+  const unjudged = both.filter((f) => f.verdict === 'too few samples').length;
   const oneSided = r.figures.length - both.length;
   lines.push(
-    `${both.length - beyond.length} of ${both.length} figures measured on both sides within noise` +
+    `${both.length - beyond.length - unjudged} of ${both.length} figures measured on both sides within noise` +
+      `${unjudged ? `; ${unjudged} with too few samples to judge (one a side: run more rounds)` : ''}` +
       `${beyond.length ? `; beyond noise: ${beyond.map((f) => `${f.figure} (${f.verdict.replace(' beyond noise', '')}, ${f.ratio === null ? '—' : `${f.ratio.toFixed(3)}x`})`).join('; ')}` : ''}` +
       `${oneSided ? `; ${oneSided} figure(s) measured on one side only` : ''}.`,
     '',

@@ -49,6 +49,7 @@ describe('bench:compare', () => {
     const slower = compare([run('base', 1, fig([10, 10.1], 'ms')), run('head', 1, fig([8, 8.1], 'ms'))], ['pump'])[0]!;
     expect(slower.verdict).toBe('head better beyond noise');
     expect(compare([run('base', 1, fig([1]))], ['pump'])[0]!.verdict).toBe('only on base');
+    expect(compare([run('base', 1, fig([100])), run('head', 1, fig([90]))], ['pump'])[0]!.verdict).toBe('too few samples');
     const paired = compare([run('base', 1, fig([100, 102])), run('head', 1, fig([110, 112])), run('base', 2, fig([50])), run('head', 2, fig([55]))], ['pump'])[0]!;
     expect(paired.pairedRatios.map((q) => q.toFixed(2))).toEqual(['1.10', '1.10']);
   });

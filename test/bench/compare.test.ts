@@ -1,6 +1,8 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { compare, pumpFigures, scaleoutFigures, type Figure, type Run } from '../../bench/tools/compare.js';
+import { compare, lockIsSubset, pumpFigures, scaleoutFigures, type Figure, type Run } from '../../bench/tools/compare.js';
 
 const run = (side: 'base' | 'head', round: number, figures: Figure[]): Run => ({ scenario: 'pump', side, round, startedAt: '', seconds: 1, loadBefore: '', loadAfter: '', figures });
 const fig = (samples: number[], unit = 'msg/s'): Figure[] => [{ name: 'rate', unit, better: unit === 'ms' ? 'lower' : 'higher', samples }];
@@ -52,5 +54,22 @@ describe('bench:compare', () => {
     expect(compare([run('base', 1, fig([100])), run('head', 1, fig([90]))], ['pump'])[0]!.verdict).toBe('too few samples');
     const paired = compare([run('base', 1, fig([100, 102])), run('head', 1, fig([110, 112])), run('base', 2, fig([50])), run('head', 2, fig([55]))], ['pump'])[0]!;
     expect(paired.pairedRatios.map((q) => q.toFixed(2))).toEqual(['1.10', '1.10']);
+  });
+
+  it('links the base to this node_modules only when every package it locks is locked here at the same place and version', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'organism-compare-lock-'));
+    try {
+      const lock = (name: string, packages: Record<string, { version: string }>) => {
+        const file = path.join(dir, name);
+        writeFileSync(file, JSON.stringify({ lockfileVersion: 3, packages: { '': { name: 'organism' }, ...packages } }));
+        return file;
+      };
+      const head = lock('head.json', { 'node_modules/a': { version: '1.0.0' }, 'node_modules/b': { version: '2.0.0' } });
+      expect(lockIsSubset(lock('sub.json', { 'node_modules/a': { version: '1.0.0' } }), head).ok).toBe(true);
+      expect(lockIsSubset(lock('older.json', { 'node_modules/a': { version: '0.9.0' } }), head)).toMatchObject({ ok: false });
+      expect(lockIsSubset(lock('other.json', { 'node_modules/c': { version: '1.0.0' } }), head).ok).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

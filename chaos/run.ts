@@ -8,7 +8,7 @@
  *   CHAOS_TMPFS_MB the size of the data directory's tmpfs)
  *
  * `--store postgres` is the shared mode (chaos/lib/shared.ts): `serve --handlers off` and two
- * `organism worker` processes on a fresh database of a private PostgreSQL cluster; its results
+ * `organism worker` processes on a fresh database of a private PostgreSQL server; its results
  * are chaos/results/latest-postgres.{json,md}. Every cycle of both modes also sends the text
  * probes (chaos/lib/text-probe.ts).
  */
@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util';
 import { openSqliteStorage } from '../src/store/index.js';
 import { openPostgresStorage } from '../src/store/postgres/index.js';
 import { effectsOf } from '../test/scaleout/checks.js';
-import { startPrivateCluster, type PrivateCluster } from '../test/support/private-postgres.js';
+import { startPrivatePostgres, type PrivatePostgres } from '../test/support/private-postgres.js';
 import { checkDurability, type Violation } from '../test/crash/checks.js';
 import { EFFECTS_FILE, readEffects } from '../test/crash/effects.js';
 import { apiSource } from './lib/api-source.js';
@@ -144,11 +144,11 @@ async function main(): Promise<number> {
     else if (shown === 3) process.stdout.write(`  (more ${check} violations in this cycle: see the results)\n`);
   };
 
-  // Shared mode: a private PostgreSQL cluster (its restarts must not touch the machine's server).
-  let pg: PrivateCluster | null = null;
+  // Shared mode: a private PostgreSQL server (its restarts must not touch the machine's server).
+  let pg: PrivatePostgres | null = null;
   let storeUrl = '';
   if (shared) {
-    pg = await startPrivateCluster();
+    pg = await startPrivatePostgres();
     pg.psql('CREATE DATABASE chaos');
     storeUrl = pg.urlFor('chaos');
     writeFileSync(runsFile, '');

@@ -1,10 +1,10 @@
 /**
  * The shared (PostgreSQL) mode: `serve --handlers off` and two `organism worker` processes on a
- * fresh database of a private PostgreSQL cluster (never the machine's shared server), with that
+ * fresh database of a private PostgreSQL server (never the machine's shared server), with that
  * mode's faults. A phase returns once the organism should be serving again with two workers.
  */
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
-import type { PrivateCluster } from '../../test/support/private-postgres.js';
+import type { PrivatePostgres } from '../../test/support/private-postgres.js';
 import { effectsOf, fifoViolations, rerunViolations } from '../../test/scaleout/checks.js';
 import type { RunLine } from '../../test/scaleout/cluster.js';
 import type { EffectsView } from '../../test/crash/effects.js';
@@ -69,7 +69,7 @@ export class RunsLog {
 export interface SharedDeps {
   readonly serve: Serve;
   readonly workers: Workers;
-  readonly pg: PrivateCluster;
+  readonly pg: PrivatePostgres;
   readonly injector: Injector;
   readonly rng: Random;
   readonly report: (check: CheckName, detail: string) => void;

@@ -254,7 +254,7 @@ async function main(): Promise<number> {
       const live = phases.filter((p) => !(harness.disabled as Set<string>).has(p));
       if (live.length === 0) throw new Fatal('every selected phase was switched off');
       const draw = () => rng.weighted(Object.fromEntries(live.map((p) => [p, weights[p]!])));
-      const mayKillWorker = () => sqliteHarness?.mayKillWorker() ?? true;
+      const mayKillWorker = () => sqliteHarness?.mayKillServerProcess() ?? true;
       let next = order.length ? order.shift()! : draw();
       while ((harness.disabled as Set<string>).has(next)) next = draw();
       while (next === 'kill-worker' && !mayKillWorker() && live.length > 1) next = draw();

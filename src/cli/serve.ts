@@ -16,8 +16,8 @@ import { startDemoTraffic, type DemoTraffic } from './demo-traffic.js';
 import { checkBindable, ServeError } from './bind.js';
 import { ExitCode } from './exit-codes.js';
 import { resolveTokens } from './tokens.js';
-import { WORKER_ENV } from './supervisor.js';
-import { SupervisorChannel } from './worker-channel.js';
+import { SERVER_PROCESS_ENV } from './supervisor.js';
+import { SupervisorChannel } from './server-channel.js';
 import { ensurePrivateDir, openToOthers } from '../util/private-files.js';
 
 export { checkBindable, ServeError };
@@ -39,7 +39,7 @@ export interface ServeOptions {
 
 /** Open connections may finish their requests this long once the organism has drained. */
 const CONNECTION_GRACE_MS = 2_000;
-/** An orphaned worker (its supervisor died) drains this long, and is gone within ORPHAN_EXIT_MS. */
+/** An orphaned server process (its supervisor died) drains this long, and is gone within ORPHAN_EXIT_MS. */
 const ORPHAN_DRAIN_MS = 1_000;
 const ORPHAN_EXIT_MS = 1_800;
 
@@ -49,14 +49,14 @@ const ORPHAN_EXIT_MS = 1_800;
  * POST /organism/restart (exit RESTART for the supervisor). Under a supervisor it serves on
  * the supervisor's listening socket, and exits within ORPHAN_EXIT_MS if the supervisor dies.
  */
-export async function serveWorker(configArg: string | undefined, options: ServeOptions): Promise<number> {
+export async function serveProcess(configArg: string | undefined, options: ServeOptions): Promise<number> {
   const { path, isDemo } = resolveConfigPath(configArg);
   // Lines written inside a delivery carry its trace_id and span_id (none when tracing is off).
   const logger = createLogger(options.logLevel, 'organism', traceLogFields);
   checkBindable(options.host, options.auth);
   const supervisor = SupervisorChannel.connect();
   // Started by a supervisor that is gone already: serving alone would outlive it.
-  if (!supervisor && process.env[WORKER_ENV] === '1') throw new ServeError('the supervisor is gone; not starting', ExitCode.FAILURE);
+  if (!supervisor && process.env[SERVER_PROCESS_ENV] === '1') throw new ServeError('the supervisor is gone; not starting', ExitCode.FAILURE);
   let orphaned: (() => void) | null = null;
   supervisor?.onDisconnect(() => {
     logger.warn('the supervisor is gone; shutting down');
@@ -193,7 +193,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
   // once, and would otherwise share the event loop with building it (bench scenario 5).
   await organism.start();
   // Installed once listening and before the supervisor hears "ready": it passes on a SIGHUP
-  // that came during the boot as soon as it does, and the worker must not miss that one.
+  // that came during the boot as soon as it does, and the server process must not miss that one.
   const handleSignals = () => {
     process.on('SIGTERM', () => void shutdown(ExitCode.OK));
     process.on('SIGINT', () => void shutdown(ExitCode.OK));

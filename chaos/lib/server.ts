@@ -19,7 +19,7 @@ export interface ServeSettings {
   readonly marker: string;
   readonly logFile: string;
   readonly env: Readonly<Record<string, string>>;
-  /** More arguments of `serve` (shared mode: --store, --handlers off, --lease-seconds). */
+  /** More arguments of `serve` (cluster mode: --store, --handlers off, --lease-seconds). */
   readonly extraArgs?: readonly string[];
 }
 

@@ -6,7 +6,7 @@ import { checkBindable, ServeError } from './bind.js';
 import { ExitCode } from './exit-codes.js';
 import { portOption, secondsOption } from './options.js';
 import { supervise, SERVER_PROCESS_ENV } from './supervisor.js';
-import { concurrencyOption, LEASE_ENV, leaseOption } from './shared-options.js';
+import { concurrencyOption, LEASE_ENV, leaseOption } from './cluster-options.js';
 
 // Each command loads its modules when it runs: the supervisor of `serve` only owns the socket
 // and restarts the server process, and loading the whole server (Fastify, SQLite, telemetry, the MCP SDK)
@@ -94,7 +94,7 @@ program
           auth: opts.auth,
           drainTimeoutMs: opts.drainTimeout * 1000,
           ...(opts.demoTraffic !== undefined ? { demoTrafficMs: (opts.demoTraffic === true ? 3 : opts.demoTraffic) * 1000 } : {}),
-          shared: { handlers: opts.handlers, concurrency: opts.concurrency, name: opts.name, leaseSeconds: opts.leaseSeconds },
+          cluster: { handlers: opts.handlers, concurrency: opts.concurrency, name: opts.name, leaseSeconds: opts.leaseSeconds },
         }),
       );
     } catch (err) {
@@ -104,7 +104,7 @@ program
 
 program
   .command('worker')
-  .description('run handlers only (no HTTP) for an organism on a shared PostgreSQL store; any number of them, on any machine')
+  .description('run handlers only (no HTTP) for an organism in cluster mode (one PostgreSQL store); any number of them, on any machine')
   .argument('[config]', 'organism.yaml (default: ./organism.yaml, else the bundled demo); the one the serve processes run')
   .option('--store <url>', 'the organism\'s PostgreSQL database (postgres://user@host/db; default: $ORGANISM_STORE)')
   .option('--concurrency <n>', 'handlers this process runs at once at most (default: limits.max_concurrent_handlers)', concurrencyOption)

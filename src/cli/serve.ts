@@ -8,7 +8,7 @@ import { consoleBuilt } from '../service/console.js';
 import { resolveTracing, traceLogFields } from '../telemetry/settings.js';
 import { bootOrganism } from '../organism/boot.js';
 import { resolveStore } from './store-option.js';
-import { resolveShared, type SharedFlags } from './shared-options.js';
+import { resolveCluster, type ClusterFlags } from './cluster-options.js';
 import { createLogger, type LogLevel } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import { resolveConfigPath, resolveDataDir } from './config-path.js';
@@ -34,7 +34,7 @@ export interface ServeOptions {
   /** Inject a demo question every this many ms (`--demo-traffic`); omitted: no demo traffic. */
   readonly demoTrafficMs?: number;
   /** `--handlers`, `--concurrency`, `--name`, `--lease-seconds` (PostgreSQL store only). */
-  readonly shared?: SharedFlags;
+  readonly cluster?: ClusterFlags;
 }
 
 /** Open connections may finish their requests this long once the organism has drained. */
@@ -83,18 +83,18 @@ export async function serveProcess(configArg: string | undefined, options: Serve
     );
   }
   let store;
-  let shared;
+  let cluster;
   try {
     store = resolveStore(options.store);
-    shared = resolveShared('serve', store, options.shared ?? {});
+    cluster = resolveCluster('serve', store, options.cluster ?? {});
   } catch (err) {
     throw new ServeError((err as Error).message, ExitCode.USAGE);
   }
   const storageFailed = (err: unknown) => new ServeError((err as Error).message, ExitCode.STORAGE);
-  // Shared mode: the database is the work queue of every serve and worker process.
+  // Cluster mode: the database is the work queue of every serve and worker process.
   const { organism, where } = await bootOrganism({
     config: loaded,
-    store: store.kind === 'postgres' ? { kind: 'postgres', url: store.url, shared: shared! } : { kind: 'sqlite', dataDir },
+    store: store.kind === 'postgres' ? { kind: 'postgres', url: store.url, cluster: cluster! } : { kind: 'sqlite', dataDir },
     role: 'serve',
     logger,
     storeFailed: storageFailed,
@@ -102,7 +102,7 @@ export async function serveProcess(configArg: string | undefined, options: Serve
   const storage = organism.storage;
   let storeLabel = dataDir;
   if (store.kind === 'postgres') {
-    storeLabel = `${where}${shared!.handlers ? '' : ' (API only: --handlers off)'}`;
+    storeLabel = `${where}${cluster!.handlers ? '' : ' (API only: --handlers off)'}`;
     try {
       ensurePrivateDir(dataDir); // the generated token's home
     } catch (err) {
@@ -171,7 +171,7 @@ export async function serveProcess(configArg: string | undefined, options: Serve
     ...(options.auth ? { resolveTokens: (config: OrganismConfig) => resolveTokens(config, dataDir) } : {}),
     closing: () => closing,
   });
-  // A reload followed from another serve of a shared organism (not through this process's
+  // A reload followed from another serve of a clustered organism (not through this process's
   // POST /organism/reload, which sets them itself) changes this one's tokens too: a token
   // revoked there must not go on working here.
   if (options.auth) {

@@ -102,7 +102,7 @@ export class Organism {
   private started: number | null = null;
   private recovery: RecoveryReport | null = null;
   private readonly operator: OperatorStateStore;
-  /** Following the other processes of a shared organism (alone: nobody to follow). */
+  /** Following the other processes of a clustered organism (alone: nobody to follow). */
   private readonly follower: Follower;
 
   constructor(loaded: LoadedOrganism, options: OrganismOptions = {}) {
@@ -252,7 +252,7 @@ export class Organism {
     return Promise.resolve(persisted).then(() => this.follower.publishCommand({ kind: 'paused', agent: name, paused: false }));
   }
 
-  /** Kills a thread here and, once it is stored as killed, in every other process of a shared organism. */
+  /** Kills a thread here and, once it is stored as killed, in every other process of a clustered organism. */
   async killThread(threadId: string) {
     const record = await this.pump.killThread(threadId);
     await this.storage.flush?.();
@@ -261,7 +261,7 @@ export class Organism {
   }
 
   /**
-   * Joins the other processes of a shared organism (before `start`): this process's events go
+   * Joins the other processes of a clustered organism (before `start`): this process's events go
    * to them and theirs come onto this bus (for listeners that ask for relayed events); pauses,
    * kills and reloads made anywhere apply here. `reloadConfig` re-reads this process's own
    * organism.yaml when another process announces a reload.
@@ -270,7 +270,7 @@ export class Organism {
     this.follower.join(link, options);
   }
 
-  /** The configuration this process runs, as the processes of a shared organism compare it. */
+  /** The configuration this process runs, as the processes of a clustered organism compare it. */
   get configIdentity() {
     return fingerprint(this.loaded.config);
   }

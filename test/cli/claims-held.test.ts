@@ -7,7 +7,7 @@ import { privatePostgresAvailable, startPrivatePostgres, type PrivatePostgres } 
 import { api, jobYaml, killAll, organismDir, startBuiltCli, until, type Running } from './processes.js';
 
 /**
- * Shared mode, real processes on a PostgreSQL server of the test's own:
+ * Cluster mode, real processes on a PostgreSQL server of the test's own:
  * - a worker frozen (SIGSTOP) between its claim and the handler's start, past its lease, while
  *   another worker takes the delivery back, runs and acks it: once thawed it does not run it
  *   again (an acked delivery never runs again);
@@ -35,7 +35,7 @@ interface Start {
   readonly pid: number;
 }
 
-describe.skipIf(!privatePostgresAvailable)('claims a shared organism holds (real processes)', () => {
+describe.skipIf(!privatePostgresAvailable)('claims a clustered organism holds (real processes)', () => {
   let postgres: PrivatePostgres;
   const running: Array<{ name: string; p: Running }> = [];
 

@@ -7,7 +7,7 @@ import { privatePostgresAvailable, startPrivatePostgres, type PrivatePostgres } 
 import { alive, api, jobYaml, killAll, organismDir, startBuiltCli, until, type Running } from './processes.js';
 
 /**
- * A shared organism (`serve --handlers off`, two idle workers and a busy one, real processes
+ * A clustered organism (`serve --handlers off`, two idle workers and a busy one, real processes
  * from the build) on a PostgreSQL server of the test's own, which is restarted (fast and
  * immediate) and held down past the lease: every process rides it out, says once that the
  * database went and once that it is back, and what is injected afterwards is delivered.
@@ -44,7 +44,7 @@ function logOf(p: Running): LogEntry[] {
 const GONE = /^PostgreSQL cannot be reached/;
 const BACK = /^PostgreSQL answers again/;
 
-describe.skipIf(!privatePostgresAvailable)('a shared organism through PostgreSQL restarts and outages', () => {
+describe.skipIf(!privatePostgresAvailable)('a clustered organism through PostgreSQL restarts and outages', () => {
   let postgres: PrivatePostgres;
   let url: string;
   let dir: string;

@@ -10,7 +10,7 @@ export const SNAPSHOT_THREADS = 100;
  * state, after which events keep it current.
  */
 export async function snapshotBody(organism: ServiceOrganism, version: string | null): Promise<Record<string, unknown>> {
-  // Agents as the whole organism runs them (in shared mode, queue depth and in flight from the store, as /api/v1/agents).
+  // Agents as the whole organism runs them (in cluster mode, queue depth and in flight from the store, as /api/v1/agents).
   const [threads, stats, agents, activeThreads] = await Promise.all([
     organism.queries.threads.list({ limit: SNAPSHOT_THREADS, offset: 0 }),
     organism.queries.journal.stats(),

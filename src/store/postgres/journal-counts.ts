@@ -11,7 +11,7 @@ import type { PgTransactionHook, Tx } from './writer.js';
  * moves an entry.
  *
  * Each count is the sum of its slots: a process adds only to its own `slot` (its worker id in a
- * shared organism, '' otherwise), so processes committing at once never wait on one another's
+ * clustered organism, '' otherwise), so processes committing at once never wait on one another's
  * count rows (one row per count was the lock every transaction of every process queued on).
  */
 export class PgJournalCounts implements PgTransactionHook {
@@ -90,7 +90,7 @@ export const countInsertedThread = (slot: string) => `INSERT INTO row_counts (na
 
 /**
  * Folds the slots of processes that are not running (a slot is `<worker id>` or `<worker id>/<role>`) (stopped, or past their lease, or never
- * registered) into the base slot '': the slots a shared organism keeps stay about as many as
+ * registered) into the base slot '': the slots a clustered organism keeps stay about as many as
  * its live processes. The sums do not change: the delete and the add are one statement, and a
  * process that was only late adds to a fresh slot row afterwards.
  */

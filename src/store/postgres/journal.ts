@@ -35,7 +35,7 @@ export const PG_PRUNE_FAILED_SQL = pruneSql('FAILED', 'failed_at');
  * for the writes queued before them.
  *
  * Here one process owns the journal: recovery takes over every DISPATCHED entry as
- * interrupted. Processes sharing it (claims, leases) use PgSharedJournal (shared-journal.ts).
+ * interrupted. Processes sharing it (claims, leases) use PgClusterJournal (cluster-journal.ts).
  */
 export class PgJournal implements Journal {
   protected readonly counts = new PgJournalCounts();

@@ -9,7 +9,7 @@ import type { OrganismEvent } from '../events/types.js';
 
 /** An operator's decision, already stored when it is sent; every other process applies it. */
 export type ClusterCommand =
-  /** An agent was paused or resumed: the stored paused set changed. */
+  /** A listener was paused or resumed: the stored paused set changed. */
   | { readonly kind: 'paused'; readonly agent: string; readonly paused: boolean }
   /** A thread was killed (stored as killed): abort its in-flight handlers here. */
   | { readonly kind: 'kill'; readonly threadId: string }

@@ -124,7 +124,7 @@ export class Follower {
     await this.followReload();
   }
 
-  /** Pauses and resumes this process's agents to match the stored paused set. */
+  /** Pauses and resumes this process's listeners to match the stored paused set. */
   private async followPauses(): Promise<void> {
     const { operator, pump } = this.here;
     await operator.refresh?.();

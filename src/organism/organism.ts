@@ -24,7 +24,7 @@ import { newId } from '../util/ids.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { createLlmAgentHandler, type AgentWorldView } from '../agent/llm-agent.js';
 import { configChanges } from './config-changes.js';
-import { acrossProcesses, agentInfo, type AgentInfo } from './views.js';
+import { acrossProcesses, listenerInfo, type AgentInfo } from './views.js';
 import type { ClusterLink } from './cluster-link.js';
 import { fingerprint } from '../config/fingerprint.js';
 import { BudgetKeeper } from './budget-keeper.js';
@@ -233,19 +233,19 @@ export class Organism {
   }
 
   /**
-   * Pauses an agent, persisted so it outlives restarts and crashes: an embedded store persists
+   * Pauses a listener, persisted so it outlives restarts and crashes: an embedded store persists
    * it before the pump pauses; a network store's write is under way as the pump pauses, and the
    * returned promise resolves once it has committed (callers answer the operator after it).
-   * An unknown agent throws at once.
+   * An unknown listener throws at once.
    */
-  pauseAgent(name: string): Promise<void> {
+  pauseListener(name: string): Promise<void> {
     if (!this.pump.listener(name)) throw Errors.AGENT_NOT_FOUND(name);
     const persisted = this.operator.setPaused(name, true);
     this.pump.pauseAgent(name);
     return Promise.resolve(persisted).then(() => this.follower.publishCommand({ kind: 'paused', agent: name, paused: true }));
   }
 
-  resumeAgent(name: string): Promise<void> {
+  resumeListener(name: string): Promise<void> {
     if (!this.pump.listener(name)) throw Errors.AGENT_NOT_FOUND(name);
     const persisted = this.operator.setPaused(name, false);
     this.pump.resumeAgent(name);
@@ -340,7 +340,7 @@ export class Organism {
     const listeners = this.pump.reload(next.listeners, limitsOf(next.config), { registry, llm: router });
     this.budgets.defaultMaxTokens = next.config.maxTokensPerThread;
     this.mcp.reload(next, this.loaded);
-    this.reapplyPauses(); // an agent removed and added back is still the one the operator paused
+    this.reapplyPauses(); // a listener removed and added back is still the one the operator paused
     this.loaded = next;
     this.registryValue = registry;
     this.router = router;
@@ -371,13 +371,13 @@ export class Organism {
   }
 
   agents(): AgentInfo[] {
-    return this.pump.listeners().map(agentInfo);
+    return this.pump.listeners().map(listenerInfo);
   }
 
   agent(name: string): AgentInfo {
     const runtime = this.pump.listener(name);
     if (!runtime) throw Errors.AGENT_NOT_FOUND(name);
-    return agentInfo(runtime);
+    return listenerInfo(runtime);
   }
 
   /**
@@ -427,7 +427,7 @@ export class Organism {
     void this.budgetKeeper.save();
   }
 
-  /** Pauses the persisted paused agents that exist; returns their names. */
+  /** Pauses the persisted paused listeners that exist; returns their names. */
   private reapplyPauses(): string[] {
     const paused: string[] = [];
     for (const name of this.operator.pausedAgents()) {

@@ -124,14 +124,14 @@ describe.skipIf(!run)('organisms linked through PostgreSQL', () => {
     const config = loaded([worker]);
     const a = await member(config, { owner: true });
     const b = await member(config);
-    await a.organism.pauseAgent('worker');
+    await a.organism.pauseListener('worker');
     await eventually(() => b.organism.agent('worker').state === 'paused', 10_000, 'B to pause');
     await b.organism.inject('worker', { text: 'held' });
     const c = await member(config); // started while paused
     expect(c.organism.agent('worker').state).toBe('paused');
     expect(c.organism.lastRecovery?.pausedAgents).toEqual(['worker']);
     expect(ran).toEqual([]);
-    await a.organism.resumeAgent('worker');
+    await a.organism.resumeListener('worker');
     await eventually(() => ran.includes('held'), 10_000, 'the held message to run on B');
     await eventually(() => c.organism.agent('worker').state !== 'paused', 10_000, 'C to resume');
   });

@@ -3,7 +3,7 @@ import type { Reader } from './pool.js';
 import type { PgWriter } from './writer.js';
 
 /**
- * Operator state on PostgreSQL. Paused agents are read at open and kept in memory, so
+ * Operator state on PostgreSQL. Paused listeners are read at open and kept in memory, so
  * `pausedAgents` answers synchronously; `refresh` reads them again when another process of a
  * clustered organism paused or resumed one. Each change is committed through the writer, in order with the
  * other writes, and its promise resolves after the commit.

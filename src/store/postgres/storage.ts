@@ -112,7 +112,7 @@ export interface PostgresStorage {
 
 /**
  * Opens the organism's PostgreSQL database: connects, applies migrations (refusing a schema
- * from a newer organism) and loads what must answer synchronously (paused agents). Anything
+ * from a newer organism) and loads what must answer synchronously (paused listeners). Anything
  * wrong (unreachable, refused login, missing database, newer schema) is a clear StorageError
  * naming the database without its password.
  *

@@ -323,7 +323,7 @@ export class ClusterHarness {
   }
 
   /**
-   * Exactly serve's supervisor and its worker, and the two organism workers (each with what
+   * Exactly serve's supervisor and its server process, and the two organism workers (each with what
    * it runs itself): anything else was left behind by a fault.
    */
   async checkProcesses(cycle: number): Promise<void> {
@@ -344,7 +344,7 @@ export class ClusterHarness {
       strays = stray.map((p) => p.pid);
       problem = [
         ...stray.map((p) => `${p.pid} (parent ${p.ppid}, state ${p.state}): ${p.cmdline}`),
-        ...(serveChildren.length === 1 ? [] : [`${serveChildren.length} serve workers (${serveChildren.map((p) => p.pid).join(', ')})`]),
+        ...(serveChildren.length === 1 ? [] : [`${serveChildren.length} server processes of serve (${serveChildren.map((p) => p.pid).join(', ')})`]),
         ...missing.map((pid) => `organism worker ${pid} is gone`),
       ].join('; ');
       if (!problem) return;

@@ -27,8 +27,9 @@ export const Channel = {
 };
 
 /**
- * The server process's side of the channel. The supervisor's death closes it, which is how the server process
- * learns it is orphaned (Node has no parent-death signal): it then shuts down at once.
+ * The server process's side of the channel. The supervisor's death closes it, which is how the
+ * server process learns it is orphaned (Node has no parent-death signal): it then shuts down at
+ * once.
  */
 export class SupervisorChannel {
   private connectionHandler: ((socket: Socket) => void) | null = null;

@@ -4,10 +4,11 @@ import { ExitCode } from './exit-codes.js';
 import { Channel, type ServerProcessMessage } from './server-channel.js';
 
 /**
- * Exit codes that mean "the server process cannot start": restarting would fail the same way. STORAGE
- * also ends a server process whose data directory was deleted under it (after its rescue copy): the
- * supervisor exits 4 too, so the service manager sees the failure (and restarts on a fresh
- * directory by its own policy) rather than a supervisor quietly starting an empty organism.
+ * Exit codes that mean "the server process cannot start": restarting would fail the same way.
+ * STORAGE also ends a server process whose data directory was deleted under it (after its
+ * rescue copy): the supervisor exits 4 too, so the service manager sees the failure (and
+ * restarts on a fresh directory by its own policy) rather than a supervisor quietly starting an
+ * empty organism.
  */
 const FATAL_CODES = new Set<number>([ExitCode.USAGE, ExitCode.CONFIG_INVALID, ExitCode.STORAGE, ExitCode.LISTEN]);
 const CRASH_WINDOW_MS = 60_000;
@@ -23,17 +24,19 @@ export interface ListenAddress {
 
 /**
  * `organism serve` runs as a small supervisor that keeps the PID the operator started (so
- * systemd and friends keep tracking it) and runs the server in a child process, the server process. Node 20 has
- * no exec-style self-replacement (process.execve arrived in later Node versions), so a
- * graceful restart is: the server process drains and exits with RESTART, the supervisor starts a new
- * server process. SIGHUP to the supervisor asks the server process for that restart; SIGTERM/SIGINT ask it to
- * shut down. A crashing server process is restarted with backoff.
+ * systemd and friends keep tracking it) and runs the server in a child process, the server
+ * process. Node 20 has no exec-style self-replacement (process.execve arrived in later Node
+ * versions), so a graceful restart is: the server process drains and exits with RESTART, the
+ * supervisor starts a new server process. SIGHUP to the supervisor asks the server process for
+ * that restart; SIGTERM/SIGINT ask it to shut down. A crashing server process is restarted with
+ * backoff.
  *
- * The supervisor owns the listening socket, so it outlives every server process and a restart never
- * refuses a connection: each server process is handed the socket and accepts on it itself. A Node
- * process holding a listening server also accepts on it, so the supervisor passes the
- * connections it accepts to the ready server process, and holds them (paused, unread) while no server
- * process is ready: between an old server process closing and a new one listening, clients wait, never refused.
+ * The supervisor owns the listening socket, so it outlives every server process and a restart
+ * never refuses a connection: each server process is handed the socket and accepts on it
+ * itself. A Node process holding a listening server also accepts on it, so the supervisor
+ * passes the connections it accepts to the ready server process, and holds them (paused,
+ * unread) while no server process is ready: between an old server process closing and a new one
+ * listening, clients wait, never refused.
  */
 export function supervise(script: string, args: readonly string[], address: ListenAddress): Promise<number> {
   return new Promise((resolve) => {

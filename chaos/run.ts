@@ -7,8 +7,8 @@
  *   (or CHAOS_STORE, CHAOS_CYCLES, CHAOS_SEED, CHAOS_PHASES, CHAOS_TEXT; CHAOS_PORT pins the port,
  *   CHAOS_TMPFS_MB the size of the data directory's tmpfs)
  *
- * `--store postgres` is the shared mode (chaos/lib/shared.ts): `serve --handlers off` and two
- * `organism worker` processes on a fresh database of a private PostgreSQL cluster; its results
+ * `--store postgres` is cluster mode (chaos/lib/cluster.ts): `serve --handlers off` and two
+ * `organism worker` processes on a fresh database of a private PostgreSQL server; its results
  * are chaos/results/latest-postgres.{json,md}. Every cycle of both modes also sends the text
  * probes (chaos/lib/text-probe.ts).
  */
@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util';
 import { openSqliteStorage } from '../src/store/index.js';
 import { openPostgresStorage } from '../src/store/postgres/index.js';
 import { effectsOf } from '../test/scaleout/checks.js';
-import { startPrivateCluster, type PrivateCluster } from '../test/support/private-postgres.js';
+import { startPrivatePostgres, type PrivatePostgres } from '../test/support/private-postgres.js';
 import { checkDurability, type Violation } from '../test/crash/checks.js';
 import { EFFECTS_FILE, readEffects } from '../test/crash/effects.js';
 import { apiSource } from './lib/api-source.js';
@@ -34,7 +34,7 @@ import { signal } from './lib/procs.js';
 import { Random, sleep } from './lib/random.js';
 import { writeResults, type CycleRecord, type RunResult } from './lib/report.js';
 import { Serve } from './lib/server.js';
-import { LEASE_SECONDS, mismatchedConfig, RunsLog, SHARED_PHASE_WEIGHTS, SHARED_PHASES, SharedHarness } from './lib/shared.js';
+import { LEASE_SECONDS, mismatchedConfig, RunsLog, CLUSTER_PHASE_WEIGHTS, CLUSTER_PHASES, ClusterHarness } from './lib/cluster.js';
 import { TextProbe, type TextProbes } from './lib/text-probe.js';
 import { Workers } from './lib/workers.js';
 import { expectationOf, Injector, STEADY_MIX, type Accepted, type Kind } from './lib/workload.js';
@@ -44,8 +44,8 @@ const CEILING = 40_000; // max_tokens_per_thread of chaos/organism/organism.yaml
 const DRAIN_DEADLINE_MS = 30_000;
 const MAX_DETAILS = 200;
 
-/** The shared mode's steady mix: also threads of messages injected one after another (FIFO). */
-const SHARED_MIX = { chain: 70, fail: 6, budget: 10, ordered: 14 } as const;
+/** Cluster mode's steady mix: also threads of messages injected one after another (FIFO). */
+const CLUSTER_MIX = { chain: 70, fail: 6, budget: 10, ordered: 14 } as const;
 
 function options() {
   const { values } = parseArgs({
@@ -54,7 +54,7 @@ function options() {
   });
   const store = values.store ?? process.env['CHAOS_STORE'] ?? 'sqlite';
   if (store !== 'sqlite' && store !== 'postgres') throw new Error(`--store must be sqlite or postgres, not ${store}`);
-  const known: readonly string[] = store === 'postgres' ? SHARED_PHASES : PHASES;
+  const known: readonly string[] = store === 'postgres' ? CLUSTER_PHASES : PHASES;
   const cycles = Number(values.cycles ?? process.env['CHAOS_CYCLES'] ?? 1000);
   if (!Number.isInteger(cycles) || cycles < 1) throw new Error(`--cycles must be a positive integer, not ${values.cycles ?? process.env['CHAOS_CYCLES']}`);
   const seedText = values.seed ?? process.env['CHAOS_SEED'];
@@ -105,7 +105,7 @@ function commit(): string {
 
 async function main(): Promise<number> {
   const opts = options();
-  const shared = opts.store === 'postgres';
+  const clusterMode = opts.store === 'postgres';
   // What is tested is what was built at the start: the checkout may move on during a long run.
   const testedCommit = commit();
   const rng = new Random(opts.seed);
@@ -114,7 +114,7 @@ async function main(): Promise<number> {
   const runDir = mkdtempSync(path.join(os.tmpdir(), 'organism-chaos-'));
   const tmpfsRoot = path.join(runDir, 'disk');
   mkdirSync(tmpfsRoot);
-  const mounted = !shared && mountTmpfs(tmpfsRoot);
+  const mounted = !clusterMode && mountTmpfs(tmpfsRoot);
   const phases = opts.phases.filter((p) => p !== 'disk-full' || mounted);
   const notes: string[] = [];
   if (!mounted && opts.phases.includes('disk-full')) notes.push('disk-full phase skipped: mounting a tmpfs needs root (the data directory is on the ordinary disk)');
@@ -144,17 +144,17 @@ async function main(): Promise<number> {
     else if (shown === 3) process.stdout.write(`  (more ${check} violations in this cycle: see the results)\n`);
   };
 
-  // Shared mode: a private PostgreSQL cluster (its restarts must not touch the machine's server).
-  let pg: PrivateCluster | null = null;
+  // Cluster mode: a private PostgreSQL server (its restarts must not touch the machine's server).
+  let pg: PrivatePostgres | null = null;
   let storeUrl = '';
-  if (shared) {
-    pg = await startPrivateCluster();
+  if (clusterMode) {
+    pg = await startPrivatePostgres();
     pg.psql('CREATE DATABASE chaos');
     storeUrl = pg.urlFor('chaos');
     writeFileSync(runsFile, '');
   }
   const marker = path.basename(runDir);
-  const handlerEnv: Record<string, string> = shared ? { CHAOS_RUNS_FILE: runsFile, CHAOS_STORE_URL: storeUrl } : { CHAOS_EFFECTS_DB: effectsDb, CHAOS_DATA_DIR: dataDir };
+  const handlerEnv: Record<string, string> = clusterMode ? { CHAOS_RUNS_FILE: runsFile, CHAOS_STORE_URL: storeUrl } : { CHAOS_EFFECTS_DB: effectsDb, CHAOS_DATA_DIR: dataDir };
   const serve = new Serve({
     configPath,
     dataDir,
@@ -163,22 +163,22 @@ async function main(): Promise<number> {
     marker,
     logFile: path.join(runDir, 'serve.log'),
     env: handlerEnv,
-    ...(shared ? { extraArgs: ['--store', storeUrl, '--handlers', 'off', '--lease-seconds', String(LEASE_SECONDS)] } : {}),
+    ...(clusterMode ? { extraArgs: ['--store', storeUrl, '--handlers', 'off', '--lease-seconds', String(LEASE_SECONDS)] } : {}),
   });
   const injector = new Injector(serve.api, rng, (check, detail) => report(check as CheckName, detail));
   const probe = new TextProbe(serve.api, injector, rng, report, opts.text);
   if (opts.text !== 'all') notes.push(`text probes: ${opts.text} (not every case the rule covers was sent)`);
   const workers = new Workers({ storeUrl, leaseSeconds: LEASE_SECONDS, marker, logDir: runDir, env: handlerEnv });
   const otherConfigPath = path.join(runDir, 'organism-other.yaml');
-  if (shared) writeFileSync(otherConfigPath, mismatchedConfig(config));
+  if (clusterMode) writeFileSync(otherConfigPath, mismatchedConfig(config));
   const runs = new RunsLog(runsFile);
-  const sqliteHarness = shared ? null : new Harness(serve, injector, rng, report, mounted ? tmpfsRoot : null, dataDir);
-  const sharedHarness = shared
-    ? new SharedHarness({ serve, workers, pg: pg!, injector, rng, report, configPath, otherConfigPath, runs, quiesce: async () => (await injector.stop(), await probe.stop()) })
+  const sqliteHarness = clusterMode ? null : new Harness(serve, injector, rng, report, mounted ? tmpfsRoot : null, dataDir);
+  const clusterHarness = clusterMode
+    ? new ClusterHarness({ serve, workers, pg: pg!, injector, rng, report, configPath, otherConfigPath, runs, quiesce: async () => (await injector.stop(), await probe.stop()) })
     : null;
-  const harness = (sqliteHarness ?? sharedHarness)!;
-  const weights: Readonly<Record<string, number>> = shared ? SHARED_PHASE_WEIGHTS : PHASE_WEIGHTS;
-  const mix: Readonly<Record<string, number>> = shared ? SHARED_MIX : STEADY_MIX;
+  const harness = (sqliteHarness ?? clusterHarness)!;
+  const weights: Readonly<Record<string, number>> = clusterMode ? CLUSTER_PHASE_WEIGHTS : PHASE_WEIGHTS;
+  const mix: Readonly<Record<string, number>> = clusterMode ? CLUSTER_MIX : STEADY_MIX;
   const cycles: CycleRecord[] = [];
   const allAccepted: Accepted[] = [];
   const allOrdered = new Map<string, string[]>();
@@ -218,7 +218,7 @@ async function main(): Promise<number> {
     cyclesPlanned: opts.cycles,
     cyclesRun: cycles.length,
     phases,
-    command: `npm run chaos --${shared ? ' --store postgres' : ''} --cycles ${opts.cycles} --seed ${opts.seed}${opts.allPhases ? '' : ` --phases ${opts.phases.join(',')}`}${opts.text === 'all' ? '' : ` --text ${opts.text}`}`,
+    command: `npm run chaos --${clusterMode ? ' --store postgres' : ''} --cycles ${opts.cycles} --seed ${opts.seed}${opts.allPhases ? '' : ` --phases ${opts.phases.join(',')}`}${opts.text === 'all' ? '' : ` --text ${opts.text}`}`,
     faults: { ...harness.faults },
     injects: { ...injector.outcomes },
     accepted: allAccepted.length,
@@ -243,10 +243,10 @@ async function main(): Promise<number> {
   }
 
   process.stdout.write(
-    `organism chaos (${opts.store}): ${opts.cycles} cycles, seed ${opts.seed}, phases ${phases.join(',')}, ${shared ? `database ${storeUrl}, lease ${LEASE_SECONDS} s` : `data ${dataDir}${mounted ? ' (tmpfs)' : ''}`}, log ${serve.settings.logFile}\n`,
+    `organism chaos (${opts.store}): ${opts.cycles} cycles, seed ${opts.seed}, phases ${phases.join(',')}, ${clusterMode ? `database ${storeUrl}, lease ${LEASE_SECONDS} s` : `data ${dataDir}${mounted ? ' (tmpfs)' : ''}`}, log ${serve.settings.logFile}\n`,
   );
   try {
-    if (sharedHarness) await sharedHarness.startAll();
+    if (clusterHarness) await clusterHarness.startAll();
     else await sqliteHarness!.startServe('the first start');
     const order = rng.shuffle(phases);
     for (cycle = 1; cycle <= opts.cycles; cycle++) {
@@ -254,7 +254,7 @@ async function main(): Promise<number> {
       const live = phases.filter((p) => !(harness.disabled as Set<string>).has(p));
       if (live.length === 0) throw new Fatal('every selected phase was switched off');
       const draw = () => rng.weighted(Object.fromEntries(live.map((p) => [p, weights[p]!])));
-      const mayKillWorker = () => sqliteHarness?.mayKillWorker() ?? true;
+      const mayKillWorker = () => sqliteHarness?.mayKillServerProcess() ?? true;
       let next = order.length ? order.shift()! : draw();
       while ((harness.disabled as Set<string>).has(next)) next = draw();
       while (next === 'kill-worker' && !mayKillWorker() && live.length > 1) next = draw();
@@ -269,7 +269,7 @@ async function main(): Promise<number> {
       loads.push(os.loadavg()[0]!);
       await sleep(rng.int(150, 400));
       const f0 = performance.now();
-      await (sharedHarness ? sharedHarness.run(next as (typeof SHARED_PHASES)[number]) : sqliteHarness!.run(next as Phase));
+      await (clusterHarness ? clusterHarness.run(next as (typeof CLUSTER_PHASES)[number]) : sqliteHarness!.run(next as Phase));
       harness.time('cycle step: the fault until serving again (ms)', performance.now() - f0);
       await sleep(rng.int(100, 250));
       const i0 = performance.now();
@@ -277,18 +277,18 @@ async function main(): Promise<number> {
       await probe.stop();
       harness.time('cycle step: the injectors\' last requests (ms)', performance.now() - i0);
       const s0 = performance.now();
-      await settle(serve, report, sharedHarness ? () => restartWorkers(sharedHarness) : () => sqliteHarness!.killGroup(), cycle);
+      await settle(serve, report, clusterHarness ? () => restartWorkers(clusterHarness) : () => sqliteHarness!.killGroup(), cycle);
       harness.time('cycle step: settle, until the journal is quiet (ms)', performance.now() - s0);
       const k0 = performance.now();
-      if (sharedHarness) {
-        await sharedHarness.checkWorkers();
-        await sharedHarness.checkProcesses(cycle);
+      if (clusterHarness) {
+        await clusterHarness.checkWorkers();
+        await clusterHarness.checkProcesses(cycle);
       } else await checkProcesses(serve, report, cycle);
       await probe.verify();
       const found = await checkDurability({
         source: apiSource(serve.api),
-        effects: sharedHarness
-          ? sharedHarness.logChecks(injector.ordered)
+        effects: clusterHarness
+          ? clusterHarness.logChecks(injector.ordered)
           : readEffects(
               effectsDb,
               injector.accepted.map((a) => a.threadId),
@@ -309,7 +309,7 @@ async function main(): Promise<number> {
       process.stdout.write(`cycle ${cycle}/${opts.cycles} ${phase}: ${record.seconds.toFixed(1)} s, ${record.accepted} accepted, ${after} violations so far\n`);
     }
     phase = 'final stop';
-    if (sharedHarness) await sharedHarness.stopAll();
+    if (clusterHarness) await clusterHarness.stopAll();
     else {
       const exited = serve.current!.exited;
       signal(serve.supervisorPid, 'SIGTERM');
@@ -323,7 +323,7 @@ async function main(): Promise<number> {
 
     phase = 'final checks';
     const expectations = allAccepted.filter((a) => !harness.quarantined.has(a.threadId)).map(expectationOf);
-    if (shared) {
+    if (clusterMode) {
       const storage = await openPostgresStorage({ url: storeUrl });
       try {
         const found = await checkDurability({ source: storage, effects: effectsOf(runs.read()), expectations, oneCallAgents: ONE_CALL_AGENTS, ceiling: () => CEILING });
@@ -359,10 +359,10 @@ async function main(): Promise<number> {
 }
 
 /**
- * Shared mode's recovery of a stuck journal: both workers stopped gracefully (what they hold is
+ * Cluster mode's recovery of a stuck journal: both workers stopped gracefully (what they hold is
  * given back) and started again.
  */
-async function restartWorkers(h: SharedHarness): Promise<void> {
+async function restartWorkers(h: ClusterHarness): Promise<void> {
   for (const w of [...h.d.workers.live]) {
     signal(w.pid, 'SIGTERM');
     const e = await Promise.race([w.exited, sleep(30_000).then(() => null)]);

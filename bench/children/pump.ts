@@ -83,9 +83,9 @@ async function organismIn(input: PumpInput): Promise<Organism> {
   const loaded = chainOrganism(HOPS, { maxQueue: 10_000, ...(input.limits ?? {}) });
   if (input.memory) return new Organism(loaded);
   if (input.postgresUrl) {
-    // Loaded only for a PostgreSQL round; shared mode (claims, leases), as `organism serve --store` runs it.
+    // Loaded only for a PostgreSQL round; cluster mode (claims, leases), as `organism serve --store` runs it.
     const { openPostgresStorage } = await import('../../src/store/postgres/index.js');
-    const storage = await openPostgresStorage({ url: input.postgresUrl, shared: { kind: 'serve', handlers: true, maxAttempts: loaded.config.journal.maxAttempts } });
+    const storage = await openPostgresStorage({ url: input.postgresUrl, cluster: { kind: 'serve', handlers: true, maxAttempts: loaded.config.journal.maxAttempts } });
     return new Organism(loaded, { storage });
   }
   return new Organism(loaded, { storage: openSqliteStorage({ dataDir: input.dataDir }) });
@@ -233,7 +233,7 @@ async function steady(input: PumpInput): Promise<SteadyResult> {
   // Warm up the JIT and the database briefly, unmeasured.
   await injectAll(organism, 'hop1', 2_000);
   await until(() => organism.activeThreads === 0, 60_000, 'warm-up to settle');
-  // Shared mode (PostgreSQL) keeps waiting work in the database, not in the process: the
+  // Cluster mode (PostgreSQL) keeps waiting work in the database, not in the process: the
   // warm-up has settled when the journal has none left (else the steady part measures its backlog).
   for (let deadline = performance.now() + 600_000; ; ) {
     const { counts } = await organism.storage.journal.stats();

@@ -6,7 +6,7 @@
  *           `serve` elsewhere) hears them. Reports the events/s the pump emits, the events/s
  *           the other side receives, how long after the pump finished the last one arrived,
  *           events per NOTIFY statement and drops. Once on the SQLite store (the pump's
- *           fastest, the worst case for NOTIFY) and once on PostgreSQL (shared mode's store).
+ *           fastest, the worst case for NOTIFY) and once on PostgreSQL (cluster mode's store).
  *   flood:  NOTIFY alone: E events published as fast as the publisher takes them; the
  *           receiving side's rate is what NOTIFY carries at most here.
  *

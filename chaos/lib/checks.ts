@@ -9,10 +9,10 @@ export const CHECKS = {
   'usage-totals': 'billing totals (all, per org) equal the sum of the persisted usage events',
   'thread-budget': 'no thread spent more tokens than its ceiling',
   'paused-stays-paused': 'a paused agent is still paused after a restart or crash, and ran nothing it held',
-  'no-process-left': 'exactly the expected processes while serving (SQLite: one supervisor and one worker; shared: serve\'s supervisor and worker, two organism workers); nothing left after a kill or the final stop',
-  'worker-dies-with-supervisor': 'the worker exits within 2 s when its supervisor is SIGKILLed',
+  'no-process-left': 'exactly the expected processes while serving (SQLite: one supervisor and its server process; cluster mode: serve\'s supervisor and server process, two organism workers); nothing left after a kill or the final stop',
+  'worker-dies-with-supervisor': 'the server process exits within 2 s when its supervisor is SIGKILLed',
   'restart-not-refused': 'a new organism serve right after a kill starts at once (never refused, e.g. by a stale lock)',
-  'no-refused-connection': 'no connection refused while the supervisor runs (restarts, worker crashes, SIGSTOP)',
+  'no-refused-connection': 'no connection refused while the supervisor runs (restarts, server process crashes, SIGSTOP)',
   'back-in-service': 'after every fault the organism serves again within its deadline',
   'no-5xx': 'no inject answered 5xx other than 503/507',
   'clear-refusals': 'every 503/507 refusal carries Retry-After',
@@ -32,11 +32,11 @@ export const CHECKS = {
 
 export type CheckName = keyof typeof CHECKS;
 
-const SHARED_ONLY: readonly CheckName[] = ['claimed-once', 'rerun-only-after-kill', 'attempts-increase', 'thread-fifo', 'workers-ride-out', 'config-mismatch-refused'];
+const CLUSTER_ONLY: readonly CheckName[] = ['claimed-once', 'rerun-only-after-kill', 'attempts-increase', 'thread-fifo', 'workers-ride-out', 'config-mismatch-refused'];
 const SQLITE_ONLY: readonly CheckName[] = ['worker-dies-with-supervisor', 'disk-full-answered', 'hostile-reply-bounded'];
 
 /** The checks a run on this store makes (the report lists exactly these). */
 export function checksOf(store: 'sqlite' | 'postgres'): CheckName[] {
-  const skip = store === 'sqlite' ? SHARED_ONLY : SQLITE_ONLY;
+  const skip = store === 'sqlite' ? CLUSTER_ONLY : SQLITE_ONLY;
   return (Object.keys(CHECKS) as CheckName[]).filter((k) => !skip.includes(k));
 }

@@ -30,10 +30,10 @@ export const PHASE_WEIGHTS: Readonly<Record<Phase, number>> = {
   'hostile-reply': 1,
 };
 
-/** The supervisor gives up after 5 worker crashes within a minute (by design): stay under it. */
-const WORKER_KILLS_PER_MINUTE = 3;
+/** The supervisor gives up after 5 server process crashes within a minute (by design): stay under it. */
+const SERVER_PROCESS_KILLS_PER_MINUTE = 3;
 const SERVE_DEADLINE_MS = 30_000;
-const WORKER_EXIT_BOUND_MS = 2_000;
+const SERVER_PROCESS_EXIT_BOUND_MS = 2_000;
 const HEALTH_BOUND_MS = 3_000;
 const HOSTILE_DEADLINE_MS = 60_000;
 
@@ -67,7 +67,7 @@ export type Reporter = (check: CheckName, detail: string) => void;
 export class Harness {
   readonly faults: Record<string, number> = {};
   readonly timings: Record<string, number[]> = {};
-  private workerKills: number[] = [];
+  private serverProcessKills: number[] = [];
   cycle = 0;
   /** Phases switched off for the rest of the run (their fault would stop it). */
   readonly disabled = new Set<Phase>();
@@ -92,11 +92,11 @@ export class Harness {
     (this.timings[what] ??= []).push(ms);
   }
 
-  /** Whether killing the worker now keeps the supervisor under its crash-loop limit. */
-  mayKillWorker(): boolean {
+  /** Whether killing the server process now keeps the supervisor under its crash-loop limit. */
+  mayKillServerProcess(): boolean {
     const now = Date.now();
-    this.workerKills = this.workerKills.filter((t) => t > now - 61_000);
-    return this.workerKills.length < WORKER_KILLS_PER_MINUTE;
+    this.serverProcessKills = this.serverProcessKills.filter((t) => t > now - 61_000);
+    return this.serverProcessKills.length < SERVER_PROCESS_KILLS_PER_MINUTE;
   }
 
   async run(phase: Phase): Promise<void> {
@@ -157,7 +157,7 @@ export class Harness {
       }
       await sleep(25);
     }
-    this.report('back-in-service', `cycle ${this.cycle}: no new worker served within ${SERVE_DEADLINE_MS / 1000} s after ${what}`);
+    this.report('back-in-service', `cycle ${this.cycle}: no new server process served within ${SERVE_DEADLINE_MS / 1000} s after ${what}`);
     throw new Fatal(`the organism did not come back after ${what}`);
   }
 
@@ -177,24 +177,24 @@ export class Harness {
 
   async killWorker(): Promise<void> {
     const boot = await this.serve.bootId();
-    const worker = this.serve.workerPid();
-    if (worker === null) throw new Fatal('no worker process to kill');
-    this.workerKills.push(Date.now());
-    signal(worker, 'SIGKILL');
-    await this.backInService(boot, 'SIGKILL of the worker');
+    const serverProcess = this.serve.serverProcessPid();
+    if (serverProcess === null) throw new Fatal('no server process to kill');
+    this.serverProcessKills.push(Date.now());
+    signal(serverProcess, 'SIGKILL');
+    await this.backInService(boot, 'SIGKILL of the server process');
   }
 
   async killSupervisor(): Promise<void> {
-    const worker = this.serve.workerPid();
+    const serverProcess = this.serve.serverProcessPid();
     const exited = this.serve.current!.exited;
     this.injector.refusalAllowed = true;
     signal(this.serve.supervisorPid, 'SIGKILL');
     await exited;
-    if (worker !== null) {
-      const took = await Serve.waitGone([worker], WORKER_EXIT_BOUND_MS);
+    if (serverProcess !== null) {
+      const took = await Serve.waitGone([serverProcess], SERVER_PROCESS_EXIT_BOUND_MS);
       if (took === null) {
         const left = await this.killLeftovers();
-        this.report('worker-dies-with-supervisor', `cycle ${this.cycle}: worker ${worker} still running ${WORKER_EXIT_BOUND_MS / 1000} s after its supervisor was SIGKILLed (killed by the harness: ${left.join(', ')})`);
+        this.report('worker-dies-with-supervisor', `cycle ${this.cycle}: server process ${serverProcess} still running ${SERVER_PROCESS_EXIT_BOUND_MS / 1000} s after its supervisor was SIGKILLed (killed by the harness: ${left.join(', ')})`);
       } else {
         this.time('worker exit after supervisor SIGKILL (ms)', took);
       }
@@ -204,12 +204,12 @@ export class Harness {
   }
 
   async stopWorker(): Promise<void> {
-    const worker = this.serve.workerPid();
-    if (worker === null) throw new Fatal('no worker process to stop');
+    const serverProcess = this.serve.serverProcessPid();
+    if (serverProcess === null) throw new Fatal('no server process to stop');
     const ms = this.rng.int(1_000, 3_000);
-    signal(worker, 'SIGSTOP');
+    signal(serverProcess, 'SIGSTOP');
     await sleep(ms);
-    signal(worker, 'SIGCONT');
+    signal(serverProcess, 'SIGCONT');
     const t0 = performance.now();
     while (!(await this.serve.healthy(2_000))) {
       if (performance.now() - t0 > SERVE_DEADLINE_MS) {
@@ -240,7 +240,7 @@ export class Harness {
     await this.backInService(boot, 'POST /organism/restart');
   }
 
-  /** A storm's last SIGHUP may land on the new worker: wait until one boot keeps serving. */
+  /** A storm's last SIGHUP may land on the new server process: wait until one boot keeps serving. */
   private async settleRestarts(): Promise<void> {
     let boot = await this.serve.bootId();
     const t0 = performance.now();
@@ -263,7 +263,7 @@ export class Harness {
       'api-restart': () => this.apiRestart(),
       'kill-group': () => this.killGroup(),
       'kill-supervisor': () => this.killSupervisor(),
-      ...(this.mayKillWorker() ? { 'kill-worker': () => this.killWorker() } : {}),
+      ...(this.mayKillServerProcess() ? { 'kill-worker': () => this.killWorker() } : {}),
     };
     const way = await pausedThroughFault({ api: this.serve.api, injector: this.injector, rng: this.rng, report: this.report, cycle: this.cycle }, ways);
     this.count(`paused-restart via ${way}`);

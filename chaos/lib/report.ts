@@ -56,7 +56,7 @@ function summary(values: readonly number[], digits = 0): string {
 export function markdown(r: RunResult): string {
   const violationCount = Object.values(r.checks).reduce((a, b) => a + b, 0);
   const lines = [
-    `# Chaos run (${r.store === 'postgres' ? 'shared mode: PostgreSQL, serve --handlers off and two organism workers' : 'SQLite'})`,
+    `# Chaos run (${r.store === 'postgres' ? 'cluster mode: PostgreSQL, serve --handlers off and two organism workers' : 'SQLite'})`,
     '',
     `**${r.green ? 'GREEN' : r.complete ? 'RED' : violationCount ? 'RED (incomplete)' : 'INCOMPLETE'}**: ${n(r.cyclesRun)} of ${n(r.cyclesPlanned)} cycles, ${n(violationCount)} violations${r.fatal ? `, stopped early: ${r.fatal}` : ''}${r.complete ? '' : ' (the run had not finished when this was written)'}.`,
     '',

@@ -19,7 +19,7 @@ export interface ServeSettings {
   readonly marker: string;
   readonly logFile: string;
   readonly env: Readonly<Record<string, string>>;
-  /** More arguments of `serve` (shared mode: --store, --handlers off, --lease-seconds). */
+  /** More arguments of `serve` (cluster mode: --store, --handlers off, --lease-seconds). */
   readonly extraArgs?: readonly string[];
 }
 
@@ -90,13 +90,13 @@ export class Serve {
     return a.ok && a.status === 200;
   }
 
-  /** The bootId of the worker serving now, or null. */
+  /** The bootId of the server process serving now, or null. */
   async bootId(): Promise<string | null> {
     const a = await this.api.request('GET', '/api/v1/organism', undefined, 2_000);
     return a.ok && a.status === 200 ? ((a.body as { bootId?: string }).bootId ?? null) : null;
   }
 
-  /** Waits until a worker other than `previousBootId` serves. */
+  /** Waits until a server process other than `previousBootId` serves. */
   async waitForNewBoot(previousBootId: string | null, deadlineMs: number): Promise<boolean> {
     const t0 = performance.now();
     while (performance.now() - t0 < deadlineMs) {
@@ -107,21 +107,21 @@ export class Serve {
     return false;
   }
 
-  /** The organism's processes now (supervisor, workers, and anything they left behind). */
+  /** The organism's processes now (supervisor, server processes, and anything they left behind). */
   processes(): Proc[] {
     return markedProcesses(this.settings.marker);
   }
 
-  /** The worker: a marked child of the supervisor. */
-  workerPid(): number | null {
+  /** The server process: a marked child of the supervisor. */
+  serverProcessPid(): number | null {
     const sup = this.supervisorPid;
     return this.processes().find((p) => p.ppid === sup && p.cmdline.includes(' serve '))?.pid ?? null;
   }
 
-  async waitForWorker(deadlineMs: number, not?: number | null): Promise<number | null> {
+  async waitForServerProcess(deadlineMs: number, not?: number | null): Promise<number | null> {
     const t0 = performance.now();
     while (performance.now() - t0 < deadlineMs) {
-      const pid = this.workerPid();
+      const pid = this.serverProcessPid();
       if (pid !== null && pid !== not) return pid;
       await sleep(20);
     }

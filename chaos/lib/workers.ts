@@ -1,5 +1,5 @@
 /**
- * `organism worker` processes of the shared mode, from the built CLI, each in its own process
+ * `organism worker` processes of cluster mode, from the built CLI, each in its own process
  * group with the run's marker in its environment (so a leftover is found wherever it went).
  */
 import { spawn, type ChildProcess } from 'node:child_process';

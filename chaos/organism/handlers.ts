@@ -1,6 +1,6 @@
 /**
  * Code handlers of the chaos workload, loaded by every process that runs handlers (`serve`'s
- * worker on SQLite; the `organism worker` processes in shared mode). Each run is recorded with
+ * worker on SQLite; the `organism worker` processes in cluster mode). Each run is recorded with
  * whether the journal already had the delivery ACKED when the handler started; sink's side
  * effect is deduplicated by ctx.messageId.
  *
@@ -101,7 +101,7 @@ export const sink: Handler = async (_payload, ctx) => {
   record.end('sink', ctx);
 };
 
-/** Messages injected one after another into one thread: their order is checked (shared mode). */
+/** Messages injected one after another into one thread: their order is checked (cluster mode). */
 export const ordered: Handler = async (payload, ctx) => {
   const seq = Number(payload['seq']);
   await record.start('ordered', ctx, seq);

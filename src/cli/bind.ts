@@ -2,7 +2,7 @@ import { ExitCode } from './exit-codes.js';
 
 /**
  * What `organism serve` checks before it loads anything: kept apart from serve.ts so the
- * supervisor, which only owns the socket and restarts workers, does not load the whole server.
+ * supervisor, which only owns the socket and restarts the server process, does not load the whole server.
  */
 export class ServeError extends Error {
   constructor(

@@ -13,6 +13,6 @@ export const ExitCode = {
   LISTEN: 5,
   /** `run --once`: a thread it started ended in `error` or was killed. */
   THREAD_FAILED: 6,
-  /** Internal: a worker asks its supervisor for a restart. */
+  /** Internal: a server process asks its supervisor for a restart. */
   RESTART: 75,
 } as const;

@@ -5,11 +5,11 @@ import { VERSION } from '../version.js';
 import { checkBindable, ServeError } from './bind.js';
 import { ExitCode } from './exit-codes.js';
 import { portOption, secondsOption } from './options.js';
-import { supervise, WORKER_ENV } from './supervisor.js';
-import { concurrencyOption, LEASE_ENV, leaseOption } from './shared-options.js';
+import { supervise, SERVER_PROCESS_ENV } from './supervisor.js';
+import { concurrencyOption, LEASE_ENV, leaseOption } from './cluster-options.js';
 
 // Each command loads its modules when it runs: the supervisor of `serve` only owns the socket
-// and restarts workers, and loading the whole server (Fastify, SQLite, telemetry, the MCP SDK)
+// and restarts the server process, and loading the whole server (Fastify, SQLite, telemetry, the MCP SDK)
 // there too cost a full second of CPU at every start.
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -61,8 +61,8 @@ program
   .option('--lease-seconds <seconds>', `PostgreSQL store: a process silent this long has its deliveries taken over (default: $${LEASE_ENV}, else 30)`, leaseOption)
   .addOption(logLevel())
   .action(async (config: string | undefined, opts) => {
-    const worker = process.env[WORKER_ENV] === '1' || opts.supervisor === false;
-    if (!worker) {
+    const serverProcess = process.env[SERVER_PROCESS_ENV] === '1' || opts.supervisor === false;
+    if (!serverProcess) {
       try {
         checkBindable(opts.host, opts.auth);
       } catch (err) {
@@ -70,8 +70,8 @@ program
       }
       process.exit(await supervise(fileURLToPath(import.meta.url), process.argv.slice(2), { port: opts.port, host: opts.host }));
     }
-    const supervised = process.env[WORKER_ENV] === '1';
-    // Until the server installs its own handlers (its boot takes a while): a worker whose
+    const supervised = process.env[SERVER_PROCESS_ENV] === '1';
+    // Until the server installs its own handlers (its boot takes a while): a server process whose
     // supervisor is gone must not finish booting and serve on its own, and a SIGHUP meant for
     // the supervisor (a hangup of the whole process group) must not kill it.
     const orphaned = () => process.exit(ExitCode.FAILURE);
@@ -82,10 +82,10 @@ program
       process.on('SIGHUP', ignore);
     }
     try {
-      const { serveWorker } = await import('./serve.js');
+      const { serveProcess } = await import('./serve.js');
       process.off('disconnect', orphaned);
       process.exit(
-        await serveWorker(config, {
+        await serveProcess(config, {
           port: opts.port,
           host: opts.host,
           dataDir: opts.dataDir,
@@ -94,7 +94,7 @@ program
           auth: opts.auth,
           drainTimeoutMs: opts.drainTimeout * 1000,
           ...(opts.demoTraffic !== undefined ? { demoTrafficMs: (opts.demoTraffic === true ? 3 : opts.demoTraffic) * 1000 } : {}),
-          shared: { handlers: opts.handlers, concurrency: opts.concurrency, name: opts.name, leaseSeconds: opts.leaseSeconds },
+          cluster: { handlers: opts.handlers, concurrency: opts.concurrency, name: opts.name, leaseSeconds: opts.leaseSeconds },
         }),
       );
     } catch (err) {
@@ -104,7 +104,7 @@ program
 
 program
   .command('worker')
-  .description('run handlers only (no HTTP) for an organism on a shared PostgreSQL store; any number of them, on any machine')
+  .description('run handlers only (no HTTP) for an organism in cluster mode (one PostgreSQL store); any number of them, on any machine')
   .argument('[config]', 'organism.yaml (default: ./organism.yaml, else the bundled demo); the one the serve processes run')
   .option('--store <url>', 'the organism\'s PostgreSQL database (postgres://user@host/db; default: $ORGANISM_STORE)')
   .option('--concurrency <n>', 'handlers this process runs at once at most (default: limits.max_concurrent_handlers)', concurrencyOption)

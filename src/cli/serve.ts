@@ -8,7 +8,7 @@ import { consoleBuilt } from '../service/console.js';
 import { resolveTracing, traceLogFields } from '../telemetry/settings.js';
 import { bootOrganism } from '../organism/boot.js';
 import { resolveStore } from './store-option.js';
-import { resolveShared, type SharedFlags } from './shared-options.js';
+import { resolveCluster, type ClusterFlags } from './cluster-options.js';
 import { createLogger, type LogLevel } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import { resolveConfigPath, resolveDataDir } from './config-path.js';
@@ -16,8 +16,8 @@ import { startDemoTraffic, type DemoTraffic } from './demo-traffic.js';
 import { checkBindable, ServeError } from './bind.js';
 import { ExitCode } from './exit-codes.js';
 import { resolveTokens } from './tokens.js';
-import { WORKER_ENV } from './supervisor.js';
-import { SupervisorChannel } from './worker-channel.js';
+import { SERVER_PROCESS_ENV } from './supervisor.js';
+import { SupervisorChannel } from './server-channel.js';
 import { ensurePrivateDir, openToOthers } from '../util/private-files.js';
 
 export { checkBindable, ServeError };
@@ -34,12 +34,12 @@ export interface ServeOptions {
   /** Inject a demo question every this many ms (`--demo-traffic`); omitted: no demo traffic. */
   readonly demoTrafficMs?: number;
   /** `--handlers`, `--concurrency`, `--name`, `--lease-seconds` (PostgreSQL store only). */
-  readonly shared?: SharedFlags;
+  readonly cluster?: ClusterFlags;
 }
 
 /** Open connections may finish their requests this long once the organism has drained. */
 const CONNECTION_GRACE_MS = 2_000;
-/** An orphaned worker (its supervisor died) drains this long, and is gone within ORPHAN_EXIT_MS. */
+/** An orphaned server process (its supervisor died) drains this long, and is gone within ORPHAN_EXIT_MS. */
 const ORPHAN_DRAIN_MS = 1_000;
 const ORPHAN_EXIT_MS = 1_800;
 
@@ -49,14 +49,14 @@ const ORPHAN_EXIT_MS = 1_800;
  * POST /organism/restart (exit RESTART for the supervisor). Under a supervisor it serves on
  * the supervisor's listening socket, and exits within ORPHAN_EXIT_MS if the supervisor dies.
  */
-export async function serveWorker(configArg: string | undefined, options: ServeOptions): Promise<number> {
+export async function serveProcess(configArg: string | undefined, options: ServeOptions): Promise<number> {
   const { path, isDemo } = resolveConfigPath(configArg);
   // Lines written inside a delivery carry its trace_id and span_id (none when tracing is off).
   const logger = createLogger(options.logLevel, 'organism', traceLogFields);
   checkBindable(options.host, options.auth);
   const supervisor = SupervisorChannel.connect();
   // Started by a supervisor that is gone already: serving alone would outlive it.
-  if (!supervisor && process.env[WORKER_ENV] === '1') throw new ServeError('the supervisor is gone; not starting', ExitCode.FAILURE);
+  if (!supervisor && process.env[SERVER_PROCESS_ENV] === '1') throw new ServeError('the supervisor is gone; not starting', ExitCode.FAILURE);
   let orphaned: (() => void) | null = null;
   supervisor?.onDisconnect(() => {
     logger.warn('the supervisor is gone; shutting down');
@@ -83,18 +83,18 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     );
   }
   let store;
-  let shared;
+  let cluster;
   try {
     store = resolveStore(options.store);
-    shared = resolveShared('serve', store, options.shared ?? {});
+    cluster = resolveCluster('serve', store, options.cluster ?? {});
   } catch (err) {
     throw new ServeError((err as Error).message, ExitCode.USAGE);
   }
   const storageFailed = (err: unknown) => new ServeError((err as Error).message, ExitCode.STORAGE);
-  // Shared mode: the database is the work queue of every serve and worker process.
+  // Cluster mode: the database is the work queue of every serve and worker process.
   const { organism, where } = await bootOrganism({
     config: loaded,
-    store: store.kind === 'postgres' ? { kind: 'postgres', url: store.url, shared: shared! } : { kind: 'sqlite', dataDir },
+    store: store.kind === 'postgres' ? { kind: 'postgres', url: store.url, cluster: cluster! } : { kind: 'sqlite', dataDir },
     role: 'serve',
     logger,
     storeFailed: storageFailed,
@@ -102,7 +102,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
   const storage = organism.storage;
   let storeLabel = dataDir;
   if (store.kind === 'postgres') {
-    storeLabel = `${where}${shared!.handlers ? '' : ' (API only: --handlers off)'}`;
+    storeLabel = `${where}${cluster!.handlers ? '' : ' (API only: --handlers off)'}`;
     try {
       ensurePrivateDir(dataDir); // the generated token's home
     } catch (err) {
@@ -171,7 +171,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     ...(options.auth ? { resolveTokens: (config: OrganismConfig) => resolveTokens(config, dataDir) } : {}),
     closing: () => closing,
   });
-  // A reload followed from another serve of a shared organism (not through this process's
+  // A reload followed from another serve of a clustered organism (not through this process's
   // POST /organism/reload, which sets them itself) changes this one's tokens too: a token
   // revoked there must not go on working here.
   if (options.auth) {
@@ -193,7 +193,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
   // once, and would otherwise share the event loop with building it (bench scenario 5).
   await organism.start();
   // Installed once listening and before the supervisor hears "ready": it passes on a SIGHUP
-  // that came during the boot as soon as it does, and the worker must not miss that one.
+  // that came during the boot as soon as it does, and the server process must not miss that one.
   const handleSignals = () => {
     process.on('SIGTERM', () => void shutdown(ExitCode.OK));
     process.on('SIGINT', () => void shutdown(ExitCode.OK));

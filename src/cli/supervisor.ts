@@ -1,19 +1,21 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { createServer, type Server, type Socket } from 'node:net';
 import { ExitCode } from './exit-codes.js';
-import { Channel, type WorkerMessage } from './worker-channel.js';
+import { Channel, type ServerProcessMessage } from './server-channel.js';
 
 /**
- * Exit codes that mean "the worker cannot start": restarting would fail the same way. STORAGE
- * also ends a worker whose data directory was deleted under it (after its rescue copy): the
- * supervisor exits 4 too, so the service manager sees the failure (and restarts on a fresh
- * directory by its own policy) rather than a supervisor quietly starting an empty organism.
+ * Exit codes that mean "the server process cannot start": restarting would fail the same way.
+ * STORAGE also ends a server process whose data directory was deleted under it (after its
+ * rescue copy): the supervisor exits 4 too, so the service manager sees the failure (and
+ * restarts on a fresh directory by its own policy) rather than a supervisor quietly starting an
+ * empty organism.
  */
 const FATAL_CODES = new Set<number>([ExitCode.USAGE, ExitCode.CONFIG_INVALID, ExitCode.STORAGE, ExitCode.LISTEN]);
 const CRASH_WINDOW_MS = 60_000;
 const MAX_CRASHES = 5;
 
-export const WORKER_ENV = 'ORGANISM_SERVE_WORKER';
+/** Set (to '1') in the server process's environment; the variable keeps its first name. */
+export const SERVER_PROCESS_ENV = 'ORGANISM_SERVE_WORKER';
 
 export interface ListenAddress {
   readonly port: number;
@@ -22,32 +24,34 @@ export interface ListenAddress {
 
 /**
  * `organism serve` runs as a small supervisor that keeps the PID the operator started (so
- * systemd and friends keep tracking it) and runs the server in a worker process. Node 20 has
- * no exec-style self-replacement (process.execve arrived in later Node versions), so a
- * graceful restart is: the worker drains and exits with RESTART, the supervisor starts a new
- * worker. SIGHUP to the supervisor asks the worker for that restart; SIGTERM/SIGINT ask it to
- * shut down. A crashing worker is restarted with backoff.
+ * systemd and friends keep tracking it) and runs the server in a child process, the server
+ * process. Node 20 has no exec-style self-replacement (process.execve arrived in later Node
+ * versions), so a graceful restart is: the server process drains and exits with RESTART, the
+ * supervisor starts a new server process. SIGHUP to the supervisor asks the server process for
+ * that restart; SIGTERM/SIGINT ask it to shut down. A crashing server process is restarted with
+ * backoff.
  *
- * The supervisor owns the listening socket, so it outlives every worker and a restart never
- * refuses a connection: each worker is handed the socket and accepts on it itself. A Node
- * process holding a listening server also accepts on it, so the supervisor passes the
- * connections it accepts to the ready worker, and holds them (paused, unread) while no worker
- * is ready: between an old worker closing and a new one listening, clients wait, never refused.
+ * The supervisor owns the listening socket, so it outlives every server process and a restart
+ * never refuses a connection: each server process is handed the socket and accepts on it
+ * itself. A Node process holding a listening server also accepts on it, so the supervisor
+ * passes the connections it accepts to the ready server process, and holds them (paused,
+ * unread) while no server process is ready: between an old server process closing and a new one
+ * listening, clients wait, never refused.
  */
 export function supervise(script: string, args: readonly string[], address: ListenAddress): Promise<number> {
   return new Promise((resolve) => {
-    let worker: ChildProcess | null = null;
+    let serverProcess: ChildProcess | null = null;
     let ready = false;
-    /** The worker said it is closing: the next one reads the config afresh. */
+    /** The server process said it is closing: the next one reads the config afresh. */
     let closing = false;
-    /** The worker has begun reading the config (it said so). */
+    /** The server process has begun reading the config (it said so). */
     let loading = false;
-    /** A SIGHUP came while the worker was loading: it restarts once it serves. */
+    /** A SIGHUP came while the server process was loading: it restarts once it serves. */
     let hupPending = false;
     let stopping = false;
     const crashes: number[] = [];
     const held: Socket[] = [];
-    /** Connections sent to a worker that it has not yet said it took, by hand-over id. */
+    /** Connections sent to a server process that it has not yet said it took, by hand-over id. */
     const passing = new Map<number, { socket: Socket; owner: ChildProcess }>();
     let lastId = 0;
 
@@ -65,7 +69,7 @@ export function supervise(script: string, args: readonly string[], address: List
         const i = held.indexOf(socket);
         if (i >= 0) held.splice(i, 1);
       });
-      // Held while a worker is ready (a hand-over failed as workers changed): try again shortly,
+      // Held while a server process is ready (a hand-over failed as server processes changed): try again shortly,
       // or the client would wait, unanswered, until the next restart's flush.
       if (ready && !retry) {
         retry = setTimeout(() => {
@@ -75,16 +79,16 @@ export function supervise(script: string, args: readonly string[], address: List
       }
     };
     const pass = (socket: Socket) => {
-      const current = worker;
+      const current = serverProcess;
       if (!current || !ready || !current.connected) return hold(socket);
       const id = ++lastId;
       passing.set(id, { socket, owner: current });
-      // keepOpen: the supervisor closes its copy only when the worker says it took the
+      // keepOpen: the supervisor closes its copy only when the server process says it took the
       // connection (organism:taken). Node's own hand-over never closes the parent's copy when
-      // the worker dies first (the client then waits with nobody to answer), and closing it as
-      // soon as the message is written loses a connection still in the channel when the worker
+      // the server process dies first (the client then waits with nobody to answer), and closing it as
+      // soon as the message is written loses a connection still in the channel when the server process
       // exits (the kernel drops it: the client gets ECONNRESET, seen during graceful restarts).
-      current.send({ type: 'organism:connection', id } satisfies WorkerMessage, socket, { keepOpen: true }, (err) => {
+      current.send({ type: 'organism:connection', id } satisfies ServerProcessMessage, socket, { keepOpen: true }, (err) => {
         if (!err) return;
         passing.delete(id);
         hold(socket);
@@ -97,8 +101,8 @@ export function supervise(script: string, args: readonly string[], address: List
       handed.socket.destroy();
     };
     /**
-     * Connections a dead worker never took (still in the channel, or queued by Node behind a
-     * handle awaiting its ACK, which Node drops without a callback) go to the next worker:
+     * Connections a dead server process never took (still in the channel, or queued by Node behind a
+     * handle awaiting its ACK, which Node drops without a callback) go to the next server process:
      * nothing was read from them.
      */
     const reclaim = (child: ChildProcess) => {
@@ -117,17 +121,17 @@ export function supervise(script: string, args: readonly string[], address: List
       closing = false;
       loading = false;
       const child = fork(script, [...args], {
-        env: { ...process.env, [WORKER_ENV]: '1' },
+        env: { ...process.env, [SERVER_PROCESS_ENV]: '1' },
         stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
       });
-      worker = child;
+      serverProcess = child;
       child.on('message', (message: unknown) => {
         const type = Channel.typeOf(message);
         if (type === 'organism:taken') taken((message as { id: number }).id);
-        else if (type === 'organism:listen') child.send({ type: 'organism:listener' } satisfies WorkerMessage, server);
+        else if (type === 'organism:listen') child.send({ type: 'organism:listener' } satisfies ServerProcessMessage, server);
         else if (type === 'organism:loading') {
           loading = true;
-          child.send({ type: 'organism:load' } satisfies WorkerMessage);
+          child.send({ type: 'organism:load' } satisfies ServerProcessMessage);
         }
         else if (type === 'organism:ready') {
           ready = true;
@@ -142,8 +146,8 @@ export function supervise(script: string, args: readonly string[], address: List
         }
       });
       child.on('exit', (code, signal) => {
-        if (worker === child) {
-          worker = null;
+        if (serverProcess === child) {
+          serverProcess = null;
           ready = false;
         }
         reclaim(child);
@@ -156,10 +160,11 @@ export function supervise(script: string, args: readonly string[], address: List
         crashes.push(now);
         while (crashes.length > 0 && crashes[0]! < now - CRASH_WINDOW_MS) crashes.shift();
         if (crashes.length >= MAX_CRASHES) {
-          process.stderr.write(`organism: worker crashed ${crashes.length} times within a minute; giving up\n`);
+          process.stderr.write(`organism: the server process crashed ${crashes.length} times within a minute; giving up\n`);
           return finish(ExitCode.FAILURE);
         }
         const delay = Math.min(250 * 2 ** (crashes.length - 1), 5_000);
+        // The text keeps its first word: test/cli/lifecycle.test.ts looks for 'worker exited'.
         process.stderr.write(`organism: worker exited (${signal ?? code}); restarting in ${delay} ms\n`);
         setTimeout(start, delay);
       });
@@ -171,25 +176,25 @@ export function supervise(script: string, args: readonly string[], address: List
       process.off('SIGINT', onTerm);
       if (retry) clearTimeout(retry);
       for (const socket of held.splice(0)) socket.destroy();
-      // Not server.close's callback: for connections handed to a worker, Node waits for that
-      // worker to report them closed, and an exited worker never does (the supervisor then
+      // Not server.close's callback: for connections handed to a server process, Node waits for that
+      // server process to report them closed, and an exited server process never does (the supervisor then
       // ended with exit code 13, an unsettled top-level await, instead of `code`).
       server.close();
       resolve(code);
     };
-    // A worker handles SIGHUP once it serves; one still booting would die of it (a crash, and
+    // A server process handles SIGHUP once it serves; one still booting would die of it (a crash, and
     // a SIGHUP storm of five made the supervisor give up). A SIGHUP asks for the config and
-    // handlers to be read afresh: one that comes before a worker reads them (while it closes,
+    // handlers to be read afresh: one that comes before a server process reads them (while it closes,
     // or while the next one loads its own code) is answered by that boot; one that comes while
     // it reads them restarts it once it serves.
     const onHup = () => {
-      if (!worker || stopping || closing) return;
-      if (ready) worker.kill('SIGHUP');
+      if (!serverProcess || stopping || closing) return;
+      if (ready) serverProcess.kill('SIGHUP');
       else if (loading) hupPending = true;
     };
     const onTerm = () => {
       stopping = true;
-      if (worker) worker.kill('SIGTERM');
+      if (serverProcess) serverProcess.kill('SIGTERM');
       else finish(ExitCode.OK);
     };
 

@@ -5,10 +5,10 @@ import { createLogger, type LogLevel } from '../util/logger.js';
 import { ServeError } from './bind.js';
 import { resolveConfigPath } from './config-path.js';
 import { ExitCode } from './exit-codes.js';
-import { resolveShared, type SharedFlags } from './shared-options.js';
+import { resolveCluster, type ClusterFlags } from './cluster-options.js';
 import { resolveStore } from './store-option.js';
 
-export interface WorkerOptions extends Omit<SharedFlags, 'handlers'> {
+export interface WorkerOptions extends Omit<ClusterFlags, 'handlers'> {
   readonly store?: string;
   readonly logLevel: LogLevel;
   readonly drainTimeoutMs: number;
@@ -27,10 +27,10 @@ export interface WorkerOptions extends Omit<SharedFlags, 'handlers'> {
  */
 export async function workerCommand(configArg: string | undefined, options: WorkerOptions): Promise<number> {
   let store;
-  let shared;
+  let cluster;
   try {
     store = resolveStore(options.store);
-    shared = resolveShared('worker', store, options)!;
+    cluster = resolveCluster('worker', store, options)!;
   } catch (err) {
     throw new ServeError((err as Error).message, ExitCode.USAGE);
   }
@@ -42,7 +42,7 @@ export async function workerCommand(configArg: string | undefined, options: Work
   // Pauses, kills and reloads made anywhere reach this worker; its events reach every serve.
   const { organism, where, cluster } = await bootOrganism({
     config: loaded,
-    store: { kind: 'postgres', url: store.url, shared },
+    store: { kind: 'postgres', url: store.url, cluster },
     role: 'worker',
     logger,
     storeFailed: (err) => {
@@ -55,11 +55,11 @@ export async function workerCommand(configArg: string | undefined, options: Work
   const concurrency = Math.min(work.concurrency ?? Infinity, loaded.config.maxConcurrentHandlers);
   process.stdout.write(
     [
-      `organism worker ${shared.name ?? work.workerId} running ${organism.name} (config ${path})`,
+      `organism worker ${cluster.name ?? work.workerId} running ${organism.name} (config ${path})`,
       `  Store:       ${where}`,
       `  Worker id:   ${work.workerId}`,
       `  Concurrency: ${concurrency} (organism-wide limits: ${loaded.config.maxConcurrentHandlers} handlers, ${loaded.config.maxConcurrentPerAgent} per agent)`,
-      `  Lease:       ${shared.leaseMs / 1000} s`,
+      `  Lease:       ${cluster.leaseMs / 1000} s`,
       '',
     ].join('\n'),
   );

@@ -66,7 +66,7 @@ export type Capability = Static<typeof CapabilityDetail>;
 export type Agent = Static<typeof AgentInfo>;
 /** The answer of `GET /api/v1/agents`. */
 export type AgentList = Static<typeof AgentListResponse>;
-/** The processes of a shared (PostgreSQL) organism; an embedded one answers shared: false. */
+/** The processes of a clustered (PostgreSQL) organism; an embedded one answers shared: false. */
 export type WorkerList = Static<typeof WorkerListResponse>;
 /** The answer of `GET /api/v1/agents/{name}/config`. */
 export type AgentSettings = Static<typeof AgentConfig>;

@@ -1,5 +1,5 @@
 /**
- * Shared mode: several organism processes on one PostgreSQL database. The claim queue
+ * Cluster mode: several organism processes on one PostgreSQL database. The claim queue
  * (queue/: claims, leases, lots, fencing), the event bus between processes (bus/: channels,
  * event publisher and receiver, the cluster link) and the `workers` table. It builds on the
  * PostgreSQL store (src/store/postgres), which never imports it but for its opener (storage.ts).

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { OrganismConfig } from './types.js';
 
 /**
- * The organism a process runs, as every process of a shared organism compares it: the loaded
+ * The organism a process runs, as every process of a clustered organism compares it: the loaded
  * configuration (defaults applied) as JSON with sorted keys, and its SHA-256. Handler code is
  * not in it (its identity holds paths and times of one machine); the configuration names
  * every handler it runs.

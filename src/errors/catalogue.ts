@@ -180,7 +180,7 @@ export const Errors = {
     'Database %s (schema %s) is in use by another organism process; stop it or use another database',
   ),
 
-  // --- shared mode (several processes on one PostgreSQL database) ---
+  // --- cluster mode (several processes on one PostgreSQL database) ---
   SHARED_STORE_REQUIRED: define(
     'SHARED_STORE_REQUIRED',
     400,

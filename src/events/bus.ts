@@ -1,13 +1,13 @@
 import type { OrganismEvent } from './types.js';
 
-/** The process an event came from: null for this one, else the other process's id (shared mode). */
+/** The process an event came from: null for this one, else the other process's id (cluster mode). */
 export type EventOrigin = string | null;
 
 export type EventListener = (event: OrganismEvent, origin: EventOrigin) => void;
 
 export interface ListenOptions {
   /**
-   * Also hear events relayed from other processes of a shared organism (live views want them;
+   * Also hear events relayed from other processes of a clustered organism (live views want them;
    * this process's own figures, such as metrics, must not count them twice).
    */
   readonly relayed?: boolean;

@@ -3,7 +3,7 @@ import { configDifferences, fingerprint } from '../config/fingerprint.js';
 import type { LoadedOrganism } from '../config/types.js';
 import { Errors } from '../errors/catalogue.js';
 import { openSqliteStorage } from '../store/index.js';
-import type { SharedStorage, SharedStorageOptions } from '../store/postgres/index.js';
+import type { ClusterStorage, ClusterStorageOptions } from '../store/postgres/index.js';
 import type { Logger } from '../util/logger.js';
 import { Organism, type OrganismStorage } from './organism.js';
 
@@ -14,10 +14,10 @@ export type BootStore =
   /** The embedded SQLite store in a data directory. */
   | { readonly kind: 'sqlite'; readonly dataDir: string }
   /** A PostgreSQL database, the work queue of every process sharing it. */
-  | { readonly kind: 'postgres'; readonly url: string; readonly shared: Omit<SharedStorageOptions, 'configHash' | 'maxAttempts' | 'checkConfig'> };
+  | { readonly kind: 'postgres'; readonly url: string; readonly cluster: Omit<ClusterStorageOptions, 'configHash' | 'maxAttempts' | 'checkConfig'> };
 
 /**
- * Which command the process runs. `serve` names the organism a shared database runs (at boot,
+ * Which command the process runs. `serve` names the organism a cluster's database runs (at boot,
  * and at each reload) and hears the other processes' events for its live views; a `worker`
  * refuses to run another configuration than the stored one (naming it only when none is) and
  * hears no events; `run` is one process alone.
@@ -36,7 +36,7 @@ export type BootOptions = {
 } & ({ readonly role: 'serve' | 'worker'; readonly store: BootStore } | { readonly role: 'run'; readonly store: Exclude<BootStore, { kind: 'postgres' }> });
 
 export interface BootedOrganism {
-  /** Built and, on a shared database, linked with the other processes; not started yet. */
+  /** Built and, on a cluster's database, linked with the other processes; not started yet. */
   readonly organism: Organism;
   /** Where its state lives, as operators are told (a redacted URL, the data directory, or `memory`). */
   readonly where: string;
@@ -75,8 +75,8 @@ export async function bootOrganism(options: BootOptions): Promise<BootedOrganism
       url: store.url,
       ...retention,
       logger,
-      shared: {
-        ...store.shared,
+      cluster: {
+        ...store.cluster,
         configHash: mine.hash,
         maxAttempts: loaded.config.journal.maxAttempts,
         ...(worker
@@ -91,18 +91,18 @@ export async function bootOrganism(options: BootOptions): Promise<BootedOrganism
       },
     });
     // serve names the organism the database runs (workers started with another one are refused), at boot and at each reload.
-    if (!worker) await pg.shared!.publishConfig(mine.hash, mine.text);
+    if (!worker) await pg.cluster!.publishConfig(mine.hash, mine.text);
   } catch (err) {
     throw refused(err);
   }
   // No serve has stored the organism yet: the first process to start names it.
-  if (worker && (await pg.shared!.storedConfig()) === null) await pg.shared!.publishConfig(mine.hash, mine.text);
+  if (worker && (await pg.cluster!.storedConfig()) === null) await pg.cluster!.publishConfig(mine.hash, mine.text);
 
   const organism = new Organism(loaded, { storage: pg, logger });
   // Events, pauses, kills and reloads reach every process; a reload stores the organism and
   // announces it (POST /organism/reload -> Organism.shareReload). A serve hears the other
   // processes' events (its WebSocket clients see them); a worker does not.
-  await joinOtherProcesses(organism, { url: store.url, reloadFrom: loaded.path, hearEvents: !worker, shared: pg.shared!, logger });
+  await joinOtherProcesses(organism, { url: store.url, reloadFrom: loaded.path, hearEvents: !worker, cluster: pg.cluster!, logger });
   const work = pg.work!;
   return { organism, where: pg.where, cluster: { workerId: work.workerId, concurrency: work.concurrency } };
 }
@@ -118,8 +118,8 @@ async function joinOtherProcesses(
     /** This process's organism.yaml, re-read when another process announces a reload. */
     readonly reloadFrom: string | null;
     readonly hearEvents: boolean;
-    /** The shared store of this process: its LISTEN connection (one per process) and its workers row. */
-    readonly shared: SharedStorage;
+    /** The cluster store of this process: its LISTEN connection (one per process) and its workers row. */
+    readonly cluster: ClusterStorage;
     readonly logger: Logger;
   },
 ): Promise<void> {
@@ -129,9 +129,9 @@ async function joinOtherProcesses(
     origin: organism.bootId,
     hearEvents: options.hearEvents,
     logger: options.logger,
-    listener: options.shared.listener,
-    running: (hash) => options.shared.setConfigHash(hash),
-    connectionLost: (err) => options.shared.connectionLost(err),
+    listener: options.cluster.listener,
+    running: (hash) => options.cluster.setConfigHash(hash),
+    connectionLost: (err) => options.cluster.connectionLost(err),
   });
   const reloadFrom = options.reloadFrom;
   organism.joinCluster(link, reloadFrom === null ? {} : { reloadConfig: () => loadOrganismToRun(reloadFrom) });

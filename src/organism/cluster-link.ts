@@ -1,7 +1,7 @@
 import type { OrganismEvent } from '../events/types.js';
 
 /**
- * What the processes of one shared organism (serve and worker processes on one PostgreSQL
+ * What the processes of one clustered organism (serve and worker processes on one PostgreSQL
  * database) tell each other. The runtime talks to this interface only; the PostgreSQL
  * implementation (LISTEN/NOTIFY) lives in src/cluster/bus, and an organism alone in its
  * process (memory, SQLite) gets `standaloneLink()`, which does nothing.
@@ -9,7 +9,7 @@ import type { OrganismEvent } from '../events/types.js';
 
 /** An operator's decision, already stored when it is sent; every other process applies it. */
 export type ClusterCommand =
-  /** An agent was paused or resumed: the stored paused set changed. */
+  /** A listener was paused or resumed: the stored paused set changed. */
   | { readonly kind: 'paused'; readonly agent: string; readonly paused: boolean }
   /** A thread was killed (stored as killed): abort its in-flight handlers here. */
   | { readonly kind: 'kill'; readonly threadId: string }

@@ -20,19 +20,19 @@ export interface FollowedProcess {
   readonly operator: OperatorStateStore;
   readonly threads: ThreadStore;
   readonly logger: Logger;
-  /** The configuration this process runs, as the processes of a shared organism compare it. */
+  /** The configuration this process runs, as the processes of a clustered organism compare it. */
   configIdentity(): StoredConfig;
   /** Swaps to a configuration another process stored (already checked to be the stored one). */
   reload(next: LoadedOrganism): void;
 }
 
 /**
- * This process's part in a shared organism: its events go to the other processes, and the
+ * This process's part in a clustered organism: its events go to the other processes, and the
  * pauses, kills and reloads they announce are applied here, one at a time and in order. Alone
  * in its process (memory, SQLite) the link is `standaloneLink()` and nothing is heard.
  */
 export class Follower {
-  /** The other processes of a shared organism (alone: nobody). */
+  /** The other processes of a clustered organism (alone: nobody). */
   private link: ClusterLink = standaloneLink();
   /** Re-reads this process's organism.yaml (a reload announced by another process). */
   private reloadSource: (() => Promise<LoadedOrganism>) | null = null;
@@ -47,7 +47,7 @@ export class Follower {
     this.link = link;
     this.reloadSource = options.reloadConfig ?? null;
     this.here.bus.on((event) => {
-      if (sharedEvent(event)) link.publishEvent(event);
+      if (publishedEvent(event)) link.publishEvent(event);
     });
   }
 
@@ -124,7 +124,7 @@ export class Follower {
     await this.followReload();
   }
 
-  /** Pauses and resumes this process's agents to match the stored paused set. */
+  /** Pauses and resumes this process's listeners to match the stored paused set. */
   private async followPauses(): Promise<void> {
     const { operator, pump } = this.here;
     await operator.refresh?.();
@@ -171,6 +171,6 @@ export class Follower {
  * Events other processes' live views show. A process's own status (starting, stopping) and its
  * reload report stay with it: a worker stopping is not the organism stopping.
  */
-function sharedEvent(event: OrganismEvent): boolean {
+function publishedEvent(event: OrganismEvent): boolean {
   return event.type !== 'organism_status' && event.type !== 'reload';
 }

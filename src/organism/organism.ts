@@ -25,7 +25,7 @@ import { newId } from '../util/ids.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { createLlmAgentHandler, type AgentWorldView } from '../agent/llm-agent.js';
 import { configChanges } from './config-changes.js';
-import { agentInfo, withLoad, type AgentInfo } from './views.js';
+import { listenerInfo, withLoad, type AgentInfo } from './views.js';
 import type { ClusterLink } from './cluster-link.js';
 import { fingerprint } from '../config/fingerprint.js';
 import { BudgetKeeper } from './budget-keeper.js';
@@ -104,7 +104,7 @@ export class Organism {
   private recovery: RecoveryReport | null = null;
   private readonly operator: OperatorStateStore;
   private readonly queue: DeliveryQueue;
-  /** Following the other processes of a shared organism (alone: nobody to follow). */
+  /** Following the other processes of a clustered organism (alone: nobody to follow). */
   private readonly follower: Follower;
 
   constructor(loaded: LoadedOrganism, options: OrganismOptions = {}) {
@@ -236,26 +236,26 @@ export class Organism {
   }
 
   /**
-   * Pauses an agent, persisted so it outlives restarts and crashes: an embedded store persists
+   * Pauses a listener, persisted so it outlives restarts and crashes: an embedded store persists
    * it before the pump pauses; a network store's write is under way as the pump pauses, and the
    * returned promise resolves once it has committed (callers answer the operator after it).
-   * An unknown agent throws at once.
+   * An unknown listener throws at once.
    */
-  pauseAgent(name: string): Promise<void> {
+  pauseListener(name: string): Promise<void> {
     if (!this.pump.listener(name)) throw Errors.AGENT_NOT_FOUND(name);
     const persisted = this.operator.setPaused(name, true);
     this.pump.pauseListener(name);
     return Promise.resolve(persisted).then(() => this.follower.publishCommand({ kind: 'paused', agent: name, paused: true }));
   }
 
-  resumeAgent(name: string): Promise<void> {
+  resumeListener(name: string): Promise<void> {
     if (!this.pump.listener(name)) throw Errors.AGENT_NOT_FOUND(name);
     const persisted = this.operator.setPaused(name, false);
     this.pump.resumeListener(name);
     return Promise.resolve(persisted).then(() => this.follower.publishCommand({ kind: 'paused', agent: name, paused: false }));
   }
 
-  /** Kills a thread here and, once it is stored as killed, in every other process of a shared organism. */
+  /** Kills a thread here and, once it is stored as killed, in every other process of a clustered organism. */
   async killThread(threadId: string) {
     const record = await this.pump.killThread(threadId);
     await this.storage.flush?.();
@@ -264,7 +264,7 @@ export class Organism {
   }
 
   /**
-   * Joins the other processes of a shared organism (before `start`): this process's events go
+   * Joins the other processes of a clustered organism (before `start`): this process's events go
    * to them and theirs come onto this bus (for listeners that ask for relayed events); pauses,
    * kills and reloads made anywhere apply here. `reloadConfig` re-reads this process's own
    * organism.yaml when another process announces a reload.
@@ -273,7 +273,7 @@ export class Organism {
     this.follower.join(link, options);
   }
 
-  /** The configuration this process runs, as the processes of a shared organism compare it. */
+  /** The configuration this process runs, as the processes of a clustered organism compare it. */
   get configIdentity() {
     return fingerprint(this.loaded.config);
   }
@@ -343,7 +343,7 @@ export class Organism {
     const listeners = this.pump.reload(next.listeners, limitsOf(next.config), { registry, llm: router });
     this.budgets.defaultMaxTokens = next.config.maxTokensPerThread;
     this.mcp.reload(next, this.loaded);
-    this.reapplyPauses(); // an agent removed and added back is still the one the operator paused
+    this.reapplyPauses(); // a listener removed and added back is still the one the operator paused
     this.loaded = next;
     this.registryValue = registry;
     this.router = router;
@@ -374,13 +374,13 @@ export class Organism {
   }
 
   agents(): AgentInfo[] {
-    return this.pump.listeners().map((r) => agentInfo(r, this.pump.queueDepth(r.name)));
+    return this.pump.listeners().map((r) => listenerInfo(r, this.pump.queueDepth(r.name)));
   }
 
   agent(name: string): AgentInfo {
     const runtime = this.pump.listener(name);
     if (!runtime) throw Errors.AGENT_NOT_FOUND(name);
-    return agentInfo(runtime, this.pump.queueDepth(name));
+    return listenerInfo(runtime, this.pump.queueDepth(name));
   }
 
   /**
@@ -417,7 +417,7 @@ export class Organism {
     void this.budgetKeeper.save();
   }
 
-  /** Pauses the persisted paused agents that exist; returns their names. */
+  /** Pauses the persisted paused listeners that exist; returns their names. */
   private reapplyPauses(): string[] {
     const paused: string[] = [];
     for (const name of this.operator.pausedAgents()) {

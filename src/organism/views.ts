@@ -17,7 +17,7 @@ export interface AgentInfo {
   readonly inFlight: number;
 }
 
-export function agentInfo(runtime: ListenerRuntime, queued: number): AgentInfo {
+export function listenerInfo(runtime: ListenerRuntime, queued: number): AgentInfo {
   const c = runtime.config;
   return {
     name: c.name,
@@ -35,7 +35,7 @@ export function agentInfo(runtime: ListenerRuntime, queued: number): AgentInfo {
   };
 }
 
-/** An agent's figures as the queue counts them (a cluster's: over every process; its state says processing while any runs it). */
+/** A listener's figures as the queue counts them (a cluster's: over every process; its state says processing while any runs it). */
 export function withLoad(info: AgentInfo, load: { queued: number; inFlight: number } | undefined): AgentInfo {
   const inFlight = load?.inFlight ?? 0;
   const state = info.state === 'idle' || info.state === 'error' ? (inFlight > 0 ? 'processing' : info.state) : info.state;

@@ -139,7 +139,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 
 /**
  * While the process drains, no connection is kept alive (the client's next request opens a
- * new one, which reaches the next worker); once drained, every request is a 503 to retry.
+ * new one, which reaches the next server process); once drained, every request is a 503 to retry.
  */
 function registerClosing(app: FastifyInstance, closing: () => Closing | null): void {
   app.addHook('onRequest', async (_request, reply) => {

@@ -7,7 +7,7 @@ import { iso, isoOrNull } from './time.js';
 
 /** Runtime records -> wire shapes (camelCase, ISO 8601 times). One place, so every route agrees. */
 
-export function agentView(a: AgentInfo) {
+export function listenerView(a: AgentInfo) {
   return {
     name: a.name,
     description: a.description,
@@ -23,7 +23,7 @@ export function agentView(a: AgentInfo) {
   };
 }
 
-export function agentConfigView(a: AgentInfo) {
+export function listenerConfigView(a: AgentInfo) {
   return { name: a.name, description: a.description, isAgent: a.isAgent, peers: [...a.peers], payloadClass: a.payloadClass };
 }
 

@@ -26,7 +26,7 @@ if (withPostgres('unstorable LLM replies')) {
     name: 'postgres',
     open: async () => {
       const db = await createTestDatabase();
-      return { storage: await openPostgresStorage({ url: db.url, shared: { maxAttempts: 3 } }), drop: () => db.drop() };
+      return { storage: await openPostgresStorage({ url: db.url, cluster: { maxAttempts: 3 } }), drop: () => db.drop() };
     },
   });
 }

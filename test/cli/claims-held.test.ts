@@ -3,11 +3,11 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { privateClusterAvailable, startPrivateCluster, type PrivateCluster } from '../support/private-postgres.js';
+import { privatePostgresAvailable, startPrivatePostgres, type PrivatePostgres } from '../support/private-postgres.js';
 import { api, jobYaml, killAll, organismDir, startBuiltCli, until, type Running } from './processes.js';
 
 /**
- * Shared mode, real processes on a PostgreSQL cluster of the test's own:
+ * Cluster mode, real processes on a PostgreSQL server of the test's own:
  * - a worker frozen (SIGSTOP) between its claim and the handler's start, past its lease, while
  *   another worker takes the delivery back, runs and acks it: once thawed it does not run it
  *   again (an acked delivery never runs again);
@@ -35,16 +35,16 @@ interface Start {
   readonly pid: number;
 }
 
-describe.skipIf(!privateClusterAvailable)('claims a shared organism holds (real processes)', () => {
-  let cluster: PrivateCluster;
+describe.skipIf(!privatePostgresAvailable)('claims a clustered organism holds (real processes)', () => {
+  let postgres: PrivatePostgres;
   const running: Array<{ name: string; p: Running }> = [];
 
   beforeAll(async () => {
-    cluster = await startPrivateCluster();
+    postgres = await startPrivatePostgres();
   }, 120_000);
   afterAll(() => {
     killAll();
-    cluster?.destroy();
+    postgres?.destroy();
   });
   afterEach((ctx) => {
     if (ctx.task.result?.state === 'fail') for (const r of running) console.log(`--- ${r.name}\n${r.p.output()}`);
@@ -52,8 +52,8 @@ describe.skipIf(!privateClusterAvailable)('claims a shared organism holds (real 
   });
 
   async function organism(database: string, lease: string) {
-    cluster.psql(`CREATE DATABASE ${database}`);
-    const url = cluster.urlFor(database);
+    postgres.psql(`CREATE DATABASE ${database}`);
+    const url = postgres.urlFor(database);
     const dir = organismDir(YAML, { 'worker.ts': WORKER });
     writeFileSync(path.join(dir, 'starts.log'), '');
     const config = path.join(dir, 'organism.yaml');
@@ -130,11 +130,11 @@ describe.skipIf(!privateClusterAvailable)('claims a shared organism holds (real 
     const { messageId, threadId } = await o.inject(-1);
     await until(() => o.starts().some((s) => s.id === messageId), 'the handler to start', 60_000);
     await o.db.end();
-    cluster.stop('fast');
+    postgres.stop('fast');
     // The handler reads its history while the database is away: STORAGE_UNAVAILABLE inside the handler.
     appendFileSync(path.join(o.dir, 'gate-1'), '');
     await until(() => o.starts().filter((s) => s.id === messageId).length >= 2, 'the handler to run again while the database is away', 60_000);
-    cluster.start();
+    postgres.start();
     const db = new pg.Client({ connectionString: o.url });
     db.on('error', () => {});
     await db.connect();

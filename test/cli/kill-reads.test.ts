@@ -6,7 +6,7 @@ import { killAll, organismDir, startServer, type ServerProcess } from './process
 afterEach(killAll);
 
 /**
- * A kill, then reads (issue 23, item 10): on a real `serve` of each store (PostgreSQL: shared
+ * A kill, then reads (issue 23, item 10): on a real `serve` of each store (PostgreSQL: cluster
  * mode, handlers in the serve, as `organism init` + `--store` runs it), while other threads'
  * deliveries keep claims and outcomes in flight, every thread killed reads `killed` at once
  * and still does once all is quiet.

@@ -17,8 +17,8 @@ function parentOf(pid: number): number | null {
 
 afterEach(killAll);
 
-describe('the serve worker and its supervisor', () => {
-  it('a SIGKILLed supervisor takes its worker with it, and a new serve starts at once on the same directory and port', async () => {
+describe('the server process and its supervisor', () => {
+  it('a SIGKILLed supervisor takes its server process with it, and a new serve starts at once on the same directory and port', async () => {
     const { config } = jobOrganism();
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'organism-orphan-'));
     const first = startCli(['serve', config, '--data-dir', dataDir, '--port', '0', '--log-level', 'warn']);
@@ -28,13 +28,13 @@ describe('the serve worker and its supervisor', () => {
     for (let n = 0; n < 20; n++) expect((await call('/inject', { method: 'POST', body: JSON.stringify({ to: 'worker', payload: { Job: { n } } }) })).status).toBe(200);
 
     const supervisor = first.child.pid!;
-    const [, worker] = processTree(supervisor);
-    expect(worker).toBeDefined();
+    const [, serverProcess] = processTree(supervisor);
+    expect(serverProcess).toBeDefined();
     first.child.kill('SIGKILL');
-    // The worker exits within 2 s by design (a hard exit backs the drain); the deadline here is
-    // generous for a loaded machine, and on a worker that ignored its orphaning (it kept
+    // The server process exits within 2 s by design (a hard exit backs the drain); the deadline here is
+    // generous for a loaded machine, and on a server process that ignored its orphaning (it kept
     // serving for minutes) it fails all the same.
-    await until(() => !alive(worker!), 'the orphaned worker to exit', 10_000);
+    await until(() => !alive(serverProcess!), 'the orphaned server process to exit', 10_000);
 
     const port = new URL(base).port;
     const second = startCli(['serve', config, '--data-dir', dataDir, '--port', port, '--log-level', 'warn']);
@@ -46,7 +46,7 @@ describe('the serve worker and its supervisor', () => {
     expect(await second.exited).toBe(0);
   }, 300_000);
 
-  it('connections on their way to a worker that is SIGKILLed are answered by the next one: none is left hanging', async () => {
+  it('connections on their way to a server process that is SIGKILLed are answered by the next one: none is left hanging', async () => {
     const { config } = jobOrganism();
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'organism-handover-'));
     const server = startCli(['serve', config, '--data-dir', dataDir, '--port', '0', '--log-level', 'warn']);
@@ -64,7 +64,7 @@ describe('the serve worker and its supervisor', () => {
             resolve();
           });
         });
-        // Far longer than a worker restart takes on a loaded machine: a request still open
+        // Far longer than a server process restart takes on a loaded machine: a request still open
         // then was left with nobody to answer it.
         const timer = setTimeout(() => {
           hung.push(n);
@@ -84,10 +84,10 @@ describe('the serve worker and its supervisor', () => {
     });
     for (let kill = 0; kill < 3; kill++) {
       await new Promise((r) => setTimeout(r, 300));
-      const [worker] = processTree(supervisor).filter((pid) => pid !== supervisor && parentOf(pid) === supervisor);
-      process.kill(worker!, 'SIGKILL');
-      await until(() => processTree(supervisor).some((pid) => pid !== worker && parentOf(pid) === supervisor), 'the next worker', 120_000);
-      await until(async () => (await fetch(`${base.origin}/health`)).status === 200, 'the next worker to serve');
+      const [serverProcess] = processTree(supervisor).filter((pid) => pid !== supervisor && parentOf(pid) === supervisor);
+      process.kill(serverProcess!, 'SIGKILL');
+      await until(() => processTree(supervisor).some((pid) => pid !== serverProcess && parentOf(pid) === supervisor), 'the next server process', 120_000);
+      await until(async () => (await fetch(`${base.origin}/health`)).status === 200, 'the next server process to serve');
     }
     running = false;
     await Promise.all(clients);
@@ -151,7 +151,7 @@ describe('the serve worker and its supervisor', () => {
       return id !== firstBoot ? id : null;
     }, 'the restart after POST /organism/restart');
     const before = accepted.length;
-    await until(() => accepted.length >= before + 20, 'injections served by the new worker');
+    await until(() => accepted.length >= before + 20, 'injections served by the new server process');
     server.child.kill('SIGHUP');
     await until(async () => (await bootId()) !== secondBoot, 'the restart after SIGHUP');
     const later = accepted.length;
@@ -161,7 +161,7 @@ describe('the serve worker and its supervisor', () => {
 
     expect(failures).toEqual([]);
     expect([...statuses.keys()].every((s) => s === 200 || s === 503)).toBe(true);
-    // Injects answered while a worker drained say when to retry.
+    // Injects answered while a server process drained say when to retry.
     expect(refusedWith503.every((h) => h !== null && Number(h) > 0)).toBe(true);
     for (const id of accepted) {
       await until(async () => ((await (await call(`/journal/${id}`)).json()) as { deliveryState: string }).deliveryState === 'ACKED', `message ${id} to be ACKED`);
@@ -170,11 +170,11 @@ describe('the serve worker and its supervisor', () => {
   }, 400_000);
 });
 
-describe('signals while a worker boots', () => {
-  /** The supervisor's direct children (its worker; a worker's own children are not). */
-  const workersOf = (supervisor: number) => processTree(supervisor).filter((pid) => pid !== supervisor && parentOf(pid) === supervisor);
+describe('signals while a server process boots', () => {
+  /** The supervisor's direct children (its server process; a server process's own children are not). */
+  const serverProcessesOf = (supervisor: number) => processTree(supervisor).filter((pid) => pid !== supervisor && parentOf(pid) === supervisor);
 
-  it('a SIGHUP while a worker loads its handlers restarts it once it serves, without a crash; SIGHUPs in a storm are one reload', async () => {
+  it('a SIGHUP while a server process loads its handlers restarts it once it serves, without a crash; SIGHUPs in a storm are one reload', async () => {
     // A handler module that takes 3 s to load and notes each load (by pid) in a file.
     const dir = mkdtempSync(path.join(os.tmpdir(), 'organism-hup-load-'));
     const loads = path.join(dir, 'loads.txt');
@@ -189,13 +189,13 @@ describe('signals while a worker boots', () => {
     await servedAt(server);
 
     server.child.kill('SIGHUP');
-    // The second worker is loading its handlers (3 s): SIGHUPs now ask for another read.
-    await until(() => loaded().length >= 2, 'the second worker to load its handlers', 120_000);
+    // The second server process is loading its handlers (3 s): SIGHUPs now ask for another read.
+    await until(() => loaded().length >= 2, 'the second server process to load its handlers', 120_000);
     server.child.kill('SIGHUP');
     server.child.kill('SIGHUP');
     await until(() => loaded().length >= 3, 'the restart the SIGHUPs during the load asked for', 120_000);
     const banners = () => server.output().split('serving (config').length - 1;
-    await until(() => banners() >= 3, 'the third worker to serve', 120_000);
+    await until(() => banners() >= 3, 'the third server process to serve', 120_000);
     // Both SIGHUPs were one reload: no fourth load.
     await new Promise((r) => setTimeout(r, 4_000));
     expect(loaded()).toHaveLength(3);
@@ -205,15 +205,15 @@ describe('signals while a worker boots', () => {
     expect(await server.exited).toBe(0);
   }, 400_000);
 
-  it('a worker whose supervisor dies while it boots exits and never serves on its own', async () => {
+  it('a server process whose supervisor dies while it boots exits and never serves on its own', async () => {
     const { config } = jobOrganism();
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'organism-boot-orphan-'));
     const server = startCli(['serve', config, '--data-dir', dataDir, '--port', '0', '--log-level', 'warn']);
     const supervisor = server.child.pid!;
-    const worker = await until(() => workersOf(supervisor)[0], 'the worker process', 60_000);
+    const serverProcess = await until(() => serverProcessesOf(supervisor)[0], 'the server process', 60_000);
     server.child.kill('SIGKILL');
-    await until(() => !alive(worker), 'the orphaned worker to exit', 60_000);
-    // The banner is the worker's, printed once it listens.
+    await until(() => !alive(serverProcess), 'the orphaned server process to exit', 60_000);
+    // The banner is the server process's, printed once it listens.
     expect(server.output()).not.toContain('API:');
   }, 300_000);
 });
@@ -228,7 +228,7 @@ describe('an idle organism', () => {
     await servedAt(single);
     await until(() => run.output().includes('thread completed'), `the demo run (output: ${run.output()})`);
     for (const [name, running] of [['serve', supervised], ['serve --no-supervisor', single], ['run', run]] as const) {
-      // Every process of the tree (supervisor and worker), over a few seconds; the least of a
+      // Every process of the tree (supervisor and server process), over a few seconds; the least of a
       // few windows, so the tail of start-up does not count. A spinning pump used 35-95 % of
       // a core here (a fair share of a core even on a loaded machine); idle is about 1 %.
       const shares: number[] = [];

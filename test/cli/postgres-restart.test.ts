@@ -3,12 +3,12 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { privateClusterAvailable, startPrivateCluster, type PrivateCluster } from '../support/private-postgres.js';
+import { privatePostgresAvailable, startPrivatePostgres, type PrivatePostgres } from '../support/private-postgres.js';
 import { alive, api, jobYaml, killAll, organismDir, startBuiltCli, until, type Running } from './processes.js';
 
 /**
- * A shared organism (`serve --handlers off`, two idle workers and a busy one, real processes
- * from the build) on a PostgreSQL cluster of the test's own, which is restarted (fast and
+ * A clustered organism (`serve --handlers off`, two idle workers and a busy one, real processes
+ * from the build) on a PostgreSQL server of the test's own, which is restarted (fast and
  * immediate) and held down past the lease: every process rides it out, says once that the
  * database went and once that it is back, and what is injected afterwards is delivered.
  */
@@ -44,8 +44,8 @@ function logOf(p: Running): LogEntry[] {
 const GONE = /^PostgreSQL cannot be reached/;
 const BACK = /^PostgreSQL answers again/;
 
-describe.skipIf(!privateClusterAvailable)('a shared organism through PostgreSQL restarts and outages', () => {
-  let cluster: PrivateCluster;
+describe.skipIf(!privatePostgresAvailable)('a clustered organism through PostgreSQL restarts and outages', () => {
+  let postgres: PrivatePostgres;
   let url: string;
   let dir: string;
   let serve: Running;
@@ -53,14 +53,14 @@ describe.skipIf(!privateClusterAvailable)('a shared organism through PostgreSQL 
   const workers: Array<{ name: string; p: Running }> = [];
 
   beforeAll(async () => {
-    cluster = await startPrivateCluster();
-    cluster.psql('CREATE DATABASE organism');
-    url = cluster.urlFor('organism');
+    postgres = await startPrivatePostgres();
+    postgres.psql('CREATE DATABASE organism');
+    url = postgres.urlFor('organism');
     dir = organismDir(YAML, { 'worker.ts': WORKER });
   }, 120_000);
   afterAll(() => {
     killAll();
-    cluster?.destroy();
+    postgres?.destroy();
   });
   afterEach((ctx) => {
     if (ctx.task.result?.state === 'fail' || process.env['SHOW_OUTPUT']) {
@@ -143,12 +143,12 @@ describe.skipIf(!privateClusterAvailable)('a shared organism through PostgreSQL 
     await allAcked([await inject(1), await inject(2)], 'injects before any outage');
 
     const outages: Array<{ what: string; run: () => Promise<void> }> = [
-      { what: 'fast restart', run: async () => cluster.restart('fast') },
-      { what: 'immediate restart', run: async () => cluster.restart('immediate') },
+      { what: 'fast restart', run: async () => postgres.restart('fast') },
+      { what: 'immediate restart', run: async () => postgres.restart('immediate') },
       {
         what: '15 s outage (past the 3 s lease)',
         run: async () => {
-          cluster.stop('fast');
+          postgres.stop('fast');
           const down = Date.now();
           // The busy worker's job ends while the database is away: its outcome waits for it.
           writeFileSync(path.join(dir, 'gate-3'), '');
@@ -167,7 +167,7 @@ describe.skipIf(!privateClusterAvailable)('a shared organism through PostgreSQL 
           }
           // The outage's length (past the lease) is the point here, not a wait for an event.
           await new Promise((r) => setTimeout(r, Math.max(0, 15_000 - (Date.now() - down))));
-          cluster.start();
+          postgres.start();
         },
       },
     ];

@@ -154,7 +154,7 @@ describe('the data directory deleted under a running server', () => {
     expect(((await (await second.api('/journal/stats')).json()) as { counts: Record<string, number> }).counts).toMatchObject({ PENDING: 0, DISPATCHED: 0, ACKED: 4 });
   }, 240_000);
 
-  it('under the supervisor the whole serve exits 4 once, without restarting the worker', async () => {
+  it('under the supervisor the whole serve exits 4 once, without restarting the server process', async () => {
     const org = gatedOrganism();
     const parent = mkdtempSync(path.join(os.tmpdir(), 'organism-lost-'));
     const dataDir = path.join(parent, 'data');

@@ -244,7 +244,7 @@ describe('text no store can keep, against a real serve on SQLite', () => {
   }, 120_000);
 });
 
-const runPg = withPostgres('unstorable input on a shared store');
+const runPg = withPostgres('unstorable input in cluster mode');
 
 describe.skipIf(!runPg)('text no store can keep, against serve --handlers off and an organism worker on PostgreSQL', () => {
   let db: { url: string; drop(): Promise<void> };

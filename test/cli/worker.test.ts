@@ -6,7 +6,7 @@ import { jobYaml, killAll, organismDir, runCli, startCli, startServer, until, ty
 
 /**
  * `organism worker` and `serve --handlers off` as real processes on a fresh PostgreSQL database:
- * the API process journals, the workers deliver (the smoke test of issue 15's shared mode).
+ * the API process journals, the workers deliver (the smoke test of issue 15's cluster mode).
  */
 const run = withPostgres('organism worker');
 
@@ -75,7 +75,7 @@ export async function slow(p: { text: string }, ctx: { self: string; attempt: nu
 export function after(p: { text: string }) { log(\`after \${process.pid} \${p.text}\`); }
 `;
 
-describe.skipIf(!run)('organism worker on a shared PostgreSQL store', () => {
+describe.skipIf(!run)('organism worker in cluster mode (one PostgreSQL store)', () => {
   let db: { url: string; drop(): Promise<void> };
   beforeAll(async () => {
     db = await createTestDatabase();

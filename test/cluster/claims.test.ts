@@ -3,18 +3,18 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Message } from '../../src/core/message.js';
 import { channelsFor } from '../../src/cluster/bus/channels.js';
-import { openPostgresStorage, type PostgresStorage, type SharedStorageOptions } from '../../src/store/postgres/index.js';
+import { openPostgresStorage, type PostgresStorage, type ClusterStorageOptions } from '../../src/store/postgres/index.js';
 import { newId } from '../../src/util/ids.js';
 import { createTestDatabase, withPostgres, testPool } from '../store/contract/backends.js';
 
 /**
- * Claims on the shared PostgreSQL journal, with several processes' pools claiming at once
+ * Claims on the cluster-mode PostgreSQL journal, with several processes' pools claiming at once
  * (each storage is what one process opens: its own pool, LISTEN connection and workers row).
  */
-const run = withPostgres('shared-mode claims');
+const run = withPostgres('cluster-mode claims');
 const NO_OUTCOME = { outgoing: [], usage: [], threadError: null } as const;
 
-describe.skipIf(!run)('shared PostgreSQL journal: claims, leases, fenced outcomes', () => {
+describe.skipIf(!run)('cluster-mode PostgreSQL journal: claims, leases, fenced outcomes', () => {
   let db: { url: string; drop(): Promise<void> };
   let admin: pg.Pool;
   let schema = '';
@@ -36,8 +36,8 @@ describe.skipIf(!run)('shared PostgreSQL journal: claims, leases, fenced outcome
     schema = `s_${randomBytes(5).toString('hex')}`;
     admin = testPool({ connectionString: db.url, max: 2, options: `-c search_path=${schema}` });
   };
-  const open = async (shared: SharedStorageOptions = {}) => {
-    const s = await openPostgresStorage({ url: db.url, schema, shared: { maxAttempts: 3, ...shared } });
+  const open = async (cluster: ClusterStorageOptions = {}) => {
+    const s = await openPostgresStorage({ url: db.url, schema, cluster: { maxAttempts: 3, ...cluster } });
     opened.push(s);
     return s;
   };
@@ -116,7 +116,7 @@ describe.skipIf(!run)('shared PostgreSQL journal: claims, leases, fenced outcome
     ];
     expect(await rows(sums)).toEqual(expected);
     // Each process added to its own slots (writer and claims apart): no row all of them update.
-    const ids = procs.map((p) => p.shared!.workerId);
+    const ids = procs.map((p) => p.cluster!.workerId);
     const slots = (await rows<{ slot: string }>(`SELECT DISTINCT slot FROM row_counts WHERE name = 'journal:DISPATCHED' AND slot <> ''`)).map((r) => r.slot).sort();
     expect(slots).toEqual(ids.flatMap((id) => [id, `${id}/claim`]).sort());
     // The slots of stopped processes fold into the base; the sums stay.
@@ -240,7 +240,7 @@ describe.skipIf(!run)('shared PostgreSQL journal: claims, leases, fenced outcome
     await p.close();
     const [w] = await q.work!.claim(['a'], 1, { global: 10, perAgent: 10 });
     expect(w!.message).toMatchObject({ id: m.id, attempt: 2 });
-    const listed = await q.shared!.workers.list();
+    const listed = await q.cluster!.workers.list();
     expect(listed.map((x) => x.alive)).toEqual([true, false]);
   });
 

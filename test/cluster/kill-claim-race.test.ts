@@ -16,7 +16,7 @@ import { createTestDatabase, testPool, withPostgres } from '../store/contract/ba
  */
 const run = withPostgres('kill while a claim is in flight');
 
-describe.skipIf(!run)('a kill racing a claim of its thread (shared PostgreSQL store)', () => {
+describe.skipIf(!run)('a kill racing a claim of its thread (cluster mode, PostgreSQL)', () => {
   let db: { url: string; drop(): Promise<void> };
   let admin: pg.Pool;
   const organisms: Organism[] = [];
@@ -36,9 +36,9 @@ describe.skipIf(!run)('a kill racing a claim of its thread (shared PostgreSQL st
 
   /** A process of the organism; `commands` hears each command the link hands it (after handing it on). */
   async function proc(config: LoadedOrganism, handlers: boolean, commands?: (kind: string) => void): Promise<{ organism: Organism; storage: PostgresStorage }> {
-    const storage = await openPostgresStorage({ url: db.url, shared: { handlers, maxAttempts: 3 } });
+    const storage = await openPostgresStorage({ url: db.url, cluster: { handlers, maxAttempts: 3 } });
     const organism = new Organism(config, { storage });
-    const link = PgClusterLink.create({ url: db.url, origin: organism.bootId, hearEvents: false, listener: storage.shared!.listener });
+    const link = PgClusterLink.create({ url: db.url, origin: organism.bootId, hearEvents: false, listener: storage.cluster!.listener });
     const heard: ClusterLink = Object.assign(Object.create(link) as ClusterLink, {
       start: (h: ClusterHandlers) => link.start({ ...h, command: (c, o) => (h.command(c, o), commands?.(c.kind)) }),
     });
@@ -88,7 +88,7 @@ describe.skipIf(!run)('a kill racing a claim of its thread (shared PostgreSQL st
       waiterConfig(() => ran++),
       true,
     );
-    const held = await holdClaims(p.storage.shared!.workerId);
+    const held = await holdClaims(p.storage.cluster!.workerId);
     const { threadId, messageId } = await p.organism.inject('waiter', { text: 'x' });
     await held.waiting();
     await p.organism.killThread(threadId);
@@ -138,7 +138,7 @@ describe.skipIf(!run)('a kill racing a claim of its thread (shared PostgreSQL st
     const api = await proc(config, false);
     const killHeard = deferred();
     const worker = await proc(config, true, (kind) => kind === 'kill' && killHeard.resolve());
-    const held = await holdClaims(worker.storage.shared!.workerId);
+    const held = await holdClaims(worker.storage.cluster!.workerId);
     const { threadId, messageId } = await api.organism.inject('waiter', { text: 'x' });
     await held.waiting();
     await api.organism.killThread(threadId);

@@ -20,7 +20,7 @@ import { createTestDatabase, withPostgres, testPool } from '../store/contract/ba
  * Organisms of one process each, in one test process, linked over the real PostgreSQL: what
  * one does (kill, pause, reload, events) reaches the others through the cluster link. The
  * first owns the database (the PostgreSQL store); the others keep their journal in memory and
- * share the database's threads and operator state, as shared-mode processes do.
+ * share the database's threads and operator state, as cluster-mode processes do.
  */
 const run = withPostgres('organism cluster link');
 
@@ -59,7 +59,7 @@ describe.skipIf(!run)('organisms linked through PostgreSQL', () => {
   });
 
   /** A process sharing the database's threads and operator state (its journal in memory). */
-  async function sharedStorage(): Promise<OrganismStorage> {
+  async function clusterStorage(): Promise<OrganismStorage> {
     const pool = createPool({ url: db.url, max: 3 });
     const writer = new PgWriter(pool, () => {});
     const r = reader(pool, 'test');
@@ -79,7 +79,7 @@ describe.skipIf(!run)('organisms linked through PostgreSQL', () => {
   }
 
   async function member(config: LoadedOrganism, opts: { owner?: boolean; reloadConfig?: () => Promise<LoadedOrganism> } = {}): Promise<Member> {
-    const storage = opts.owner ? await openPostgresStorage({ url: db.url }) : await sharedStorage();
+    const storage = opts.owner ? await openPostgresStorage({ url: db.url }) : await clusterStorage();
     const { logger, logs } = capturingLogger();
     const organism = new Organism(config, { storage, logger });
     organism.joinCluster(PgClusterLink.create({ url: db.url, origin: organism.bootId, hearEvents: true, logger }), opts.reloadConfig ? { reloadConfig: opts.reloadConfig } : {});
@@ -124,14 +124,14 @@ describe.skipIf(!run)('organisms linked through PostgreSQL', () => {
     const config = loaded([worker]);
     const a = await member(config, { owner: true });
     const b = await member(config);
-    await a.organism.pauseAgent('worker');
+    await a.organism.pauseListener('worker');
     await eventually(() => b.organism.agent('worker').state === 'paused', 10_000, 'B to pause');
     await b.organism.inject('worker', { text: 'held' });
     const c = await member(config); // started while paused
     expect(c.organism.agent('worker').state).toBe('paused');
     expect(c.organism.lastRecovery?.pausedAgents).toEqual(['worker']);
     expect(ran).toEqual([]);
-    await a.organism.resumeAgent('worker');
+    await a.organism.resumeListener('worker');
     await eventually(() => ran.includes('held'), 10_000, 'the held message to run on B');
     await eventually(() => c.organism.agent('worker').state !== 'paused', 10_000, 'C to resume');
   });
@@ -177,10 +177,10 @@ describe.skipIf(!run)('organisms linked through PostgreSQL', () => {
     a.organism.bus.on((event) => ownOnA.push(event));
     const threads: string[] = [];
     for (let i = 0; i < 20; i++) threads.push((await a.organism.inject('echo', { text: `m${i}` })).threadId);
-    const shared = () => ownOnA.filter((e) => e.type !== 'organism_status' && e.type !== 'reload');
-    await eventually(() => shared().filter((e) => e.type === 'thread_updated' && e.thread.status !== 'active').length === 20, 10_000, 'A to finish');
-    await eventually(() => relayed.length >= shared().length, 10_000, "A's events at B");
-    expect(relayed.map((r) => r.event)).toEqual(JSON.parse(JSON.stringify(shared())));
+    const published = () => ownOnA.filter((e) => e.type !== 'organism_status' && e.type !== 'reload');
+    await eventually(() => published().filter((e) => e.type === 'thread_updated' && e.thread.status !== 'active').length === 20, 10_000, 'A to finish');
+    await eventually(() => relayed.length >= published().length, 10_000, "A's events at B");
+    expect(relayed.map((r) => r.event)).toEqual(JSON.parse(JSON.stringify(published())));
     expect(relayed.every((r) => r.origin === a.organism.bootId)).toBe(true);
     expect(local).toEqual([]); // B ran nothing; A's events are not B's own
   });

@@ -52,24 +52,24 @@ listeners:
 /**
  * Issue 23, item 1, through a real `organism serve` over HTTP: a thread's budget is its whole
  * life's, across its exchanges and across restarts (graceful and kill -9) of the server. On
- * PostgreSQL in shared mode as it scales out: `serve --handlers off` and two `organism worker`
+ * PostgreSQL in cluster mode as it scales out: `serve --handlers off` and two `organism worker`
  * processes make the LLM calls, and a kill -9 takes a worker down with the server.
  */
 eachBackend("a thread's budget over its life, across restarts of a real server", (backend) => {
   it('spend and a raised ceiling persist across completion and restarts; an exhausted thread stays refused until the ceiling is raised', async () => {
     const config = chatOrganism();
     const store = await backend.place().cliArgs();
-    const shared = backend.name === 'postgres';
+    const clusterMode = backend.name === 'postgres';
     const env = { ORGANISM_LEASE_SECONDS: '3' }; // a killed worker's delivery comes back within seconds
-    const serve = () => startCli(['serve', config, ...store, ...(shared ? ['--handlers', 'off'] : []), '--port', '0', '--no-supervisor', '--log-level', 'warn'], env);
+    const serve = () => startCli(['serve', config, ...store, ...(clusterMode ? ['--handlers', 'off'] : []), '--port', '0', '--no-supervisor', '--log-level', 'warn'], env);
     const worker = (name: string) => startCli(['worker', config, '--store', store[store.indexOf('--store') + 1]!, '--name', name, '--log-level', 'warn'], env);
     let server: Running = serve();
     let call = api(await servedAt(server));
-    const workers: Running[] = shared ? [worker('w1'), worker('w2')] : [];
+    const workers: Running[] = clusterMode ? [worker('w1'), worker('w2')] : [];
     let started = workers.length;
     const restart = async (signal: 'SIGTERM' | 'SIGKILL') => {
       server.child.kill(signal);
-      if (shared && signal === 'SIGKILL') {
+      if (clusterMode && signal === 'SIGKILL') {
         const gone = workers.shift()!;
         gone.child.kill('SIGKILL');
         await gone.exited;
@@ -155,7 +155,7 @@ eachBackend("a thread's budget over its life, across restarts of a real server",
     const listed = await json('/usage/threads?state=finished');
     expect(listed.threads).toEqual([expect.objectContaining({ threadId: 'chat', totalTokens: last.totalTokens, active: false })]);
     expect((await json('/usage/threads')).threads).toEqual([]);
-    if (shared) {
+    if (clusterMode) {
       // The LLM calls were the workers' (serve runs no handlers).
       const listed = (await json('/workers')).workers as Array<{ kind: string; handlers: boolean }>;
       expect(listed.filter((w) => w.kind === 'worker' && w.handlers).length).toBeGreaterThanOrEqual(2);

@@ -9,7 +9,7 @@ afterEach(killAll);
 
 /** The operator's decisions (pauses, ceilings) and the threads' spend across restarts and kill -9 of real processes. */
 eachBackend('operator state across restarts and crashes', (backend) => {
-  it('a paused agent stays paused across SIGHUP, a crashed worker and kill -9 of the whole service; its held message runs only on resume', async () => {
+  it('a paused agent stays paused across SIGHUP, a crashed server process and kill -9 of the whole service; its held message runs only on resume', async () => {
     const { config } = jobOrganism();
     const store = await backend.place().cliArgs();
     const serve = () => startCli(['serve', config, ...store, '--port', '0', '--log-level', 'warn']);
@@ -19,7 +19,7 @@ eachBackend('operator state across restarts and crashes', (backend) => {
     const nextBoot = async (previous: string) =>
       until(async () => {
         const o = await organism();
-        return o.bootId && o.bootId !== previous && o.journal ? o : null; // a closing worker answers 503
+        return o.bootId && o.bootId !== previous && o.journal ? o : null; // a closing server process answers 503
       }, 'the next boot');
     const agentStatus = async () => ((await (await call('/agents/worker')).json()) as { state: string }).state;
     const state = async (id: string) => ((await (await call(`/journal/${id}`)).json()) as { deliveryState: string }).deliveryState;
@@ -37,15 +37,15 @@ eachBackend('operator state across restarts and crashes', (backend) => {
     expect(await state(messageId)).toBe('PENDING');
     boot = info.bootId;
 
-    // The worker crashes (SIGKILL); its supervisor starts a new one.
-    const [, worker] = processTree(server.child.pid!);
-    process.kill(worker!, 'SIGKILL');
+    // The server process crashes (SIGKILL); its supervisor starts a new one.
+    const [, serverProcess] = processTree(server.child.pid!);
+    process.kill(serverProcess!, 'SIGKILL');
     info = await nextBoot(boot);
     expect(await agentStatus()).toBe('paused');
     expect(info.journal.lastRecovery.pausedAgents).toEqual(['worker']);
     expect(await state(messageId)).toBe('PENDING');
 
-    // kill -9 of supervisor and worker at once, then a new service on the same directory.
+    // kill -9 of supervisor and server process at once, then a new service on the same directory.
     const tree = processTree(server.child.pid!);
     for (const pid of tree) process.kill(pid, 'SIGKILL');
     await until(() => tree.every((pid) => !alive(pid)), 'the killed processes to be gone');

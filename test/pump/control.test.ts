@@ -9,14 +9,14 @@ describe('pause and resume', () => {
   it('holds messages while paused (nothing dropped) and releases them in order on resume', async () => {
     const got: string[] = [];
     const { organism } = await startOrganism([listener('worker', { handler: (p) => void got.push(String(p['text'])) })]);
-    organism.pauseAgent('worker');
+    organism.pauseListener('worker');
     expect(organism.agent('worker').state).toBe('paused');
     const thread = 'T-pause';
     for (let i = 0; i < 20; i++) await organism.inject('worker', { text: `m${i}` }, { threadId: thread });
     await new Promise((r) => setTimeout(r, 50));
     expect(got).toEqual([]);
     expect(organism.agent('worker').queueDepth).toBe(20);
-    organism.resumeAgent('worker');
+    organism.resumeListener('worker');
     expect(organism.agent('worker').state).toBe('idle');
     await eventually(() => got.length === 20);
     expect(got).toEqual(Array.from({ length: 20 }, (_, i) => `m${i}`));
@@ -32,7 +32,7 @@ describe('pause and resume', () => {
     ]);
     await organism.inject('w', { text: 'first' });
     await eventually(() => organism.agent('w').state === 'processing');
-    organism.pauseAgent('w');
+    organism.pauseListener('w');
     gate.resolve();
     await eventually(() => done.length === 1);
     expect(organism.agent('w').state).toBe('paused');
@@ -41,7 +41,7 @@ describe('pause and resume', () => {
 
   it('pause of an unknown agent is an error with the spec text', async () => {
     const { organism } = await startOrganism([listener('w')]);
-    expect(() => organism.pauseAgent('nope')).toThrow('Agent not found: nope');
+    expect(() => organism.pauseListener('nope')).toThrow('Agent not found: nope');
     await organism.stop();
   });
 });
@@ -228,9 +228,9 @@ describe('concurrency and ordering', () => {
   it('a backlog of handlers that return at once is worked off over several event-loop turns, not in one blocking run', async () => {
     let done = 0;
     const { organism } = await startOrganism([listener('a', { handler: () => void done++ })], { maxConcurrentHandlers: 10, maxConcurrentPerAgent: 10 });
-    organism.pauseAgent('a');
+    organism.pauseListener('a');
     for (let i = 0; i < 2_000; i++) await organism.inject('a', { text: `${i}` });
-    organism.resumeAgent('a');
+    organism.resumeListener('a');
     const t0 = performance.now();
     const seenByNextTurn = await new Promise<number>((resolve) => setImmediate(() => resolve(done)));
     // One turn starts deliveries for a few milliseconds (TURN_BUDGET_MS), then lets I/O and timers run.

@@ -50,7 +50,7 @@ export function rerunViolations(runs: readonly RunLine[], killed: ReadonlySet<nu
   return out;
 }
 
-/** The crash suite's durability checks on the shared database (every process stopped first). */
+/** The crash suite's durability checks on the cluster's database (every process stopped first). */
 export async function durabilityViolations(
   storeUrl: string,
   runs: readonly RunLine[],

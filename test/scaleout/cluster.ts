@@ -1,5 +1,5 @@
 /**
- * A shared-mode organism for the scale-out tests: a fresh PostgreSQL database, an organism
+ * A cluster-mode organism for the scale-out tests: a fresh PostgreSQL database, an organism
  * directory of its own outside the repository (organism.yaml and code handlers), one
  * `organism serve --store URL` and any number of `organism worker --store URL` processes,
  * all real child processes of the built CLI (test/cli/processes.ts; `npm run build` first).

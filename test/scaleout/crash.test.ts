@@ -7,7 +7,7 @@ import { startCluster, type Cluster } from './cluster.js';
 const KILLS = Number(process.env['SCALEOUT_KILLS'] ?? 8);
 
 /**
- * The crash-safety test (test/crash) in shared mode: `serve` (running handlers too) and two
+ * The crash-safety test (test/crash) in cluster mode: `serve` (running handlers too) and two
  * workers on one database, under a steady load of injects through the API, while SIGKILLs hit
  * serve or a worker at random instants and each is started again. Afterwards the crash suite's
  * checks: every message whose inject returned ended ACKED with its thread completed and its

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { fifoViolations } from './checks.js';
 import type { RunLine } from './cluster.js';
 
-/** The chaos run's FIFO check over a handlers' log (chaos/lib/shared.ts), on logs written by hand. */
+/** The chaos run's FIFO check over a handlers' log (chaos/lib/cluster.ts), on logs written by hand. */
 const line = (ev: RunLine['ev'], messageId: string, pid = 1, attempt = 1): RunLine => ({ ev, listener: 'ordered', messageId, threadId: 't', attempt, pid, t: 0 });
 const threads = new Map([['t', ['m0', 'm1', 'm2']]]);
 

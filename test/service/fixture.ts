@@ -182,17 +182,17 @@ export async function startService(
   const loaded = await loadOrganism(configPath);
   // The CLI serves on SQLite (or PostgreSQL with --store); the memory stores are the library
   // default. All must behave the same. PostgreSQL: a fresh database, dropped at close, opened
-  // in shared mode as `organism serve --store` runs it (issue 15): the database is the work
+  // in cluster mode as `organism serve --store` runs it (issue 15): the database is the work
   // queue this server claims from, as one of the processes that may share it.
   const database = options.storage === 'postgres' ? await createTestDatabase() : null;
   const storage =
     options.storage === 'sqlite'
       ? openSqliteStorage({ dataDir: path.join(dir, 'data') })
       : database
-        ? await openPostgresStorage({ url: database.url, shared: { maxAttempts: loaded.config.journal.maxAttempts } })
+        ? await openPostgresStorage({ url: database.url, cluster: { maxAttempts: loaded.config.journal.maxAttempts } })
         : undefined;
   // A fixture that silently fell back to the single-owner store would test the wrong thing.
-  if (database && !(storage as { work?: unknown }).work) throw new Error('the PostgreSQL store did not open in shared mode (no work source)');
+  if (database && !(storage as { work?: unknown }).work) throw new Error('the PostgreSQL store did not open in cluster mode (no work source)');
   const organism = new Organism(loaded, storage ? { storage } : {});
   await organism.start();
   let stops = 0;

@@ -8,7 +8,7 @@ describe('GET /api/v1/workers', () => {
     svc = null;
   });
 
-  it('an embedded organism (SQLite) is one process: not shared, nobody listed', async () => {
+  it('an embedded organism (SQLite) is one process: not a cluster, nobody listed', async () => {
     svc = await startService({ storage: 'sqlite' });
     const res = await svc.request('GET', '/api/v1/workers', { token: VIEWER });
     expect(res.status).toBe(200);

@@ -1,8 +1,8 @@
 import { test, expect } from 'vitest';
 import pg from 'pg';
-import { startPrivateCluster } from './private-postgres.js';
-test('private cluster restarts', async () => {
-  const c = await startPrivateCluster();
+import { startPrivatePostgres } from './private-postgres.js';
+test('private PostgreSQL server restarts', async () => {
+  const c = await startPrivatePostgres();
   try {
     const q = async () => { const cl = new pg.Client({ connectionString: c.url }); await cl.connect(); const r = await cl.query('select 1 as x'); await cl.end(); return r.rows[0].x; };
     expect(await q()).toBe(1);

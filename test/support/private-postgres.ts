@@ -5,21 +5,21 @@ import path from 'node:path';
 import { freePort } from '../cli/processes.js';
 
 /**
- * A PostgreSQL cluster of a test's (or the chaos run's) own: `initdb` + `pg_ctl` on a
+ * A PostgreSQL server (initdb calls it a cluster) of a test's (or the chaos run's) own: `initdb` + `pg_ctl` on a
  * temporary directory and a free loopback port. Tests that stop or restart the database use
  * one of these, never the machine's shared server, so other test files keep running.
  *
  * As root (CI runs as root) the server runs as the `postgres` user: initdb refuses root.
  */
 
-export interface PrivateCluster {
+export interface PrivatePostgres {
   /** postgres://postgres@127.0.0.1:<port>/postgres */
   readonly url: string;
   readonly port: number;
   readonly dataDir: string;
-  /** A URL for another database of this cluster. */
+  /** A URL for another database of this server. */
   urlFor(database: string): string;
-  /** Runs SQL through psql on the cluster's `postgres` database (admin work: CREATE DATABASE ...). */
+  /** Runs SQL through psql on the server's `postgres` database (admin work: CREATE DATABASE ...). */
   psql(sql: string): string;
   /** Stops the server: `fast` (clients told, as `pg_ctlcluster restart` does) or `immediate` (a crash). */
   stop(mode?: 'fast' | 'immediate'): void;
@@ -52,13 +52,13 @@ function postgresUser(): { uid: number; gid: number } | undefined {
   return { uid: Number(uid), gid: Number(gid) };
 }
 
-/** Whether a test can start a private cluster here (in CI it must: a missing server fails it). */
-export const privateClusterAvailable = process.env['CI'] === 'true' || existsSync('/usr/lib/postgresql') || existsSync('/usr/bin/pg_config');
+/** Whether a test can start a private PostgreSQL server here (in CI it must: a missing server fails it). */
+export const privatePostgresAvailable = process.env['CI'] === 'true' || existsSync('/usr/lib/postgresql') || existsSync('/usr/bin/pg_config');
 
-const live = new Set<PrivateCluster>();
+const live = new Set<PrivatePostgres>();
 let exitHookSet = false;
 
-export async function startPrivateCluster(options: { settings?: Record<string, string> } = {}): Promise<PrivateCluster> {
+export async function startPrivatePostgres(options: { settings?: Record<string, string> } = {}): Promise<PrivatePostgres> {
   const bin = binDir();
   const owner = postgresUser();
   const base = mkdtempSync(path.join(os.tmpdir(), 'organism-pg-'));
@@ -91,7 +91,7 @@ export async function startPrivateCluster(options: { settings?: Record<string, s
   const serverOptions = Object.entries(settings).map(([k, v]) => `-c ${k}=${v}`).join(' ');
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   let up = false;
-  const cluster: PrivateCluster = {
+  const server: PrivatePostgres = {
     url,
     port,
     dataDir,
@@ -110,18 +110,18 @@ export async function startPrivateCluster(options: { settings?: Record<string, s
       up = true;
     },
     restart(mode = 'fast') {
-      cluster.stop(mode);
-      cluster.start();
+      server.stop(mode);
+      server.start();
     },
     destroy() {
       if (up) run('pg_ctl', ['-D', dataDir, '-m', 'immediate', '-w', 'stop'], true);
       up = false;
-      live.delete(cluster);
+      live.delete(server);
       rmSync(base, { recursive: true, force: true });
     },
   };
-  cluster.start();
-  live.add(cluster);
+  server.start();
+  live.add(server);
   if (!exitHookSet) {
     exitHookSet = true;
     // A test process that ends without destroy() (a failed assertion, a timeout) leaves no server behind.
@@ -129,5 +129,5 @@ export async function startPrivateCluster(options: { settings?: Record<string, s
       for (const c of [...live]) c.destroy();
     });
   }
-  return cluster;
+  return server;
 }

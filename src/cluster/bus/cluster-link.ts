@@ -17,13 +17,13 @@ export interface PgClusterLinkOptions {
   /** Hear the other processes' events (a `serve` does, for its WebSocket clients; a worker has none). */
   readonly hearEvents: boolean;
   /**
-   * The process's LISTEN connection when the store holds one already (shared mode): the link
+   * The process's LISTEN connection when the store holds one already (cluster mode): the link
    * subscribes on it and leaves closing it to its owner. Absent: the link opens its own.
    */
   readonly listener?: PgListener;
   /** Records the configuration this process runs (its workers row), after a reload here or followed from elsewhere. */
   readonly running?: (configHash: string) => Promise<void>;
-  /** An idle connection of the link broke (see SharedStorage.connectionLost): true when the store's watch took it. */
+  /** An idle connection of the link broke (see ClusterStorage.connectionLost): true when the store's watch took it. */
   readonly connectionLost?: (err: unknown) => boolean;
   readonly logger?: Logger;
 }

@@ -31,7 +31,7 @@ const PUBLISH_SQL = `
   FROM (SELECT * FROM ev ORDER BY ord) e`;
 
 /**
- * Sends this process's bus events to the other processes of a shared organism over NOTIFY.
+ * Sends this process's bus events to the other processes of a clustered organism over NOTIFY.
  * `publish` never blocks the pump: events queue and go out in batches, one batch in flight at
  * a time (what queues meanwhile forms the next batch, so the rate adapts to the database).
  *

@@ -1,5 +1,5 @@
 /**
- * The claim query of a shared organism's journal (see PgSharedJournal.claim): the whole
+ * The claim query of a clustered organism's journal (see PgClusterJournal.claim): the whole
  * transaction as one query string, its values written in as literals.
  */
 

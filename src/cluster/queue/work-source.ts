@@ -4,7 +4,7 @@ import type { AgentLoad, ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedR
 import type { Logger } from '../../util/logger.js';
 import type { WorkerRecord } from '../../core/storage.js';
 import type { Channels, PgListener } from '../bus/channels.js';
-import type { PgSharedJournal } from './shared-journal.js';
+import type { PgClusterJournal } from './cluster-journal.js';
 import type { PgWorkers, WorkerIdentity } from '../workers.js';
 import { isConnectionFailure } from '../../store/postgres/reachability.js';
 
@@ -14,7 +14,7 @@ export const POLL_MS = 1_000;
 export const DEFAULT_LEASE_MS = 30_000;
 
 export interface PgWorkSourceOptions {
-  readonly journal: PgSharedJournal;
+  readonly journal: PgClusterJournal;
   readonly workers: PgWorkers;
   readonly listener: PgListener;
   readonly channels: Channels;
@@ -27,7 +27,7 @@ export interface PgWorkSourceOptions {
 /**
  * The PostgreSQL work source of one process: its `workers` row and heartbeat (every lease/3),
  * the expired-lease rule run at each heartbeat (by whichever process notices first), claims and
- * fenced outcomes through the shared journal, and wake-ups from NOTIFY on the work channel,
+ * fenced outcomes through the cluster journal, and wake-ups from NOTIFY on the work channel,
  * from a poll every POLL_MS, after the LISTEN connection comes back, and after claims were
  * taken back. NOTIFY is only a hint: the poll finds whatever a lost notification announced.
  */

@@ -11,7 +11,7 @@ import {
   ResumeResponse,
 } from '../schemas/agent.js';
 import { errorResponses } from '../schemas/error.js';
-import { agentConfigView, agentView } from '../views.js';
+import { listenerConfigView, listenerView } from '../views.js';
 
 export const agentRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app, { organism }) => {
   const tags = ['agents'];
@@ -20,21 +20,21 @@ export const agentRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app
     '/agents',
     { schema: { tags, summary: 'Every listener (isAgent tells agents from tools)', response: { 200: AgentListResponse, ...errorResponses } } },
     async () => {
-      const agents = (await organism.liveAgents()).map(agentView);
-      return { agents, count: agents.length };
+      const listeners = (await organism.liveAgents()).map(listenerView);
+      return { agents: listeners, count: listeners.length };
     },
   );
 
   app.get(
     '/agents/:name',
     { schema: { tags, params: AgentParams, response: { 200: AgentInfo, ...errorResponses } } },
-    async (request) => agentView(await organism.liveAgent(request.params.name)),
+    async (request) => listenerView(await organism.liveAgent(request.params.name)),
   );
 
   app.get(
     '/agents/:name/config',
     { schema: { tags, params: AgentParams, response: { 200: AgentConfig, ...errorResponses } } },
-    async (request) => agentConfigView(organism.agent(request.params.name)),
+    async (request) => listenerConfigView(organism.agent(request.params.name)),
   );
 
   app.get(
@@ -54,7 +54,7 @@ export const agentRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app
     { schema: { tags, summary: 'Hold new messages (in-flight work finishes)', params: AgentParams, response: { 200: PauseResponse, ...errorResponses } } },
     async (request) => {
       const { name } = request.params;
-      await organism.pauseAgent(name);
+      await organism.pauseListener(name);
       return { success: true as const, agent: name, state: 'paused' as const };
     },
   );
@@ -64,7 +64,7 @@ export const agentRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app
     { schema: { tags, summary: 'Release held messages in order', params: AgentParams, response: { 200: ResumeResponse, ...errorResponses } } },
     async (request) => {
       const { name } = request.params;
-      await organism.resumeAgent(name);
+      await organism.resumeListener(name);
       return { success: true as const, agent: name, state: 'idle' as const };
     },
   );

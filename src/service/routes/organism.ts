@@ -95,7 +95,7 @@ export const organismRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (
         } catch (err) {
           throw reloadError(err);
         }
-        // The other processes of a shared organism follow (nothing to do alone); a database
+        // The other processes of a clustered organism follow (nothing to do alone); a database
         // that refuses is its own error (a storage fault), not a bad configuration.
         await organism.shareReload();
         return result;

@@ -5,7 +5,7 @@ import { errorResponses } from '../schemas/error.js';
 import { WorkerListResponse } from '../schemas/worker.js';
 import { iso, isoOrNull } from '../time.js';
 
-/** GET /workers: the processes of a shared organism (PostgreSQL store), live ones first. */
+/** GET /workers: the processes of a clustered organism (PostgreSQL store), live ones first. */
 export const workerRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app, { organism }) => {
   app.get(
     '/workers',

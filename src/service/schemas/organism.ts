@@ -36,7 +36,7 @@ export const OrganismInfo = Type.Object(
     status: OrganismStatus,
     uptimeSeconds: Type.Number(),
     agentCount: Type.Integer({ description: 'Registered listeners (agents and tools)' }),
-    activeThreads: Type.Integer({ description: 'Threads with work queued or in flight (in shared mode, across every process)' }),
+    activeThreads: Type.Integer({ description: 'Threads with work queued or in flight (in cluster mode, across every process)' }),
     totalMessages: Type.Integer({ description: 'Messages since this process started' }),
     version: Type.String(),
     startedAt: NullableTimestamp,

@@ -49,7 +49,7 @@ export function parseFilter(source: Record<string, unknown>): WsFilter | Organis
  * thread (messages, agent states while on a thread, thread records, usage, budget warnings,
  * peer denials, journal failures); frames about the whole organism (reload, organism status)
  * pass it, so a client watching one thread still learns that the organism stopped. Agent and
- * payload-type filters work the same way on frames that name agents or carry a payload type.
+ * payload-type filters work the same way on frames that name listeners or carry a payload type.
  */
 export function matches(f: WsFilter, m: FrameMeta): boolean {
   if (f.events.length > 0 && !f.events.includes(m.event)) return false;

@@ -35,7 +35,7 @@ export class WsHub {
       for (const client of this.clients) if (client.wants(frame) && !client.offer(frame)) this.framesDropped++;
       if (this.batchMs <= 0) this.flush();
       else this.batchTimer ??= setTimeout(() => this.flush(), this.batchMs);
-    }, { relayed: true }); // live views show the work of every process of a shared organism
+    }, { relayed: true }); // live views show the work of every process of a clustered organism
   }
 
   /** Writes every client's waiting frames. */

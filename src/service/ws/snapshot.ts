@@ -1,6 +1,6 @@
 import type { ServiceOrganism } from '../context.js';
 import { isoOrNull } from '../time.js';
-import { agentView, journalStatsView, threadView } from '../views.js';
+import { listenerView, journalStatsView, threadView } from '../views.js';
 
 /** Threads in a snapshot: the newest (by activity) first. */
 export const SNAPSHOT_THREADS = 100;
@@ -10,8 +10,8 @@ export const SNAPSHOT_THREADS = 100;
  * state, after which events keep it current.
  */
 export async function snapshotBody(organism: ServiceOrganism, version: string | null): Promise<Record<string, unknown>> {
-  // Agents as the whole organism runs them (in shared mode, queue depth and in flight from the store, as /api/v1/agents).
-  const [threads, stats, agents, activeThreads] = await Promise.all([
+  // Listeners as the whole organism runs them (in cluster mode, queue depth and in flight from the store, as /api/v1/agents).
+  const [threads, stats, listeners, activeThreads] = await Promise.all([
     organism.queries.threads.list({ limit: SNAPSHOT_THREADS, offset: 0 }),
     organism.queries.journal.stats(),
     organism.liveAgents(),
@@ -26,11 +26,11 @@ export async function snapshotBody(organism: ServiceOrganism, version: string | 
       version,
       startedAt: isoOrNull(startedAt),
       uptimeSeconds: startedAt === null ? 0 : Math.max(0, Math.floor((Date.now() - startedAt) / 1000)),
-      agentCount: agents.length,
+      agentCount: listeners.length,
       activeThreads,
       totalMessages: organism.totalMessages,
     },
-    agents: agents.map(agentView),
+    agents: listeners.map(listenerView),
     threads: threads.items.map(threadView),
     usage: organism.tracker.totals(),
     journal: journalStatsView({ ...stats, lastRecovery: organism.lastRecovery ?? stats.lastRecovery }),

@@ -4,26 +4,26 @@ import type { PgTransactionHook, Tx } from './writer.js';
 
 /**
  * The journal's row counts in `row_counts` (all entries, entries per state) and
- * `journal_agent_counts` (per agent, the entries it sent or received). Changes are summed in
+ * `journal_agent_counts` (per listener, the entries it sent or received). Changes are summed in
  * memory while a transaction runs and written at its end, inside it: a few updates per
  * transaction, not per row. `begin` drops the sums of an attempt that rolled back. Being rows
  * of the database (not figures in one process's memory), they stay right whichever process
  * moves an entry.
  *
  * Each count is the sum of its slots: a process adds only to its own `slot` (its worker id in a
- * shared organism, '' otherwise), so processes committing at once never wait on one another's
+ * clustered organism, '' otherwise), so processes committing at once never wait on one another's
  * count rows (one row per count was the lock every transaction of every process queued on).
  */
 export class PgJournalCounts implements PgTransactionHook {
   /** The slot this process adds to (set once, before the first write). */
   slot = '';
   private total = 0;
-  private readonly agents = new Map<string, number>();
+  private readonly listeners = new Map<string, number>();
   private readonly states: Record<DeliveryState, number> = { PENDING: 0, DISPATCHED: 0, ACKED: 0, FAILED: 0 };
 
   begin(): void {
     this.total = 0;
-    this.agents.clear();
+    this.listeners.clear();
     for (const k of DELIVERY_STATES) this.states[k] = 0;
   }
 
@@ -46,8 +46,8 @@ export class PgJournalCounts implements PgTransactionHook {
   /** An entry from `sender` to `recipient` was inserted (+1) or deleted (-1). */
   changed(sender: string, recipient: string, delta: 1 | -1): void {
     this.total += delta;
-    this.agents.set(sender, (this.agents.get(sender) ?? 0) + delta);
-    if (recipient !== sender) this.agents.set(recipient, (this.agents.get(recipient) ?? 0) + delta);
+    this.listeners.set(sender, (this.listeners.get(sender) ?? 0) + delta);
+    if (recipient !== sender) this.listeners.set(recipient, (this.listeners.get(recipient) ?? 0) + delta);
   }
 
   async commit(tx: Tx): Promise<void> {
@@ -63,15 +63,15 @@ export class PgJournalCounts implements PgTransactionHook {
         values: [names, deltas, this.slot],
       });
     }
-    const agents = [...this.agents].filter(([, d]) => d !== 0);
-    if (agents.length > 0) {
+    const listeners = [...this.listeners].filter(([, d]) => d !== 0);
+    if (listeners.length > 0) {
       // Sorted, so two processes committing at once lock the rows in the same order.
-      agents.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      listeners.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
       await tx.query({
         name: 'counts-agents',
         text: `INSERT INTO journal_agent_counts (agent, slot, n) SELECT d.agent, $3, d.n FROM unnest($1::text[], $2::bigint[]) AS d(agent, n)
          ON CONFLICT (agent, slot) DO UPDATE SET n = journal_agent_counts.n + excluded.n`,
-        values: [agents.map(([a]) => a), agents.map(([, d]) => d), this.slot],
+        values: [listeners.map(([a]) => a), listeners.map(([, d]) => d), this.slot],
       });
     }
     this.begin();
@@ -81,7 +81,7 @@ export class PgJournalCounts implements PgTransactionHook {
 /** A kept count: the sum of its slots ($1: the count's name). */
 export const COUNT_SQL = `SELECT COALESCE(SUM(n), 0) AS n FROM row_counts WHERE name = $1`;
 
-/** An agent's kept count of entries: the sum of its slots ($1: the agent). */
+/** A listener's kept count of entries: the sum of its slots ($1: the listener). */
 export const AGENT_COUNT_SQL = `SELECT COALESCE(SUM(n), 0) AS n FROM journal_agent_counts WHERE agent = $1`;
 
 /** Adds one to the kept thread count in the slot given by the parameter `$slot` when the CTE `up` inserted its thread. */
@@ -90,7 +90,7 @@ export const countInsertedThread = (slot: string) => `INSERT INTO row_counts (na
 
 /**
  * Folds the slots of processes that are not running (a slot is `<worker id>` or `<worker id>/<role>`) (stopped, or past their lease, or never
- * registered) into the base slot '': the slots a shared organism keeps stay about as many as
+ * registered) into the base slot '': the slots a clustered organism keeps stay about as many as
  * its live processes. The sums do not change: the delete and the add are one statement, and a
  * process that was only late adds to a fresh slot row afterwards.
  */

@@ -35,7 +35,7 @@ export const PG_PRUNE_FAILED_SQL = pruneSql('FAILED', 'failed_at');
  * for the writes queued before them.
  *
  * Here one process owns the journal: recovery takes over every DISPATCHED entry as
- * interrupted. Processes sharing it (claims, leases) use PgSharedJournal (shared-journal.ts).
+ * interrupted. Processes sharing it (claims, leases) use PgClusterJournal (cluster-journal.ts).
  */
 export class PgJournal implements Journal {
   protected readonly counts = new PgJournalCounts();
@@ -137,17 +137,17 @@ export class PgJournal implements Journal {
     const n = params.length;
     const rows =
       q.agent && !q.threadId
-        ? await this.listByAgent(q, order)
+        ? await this.listByListener(q, order)
         : (await this.pool.query<JournalRow>(`SELECT * FROM journal ${clause} ORDER BY seq ${order} LIMIT $${n + 1} OFFSET $${n + 2}`, [...params, q.limit, q.offset])).rows;
     return { items: rows.map(entryOf), total: await this.count(q, clause, params) };
   }
 
   /**
-   * An agent's entries, as the newest (or oldest) of its sent and of its received ones merged:
+   * A listener's entries, as the newest (or oldest) of its sent and of its received ones merged:
    * each side walks its own index for limit + offset rows, instead of gathering and sorting
    * every match of `sender = $1 OR recipient = $1`.
    */
-  private async listByAgent(q: JournalQuery, order: 'ASC' | 'DESC'): Promise<JournalRow[]> {
+  private async listByListener(q: JournalQuery, order: 'ASC' | 'DESC'): Promise<JournalRow[]> {
     const state = q.state ? 'AND state = $5' : '';
     const side = (column: string) => `(SELECT seq FROM journal WHERE ${column} = $1 ${state} ORDER BY seq ${order} LIMIT $2)`;
     const params: unknown[] = [q.agent, q.limit + q.offset, q.limit, q.offset, ...(q.state ? [q.state] : [])];

@@ -136,7 +136,7 @@ export const PG_MIGRATIONS: readonly string[] = [
   CREATE INDEX llm_tool_calls_message ON llm_tool_calls (message_id, started_at, seq);
   CREATE INDEX llm_tool_calls_thread ON llm_tool_calls (thread_id, started_at, seq);
   `,
-  // Shared mode (issue 15): the processes sharing the database, and which of them holds each
+  // Cluster mode (issue 15): the processes sharing the database, and which of them holds each
   // DISPATCHED entry. A worker's claims are taken back once its heartbeat is older than its
   // lease (lease_ms, its own setting) or it stopped. Meta keys config_hash / config_text hold
   // the organism a serve process runs (written at boot and reload).

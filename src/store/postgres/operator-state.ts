@@ -3,9 +3,9 @@ import type { Reader } from './pool.js';
 import type { PgWriter } from './writer.js';
 
 /**
- * Operator state on PostgreSQL. Paused agents are read at open and kept in memory, so
+ * Operator state on PostgreSQL. Paused listeners are read at open and kept in memory, so
  * `pausedAgents` answers synchronously; `refresh` reads them again when another process of a
- * shared organism paused or resumed one. Each change is committed through the writer, in order with the
+ * clustered organism paused or resumed one. Each change is committed through the writer, in order with the
  * other writes, and its promise resolves after the commit.
  */
 export class PgOperatorState implements OperatorStateStore {
@@ -25,7 +25,7 @@ export class PgOperatorState implements OperatorStateStore {
   }
 
   /**
-   * The paused set as stored (other processes of a shared organism pause and resume too). The
+   * The paused set as stored (other processes of a clustered organism pause and resume too). The
    * writes queued here commit first; a change made here while it reads wins (it is newer).
    */
   async refresh(): Promise<void> {

@@ -10,7 +10,7 @@ import { PgThreadStore } from './threads.js';
 import { PgUsageStore } from './usage.js';
 import { PgWriter } from './writer.js';
 import { channelsFor, currentSchema, PgListener, type Channels } from '../../cluster/bus/channels.js';
-import { PgSharedJournal } from '../../cluster/queue/shared-journal.js';
+import { PgClusterJournal } from '../../cluster/queue/cluster-journal.js';
 import { DEFAULT_LEASE_MS, PgWorkSource } from '../../cluster/queue/work-source.js';
 import { PgWorkers } from '../../cluster/workers.js';
 import { ClusterQueue } from '../../cluster/queue/cluster-queue.js';
@@ -39,14 +39,14 @@ export interface PostgresStorageOptions {
   readonly lockWaitMs?: number;
   readonly logger?: Logger;
   /**
-   * Shared mode (issue 15): several processes share the database, which is their work queue.
+   * Cluster mode (issue 15): several processes share the database, which is their work queue.
    * No single-owner lock, no blanket recovery; this process registers in `workers` and claims.
    */
-  readonly shared?: SharedStorageOptions;
+  readonly cluster?: ClusterStorageOptions;
 }
 
-/** How this process takes part in a shared organism. */
-export interface SharedStorageOptions {
+/** How this process takes part in a clustered organism. */
+export interface ClusterStorageOptions {
   readonly kind?: 'serve' | 'worker';
   /** Shown in /api/v1/workers; default: host:pid. */
   readonly name?: string;
@@ -68,8 +68,8 @@ export interface SharedStorageOptions {
   readonly checkConfig?: (stored: { hash: string; text: string } | null) => void | Promise<void>;
 }
 
-/** What a shared organism's processes use besides the stores: who runs, the channels, the organism's config. */
-export interface SharedStorage {
+/** What a clustered organism's processes use besides the stores: who runs, the channels, the organism's config. */
+export interface ClusterStorage {
   readonly workerId: string;
   readonly workers: PgWorkers;
   readonly channels: Channels;
@@ -98,9 +98,9 @@ export interface PostgresStorage {
   readonly llmCalls: PgLlmCallStore;
   readonly operator: PgOperatorState;
   readonly budgets: { load(): Promise<unknown[]>; save(snapshots: unknown[]): Promise<void> };
-  /** Shared mode: the work source the pump claims from (absent: one process owns the database). */
+  /** Cluster mode: the work source the pump claims from (absent: one process owns the database). */
   readonly work?: PgWorkSource;
-  readonly shared?: SharedStorage;
+  readonly cluster?: ClusterStorage;
   /** Thread budgets as rows every process of the organism reserves against (see PgBudgetLedger). */
   readonly budgetLedger: BudgetLedgerFactory;
   /** The server is unreachable now (STORAGE_UNAVAILABLE), or null. */
@@ -113,7 +113,7 @@ export interface PostgresStorage {
 
 /**
  * Opens the organism's PostgreSQL database: connects, applies migrations (refusing a schema
- * from a newer organism) and loads what must answer synchronously (paused agents). Anything
+ * from a newer organism) and loads what must answer synchronously (paused listeners). Anything
  * wrong (unreachable, refused login, missing database, newer schema) is a clear StorageError
  * naming the database without its password.
  *
@@ -150,25 +150,25 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
   const operator = new PgOperatorState(db, writer);
   let owner: OwnerLock | null = null;
   let journal: PgJournal;
-  let shared: { storage: SharedStorage; work: PgWorkSource } | null = null;
+  let cluster: { storage: ClusterStorage; work: PgWorkSource } | null = null;
   let listener: PgListener | null = null;
   try {
     // The name is checked by createPool. Processes starting together may race to create it (unique_violation).
     if (options.schema) await pool.query(`CREATE SCHEMA IF NOT EXISTS ${options.schema}`).catch((err: { code?: string }) => {
       if (err.code !== '23505') throw err;
     });
-    // Shared: several processes run the organism; claims and leases replace the single owner.
-    if (!options.shared) {
+    // Cluster mode: several processes run the organism; claims and leases replace the single owner.
+    if (!options.cluster) {
       owner = await takeOwnership(pool, where, options.lockWaitMs ?? 5_000, (err) =>
         logger?.error({ err: pgStorageError(where, err) }, 'lost the connection that holds this organism\'s database lock'),
       );
     }
     await migratePg(pool);
-    if (options.shared) {
+    if (options.cluster) {
       const channels = channelsFor(await currentSchema(pool));
       const workerId = newId();
-      const sharedJournal = new PgSharedJournal(db, writer, retention, pool, channels, where, workerId);
-      journal = sharedJournal;
+      const clusterJournal = new PgClusterJournal(db, writer, retention, pool, channels, where, workerId);
+      journal = clusterJournal;
       listener = new PgListener({
         connectionString: options.url,
         ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
@@ -182,14 +182,14 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
         ...(logger ? { logger } : {}),
       });
       await listener.start();
-      shared = openShared(options.shared, { id: workerId, db, journal: sharedJournal, listener, channels, connectionLost, ...(logger ? { logger } : {}) });
+      cluster = openCluster(options.cluster, { id: workerId, db, journal: clusterJournal, listener, channels, connectionLost, ...(logger ? { logger } : {}) });
     } else {
       journal = new PgJournal(db, writer, retention);
     }
     await journal.load();
     await operator.load();
-    if (shared && options.shared?.checkConfig) await options.shared.checkConfig(await shared.storage.storedConfig());
-    await shared?.work.start();
+    if (cluster && options.cluster?.checkConfig) await options.cluster.checkConfig(await cluster.storage.storedConfig());
+    await cluster?.work.start();
   } catch (err) {
     owner?.release();
     await listener?.close();
@@ -202,7 +202,7 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
   const catchUp = setTimeout(() => void journal.prune().catch(report), 0); // after downtime
 
   let closing: Promise<void> | null = null;
-  const threads = new PgThreadStore(db, writer, shared?.storage.workerId ?? '');
+  const threads = new PgThreadStore(db, writer, cluster?.storage.workerId ?? '');
   return {
     where,
     journal,
@@ -210,13 +210,13 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
     usage,
     llmCalls: new PgLlmCallStore(db, writer),
     operator,
-    ...(shared ? { work: shared.work, shared: shared.storage, queue: new ClusterQueue(shared.work, journal, threads) } : {}),
-    // In a shared organism a reservation's holder is the process's worker id, and it expires with that process's lease.
+    ...(cluster ? { work: cluster.work, cluster: cluster.storage, queue: new ClusterQueue(cluster.work, journal, threads) } : {}),
+    // In a clustered organism a reservation's holder is the process's worker id, and it expires with that process's lease.
     budgetLedger: (o) =>
       new PgBudgetLedger(pool, where, {
         ...o,
         ...(logger ? { logger } : {}),
-        ...(shared ? { holder: shared.storage.workerId, leaseMs: options.shared?.leaseMs ?? DEFAULT_LEASE_MS } : {}),
+        ...(cluster ? { holder: cluster.storage.workerId, leaseMs: options.cluster?.leaseMs ?? DEFAULT_LEASE_MS } : {}),
       }),
     problem: () => reach?.problem() ?? null,
     budgets: {
@@ -240,7 +240,7 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
         clearTimeout(catchUp);
         reach?.close();
         usage.close();
-        await shared?.work.stop();
+        await cluster?.work.stop();
         await listener?.close();
         await writer.flush();
         owner?.release();
@@ -282,18 +282,18 @@ async function takeOwnership(pool: pg.Pool, where: string, waitMs: number, onLos
   return { release: () => client.release(true) };
 }
 
-function openShared(
-  o: SharedStorageOptions,
+function openCluster(
+  o: ClusterStorageOptions,
   deps: {
     id: string;
     db: ReturnType<typeof reader>;
-    journal: PgSharedJournal;
+    journal: PgClusterJournal;
     listener: PgListener;
     channels: Channels;
     connectionLost: (err: unknown) => boolean;
     logger?: Logger;
   },
-): { storage: SharedStorage; work: PgWorkSource } {
+): { storage: ClusterStorage; work: PgWorkSource } {
   const workers = new PgWorkers(deps.db);
   const id = deps.id;
   const work = new PgWorkSource({
@@ -313,7 +313,7 @@ function openShared(
     },
     ...(deps.logger ? { logger: deps.logger } : {}),
   });
-  const storage: SharedStorage = {
+  const storage: ClusterStorage = {
     workerId: id,
     workers,
     channels: deps.channels,

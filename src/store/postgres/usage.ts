@@ -186,7 +186,7 @@ export class PgUsageStore implements UsageStore {
   }
 }
 
-function filters(q: UsageHistoryQuery | UsageRangeQuery, withAgentModel: boolean): Where {
+function filters(q: UsageHistoryQuery | UsageRangeQuery, withListenerModel: boolean): Where {
   const where: string[] = [];
   const params: unknown[] = [];
   const add = (column: string, op: string, value: unknown) => {
@@ -196,7 +196,7 @@ function filters(q: UsageHistoryQuery | UsageRangeQuery, withAgentModel: boolean
   if (q.startTime !== undefined) add('ts', '>=', q.startTime);
   if (q.endTime !== undefined) add('ts', '<', q.endTime);
   if (q.orgId) add('org_id', '=', q.orgId);
-  if (withAgentModel) {
+  if (withListenerModel) {
     const h = q as UsageHistoryQuery;
     if (h.agentId) add('agent_id', '=', h.agentId);
     if (h.model) add('model', '=', h.model);

@@ -11,7 +11,7 @@ export const RECOUNT_JOURNAL_SQL = `
 `;
 
 /**
- * The journal's row counts (all entries, and per agent the entries it sent or received) in
+ * The journal's row counts (all entries, and per listener the entries it sent or received) in
  * `row_counts` and `journal_agent_counts`. Changes are summed in memory while a transaction
  * runs and written at its end, inside it: a few small updates per transaction instead of a
  * trigger per row. `begin` drops the sums of an attempt that rolled back.
@@ -21,20 +21,20 @@ export const RECOUNT_JOURNAL_SQL = `
  */
 export class JournalCounts implements TransactionHook {
   private total = 0;
-  private readonly agents = new Map<string, number>();
+  private readonly listeners = new Map<string, number>();
   private readonly stateDelta: Record<DeliveryState, number> = { PENDING: 0, DISPATCHED: 0, ACKED: 0, FAILED: 0 };
   private readonly kept: Record<DeliveryState, number> = { PENDING: 0, DISPATCHED: 0, ACKED: 0, FAILED: 0 };
   private readonly addTotal: Database.Statement;
-  private readonly addAgent: Database.Statement;
+  private readonly addListener: Database.Statement;
 
   constructor(db: Database.Database) {
     this.addTotal = db.prepare(`UPDATE row_counts SET n = n + ? WHERE name = 'journal'`);
-    this.addAgent = db.prepare(`INSERT INTO journal_agent_counts (agent, n) VALUES (?, ?) ON CONFLICT (agent) DO UPDATE SET n = n + excluded.n`);
+    this.addListener = db.prepare(`INSERT INTO journal_agent_counts (agent, n) VALUES (?, ?) ON CONFLICT (agent) DO UPDATE SET n = n + excluded.n`);
   }
 
   begin(): void {
     this.total = 0;
-    this.agents.clear();
+    this.listeners.clear();
     for (const k of STATES) this.stateDelta[k] = 0;
   }
 
@@ -57,13 +57,13 @@ export class JournalCounts implements TransactionHook {
   /** An entry from `sender` to `recipient` was inserted (+1) or deleted (-1). */
   changed(sender: string, recipient: string, delta: 1 | -1): void {
     this.total += delta;
-    this.agents.set(sender, (this.agents.get(sender) ?? 0) + delta);
-    if (recipient !== sender) this.agents.set(recipient, (this.agents.get(recipient) ?? 0) + delta);
+    this.listeners.set(sender, (this.listeners.get(sender) ?? 0) + delta);
+    if (recipient !== sender) this.listeners.set(recipient, (this.listeners.get(recipient) ?? 0) + delta);
   }
 
   commit(): void {
     if (this.total !== 0) this.addTotal.run(this.total);
-    for (const [agent, delta] of this.agents) if (delta !== 0) this.addAgent.run(agent, delta);
+    for (const [listener, delta] of this.listeners) if (delta !== 0) this.addListener.run(listener, delta);
     // Applied in memory just before the commit: a commit failure after this point would throw
     // out of the transaction, and the next recount (stats(), recovery) puts them right.
     for (const k of STATES) this.kept[k] += this.stateDelta[k];

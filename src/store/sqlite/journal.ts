@@ -152,16 +152,16 @@ export class SqliteJournal implements Journal {
     }
     const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
     const order = q.order === 'oldest' ? 'ASC' : 'DESC';
-    const rows = (q.agent && !q.threadId ? this.listByAgent(q, order) : prepared(this.db, `SELECT * FROM journal ${clause} ORDER BY seq ${order} LIMIT ? OFFSET ?`).all(...params, q.limit, q.offset)) as JournalRow[];
+    const rows = (q.agent && !q.threadId ? this.listByListener(q, order) : prepared(this.db, `SELECT * FROM journal ${clause} ORDER BY seq ${order} LIMIT ? OFFSET ?`).all(...params, q.limit, q.offset)) as JournalRow[];
     return { items: rows.map(entryOf), total: this.count(q, clause, params) };
   }
 
   /**
-   * An agent's entries, as the newest (or oldest) of its sent and of its received ones merged:
+   * A listener's entries, as the newest (or oldest) of its sent and of its received ones merged:
    * each side walks its own index for limit + offset rows. Left to itself, SQLite gathers every
-   * match of `sender = ? OR recipient = ?` and sorts them (0.5 s for one agent of a 1M-row journal).
+   * match of `sender = ? OR recipient = ?` and sorts them (0.5 s for one listener of a 1M-row journal).
    */
-  private listByAgent(q: JournalQuery, order: 'ASC' | 'DESC'): unknown[] {
+  private listByListener(q: JournalQuery, order: 'ASC' | 'DESC'): unknown[] {
     const state = q.state ? 'AND state = @state' : '';
     const side = (column: string) => `SELECT seq FROM (SELECT seq FROM journal WHERE ${column} = @agent ${state} ORDER BY seq ${order} LIMIT @reach)`;
     return prepared(this.db, `SELECT * FROM journal WHERE seq IN (${side('sender')} UNION ALL ${side('recipient')}) ORDER BY seq ${order} LIMIT @limit OFFSET @offset`).all({

@@ -120,7 +120,7 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX usage_thread_ts ON usage_events(thread_id, ts DESC);
   CREATE INDEX usage_user_ts ON usage_events(user_id, ts DESC);
   `,
-  // Operator state that outlives the process: agents the operator paused, and the ceiling
+  // Operator state that outlives the process: listeners the operator paused, and the ceiling
   // each finished thread had (its spend stays in usage_events).
   `
   CREATE TABLE paused_agents (agent TEXT PRIMARY KEY, since INTEGER NOT NULL) WITHOUT ROWID;

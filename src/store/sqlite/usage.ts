@@ -218,7 +218,7 @@ export class SqliteUsageStore implements UsageStore {
   }
 }
 
-function filters(q: UsageHistoryQuery | UsageRangeQuery, withAgentModel: boolean): { clause: string; params: unknown[] } {
+function filters(q: UsageHistoryQuery | UsageRangeQuery, withListenerModel: boolean): { clause: string; params: unknown[] } {
   const where: string[] = [];
   const params: unknown[] = [];
   if (q.startTime !== undefined) {
@@ -233,7 +233,7 @@ function filters(q: UsageHistoryQuery | UsageRangeQuery, withAgentModel: boolean
     where.push('org_id = ?');
     params.push(q.orgId);
   }
-  if (withAgentModel) {
+  if (withListenerModel) {
     const h = q as UsageHistoryQuery;
     if (h.agentId) {
       where.push('agent_id = ?');

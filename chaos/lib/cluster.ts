@@ -1,10 +1,10 @@
 /**
- * The shared (PostgreSQL) mode: `serve --handlers off` and two `organism worker` processes on a
- * fresh database of a private PostgreSQL cluster (never the machine's shared server), with that
+ * Cluster mode (PostgreSQL): `serve --handlers off` and two `organism worker` processes on a
+ * fresh database of a private PostgreSQL server (never the machine's shared server), with that
  * mode's faults. A phase returns once the organism should be serving again with two workers.
  */
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
-import type { PrivateCluster } from '../../test/support/private-postgres.js';
+import type { PrivatePostgres } from '../../test/support/private-postgres.js';
 import { effectsOf, fifoViolations, rerunViolations } from '../../test/scaleout/checks.js';
 import type { RunLine } from '../../test/scaleout/cluster.js';
 import type { EffectsView } from '../../test/crash/effects.js';
@@ -18,10 +18,10 @@ import { Serve } from './server.js';
 import type { Injector } from './workload.js';
 import { aliveWorkers, Workers, type WorkerProc } from './workers.js';
 
-export const SHARED_PHASES = ['kill-worker', 'stop-worker', 'pg-restart-idle', 'pg-restart-busy', 'kill-serve', 'config-mismatch', 'paused-fault'] as const;
-export type SharedPhase = (typeof SHARED_PHASES)[number];
+export const CLUSTER_PHASES = ['kill-worker', 'stop-worker', 'pg-restart-idle', 'pg-restart-busy', 'kill-serve', 'config-mismatch', 'paused-fault'] as const;
+export type ClusterPhase = (typeof CLUSTER_PHASES)[number];
 
-export const SHARED_PHASE_WEIGHTS: Readonly<Record<SharedPhase, number>> = {
+export const CLUSTER_PHASE_WEIGHTS: Readonly<Record<ClusterPhase, number>> = {
   'kill-worker': 3,
   'stop-worker': 2,
   'pg-restart-idle': 2,
@@ -38,7 +38,7 @@ const WORKER_DEADLINE_MS = 60_000;
 /** How long workers are watched after a database restart (the idle ones exited within 0.2 s in issue 23). */
 const WATCH_AFTER_RESTART_MS = 3_000;
 
-/** The handlers' log (shared mode), read incrementally: the whole run's lines, in the order they happened. */
+/** The handlers' log (cluster mode), read incrementally: the whole run's lines, in the order they happened. */
 export class RunsLog {
   readonly runs: RunLine[] = [];
   private offset = 0;
@@ -66,10 +66,10 @@ export class RunsLog {
   }
 }
 
-export interface SharedDeps {
+export interface ClusterDeps {
   readonly serve: Serve;
   readonly workers: Workers;
-  readonly pg: PrivateCluster;
+  readonly pg: PrivatePostgres;
   readonly injector: Injector;
   readonly rng: Random;
   readonly report: (check: CheckName, detail: string) => void;
@@ -81,10 +81,10 @@ export interface SharedDeps {
   readonly runs: RunsLog;
 }
 
-export class SharedHarness {
+export class ClusterHarness {
   readonly faults: Record<string, number> = {};
   readonly timings: Record<string, number[]> = {};
-  readonly disabled = new Set<SharedPhase>();
+  readonly disabled = new Set<ClusterPhase>();
   readonly quarantined = new Set<string>();
   cycle = 0;
   /** Workers SIGKILLed (their runs may be repeated). */
@@ -94,7 +94,7 @@ export class SharedHarness {
   private reported = new Set<string>();
   private checkedRuns = 0;
 
-  constructor(readonly d: SharedDeps) {}
+  constructor(readonly d: ClusterDeps) {}
 
   private count(fault: string): void {
     this.faults[fault] = (this.faults[fault] ?? 0) + 1;
@@ -110,7 +110,7 @@ export class SharedHarness {
     for (let i = 0; i < 2; i++) await this.d.workers.start(this.d.serve.api, this.d.configPath, WORKER_DEADLINE_MS);
   }
 
-  async run(phase: SharedPhase): Promise<void> {
+  async run(phase: ClusterPhase): Promise<void> {
     this.count(phase);
     switch (phase) {
       case 'kill-worker':
@@ -295,7 +295,7 @@ export class SharedHarness {
   }
 
   /**
-   * The shared mode's checks over the handlers' log: no delivery claimed twice, rerun only
+   * Cluster mode's checks over the handlers' log: no delivery claimed twice, rerun only
    * after its process was killed or stopped past its lease, attempts increasing, per-thread
    * FIFO; each violation is reported once. Returns the effects view for the durability checks.
    */
@@ -323,7 +323,7 @@ export class SharedHarness {
   }
 
   /**
-   * Exactly serve's supervisor and its worker, and the two organism workers (each with what
+   * Exactly serve's supervisor and its server process, and the two organism workers (each with what
    * it runs itself): anything else was left behind by a fault.
    */
   async checkProcesses(cycle: number): Promise<void> {
@@ -344,7 +344,7 @@ export class SharedHarness {
       strays = stray.map((p) => p.pid);
       problem = [
         ...stray.map((p) => `${p.pid} (parent ${p.ppid}, state ${p.state}): ${p.cmdline}`),
-        ...(serveChildren.length === 1 ? [] : [`${serveChildren.length} serve workers (${serveChildren.map((p) => p.pid).join(', ')})`]),
+        ...(serveChildren.length === 1 ? [] : [`${serveChildren.length} server processes of serve (${serveChildren.map((p) => p.pid).join(', ')})`]),
         ...missing.map((pid) => `organism worker ${pid} is gone`),
       ].join('; ');
       if (!problem) return;

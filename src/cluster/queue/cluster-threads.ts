@@ -4,7 +4,7 @@ import type { ThreadStatus } from '../../core/storage.js';
 import type { Tx } from '../../store/postgres/writer.js';
 
 /**
- * Thread records in a shared organism, kept by the journal's own transactions (no process
+ * Thread records in a clustered organism, kept by the journal's own transactions (no process
  * keeps a thread in memory that another could contradict), set-based for a lot of messages or
  * outcomes at once. Every transaction locks the thread rows it touches in id order.
  */

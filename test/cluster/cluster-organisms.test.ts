@@ -3,18 +3,18 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ResolvedListener } from '../../src/config/types.js';
 import { Errors } from '../../src/errors/catalogue.js';
 import { Organism } from '../../src/organism/organism.js';
-import { openPostgresStorage, type SharedStorageOptions } from '../../src/store/postgres/index.js';
+import { openPostgresStorage, type ClusterStorageOptions } from '../../src/store/postgres/index.js';
 import { buildApp } from '../../src/service/app.js';
 import { snapshotBody } from '../../src/service/ws/snapshot.js';
 import { deferred, eventually, listener, loaded } from '../pump/harness.js';
 import { createTestDatabase, withPostgres } from '../store/contract/backends.js';
 
 /**
- * Whole organisms in shared mode, several on one schema of the real PostgreSQL (each one is
+ * Whole organisms in cluster mode, several on one schema of the real PostgreSQL (each one is
  * what one `serve` or `worker` process runs): what an operator reads or is refused as the
  * organism's, not one process's.
  */
-const run = withPostgres('shared-mode organisms');
+const run = withPostgres('cluster-mode organisms');
 
 describe.skipIf(!run)('organisms sharing PostgreSQL', () => {
   let db: { url: string; drop(): Promise<void> };
@@ -35,8 +35,8 @@ describe.skipIf(!run)('organisms sharing PostgreSQL', () => {
     schema = `s_${randomBytes(5).toString('hex')}`;
   };
   /** One more process on the schema. */
-  const process = async (listeners: ResolvedListener[], shared: SharedStorageOptions, maxQueue = 10_000) => {
-    const storage = await openPostgresStorage({ url: db.url, schema, shared: { maxAttempts: 3, ...shared } });
+  const process = async (listeners: ResolvedListener[], cluster: ClusterStorageOptions, maxQueue = 10_000) => {
+    const storage = await openPostgresStorage({ url: db.url, schema, cluster: { maxAttempts: 3, ...cluster } });
     const organism = new Organism(loaded(listeners, { maxQueue, maxConcurrentHandlers: 1, maxConcurrentPerAgent: 1 }), { storage });
     await organism.start();
     running.push(organism);

@@ -2,8 +2,8 @@ import { InvalidArgumentError } from 'commander';
 import { Errors } from '../errors/catalogue.js';
 import type { StoreChoice } from './store-option.js';
 
-/** The command-line flags of a process of a shared organism (serve and worker). */
-export interface SharedFlags {
+/** The command-line flags of a process of a clustered organism (serve and worker). */
+export interface ClusterFlags {
   /** serve only: `--handlers on|off` (default on). */
   readonly handlers?: 'on' | 'off';
   readonly concurrency?: number;
@@ -11,8 +11,8 @@ export interface SharedFlags {
   readonly leaseSeconds?: number;
 }
 
-/** How this process takes part, for openPostgresStorage's `shared` (null: embedded SQLite). */
-export interface SharedSettings {
+/** How this process takes part, for openPostgresStorage's `cluster` (null: embedded SQLite). */
+export interface ClusterSettings {
   readonly kind: 'serve' | 'worker';
   readonly handlers: boolean;
   readonly concurrency: number | null;
@@ -38,11 +38,11 @@ export function leaseOption(value: string): number {
 }
 
 /**
- * Checks the shared-mode flags against the store: a worker, `--handlers`, `--concurrency`,
+ * Checks the cluster-mode flags against the store: a worker, `--handlers`, `--concurrency`,
  * `--name` and `--lease-seconds` need PostgreSQL (throws SHARED_STORE_REQUIRED: the CLI exits
  * USAGE). `--lease-seconds` falls back to ORGANISM_LEASE_SECONDS, then 30 s.
  */
-export function resolveShared(command: 'serve' | 'worker', store: StoreChoice, flags: SharedFlags, env: NodeJS.ProcessEnv = process.env): SharedSettings | null {
+export function resolveCluster(command: 'serve' | 'worker', store: StoreChoice, flags: ClusterFlags, env: NodeJS.ProcessEnv = process.env): ClusterSettings | null {
   if (store.kind !== 'postgres') {
     if (command === 'worker') throw Errors.SHARED_STORE_REQUIRED('organism worker');
     const given = (['handlers', 'concurrency', 'name', 'leaseSeconds'] as const).filter((k) => flags[k] !== undefined);

@@ -11,7 +11,7 @@ import { PgLots } from './lots.js';
 import { COUNT_SQL, FOLD_SLOTS_SQL } from '../../store/postgres/journal-counts.js';
 import { PgJournal } from '../../store/postgres/journal.js';
 import { pgRuntimeError, type Reader } from '../../store/postgres/pool.js';
-import { countInThreads, lockThreads, settleThreads, type FinishedStatus } from './shared-threads.js';
+import { countInThreads, lockThreads, settleThreads, type FinishedStatus } from './cluster-threads.js';
 import { insertUsage } from '../../store/postgres/usage-writes.js';
 import type { PgWriter, Tx } from '../../store/postgres/writer.js';
 
@@ -57,7 +57,7 @@ interface FencedOutcome {
  * Why claims are journal rows under SELECT … FOR UPDATE SKIP LOCKED, not graphile-worker or
  * pg-boss jobs: see the commit that introduced this file.
  */
-export class PgSharedJournal extends PgJournal {
+export class PgClusterJournal extends PgJournal {
   /** Acks and failures of claimed deliveries, committed in lots (see commitOutcomes). */
   private readonly outcomes: PgLots<FencedOutcome, FencedResult>;
   /** Injects under limits.max_queue, admitted in lots (see admitInjects). */

@@ -1,34 +1,35 @@
 import type { Server, Socket } from 'node:net';
 
-/** Messages between `organism serve`'s supervisor and its worker (over the fork IPC channel). */
-export type WorkerMessage =
-  /** worker -> supervisor: send me the listening socket. */
+/** Messages between `organism serve`'s supervisor and its server process (over the fork IPC channel). */
+export type ServerProcessMessage =
+  /** server process -> supervisor: send me the listening socket. */
   | { type: 'organism:listen' }
-  /** supervisor -> worker: the listening socket (as the message's handle). */
+  /** supervisor -> server process: the listening socket (as the message's handle). */
   | { type: 'organism:listener' }
-  /** worker -> supervisor: about to read the config (a SIGHUP before this needs no restart). */
+  /** server process -> supervisor: about to read the config (a SIGHUP before this needs no restart). */
   | { type: 'organism:loading' }
-  /** supervisor -> worker: noted; read it (later SIGHUPs restart the worker once it serves). */
+  /** supervisor -> server process: noted; read it (later SIGHUPs restart the server process once it serves). */
   | { type: 'organism:load' }
-  /** worker -> supervisor: serving; pass me the connections you hold. */
+  /** server process -> supervisor: serving; pass me the connections you hold. */
   | { type: 'organism:ready' }
-  /** worker -> supervisor: closing; hold new connections for the next worker. */
+  /** server process -> supervisor: closing; hold new connections for the next server process. */
   | { type: 'organism:closing' }
-  /** supervisor -> worker: a connection the supervisor accepted (as the handle). */
+  /** supervisor -> server process: a connection the supervisor accepted (as the handle). */
   | { type: 'organism:connection'; id: number }
-  /** worker -> supervisor: connection `id` arrived, before anything was read from it. */
+  /** server process -> supervisor: connection `id` arrived, before anything was read from it. */
   | { type: 'organism:taken'; id: number };
 
 export const Channel = {
-  typeOf(message: unknown): WorkerMessage['type'] | null {
+  typeOf(message: unknown): ServerProcessMessage['type'] | null {
     const type = (message as { type?: unknown } | null)?.type;
-    return typeof type === 'string' && type.startsWith('organism:') ? (type as WorkerMessage['type']) : null;
+    return typeof type === 'string' && type.startsWith('organism:') ? (type as ServerProcessMessage['type']) : null;
   },
 };
 
 /**
- * The worker's side of the channel. The supervisor's death closes it, which is how the worker
- * learns it is orphaned (Node has no parent-death signal): it then shuts down at once.
+ * The server process's side of the channel. The supervisor's death closes it, which is how the
+ * server process learns it is orphaned (Node has no parent-death signal): it then shuts down at
+ * once.
  */
 export class SupervisorChannel {
   private connectionHandler: ((socket: Socket) => void) | null = null;
@@ -41,7 +42,7 @@ export class SupervisorChannel {
       if (type === 'organism:listener' && handle) this.listenerWaiter?.(handle as Server);
       else if (type === 'organism:connection' && handle) {
         // Said before the socket is read: until then the supervisor keeps its copy, and gives
-        // it to the next worker if this one dies with the connection still in the channel.
+        // it to the next server process if this one dies with the connection still in the channel.
         this.send({ type: 'organism:taken', id: (message as { id: number }).id });
         this.accept(handle as Socket);
       }
@@ -49,7 +50,7 @@ export class SupervisorChannel {
     });
   }
 
-  /** The channel when this process is a supervised worker, else null. */
+  /** The channel when this process is a supervised server process, else null. */
   static connect(): SupervisorChannel | null {
     return process.send && process.connected ? new SupervisorChannel() : null;
   }
@@ -86,7 +87,7 @@ export class SupervisorChannel {
   }
 
   /**
-   * About to close: the supervisor holds new connections for the next worker. A connection
+   * About to close: the supervisor holds new connections for the next server process. A connection
    * already on its way is still served (a closing server answers 503 and closes it).
    */
   close(): void {
@@ -102,7 +103,7 @@ export class SupervisorChannel {
     else socket.destroy();
   }
 
-  private send(message: WorkerMessage): void {
+  private send(message: ServerProcessMessage): void {
     if (process.connected) process.send!(message);
   }
 }

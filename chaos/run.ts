@@ -125,6 +125,7 @@ async function main(): Promise<number> {
   const hostileUrl = phases.includes('hostile-reply') ? await hostile.start() : 'http://127.0.0.1:9/v1';
   const configPath = path.join(runDir, 'organism.yaml');
   const template = readFileSync(fileURLToPath(new URL('./organism/organism.yaml', import.meta.url)), 'utf8');
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: `${NAME}` is the placeholder syntax of chaos/organism/organism.yaml, replaced here
   const config = template.replaceAll('${HOSTILE_BASE_URL}', hostileUrl).replaceAll('${HANDLERS}', fileURLToPath(new URL('./organism/handlers.ts', import.meta.url)));
   writeFileSync(configPath, config);
 
@@ -314,7 +315,7 @@ async function main(): Promise<number> {
       const exited = serve.current!.exited;
       signal(serve.supervisorPid, 'SIGTERM');
       const stop = await Promise.race([exited, sleep(60_000).then(() => null)]);
-      if (!stop || stop.code !== 0) report('graceful-stop', `SIGTERM: organism serve ${stop ? `exited with ${stop.signal ?? stop.code}` : 'still running after 60 s'}`);
+      if (stop?.code !== 0) report('graceful-stop', `SIGTERM: organism serve ${stop ? `exited with ${stop.signal ?? stop.code}` : 'still running after 60 s'}`);
     }
     await sleep(2_500);
     const left = serve.processes();

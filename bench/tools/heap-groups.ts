@@ -67,7 +67,7 @@ export function groupSnapshot(text: string): Map<string, Group> {
   }
   const rpo = post.reverse();
   const index = new Int32Array(n).fill(-1);
-  rpo.forEach((v, i) => (index[v] = i));
+  rpo.forEach((v, i) => void (index[v] = i));
   // Predecessors of reachable nodes.
   const preds: number[][] = Array.from({ length: n }, () => []);
   for (const v of rpo) {

@@ -7,7 +7,7 @@ import type { BillingSummary, DeliveryState, JournalEntry, JournalStats, Page, T
 import type { FailureReason } from '../../src/core/delivery.js';
 import type { Message } from '../../src/core/message.js';
 import type { UsageEvent } from '../../src/usage/types.js';
-import { Api, ApiError } from './api.js';
+import { type Api, ApiError } from './api.js';
 
 interface EntryView extends Omit<Message, 'hops'> {
   readonly deliveryState: DeliveryState;

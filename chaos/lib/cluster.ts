@@ -16,7 +16,7 @@ import { gone, signal } from './procs.js';
 import { sleep, type Random } from './random.js';
 import { Serve } from './server.js';
 import type { Injector } from './workload.js';
-import { aliveWorkers, Workers, type WorkerProc } from './workers.js';
+import { aliveWorkers, type Workers, type WorkerProc } from './workers.js';
 
 export const CLUSTER_PHASES = ['kill-worker', 'stop-worker', 'pg-restart-idle', 'pg-restart-busy', 'kill-serve', 'config-mismatch', 'paused-fault'] as const;
 export type ClusterPhase = (typeof CLUSTER_PHASES)[number];
@@ -359,13 +359,13 @@ export class ClusterHarness {
     for (const w of [...this.d.workers.live]) {
       signal(w.pid, 'SIGTERM');
       const e = await Promise.race([w.exited, sleep(60_000).then(() => null)]);
-      if (!e || e.code !== 0) this.d.report('graceful-stop', `SIGTERM: worker ${w.name} ${e ? `exited with ${e.signal ?? e.code}` : 'still running after 60 s'}`);
+      if (e?.code !== 0) this.d.report('graceful-stop', `SIGTERM: worker ${w.name} ${e ? `exited with ${e.signal ?? e.code}` : 'still running after 60 s'}`);
       this.d.workers.forget(w);
     }
     const exited = this.d.serve.current!.exited;
     signal(this.d.serve.supervisorPid, 'SIGTERM');
     const stop = await Promise.race([exited, sleep(60_000).then(() => null)]);
-    if (!stop || stop.code !== 0) this.d.report('graceful-stop', `SIGTERM: organism serve ${stop ? `exited with ${stop.signal ?? stop.code}` : 'still running after 60 s'}`);
+    if (stop?.code !== 0) this.d.report('graceful-stop', `SIGTERM: organism serve ${stop ? `exited with ${stop.signal ?? stop.code}` : 'still running after 60 s'}`);
   }
 }
 

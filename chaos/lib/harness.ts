@@ -12,7 +12,7 @@ import { pausedThroughFault, waitFor } from './paused.js';
 import { signal } from './procs.js';
 import { sleep, type Random } from './random.js';
 import { Serve, StartFailed } from './server.js';
-import { Injector, type Accepted, type Kind } from './workload.js';
+import type { Injector, Accepted, Kind } from './workload.js';
 
 export const PHASES = ['kill-group', 'kill-worker', 'kill-supervisor', 'stop-worker', 'hup-storm', 'api-restart', 'paused-restart', 'disk-full', 'hostile-reply'] as const;
 export type Phase = (typeof PHASES)[number];

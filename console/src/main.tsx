@@ -47,6 +47,7 @@ function SignIn({ onSignedIn }: { onSignedIn: (token: string, who: { name: strin
         <p className="muted">Sign in with an API token (operator or viewer). `organism serve` prints where its token is.</p>
         <label>
           Token
+          {/* biome-ignore lint/a11y/noAutofocus: the sign-in page's only field; focusing it is what the page is for */}
           <input type="password" autoComplete="current-password" autoFocus value={token} onChange={(e) => setToken(e.target.value)} required />
         </label>
         {error && (

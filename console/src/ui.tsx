@@ -14,6 +14,7 @@ export function ErrorBox({ error }: { error: unknown }) {
       {e && e.errors.length > 0 && (
         <ul>
           {e.errors.map((x, i) => (
+            // biome-ignore lint/suspicious/noArrayIndexKey: one error response's list, never reordered; its items have no identity
             <li key={i}>
               <code>{[x.location, x.field].filter(Boolean).join('.')}</code>: {x.message}
             </li>
@@ -111,6 +112,7 @@ export function Chart({
   const data = [x, ...series.map((s) => s.values)] as uPlot.AlignedData;
   const shape = `${series.map((s) => s.label).join('|')}|${bars}|${(labels ?? []).join('|')}|${axes}`;
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: rebuilt only when its shape or size changes; data updates go through setData below.
   useEffect(() => {
     if (!box.current || width === 0) return;
     const stroke = cssVar('--accent');
@@ -156,8 +158,6 @@ export function Chart({
       plot.current?.destroy();
       plot.current = null;
     };
-    // Rebuilt only when its shape or size changes; data updates go through setData below.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [shape, width, height]);
 
   useEffect(() => {

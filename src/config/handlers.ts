@@ -137,7 +137,7 @@ export function resolveExport(
   modulePath: string,
   exportName: string,
 ): { handler: Handler } | { missing: true } | { error: string } {
-  if (!Object.prototype.hasOwnProperty.call(mod.exports, exportName)) return { missing: true };
+  if (!Object.hasOwn(mod.exports, exportName)) return { missing: true };
   const value = mod.exports[exportName];
   if (typeof value !== 'function') {
     const got = value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;

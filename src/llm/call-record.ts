@@ -79,7 +79,10 @@ export class CallRecorder {
 
   call(record: LlmCallRecord): void {
     if (this.mode === 'off') return;
-    if (this.mode === 'full') return this.sink.recordCall(record);
+    if (this.mode === 'full') {
+      this.sink.recordCall(record);
+      return;
+    }
     this.sink.recordCall({
       ...record,
       request: null,

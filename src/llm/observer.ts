@@ -45,9 +45,9 @@ export class LlmObservers implements LlmObserver {
     if (this.list.length === 0) return NONE;
     const watches = this.list.map((o) => this.guard(() => o.started(call)) ?? NONE);
     return {
-      retried: (provider, reason, delayMs) => watches.forEach((w) => this.guard(() => w.retried(provider, reason, delayMs))),
-      succeeded: (result) => watches.forEach((w) => this.guard(() => w.succeeded(result))),
-      failed: (error) => watches.forEach((w) => this.guard(() => w.failed(error))),
+      retried: (provider, reason, delayMs) => watches.forEach((w) => void this.guard(() => w.retried(provider, reason, delayMs))),
+      succeeded: (result) => watches.forEach((w) => void this.guard(() => w.succeeded(result))),
+      failed: (error) => watches.forEach((w) => void this.guard(() => w.failed(error))),
     };
   }
 

@@ -15,7 +15,7 @@ export function camelizeKeys(target: unknown, nested: readonly string[] = []): v
   for (const key of Object.keys(obj)) {
     const to = camel(key);
     if (to !== key) {
-      if (!Object.prototype.hasOwnProperty.call(obj, to)) obj[to] = obj[key];
+      if (!Object.hasOwn(obj, to)) obj[to] = obj[key];
       delete obj[key];
     }
   }

@@ -15,7 +15,7 @@ export function forbiddenKey(value: unknown): { key: string; at: string } | null
     const [v, at] = stack.pop()!;
     if (typeof v !== 'object' || v === null) continue;
     if (Array.isArray(v)) {
-      v.forEach((item, i) => stack.push([item, `${at}[${i}]`]));
+      v.forEach((item, i) => void stack.push([item, `${at}[${i}]`]));
       continue;
     }
     for (const key of Object.keys(v)) {

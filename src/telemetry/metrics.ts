@@ -41,7 +41,6 @@ export class OrganismMetrics {
   private readonly failures: Counter<'listener' | 'reason'>;
   private readonly deliveryDuration: Histogram<'listener'>;
   private readonly recovered: Counter<'kind'>;
-  private readonly threadsTotal: Counter<'status'>;
   private readonly peerDenials: Counter<'listener'>;
   private readonly budgetWarnings: Counter<'threshold'>;
   private readonly budgetExhaustions: Counter;
@@ -155,7 +154,7 @@ export class OrganismMetrics {
         this.set(organism.activeThreads);
       },
     });
-    this.threadsTotal = new Counter({
+    new Counter({
       name: 'organism_threads_total',
       help: 'Threads that reached each status: active (started or resumed), completed, error, killed.',
       labelNames: ['status'],

@@ -22,7 +22,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, RandomIdGenerator, type IdGenerator, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
-import type { ListenerConfig, TelemetryConfig } from '../config/types.js';
+import type { ListenerConfig } from '../config/types.js';
 import type { OrganismEvent } from '../events/types.js';
 import { errorTypeOf, type LlmCallInfo, type LlmCallWatch } from '../llm/observer.js';
 import type { CompletionResult } from '../llm/types.js';
@@ -153,7 +153,7 @@ export class OrganismTracing {
       organism.observers.llm.add({ started: (call) => this.chat(call) }),
       organism.bus.on((event) => this.onEvent(event)),
     ];
-    return () => offs.forEach((off) => off());
+    return () => offs.forEach((off) => void off());
   }
 
   /** Exports what is still buffered, then stops. */

@@ -268,7 +268,7 @@ export class BudgetManager {
   snapshot(): ThreadBudgetSnapshot[] {
     for (const id of this.unarchived) {
       const b = this.budgets.get(id);
-      if (!b || !b.finished) this.unarchived.delete(id);
+      if (!b?.finished) this.unarchived.delete(id);
       else if (b.open.size > 0) this.keep(id, b);
       else this.closeIfFinished(id, b);
     }

@@ -9,6 +9,7 @@
 /** A lone high surrogate (no low one after it) or a lone low surrogate (no high one before it). */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 /** C0 and C1 control characters and DEL: never part of an identifier. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this finds
 const CONTROL = /[\u0000-\u001F\u007F-\u009F]/;
 
 const hex = (c: string): string => `U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`;

@@ -124,6 +124,7 @@ function acceptable(p: Param, value: string): boolean {
  * stores keep"): a control character (C0, DEL, C1) or a lone UTF-16 surrogate.
  */
 function unstorableQueryText(value: string): boolean {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this finds
   return /[\u0000-\u001f\u007f-\u009f]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(value);
 }
 

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { DATABASE_FILE } from '../../src/store/index.js';

@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { channelName, channelsFor, notify, PgListener } from '../../src/cluster/bus/channels.js';
 import { createTestDatabase, withPostgres, testPool } from '../store/contract/backends.js';

@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { OrganismEvent } from '../../src/events/types.js';
 import type { ClusterCommand, ClusterHandlers } from '../../src/organism/cluster-link.js';

@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { LoadedOrganism } from '../../src/config/types.js';
 import { Organism } from '../../src/organism/organism.js';

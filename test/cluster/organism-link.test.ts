@@ -1,5 +1,5 @@
 import { pino } from 'pino';
-import pg from 'pg';
+import type pg from 'pg';
 import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { OrganismEvent } from '../../src/events/types.js';

@@ -31,6 +31,7 @@ export interface Server {
   readonly configPath: string;
   readonly proc: ChildProcess;
   output(): string;
+  // biome-ignore lint/suspicious/noExplicitAny: a response body, read by the tests as whatever they expect
   api<T = any>(method: string, route: string, body?: unknown, token?: string): Promise<{ status: number; body: T }>;
   stop(): Promise<void>;
 }

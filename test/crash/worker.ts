@@ -42,7 +42,7 @@ const organism = new Organism(
       }),
       listener('thinker', { handler: null, agent: true, peers: ['sink'], prompt: 'Forward the text to sink.', model: 'mock-1' }),
       listener('sink', {
-        handler: async (p, ctx) => {
+        handler: async (_p, ctx) => {
           await audit('sink', ctx.messageId, ctx.attempt);
           await jitter();
           effects.applyEffect(ctx.messageId, ctx.threadId); // deduplicated by ctx.messageId

@@ -91,7 +91,7 @@ export async function durabilityViolations(
 export function fifoViolations(runs: readonly RunLine[], threads: ReadonlyMap<string, readonly string[]>, excused: (r: RunLine) => boolean = () => false): Violation[] {
   const out: Violation[] = [];
   const position = new Map<string, { threadId: string; index: number }>();
-  for (const [threadId, ids] of threads) ids.forEach((id, index) => position.set(id, { threadId, index }));
+  for (const [threadId, ids] of threads) ids.forEach((id, index) => void position.set(id, { threadId, index }));
   const ended = new Map<string, Set<number>>();
   const highestStarted = new Map<string, number>();
   for (const r of runs) {

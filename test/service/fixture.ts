@@ -162,7 +162,7 @@ export interface RequestOptions {
 export interface ApiResponse {
   readonly status: number;
   readonly headers: Headers;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: a response body, read by the tests as whatever they expect
   readonly body: any;
 }
 

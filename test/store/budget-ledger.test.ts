@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createPool } from '../../src/store/postgres/pool.js';
 import { migratePg, PG_MIGRATIONS } from '../../src/store/postgres/migrations.js';

@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http';
  * (0.52, installed as otlp-proto-definitions), not by hand.
  */
 const require = createRequire(import.meta.url);
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: the generated protobuf module has no types
 const proto: any = require('otlp-proto-definitions/build/src/generated/root.js');
 const ExportTraceServiceRequest = proto.opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest;
 
@@ -70,7 +70,7 @@ function id(value: unknown, base64: boolean): string {
   return base64 ? Buffer.from(value, 'base64').toString('hex') : value.toLowerCase();
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: decoded OTLP (protobuf or JSON) is untyped
 function anyValue(v: any): AttrValue {
   if (!v) return null;
   // protobuf: `value` names the member of the oneof that is set; JSON: the member is the only key.
@@ -82,14 +82,14 @@ function anyValue(v: any): AttrValue {
   return x as AttrValue;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: decoded OTLP (protobuf or JSON) is untyped
 function attributes(list: any[] | undefined): Record<string, AttrValue> {
   const out: Record<string, AttrValue> = {};
   for (const kv of list ?? []) out[kv.key] = anyValue(kv.value);
   return out;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: decoded OTLP (protobuf or JSON) is untyped
 function flatten(request: any, base64: boolean): ReceivedSpan[] {
   const out: ReceivedSpan[] = [];
   for (const rs of request.resourceSpans ?? []) {
@@ -103,9 +103,9 @@ function flatten(request: any, base64: boolean): ReceivedSpan[] {
           name: s.name,
           kind: Number(s.kind ?? 0),
           attributes: attributes(s.attributes),
-          // eslint-disable-next-line @typescript-eslint/no-explicit-any
+          // biome-ignore lint/suspicious/noExplicitAny: decoded OTLP (protobuf or JSON) is untyped
           events: (s.events ?? []).map((e: any) => ({ name: e.name, attributes: attributes(e.attributes) })),
-          // eslint-disable-next-line @typescript-eslint/no-explicit-any
+          // biome-ignore lint/suspicious/noExplicitAny: decoded OTLP (protobuf or JSON) is untyped
           links: (s.links ?? []).map((l: any) => ({ traceId: id(l.traceId, base64), spanId: id(l.spanId, base64) })),
           status: { code: Number(s.status?.code ?? 0), message: s.status?.message ?? '' },
           serviceName: typeof service === 'string' ? service : null,

@@ -17,7 +17,7 @@ import { TEST_HANDLERS } from './workload.js';
 
 const TOKEN = 'trace-operator-token-0123456789';
 
-export function traceYaml(fakeUrl: string): string {
+function traceYaml(fakeUrl: string): string {
   return `organism:
   name: trace-test
 max_tokens_per_thread: 5000

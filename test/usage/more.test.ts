@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Errors, OrganismError } from '../../src/errors/catalogue.js';
+import { Errors, type OrganismError } from '../../src/errors/catalogue.js';
 import * as publicApi from '../../src/index.js';
 import { MemoryBudgetArchive } from '../../src/usage/budget-archive.js';
 import { BudgetManager, type BudgetThresholdEvent, type Reservation, type ThreadBudgetSnapshot } from '../../src/usage/budgets.js';

@@ -28,6 +28,7 @@ export function TopologyView() {
   const edgeList = [...live.edges.values()];
   const shape = agents.map((a) => `${a.name}:${a.peers.join(',')}`).join(';') + '|' + edgeList.map((e) => `${e.from}>${e.to}`).join(';');
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: laid out again only when the graph's shape changes, not on every live update.
   const layout = useMemo(() => {
     const g = new dagre.graphlib.Graph({ multigraph: false });
     g.setGraph({ rankdir: 'LR', nodesep: 40, ranksep: 90, marginx: 20, marginy: 20 });
@@ -48,7 +49,6 @@ export function TopologyView() {
     const edges = g.edges().map((e) => ({ from: e.v, to: e.w, points: (g.edge(e) as { points: Array<{ x: number; y: number }> }).points, declared: declared.has(`${e.v}>${e.w}`) }));
     const { width = 400, height = 200 } = g.graph() as { width?: number; height?: number };
     return { nodes, edges, width, height };
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [shape]);
 
   const edges: LaidEdge[] = layout.edges.map((e) => ({ ...e, stats: live.edges.get(`${e.from}\u0000${e.to}`) }));

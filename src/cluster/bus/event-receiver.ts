@@ -31,12 +31,18 @@ export class PgEventReceiver {
   receive(payload: string): void {
     const a = payload.indexOf(' ');
     const b = payload.indexOf(' ', a + 1);
-    if (a <= 0 || b <= a) return this.logger?.warn({ payload: payload.slice(0, 80) }, 'an unreadable event notification was ignored');
+    if (a <= 0 || b <= a) {
+      this.logger?.warn({ payload: payload.slice(0, 80) }, 'an unreadable event notification was ignored');
+      return;
+    }
     const origin = payload.slice(0, a);
     if (origin === this.origin) return;
     const seq = Number(payload.slice(a + 1, b));
     const body = payload.slice(b + 1);
-    if (body === '@') return this.enqueue(() => this.readStored(origin, seq));
+    if (body === '@') {
+      this.enqueue(() => this.readStored(origin, seq));
+      return;
+    }
     // Handled at once (no microtask per event) unless a large body's read is ahead of it.
     if (this.waiting === 0) this.handle(origin, seq, body);
     else this.enqueue(async () => this.handle(origin, seq, body));

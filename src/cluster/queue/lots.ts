@@ -42,7 +42,7 @@ export class PgLots<I, R> {
         results = await this.write(tx, take().map((q) => q.item));
       })
       .then(
-        () => take().forEach((q, i) => q.resolve(results[i]!)),
+        () => take().forEach((q, i) => void q.resolve(results[i]!)),
         (err: unknown) => {
           const lot = take(); // also when the job never ran (no connection)
           if (lot.length === 1) return lot[0]!.reject(err);

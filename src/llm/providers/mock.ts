@@ -190,12 +190,12 @@ function xmlRoot(xml: string): Record<string, unknown> | null {
   }
 }
 
-function fill(template: string, fields: Record<string, string>, escape: (s: string) => string): string {
+function fill(template: string, fields: Record<string, string>, escapeValue: (s: string) => string): string {
   return template.replace(PLACEHOLDER, (_, name: string, filter?: string) => {
     let value = fields[name] ?? '';
     if (filter === 'upper') value = value.toUpperCase();
     if (filter === 'lower') value = value.toLowerCase();
-    return escape(value);
+    return escapeValue(value);
   });
 }
 

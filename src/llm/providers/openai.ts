@@ -5,7 +5,7 @@ import type { CallObserver, ChatMessage, CompletionRequest, ProviderResponse, To
 import { tokenCount } from '../usage-check.js';
 import { ConfiguredProvider } from './configured.js';
 import { Defaults } from '../../config/schema.js';
-import { apiKey, eventJson, joinUrl, num, postStreaming, preview, ReplyMeter } from './http.js';
+import { apiKey, eventJson, joinUrl, postStreaming, preview, ReplyMeter } from './http.js';
 
 const OPENAI_BASE_URL = 'https://api.openai.com/v1';
 /** OpenAI's reasoning and newest models refuse `max_tokens` wherever they are served (proxies too). */

@@ -62,7 +62,7 @@ export class GroupWriter {
       this.transaction(() => {
         for (const job of jobs) job.run();
       });
-    } catch (err) {
+    } catch {
       // One bad write must not sink the batch: redo each on its own to find it.
       for (const job of jobs) {
         try {

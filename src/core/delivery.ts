@@ -1,5 +1,5 @@
 import type { Message } from './message.js';
-import type { UsageEvent } from '../usage/types.js';
+import type { UsageEvent } from './usage.js';
 
 /** Why a delivery ended without an ack. */
 export type FailureReason =

@@ -1,5 +1,6 @@
-import type { ThreadRecord, ThreadStatus, ThreadStore, WorkerRecord } from './storage.js';
-import type { UsageEvent } from '../usage/types.js';
+import type { ThreadRecord, ThreadStatus, ThreadStore } from './thread.js';
+import type { WorkerRecord } from './storage.js';
+import type { UsageEvent } from './usage.js';
 import type { FailureReason } from './delivery.js';
 import type { Message } from './message.js';
 

@@ -5,7 +5,8 @@ import type { EventBus } from '../events/bus.js';
 import type { OrganismEvent } from '../events/types.js';
 import type { Pump } from '../pump/pump.js';
 import { isSystemName } from '../pump/system-messages.js';
-import type { OperatorStateStore, ThreadStore } from '../core/storage.js';
+import type { OperatorStateStore } from '../core/storage.js';
+import type { ThreadStore } from '../core/thread.js';
 import type { Logger } from '../util/logger.js';
 import { standaloneLink, type ClusterCommand, type ClusterLink, type StoredConfig } from './cluster-link.js';
 

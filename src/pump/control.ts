@@ -5,7 +5,7 @@ import { PumpBudgetNotices } from './budget-notices.js';
 import type { ListenerRuntime } from './listener-runtime.js';
 import type { Message } from '../core/message.js';
 import type { LiveThread } from './thread-tracker.js';
-import type { ThreadRecord } from '../core/storage.js';
+import type { ThreadRecord } from '../core/thread.js';
 import type { AbortCause, PumpDeps, PumpLimits } from './pump-state.js';
 import { isSystemName } from './system-messages.js';
 

@@ -2,7 +2,7 @@ import type { ResolvedListener } from '../config/types.js';
 import { Errors } from '../errors/catalogue.js';
 import type { OrganismStatus } from '../events/types.js';
 import { assertStorableInject, resolveInjectPayload } from '../payload/index.js';
-import type { ThreadRecord } from '../core/storage.js';
+import type { ThreadRecord } from '../core/thread.js';
 import { newId } from '../util/ids.js';
 import { PumpControl } from './control.js';
 import type { ListenerRuntime } from './listener-runtime.js';

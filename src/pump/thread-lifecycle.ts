@@ -1,5 +1,5 @@
 import { Errors } from '../errors/catalogue.js';
-import type { ThreadRecord } from '../core/storage.js';
+import type { ThreadRecord } from '../core/thread.js';
 import { PumpBookkeeping } from './journal-bookkeeping.js';
 import type { AbortCause } from './pump-state.js';
 import type { LiveThread } from './thread-tracker.js';

@@ -1,7 +1,8 @@
 import { Errors } from '../../errors/catalogue.js';
 import type { FailureReason } from '../../core/delivery.js';
 import type { Message } from '../../core/message.js';
-import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, Page, RecoveredMessages } from '../../core/storage.js';
+import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, RecoveredMessages } from '../../core/journal.js';
+import type { Page } from '../../core/page.js';
 import { BoundedMap } from './bounded-map.js';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };

@@ -1,5 +1,10 @@
 import type { OrganismError } from '../errors/catalogue.js';
+import type { BudgetLedgerFactory, BudgetSnapshotStore } from './budget.js';
+import type { Journal } from './journal.js';
 import type { CallRecordSink, LlmCallRecord, ToolCallRecord } from './llm.js';
+import type { ThreadStore } from './thread.js';
+import type { UsageStore } from './usage.js';
+import type { WorkSource } from './work-source.js';
 
 /** The LLM calls and MCP tool calls of one delivery or thread, oldest first. */
 export interface RecordedCalls {
@@ -22,14 +27,15 @@ export interface LlmCallStore extends CallRecordSink {
 /**
  * Operator decisions that must outlive the process: paused agents (finished threads' budgets are
  * the budget ledger's).
- * An embedded store answers at once; a network database (PostgreSQL) returns promises for what
- * it cannot answer or persist synchronously, and the caller awaits them where it matters.
+ * The list of paused agents is answered from memory (a network store's: what it loaded at open
+ * and wrote since); a change resolves once persisted (an embedded store writes it before
+ * `setPaused` returns, so a failed write throws at once).
  */
 export interface OperatorStateStore {
   /** The paused agents (a network store answers from what it loaded at open and wrote since). */
   pausedAgents(): readonly string[];
   /** Persisted before it returns, or before its promise resolves (a crash right after a pause keeps the agent paused). */
-  setPaused(agent: string, paused: boolean): void | Promise<void>;
+  setPaused(agent: string, paused: boolean): Promise<void>;
   /**
    * Re-reads what other processes may have changed (a database shared by several processes);
    * omitted where this process is the only writer.
@@ -64,3 +70,38 @@ export interface WorkerRecord {
   readonly inFlight: number;
   readonly leaseMs: number;
 }
+
+/**
+ * Where the organism keeps its journal, threads, usage and budgets. Every member is present:
+ * completeStorage (store/complete.ts) gives what a store lacks its in-memory or do-nothing
+ * default, so the organism never asks whether a store has one.
+ */
+export interface OrganismStorage {
+  readonly journal: Journal;
+  readonly threads: ThreadStore;
+  readonly usage: UsageStore;
+  /** Recorded LLM and MCP tool calls (default: in memory). */
+  readonly llmCalls: LlmCallStore;
+  /** Where the embedded budget ledger saves its budgets (default: nothing saved, finished threads' budgets in memory). */
+  readonly budgets: BudgetSnapshotStore;
+  /**
+   * A shared store's budget ledger (every process reserves against the same rows); null:
+   * budgets live in this process (BudgetManager) and are saved through `budgets`.
+   */
+  readonly budgetLedger: BudgetLedgerFactory | null;
+  /** Paused agents (default: in memory, as long as the process lives). */
+  readonly operator: OperatorStateStore;
+  /** What is wrong with the data directory now (default: nothing can be). */
+  problem(): StorageProblem | null;
+  /** Shared mode: the store is the work queue of several processes (omitted: embedded, one process). */
+  readonly work?: WorkSource;
+  /** Called once if the store is deleted or replaced under the running process (default: it cannot be). */
+  onLost(listener: (error: OrganismError) => void): void;
+  /** Resolves once every write queued so far has committed (default: writes commit as they are made). */
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** What a store must have; completeStorage supplies the rest. */
+export type StorageParts = Pick<OrganismStorage, 'journal' | 'threads' | 'usage'> &
+  Partial<Omit<OrganismStorage, 'journal' | 'threads' | 'usage' | 'close'>> & { close(): void | Promise<void> };

@@ -12,12 +12,13 @@ import { PayloadRegistry } from '../payload/index.js';
 import { DeliveryObservers } from '../pump/observer.js';
 import type { WorkSource } from '../core/work-source.js';
 import { Pump, type InjectOptions, type PumpLimits, type StopOptions, type StopReport } from '../pump/pump.js';
-import type { WorkerRecord } from '../core/storage.js';
+import type { OrganismStorage, StorageParts, WorkerRecord } from '../core/storage.js';
 import type { Journal, JournalStats, RecoveryReport } from '../core/journal.js';
 import type { StorageProblem, LlmCallStore, OperatorStateStore } from '../core/storage.js';
 import type { ThreadStore } from '../core/thread.js';
 import type { ThreadUsageTotals, UsageStore } from '../core/usage.js';
-import { MemoryJournal, MemoryLlmCallStore, MemoryOperatorState, MemoryThreadStore, MemoryUsageStore } from '../store/index.js';
+import { MemoryJournal, MemoryThreadStore, MemoryUsageStore } from '../store/index.js';
+import { completeStorage } from '../store/complete.js';
 import type { BudgetArchive } from '../usage/budget-archive.js';
 import type { BudgetView } from '../usage/budgets.js';
 import type { BudgetLedger, BudgetLedgerFactory } from '../core/budget.js';
@@ -36,40 +37,11 @@ import { McpCalls } from './mcp-calls.js';
 import { organismQueries, type OrganismQueries } from './queries.js';
 import { replyFormatOf } from './reply-format.js';
 
-/** Where the organism keeps its journal, threads, usage and budgets. */
-export interface OrganismStorage {
-  readonly journal: Journal;
-  readonly threads: ThreadStore;
-  readonly usage: UsageStore;
-  /** Recorded LLM and MCP tool calls; in memory when absent. */
-  readonly llmCalls?: LlmCallStore;
-  /** Thread budgets (a network store answers with promises: see OperatorStateStore). */
-  readonly budgets?: {
-    load(): unknown[] | Promise<unknown[]>;
-    save(snapshots: unknown[]): void | Promise<void>;
-    /** Finished threads' budgets (omitted: kept in memory, as long as the process). */
-    readonly archive?: BudgetArchive;
-  };
-  /**
-   * A shared store's budget ledger (every process reserves against the same rows); omitted:
-   * budgets live in this process (BudgetManager) and are saved through `budgets`.
-   */
-  readonly budgetLedger?: BudgetLedgerFactory;
-  /** Paused agents (omitted: kept in memory, as long as the process lives). */
-  readonly operator?: OperatorStateStore;
-  /** What is wrong with the data directory now (omitted: nothing can be). */
-  problem?(): StorageProblem | null;
-  /** Shared mode: the store is the work queue of several processes (omitted: embedded, one process). */
-  readonly work?: WorkSource;
-  /** Called once if the store is deleted or replaced under the running process (omitted: it cannot be). */
-  onLost?(listener: (error: OrganismError) => void): void;
-  /** Resolves once every write queued so far has committed (omitted: writes commit as they are made). */
-  flush?(): Promise<void>;
-  close(): void | Promise<void>;
-}
+export type { OrganismStorage, StorageParts } from '../core/storage.js';
 
 export interface OrganismOptions {
-  readonly storage?: OrganismStorage;
+  /** The store (completed by completeStorage); default: everything in memory. */
+  readonly storage?: StorageParts;
   readonly logger?: Logger;
   readonly now?: () => number;
 }
@@ -115,12 +87,12 @@ export class Organism {
     this.bus.on((event) => this.traffic.record(event), { relayed: true });
     const observerFailed = (err: unknown) => this.logger.error({ err }, 'telemetry observer failed');
     this.observers = { deliveries: new DeliveryObservers(observerFailed), llm: new LlmObservers(observerFailed) };
-    this.storage = options.storage ?? memoryStorage();
-    this.operator = this.storage.operator ?? new MemoryOperatorState();
+    this.storage = completeStorage(options.storage ?? memoryStorage());
+    this.operator = this.storage.operator;
     this.budgetKeeper = new BudgetKeeper(this.storage, loaded.config.maxTokensPerThread, this.logger);
     this.budgets = this.budgetKeeper.ledger;
     this.registryValue = new PayloadRegistry(loaded.payloadTypes);
-    this.llmCalls = this.storage.llmCalls ?? new MemoryLlmCallStore();
+    this.llmCalls = this.storage.llmCalls;
     this.queries = organismQueries({ storage: this.storage, budgets: this.budgets, llmCalls: this.llmCalls, bus: this.bus });
     this.outputCap = new OutputCapWatch(this.logger);
     this.router = this.makeRouter(loaded.config);
@@ -222,7 +194,7 @@ export class Organism {
 
   /** What is wrong with the data directory now (full, damaged, deleted), or null. */
   storageProblem(): StorageProblem | null {
-    return this.storage.problem?.() ?? null;
+    return this.storage.problem();
   }
 
   /**
@@ -258,7 +230,7 @@ export class Organism {
   /** Kills a thread here and, once it is stored as killed, in every other process of a shared organism. */
   async killThread(threadId: string) {
     const record = await this.pump.killThread(threadId);
-    await this.storage.flush?.();
+    await this.storage.flush();
     await this.follower.publishCommand({ kind: 'kill', threadId });
     return record;
   }
@@ -481,12 +453,11 @@ function limitsOf(config: OrganismConfig): PumpLimits {
   };
 }
 
-function memoryStorage(): OrganismStorage {
+function memoryStorage(): StorageParts {
   return {
     journal: new MemoryJournal(),
     threads: new MemoryThreadStore(),
     usage: new MemoryUsageStore(),
-    operator: new MemoryOperatorState(),
     close() {},
   };
 }

@@ -7,7 +7,7 @@ import type { ThreadQuery, ThreadRecord } from '../core/thread.js';
 import type { BudgetListQuery, BudgetPage } from '../usage/budgets.js';
 import type { BudgetLedger } from '../core/budget.js';
 import type { UsageEvent } from '../usage/types.js';
-import type { OrganismStorage } from './organism.js';
+import type { OrganismStorage } from '../core/storage.js';
 
 /** The journal as the control service reads it. */
 export interface JournalQueries {

@@ -25,6 +25,7 @@ export interface ThreadQuery {
 
 /** Persists thread records (newest activity first in lists). */
 export interface ThreadStore {
+  /** Write behind: returns at once; the store commits it (and logs a failure) on its own. */
   put(thread: ThreadRecord): void;
   /**
    * Shared mode (a store several processes write): records `thread` killed, changing only its

@@ -50,27 +50,6 @@ export interface StorageProblem {
   readonly error: OrganismError;
 }
 
-/** A process of a shared organism (a row of PostgreSQL's `workers`), as GET /api/v1/workers shows it. */
-export interface WorkerRecord {
-  readonly id: string;
-  /** `serve` (the control API, with or without handlers) or `worker` (handlers only). */
-  readonly kind: 'serve' | 'worker';
-  readonly name: string;
-  readonly host: string;
-  readonly pid: number;
-  readonly handlers: boolean;
-  readonly configHash: string;
-  readonly startedAt: number;
-  readonly heartbeatAt: number;
-  readonly stoppedAt: number | null;
-  /** Heartbeating within its lease and not stopped: its claims are its own. */
-  readonly alive: boolean;
-  /** `--concurrency`; null: the organism-wide limit. */
-  readonly concurrency: number | null;
-  readonly inFlight: number;
-  readonly leaseMs: number;
-}
-
 /**
  * Where the organism keeps its journal, threads, usage and budgets. Every member is present:
  * completeStorage (store/complete.ts) gives what a store lacks its in-memory or do-nothing

@@ -18,7 +18,7 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { OrganismEvent } from '../../src/events/types.js';
-import type { ClusterHandlers } from '../../src/organism/cluster-link.js';
+import type { ClusterHandlers } from '../../src/cluster/link.js';
 import { Organism, type StorageParts } from '../../src/organism/organism.js';
 import { openSqliteStorage } from '../../src/store/index.js';
 import { PgClusterLink } from '../../src/cluster/bus/cluster-link.js';

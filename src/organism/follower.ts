@@ -8,7 +8,7 @@ import { isSystemName } from '../pump/system-messages.js';
 import type { OperatorStateStore } from '../core/storage.js';
 import type { ThreadStore } from '../core/thread.js';
 import type { Logger } from '../util/logger.js';
-import { standaloneLink, type ClusterCommand, type ClusterLink, type StoredConfig } from './cluster-link.js';
+import { standaloneLink, type ClusterCommand, type ClusterLink, type StoredConfig } from '../cluster/link.js';
 
 /** Backoff of a step another process announced while the database could not be reached (see follow). */
 const FOLLOW_RETRY_MS = 250;

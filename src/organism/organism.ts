@@ -30,7 +30,7 @@ import { silentLogger, type Logger } from '../util/logger.js';
 import { createLlmAgentHandler, type AgentWorldView } from '../agent/llm-agent.js';
 import { configChanges } from './config-changes.js';
 import { acrossProcesses, agentInfo, type AgentInfo } from './views.js';
-import type { ClusterLink } from './cluster-link.js';
+import type { ClusterLink } from '../cluster/link.js';
 import { fingerprint } from '../config/fingerprint.js';
 import { BudgetKeeper } from './budget-keeper.js';
 import { Follower } from './follower.js';

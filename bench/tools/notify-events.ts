@@ -18,8 +18,8 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { OrganismEvent } from '../../src/events/types.js';
-import type { ClusterHandlers } from '../../src/organism/cluster-link.js';
-import { Organism, type OrganismStorage } from '../../src/organism/organism.js';
+import type { ClusterHandlers } from '../../src/cluster/link.js';
+import { Organism, type StorageParts } from '../../src/organism/organism.js';
 import { openSqliteStorage } from '../../src/store/index.js';
 import { PgClusterLink } from '../../src/cluster/bus/cluster-link.js';
 import { openPostgresStorage } from '../../src/store/postgres/index.js';
@@ -63,7 +63,7 @@ function ear() {
   };
 }
 
-async function chain(name: string, storage: OrganismStorage): Promise<void> {
+async function chain(name: string, storage: StorageParts): Promise<void> {
   const loaded = chainOrganism(3, { maxConcurrentHandlers: 100, maxConcurrentPerAgent: 100, maxQueue: 100_000 });
   const organism = new Organism(loaded, { storage });
   const link = PgClusterLink.create({ url: schemaUrl, origin: organism.bootId, hearEvents: false });

@@ -13,7 +13,7 @@ import { openSqliteStorage } from '../../src/store/index.js';
 import { openPostgresStorage } from '../../src/store/postgres/index.js';
 import { newId } from '../../src/util/ids.js';
 import type { Message } from '../../src/core/message.js';
-import type { Journal } from '../../src/core/storage.js';
+import type { Journal } from '../../src/core/journal.js';
 const N = 3000, CONC = 50;
 async function run(name: string, s: { journal: Journal; close(): unknown }) {
   const msgs: Message[] = Array.from({ length: N }, (_, i) => ({ id: newId(), threadId: `t${i % 100}`, from: 'api', to: 'a', payloadType: 'Text', payload: { text: 'x' }, timestamp: Date.now(), parentId: null, hops: 0, metadata: {}, attempt: 1 }));

@@ -3,7 +3,10 @@
  * reads the store the same way at the end of a run): journal, threads and usage as served.
  */
 import type { DurabilitySource } from '../../test/crash/checks.js';
-import type { BillingSummary, DeliveryState, JournalEntry, JournalStats, Page, ThreadRecord } from '../../src/core/storage.js';
+import type { BillingSummary } from '../../src/core/usage.js';
+import type { DeliveryState, JournalEntry, JournalStats } from '../../src/core/journal.js';
+import type { Page } from '../../src/core/page.js';
+import type { ThreadRecord } from '../../src/core/thread.js';
 import type { FailureReason } from '../../src/core/delivery.js';
 import type { Message } from '../../src/core/message.js';
 import type { UsageEvent } from '../../src/usage/types.js';

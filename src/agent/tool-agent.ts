@@ -4,7 +4,7 @@ import type { ChatMessage, CompletionResult, ToolCall } from '../llm/types.js';
 import type { McpTool } from '../mcp/hub.js';
 import type { FieldError } from '../payload/types.js';
 import type { HandlerContext, Outgoing } from '../core/handler.js';
-import type { AgentWorldView } from './llm-agent.js';
+import type { AgentWorldView } from './world-view.js';
 import type { PeerCard } from './prompt.js';
 import { buildToolSystemPrompt } from './tool-prompt.js';
 import { toolTurns } from './tool-turns.js';

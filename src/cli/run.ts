@@ -3,7 +3,7 @@ import type { Organism } from '../organism/organism.js';
 import { bootOrganism } from '../organism/boot.js';
 import { createLogger, type LogLevel } from '../util/logger.js';
 import { resolveConfigPath, resolveDataDir } from './config-path.js';
-import type { ThreadRecord } from '../core/storage.js';
+import type { ThreadRecord } from '../core/thread.js';
 import { ExitCode } from './exit-codes.js';
 import { formatEvent } from './traffic.js';
 

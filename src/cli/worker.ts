@@ -40,7 +40,7 @@ export async function workerCommand(configArg: string | undefined, options: Work
   const loaded = await loadOrganismToRun(path);
 
   // Pauses, kills and reloads made anywhere reach this worker; its events reach every serve.
-  const { organism, where, cluster } = await bootOrganism({
+  const { organism, where, cluster: member } = await bootOrganism({
     config: loaded,
     store: { kind: 'postgres', url: store.url, cluster },
     role: 'worker',
@@ -51,7 +51,7 @@ export async function workerCommand(configArg: string | undefined, options: Work
     },
   });
   await organism.start();
-  const work = cluster!;
+  const work = member!;
   const concurrency = Math.min(work.concurrency ?? Infinity, loaded.config.maxConcurrentHandlers);
   process.stdout.write(
     [

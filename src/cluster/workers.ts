@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import type { WorkerRecord } from '../core/storage.js';
+import type { WorkerRecord } from '../core/work-source.js';
 import type { Reader } from '../store/postgres/pool.js';
 
 export type { WorkerRecord };

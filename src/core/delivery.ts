@@ -1,5 +1,5 @@
 import type { Message } from './message.js';
-import type { UsageEvent } from '../usage/types.js';
+import type { UsageEvent } from './usage.js';
 
 /** Why a delivery ended without an ack. */
 export type FailureReason =
@@ -19,28 +19,31 @@ export type FailureReason =
 
 /**
  * The dispatch lifecycle, called by the pump at each delivery step. The durable journal
- * plugs in here; returned promises are awaited where the guarantee needs it:
+ * plugs in here; every step answers with a promise (an embedded journal's is resolved when it
+ * returns, its write done), awaited where the guarantee needs it:
  * - `pending` before inject returns (and for recovery nothing is re-journaled);
  * - `acked` before the outgoing messages are queued: outgoing messages are journaled
  *   PENDING in the same transaction as the ack, with the usage the delivery caused.
  */
 export interface DispatchHook {
-  pending(messages: readonly Message[]): void | Promise<void>;
-  dispatched(message: Message): void | Promise<void>;
-  acked(message: Message, outgoing: readonly Message[], usage: readonly UsageEvent[]): void | Promise<void>;
+  pending(messages: readonly Message[]): Promise<void>;
+  dispatched(message: Message): Promise<void>;
+  acked(message: Message, outgoing: readonly Message[], usage: readonly UsageEvent[]): Promise<void>;
   failed(
     message: Message,
     reason: FailureReason,
     error: string,
     outgoing: readonly Message[],
     usage: readonly UsageEvent[],
-  ): void | Promise<void>;
+  ): Promise<void>;
 }
+
+const DONE: Promise<void> = Promise.resolve();
 
 /** Default hook: nothing to persist. */
 export const memoryDispatchHook: DispatchHook = {
-  pending() {},
-  dispatched() {},
-  acked() {},
-  failed() {},
+  pending: () => DONE,
+  dispatched: () => DONE,
+  acked: () => DONE,
+  failed: () => DONE,
 };

@@ -1,4 +1,4 @@
-import type { BoundLlmClient } from '../llm/types.js';
+import type { BoundLlmClient } from './llm.js';
 import type { Message } from './message.js';
 
 /** The logger a handler gets in `ctx.log` (lines carry the thread and message ids). */

@@ -1,7 +1,8 @@
 import type { FailureReason } from './delivery.js';
 import type { Message } from './message.js';
-import type { RecoveredMessages, ThreadRecord, ThreadStatus, ThreadStore, WorkerRecord } from './storage.js';
-import type { AgentLoad, DeliveryOutcomeWrite, FencedResult } from './work-source.js';
+import type { RecoveredMessages } from './journal.js';
+import type { ThreadRecord, ThreadStatus, ThreadStore } from './thread.js';
+import type { AgentLoad, DeliveryOutcomeWrite, FencedResult, WorkerRecord } from './work-source.js';
 import type { Logger } from '../util/logger.js';
 
 /**

@@ -1,5 +1,5 @@
-import type { ThreadRecord, ThreadStatus, ThreadStore, WorkerRecord } from './storage.js';
-import type { UsageEvent } from '../usage/types.js';
+import type { ThreadRecord, ThreadStatus, ThreadStore } from './thread.js';
+import type { UsageEvent } from './usage.js';
 import type { FailureReason } from './delivery.js';
 import type { Message } from './message.js';
 
@@ -104,3 +104,24 @@ export function recordsKeptByStore(store: ThreadStore): ThreadStore {
     list: (q) => store.list(q),
   };
 }
+/** A process of a shared organism (a row of PostgreSQL's `workers`), as GET /api/v1/workers shows it. */
+export interface WorkerRecord {
+  readonly id: string;
+  /** `serve` (the control API, with or without handlers) or `worker` (handlers only). */
+  readonly kind: 'serve' | 'worker';
+  readonly name: string;
+  readonly host: string;
+  readonly pid: number;
+  readonly handlers: boolean;
+  readonly configHash: string;
+  readonly startedAt: number;
+  readonly heartbeatAt: number;
+  readonly stoppedAt: number | null;
+  /** Heartbeating within its lease and not stopped: its claims are its own. */
+  readonly alive: boolean;
+  /** `--concurrency`; null: the organism-wide limit. */
+  readonly concurrency: number | null;
+  readonly inFlight: number;
+  readonly leaseMs: number;
+}
+

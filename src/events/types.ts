@@ -1,6 +1,7 @@
 import type { Message } from '../core/message.js';
 import type { FailureReason } from '../core/delivery.js';
-import type { DeliveryState, ThreadRecord } from '../core/storage.js';
+import type { DeliveryState } from '../core/journal.js';
+import type { ThreadRecord } from '../core/thread.js';
 import type { UsageEvent } from '../usage/types.js';
 
 export type AgentState = 'idle' | 'processing' | 'waiting' | 'error' | 'paused';

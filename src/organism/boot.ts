@@ -5,7 +5,8 @@ import { Errors } from '../errors/catalogue.js';
 import { openSqliteStorage } from '../store/index.js';
 import type { ClusterStorage, ClusterStorageOptions } from '../store/postgres/index.js';
 import type { Logger } from '../util/logger.js';
-import { Organism, type OrganismStorage } from './organism.js';
+import { Organism } from './organism.js';
+import type { StorageParts } from '../core/storage.js';
 
 /** Where the organism's state lives. */
 export type BootStore =
@@ -55,7 +56,7 @@ export async function bootOrganism(options: BootOptions): Promise<BootedOrganism
   if (store.kind === 'memory') return { organism: new Organism(loaded, { logger }), where: 'memory', cluster: null };
   const retention = { retainDays: loaded.config.journal.retainDays, failedRetainDays: loaded.config.journal.failedRetainDays };
   if (store.kind === 'sqlite') {
-    let storage: OrganismStorage;
+    let storage: StorageParts;
     try {
       // `organism run` has always kept the store's default retention (not organism.yaml's).
       storage = openSqliteStorage({ dataDir: store.dataDir, ...(options.role === 'run' ? {} : retention), logger });

@@ -1,9 +1,9 @@
 import { OrganismError } from '../errors/catalogue.js';
-import { BudgetManager, type ThreadBudgetSnapshot } from '../usage/budgets.js';
+import { BudgetManager, localBudgetLedger, type ThreadBudgetSnapshot } from '../usage/budgets.js';
 import type { BudgetLedger } from '../core/budget.js';
 import type { UsageTracker } from '../usage/tracker.js';
 import type { Logger } from '../util/logger.js';
-import type { OrganismStorage } from './organism.js';
+import type { OrganismStorage } from '../core/storage.js';
 
 /**
  * Thread budgets across restarts: makes the ledger (the store's, or an embedded one saved as
@@ -23,16 +23,16 @@ export class BudgetKeeper {
     private readonly logger: Logger,
   ) {
     const listenerFailed = (err: unknown) => this.logger.error({ err }, 'budget listener failed');
-    const archive = storage.budgets?.archive;
-    this.local = storage.budgetLedger
+    const shared = storage.budgetLedger;
+    this.local = shared
       ? null
       : new BudgetManager({
           defaultMaxTokens,
           onListenerError: listenerFailed,
           onArchiveError: (err) => this.logger.error({ err }, "keeping a finished thread's budget failed; tried again at the next save"),
-          ...(archive ? { archive } : {}),
+          archive: storage.budgets.archive,
         });
-    this.ledger = this.local ?? storage.budgetLedger!({ defaultMaxTokens, onListenerError: listenerFailed });
+    this.ledger = this.local ? localBudgetLedger(this.local) : shared!({ defaultMaxTokens, onListenerError: listenerFailed });
   }
 
   /** Every LLM call changes spend: the budgets are saved at the next tick. */
@@ -48,7 +48,7 @@ export class BudgetKeeper {
    * by the operator are saved at once.
    */
   startSaving(): void {
-    if (this.storage.budgets && this.local) {
+    if (this.local) {
       this.timer = setInterval(() => {
         if (this.dirty) void this.save();
       }, 1_000).unref();
@@ -59,7 +59,7 @@ export class BudgetKeeper {
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     await this.save();
-    await this.ledger.close?.();
+    await this.ledger.close();
   }
 
   /**
@@ -74,10 +74,10 @@ export class BudgetKeeper {
   async restore(recoveredThreads: readonly string[]): Promise<void> {
     // A shared ledger's rows are the budgets, spend settled as each call ended.
     if (!this.local) return;
-    const archive = this.storage.budgets?.archive;
-    archive?.clearLive();
+    const archive = this.storage.budgets.archive;
+    archive.clearLive();
     const saved = new Map<string, ThreadBudgetSnapshot>();
-    for (const s of ((await this.storage.budgets?.load()) ?? []) as ThreadBudgetSnapshot[]) if (s && typeof s.threadId === 'string') saved.set(s.threadId, s);
+    for (const s of await this.storage.budgets.load()) if (s && typeof s.threadId === 'string') saved.set(s.threadId, s);
     const recovered = new Set(recoveredThreads);
     const candidates = [...new Set([...saved.keys(), ...recovered])];
     if (candidates.length === 0) return;
@@ -88,7 +88,7 @@ export class BudgetKeeper {
     const snapshots: ThreadBudgetSnapshot[] = [];
     for (const id of candidates) {
       const s = saved.get(id);
-      const kept = archive?.get(id) ?? null;
+      const kept = archive.get(id);
       const events = spent.get(id);
       if (!s && !events && !kept) continue; // no LLM call yet: its budget starts with its first one
       const spend = [s, kept, events]
@@ -107,7 +107,7 @@ export class BudgetKeeper {
     this.dirty = false;
     if (!this.local) return;
     try {
-      await this.storage.budgets?.save(this.local.snapshot());
+      await this.storage.budgets.save(this.local.snapshot());
     } catch (err) {
       // A storage fault (a full disk) was logged once by the storage: tried again next tick.
       if (err instanceof OrganismError && err.code.startsWith('STORAGE_')) {

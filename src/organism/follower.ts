@@ -5,9 +5,10 @@ import type { EventBus } from '../events/bus.js';
 import type { OrganismEvent } from '../events/types.js';
 import type { Pump } from '../pump/pump.js';
 import { isSystemName } from '../core/message.js';
-import type { OperatorStateStore, ThreadStore } from '../core/storage.js';
+import type { OperatorStateStore } from '../core/storage.js';
+import type { ThreadStore } from '../core/thread.js';
 import type { Logger } from '../util/logger.js';
-import { standaloneLink, type ClusterCommand, type ClusterLink, type StoredConfig } from './cluster-link.js';
+import { standaloneLink, type ClusterCommand, type ClusterLink, type StoredConfig } from '../cluster/link.js';
 
 /** Backoff of a step another process announced while the database could not be reached (see follow). */
 const FOLLOW_RETRY_MS = 250;

@@ -1,5 +1,5 @@
 import type { LoadedOrganism, OrganismConfig } from '../config/types.js';
-import { Errors, OrganismError } from '../errors/catalogue.js';
+import { Errors } from '../errors/catalogue.js';
 import { EventBus } from '../events/bus.js';
 import { EdgeTraffic } from './edge-traffic.js';
 import type { OrganismStatus, ReloadResult } from '../events/types.js';
@@ -10,15 +10,17 @@ import { OutputCapWatch } from '../llm/usage-check.js';
 import type { McpTool } from '../mcp/hub.js';
 import { PayloadRegistry } from '../payload/index.js';
 import { DeliveryObservers } from '../pump/observer.js';
-import type { DeliveryQueue } from '../core/queue.js';
 import { Pump, type InjectOptions, type PumpLimits, type StopOptions, type StopReport } from '../pump/pump.js';
-import type { WorkerRecord } from '../core/storage.js';
-import type { Journal, JournalStats, StorageProblem, ThreadRecord, LlmCallStore, OperatorStateStore, RecoveryReport, ThreadStore, ThreadUsageTotals, UsageStore } from '../core/storage.js';
-import { EmbeddedQueue } from '../queue/embedded.js';
-import { MemoryJournal, MemoryLlmCallStore, MemoryOperatorState, MemoryThreadStore, MemoryUsageStore } from '../store/index.js';
-import type { BudgetArchive } from '../usage/budget-archive.js';
+import type { OrganismStorage, StorageParts } from '../core/storage.js';
+import type { WorkerRecord } from '../core/work-source.js';
+import type { JournalStats, RecoveryReport } from '../core/journal.js';
+import type { StorageProblem, LlmCallStore, OperatorStateStore } from '../core/storage.js';
+import type { ThreadRecord } from '../core/thread.js';
+import type { ThreadUsageTotals } from '../core/usage.js';
+import { MemoryJournal, MemoryThreadStore, MemoryUsageStore } from '../store/index.js';
+import { completeStorage } from '../store/complete.js';
 import type { BudgetView } from '../usage/budgets.js';
-import type { BudgetLedger, BudgetLedgerFactory } from '../core/budget.js';
+import type { BudgetLedger } from '../core/budget.js';
 import { Pricing } from '../usage/pricing.js';
 import { UsageTracker } from '../usage/tracker.js';
 import { newId } from '../util/ids.js';
@@ -26,7 +28,7 @@ import { silentLogger, type Logger } from '../util/logger.js';
 import { createLlmAgentHandler, type AgentWorldView } from '../agent/llm-agent.js';
 import { configChanges } from './config-changes.js';
 import { listenerInfo, withLoad, type AgentInfo } from './views.js';
-import type { ClusterLink } from './cluster-link.js';
+import type { ClusterLink } from '../cluster/link.js';
 import { fingerprint } from '../config/fingerprint.js';
 import { BudgetKeeper } from './budget-keeper.js';
 import { Follower } from './follower.js';
@@ -34,40 +36,11 @@ import { McpCalls } from './mcp-calls.js';
 import { organismQueries, type OrganismQueries } from './queries.js';
 import { replyFormatOf } from './reply-format.js';
 
-/** Where the organism keeps its journal, threads, usage and budgets. */
-export interface OrganismStorage {
-  readonly journal: Journal;
-  readonly threads: ThreadStore;
-  readonly usage: UsageStore;
-  /** Recorded LLM and MCP tool calls; in memory when absent. */
-  readonly llmCalls?: LlmCallStore;
-  /** Thread budgets (a network store answers with promises: see OperatorStateStore). */
-  readonly budgets?: {
-    load(): unknown[] | Promise<unknown[]>;
-    save(snapshots: unknown[]): void | Promise<void>;
-    /** Finished threads' budgets (omitted: kept in memory, as long as the process). */
-    readonly archive?: BudgetArchive;
-  };
-  /**
-   * A shared store's budget ledger (every process reserves against the same rows); omitted:
-   * budgets live in this process (BudgetManager) and are saved through `budgets`.
-   */
-  readonly budgetLedger?: BudgetLedgerFactory;
-  /** Paused agents (omitted: kept in memory, as long as the process lives). */
-  readonly operator?: OperatorStateStore;
-  /** What is wrong with the data directory now (omitted: nothing can be). */
-  problem?(): StorageProblem | null;
-  /** Where messages wait for delivery (omitted: the embedded queue over `journal`; a cluster's store brings its claim queue). */
-  readonly queue?: DeliveryQueue;
-  /** Called once if the store is deleted or replaced under the running process (omitted: it cannot be). */
-  onLost?(listener: (error: OrganismError) => void): void;
-  /** Resolves once every write queued so far has committed (omitted: writes commit as they are made). */
-  flush?(): Promise<void>;
-  close(): void | Promise<void>;
-}
+export type { OrganismStorage, StorageParts } from '../core/storage.js';
 
 export interface OrganismOptions {
-  readonly storage?: OrganismStorage;
+  /** The store (completed by completeStorage); default: everything in memory. */
+  readonly storage?: StorageParts;
   readonly logger?: Logger;
   readonly now?: () => number;
 }
@@ -103,7 +76,6 @@ export class Organism {
   private started: number | null = null;
   private recovery: RecoveryReport | null = null;
   private readonly operator: OperatorStateStore;
-  private readonly queue: DeliveryQueue;
   /** Following the other processes of a clustered organism (alone: nobody to follow). */
   private readonly follower: Follower;
 
@@ -114,13 +86,12 @@ export class Organism {
     this.bus.on((event) => this.traffic.record(event), { relayed: true });
     const observerFailed = (err: unknown) => this.logger.error({ err }, 'telemetry observer failed');
     this.observers = { deliveries: new DeliveryObservers(observerFailed), llm: new LlmObservers(observerFailed) };
-    this.storage = options.storage ?? memoryStorage();
-    this.queue = this.storage.queue ?? new EmbeddedQueue(this.storage.journal, this.storage.threads);
-    this.operator = this.storage.operator ?? new MemoryOperatorState();
+    this.storage = completeStorage(options.storage ?? memoryStorage());
+    this.operator = this.storage.operator;
     this.budgetKeeper = new BudgetKeeper(this.storage, loaded.config.maxTokensPerThread, this.logger);
     this.budgets = this.budgetKeeper.ledger;
     this.registryValue = new PayloadRegistry(loaded.payloadTypes);
-    this.llmCalls = this.storage.llmCalls ?? new MemoryLlmCallStore();
+    this.llmCalls = this.storage.llmCalls;
     this.queries = organismQueries({ storage: this.storage, budgets: this.budgets, llmCalls: this.llmCalls, bus: this.bus });
     this.outputCap = new OutputCapWatch(this.logger);
     this.router = this.makeRouter(loaded.config);
@@ -139,7 +110,7 @@ export class Organism {
         logger: this.logger,
         llmHandler: (listener) => createLlmAgentHandler(listener, () => this.peerView()),
         observers: this.observers.deliveries,
-        queue: this.queue,
+        queue: this.storage.queue,
         ...(options.now ? { now: options.now } : {}),
       },
       limitsOf(loaded.config),
@@ -204,7 +175,7 @@ export class Organism {
     // Heard before anything stored is read: a pause or kill stored meanwhile is not missed.
     await this.follower.start();
     await this.operator.refresh?.();
-    const { messages, report } = await this.queue.recover(this.bootId, this.config.journal.maxAttempts);
+    const { messages, report } = await this.storage.queue.recover(this.bootId, this.config.journal.maxAttempts);
     await this.budgetKeeper.restore(messages.map((m) => m.threadId));
     const pausedAgents = this.reapplyPauses();
     this.recovery = { ...report, pausedAgents };
@@ -222,7 +193,7 @@ export class Organism {
 
   /** What is wrong with the data directory now (full, damaged, deleted), or null. */
   storageProblem(): StorageProblem | null {
-    return this.storage.problem?.() ?? null;
+    return this.storage.problem();
   }
 
   /**
@@ -258,7 +229,7 @@ export class Organism {
   /** Kills a thread here and, once it is stored as killed, in every other process of a clustered organism. */
   async killThread(threadId: string) {
     const record = await this.pump.killThread(threadId);
-    await this.storage.flush?.();
+    await this.storage.flush();
     await this.follower.publishCommand({ kind: 'kill', threadId });
     return record;
   }
@@ -388,28 +359,28 @@ export class Organism {
    * (a cluster's sums them over every process: this process's memory holds only its share).
    */
   async liveAgents(): Promise<AgentInfo[]> {
-    const load = await this.queue.load();
+    const load = await this.storage.queue.load();
     return this.agents().map((a) => withLoad(a, load.get(a.name)));
   }
 
   async liveAgent(name: string): Promise<AgentInfo> {
     const info = this.agent(name);
-    return withLoad(info, (await this.queue.load()).get(name));
+    return withLoad(info, (await this.storage.queue.load()).get(name));
   }
 
   /** Threads with work queued or in flight, over the whole organism. */
   activeThreadTotal(): Promise<number> {
-    return this.queue.activeThreads();
+    return this.storage.queue.activeThreads();
   }
 
   /** The processes of a clustered organism (null: embedded, this process is the organism). */
   workers(): Promise<readonly WorkerRecord[] | null> {
-    return this.queue.workers();
+    return this.storage.queue.workers();
   }
 
   /** A thread's record as it stands (the queue knows whether the live view or the store's is the newer). */
   thread(id: string): Promise<ThreadRecord | null> {
-    return this.queue.thread(id, this.pump.liveThread(id));
+    return this.storage.queue.thread(id, this.pump.liveThread(id));
   }
 
   flush(): void {
@@ -468,12 +439,11 @@ function limitsOf(config: OrganismConfig): PumpLimits {
   };
 }
 
-function memoryStorage(): OrganismStorage {
+function memoryStorage(): StorageParts {
   return {
     journal: new MemoryJournal(),
     threads: new MemoryThreadStore(),
     usage: new MemoryUsageStore(),
-    operator: new MemoryOperatorState(),
     close() {},
   };
 }

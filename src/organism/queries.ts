@@ -1,23 +1,13 @@
 import type { EventBus, EventListener, ListenOptions } from '../events/bus.js';
-import type {
-  BillingSummary,
-  DailyUsage,
-  JournalEntry,
-  JournalQuery,
-  JournalStats,
-  KeptJournalStats,
-  LlmCallStore,
-  Page,
-  RecordedCalls,
-  ThreadQuery,
-  ThreadRecord,
-  UsageHistoryQuery,
-  UsageRangeQuery,
-} from '../core/storage.js';
+import type { BillingSummary, DailyUsage, UsageHistoryQuery, UsageRangeQuery } from '../core/usage.js';
+import type { JournalEntry, JournalQuery, JournalStats, KeptJournalStats } from '../core/journal.js';
+import type { LlmCallStore, RecordedCalls } from '../core/storage.js';
+import type { Page } from '../core/page.js';
+import type { ThreadQuery, ThreadRecord } from '../core/thread.js';
 import type { BudgetListQuery, BudgetPage } from '../usage/budgets.js';
 import type { BudgetLedger } from '../core/budget.js';
 import type { UsageEvent } from '../usage/types.js';
-import type { OrganismStorage } from './organism.js';
+import type { OrganismStorage } from '../core/storage.js';
 
 /** The journal as the control service reads it. */
 export interface JournalQueries {

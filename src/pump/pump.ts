@@ -1,7 +1,7 @@
 import type { ResolvedListener } from '../config/types.js';
 import { EXTERNAL_SENDER, type Message } from '../core/message.js';
 import type { QueueHost } from '../core/queue.js';
-import type { ThreadRecord } from '../core/storage.js';
+import type { ThreadRecord } from '../core/thread.js';
 import { Errors } from '../errors/catalogue.js';
 import type { OrganismStatus, ReloadResult } from '../events/types.js';
 import { assertStorableInject, resolveInjectPayload } from '../payload/index.js';

@@ -1,4 +1,4 @@
-import type { ThreadRecord } from '../core/storage.js';
+import type { ThreadRecord } from '../core/thread.js';
 import { Errors } from '../errors/catalogue.js';
 import type { Admission } from './admission.js';
 import type { Outcomes } from './outcomes.js';

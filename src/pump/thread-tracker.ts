@@ -1,5 +1,5 @@
 import type { EventBus } from '../events/bus.js';
-import type { ThreadRecord, ThreadStatus, ThreadStore } from '../core/storage.js';
+import type { ThreadRecord, ThreadStatus, ThreadStore } from '../core/thread.js';
 
 /** A thread with work queued or in flight, held in memory until it drains. */
 export interface LiveThread {

@@ -1,8 +1,9 @@
 import type { FailureReason } from '../core/delivery.js';
 import { EXTERNAL_SENDER, type Message } from '../core/message.js';
 import type { DeliveryQueue, Placement, QueueHost } from '../core/queue.js';
-import type { Journal, RecoveredMessages, ThreadRecord, ThreadStore, WorkerRecord } from '../core/storage.js';
-import type { AgentLoad, DeliveryOutcomeWrite, FencedResult } from '../core/work-source.js';
+import type { Journal, RecoveredMessages } from '../core/journal.js';
+import type { ThreadRecord, ThreadStore } from '../core/thread.js';
+import type { AgentLoad, DeliveryOutcomeWrite, FencedResult, WorkerRecord } from '../core/work-source.js';
 import { ListenerQueue } from './listener-queue.js';
 
 /** How long one turn of the event loop may spend starting deliveries (see turnStartedAt). */

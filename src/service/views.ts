@@ -1,8 +1,10 @@
-import type { RecoveryReport, JournalEntry, JournalStats, ThreadRecord, ThreadUsageTotals, UsageCountersRow } from '../core/storage.js';
+import type { RecoveryReport, JournalEntry, JournalStats } from '../core/journal.js';
+import type { ThreadRecord } from '../core/thread.js';
+import type { ThreadUsageTotals, UsageCountersRow } from '../core/usage.js';
 import { zeroCounters } from '../usage/tracker.js';
 import type { AgentInfo } from '../organism/views.js';
 import type { Message } from '../core/message.js';
-import type { DeliveryState } from '../core/storage.js';
+import type { DeliveryState } from '../core/journal.js';
 import { iso, isoOrNull } from './time.js';
 
 /** Runtime records -> wire shapes (camelCase, ISO 8601 times). One place, so every route agrees. */

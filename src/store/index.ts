@@ -1,4 +1,10 @@
 export * from '../core/storage.js';
+export * from '../core/thread.js';
+export * from '../core/journal.js';
+export * from '../core/usage.js';
+export * from '../core/page.js';
+export type { FailureReason } from '../core/delivery.js';
+export type { WorkerRecord } from '../core/work-source.js';
 export { MemoryJournal } from './memory/journal.js';
 export { MemoryThreadStore } from './memory/threads.js';
 export { MemoryUsageStore } from './memory/usage.js';

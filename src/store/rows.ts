@@ -2,7 +2,7 @@
 import type { FailureReason } from '../core/delivery.js';
 import type { Message } from '../core/message.js';
 import type { UsageEvent } from '../usage/types.js';
-import type { DeliveryState, JournalEntry } from '../core/storage.js';
+import type { DeliveryState, JournalEntry } from '../core/journal.js';
 
 export interface JournalRow {
   id: string;

@@ -1,6 +1,6 @@
 import { zeroCounters } from '../usage/tracker.js';
-import type { ThreadUsageTotals } from '../core/storage.js';
-import { DEFAULT_DAILY_RANGE_DAYS, MAX_DAILY_RANGE_DAYS } from '../core/storage.js';
+import type { ThreadUsageTotals } from '../core/usage.js';
+import { DEFAULT_DAILY_RANGE_DAYS, MAX_DAILY_RANGE_DAYS } from '../core/usage.js';
 
 const DAY_MS = 86_400_000;
 

@@ -5,7 +5,8 @@ import type { CompletionResult } from '../llm/types.js';
 import type { Organism } from '../organism/organism.js';
 import type { DeliveryOutcome, DeliveryWatch } from '../pump/observer.js';
 import { EXTERNAL_SENDER } from '../core/message.js';
-import type { DeliveryState, KeptJournalStats, ThreadStatus } from '../core/storage.js';
+import type { DeliveryState, KeptJournalStats } from '../core/journal.js';
+import type { ThreadStatus } from '../core/thread.js';
 import { GEN_AI_OPERATION_CHAT, GenAiTokenType } from './conventions.js';
 
 /** How often the event-loop delay histogram samples (see the constructor). */

@@ -1,24 +1,6 @@
-import type { ThreadBudgetSnapshot } from './budgets.js';
+import type { BudgetArchive, ThreadBudgetSnapshot } from '../core/budget.js';
 
-/**
- * Where the embedded ledger (BudgetManager) keeps the budgets of threads that have finished:
- * a thread's budget is its whole life's, so an inject into a finished thread continues from
- * these figures. Synchronous: a reservation recalls a finished thread's budget at once (the
- * SQLite store answers synchronously; PostgreSQL keeps every budget as a row instead).
- * Live budgets are in the ledger's memory; a row flagged live is one that runs again (its
- * figures there are those it had when it last finished).
- */
-export interface BudgetArchive {
-  get(threadId: string): ThreadBudgetSnapshot | null;
-  /** Keeps a budget's figures; `live: false` once its thread has finished. */
-  put(s: ThreadBudgetSnapshot, live: boolean): void;
-  /** The thread runs again (its budget is back in the ledger's memory). */
-  revive(threadId: string): void;
-  /** At boot, before the live budgets are restored: nothing is live yet. */
-  clearLive(): void;
-  /** Finished budgets, highest share of the ceiling used first, then by thread id. */
-  finished(page: { limit: number; offset: number }): { items: ThreadBudgetSnapshot[]; total: number };
-}
+export type { BudgetArchive } from '../core/budget.js';
 
 /** Highest share of the ceiling used first, then thread id (the order of every budget list). */
 export function byShareUsed(a: { threadId: string; maxTokens: number; totalTokens: number }, b: { threadId: string; maxTokens: number; totalTokens: number }): number {

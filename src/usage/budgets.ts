@@ -1,58 +1,14 @@
 import { Errors } from '../errors/catalogue.js';
-import { byShareUsed, MemoryBudgetArchive, type BudgetArchive } from './budget-archive.js';
+import { byShareUsed, MemoryBudgetArchive } from './budget-archive.js';
+import type { BudgetListQuery, BudgetPage, BudgetSeverity, BudgetState, BudgetThresholdEvent, BudgetView, Reservation, ThreadBudgetInfo, ThreadBudgetSnapshot, BudgetArchive, BudgetLedger } from '../core/budget.js';
 
-/** How close a thread is to its token budget: 75 % warning, 90 % critical, 95 % final. */
-export type BudgetSeverity = 'warning' | 'critical' | 'final';
+export type { BudgetListQuery, BudgetPage, BudgetSeverity, BudgetState, BudgetThresholdEvent, BudgetView, Reservation, ThreadBudgetInfo, ThreadBudgetSnapshot } from '../core/budget.js';
 
 const THRESHOLDS: ReadonlyArray<{ threshold: 75 | 90 | 95; severity: BudgetSeverity }> = [
   { threshold: 75, severity: 'warning' },
   { threshold: 90, severity: 'critical' },
   { threshold: 95, severity: 'final' },
 ];
-
-/** A thread's token budget and what it has used. */
-export interface ThreadBudgetInfo {
-  readonly threadId: string;
-  readonly maxTokens: number;
-  readonly promptTokens: number;
-  readonly completionTokens: number;
-  readonly totalTokens: number;
-  /** Tokens held by calls in flight. */
-  readonly reservedTokens: number;
-  readonly remaining: number;
-  /** totalTokens / maxTokens * 100, one decimal; 0 when maxTokens <= 0. */
-  readonly percentUsed: number;
-  readonly isExhausted: boolean;
-}
-
-/** A thread's usage crossed a budget threshold (sent to the agent as a BudgetWarning). */
-export interface BudgetThresholdEvent {
-  readonly threadId: string;
-  readonly agent: string;
-  readonly severity: BudgetSeverity;
-  readonly threshold: 75 | 90 | 95;
-  readonly percentUsed: number;
-  readonly tokensUsed: number;
-  readonly tokensRemaining: number;
-  readonly maxTokens: number;
-  readonly message: string;
-}
-
-/** Tokens held for one LLM call until its usage is known. */
-export interface Reservation {
-  readonly id: number;
-  readonly threadId: string;
-  readonly tokens: number;
-}
-
-/** What is persisted per thread (and restored at start). */
-export interface ThreadBudgetSnapshot {
-  readonly threadId: string;
-  readonly maxTokens: number;
-  readonly promptTokens: number;
-  readonly completionTokens: number;
-  readonly fired: readonly number[];
-}
 
 interface Budget {
   maxTokens: number;
@@ -64,26 +20,6 @@ interface Budget {
   open: Map<number, number>;
   /** The thread has finished: kept here only until its calls in flight end (and it is archived). */
   finished: boolean;
-}
-
-/** A budget as the API shows it: `active` false once its thread has finished. */
-export type BudgetView = ThreadBudgetInfo & { readonly active: boolean };
-
-/** Which budgets a list holds: live (the thread has not finished), finished, or both. */
-export type BudgetState = 'live' | 'finished' | 'all';
-
-/** Which page of budgets `BudgetManager.list` returns. */
-export interface BudgetListQuery {
-  readonly state: BudgetState;
-  readonly limit: number;
-  readonly offset: number;
-}
-
-/** One page of budgets. */
-export interface BudgetPage {
-  readonly items: BudgetView[];
-  /** Budgets in that state before paging. */
-  readonly total: number;
 }
 
 /**
@@ -430,4 +366,31 @@ function isSnapshot(s: unknown): s is ThreadBudgetSnapshot {
     count(o['completionTokens']) &&
     Array.isArray(o['fired'])
   );
+}
+
+/**
+ * The embedded BudgetLedger: `manager`'s answers, as promises resolved at once (the manager
+ * itself stays synchronous: one process owns its budgets). Nothing to close.
+ */
+export function localBudgetLedger(manager: BudgetManager): BudgetLedger {
+  return {
+    get defaultMaxTokens() {
+      return manager.defaultMaxTokens;
+    },
+    set defaultMaxTokens(n: number) {
+      manager.defaultMaxTokens = n;
+    },
+    has: async (threadId) => manager.has(threadId),
+    get: async (threadId) => manager.get(threadId),
+    list: async (query) => manager.list(query),
+    count: async () => manager.count(),
+    headroom: async (threadId) => manager.headroom(threadId),
+    reserve: async (threadId, tokens) => manager.reserve(threadId, tokens),
+    settle: async (r, usage, agent) => manager.settle(r, usage, agent),
+    cancel: async (r) => manager.cancel(r),
+    setCeiling: async (threadId, maxTokens, options) => manager.setCeiling(threadId, maxTokens, options),
+    finish: (threadId) => manager.finish(threadId),
+    onThreshold: (fn) => manager.onThreshold(fn),
+    close: async () => {},
+  };
 }

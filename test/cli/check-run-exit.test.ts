@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ExitCode } from '../../src/cli/exit-codes.js';
 import { failedThreads } from '../../src/cli/run.js';
-import type { ThreadRecord } from '../../src/core/storage.js';
+import type { ThreadRecord } from '../../src/core/thread.js';
 import { jobYaml, killAll, organismDir, startCli } from './processes.js';
 
 afterEach(killAll);

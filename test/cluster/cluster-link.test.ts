@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { OrganismEvent } from '../../src/events/types.js';
-import type { ClusterCommand, ClusterHandlers } from '../../src/organism/cluster-link.js';
+import type { ClusterCommand, ClusterHandlers } from '../../src/cluster/link.js';
 import { PgClusterLink } from '../../src/cluster/bus/cluster-link.js';
 import { coalesceDeltas, MAX_INLINE_BODY } from '../../src/cluster/bus/event-publisher.js';
 import { openPostgresStorage } from '../../src/store/postgres/index.js';

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { LoadedOrganism } from '../../src/config/types.js';
 import { Organism } from '../../src/organism/organism.js';
-import type { ClusterHandlers, ClusterLink } from '../../src/organism/cluster-link.js';
+import type { ClusterHandlers, ClusterLink } from '../../src/cluster/link.js';
 import { PgClusterLink } from '../../src/cluster/bus/cluster-link.js';
 import { openPostgresStorage, type PostgresStorage } from '../../src/store/postgres/index.js';
 import { deferred, eventually, listener, loaded } from '../pump/harness.js';

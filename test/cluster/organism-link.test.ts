@@ -4,7 +4,7 @@ import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { OrganismEvent } from '../../src/events/types.js';
 import type { LoadedOrganism } from '../../src/config/types.js';
-import { Organism, type OrganismStorage } from '../../src/organism/organism.js';
+import { Organism, type StorageParts } from '../../src/organism/organism.js';
 import { MemoryJournal, MemoryUsageStore } from '../../src/store/index.js';
 import { PgClusterLink } from '../../src/cluster/bus/cluster-link.js';
 import { openPostgresStorage } from '../../src/store/postgres/index.js';
@@ -59,7 +59,7 @@ describe.skipIf(!run)('organisms linked through PostgreSQL', () => {
   });
 
   /** A process sharing the database's threads and operator state (its journal in memory). */
-  async function clusterStorage(): Promise<OrganismStorage> {
+  async function clusterStorage(): Promise<StorageParts> {
     const pool = createPool({ url: db.url, max: 3 });
     const writer = new PgWriter(pool, () => {});
     const r = reader(pool, 'test');

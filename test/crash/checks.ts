@@ -6,7 +6,10 @@
  */
 import type { FailureReason } from '../../src/core/delivery.js';
 import { BUDGET_WARNING_TYPE, SYSTEM_ERROR_TYPE } from '../../src/core/message.js';
-import type { BillingSummary, JournalEntry, JournalQuery, JournalStats, Page, ThreadRecord, ThreadStatus, UsageHistoryQuery, UsageRangeQuery } from '../../src/core/storage.js';
+import type { BillingSummary, UsageHistoryQuery, UsageRangeQuery } from '../../src/core/usage.js';
+import type { JournalEntry, JournalQuery, JournalStats } from '../../src/core/journal.js';
+import type { Page } from '../../src/core/page.js';
+import type { ThreadRecord, ThreadStatus } from '../../src/core/thread.js';
 import type { UsageEvent } from '../../src/usage/types.js';
 import type { EffectsView } from './effects.js';
 

@@ -3,7 +3,7 @@ import type { ModelPrice, ProviderConfig } from '../../src/config/types.js';
 import { LlmRouter, type CallContext } from '../../src/llm/router.js';
 import type { Sleep } from '../../src/llm/retry.js';
 import type { CompletionRequest, LlmProvider } from '../../src/llm/types.js';
-import { BudgetManager } from '../../src/usage/budgets.js';
+import { BudgetManager, localBudgetLedger } from '../../src/usage/budgets.js';
 import { Pricing } from '../../src/usage/pricing.js';
 import { UsageTracker } from '../../src/usage/tracker.js';
 import type { UsageEvent } from '../../src/usage/types.js';
@@ -57,7 +57,7 @@ export function makeRouter(
   const deps = {
     pricing: new Pricing(opts.pricing ?? {}),
     tracker,
-    budgets,
+    budgets: localBudgetLedger(budgets),
     sleep,
     random: () => 0.5,
     ...(opts.fakeClock ? { now: () => t.clock } : {}),

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Errors } from '../../src/errors/catalogue.js';
 import { LlmRouter } from '../../src/llm/router.js';
 import type { CompletionRequest, LlmProvider } from '../../src/llm/types.js';
-import { BudgetManager } from '../../src/usage/budgets.js';
+import { BudgetManager, localBudgetLedger } from '../../src/usage/budgets.js';
 import type { BudgetLedger } from '../../src/core/budget.js';
 import { Pricing } from '../../src/usage/pricing.js';
 import { UsageTracker } from '../../src/usage/tracker.js';
@@ -16,9 +16,9 @@ import { call, rejection, request } from './helpers.js';
 function racedLedger(ceiling: number, takenByOther: number): BudgetLedger & { inner: BudgetManager } {
   const inner = new BudgetManager({ defaultMaxTokens: ceiling });
   let raced = false;
-  return Object.assign(Object.create(inner) as BudgetManager, {
+  return Object.assign(localBudgetLedger(inner), {
     inner,
-    headroom(threadId: string) {
+    async headroom(threadId: string) {
       const h = inner.headroom(threadId);
       if (!raced) {
         raced = true;
@@ -26,7 +26,7 @@ function racedLedger(ceiling: number, takenByOther: number): BudgetLedger & { in
       }
       return h;
     },
-    reserve: (threadId: string, tokens: number) => inner.reserve(threadId, tokens),
+    reserve: async (threadId: string, tokens: number) => inner.reserve(threadId, tokens),
   });
 }
 
@@ -59,7 +59,7 @@ describe('router on a ledger shared with other processes', () => {
   it('still refuses when not even a useful answer fits, and an unchanged size is refused as it was', async () => {
     const { router, asked } = routerOver(racedLedger(80, 70));
     expect(Errors.BUDGET_EXHAUSTED.is(await rejection(router.complete(request('m'), call())))).toBe(true);
-    const plain = routerOver(new BudgetManager({ defaultMaxTokens: 15 }));
+    const plain = routerOver(localBudgetLedger(new BudgetManager({ defaultMaxTokens: 15 })));
     const err = await rejection(plain.router.complete(request('m'), call()));
     expect(Errors.BUDGET_EXHAUSTED.is(err)).toBe(true);
     expect(asked).toHaveLength(0);

@@ -6,7 +6,7 @@ import { CallRecorder, type LlmCallRecord } from '../../src/llm/call-record.js';
 import { LlmRouter } from '../../src/llm/router.js';
 import { createProvider } from '../../src/llm/providers/index.js';
 import { OutputCapWatch } from '../../src/llm/usage-check.js';
-import { BudgetManager } from '../../src/usage/budgets.js';
+import { BudgetManager, localBudgetLedger } from '../../src/usage/budgets.js';
 import { Pricing } from '../../src/usage/pricing.js';
 import { UsageTracker } from '../../src/usage/tracker.js';
 import type { UsageEvent } from '../../src/usage/types.js';
@@ -47,7 +47,7 @@ function routerFor(format: Format, url: string) {
     providers: [createProvider(providerConfig({ name: `p-${format}`, type: format, baseUrl: url, maxRetries: 2 }))],
     pricing: new Pricing({}),
     tracker,
-    budgets,
+    budgets: localBudgetLedger(budgets),
     sleep: async () => {},
     recorder: new CallRecorder({ recordCall: (r) => void calls.push(r), recordTool: () => {} }, 'metadata'),
     outputCap: new OutputCapWatch(pino({ level: 'info' }, sink)),

@@ -89,7 +89,7 @@ describe('kill', () => {
     journal.pending = (messages) => {
       if (!hold) return pending(messages);
       holding.resolve();
-      return hold.then(() => pending(messages)) as unknown as void; // a slow commit of this one
+      return hold.then(() => pending(messages)); // a slow commit of this one
     };
     const { organism } = await startOrganism(
       [listener('slow', { handler: (_p, ctx) => new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('aborted')))) })],

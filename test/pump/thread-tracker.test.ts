@@ -3,7 +3,7 @@ import { EventBus } from '../../src/events/bus.js';
 import type { OrganismEvent } from '../../src/events/types.js';
 import { ThreadTracker } from '../../src/pump/thread-tracker.js';
 import { MemoryThreadStore } from '../../src/store/memory/threads.js';
-import type { ThreadRecord } from '../../src/core/storage.js';
+import type { ThreadRecord } from '../../src/core/thread.js';
 
 class CountingStore extends MemoryThreadStore {
   puts: ThreadRecord[] = [];

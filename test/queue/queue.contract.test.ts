@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import { EXTERNAL_SENDER, SYSTEM_ERROR_TYPE, type Message } from '../../src/core/message.js';
 import type { Claim, DeliveryQueue, QueueHost, QueueLimits, QueueListener } from '../../src/core/queue.js';
-import type { Journal } from '../../src/core/storage.js';
+import type { Journal } from '../../src/core/journal.js';
 import type { DeliveryOutcomeWrite, FencedResult } from '../../src/core/work-source.js';
 import type { UsageEvent } from '../../src/usage/types.js';
 import { newId } from '../../src/util/ids.js';

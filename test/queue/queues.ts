@@ -5,7 +5,8 @@ import path from 'node:path';
 import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe } from 'vitest';
 import type { DeliveryQueue } from '../../src/core/queue.js';
-import type { Journal, UsageStore } from '../../src/core/storage.js';
+import type { Journal } from '../../src/core/journal.js';
+import type { UsageStore } from '../../src/core/usage.js';
 import { EmbeddedQueue } from '../../src/queue/embedded.js';
 import { openSqliteStorage } from '../../src/store/index.js';
 import { openPostgresStorage, type PostgresStorage } from '../../src/store/postgres/index.js';
@@ -110,9 +111,9 @@ class ClusterBackend implements QueueBackend {
     const stores = new Map<QueueUnderTest, PostgresStorage>();
     let n = 0;
     const open = async (leaseMs: number) => {
-      const s = await openPostgresStorage({ url, schema, shared: { maxAttempts: 3, leaseMs, name: `p${++n}` } });
+      const s = await openPostgresStorage({ url, schema, cluster: { maxAttempts: 3, leaseMs, name: `p${++n}` } });
       const queue = (s as PostgresStorage & { queue?: DeliveryQueue }).queue;
-      if (!queue) throw new Error('a PostgreSQL storage opened shared brings no queue');
+      if (!queue) throw new Error('a PostgreSQL storage opened for a cluster brings no queue');
       const q = track({ queue, journal: s.journal, usage: s.usage, close: () => s.close() });
       stores.set(q, s);
       return q;
@@ -123,7 +124,7 @@ class ClusterBackend implements QueueBackend {
       async crash(crashed) {
         // It stops heartbeating (killed, frozen, cut off): its row says it last renewed its
         // lease long ago. It is not closed: closing gives its claims back at once.
-        const id = stores.get(crashed)!.shared!.workerId;
+        const id = stores.get(crashed)!.cluster!.workerId;
         await admin.query(`UPDATE workers SET heartbeat_at = 0 WHERE id = $1`, [id]);
         // The process that carries on heartbeats every 100 ms and takes back expired leases.
         return { next: await open(300), survivor: crashed.queue };

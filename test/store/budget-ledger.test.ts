@@ -9,7 +9,7 @@ import { migratePg, PG_MIGRATIONS } from '../../src/store/postgres/migrations.js
 import { PgBudgetLedger } from '../../src/store/postgres/budget-ledger.js';
 import { openSqliteStorage } from '../../src/store/index.js';
 import type { BudgetArchive } from '../../src/usage/budget-archive.js';
-import { BudgetManager, type BudgetThresholdEvent, type Reservation } from '../../src/usage/budgets.js';
+import { BudgetManager, localBudgetLedger, type BudgetThresholdEvent, type Reservation } from '../../src/usage/budgets.js';
 import type { BudgetLedger } from '../../src/core/budget.js';
 import { newId } from '../../src/util/ids.js';
 import { freePort, killAll, startProcess, until } from '../cli/processes.js';
@@ -65,8 +65,8 @@ afterAll(() => {
 });
 
 const kinds: Array<{ name: string; make: (max: number) => BudgetLedger; skip: boolean }> = [
-  { name: 'embedded (BudgetManager)', make: (max) => new BudgetManager({ defaultMaxTokens: max }), skip: false },
-  { name: 'embedded, finished budgets in SQLite', make: (max) => new BudgetManager({ defaultMaxTokens: max, archive: sqliteArchive() }), skip: false },
+  { name: 'embedded (BudgetManager)', make: (max) => localBudgetLedger(new BudgetManager({ defaultMaxTokens: max })), skip: false },
+  { name: 'embedded, finished budgets in SQLite', make: (max) => localBudgetLedger(new BudgetManager({ defaultMaxTokens: max, archive: sqliteArchive() })), skip: false },
   { name: 'PostgreSQL', make: (max) => pgLedger(max), skip: !usePg },
 ];
 

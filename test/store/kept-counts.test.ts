@@ -6,7 +6,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Message } from '../../src/core/message.js';
 import { DATABASE_FILE, MemoryJournal, openSqliteStorage, type SqliteStorage } from '../../src/store/index.js';
-import type { Journal } from '../../src/core/storage.js';
+import type { Journal } from '../../src/core/journal.js';
 import { newId } from '../../src/util/ids.js';
 
 /**

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { migrate } from '../../src/store/sqlite/migrations.js';
 import { SqliteThreadStore } from '../../src/store/sqlite/threads.js';
 import { GroupWriter } from '../../src/store/sqlite/writer.js';
-import type { ThreadRecord } from '../../src/core/storage.js';
+import type { ThreadRecord } from '../../src/core/thread.js';
 
 const open: Database.Database[] = [];
 afterEach(() => {

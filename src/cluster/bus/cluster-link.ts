@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { OrganismEvent } from '../../events/types.js';
-import type { ClusterCommand, ClusterHandlers, ClusterLink, StoredConfig } from '../../organism/cluster-link.js';
+import type { ClusterCommand, ClusterHandlers, ClusterLink, StoredConfig } from '../link.js';
 import type { Logger } from '../../util/logger.js';
 import { channelsFor, currentSchema, notify, PgListener, type Channels } from './channels.js';
 import { PgEventPublisher } from './event-publisher.js';

@@ -4,7 +4,7 @@ import type { FailureReason } from '../../core/delivery.js';
 import { EXTERNAL_SENDER, type Message } from '../../core/message.js';
 import type { ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedResult } from '../../core/work-source.js';
 import { messageOf, type JournalRow } from '../../store/rows.js';
-import type { RecoveredMessages, RecoveryReport } from '../../core/storage.js';
+import type { RecoveredMessages, RecoveryReport } from '../../core/journal.js';
 import { notify, type Channels } from '../bus/channels.js';
 import { claimTransaction } from './claim-sql.js';
 import { PgLots } from './lots.js';

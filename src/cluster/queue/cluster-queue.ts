@@ -1,8 +1,9 @@
 import type { FailureReason } from '../../core/delivery.js';
 import { EXTERNAL_SENDER, type Message } from '../../core/message.js';
 import type { DeliveryQueue, Placement, QueueHost } from '../../core/queue.js';
-import type { Journal, RecoveredMessages, ThreadRecord, ThreadStore, WorkerRecord } from '../../core/storage.js';
-import { recordsKeptByStore, type AgentLoad, type ClaimedWork, type DeliveryOutcomeWrite, type FencedResult, type WorkSource } from '../../core/work-source.js';
+import type { Journal, RecoveredMessages } from '../../core/journal.js';
+import type { ThreadRecord, ThreadStore } from '../../core/thread.js';
+import { recordsKeptByStore, type AgentLoad, type ClaimedWork, type DeliveryOutcomeWrite, type FencedResult, type WorkerRecord, type WorkSource } from '../../core/work-source.js';
 import { Errors } from '../../errors/catalogue.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { Message } from '../../core/message.js';
 import { isSystemName } from '../../core/message.js';
-import type { ThreadStatus } from '../../core/storage.js';
+import type { ThreadStatus } from '../../core/thread.js';
 import type { Tx } from '../../store/postgres/writer.js';
 
 /**

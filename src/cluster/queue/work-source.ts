@@ -2,7 +2,7 @@ import type { FailureReason } from '../../core/delivery.js';
 import type { Message } from '../../core/message.js';
 import type { AgentLoad, ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedResult, WorkSource } from '../../core/work-source.js';
 import type { Logger } from '../../util/logger.js';
-import type { WorkerRecord } from '../../core/storage.js';
+import type { WorkerRecord } from '../../core/work-source.js';
 import type { Channels, PgListener } from '../bus/channels.js';
 import type { PgClusterJournal } from './cluster-journal.js';
 import type { PgWorkers, WorkerIdentity } from '../workers.js';

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Errors } from '../../errors/catalogue.js';
-import { THREAD_STATUSES, type ThreadRecord, type ThreadStatus } from '../../core/storage.js';
+import { THREAD_STATUSES, type ThreadRecord, type ThreadStatus } from '../../core/thread.js';
 import type { ServiceContext } from '../context.js';
 import { errorResponses } from '../schemas/error.js';
 import { MessageListResponse } from '../schemas/message.js';

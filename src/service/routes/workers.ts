@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { WorkerRecord } from '../../core/storage.js';
+import type { WorkerRecord } from '../../core/work-source.js';
 import type { ServiceContext } from '../context.js';
 import { errorResponses } from '../schemas/error.js';
 import { WorkerListResponse } from '../schemas/worker.js';

@@ -1,8 +1,12 @@
 import { Errors } from '../../errors/catalogue.js';
 import type { FailureReason } from '../../core/delivery.js';
 import type { Message } from '../../core/message.js';
-import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, Page, RecoveredMessages } from '../../core/storage.js';
+import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, RecoveredMessages } from '../../core/journal.js';
+import type { Page } from '../../core/page.js';
 import { BoundedMap } from './bounded-map.js';
+
+/** The journal writes in memory as it is called: every write is done when it returns. */
+const DONE: Promise<void> = Promise.resolve();
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
@@ -33,26 +37,29 @@ export class MemoryJournal implements Journal {
     this.entries = this.bounded.entries;
   }
 
-  pending(messages: readonly Message[]): void {
+  pending(messages: readonly Message[]): Promise<void> {
     for (const m of messages) this.put(m);
+    return DONE;
   }
 
-  dispatched(message: Message): void {
+  dispatched(message: Message): Promise<void> {
     const e = this.entries.get(message.id) ?? this.put(message);
     this.move(e, 'DISPATCHED');
     e.attempts = message.attempt;
     e.dispatchedAt = this.now();
+    return DONE;
   }
 
-  acked(message: Message, outgoing: readonly Message[]): void {
+  acked(message: Message, outgoing: readonly Message[]): Promise<void> {
     const e = this.entries.get(message.id) ?? this.put(message);
     this.move(e, 'ACKED');
     e.ackedAt = this.now();
     this.bounded.finished(message.id, e);
     for (const m of outgoing) this.put(m);
+    return DONE;
   }
 
-  failed(message: Message, reason: FailureReason, error: string, outgoing: readonly Message[]): void {
+  failed(message: Message, reason: FailureReason, error: string, outgoing: readonly Message[]): Promise<void> {
     const e = this.entries.get(message.id) ?? this.put(message);
     this.move(e, 'FAILED');
     e.failedAt = this.now();
@@ -60,6 +67,7 @@ export class MemoryJournal implements Journal {
     e.error = error;
     this.bounded.finished(message.id, e);
     for (const m of outgoing) this.put(m);
+    return DONE;
   }
 
   async recover(bootId: string): Promise<RecoveredMessages> {

@@ -8,8 +8,10 @@ export class MemoryOperatorState implements OperatorStateStore {
     return [...this.paused];
   }
 
-  setPaused(agent: string, paused: boolean): void {
+  /** Written before it returns (a failed write throws at once); the promise is resolved. */
+  setPaused(agent: string, paused: boolean): Promise<void> {
     if (paused) this.paused.add(agent);
     else this.paused.delete(agent);
+    return Promise.resolve();
   }
 }

@@ -1,4 +1,5 @@
-import type { Page, ThreadQuery, ThreadRecord, ThreadStore } from '../../core/storage.js';
+import type { Page } from '../../core/page.js';
+import type { ThreadQuery, ThreadRecord, ThreadStore } from '../../core/thread.js';
 import { BoundedMap } from './bounded-map.js';
 
 /** Thread records in memory, bounded: the threads that finished longest ago go first. */

@@ -1,5 +1,6 @@
 import type { UsageEvent } from '../../usage/types.js';
-import type { BillingSummary, DailyUsage, Page, ThreadUsageTotals, UsageHistoryQuery, UsageRangeQuery, UsageStore } from '../../core/storage.js';
+import type { BillingSummary, DailyUsage, ThreadUsageTotals, UsageHistoryQuery, UsageRangeQuery, UsageStore } from '../../core/usage.js';
+import type { Page } from '../../core/page.js';
 import { addEvent, dayRange, utcDay, zeroCounters } from '../usage-days.js';
 
 /** Usage events in memory (bounded: the oldest go first), with the same queries as SQLite. */

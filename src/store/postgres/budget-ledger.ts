@@ -316,7 +316,7 @@ export class PgBudgetLedger implements BudgetLedger {
     return () => this.listeners.delete(fn);
   }
 
-  close(): void {
+  async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
     if (this.unsettled.length > 0) {

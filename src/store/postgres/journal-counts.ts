@@ -1,5 +1,5 @@
-import type { DeliveryState } from '../../core/storage.js';
-import { DELIVERY_STATES } from '../../core/storage.js';
+import type { DeliveryState } from '../../core/journal.js';
+import { DELIVERY_STATES } from '../../core/journal.js';
 import type { PgTransactionHook, Tx } from './writer.js';
 
 /**

@@ -1,3 +1,5 @@
+import type { BudgetSnapshotStore, ThreadBudgetSnapshot } from '../../core/budget.js';
+import { MemoryBudgetArchive } from '../../usage/budget-archive.js';
 import type pg from 'pg';
 import { Errors } from '../../errors/catalogue.js';
 import type { Logger } from '../../util/logger.js';
@@ -97,7 +99,8 @@ export interface PostgresStorage {
   readonly usage: PgUsageStore;
   readonly llmCalls: PgLlmCallStore;
   readonly operator: PgOperatorState;
-  readonly budgets: { load(): Promise<unknown[]>; save(snapshots: unknown[]): Promise<void> };
+  /** Budget snapshots (kept for the contract; the organism spends from `budgetLedger`'s rows instead); `archive` is in memory. */
+  readonly budgets: BudgetSnapshotStore;
   /** Cluster mode: the work source the pump claims from (absent: one process owns the database). */
   readonly work?: PgWorkSource;
   readonly cluster?: ClusterStorage;
@@ -220,13 +223,14 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
       }),
     problem: () => reach?.problem() ?? null,
     budgets: {
+      archive: new MemoryBudgetArchive(),
       load: async () => {
         await writer.flush();
-        return (await db.query<{ data: string }>('SELECT data FROM budgets')).rows.map((r) => JSON.parse(r.data) as unknown);
+        return (await db.query<{ data: string }>('SELECT data FROM budgets')).rows.map((r) => JSON.parse(r.data) as ThreadBudgetSnapshot);
       },
       save: (snapshots) =>
         writer.write(async (tx) => {
-          const list = snapshots as Array<{ threadId: string }>;
+          const list = snapshots;
           await tx.query('DELETE FROM budgets');
           if (list.length > 0) {
             await tx.query('INSERT INTO budgets (thread_id, data) SELECT * FROM unnest($1::text[], $2::text[])', [list.map((s) => s.threadId), list.map((s) => JSON.stringify(s))]);

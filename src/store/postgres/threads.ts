@@ -1,4 +1,5 @@
-import type { Page, ThreadQuery, ThreadRecord, ThreadStatus, ThreadStore } from '../../core/storage.js';
+import type { Page } from '../../core/page.js';
+import type { ThreadQuery, ThreadRecord, ThreadStatus, ThreadStore } from '../../core/thread.js';
 import { COUNT_SQL, countInsertedThread } from './journal-counts.js';
 import type { Reader } from './pool.js';
 import type { PgWriter } from './writer.js';

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { DeliveryState } from '../../core/storage.js';
+import type { DeliveryState } from '../../core/journal.js';
 import type { TransactionHook } from './writer.js';
 
 /** Recounts the journal's row counts from its rows (at migration, or after rows were written by other means). */

@@ -13,8 +13,10 @@ export class SqliteOperatorState implements OperatorStateStore {
     return (prepared(this.db, 'SELECT agent FROM paused_agents ORDER BY since, agent').all() as Array<{ agent: string }>).map((r) => r.agent);
   }
 
-  setPaused(agent: string, paused: boolean): void {
+  /** Written before it returns (a failed write throws at once); the promise is resolved. */
+  setPaused(agent: string, paused: boolean): Promise<void> {
     if (paused) prepared(this.db, 'INSERT OR IGNORE INTO paused_agents (agent, since) VALUES (?, ?)').run(agent, this.now());
     else prepared(this.db, 'DELETE FROM paused_agents WHERE agent = ?').run(agent);
+    return Promise.resolve();
   }
 }

@@ -1,3 +1,4 @@
+import type { ThreadBudgetSnapshot } from '../../core/budget.js';
 import Database from 'better-sqlite3';
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
@@ -36,7 +37,8 @@ export interface SqliteStorage {
   readonly threads: SqliteThreadStore;
   readonly usage: SqliteUsageStore;
   readonly llmCalls: SqliteLlmCallStore;
-  readonly budgets: { load(): unknown[]; save(snapshots: unknown[]): void; readonly archive: SqliteBudgetArchive };
+  /** Saved at once (the promise is resolved). */
+  readonly budgets: { load(): Promise<ThreadBudgetSnapshot[]>; save(snapshots: ThreadBudgetSnapshot[]): Promise<void>; readonly archive: SqliteBudgetArchive };
   readonly operator: SqliteOperatorState;
   /** What is wrong with the data directory now (full, damaged, deleted), or null. */
   problem(): StorageProblem | null;
@@ -155,14 +157,15 @@ export function openSqliteStorage(options: SqliteStorageOptions): SqliteStorage 
     onLost: (listener) => void lostListeners.push(listener),
     budgets: guarded(
       {
-        load: () => (db.prepare('SELECT data FROM budgets').all() as Array<{ data: string }>).map((r) => JSON.parse(r.data) as unknown),
+        load: () => Promise.resolve((db.prepare('SELECT data FROM budgets').all() as Array<{ data: string }>).map((r) => JSON.parse(r.data) as ThreadBudgetSnapshot)),
         archive: guarded(new SqliteBudgetArchive(db), map),
         save: (snapshots) => {
           db.transaction(() => {
             db.prepare('DELETE FROM budgets').run();
             const insert = db.prepare('INSERT INTO budgets (thread_id, data) VALUES (?, ?)');
-            for (const s of snapshots as Array<{ threadId: string }>) insert.run(s.threadId, JSON.stringify(s));
+            for (const s of snapshots) insert.run(s.threadId, JSON.stringify(s));
           })();
+          return Promise.resolve();
         },
       },
       map,

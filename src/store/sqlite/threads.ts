@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
-import type { Page, ThreadQuery, ThreadRecord, ThreadStatus, ThreadStore } from '../../core/storage.js';
+import type { Page } from '../../core/page.js';
+import type { ThreadQuery, ThreadRecord, ThreadStatus, ThreadStore } from '../../core/thread.js';
 import type { GroupWriter } from './writer.js';
 import { prepared } from './prepared.js';
 

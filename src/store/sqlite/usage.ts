@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { UsageEvent } from '../../usage/types.js';
-import type { BillingSummary, DailyUsage, Page, ThreadUsageTotals, UsageCountersRow, UsageHistoryQuery, UsageRangeQuery, UsageStore } from '../../core/storage.js';
+import type { BillingSummary, DailyUsage, ThreadUsageTotals, UsageCountersRow, UsageHistoryQuery, UsageRangeQuery, UsageStore } from '../../core/usage.js';
+import type { Page } from '../../core/page.js';
 import { addThreadModelRows, dayRange, splitRange, zeroCounters } from '../usage-days.js';
 import { usageOf, type UsageRow } from '../rows.js';
 import { usageInserter } from './usage-writes.js';

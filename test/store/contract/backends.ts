@@ -8,7 +8,10 @@ import { afterAll, afterEach, beforeAll, describe, it } from 'vitest';
 import { DATABASE_FILE, openSqliteStorage } from '../../../src/store/index.js';
 import { openPostgresStorage, PG_SCHEMA_VERSION } from '../../../src/store/postgres/index.js';
 import { MIGRATIONS } from '../../../src/store/sqlite/migrations.js';
-import type { Journal, LlmCallStore, OperatorStateStore, ThreadStore, UsageStore } from '../../../src/core/storage.js';
+import type { Journal } from '../../../src/core/journal.js';
+import type { LlmCallStore, OperatorStateStore } from '../../../src/core/storage.js';
+import type { ThreadStore } from '../../../src/core/thread.js';
+import type { UsageStore } from '../../../src/core/usage.js';
 
 /**
  * The store contract suite runs every rule against each durable store: SQLite (a real file in

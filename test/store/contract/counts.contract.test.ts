@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import type { Message } from '../../../src/core/message.js';
-import { DELIVERY_STATES, THREAD_STATUSES, type DeliveryState, type Journal, type ThreadStatus } from '../../../src/core/storage.js';
+import { DELIVERY_STATES, type DeliveryState, type Journal } from '../../../src/core/journal.js';
+import { THREAD_STATUSES, type ThreadStatus } from '../../../src/core/thread.js';
 import { newId } from '../../../src/util/ids.js';
 import { eachBackend, type Place, type StoreUnderTest } from './backends.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryThreadStore } from '../../../src/store/memory/threads.js';
-import type { ThreadRecord, ThreadStore } from '../../../src/core/storage.js';
+import type { ThreadRecord, ThreadStore } from '../../../src/core/thread.js';
 import { eachBackend } from './backends.js';
 
 const thread = (id: string, over: Partial<ThreadRecord> = {}): ThreadRecord => ({

@@ -3,7 +3,7 @@ import type { OrganismEvent } from '../events/types.js';
 /**
  * What the processes of one clustered organism (serve and worker processes on one PostgreSQL
  * database) tell each other. The runtime talks to this interface only; the PostgreSQL
- * implementation (LISTEN/NOTIFY) lives in src/cluster/bus, and an organism alone in its
+ * implementation (LISTEN/NOTIFY) lives in src/cluster/bus (beside this file), and an organism alone in its
  * process (memory, SQLite) gets `standaloneLink()`, which does nothing.
  */
 

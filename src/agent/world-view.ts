@@ -1,0 +1,26 @@
+import type { ListenerConfig, ReplyFormat } from '../config/types.js';
+import type { McpTool, McpToolResult } from '../mcp/hub.js';
+import type { PayloadRegistry } from '../payload/index.js';
+
+/** What an agent can see of the organism: listeners by name (only its peers are asked for). */
+export interface AgentWorldView {
+  readonly registry: PayloadRegistry;
+  /** The organism's `llm.max_reply_bytes` and `llm.max_messages_per_reply`. */
+  readonly replyLimits: { readonly maxReplyBytes: number; readonly maxMessagesPerReply: number };
+  listener(name: string): { name: string; description: string; payloadType: string } | null;
+  /** `tools` or `xml`: the listener's own `reply_format`, else its provider's. */
+  replyFormat(listener: ListenerConfig): ReplyFormat;
+  /** Tools of the named MCP servers. */
+  mcpTools(servers: readonly string[]): Promise<McpTool[]>;
+  /** Runs one MCP tool call (timed and recorded); a failure comes back as an error result, an abort as ABORTED. */
+  callMcp(call: {
+    tool: McpTool;
+    arguments: Record<string, unknown>;
+    signal: AbortSignal;
+    llmCallId: string;
+    threadId: string;
+    messageId: string;
+    agent: string;
+  }): Promise<McpToolResult>;
+}
+

@@ -1,0 +1,82 @@
+import type { DispatchHook, FailureReason } from './delivery.js';
+import type { Message } from './message.js';
+import type { Page } from './page.js';
+
+/** The message journal: every delivery's record, its states and the queries on it. */
+
+export type DeliveryState = 'PENDING' | 'DISPATCHED' | 'ACKED' | 'FAILED';
+
+export const DELIVERY_STATES: readonly DeliveryState[] = ['PENDING', 'DISPATCHED', 'ACKED', 'FAILED'];
+
+/** A journal entry: the message plus its delivery record. Also serves as the message history. */
+export interface JournalEntry {
+  readonly message: Message;
+  readonly state: DeliveryState;
+  readonly attempts: number;
+  readonly createdAt: number;
+  readonly dispatchedAt: number | null;
+  readonly ackedAt: number | null;
+  readonly failedAt: number | null;
+  readonly failureReason: FailureReason | null;
+  readonly error: string | null;
+}
+
+export interface JournalQuery {
+  readonly state?: DeliveryState;
+  readonly threadId?: string;
+  /** Matches sender or receiver. */
+  readonly agent?: string;
+  readonly limit: number;
+  readonly offset: number;
+  /** Default newest first. */
+  readonly order?: 'newest' | 'oldest';
+}
+
+export interface RecoveryReport {
+  readonly bootId: string;
+  readonly at: number;
+  readonly durationMs: number;
+  readonly pending: number;
+  readonly redelivered: number;
+  readonly failedMaxAttempts: number;
+  /** Agents the operator had paused, paused again at boot (set by the organism, not the journal). */
+  readonly pausedAgents?: readonly string[];
+}
+
+export interface JournalStats {
+  readonly counts: Readonly<Record<DeliveryState, number>>;
+  /** Age in ms of the oldest PENDING entry, null when none. */
+  readonly oldestPendingAgeMs: number | null;
+  readonly lastRecovery: RecoveryReport | null;
+}
+
+/** Journal figures that cost no scan (what /metrics reads on every scrape). */
+export interface KeptJournalStats {
+  readonly counts: Readonly<Record<DeliveryState, number>>;
+  /** Age in ms of the oldest PENDING entry, null when none. */
+  readonly oldestPendingAgeMs: number | null;
+}
+
+/** What recovery hands the pump to re-enqueue, in original order. */
+export interface RecoveredMessages {
+  readonly messages: readonly Message[];
+  readonly report: RecoveryReport;
+}
+
+/**
+ * The message journal: a DispatchHook that also answers queries. The in-memory journal is
+ * the default; the SQLite one (store/sqlite) makes it durable.
+ */
+export interface Journal extends DispatchHook {
+  recover(bootId: string, maxAttempts: number): Promise<RecoveredMessages>;
+  get(messageId: string): Promise<JournalEntry | null>;
+  list(query: JournalQuery): Promise<Page<JournalEntry>>;
+  stats(): Promise<JournalStats>;
+  /** Counts kept as entries move (no scan of the journal). */
+  keptStats(): Promise<KeptJournalStats>;
+  /** FAILED -> PENDING with a new attempt; returns the message to enqueue. */
+  redeliver(messageId: string): Promise<Message>;
+  /** Messages of a thread (oldest first) that involve `agent` (sender or receiver), last `limit`. */
+  threadHistory(threadId: string, agent: string, limit: number): Promise<readonly Message[]>;
+}
+

@@ -1,0 +1,5 @@
+export interface Page<T> {
+  readonly items: readonly T[];
+  readonly total: number;
+}
+

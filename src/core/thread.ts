@@ -1,0 +1,41 @@
+import type { Page } from './page.js';
+
+export type ThreadStatus = 'active' | 'completed' | 'error' | 'killed';
+
+export const THREAD_STATUSES: readonly ThreadStatus[] = ['active', 'completed', 'error', 'killed'];
+
+export interface ThreadRecord {
+  readonly id: string;
+  readonly status: ThreadStatus;
+  /** In order of first appearance. */
+  readonly participants: readonly string[];
+  readonly messageCount: number;
+  readonly createdAt: number;
+  readonly lastActivity: number;
+  readonly error: string | null;
+  readonly metadata: Readonly<Record<string, string>>;
+}
+
+export interface ThreadQuery {
+  readonly status?: ThreadStatus;
+  readonly agent?: string;
+  readonly limit: number;
+  readonly offset: number;
+}
+
+/** Persists thread records (newest activity first in lists). */
+export interface ThreadStore {
+  /** Write behind: returns at once; the store commits it (and logs a failure) on its own. */
+  put(thread: ThreadRecord): void;
+  /**
+   * Shared mode (a store several processes write): records `thread` killed, changing only its
+   * status and last activity when it is stored (its counts and participants are the store's,
+   * kept by every process's transactions); resolves once committed.
+   */
+  kill?(thread: ThreadRecord): Promise<void>;
+  get(id: string): Promise<ThreadRecord | null>;
+  /** The stored records of these ids (missing ones are absent from the map), in one read. */
+  getMany(ids: readonly string[]): Promise<Map<string, ThreadRecord>>;
+  list(query: ThreadQuery): Promise<Page<ThreadRecord>>;
+}
+

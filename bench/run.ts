@@ -35,8 +35,12 @@ const log = (line: string) => process.stdout.write(`${line}\n`);
 
 function commit(): string {
   try {
-    const sha = execSync('git rev-parse --short HEAD', { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
-    const dirty = execSync('git status --porcelain -- src bench', { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+    const sha = execSync('git rev-parse --short HEAD', { stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim();
+    const dirty = execSync('git status --porcelain -- src bench', { stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim();
     return dirty ? `${sha} (with uncommitted changes)` : sha;
   } catch {
     return 'unknown';
@@ -45,7 +49,10 @@ function commit(): string {
 
 async function main(): Promise<void> {
   const scale = scaleFromEnv();
-  const only = (process.env['BENCH_ONLY'] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const only = (process.env['BENCH_ONLY'] ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const unknown = only.filter((k) => !SCENARIOS.some((s) => s.key === k));
   if (unknown.length) throw new Error(`BENCH_ONLY: unknown scenario(s) ${unknown.join(', ')}; known: ${SCENARIOS.map((s) => s.key).join(', ')}`);
   const selected = only.length ? SCENARIOS.filter((s) => only.includes(s.key)) : SCENARIOS;
@@ -75,7 +82,15 @@ async function main(): Promise<void> {
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       log(`  FAILED: ${message}`);
-      results.push({ scenario: s.scenario, title: s.title, rows: [], context: {}, notes: [`The scenario failed: ${message}`], seconds: (performance.now() - started) / 1000, skipped: `failed: ${message.split('\n')[0]}` });
+      results.push({
+        scenario: s.scenario,
+        title: s.title,
+        rows: [],
+        context: {},
+        notes: [`The scenario failed: ${message}`],
+        seconds: (performance.now() - started) / 1000,
+        skipped: `failed: ${message.split('\n')[0]}`,
+      });
     }
     // Written after every scenario: a long run that is stopped keeps what it measured.
     write(results, performance.now() - t0, false);

@@ -61,7 +61,12 @@ function options() {
   const seed = seedText === undefined ? randomInt(2 ** 31) : Number(seedText);
   if (!Number.isInteger(seed)) throw new Error(`--seed must be an integer, not ${seedText}`);
   const phaseText = values.phases ?? process.env['CHAOS_PHASES'];
-  const phases = phaseText ? phaseText.split(',').map((p) => p.trim()).filter(Boolean) : [...known];
+  const phases = phaseText
+    ? phaseText
+        .split(',')
+        .map((p) => p.trim())
+        .filter(Boolean)
+    : [...known];
   const unknown = phases.filter((p) => !known.includes(p));
   if (unknown.length) throw new Error(`unknown phase(s) ${unknown.join(', ')} for --store ${store}; known: ${known.join(', ')}`);
   const text = values.text ?? process.env['CHAOS_TEXT'] ?? 'all';
@@ -94,9 +99,13 @@ const total = (counts: Partial<Record<CheckName, number>>) => Object.values(coun
 
 function commit(): string {
   try {
-    const sha = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+    const sha = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim();
     // The results files change during the run itself: not a change of what is tested.
-    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'chaos', 'test/crash', ':!chaos/results'], { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'chaos', 'test/crash', ':!chaos/results'], { stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim();
     return dirty ? `${sha} (with uncommitted changes)` : sha;
   } catch {
     return 'unknown';
@@ -228,7 +237,15 @@ async function main(): Promise<number> {
     checks: Object.fromEntries(checks.map((k) => [k, counts[k] ?? 0])) as Record<CheckName, number>,
     violations,
     fatal,
-    notes: [...notes, ...(harness.quarantined.size ? [`${harness.quarantined.size} threads quarantined (their open deliveries failed by the harness after they froze the server; reported under hostile-reply-bounded, left out of the other checks)`] : []), ...[...harness.disabled].map((p) => `phase ${p} switched off during the run`)],
+    notes: [
+      ...notes,
+      ...(harness.quarantined.size
+        ? [
+            `${harness.quarantined.size} threads quarantined (their open deliveries failed by the harness after they froze the server; reported under hostile-reply-bounded, left out of the other checks)`,
+          ]
+        : []),
+      ...[...harness.disabled].map((p) => `phase ${p} switched off during the run`),
+    ],
     cycles,
     complete,
     green: complete && fatal === null && Object.values(counts).every((n) => !n) && cycles.length === opts.cycles,
@@ -276,7 +293,7 @@ async function main(): Promise<number> {
       const i0 = performance.now();
       await injector.stop();
       await probe.stop();
-      harness.time('cycle step: the injectors\' last requests (ms)', performance.now() - i0);
+      harness.time("cycle step: the injectors' last requests (ms)", performance.now() - i0);
       const s0 = performance.now();
       await settle(serve, report, clusterHarness ? () => restartWorkers(clusterHarness) : () => sqliteHarness!.killGroup(), cycle);
       harness.time('cycle step: settle, until the journal is quiet (ms)', performance.now() - s0);

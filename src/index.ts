@@ -39,6 +39,17 @@ export type { BoundLlmClient, CallObserver, ChatMessage, CompletionRequest, Comp
 // Usage and budgets: pricing, live token accounting, per-thread budgets.
 export { DEFAULT_PRICING, Pricing } from './usage/pricing.js';
 export { UsageTracker, type AgentUsage, type ModelUsage, type UsageCounters, type UsageTotals } from './usage/tracker.js';
-export { BudgetManager, type BudgetListQuery, type BudgetPage, type BudgetSeverity, type BudgetState, type BudgetThresholdEvent, type BudgetView, type Reservation, type ThreadBudgetInfo, type ThreadBudgetSnapshot } from './usage/budgets.js';
+export {
+  BudgetManager,
+  type BudgetListQuery,
+  type BudgetPage,
+  type BudgetSeverity,
+  type BudgetState,
+  type BudgetThresholdEvent,
+  type BudgetView,
+  type Reservation,
+  type ThreadBudgetInfo,
+  type ThreadBudgetSnapshot,
+} from './usage/budgets.js';
 export type { BudgetArchive } from './usage/budget-archive.js';
 export type { UsageEvent, UsageSubscriber } from './usage/types.js';

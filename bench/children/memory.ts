@@ -59,9 +59,23 @@ async function trackerGrowth(input: MemoryInput): Promise<{ small: MemoryPoint; 
   const feed = (from: number, to: number) => {
     for (let i = from; i < to; i++) {
       const event: UsageEvent = {
-        id: `evt-${i}`, timestamp: Date.now(), threadId: `0190f5c2-7a1b-7c3d-8e4f-${i.toString(16).padStart(12, '0')}`, agentId: 'writer',
-        messageId: null, model: 'mock-model', provider: 'mock', promptTokens: 100, completionTokens: 20, totalTokens: 120,
-        cacheReadTokens: null, cacheWriteTokens: null, reasoningTokens: null, providerLatencyMs: 1, totalLatencyMs: 1, cost: 0.001, metadata: { orgId: 'acme' },
+        id: `evt-${i}`,
+        timestamp: Date.now(),
+        threadId: `0190f5c2-7a1b-7c3d-8e4f-${i.toString(16).padStart(12, '0')}`,
+        agentId: 'writer',
+        messageId: null,
+        model: 'mock-model',
+        provider: 'mock',
+        promptTokens: 100,
+        completionTokens: 20,
+        totalTokens: 120,
+        cacheReadTokens: null,
+        cacheWriteTokens: null,
+        reasoningTokens: null,
+        providerLatencyMs: 1,
+        totalLatencyMs: 1,
+        cost: 0.001,
+        metadata: { orgId: 'acme' },
       };
       tracker.record(event);
     }

@@ -91,7 +91,6 @@ async function organismIn(input: PumpInput): Promise<Organism> {
   return new Organism(loaded, { storage: openSqliteStorage({ dataDir: input.dataDir }) });
 }
 
-
 /** The real OTLP exporter, counting the spans it delivered (a round that lost spans would flatter tracing). */
 function countingExporter(inner: SpanExporter): { exporter: SpanExporter; exported: () => number; exports: () => number } {
   let exported = 0;

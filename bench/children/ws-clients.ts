@@ -88,54 +88,57 @@ async function connect(url: string, count: number): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  await serverReady({ pid: process.pid }, {
-    connect: async (cmd) => connect(String(cmd['url']), Number(cmd['count'])),
-    stall: async (cmd) => {
-      const socket = await open(String(cmd['url']));
-      stalled = { socket, frames: 0, closed: null };
-      const s = stalled;
-      socket.on('message', () => s.frames++);
-      socket.on('close', (code, reason) => (s.closed = { code, reason: String(reason) }));
-      socket.on('error', () => {});
-      (socket as unknown as { _socket: { pause(): void } })._socket.pause();
-      return true;
+  await serverReady(
+    { pid: process.pid },
+    {
+      connect: async (cmd) => connect(String(cmd['url']), Number(cmd['count'])),
+      stall: async (cmd) => {
+        const socket = await open(String(cmd['url']));
+        stalled = { socket, frames: 0, closed: null };
+        const s = stalled;
+        socket.on('message', () => s.frames++);
+        socket.on('close', (code, reason) => (s.closed = { code, reason: String(reason) }));
+        socket.on('error', () => {});
+        (socket as unknown as { _socket: { pause(): void } })._socket.pause();
+        return true;
+      },
+      reset: async () => {
+        measured = 0;
+        eluStart = performance.eventLoopUtilization();
+        for (const c of clients) c.timed = 0;
+        return true;
+      },
+      collect: async () => {
+        const sample = latencies.subarray(0, measured);
+        // Latencies in 0.05 ms buckets, so the parent can merge several client processes exactly enough.
+        const buckets = new Map<number, number>();
+        for (const ms of sample) {
+          const key = Math.round(ms * 20);
+          buckets.set(key, (buckets.get(key) ?? 0) + 1);
+        }
+        const timed = clients.map((c) => c.timed);
+        return {
+          measured,
+          elu: performance.eventLoopUtilization(eluStart).utilization,
+          histogram: [...buckets],
+          p50: percentile(sample, 50),
+          p99: percentile(sample, 99),
+          max: percentile(sample, 100),
+          minPerClient: Math.min(...timed),
+          maxPerClient: Math.max(...timed),
+          closed: clients.filter((c) => c.closed).length,
+          stalled: stalled ? { frames: stalled.frames, closed: stalled.closed } : null,
+        };
+      },
+      close: async () => {
+        for (const c of clients) c.socket.terminate();
+        stalled?.socket.terminate();
+        clients = [];
+        stalled = null;
+        return true;
+      },
     },
-    reset: async () => {
-      measured = 0;
-      eluStart = performance.eventLoopUtilization();
-      for (const c of clients) c.timed = 0;
-      return true;
-    },
-    collect: async () => {
-      const sample = latencies.subarray(0, measured);
-      // Latencies in 0.05 ms buckets, so the parent can merge several client processes exactly enough.
-      const buckets = new Map<number, number>();
-      for (const ms of sample) {
-        const key = Math.round(ms * 20);
-        buckets.set(key, (buckets.get(key) ?? 0) + 1);
-      }
-      const timed = clients.map((c) => c.timed);
-      return {
-        measured,
-        elu: performance.eventLoopUtilization(eluStart).utilization,
-        histogram: [...buckets],
-        p50: percentile(sample, 50),
-        p99: percentile(sample, 99),
-        max: percentile(sample, 100),
-        minPerClient: Math.min(...timed),
-        maxPerClient: Math.max(...timed),
-        closed: clients.filter((c) => c.closed).length,
-        stalled: stalled ? { frames: stalled.frames, closed: stalled.closed } : null,
-      };
-    },
-    close: async () => {
-      for (const c of clients) c.socket.terminate();
-      stalled?.socket.terminate();
-      clients = [];
-      stalled = null;
-      return true;
-    },
-  });
+  );
   process.on('SIGTERM', () => process.exit(0));
 }
 

@@ -33,10 +33,7 @@ const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
 /** The results table: one line per row of every scenario. */
 export function markdownTable(scenarios: readonly ScenarioResult[]): string {
-  const lines = [
-    '| # | Metric | Target | Measured (median) | Baseline, same run (median) | Ratio | Result |',
-    '|---|---|---|---|---|---|---|',
-  ];
+  const lines = ['| # | Metric | Target | Measured (median) | Baseline, same run (median) | Ratio | Result |', '|---|---|---|---|---|---|---|'];
   for (const s of scenarios) {
     for (const r of s.rows) {
       const baseline = r.baseline ? `${r.baseline.name}: ${formatValue(r.baseline.value, r.baseline.unit)}` : '—';

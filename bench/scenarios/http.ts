@@ -54,9 +54,17 @@ export async function runHttp(scale: Scale, log: (line: string) => void): Promis
     // process serving only /agents (the metrics-on server above also serves /usage and /messages).
     const off = await startServer<OrganismServerInfo>(benchFile('servers/organism-http.ts'), { ...input, dataDir: offDir, telemetry: 'off' }, { what: 'organism server, telemetry off' });
     servers.push(off);
-    const metricsOn = await startServer<OrganismServerInfo>(benchFile('servers/organism-http.ts'), { ...input, dataDir: metricsDir, telemetry: 'metrics' }, { what: 'organism server, metrics on' });
+    const metricsOn = await startServer<OrganismServerInfo>(
+      benchFile('servers/organism-http.ts'),
+      { ...input, dataDir: metricsDir, telemetry: 'metrics' },
+      { what: 'organism server, metrics on' },
+    );
     servers.push(metricsOn);
-    const traced = await startServer<OrganismServerInfo>(benchFile('servers/organism-http.ts'), { ...input, dataDir: tracedDir, telemetry: 'tracing' }, { what: 'organism server, tracing on' });
+    const traced = await startServer<OrganismServerInfo>(
+      benchFile('servers/organism-http.ts'),
+      { ...input, dataDir: tracedDir, telemetry: 'tracing' },
+      { what: 'organism server, tracing on' },
+    );
     servers.push(traced);
     const serverOf = (t: Target): RunningServer<OrganismServerInfo | { port: number }> =>
       t === 'bare' ? bare : t === 'fastify' ? fastify : t === 'agentsOff' ? off : t === 'agentsMetrics' ? metricsOn : t === 'agentsTraced' ? traced : org;
@@ -85,7 +93,9 @@ export async function runHttp(scale: Scale, log: (line: string) => void): Promis
       for (const t of order) {
         const r = await measure(t, durationSec);
         runs[t].push(r);
-        log(`  round ${round + 1} ${t}: ${Math.round(r.requestsPerSec)} req/s, p99 ${r.p99Ms} ms, ${Math.round(r.cpuUsPerRequest)} µs CPU/request (${Math.round(r.mainCpuUsPerRequest)} main thread)`);
+        log(
+          `  round ${round + 1} ${t}: ${Math.round(r.requestsPerSec)} req/s, p99 ${r.p99Ms} ms, ${Math.round(r.cpuUsPerRequest)} µs CPU/request (${Math.round(r.mainCpuUsPerRequest)} main thread)`,
+        );
       }
     }
     const rawPageUs = await org.request<number>({ cmd: 'rawPage' });
@@ -107,11 +117,46 @@ export async function runHttp(scale: Scale, log: (line: string) => void): Promis
     const offMainCpu = { name: 'server main-thread CPU per request, telemetry off (same run)', unit: 'µs', rounds: runs.agentsOff.map((r) => r.mainCpuUsPerRequest) };
     const rows = [
       row({ scenario: 1, metric: 'GET /api/v1/agents throughput', unit: 'req/s', rounds: rps('agents'), baseline: bareRps, target: atLeast(0.6, '>= 0.6x bare', 'ratio') }),
-      row({ scenario: 1, metric: 'GET /api/v1/agents with metrics on (default), vs off', unit: 'req/s', rounds: rps('agentsMetrics'), baseline: offRps, target: atLeast(0.95, '>= 0.95x off (metrics cost <= 5 %)', 'ratio') }),
-      row({ scenario: 1, metric: 'GET /api/v1/agents with tracing on (100 % sampled, HTTP spans), vs off', unit: 'req/s', rounds: rps('agentsTraced'), baseline: offRps, target: atLeast(0.75, '>= 0.75x off (tracing cost <= 25 %)', 'ratio') }),
-      row({ scenario: 1, metric: 'Server CPU per GET /api/v1/agents with metrics on, vs off (context)', unit: 'µs', rounds: runs.agentsMetrics.map((r) => r.cpuUsPerRequest), baseline: offCpu, target: null }),
-      row({ scenario: 1, metric: 'Server CPU per GET /api/v1/agents with tracing on, vs off (context; all threads, the export worker\'s included)', unit: 'µs', rounds: runs.agentsTraced.map((r) => r.cpuUsPerRequest), baseline: offCpu, target: null }),
-      row({ scenario: 1, metric: 'Server main-thread CPU per GET /api/v1/agents with tracing on, vs off (context)', unit: 'µs', rounds: runs.agentsTraced.map((r) => r.mainCpuUsPerRequest), baseline: offMainCpu, target: null }),
+      row({
+        scenario: 1,
+        metric: 'GET /api/v1/agents with metrics on (default), vs off',
+        unit: 'req/s',
+        rounds: rps('agentsMetrics'),
+        baseline: offRps,
+        target: atLeast(0.95, '>= 0.95x off (metrics cost <= 5 %)', 'ratio'),
+      }),
+      row({
+        scenario: 1,
+        metric: 'GET /api/v1/agents with tracing on (100 % sampled, HTTP spans), vs off',
+        unit: 'req/s',
+        rounds: rps('agentsTraced'),
+        baseline: offRps,
+        target: atLeast(0.75, '>= 0.75x off (tracing cost <= 25 %)', 'ratio'),
+      }),
+      row({
+        scenario: 1,
+        metric: 'Server CPU per GET /api/v1/agents with metrics on, vs off (context)',
+        unit: 'µs',
+        rounds: runs.agentsMetrics.map((r) => r.cpuUsPerRequest),
+        baseline: offCpu,
+        target: null,
+      }),
+      row({
+        scenario: 1,
+        metric: "Server CPU per GET /api/v1/agents with tracing on, vs off (context; all threads, the export worker's included)",
+        unit: 'µs',
+        rounds: runs.agentsTraced.map((r) => r.cpuUsPerRequest),
+        baseline: offCpu,
+        target: null,
+      }),
+      row({
+        scenario: 1,
+        metric: 'Server main-thread CPU per GET /api/v1/agents with tracing on, vs off (context)',
+        unit: 'µs',
+        rounds: runs.agentsTraced.map((r) => r.mainCpuUsPerRequest),
+        baseline: offMainCpu,
+        target: null,
+      }),
       row({ scenario: 1, metric: 'GET /api/v1/messages?limit=50 throughput', unit: 'req/s', rounds: rps('messages'), baseline: bareRps, target: atLeast(0.3, '>= 0.3x bare', 'ratio') }),
       row({ scenario: 1, metric: 'GET /api/v1/usage throughput', unit: 'req/s', rounds: rps('usage'), baseline: bareRps, target: null }),
       row({ scenario: 1, metric: 'Fastify hello-world throughput (context)', unit: 'req/s', rounds: rps('fastify'), baseline: bareRps, target: null }),

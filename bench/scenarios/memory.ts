@@ -37,8 +37,22 @@ export async function runMemory(scale: Scale, log: (line: string) => void): Prom
     scenario: 6,
     title: 'Memory',
     rows: [
-      row({ scenario: 6, metric: `RSS growth from ${count(small)} to ${count(large)} messages`, unit: 'MB', rounds: results.map((m) => m.large.rssMb - m.small.rssMb), baseline, target: atMost(100, '<= 100 MB') }),
-      row({ scenario: 6, metric: `JS heap growth from ${count(small)} to ${count(large)} messages`, unit: 'MB', rounds: results.map((m) => m.large.heapUsedMb - m.small.heapUsedMb), baseline: { name: `heap used after ${count(small)}`, unit: 'MB', rounds: results.map((m) => m.small.heapUsedMb) }, target: null }),
+      row({
+        scenario: 6,
+        metric: `RSS growth from ${count(small)} to ${count(large)} messages`,
+        unit: 'MB',
+        rounds: results.map((m) => m.large.rssMb - m.small.rssMb),
+        baseline,
+        target: atMost(100, '<= 100 MB'),
+      }),
+      row({
+        scenario: 6,
+        metric: `JS heap growth from ${count(small)} to ${count(large)} messages`,
+        unit: 'MB',
+        rounds: results.map((m) => m.large.heapUsedMb - m.small.heapUsedMb),
+        baseline: { name: `heap used after ${count(small)}`, unit: 'MB', rounds: results.map((m) => m.small.heapUsedMb) },
+        target: null,
+      }),
       row({
         scenario: 6,
         metric: `Usage tracker live aggregates alone: heap growth from ${count(small)} to ${count(large)} threads with one LLM call each`,
@@ -48,13 +62,13 @@ export async function runMemory(scale: Scale, log: (line: string) => void): Prom
         target: null,
         note: 'not reached by the code-handler chain above; the tracker keeps nothing per thread (it kept ~190 bytes per thread, never pruned, until 2026-11-26)',
       }),
-            row({ scenario: 6, metric: `RSS after ${count(large)} messages`, unit: 'MB', rounds: results.map((m) => m.large.rssMb), baseline, target: null }),
+      row({ scenario: 6, metric: `RSS after ${count(large)} messages`, unit: 'MB', rounds: results.map((m) => m.large.rssMb), baseline, target: null }),
     ],
     context: { small, large, results, medianSeconds: median(results.map((m) => m.seconds)) },
     notes: [
       `The 3-hop chain of no-op code handlers with the SQLite journal (every hop PENDING -> DISPATCHED -> ACKED), default limits; messages injected in batches of 500, in slices of 50,000 that are let run through before the next, each its own thread. Memory is read with process.memoryUsage() after three full collections (--expose-gc) and a short pause, in one process per round: after ${count(small)} messages and after ${count(large)} in all.`,
       `The chain's handlers are code, so no LLM usage is recorded. The usage-tracker row measures the tracker's live aggregates on their own, in the same child after the organism stopped: a UsageTracker fed one event per thread id (UUID-sized), JS heap after ${count(small)} and after ${count(large)} distinct threads. It keeps totals per agent and per model only (a thread's usage is read from the usage store), so this stays flat.`,
-            `RSS includes SQLite's page cache (bounded by its cache_size) and the memory allocator's retained pages; the heap row shows the JavaScript side alone.`,
+      `RSS includes SQLite's page cache (bounded by its cache_size) and the memory allocator's retained pages; the heap row shows the JavaScript side alone.`,
     ],
     seconds: (performance.now() - started) / 1000,
   };

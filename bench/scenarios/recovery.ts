@@ -175,8 +175,22 @@ export async function runRecovery(scale: Scale, log: (line: string) => void): Pr
     title: 'Boot recovery',
     rows: [
       row({ scenario: 5, metric: `Time to serving with ${size}`, unit: 'ms', rounds: recovering.map((b) => b.servingMs), baseline, target: atMost(2000, '<= 2 s') }),
-      row({ scenario: 5, metric: 'Journal recovery inside that boot (read PENDING, re-enqueue)', unit: 'ms', rounds: recovering.map((b) => b.recoveryMs ?? Number.NaN), baseline, target: null }),
-      row({ scenario: 5, metric: 'Raw floor: new better-sqlite3 connection, SELECT the PENDING rows as recover() does', unit: 'ms', rounds: prepared.map((p) => p.rawSelectMs), baseline: null, target: null }),
+      row({
+        scenario: 5,
+        metric: 'Journal recovery inside that boot (read PENDING, re-enqueue)',
+        unit: 'ms',
+        rounds: recovering.map((b) => b.recoveryMs ?? Number.NaN),
+        baseline,
+        target: null,
+      }),
+      row({
+        scenario: 5,
+        metric: 'Raw floor: new better-sqlite3 connection, SELECT the PENDING rows as recover() does',
+        unit: 'ms',
+        rounds: prepared.map((p) => p.rawSelectMs),
+        baseline: null,
+        target: null,
+      }),
       ...READS.map((path) =>
         row({
           scenario: 5,
@@ -187,7 +201,14 @@ export async function runRecovery(scale: Scale, log: (line: string) => void): Pr
           target: null,
         }),
       ),
-      row({ scenario: 5, metric: `Time until all ${pending.toLocaleString('en-US')} recovered messages went through 3 hops`, unit: 'ms', rounds: recovering.map((b) => b.drainMs ?? Number.NaN), baseline, target: null }),
+      row({
+        scenario: 5,
+        metric: `Time until all ${pending.toLocaleString('en-US')} recovered messages went through 3 hops`,
+        unit: 'ms',
+        rounds: recovering.map((b) => b.drainMs ?? Number.NaN),
+        baseline,
+        target: null,
+      }),
     ],
     context: { rows, pending, prepared, recovering, empty, entry: existsSync(BUILT) ? 'dist/cli/main.js' : 'src/cli/main.ts through tsx' },
     notes: [

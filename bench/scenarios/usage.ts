@@ -31,8 +31,22 @@ export async function runUsage(scale: Scale, log: (line: string) => void): Promi
   }
   const insertBase = { name: 'store insert per event, 1,000-event txns', unit: 'µs', rounds: records.map((r) => r.insertUs) };
   const rows: Row[] = [
-    row({ scenario: 3, metric: 'Record one usage event on the caller (tracker + SQLite store subscriber)', unit: 'µs', rounds: records.map((r) => r.trackerUs), baseline: insertBase, target: atMost(5, '<= 5 µs') }),
-    row({ scenario: 3, metric: 'Record one usage event inside a running Organism (every subscriber)', unit: 'µs', rounds: records.map((r) => r.organismUs), baseline: insertBase, target: null }),
+    row({
+      scenario: 3,
+      metric: 'Record one usage event on the caller (tracker + SQLite store subscriber)',
+      unit: 'µs',
+      rounds: records.map((r) => r.trackerUs),
+      baseline: insertBase,
+      target: atMost(5, '<= 5 µs'),
+    }),
+    row({
+      scenario: 3,
+      metric: 'Record one usage event inside a running Organism (every subscriber)',
+      unit: 'µs',
+      rounds: records.map((r) => r.organismUs),
+      baseline: insertBase,
+      target: null,
+    }),
   ];
 
   const sizes: SizeResult[] = [];
@@ -40,7 +54,9 @@ export async function runUsage(scale: Scale, log: (line: string) => void): Promi
     log(`  generating ${events.toLocaleString('en-US')} events...`);
     const s = await child<SizeResult>({ mode: 'queries', events, repeats: scale.usage.queryRepeats, rounds: scale.rounds });
     sizes.push(s);
-    log(`  ${count(events)} events (${(s.dbBytes / 2 ** 20).toFixed(0)} MiB, generated in ${s.generateSec.toFixed(0)} s): ${s.queries.map((q) => `${q.name} ${median(q.routeMs).toFixed(2)} ms`).join('; ')}`);
+    log(
+      `  ${count(events)} events (${(s.dbBytes / 2 ** 20).toFixed(0)} MiB, generated in ${s.generateSec.toFixed(0)} s): ${s.queries.map((q) => `${q.name} ${median(q.routeMs).toFixed(2)} ms`).join('; ')}`,
+    );
     const page = { name: 'raw SQL: newest 100 rows', unit: 'ms', rounds: s.rawPageMs };
     const scan = { name: 'raw SQL: one pass over all events', unit: 'ms', rounds: s.fullScanMs };
     for (const q of s.queries) {

@@ -49,7 +49,8 @@ interface Options {
 type ScenarioKey = 'pump' | 'scaleout';
 const SCENARIO_KEYS: readonly ScenarioKey[] = ['pump', 'scaleout'];
 
-const USAGE = 'usage: npm run bench:compare -- --base <git-ref> [--scenarios pump,scaleout] [--rounds 3] [--npm-ci]\n       npm run bench:compare -- --from bench/results/compare-latest.json   (the report again, from its JSON)';
+const USAGE =
+  'usage: npm run bench:compare -- --base <git-ref> [--scenarios pump,scaleout] [--rounds 3] [--npm-ci]\n       npm run bench:compare -- --from bench/results/compare-latest.json   (the report again, from its JSON)';
 
 function parseArgs(argv: readonly string[]): Options {
   let base = '';
@@ -67,7 +68,10 @@ function parseArgs(argv: readonly string[]): Options {
     };
     if (flag === '--base') base = value();
     else if (flag === '--scenarios') {
-      const list = value().split(',').map((s) => s.trim()).filter(Boolean);
+      const list = value()
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
       const unknown = list.filter((s) => !SCENARIO_KEYS.includes(s as ScenarioKey));
       if (unknown.length || list.length === 0) throw new Error(`--scenarios: unknown ${unknown.join(', ') || '(none given)'}; known: ${SCENARIO_KEYS.join(', ')}`);
       scenarios = list as ScenarioKey[];
@@ -90,8 +94,15 @@ function parseArgs(argv: readonly string[]): Options {
 
 const HEAD_DIR = fileURLToPath(new URL('../../', import.meta.url)).replace(/\/$/, '');
 const log = (line: string) => process.stdout.write(`${line}\n`);
-const load = () => os.loadavg().map((n) => n.toFixed(2)).join(' ');
-const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] }).toString().trim();
+const load = () =>
+  os
+    .loadavg()
+    .map((n) => n.toFixed(2))
+    .join(' ');
+const git = (cwd: string, ...args: string[]) =>
+  execFileSync('git', args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+    .toString()
+    .trim();
 const sha256 = (file: string) => (existsSync(file) ? createHash('sha256').update(readFileSync(file)).digest('hex') : 'missing');
 
 function median(values: readonly number[]): number {
@@ -152,7 +163,9 @@ export function lockIsSubset(baseLock: string, headLock: string): { ok: boolean;
       const other = head[where];
       if (!other || other.version !== entry.version || Boolean(other.link) !== Boolean(entry.link)) differ.push(`${where}@${entry.version ?? '?'}`);
     }
-    return differ.length ? { ok: false, why: `${differ.length} package(s) differ, e.g. ${differ.slice(0, 3).join(', ')}` } : { ok: true, why: 'every package base locks is locked at the same place and version here' };
+    return differ.length
+      ? { ok: false, why: `${differ.length} package(s) differ, e.g. ${differ.slice(0, 3).join(', ')}` }
+      : { ok: true, why: 'every package base locks is locked at the same place and version here' };
   } catch (err) {
     return { ok: false, why: `lockfiles unreadable: ${err instanceof Error ? err.message : String(err)}` };
   }
@@ -169,11 +182,23 @@ function prepareBase(ref: string, npmCi: boolean): Checkout {
   const dir = path.join(cache, `organism-bench-base-${sha.slice(0, 12)}`);
   const markerFile = path.join(dir, '.organism-bench-base.json');
   git(HEAD_DIR, 'worktree', 'prune');
-  const current = existsSync(dir) ? (() => { try { return git(dir, 'rev-parse', 'HEAD'); } catch { return ''; } })() : '';
+  const current = existsSync(dir)
+    ? (() => {
+        try {
+          return git(dir, 'rev-parse', 'HEAD');
+        } catch {
+          return '';
+        }
+      })()
+    : '';
   if (current !== sha) {
     if (existsSync(dir)) {
       log(`  ${dir} is not a worktree of ${sha.slice(0, 12)}: making it again`);
-      try { git(HEAD_DIR, 'worktree', 'remove', '--force', dir); } catch { /* not registered */ }
+      try {
+        git(HEAD_DIR, 'worktree', 'remove', '--force', dir);
+      } catch {
+        /* not registered */
+      }
       rmSync(dir, { recursive: true, force: true });
       git(HEAD_DIR, 'worktree', 'prune');
     }
@@ -287,19 +312,29 @@ export function pumpFigures(json: unknown): Figure[] {
     const rounds = r.rounds ?? [];
     figures.add(r.metric, r.unit, rounds);
     const base = r.baseline?.rounds ?? [];
-    if (r.target?.on === 'ratio' && base.length === rounds.length) figures.add(`${r.metric}: ratio`, 'x', rounds.map((v, i) => v / base[i]!), 'higher');
+    if (r.target?.on === 'ratio' && base.length === rounds.length)
+      figures.add(
+        `${r.metric}: ratio`,
+        'x',
+        rounds.map((v, i) => v / base[i]!),
+        'higher',
+      );
   };
   const addBaseline = (r: BenchRow) => r.baseline?.rounds && figures.add(r.baseline.name, r.baseline.unit, r.baseline.rounds);
   rows.filter((r) => !sameRun(r)).forEach(addRow);
   rows.filter(sameRun).forEach(addBaseline);
   rows.filter(sameRun).forEach(addRow);
-  rows.filter((r) => !sameRun(r)).forEach((r) => r.baseline?.rounds && figures.add(`Baseline: ${r.baseline.name}`, r.baseline.unit, r.baseline.rounds));
+  for (const r of rows.filter((x) => !sameRun(x))) if (r.baseline?.rounds) figures.add(`Baseline: ${r.baseline.name}`, r.baseline.unit, r.baseline.rounds);
   return figures.list;
 }
 
 interface ScaleoutJson {
   handlerBound?: Array<{ workers: number; round: number; messagesPerSec: number }>;
-  pump?: Array<{ store: string; throughput: { messagesPerSec: number; cpuMicrosPerMessage: number }; steady: { firstHopP50Ms: number; firstHopP99Ms: number; endToEndP50Ms: number; endToEndP99Ms: number } }>;
+  pump?: Array<{
+    store: string;
+    throughput: { messagesPerSec: number; cpuMicrosPerMessage: number };
+    steady: { firstHopP50Ms: number; firstHopP99Ms: number; endToEndP50Ms: number; endToEndP99Ms: number };
+  }>;
 }
 
 /** bench/tools/scaleout.ts's JSON: handler-bound msg/s per worker count (and its gain per round), the no-op chain per store. */
@@ -308,7 +343,12 @@ export function scaleoutFigures(json: unknown): Figure[] {
   const figures = new Figures();
   const bound = j.handlerBound ?? [];
   const counts = [...new Set(bound.map((b) => b.workers))];
-  for (const n of counts) figures.add(`Scale-out, handler-bound chain, ${n} worker${n === 1 ? '' : 's'}`, 'msg/s', bound.filter((b) => b.workers === n).map((b) => b.messagesPerSec));
+  for (const n of counts)
+    figures.add(
+      `Scale-out, handler-bound chain, ${n} worker${n === 1 ? '' : 's'}`,
+      'msg/s',
+      bound.filter((b) => b.workers === n).map((b) => b.messagesPerSec),
+    );
   const first = counts[0];
   for (const n of counts.slice(1)) {
     const gains = bound.filter((b) => b.workers === n).map((b) => b.messagesPerSec / (bound.find((o) => o.round === b.round && o.workers === first)?.messagesPerSec ?? Number.NaN));
@@ -317,11 +357,31 @@ export function scaleoutFigures(json: unknown): Figure[] {
   for (const store of [...new Set((j.pump ?? []).map((p) => p.store))]) {
     const mine = (j.pump ?? []).filter((p) => p.store === store);
     const name = store === 'postgres' ? 'PostgreSQL' : store === 'sqlite' ? 'SQLite' : store;
-    figures.add(`Scale-out, no-op 3-hop chain on ${name}`, 'msg/s', mine.map((p) => p.throughput.messagesPerSec));
-    figures.add(`Scale-out, no-op chain on ${name}, CPU per message`, 'µs', mine.map((p) => p.throughput.cpuMicrosPerMessage));
-    figures.add(`Scale-out, ${name} inject-to-ack p50 (steady rate)`, 'ms', mine.map((p) => p.steady.firstHopP50Ms));
-    figures.add(`Scale-out, ${name} inject-to-ack p99 (steady rate)`, 'ms', mine.map((p) => p.steady.firstHopP99Ms));
-    figures.add(`Scale-out, ${name} 3 hops p99 (steady rate)`, 'ms', mine.map((p) => p.steady.endToEndP99Ms));
+    figures.add(
+      `Scale-out, no-op 3-hop chain on ${name}`,
+      'msg/s',
+      mine.map((p) => p.throughput.messagesPerSec),
+    );
+    figures.add(
+      `Scale-out, no-op chain on ${name}, CPU per message`,
+      'µs',
+      mine.map((p) => p.throughput.cpuMicrosPerMessage),
+    );
+    figures.add(
+      `Scale-out, ${name} inject-to-ack p50 (steady rate)`,
+      'ms',
+      mine.map((p) => p.steady.firstHopP50Ms),
+    );
+    figures.add(
+      `Scale-out, ${name} inject-to-ack p99 (steady rate)`,
+      'ms',
+      mine.map((p) => p.steady.firstHopP99Ms),
+    );
+    figures.add(
+      `Scale-out, ${name} 3 hops p99 (steady rate)`,
+      'ms',
+      mine.map((p) => p.steady.endToEndP99Ms),
+    );
   }
   if (figures.list.length === 0) throw new Error('the scale-out results file holds no figures');
   return figures.list;
@@ -414,7 +474,17 @@ function runOnce(spec: ScenarioSpec, checkout: Checkout, round: number, scale: s
   const startedAt = new Date().toISOString();
   const loadBefore = load();
   const t0 = performance.now();
-  const done = (figures: Figure[], error?: string): Run => ({ scenario: spec.key, side: checkout.side, round, startedAt, seconds: (performance.now() - t0) / 1000, loadBefore, loadAfter: load(), figures, ...(error ? { error } : {}) });
+  const done = (figures: Figure[], error?: string): Run => ({
+    scenario: spec.key,
+    side: checkout.side,
+    round,
+    startedAt,
+    seconds: (performance.now() - t0) / 1000,
+    loadBefore,
+    loadAfter: load(),
+    figures,
+    ...(error ? { error } : {}),
+  });
   if (!existsSync(path.join(checkout.dir, spec.entry))) return Promise.resolve(done([], `${checkout.side} has no ${spec.entry}`));
   const resultsDir = path.join(checkout.dir, 'bench', 'results');
   const before = snapshot(resultsDir);
@@ -569,7 +639,10 @@ function markdown(r: Report): string {
   ];
   for (const key of [...new Set(r.figures.map((f) => f.scenario)), ...new Set(r.runs.map((x) => x.scenario))].filter((k, i, a) => a.indexOf(k) === i)) {
     const spec = SPECS[key];
-    const secs = (s: 'base' | 'head') => perRun(key, s).map((x) => `${x.seconds.toFixed(0)} s`).join(', ') || '—';
+    const secs = (s: 'base' | 'head') =>
+      perRun(key, s)
+        .map((x) => `${x.seconds.toFixed(0)} s`)
+        .join(', ') || '—';
     lines.push(`## ${spec.title}`, '', `Runs: base ${secs('base')}; head ${secs('head')}.`, '');
     const failures = r.runs.filter((x) => x.scenario === key && x.error);
     for (const failed of failures) lines.push(`- ${failed.side} round ${failed.round} failed: ${failed.error}`);
@@ -577,7 +650,9 @@ function markdown(r: Report): string {
     lines.push('| Figure | Unit | Base median | Base range | Head median | Head range | Head/base | Head/base per round | Verdict |', '|---|---|---|---|---|---|---|---|---|');
     for (const f of r.figures.filter((x) => x.scenario === key)) {
       const v = f.verdict === 'within noise' ? f.verdict : `**${f.verdict}**`;
-      lines.push(`| ${f.figure} | ${f.unit}${f.better === 'lower' ? ' (lower is better)' : ''} | ${f.base ? fmt(f.base.median) : '—'} | ${range(f.base)} | ${f.head ? fmt(f.head.median) : '—'} | ${range(f.head)} | ${f.ratio === null ? '—' : `${f.ratio.toFixed(3)}x`} | ${f.pairedRatios.map((q) => q.toFixed(2)).join(', ') || '—'} | ${v} |`);
+      lines.push(
+        `| ${f.figure} | ${f.unit}${f.better === 'lower' ? ' (lower is better)' : ''} | ${f.base ? fmt(f.base.median) : '—'} | ${range(f.base)} | ${f.head ? fmt(f.head.median) : '—'} | ${range(f.head)} | ${f.ratio === null ? '—' : `${f.ratio.toFixed(3)}x`} | ${f.pairedRatios.map((q) => q.toFixed(2)).join(', ') || '—'} | ${v} |`,
+      );
     }
     lines.push('');
   }
@@ -631,7 +706,21 @@ async function main(): Promise<void> {
   const loadBefore = load();
   const runs: Run[] = [];
   const write = (complete: boolean) => {
-    const report: Report = { command, startedAt, finishedAt: complete ? new Date().toISOString() : null, complete, scale, rounds: options.rounds, machine, loadBefore, loadAfter: load(), base, head, runs, figures: compare(runs, options.scenarios) };
+    const report: Report = {
+      command,
+      startedAt,
+      finishedAt: complete ? new Date().toISOString() : null,
+      complete,
+      scale,
+      rounds: options.rounds,
+      machine,
+      loadBefore,
+      loadAfter: load(),
+      base,
+      head,
+      runs,
+      figures: compare(runs, options.scenarios),
+    };
     const md = markdown(report);
     writeFileSync(path.join(resultsDir, 'compare-latest.json'), `${JSON.stringify(report, null, 2)}\n`);
     writeFileSync(path.join(resultsDir, 'compare-latest.md'), md);
@@ -659,7 +748,11 @@ if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.ar
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.on(signal, () => {
       if (current?.pid) {
-        try { process.kill(-current.pid, 'SIGTERM'); } catch { /* gone */ }
+        try {
+          process.kill(-current.pid, 'SIGTERM');
+        } catch {
+          /* gone */
+        }
       }
       process.exit(130);
     });

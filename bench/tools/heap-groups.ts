@@ -18,9 +18,18 @@ interface Snapshot {
 }
 
 const GROUP_OF_TYPE: Record<string, string> = {
-  string: '(string)', 'concatenated string': '(string)', 'sliced string': '(string)',
-  array: '(array)', code: '(compiled code)', hidden: '(system)', closure: '(closure)', regexp: '(regexp)',
-  number: '(number)', 'heap number': '(number)', symbol: '(symbol)', bigint: '(bigint)',
+  string: '(string)',
+  'concatenated string': '(string)',
+  'sliced string': '(string)',
+  array: '(array)',
+  code: '(compiled code)',
+  hidden: '(system)',
+  closure: '(closure)',
+  regexp: '(regexp)',
+  number: '(number)',
+  'heap number': '(number)',
+  symbol: '(symbol)',
+  bigint: '(bigint)',
 };
 
 export function groupSnapshot(text: string): Map<string, Group> {

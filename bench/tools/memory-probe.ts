@@ -29,7 +29,20 @@ copyFileSync(path.join(root, 'examples/demo/tools.ts'), path.join(dir, 'tools.ts
 const TOKEN = 'memory-probe-token';
 const child = spawn(
   process.execPath,
-  ['--heapsnapshot-signal=SIGUSR2', ...(heapMb > 0 ? [`--max-old-space-size=${heapMb}`] : []), path.join(root, 'bin/organism.js'), 'serve', 'organism.yaml', '--no-supervisor', '--port', '0', '--data-dir', 'data', '--log-level', 'warn'],
+  [
+    '--heapsnapshot-signal=SIGUSR2',
+    ...(heapMb > 0 ? [`--max-old-space-size=${heapMb}`] : []),
+    path.join(root, 'bin/organism.js'),
+    'serve',
+    'organism.yaml',
+    '--no-supervisor',
+    '--port',
+    '0',
+    '--data-dir',
+    'data',
+    '--log-level',
+    'warn',
+  ],
   { cwd: dir, env: { ...process.env, ORGANISM_API_TOKEN: TOKEN }, stdio: ['ignore', 'pipe', 'pipe'] },
 );
 let output = '';
@@ -121,7 +134,9 @@ try {
   }
   const b = await snapshot(`after ${warmup + count} injects`);
   const total = (g: Map<string, Group>, k: 'self' | 'count') => [...g.values()].reduce((s, x) => s + x[k], 0);
-  process.stdout.write(`heap: ${(total(a.groups, 'self') / 2 ** 20).toFixed(1)} MB in ${total(a.groups, 'count')} objects -> ${(total(b.groups, 'self') / 2 ** 20).toFixed(1)} MB in ${total(b.groups, 'count')}\n`);
+  process.stdout.write(
+    `heap: ${(total(a.groups, 'self') / 2 ** 20).toFixed(1)} MB in ${total(a.groups, 'count')} objects -> ${(total(b.groups, 'self') / 2 ** 20).toFixed(1)} MB in ${total(b.groups, 'count')}\n`,
+  );
   const rows = [...new Set([...a.groups.keys(), ...b.groups.keys()])].map((k) => {
     const x = a.groups.get(k) ?? { count: 0, self: 0, retained: 0 };
     const y = b.groups.get(k) ?? { count: 0, self: 0, retained: 0 };

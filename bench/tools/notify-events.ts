@@ -106,7 +106,12 @@ async function flood(): Promise<void> {
   const other = PgClusterLink.create({ url: schemaUrl, origin: 'other', hearEvents: true });
   const heard = ear();
   await other.start(heard.handlers);
-  const event = (i: number): OrganismEvent => ({ type: 'agent_state', agent: `agent-${i % 10}`, state: 'processing', currentThread: `0193f0c2-7d4e-7c1a-9a51-${String(i).padStart(12, '0')}` });
+  const event = (i: number): OrganismEvent => ({
+    type: 'agent_state',
+    agent: `agent-${i % 10}`,
+    state: 'processing',
+    currentThread: `0193f0c2-7d4e-7c1a-9a51-${String(i).padStart(12, '0')}`,
+  });
   const t0 = performance.now();
   for (let i = 0; i < E; i++) {
     link.publishEvent(event(i));

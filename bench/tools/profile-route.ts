@@ -16,9 +16,13 @@ const [route = '/api/v1/agents', seconds = '5', seed = '500'] = process.argv.sli
 const profiles = fileURLToPath(new URL('../profiles/', import.meta.url));
 mkdirSync(profiles, { recursive: true });
 const dataDir = tempDir('profile');
-const server = await startServer<OrganismServerInfo>(benchFile('servers/organism-http.ts'), { dataDir, organism: 'demo', seedThreads: Number(seed) }, {
-  execArgv: ['--cpu-prof', '--cpu-prof-dir', profiles],
-});
+const server = await startServer<OrganismServerInfo>(
+  benchFile('servers/organism-http.ts'),
+  { dataDir, organism: 'demo', seedThreads: Number(seed) },
+  {
+    execArgv: ['--cpu-prof', '--cpu-prof-dir', profiles],
+  },
+);
 const url = `http://127.0.0.1:${server.info.port}${route}`;
 const r = await load(url, { connections: 100, durationSec: Number(seconds), headers: { authorization: `Bearer ${server.info.token}` } });
 process.stdout.write(`${route}: ${Math.round(r.requestsPerSec)} req/s, p99 ${r.p99Ms} ms, journal ${server.info.journalRows} rows\n`);

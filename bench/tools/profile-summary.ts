@@ -26,7 +26,11 @@ export function summarize(file: string, top = 25): string {
     total += dt;
     self.set(id, (self.get(id) ?? 0) + dt);
   });
-  const short = (url: string) => url.replace(/^file:\/\//, '').replace(/.*\/node_modules\//, 'nm:').replace(/.*\/work\/main\//, '');
+  const short = (url: string) =>
+    url
+      .replace(/^file:\/\//, '')
+      .replace(/.*\/node_modules\//, 'nm:')
+      .replace(/.*\/work\/main\//, '');
   const byFunction = new Map<string, number>();
   const byFile = new Map<string, number>();
   for (const [id, us] of self) {
@@ -34,7 +38,12 @@ export function summarize(file: string, top = 25): string {
     const where = n.callFrame.url ? short(n.callFrame.url) : '(native)';
     const key = `${n.callFrame.functionName || '(anonymous)'}  ${where}:${n.callFrame.lineNumber + 1}`;
     byFunction.set(key, (byFunction.get(key) ?? 0) + us);
-    const fileKey = where.startsWith('nm:') ? where.split('/').slice(0, where.startsWith('nm:@') ? 2 : 1).join('/') : where;
+    const fileKey = where.startsWith('nm:')
+      ? where
+          .split('/')
+          .slice(0, where.startsWith('nm:@') ? 2 : 1)
+          .join('/')
+      : where;
     byFile.set(fileKey, (byFile.get(fileKey) ?? 0) + us);
   }
   const pct = (us: number) => `${((100 * us) / total).toFixed(1).padStart(5)}%`;

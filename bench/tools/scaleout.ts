@@ -45,7 +45,11 @@ const HANDLER_MS = 100;
 const CONCURRENCY = 10;
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
-const load = () => os.loadavg().map((n) => n.toFixed(2)).join(' ');
+const load = () =>
+  os
+    .loadavg()
+    .map((n) => n.toFixed(2))
+    .join(' ');
 
 async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
   const c = new pg.Client({ connectionString: ADMIN_URL });
@@ -118,12 +122,17 @@ async function handlerBound(): Promise<HandlerBoundRound[]> {
     for (let round = 1; round <= ROUNDS; round++) {
       for (const n of WORKER_COUNTS) {
         const workers: Running[] = [];
-        for (let i = 0; i < n; i++) workers.push(startBuiltCli(['worker', config, '--store', db.url, '--concurrency', String(CONCURRENCY), '--name', `bench-${round}-${n}-${i}`, '--log-level', 'warn']));
+        for (let i = 0; i < n; i++)
+          workers.push(startBuiltCli(['worker', config, '--store', db.url, '--concurrency', String(CONCURRENCY), '--name', `bench-${round}-${n}-${i}`, '--log-level', 'warn']));
         const pids = new Set(workers.map((w) => w.child.pid));
-        await until(async () => {
-          const body = (await (await serve.api('/workers')).json()) as { workers: Array<{ pid: number; stoppedAt?: number | null; stopped_at?: number | null }> };
-          return body.workers.filter((w) => pids.has(w.pid) && (w.stoppedAt ?? w.stopped_at ?? null) === null).length === n;
-        }, `${n} workers to register (outputs: ${workers.map((w) => w.output()).join(' | ')})`, 120_000);
+        await until(
+          async () => {
+            const body = (await (await serve.api('/workers')).json()) as { workers: Array<{ pid: number; stoppedAt?: number | null; stopped_at?: number | null }> };
+            return body.workers.filter((w) => pids.has(w.pid) && (w.stoppedAt ?? w.stopped_at ?? null) === null).length === n;
+          },
+          `${n} workers to register (outputs: ${workers.map((w) => w.output()).join(' | ')})`,
+          120_000,
+        );
         const res = await post('/agents/hop1/pause');
         if (!res.ok) throw new Error(`pause answered ${res.status}: ${await res.text()}`);
         let next = 0;
@@ -136,7 +145,7 @@ async function handlerBound(): Promise<HandlerBoundRound[]> {
             }
           }),
         );
-        const claimedWhilePaused = await count(`SELECT count(*) AS n FROM journal WHERE recipient = 'hop1' AND state <> 'PENDING'`) - done;
+        const claimedWhilePaused = (await count(`SELECT count(*) AS n FROM journal WHERE recipient = 'hop1' AND state <> 'PENDING'`)) - done;
         const r = await post('/agents/hop1/resume');
         if (!r.ok) throw new Error(`resume answered ${r.status}: ${await r.text()}`);
         const t0 = performance.now();
@@ -146,21 +155,42 @@ async function handlerBound(): Promise<HandlerBoundRound[]> {
         let sampling = true;
         const sampler = (async () => {
           while (sampling) {
-            const r = (await pool.query<{ d: string; p: string }>(`SELECT count(*) FILTER (WHERE state = 'DISPATCHED') AS d, count(*) FILTER (WHERE state = 'PENDING') AS p FROM journal WHERE state IN ('PENDING', 'DISPATCHED')`)).rows[0]!;
+            const r = (
+              await pool.query<{ d: string; p: string }>(
+                `SELECT count(*) FILTER (WHERE state = 'DISPATCHED') AS d, count(*) FILTER (WHERE state = 'PENDING') AS p FROM journal WHERE state IN ('PENDING', 'DISPATCHED')`,
+              )
+            ).rows[0]!;
             samples.push({ inFlight: Number(r.d), pending: Number(r.p) });
             await new Promise((res) => setTimeout(res, 250));
           }
         })();
-        await until(async () => (await count(`SELECT count(*) AS n FROM journal WHERE recipient = 'hop3' AND state = 'ACKED'`)) >= target, `${MESSAGES} messages through 3 hops on ${n} workers`, 600_000);
+        await until(
+          async () => (await count(`SELECT count(*) AS n FROM journal WHERE recipient = 'hop3' AND state = 'ACKED'`)) >= target,
+          `${MESSAGES} messages through 3 hops on ${n} workers`,
+          600_000,
+        );
         const seconds = (performance.now() - t0) / 1000;
         sampling = false;
         await sampler;
         const mean = (pick: (x: { inFlight: number; pending: number }) => number) => samples.reduce((a, x) => a + pick(x), 0) / Math.max(1, samples.length);
         done = target;
         for (const w of workers) await stopProcess(w);
-        const result = { workers: n, round, messages: MESSAGES, seconds, messagesPerSec: MESSAGES / seconds, deliveriesPerSec: (3 * MESSAGES) / seconds, claimedWhilePaused, meanInFlight: mean((x) => x.inFlight), meanPending: mean((x) => x.pending), loadAtEnd: load() };
+        const result = {
+          workers: n,
+          round,
+          messages: MESSAGES,
+          seconds,
+          messagesPerSec: MESSAGES / seconds,
+          deliveriesPerSec: (3 * MESSAGES) / seconds,
+          claimedWhilePaused,
+          meanInFlight: mean((x) => x.inFlight),
+          meanPending: mean((x) => x.pending),
+          loadAtEnd: load(),
+        };
         results.push(result);
-        log(`  round ${round}, ${n} worker(s): ${MESSAGES} messages (${3 * MESSAGES} deliveries of ${HANDLER_MS} ms) in ${seconds.toFixed(2)} s = ${result.messagesPerSec.toFixed(1)} msg/s, DISPATCHED ${result.meanInFlight.toFixed(1)} (handler slots ${n * CONCURRENCY}), PENDING ${result.meanPending.toFixed(0)} (means)${claimedWhilePaused ? ` (${claimedWhilePaused} claimed while paused!)` : ''}; load ${result.loadAtEnd}`);
+        log(
+          `  round ${round}, ${n} worker(s): ${MESSAGES} messages (${3 * MESSAGES} deliveries of ${HANDLER_MS} ms) in ${seconds.toFixed(2)} s = ${result.messagesPerSec.toFixed(1)} msg/s, DISPATCHED ${result.meanInFlight.toFixed(1)} (handler slots ${n * CONCURRENCY}), PENDING ${result.meanPending.toFixed(0)} (means)${claimedWhilePaused ? ` (${claimedWhilePaused} claimed while paused!)` : ''}; load ${result.loadAtEnd}`,
+        );
       }
     }
     await stopProcess(serve);
@@ -209,8 +239,12 @@ async function pumpBeside(): Promise<PumpRound[]> {
 
 function commit(): string {
   try {
-    const sha = execSync('git rev-parse --short HEAD', { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
-    const dirty = execSync('git status --porcelain -- src bench', { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+    const sha = execSync('git rev-parse --short HEAD', { stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim();
+    const dirty = execSync('git status --porcelain -- src bench', { stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim();
     return dirty ? `${sha} (with uncommitted changes)` : sha;
   } catch {
     return 'unknown';
@@ -250,14 +284,21 @@ async function main(): Promise<void> {
     '|---|---|---|---|---|---|---|---|',
     ...gains.map((g) => {
       const t = target(g.workers);
-      const rounds = bound.filter((b) => b.workers === g.workers).map((b) => b.messagesPerSec.toFixed(1)).join(', ');
+      const rounds = bound
+        .filter((b) => b.workers === g.workers)
+        .map((b) => b.messagesPerSec.toFixed(1))
+        .join(', ');
       const mine = bound.filter((b) => b.workers === g.workers);
       const inFlight = median(mine.map((b) => b.meanInFlight));
       const waiting = median(mine.map((b) => b.meanPending));
       return `| ${g.workers} | ${g.messagesPerSec.toFixed(1)} | ${rounds} | ${g.ratio.toFixed(2)}x | ${t ? `>= ${t}x` : '—'} | ${t ? (g.ratio >= t ? 'met' : '**missed**') : '—'} | ${inFlight.toFixed(1)} / ${g.workers * CONCURRENCY} | ${waiting.toFixed(0)} |`;
     }),
     '',
-    bound.length === 0 ? 'Not run (SCALEOUT_ONLY).' : bound.some((b) => b.claimedWhilePaused > 0) ? `Note: in some rounds hop1 deliveries were claimed while hop1 was paused (${bound.map((b) => b.claimedWhilePaused).join(', ')}): those rounds started early.` : 'Pause held in every round (no hop1 delivery claimed before the resume).',
+    bound.length === 0
+      ? 'Not run (SCALEOUT_ONLY).'
+      : bound.some((b) => b.claimedWhilePaused > 0)
+        ? `Note: in some rounds hop1 deliveries were claimed while hop1 was paused (${bound.map((b) => b.claimedWhilePaused).join(', ')}): those rounds started early.`
+        : 'Pause held in every round (no hop1 delivery claimed before the resume).',
     '',
     `## Journaled 3-hop chain of no-op handlers: SQLite beside PostgreSQL`,
     '',
@@ -275,7 +316,10 @@ async function main(): Promise<void> {
   mkdirSync(dir, { recursive: true });
   const out = path.join(dir, `${ONLY ? `only-scaleout-${ONLY}-` : 'scaleout-'}${startedAt.slice(0, 10)}`);
   writeFileSync(`${out}.md`, `${lines.join('\n')}\n`);
-  writeFileSync(`${out}.json`, `${JSON.stringify({ startedAt, machine, pgVersion, commit: commit(), loadAtStart, loadAtEnd, settings: { MESSAGES, ROUNDS, WORKER_COUNTS, PUMP_MESSAGES, STEADY_RATE, STEADY_SEC, HANDLER_MS, CONCURRENCY }, handlerBound: bound, gains, pump }, null, 2)}\n`);
+  writeFileSync(
+    `${out}.json`,
+    `${JSON.stringify({ startedAt, machine, pgVersion, commit: commit(), loadAtStart, loadAtEnd, settings: { MESSAGES, ROUNDS, WORKER_COUNTS, PUMP_MESSAGES, STEADY_RATE, STEADY_SEC, HANDLER_MS, CONCURRENCY }, handlerBound: bound, gains, pump }, null, 2)}\n`,
+  );
   log(`\n${lines.join('\n')}\nWrote ${path.relative(process.cwd(), out)}.md and .json`);
 }
 

@@ -87,6 +87,8 @@ if (process.argv[2] === 'child') {
   }
   for (const mode of modes) {
     const xs = out.get(mode)!;
-    console.log(`${mode}: ${median(xs.map((x) => x.thread)).toFixed(1)} µs/span this thread, ${median(xs.map((x) => x.process)).toFixed(1)} µs/span process (rounds: ${xs.map((x) => `${x.thread.toFixed(1)}/${x.process.toFixed(1)}`).join(' ')})`);
+    console.log(
+      `${mode}: ${median(xs.map((x) => x.thread)).toFixed(1)} µs/span this thread, ${median(xs.map((x) => x.process)).toFixed(1)} µs/span process (rounds: ${xs.map((x) => `${x.thread.toFixed(1)}/${x.process.toFixed(1)}`).join(' ')})`,
+    );
   }
 }

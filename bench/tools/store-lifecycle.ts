@@ -14,25 +14,42 @@ import { openPostgresStorage } from '../../src/store/postgres/index.js';
 import { newId } from '../../src/util/ids.js';
 import type { Message } from '../../src/core/message.js';
 import type { Journal } from '../../src/core/journal.js';
-const N = 3000, CONC = 50;
+const N = 3000,
+  CONC = 50;
 async function run(name: string, s: { journal: Journal; close(): unknown }) {
-  const msgs: Message[] = Array.from({ length: N }, (_, i) => ({ id: newId(), threadId: `t${i % 100}`, from: 'api', to: 'a', payloadType: 'Text', payload: { text: 'x' }, timestamp: Date.now(), parentId: null, hops: 0, metadata: {}, attempt: 1 }));
+  const msgs: Message[] = Array.from({ length: N }, (_, i) => ({
+    id: newId(),
+    threadId: `t${i % 100}`,
+    from: 'api',
+    to: 'a',
+    payloadType: 'Text',
+    payload: { text: 'x' },
+    timestamp: Date.now(),
+    parentId: null,
+    hops: 0,
+    metadata: {},
+    attempt: 1,
+  }));
   const lat: number[] = [];
   const t0 = performance.now();
   let next = 0;
-  await Promise.all(Array.from({ length: CONC }, async () => {
-    while (next < N) {
-      const m = msgs[next++]!;
-      const a = performance.now();
-      await s.journal.pending([m]);
-      void s.journal.dispatched(m);
-      await s.journal.acked(m, [], []);
-      lat.push(performance.now() - a);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: CONC }, async () => {
+      while (next < N) {
+        const m = msgs[next++]!;
+        const a = performance.now();
+        await s.journal.pending([m]);
+        void s.journal.dispatched(m);
+        await s.journal.acked(m, [], []);
+        lat.push(performance.now() - a);
+      }
+    }),
+  );
   const secs = (performance.now() - t0) / 1000;
   lat.sort((x, y) => x - y);
-  console.log(`${name}: ${N} deliveries (pending+dispatched+acked), ${CONC} concurrent: ${(N / secs).toFixed(0)}/s, p50 ${lat[Math.floor(N * 0.5)]!.toFixed(1)} ms, p99 ${lat[Math.floor(N * 0.99)]!.toFixed(1)} ms`);
+  console.log(
+    `${name}: ${N} deliveries (pending+dispatched+acked), ${CONC} concurrent: ${(N / secs).toFixed(0)}/s, p50 ${lat[Math.floor(N * 0.5)]!.toFixed(1)} ms, p99 ${lat[Math.floor(N * 0.99)]!.toFixed(1)} ms`,
+  );
   await s.close();
 }
 await run('sqlite', openSqliteStorage({ dataDir: mkdtempSync(path.join(os.tmpdir(), 'm-')) }));

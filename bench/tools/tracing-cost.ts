@@ -67,4 +67,6 @@ for (const c of CONFIGS) {
   );
 }
 const sorted = [...loads].sort((a, b) => a - b);
-console.log(`${messages} messages x 3 hops per round, ${rounds} rounds; 1-min load average ${sorted[0]!.toFixed(1)}-${sorted.at(-1)!.toFixed(1)}, median ${median(sorted).toFixed(1)} (${os.cpus().length} CPUs)`);
+console.log(
+  `${messages} messages x 3 hops per round, ${rounds} rounds; 1-min load average ${sorted[0]!.toFixed(1)}-${sorted.at(-1)!.toFixed(1)}, median ${median(sorted).toFixed(1)} (${os.cpus().length} CPUs)`,
+);

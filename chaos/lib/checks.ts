@@ -9,7 +9,8 @@ export const CHECKS = {
   'usage-totals': 'billing totals (all, per org) equal the sum of the persisted usage events',
   'thread-budget': 'no thread spent more tokens than its ceiling',
   'paused-stays-paused': 'a paused agent is still paused after a restart or crash, and ran nothing it held',
-  'no-process-left': 'exactly the expected processes while serving (SQLite: one supervisor and its server process; cluster mode: serve\'s supervisor and server process, two organism workers); nothing left after a kill or the final stop',
+  'no-process-left':
+    "exactly the expected processes while serving (SQLite: one supervisor and its server process; cluster mode: serve's supervisor and server process, two organism workers); nothing left after a kill or the final stop",
   'worker-dies-with-supervisor': 'the server process exits within 2 s when its supervisor is SIGKILLed',
   'restart-not-refused': 'a new organism serve right after a kill starts at once (never refused, e.g. by a stale lock)',
   'no-refused-connection': 'no connection refused while the supervisor runs (restarts, server process crashes, SIGSTOP)',
@@ -20,10 +21,10 @@ export const CHECKS = {
   'disk-full-answered': 'on a full disk the server keeps running and /health stops saying healthy once writes are refused',
   'hostile-reply-bounded': 'hostile LLM replies end within 60 s and /health answers within 3 s while they are parsed',
   'text-kept-or-refused':
-    'text every store must treat alike: a NUL or a lone surrogate in a payload string, a metadata value or a key is refused 422 naming the field; RTL marks and 4-byte characters in payload strings and metadata values are accepted and read back unchanged (the root entry, the next hop, every entry\'s metadata)',
+    "text every store must treat alike: a NUL or a lone surrogate in a payload string, a metadata value or a key is refused 422 naming the field; RTL marks and 4-byte characters in payload strings and metadata values are accepted and read back unchanged (the root entry, the next hop, every entry's metadata)",
   'claimed-once': 'no delivery ran twice with the same attempt (two processes claimed it at once)',
   'rerun-only-after-kill': 'a delivery ran again only after the process running it was SIGKILLed or SIGSTOPped past its lease',
-  'attempts-increase': 'a delivery\'s runs have increasing attempts',
+  'attempts-increase': "a delivery's runs have increasing attempts",
   'thread-fifo': 'messages injected one after another into one thread run in that order, one at a time, whichever worker runs them',
   'workers-ride-out': 'an organism worker and serve survive a PostgreSQL restart (idle or busy) and a SIGSTOP past the lease, and work goes on after',
   'config-mismatch-refused': 'a worker started with another organism.yaml exits (code 3) naming the difference, and is never listed alive',

@@ -227,7 +227,10 @@ export class ClusterHarness {
     await sleep(WATCH_AFTER_RESTART_MS);
     const h0 = performance.now();
     if (!(await waitFor(() => this.d.serve.healthy(2_000), SERVE_DEADLINE_MS))) {
-      this.d.report('workers-ride-out', `cycle ${this.cycle}: serve not healthy within ${SERVE_DEADLINE_MS / 1000} s after a PostgreSQL restart (${mode}, ${state}): ${this.d.serve.logTail()}`);
+      this.d.report(
+        'workers-ride-out',
+        `cycle ${this.cycle}: serve not healthy within ${SERVE_DEADLINE_MS / 1000} s after a PostgreSQL restart (${mode}, ${state}): ${this.d.serve.logTail()}`,
+      );
       throw new Fatal('serve did not come back after a PostgreSQL restart');
     }
     this.time('serve healthy after the PostgreSQL restart (ms)', performance.now() - h0);
@@ -272,7 +275,8 @@ export class ClusterHarness {
     }
     this.time('mismatched worker refused (ms)', performance.now() - t0);
     const out = w.output();
-    if (w.exit.code !== 3) this.d.report('config-mismatch-refused', `cycle ${this.cycle}: the mismatched worker exited ${w.exit.signal ?? `code ${w.exit.code}`}, expected code 3: ${out.slice(-300)}`);
+    if (w.exit.code !== 3)
+      this.d.report('config-mismatch-refused', `cycle ${this.cycle}: the mismatched worker exited ${w.exit.signal ?? `code ${w.exit.code}`}, expected code 3: ${out.slice(-300)}`);
     if (!/max_?hops/i.test(out)) this.d.report('config-mismatch-refused', `cycle ${this.cycle}: the mismatched worker's refusal does not name the difference (max_hops): ${out.slice(-300)}`);
     if (listedAlive) this.d.report('config-mismatch-refused', `cycle ${this.cycle}: the mismatched worker was listed alive in GET /api/v1/workers`);
   }
@@ -309,7 +313,13 @@ export class ClusterHarness {
     const highest = new Map<string, number>();
     for (const r of runs) if (r.ev === 'start') highest.set(r.messageId, Math.max(highest.get(r.messageId) ?? 0, r.attempt));
     const late = (r: RunLine) => r.ev === 'start' && this.stopped.has(r.pid) && r.attempt < highest.get(r.messageId)!;
-    const found: Violation[] = [...rerunViolations(runs.filter((r) => !late(r)), excusedPids), ...fifoViolations(runs, ordered, late)];
+    const found: Violation[] = [
+      ...rerunViolations(
+        runs.filter((r) => !late(r)),
+        excusedPids,
+      ),
+      ...fifoViolations(runs, ordered, late),
+    ];
     for (const v of found) {
       if (this.reported.has(v.detail)) continue;
       this.reported.add(v.detail);
@@ -375,4 +385,3 @@ export function mismatchedConfig(text: string): string {
   if (changed === text) throw new Error('chaos/organism/organism.yaml has no max_hops line to change');
   return changed;
 }
-

@@ -194,7 +194,10 @@ export class Harness {
       const took = await Serve.waitGone([serverProcess], SERVER_PROCESS_EXIT_BOUND_MS);
       if (took === null) {
         const left = await this.killLeftovers();
-        this.report('worker-dies-with-supervisor', `cycle ${this.cycle}: server process ${serverProcess} still running ${SERVER_PROCESS_EXIT_BOUND_MS / 1000} s after its supervisor was SIGKILLed (killed by the harness: ${left.join(', ')})`);
+        this.report(
+          'worker-dies-with-supervisor',
+          `cycle ${this.cycle}: server process ${serverProcess} still running ${SERVER_PROCESS_EXIT_BOUND_MS / 1000} s after its supervisor was SIGKILLed (killed by the harness: ${left.join(', ')})`,
+        );
       } else {
         this.time('worker exit after supervisor SIGKILL (ms)', took);
       }
@@ -323,7 +326,10 @@ export class Harness {
 
   /** Hostile replies (and a huge mock echo) while /health is probed. */
   async hostileReply(): Promise<void> {
-    const kinds: Kind[] = this.rng.shuffle(ATTACK_NAMES).slice(0, this.rng.int(1, 2)).map((a) => `hostile:${a}` as const);
+    const kinds: Kind[] = this.rng
+      .shuffle(ATTACK_NAMES)
+      .slice(0, this.rng.int(1, 2))
+      .map((a) => `hostile:${a}` as const);
     if (this.rng.next() < 0.5) kinds.push('huge');
     let probing = true;
     let worst = 0;
@@ -353,7 +359,10 @@ export class Harness {
     this.time('hostile phase: slowest /health (ms)', worst);
     if (worst > HEALTH_BOUND_MS) this.report('hostile-reply-bounded', `cycle ${this.cycle}: /health took ${Math.round(worst)} ms while ${kinds.join(', ')} replies were handled`);
     if (!ended) {
-      this.report('hostile-reply-bounded', `cycle ${this.cycle}: ${kinds.join(', ')} still in flight after ${HOSTILE_DEADLINE_MS / 1000} s; their threads are quarantined and the phase is off for the rest of the run`);
+      this.report(
+        'hostile-reply-bounded',
+        `cycle ${this.cycle}: ${kinds.join(', ')} still in flight after ${HOSTILE_DEADLINE_MS / 1000} s; their threads are quarantined and the phase is off for the rest of the run`,
+      );
       await this.quarantine(sent.map((s) => s.threadId));
       this.disabled.add('hostile-reply');
     }
@@ -388,7 +397,8 @@ export class Harness {
         this.quarantined.add(threadId);
         const open = await storage.journal.list({ threadId, limit: 100_000, offset: 0 });
         for (const e of open.items) {
-          if (e.state === 'PENDING' || e.state === 'DISPATCHED') await storage.journal.failed(e.message, 'killed', 'quarantined by the chaos harness: this delivery froze the server', [], []);
+          if (e.state === 'PENDING' || e.state === 'DISPATCHED')
+            await storage.journal.failed(e.message, 'killed', 'quarantined by the chaos harness: this delivery froze the server', [], []);
         }
       }
     } finally {

@@ -64,7 +64,11 @@ export function markdown(r: RunResult): string {
     `- Seed: ${r.seed} · commit ${r.commit} · started ${r.startedAt} · ${(r.seconds / 60).toFixed(1)} min · ${r.machine}`,
     `- Load average (1 min, sampled at each cycle's start): ${summary(r.loadAverage, 1)}`,
     `- Phases: ${r.phases.join(', ')}`,
-    `- Injects: ${n(r.accepted)} accepted (${Object.entries(r.acceptedByKind).map(([k, v]) => `${k} ${n(v)}`).join(', ')}); answers: ${Object.entries(r.injects).map(([k, v]) => `${k} ${n(v)}`).join(', ')}`,
+    `- Injects: ${n(r.accepted)} accepted (${Object.entries(r.acceptedByKind)
+      .map(([k, v]) => `${k} ${n(v)}`)
+      .join(', ')}); answers: ${Object.entries(r.injects)
+      .map(([k, v]) => `${k} ${n(v)}`)
+      .join(', ')}`,
     ...r.notes.map((x) => `- Note: ${x}`),
     '',
     '## Faults',

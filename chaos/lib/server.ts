@@ -82,7 +82,12 @@ export class Serve {
   /** The last lines organism serve wrote (since `from`, a byte offset of its log). */
   logTail(from = 0, lines = 3): string {
     const text = readFileSync(this.settings.logFile, 'utf8');
-    return text.slice(Math.max(from, text.length - 20_000)).trim().split('\n').slice(-lines).join(' | ');
+    return text
+      .slice(Math.max(from, text.length - 20_000))
+      .trim()
+      .split('\n')
+      .slice(-lines)
+      .join(' | ');
   }
 
   async healthy(timeoutMs: number): Promise<boolean> {

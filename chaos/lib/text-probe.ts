@@ -32,16 +32,48 @@ function cases(): TextCase[] {
   for (const [what, ch] of Object.entries(MUST_REFUSE)) {
     const text = `text ${ch} probe`;
     out.push({ name: `${what} in payload.Job.text`, keep: false, names: 'text', text, body: (orgId) => ({ to: 'intake', payload: job(text), metadata: { orgId } }) });
-    out.push({ name: `${what} in metadata.orgId`, keep: false, names: 'orgId', text: 'probe', body: (orgId) => ({ to: 'intake', payload: job('probe'), metadata: { orgId: `${orgId}${ch}` } }) });
-    out.push({ name: `${what} in metadata.userId`, keep: false, names: 'userId', text: 'probe', userId: `user${ch}`, body: (orgId) => ({ to: 'intake', payload: job('probe'), metadata: { orgId, userId: `user${ch}` } }) });
-    out.push({ name: `${what} in a payload key`, keep: false, names: 'chaoskey', text: 'probe', body: (orgId) => ({ to: 'intake', payload: job('probe', { [`chaoskey${ch}`]: 'v' }), metadata: { orgId } }) });
-    out.push({ name: `${what} in a metadata key`, keep: false, names: 'chaoskey', text: 'probe', body: (orgId) => ({ to: 'intake', payload: job('probe'), metadata: { orgId, [`chaoskey${ch}`]: 'v' } }) });
+    out.push({
+      name: `${what} in metadata.orgId`,
+      keep: false,
+      names: 'orgId',
+      text: 'probe',
+      body: (orgId) => ({ to: 'intake', payload: job('probe'), metadata: { orgId: `${orgId}${ch}` } }),
+    });
+    out.push({
+      name: `${what} in metadata.userId`,
+      keep: false,
+      names: 'userId',
+      text: 'probe',
+      userId: `user${ch}`,
+      body: (orgId) => ({ to: 'intake', payload: job('probe'), metadata: { orgId, userId: `user${ch}` } }),
+    });
+    out.push({
+      name: `${what} in a payload key`,
+      keep: false,
+      names: 'chaoskey',
+      text: 'probe',
+      body: (orgId) => ({ to: 'intake', payload: job('probe', { [`chaoskey${ch}`]: 'v' }), metadata: { orgId } }),
+    });
+    out.push({
+      name: `${what} in a metadata key`,
+      keep: false,
+      names: 'chaoskey',
+      text: 'probe',
+      body: (orgId) => ({ to: 'intake', payload: job('probe'), metadata: { orgId, [`chaoskey${ch}`]: 'v' } }),
+    });
   }
   for (const [what, ch] of Object.entries(MUST_KEEP)) {
     const text = `text ${ch} kept ${ch}`;
     out.push({ name: `${what} in payload.Job.text`, keep: true, names: 'text', text, body: (orgId) => ({ to: 'intake', payload: job(text), metadata: { orgId } }) });
     const userId = `user ${ch}`;
-    out.push({ name: `${what} in metadata.userId`, keep: true, names: 'userId', text: 'probe', userId, body: (orgId) => ({ to: 'intake', payload: job('probe'), metadata: { orgId, userId } }) });
+    out.push({
+      name: `${what} in metadata.userId`,
+      keep: true,
+      names: 'userId',
+      text: 'probe',
+      userId,
+      body: (orgId) => ({ to: 'intake', payload: job('probe'), metadata: { orgId, userId } }),
+    });
   }
   return out;
 }
@@ -157,7 +189,8 @@ export class TextProbe {
       if (next && next.payload['text'] !== k.c.text) lost.push(`thinker's payload.text reads back ${show(String(next.payload['text']))}, sent ${show(k.c.text)}`);
       for (const e of entries) {
         if (e.metadata['orgId'] !== k.orgId) lost.push(`${e.to} entry ${e.id}: metadata.orgId reads back ${show(String(e.metadata['orgId']))}, sent ${show(k.orgId)}`);
-        if (k.c.userId !== undefined && e.metadata['userId'] !== k.c.userId) lost.push(`${e.to} entry ${e.id}: metadata.userId reads back ${show(String(e.metadata['userId']))}, sent ${show(k.c.userId)}`);
+        if (k.c.userId !== undefined && e.metadata['userId'] !== k.c.userId)
+          lost.push(`${e.to} entry ${e.id}: metadata.userId reads back ${show(String(e.metadata['userId']))}, sent ${show(k.c.userId)}`);
       }
       if (lost.length) this.report('text-kept-or-refused', `${where}: not read back as sent: ${lost.slice(0, 3).join('; ')}`);
     }

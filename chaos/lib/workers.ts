@@ -65,7 +65,10 @@ export class Workers {
   async start(api: Api, configPath: string, deadlineMs: number): Promise<WorkerProc> {
     const w = this.spawn(configPath);
     this.live.push(w);
-    if (!(await this.listed(api, w, deadlineMs))) throw new Error(`worker ${w.name} (pid ${w.pid}) not listed alive within ${deadlineMs / 1000} s${w.exit ? ` (exited ${w.exit.signal ?? w.exit.code})` : ''}: ${w.output().slice(-600)}`);
+    if (!(await this.listed(api, w, deadlineMs)))
+      throw new Error(
+        `worker ${w.name} (pid ${w.pid}) not listed alive within ${deadlineMs / 1000} s${w.exit ? ` (exited ${w.exit.signal ?? w.exit.code})` : ''}: ${w.output().slice(-600)}`,
+      );
     return w;
   }
 

@@ -133,15 +133,13 @@ export const api = {
   pause: (name: string): Promise<unknown> => call((c) => c.agents.pause(name)),
   resume: (name: string): Promise<unknown> => call((c) => c.agents.resume(name)),
   // The status comes from a <select> of the valid values (the server answers 422 otherwise).
-  threads: (q: { status?: string; agent?: string; limit: number; offset: number }): Promise<ThreadList> =>
-    call((c) => c.threads.list(given(q) as ThreadListQuery)),
+  threads: (q: { status?: string; agent?: string; limit: number; offset: number }): Promise<ThreadList> => call((c) => c.threads.list(given(q) as ThreadListQuery)),
   thread: (id: string): Promise<ThreadInfo> => call((c) => c.threads.get(id)),
   threadMessages: (id: string, limit = 100, offset = 0): Promise<Page & { messages: MessageRecord[] }> => call((c) => c.threads.messages(id, { limit, offset })),
   kill: (id: string): Promise<unknown> => call((c) => c.threads.kill(id)),
   messages: (q: { agent?: string; threadId?: string; limit: number }): Promise<Page & { messages: MessageRecord[] }> => call((c) => c.messages.list(given(q))),
   // Raw JSON typed by the operator may be anything: the server says what is wrong with it (422).
-  inject: (body: { to: string; payload: unknown; threadId?: string; metadata?: Record<string, string> }): Promise<Injected> =>
-    call((c) => c.inject(body as Inject)),
+  inject: (body: { to: string; payload: unknown; threadId?: string; metadata?: Record<string, string> }): Promise<Injected> => call((c) => c.inject(body as Inject)),
   usage: (): Promise<Usage> => call((c) => c.usage.overview()),
   budgets: (): Promise<ThreadBudgetList> => call((c) => c.usage.threads()),
   budget: (id: string): Promise<ThreadBudget> => call((c) => c.usage.thread(id)),
@@ -150,8 +148,7 @@ export const api = {
   usageHistory: (q: { threadId?: string; limit: number }): Promise<Page & { events: UsageEvent[] }> => call((c) => c.usage.history(given(q))),
   // The schemas describe per-model and per-agent maps as open objects; their values are Counts.
   billing: (q: { startTime?: string; endTime?: string }): Promise<Billing> => call((c) => c.usage.billing(given(q))) as Promise<Billing>,
-  daily: (q: { startTime?: string; endTime?: string }): Promise<Daily> =>
-    call((c) => c.usage.daily(given(q))),
+  daily: (q: { startTime?: string; endTime?: string }): Promise<Daily> => call((c) => c.usage.daily(given(q))),
   // Entries' metadata is an open object in the schema: string values (the server only stores those).
   journal: (q: { state?: string; agent?: string; threadId?: string; limit: number; offset: number }): Promise<Page & { entries: JournalEntry[] }> =>
     call((c) => c.journal.list(given(q) as JournalListQuery)) as Promise<Page & { entries: JournalEntry[] }>,

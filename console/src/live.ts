@@ -164,7 +164,11 @@ export class LiveStore {
         if (fresh && s.generation++ > 0) this.onResync();
         if (s.generation === 0) s.generation = 1;
         // The totals so far per edge (the events only tell what comes next).
-        if (fresh) void api.edges().then((r) => this.seedEdges(r.edges), () => {});
+        if (fresh)
+          void api.edges().then(
+            (r) => this.seedEdges(r.edges),
+            () => {},
+          );
         break;
       }
       case 'message': {

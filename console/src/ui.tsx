@@ -135,7 +135,7 @@ export function Chart({
               stroke: text,
               grid: { stroke: grid },
               ticks: { stroke: grid },
-              ...(labels ? { values: (_u: uPlot, vals: number[]) => vals.map((v) => labels[v] ?? '') , splits: () => labels.map((_, i) => i) } : {}),
+              ...(labels ? { values: (_u: uPlot, vals: number[]) => vals.map((v) => labels[v] ?? ''), splits: () => labels.map((_, i) => i) } : {}),
             },
             { stroke: text, grid: { stroke: grid }, ticks: { stroke: grid }, size: 60 },
           ]
@@ -175,7 +175,21 @@ export function Sparkline({ values, title }: { values: number[]; title: string }
 }
 
 /** A confirmation step before a destructive action (a modal <dialog>, keyboard-usable). */
-export function Confirm({ open, title, children, confirmLabel, onConfirm, onCancel }: { open: boolean; title: string; children: ReactNode; confirmLabel: string; onConfirm: () => void; onCancel: () => void }) {
+export function Confirm({
+  open,
+  title,
+  children,
+  confirmLabel,
+  onConfirm,
+  onCancel,
+}: {
+  open: boolean;
+  title: string;
+  children: ReactNode;
+  confirmLabel: string;
+  onConfirm: () => void;
+  onCancel: () => void;
+}) {
   const ref = useRef<HTMLDialogElement>(null);
   useEffect(() => {
     const d = ref.current;

@@ -1,7 +1,6 @@
-import type { ListenerConfig, ReplyFormat } from '../config/types.js';
+import type { ListenerConfig } from '../config/types.js';
 import { Errors } from '../errors/catalogue.js';
 import type { ChatMessage } from '../llm/types.js';
-import type { McpTool, McpToolResult } from '../mcp/hub.js';
 import type { PayloadRegistry } from '../payload/index.js';
 import type { Handler, HandlerContext, Outgoing } from '../core/handler.js';
 import type { Message } from '../core/message.js';
@@ -53,10 +52,7 @@ export function createLlmAgentHandler(listener: ListenerConfig, world: () => Age
       { role: 'assistant', content: first.content },
       {
         role: 'user',
-        content:
-          'Your reply could not be used:\n' +
-          parsed.errors.map((e) => `- ${e}`).join('\n') +
-          '\nAnswer again, using only the XML elements described in your instructions.',
+        content: 'Your reply could not be used:\n' + parsed.errors.map((e) => `- ${e}`).join('\n') + '\nAnswer again, using only the XML elements described in your instructions.',
       },
     ];
     const second = await ctx.llm.complete({ system, messages: repair, repair: true });
@@ -69,16 +65,11 @@ export function createLlmAgentHandler(listener: ListenerConfig, world: () => Age
 /** The payload type a reply to the current sender must have (null: free, e.g. to `api`). */
 function replyTypeFor(ctx: HandlerContext, view: AgentWorldView) {
   const sender = view.listener(ctx.from);
-  return sender ? view.registry.get(sender.payloadType) ?? null : null;
+  return sender ? (view.registry.get(sender.payloadType) ?? null) : null;
 }
 
 /** The thread as chat turns: what this agent received (user) and sent (assistant). */
-function toTurns(
-  history: readonly Message[],
-  ctx: HandlerContext,
-  payload: Record<string, unknown>,
-  registry: PayloadRegistry,
-): ChatMessage[] {
+function toTurns(history: readonly Message[], ctx: HandlerContext, payload: Record<string, unknown>, registry: PayloadRegistry): ChatMessage[] {
   const turns: ChatMessage[] = [];
   const push = (role: 'user' | 'assistant', content: string) => {
     const last = turns[turns.length - 1];

@@ -11,12 +11,7 @@ export interface PeerCard {
  * The system prompt of an LLM agent: its own instructions, then its declared peers only
  * (description, schema, example), then the reply format. It never names other listeners.
  */
-export function buildSystemPrompt(input: {
-  listener: ListenerConfig;
-  peers: readonly PeerCard[];
-  sender: string;
-  replyType: PayloadType | null;
-}): string {
+export function buildSystemPrompt(input: { listener: ListenerConfig; peers: readonly PeerCard[]; sender: string; replyType: PayloadType | null }): string {
   const { listener, peers, replyType } = input;
   const parts: string[] = [];
   parts.push(listener.prompt?.trim() || listener.description || `You are ${listener.name}.`);
@@ -51,15 +46,7 @@ export function buildSystemPrompt(input: {
     parts.push(`## Your peers\n${cards.join('\n\n')}`);
   }
   if (replyType) {
-    parts.push(
-      [
-        '## Replying',
-        `A reply to your current sender must be a \`${replyType.name}\` payload:`,
-        '```xml',
-        `<reply>${replyType.exampleXml().trim()}</reply>`,
-        '```',
-      ].join('\n'),
-    );
+    parts.push(['## Replying', `A reply to your current sender must be a \`${replyType.name}\` payload:`, '```xml', `<reply>${replyType.exampleXml().trim()}</reply>`, '```'].join('\n'));
   } else {
     parts.push('## Replying\nA reply to your current sender may use any payload element, e.g. `<reply><Answer><text>...</text></Answer></reply>`.');
   }

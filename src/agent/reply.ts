@@ -19,10 +19,7 @@ const MAX_LISTED_ERRORS = 20;
  * problem is reported (they are shown to the model in the repair round). An answer sending
  * more than `maxMessages` messages is refused whole, before any payload is parsed.
  */
-export function parseAgentReply(
-  content: string,
-  ctx: { peers: readonly PeerCard[]; replyType: PayloadType | null; registry: PayloadRegistry; maxMessages: number },
-): ParsedReply {
+export function parseAgentReply(content: string, ctx: { peers: readonly PeerCard[]; replyType: PayloadType | null; registry: PayloadRegistry; maxMessages: number }): ParsedReply {
   const outgoing: Outgoing[] = [];
   const errors: string[] = [];
   const text = stripCodeFences(content);

@@ -90,14 +90,7 @@ export async function runToolAgent(
   }
 }
 
-async function handle(
-  call: ToolCall,
-  tools: AgentTools,
-  ctx: HandlerContext,
-  view: AgentWorldView,
-  answer: CompletionResult,
-  listener: ListenerConfig,
-): Promise<Handled> {
+async function handle(call: ToolCall, tools: AgentTools, ctx: HandlerContext, view: AgentWorldView, answer: CompletionResult, listener: ListenerConfig): Promise<Handled> {
   const target = tools.resolve(call.name);
   if (!target) {
     const names = tools.specs.map((t) => t.name).join(', ');

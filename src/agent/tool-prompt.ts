@@ -8,13 +8,7 @@ import type { PeerCard } from './prompt.js';
  * and its declared peers only (their payload schemas travel as the tools' parameters). It
  * never names other listeners.
  */
-export function buildToolSystemPrompt(input: {
-  listener: ListenerConfig;
-  peers: readonly PeerCard[];
-  sender: string;
-  replyType: PayloadType | null;
-  hasOtherTools: boolean;
-}): string {
+export function buildToolSystemPrompt(input: { listener: ListenerConfig; peers: readonly PeerCard[]; sender: string; replyType: PayloadType | null; hasOtherTools: boolean }): string {
   const { listener, peers, sender, replyType } = input;
   const parts: string[] = [];
   parts.push(listener.prompt?.trim() || listener.description || `You are ${listener.name}.`);

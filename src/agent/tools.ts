@@ -28,13 +28,7 @@ function parametersOf(type: PayloadType): Record<string, unknown> {
  * the agent's MCP servers (`<server>_<tool>`). A name that would repeat an earlier one is
  * dropped.
  */
-export function buildTools(input: {
-  peers: readonly PeerCard[];
-  sender: string;
-  replyType: PayloadType | null;
-  registry: PayloadRegistry;
-  mcp: readonly McpTool[];
-}): AgentTools {
+export function buildTools(input: { peers: readonly PeerCard[]; sender: string; replyType: PayloadType | null; registry: PayloadRegistry; mcp: readonly McpTool[] }): AgentTools {
   const specs: ToolSpec[] = [];
   const targets = new Map<string, ToolTarget>();
   const add = (spec: ToolSpec, target: ToolTarget) => {
@@ -55,10 +49,7 @@ export function buildTools(input: {
   }
   add(replySpec(input.sender, input.replyType, input.registry), { kind: 'reply', type: input.replyType });
   for (const tool of input.mcp) {
-    add(
-      { name: toolName(`${tool.server}_${tool.name}`), description: tool.description || `${tool.name} (MCP server ${tool.server})`, parameters: tool.inputSchema },
-      { kind: 'mcp', tool },
-    );
+    add({ name: toolName(`${tool.server}_${tool.name}`), description: tool.description || `${tool.name} (MCP server ${tool.server})`, parameters: tool.inputSchema }, { kind: 'mcp', tool });
   }
   return { specs, resolve: (name) => targets.get(name) ?? null };
 }

@@ -13,14 +13,5 @@ export interface AgentWorldView {
   /** Tools of the named MCP servers. */
   mcpTools(servers: readonly string[]): Promise<McpTool[]>;
   /** Runs one MCP tool call (timed and recorded); a failure comes back as an error result, an abort as ABORTED. */
-  callMcp(call: {
-    tool: McpTool;
-    arguments: Record<string, unknown>;
-    signal: AbortSignal;
-    llmCallId: string;
-    threadId: string;
-    messageId: string;
-    agent: string;
-  }): Promise<McpToolResult>;
+  callMcp(call: { tool: McpTool; arguments: Record<string, unknown>; signal: AbortSignal; llmCallId: string; threadId: string; messageId: string; agent: string }): Promise<McpToolResult>;
 }
-

@@ -67,7 +67,12 @@ export const countWords: Handler = (payload, ctx) => {
  * installation); installing gives editors and tsc the types and \`npx organism\` its binary.
  */
 function starterPackage(dir: string): string {
-  const name = path.basename(dir).toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[._-]+/, '') || 'my-organism';
+  const name =
+    path
+      .basename(dir)
+      .toLowerCase()
+      .replace(/[^a-z0-9._-]+/g, '-')
+      .replace(/^[._-]+/, '') || 'my-organism';
   const pkg = {
     name,
     private: true,
@@ -83,24 +88,25 @@ function starterPackage(dir: string): string {
 }
 
 /** Type checking for handlers (tsc --noEmit); organism runs them without a build step. */
-const STARTER_TSCONFIG = JSON.stringify(
-  {
-    compilerOptions: {
-      target: 'ES2022',
-      module: 'NodeNext',
-      moduleResolution: 'NodeNext',
-      strict: true,
-      noEmit: true,
-      skipLibCheck: true,
-      verbatimModuleSyntax: true,
-      allowImportingTsExtensions: true,
+const STARTER_TSCONFIG =
+  JSON.stringify(
+    {
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        strict: true,
+        noEmit: true,
+        skipLibCheck: true,
+        verbatimModuleSyntax: true,
+        allowImportingTsExtensions: true,
+      },
+      include: ['**/*.ts'],
+      exclude: ['node_modules'],
     },
-    include: ['**/*.ts'],
-    exclude: ['node_modules'],
-  },
-  null,
-  2,
-) + '\n';
+    null,
+    2,
+  ) + '\n';
 
 /** \`organism init [DIR]\`: writes a runnable starter organism; never overwrites. */
 export function initCommand(dirArg: string | undefined): number {

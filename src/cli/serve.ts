@@ -77,10 +77,7 @@ export async function serveProcess(configArg: string | undefined, options: Serve
   // It holds full prompts and answers (and perhaps the operator token): said once, at start.
   const openMode = openToOthers(dataDir);
   if (openMode) {
-    logger.warn(
-      { dataDir, mode: openMode },
-      `the data directory ${dataDir} is readable by other users (mode ${openMode}) while it holds prompts, answers and tokens: chmod 700 it`,
-    );
+    logger.warn({ dataDir, mode: openMode }, `the data directory ${dataDir} is readable by other users (mode ${openMode}) while it holds prompts, answers and tokens: chmod 700 it`);
   }
   let store;
   let cluster;

@@ -45,8 +45,7 @@ export class SupervisorChannel {
         // it to the next server process if this one dies with the connection still in the channel.
         this.send({ type: 'organism:taken', id: (message as { id: number }).id });
         this.accept(handle as Socket);
-      }
-      else if (type === 'organism:load') this.loadWaiter?.();
+      } else if (type === 'organism:load') this.loadWaiter?.();
     });
   }
 

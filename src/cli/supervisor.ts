@@ -132,8 +132,7 @@ export function supervise(script: string, args: readonly string[], address: List
         else if (type === 'organism:loading') {
           loading = true;
           child.send({ type: 'organism:load' } satisfies ServerProcessMessage);
-        }
-        else if (type === 'organism:ready') {
+        } else if (type === 'organism:ready') {
           ready = true;
           flush();
           if (hupPending) {

@@ -40,7 +40,11 @@ export async function workerCommand(configArg: string | undefined, options: Work
   const loaded = await loadOrganismToRun(path);
 
   // Pauses, kills and reloads made anywhere reach this worker; its events reach every serve.
-  const { organism, where, cluster: member } = await bootOrganism({
+  const {
+    organism,
+    where,
+    cluster: member,
+  } = await bootOrganism({
     config: loaded,
     store: { kind: 'postgres', url: store.url, cluster },
     role: 'worker',

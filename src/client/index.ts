@@ -11,7 +11,17 @@ import { RestClient, type RestOptions } from './rest.js';
 import { defaultWebSocketFactory, OrganismSocket, type WatchOptions, type WebSocketFactory } from './socket.js';
 
 export { OrganismApiError, RestClient, type FetchLike, type RestOptions } from './rest.js';
-export { bearerProtocols, OrganismCommandError, OrganismSocket, WS_SUBPROTOCOL, type SocketEvents, type WatchOptions, type WebSocketAuth, type WebSocketFactory, type WebSocketLike } from './socket.js';
+export {
+  bearerProtocols,
+  OrganismCommandError,
+  OrganismSocket,
+  WS_SUBPROTOCOL,
+  type SocketEvents,
+  type WatchOptions,
+  type WebSocketAuth,
+  type WebSocketFactory,
+  type WebSocketLike,
+} from './socket.js';
 export type * from './types.js';
 
 /** Options of `createClient`: those of the REST client, plus how to open WebSockets. */

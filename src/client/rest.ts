@@ -1,7 +1,10 @@
 import type * as T from './types.js';
 
 /** What the client needs of `fetch` (the global one in Node 20 and browsers, or any compatible). */
-export type FetchLike = (url: string, init: { method: string; headers: Record<string, string>; body?: string }) => Promise<{
+export type FetchLike = (
+  url: string,
+  init: { method: string; headers: Record<string, string>; body?: string },
+) => Promise<{
   readonly status: number;
   readonly ok: boolean;
   text(): Promise<string>;
@@ -130,8 +133,7 @@ export class RestClient {
   readonly threads = {
     list: (query: T.ThreadListQuery = {}): Promise<T.ThreadList> => this.#api('GET', '/threads', { query: { ...query } }),
     get: (threadId: string): Promise<T.ThreadWithMessages> => this.#api('GET', `/threads/${seg(threadId)}`),
-    messages: (threadId: string, page: T.PageQuery = {}): Promise<T.MessageList> =>
-      this.#api('GET', `/threads/${seg(threadId)}/messages`, { query: { ...page } }),
+    messages: (threadId: string, page: T.PageQuery = {}): Promise<T.MessageList> => this.#api('GET', `/threads/${seg(threadId)}/messages`, { query: { ...page } }),
     kill: (threadId: string): Promise<T.Kill> => this.#api('POST', `/threads/${seg(threadId)}/kill`),
     /** Recorded LLM calls of the thread, oldest first (operator). */
     llmCalls: (threadId: string, page: { limit?: number; offset?: number } = {}): Promise<T.ThreadLlmCalls> =>
@@ -150,8 +152,7 @@ export class RestClient {
     /** Live budgets by default; `{state: 'finished'}` or `'all'` for the budgets finished threads keep. */
     threads: (query: T.ThreadBudgetListOptions = {}): Promise<T.ThreadBudgetList> => this.#api('GET', '/usage/threads', { query: { ...query } }),
     thread: (threadId: string): Promise<T.ThreadBudget> => this.#api('GET', `/usage/threads/${seg(threadId)}`),
-    setThreadBudget: (threadId: string, maxTokens: number): Promise<T.ThreadBudget> =>
-      this.#api('PUT', `/usage/threads/${seg(threadId)}`, { body: { maxTokens } satisfies T.SetBudget }),
+    setThreadBudget: (threadId: string, maxTokens: number): Promise<T.ThreadBudget> => this.#api('PUT', `/usage/threads/${seg(threadId)}`, { body: { maxTokens } satisfies T.SetBudget }),
     agent: (agentId: string): Promise<T.AgentUsage> => this.#api('GET', `/usage/agents/${seg(agentId)}`),
     model: (model: string): Promise<T.ModelUsage> => this.#api('GET', `/usage/models/${seg(model)}`),
     reset: (): Promise<T.UsageReset> => this.#api('POST', '/usage/reset'),

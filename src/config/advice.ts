@@ -35,7 +35,10 @@ export function providerWorstSeconds(p: ProviderConfig): number {
  */
 export function derivedListenerTimeout(providers: readonly ProviderConfig[], model: string | null): number {
   if (model === null) return Defaults.listenerTimeoutSeconds;
-  const chain = failoverChain(providers.map((value) => ({ value })), model);
+  const chain = failoverChain(
+    providers.map((value) => ({ value })),
+    model,
+  );
   if (chain.length === 0) return Defaults.listenerTimeoutSeconds;
   return Math.ceil(chain.reduce((s, p) => s + providerWorstSeconds(p.value), 0)) + Defaults.listenerTimeoutSeconds;
 }
@@ -111,7 +114,12 @@ export function unsetEnvWarnings(warnings: ProblemSink, draft: ConfigDraft, env:
     });
   }
   for (const t of draft.tokens) {
-    uses.push({ variable: t.value.tokenEnv, at: { node: t.at.nodeFor('token_env'), path: t.at.pathOf('token_env') }, what: ConfigMessages.tokenUse(t.value.name, t.value.role), refused: true });
+    uses.push({
+      variable: t.value.tokenEnv,
+      at: { node: t.at.nodeFor('token_env'), path: t.at.pathOf('token_env') },
+      what: ConfigMessages.tokenUse(t.value.name, t.value.role),
+      refused: true,
+    });
   }
   for (const u of uses) {
     if (u.variable !== '' && !env[u.variable]) warnings.add(u.at.node, u.at.path, ConfigMessages.envUnset(u.variable, u.what, u.refused));

@@ -1,5 +1,17 @@
 import { isMap, isScalar, type Node } from 'yaml';
-import type { AuthTokenConfig, JournalConfig, ListenerConfig, LlmRecordMode, McpServerConfig, MetricsConfig, MockStep, ModelPrice, ProviderConfig, TelemetryConfig, TopLevelSettings } from './types.js';
+import type {
+  AuthTokenConfig,
+  JournalConfig,
+  ListenerConfig,
+  LlmRecordMode,
+  McpServerConfig,
+  MetricsConfig,
+  MockStep,
+  ModelPrice,
+  ProviderConfig,
+  TelemetryConfig,
+  TopLevelSettings,
+} from './types.js';
 import { ConfigMessages } from './messages.js';
 import { readPayloadDrafts, type PayloadDraft } from './payloads.js';
 import { MapReader, type ProblemSink } from './reader.js';
@@ -97,8 +109,7 @@ export function readDocument(sink: ProblemSink, root: Node | null): ConfigDraft 
     journal: {
       maxAttempts: journal?.integer('max_attempts', Defaults.journalMaxAttempts, 1) ?? Defaults.journalMaxAttempts,
       retainDays: journal?.integer('retain_days', Defaults.journalRetainDays, 1) ?? Defaults.journalRetainDays,
-      failedRetainDays:
-        journal?.integer('failed_retain_days', Defaults.journalFailedRetainDays, 1) ?? Defaults.journalFailedRetainDays,
+      failedRetainDays: journal?.integer('failed_retain_days', Defaults.journalFailedRetainDays, 1) ?? Defaults.journalFailedRetainDays,
     },
     metrics: { enabled: metrics?.boolean('enabled', true) ?? true, public: metrics?.boolean('public', false) ?? false },
     telemetry: readTelemetry(telemetry),
@@ -252,10 +263,26 @@ const LISTENER_NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
 
 /** Checks that need the whole document: names, duplicates, peers, LLM listeners vs providers. */
 export function checkCrossReferences(sink: ProblemSink, draft: ConfigDraft): void {
-  checkUnique(sink, 'provider', draft.providers.map((p) => ({ name: p.value.name, at: p.at })));
-  checkUnique(sink, 'auth token', draft.tokens.map((t) => ({ name: t.value.name, at: t.at })));
-  checkUnique(sink, 'listener', draft.listeners.map((l) => ({ name: l.value.name, at: l.at })));
-  checkUnique(sink, 'MCP server', draft.mcpServers.map((m) => ({ name: m.value.name, at: m.at })));
+  checkUnique(
+    sink,
+    'provider',
+    draft.providers.map((p) => ({ name: p.value.name, at: p.at })),
+  );
+  checkUnique(
+    sink,
+    'auth token',
+    draft.tokens.map((t) => ({ name: t.value.name, at: t.at })),
+  );
+  checkUnique(
+    sink,
+    'listener',
+    draft.listeners.map((l) => ({ name: l.value.name, at: l.at })),
+  );
+  checkUnique(
+    sink,
+    'MCP server',
+    draft.mcpServers.map((m) => ({ name: m.value.name, at: m.at })),
+  );
   const mcpNames = draft.mcpServers.map((m) => m.value.name).filter((n) => n !== '');
 
   const names = draft.listeners.map((l) => l.value.name).filter((n) => n !== '');
@@ -267,7 +294,13 @@ export function checkCrossReferences(sink: ProblemSink, draft: ConfigDraft): voi
       const server = isScalar(item.node) ? item.node.value : undefined;
       if (typeof server === 'string' && !mcpNames.includes(server)) at.sink.add(item.node, item.path, ConfigMessages.unknownMcpServer(server, closest(server, mcpNames)));
     }
-    if (l.handlerRef === BUILTIN_LLM) checkLlmListener(sink, at, l, draft.providers.map((p) => p.value));
+    if (l.handlerRef === BUILTIN_LLM)
+      checkLlmListener(
+        sink,
+        at,
+        l,
+        draft.providers.map((p) => p.value),
+      );
   }
 
   for (const { value: p, at } of draft.providers) {
@@ -298,7 +331,16 @@ function checkPeers(at: MapReader, l: ListenerConfig, names: readonly string[]):
     const peer = isScalar(item.node) ? item.node.value : undefined;
     if (typeof peer !== 'string') return;
     if (peer === l.name) at.sink.add(item.node, item.path, ConfigMessages.selfPeer(peer));
-    else if (!names.includes(peer)) at.sink.add(item.node, item.path, ConfigMessages.unknownPeer(peer, closest(peer, names), names.filter((n) => n !== l.name)));
+    else if (!names.includes(peer))
+      at.sink.add(
+        item.node,
+        item.path,
+        ConfigMessages.unknownPeer(
+          peer,
+          closest(peer, names),
+          names.filter((n) => n !== l.name),
+        ),
+      );
     else if (seen.has(peer)) at.sink.add(item.node, item.path, ConfigMessages.duplicatePeer(peer));
     seen.add(peer);
   });
@@ -321,7 +363,13 @@ function checkLlmListener(sink: ProblemSink, at: MapReader, l: ListenerConfig, p
   }
   const model = l.model;
   if (!providers.some((p) => providerServes(p, model))) {
-    at.problem('model', ConfigMessages.modelNotServed(model, providers.map((p) => `${p.name} (${p.models.join(', ')})`)));
+    at.problem(
+      'model',
+      ConfigMessages.modelNotServed(
+        model,
+        providers.map((p) => `${p.name} (${p.models.join(', ')})`),
+      ),
+    );
   }
 }
 

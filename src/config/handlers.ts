@@ -12,9 +12,7 @@ import { ConfigMessages } from './messages.js';
 import { BUILTIN_LLM } from './schema.js';
 import { resolveOrganismToSelf } from './self-reference.js';
 
-export type HandlerRef =
-  | { readonly kind: 'builtin'; readonly name: 'llm' }
-  | { readonly kind: 'module'; readonly modulePath: string; readonly exportName: string };
+export type HandlerRef = { readonly kind: 'builtin'; readonly name: 'llm' } | { readonly kind: 'module'; readonly modulePath: string; readonly exportName: string };
 
 const MODULE_EXTENSIONS = ['.ts', '.js', '.mts', '.mjs'];
 const EXPORT_NAME = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
@@ -132,11 +130,7 @@ export function functionExports(mod: LoadedModule): string[] {
     .map(([k]) => k);
 }
 
-export function resolveExport(
-  mod: LoadedModule & { ok: true },
-  modulePath: string,
-  exportName: string,
-): { handler: Handler } | { missing: true } | { error: string } {
+export function resolveExport(mod: LoadedModule & { ok: true }, modulePath: string, exportName: string): { handler: Handler } | { missing: true } | { error: string } {
   if (!Object.hasOwn(mod.exports, exportName)) return { missing: true };
   const value = mod.exports[exportName];
   if (typeof value !== 'function') {

@@ -59,9 +59,7 @@ export function locateSyntaxError(err: unknown, files: readonly string[]): Compi
       esbuild().transformSync(code, { loader, sourcefile: file, format: loader === 'js' && file.endsWith('.cjs') ? 'cjs' : 'esm', logLevel: 'silent' });
     } catch (failure) {
       const errors = (failure as { errors?: Esbuild.Message[] }).errors ?? [];
-      const found = errors.flatMap((m) =>
-        m.location ? [{ file, line: m.location.line, column: m.location.column, text: m.text, source: m.location.lineText.trim() }] : [],
-      );
+      const found = errors.flatMap((m) => (m.location ? [{ file, line: m.location.line, column: m.location.column, text: m.text, source: m.location.lineText.trim() }] : []));
       if (found.length > 0) return found;
     }
   }

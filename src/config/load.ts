@@ -109,7 +109,10 @@ export async function loadOrganismFromString(yamlText: string, virtualPath: stri
     warnings: sortProblems(warnings.problems),
     missingKeys: missing.problems,
     path: path.resolve(virtualPath),
-    config: buildConfig(draft, payloadTypes.filter((t) => t.fromYaml).map((t) => t.def)),
+    config: buildConfig(
+      draft,
+      payloadTypes.filter((t) => t.fromYaml).map((t) => t.def),
+    ),
     listeners: listeners.filter((l): l is ResolvedListener => l !== null),
     payloadTypes: payloadTypes.map((t) => t.def),
   };
@@ -156,11 +159,7 @@ function readHandlerRef(l: Located<ListenerConfig>): HandlerRef | null {
   return ref;
 }
 
-function resolveListener(
-  l: Located<ListenerConfig>,
-  ref: HandlerRef | null,
-  modules: ReadonlyMap<string, LoadedModule>,
-): ResolvedListener | null {
+function resolveListener(l: Located<ListenerConfig>, ref: HandlerRef | null, modules: ReadonlyMap<string, LoadedModule>): ResolvedListener | null {
   if (ref === null) return null;
   if (ref.kind === 'builtin') return { config: l.value, handler: null, handlerVersion: BUILTIN_LLM };
   const mod = modules.get(ref.modulePath);
@@ -183,12 +182,7 @@ function resolveListener(
 }
 
 /** YAML types first, then each module's exported types (located at the first handler using it). */
-function collectPayloadTypes(
-  sink: ProblemSink,
-  draft: ConfigDraft,
-  refs: readonly (HandlerRef | null)[],
-  modules: ReadonlyMap<string, LoadedModule>,
-): TypeOrigin[] {
+function collectPayloadTypes(sink: ProblemSink, draft: ConfigDraft, refs: readonly (HandlerRef | null)[], modules: ReadonlyMap<string, LoadedModule>): TypeOrigin[] {
   const source = path.basename(sink.file);
   const origins: TypeOrigin[] = buildPayloadDefs(draft.payloads).map((def, i) => ({
     def,

@@ -21,21 +21,15 @@ export const ConfigMessages = {
   topLevelNotMapping: () => 'expected a mapping of keys at the top level of the file; start from `organism init` or write `organism: {name: ...}` and `listeners:` at column 1',
 
   unknownKey: (key: string, suggestion: string | null, valid: readonly string[]) =>
-    suggestion
-      ? `unknown key ${quote(key)}${didYouMean(suggestion)}`
-      : `unknown key ${quote(key)}; valid keys: ${valid.join(', ')}`,
+    suggestion ? `unknown key ${quote(key)}${didYouMean(suggestion)}` : `unknown key ${quote(key)}; valid keys: ${valid.join(', ')}`,
   missingKey: (key: string) => `missing required key ${quote(key)}; add \`${key}: ...\` here`,
   wrongType: (expected: string, got: string) => `expected ${expected}, got ${got}`,
-  badEnum: (allowed: readonly string[], got: string, suggestion: string | null) =>
-    `expected one of ${allowed.join(', ')}, got ${got}${didYouMean(suggestion)}`,
+  badEnum: (allowed: readonly string[], got: string, suggestion: string | null) => `expected one of ${allowed.join(', ')}, got ${got}${didYouMean(suggestion)}`,
   badUrl: (got: string) => `expected an http:// or https:// URL, got ${got}`,
 
-  invalidName: (what: string, name: string) =>
-    `invalid ${what} name ${quote(name)}: use letters, digits, \`_\`, \`-\` and \`.\`, starting with a letter or \`_\``,
-  invalidFieldName: (name: string) =>
-    `invalid field name ${quote(name)}: use letters, digits, \`_\` and \`-\`, starting with a letter or \`_\``,
-  reservedSystemName: (name: string) =>
-    `listener name ${quote(name)} is reserved: names starting with \`system.\` belong to built-in listeners; choose another name`,
+  invalidName: (what: string, name: string) => `invalid ${what} name ${quote(name)}: use letters, digits, \`_\`, \`-\` and \`.\`, starting with a letter or \`_\``,
+  invalidFieldName: (name: string) => `invalid field name ${quote(name)}: use letters, digits, \`_\` and \`-\`, starting with a letter or \`_\``,
+  reservedSystemName: (name: string) => `listener name ${quote(name)} is reserved: names starting with \`system.\` belong to built-in listeners; choose another name`,
   duplicateName: (what: string, name: string, firstLine: number | null) =>
     `duplicate ${what} name ${quote(name)}${firstLine === null ? '' : ` (first declared at line ${firstLine})`}; rename one of them`,
 
@@ -46,16 +40,18 @@ export const ConfigMessages = {
   selfPeer: (name: string) => `listener ${quote(name)} lists itself as a peer; remove it from \`peers\` (a listener may always reply to its sender)`,
   duplicatePeer: (peer: string) => `peer ${quote(peer)} is listed more than once; remove the repetition`,
 
-  malformedHandler: (ref: string) =>
-    `malformed handler ${quote(ref)}: expected \`./path/to/module.ts#exportName\` (relative to the config file) or \`builtin:llm\``,
+  malformedHandler: (ref: string) => `malformed handler ${quote(ref)}: expected \`./path/to/module.ts#exportName\` (relative to the config file) or \`builtin:llm\``,
   handlerExtension: (ref: string) => `handler module in ${quote(ref)} must be a .ts or .js file`,
   unknownBuiltin: (ref: string) => `unknown built-in handler ${quote(ref)}; the only built-in is \`builtin:llm\``,
-  moduleNotFound: (modulePath: string, resolved: string) =>
-    `handler module ${quote(modulePath)} not found (looked for ${resolved}); fix the path, which is relative to the config file`,
+  moduleNotFound: (modulePath: string, resolved: string) => `handler module ${quote(modulePath)} not found (looked for ${resolved}); fix the path, which is relative to the config file`,
   moduleFailed: (modulePath: string, reason: string) => `handler module ${quote(modulePath)} failed to load: ${reason}`,
   exportNotFound: (modulePath: string, exportName: string, suggestion: string | null, functions: readonly string[]) =>
     `handler module ${quote(modulePath)} has no export ${quote(exportName)}${
-      suggestion ? didYouMean(suggestion) : functions.length > 0 ? `; export it, or name one of its function exports: ${functions.join(', ')}` : '; export it (the module exports no function)'
+      suggestion
+        ? didYouMean(suggestion)
+        : functions.length > 0
+          ? `; export it, or name one of its function exports: ${functions.join(', ')}`
+          : '; export it (the module exports no function)'
     }`,
   exportNotFunction: (modulePath: string, exportName: string, got: string) =>
     `export ${quote(exportName)} of ${quote(modulePath)} is not a function (got ${got}); export a handler \`(payload, ctx) => ...\` under that name or name another export`,
@@ -70,8 +66,7 @@ export const ConfigMessages = {
   maxTokensParamOnlyForOpenAi: () => '`max_tokens_param` is only valid for providers of type `openai`; remove it',
   mockStepCalls: () => 'a scripted step is a text template or a mapping with `calls` (a list of `{name, arguments}`)',
   latencyRange: (min: number, max: number) => `\`latency_ms.min\` (${min}) is greater than \`latency_ms.max\` (${max})`,
-  scriptUnknownListener: (name: string, suggestion: string | null) =>
-    `script for unknown listener ${quote(name)}${didYouMean(suggestion)}`,
+  scriptUnknownListener: (name: string, suggestion: string | null) => `script for unknown listener ${quote(name)}${didYouMean(suggestion)}`,
 
   secretInsteadOfEnvName: (key: string) =>
     `${quote(key)} looks like an actual secret, not the name of an environment variable: put the key in an env var and name the variable (the value has not been printed)`,
@@ -85,9 +80,12 @@ export const ConfigMessages = {
     minimum: number,
   ) =>
     `listener ${quote(listener)} times out after ${timeout} s, before its providers are done: ${providers
-      .map((p) => `${quote(p.name)} (${p.keyPath}${p.line === null ? '' : `, line ${p.line}`}) may take ${p.timeout} s x ${p.attempts} attempt${p.attempts === 1 ? '' : 's'}${p.worst > p.timeout * p.attempts ? ` + ${+(p.worst - p.timeout * p.attempts).toFixed(3)} s backoff = ${+p.worst.toFixed(3)} s` : ''}`)
+      .map(
+        (p) =>
+          `${quote(p.name)} (${p.keyPath}${p.line === null ? '' : `, line ${p.line}`}) may take ${p.timeout} s x ${p.attempts} attempt${p.attempts === 1 ? '' : 's'}${p.worst > p.timeout * p.attempts ? ` + ${+(p.worst - p.timeout * p.attempts).toFixed(3)} s backoff = ${+p.worst.toFixed(3)} s` : ''}`,
+      )
       .join(', ')}, so ${
-      starved === null ? (providers.length === 1 ? 'its retries are cut short' : 'the last provider\'s retries are cut short') : `failover to ${quote(starved)} can never happen`
+      starved === null ? (providers.length === 1 ? 'its retries are cut short' : "the last provider's retries are cut short") : `failover to ${quote(starved)} can never happen`
     }; set \`timeout_seconds\` to at least ${minimum} (or remove it: the default is derived from the providers), or lower the providers' \`timeout_seconds\` or \`max_retries\``,
   providerKeyUse: (provider: string, agents: readonly string[]) =>
     `the API key of provider ${quote(provider)}, ${agents.length > 0 ? `used by ${agents.map(quote).join(', ')}` : 'which no listener uses yet'}`,
@@ -100,9 +98,7 @@ export const ConfigMessages = {
     `environment variable ${quote(variable)} is not set: it holds the API key of provider ${quote(provider)}, which ${agents.map(quote).join(', ')} call${agents.length === 1 ? 's' : ''}; export it and start again (without it requests would go out with no Authorization)`,
 
   unknownPayloadType: (name: string, suggestion: string | null, known: readonly string[]) =>
-    `unknown payload type ${quote(name)}${
-      suggestion ? didYouMean(suggestion) : `; declare it under \`payloads\` or export it from a handler module (known types: ${known.join(', ')})`
-    }`,
+    `unknown payload type ${quote(name)}${suggestion ? didYouMean(suggestion) : `; declare it under \`payloads\` or export it from a handler module (known types: ${known.join(', ')})`}`,
   badFieldType: (expr: string) =>
     `invalid field type ${quote(expr)}: expected string, integer, number, boolean or a payload type name, optionally as a list (\`T[]\` or \`list<T>\`) and optional (trailing \`?\`)`,
   unknownFieldType: (name: string, suggestion: string | null) =>
@@ -111,11 +107,9 @@ export const ConfigMessages = {
     `payload type ${quote(typeName)} exported by ${quote(modulePath)} has field ${quote(field)} of unknown type ${quote(ref)}${
       suggestion ? didYouMean(suggestion) : '; use string, integer, number, boolean or a payload type name'
     }`,
-  duplicatePayloadType: (name: string, first: string, second: string) =>
-    `duplicate payload type ${quote(name)}: declared by ${first} and by ${second}; rename or remove one`,
+  duplicatePayloadType: (name: string, first: string, second: string) => `duplicate payload type ${quote(name)}: declared by ${first} and by ${second}; rename or remove one`,
   builtinPayloadType: (name: string) => `payload type name ${quote(name)} is reserved for a built-in type; choose another name`,
-  recursivePayloadType: (name: string) =>
-    `payload type ${quote(name)} contains itself through required fields; make one of them optional or a list`,
+  recursivePayloadType: (name: string) => `payload type ${quote(name)} contains itself through required fields; make one of them optional or a list`,
 } as const;
 
 /** Expected-type phrases used with `wrongType`. */

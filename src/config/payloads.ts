@@ -13,10 +13,20 @@ export const BUILTIN_PAYLOAD_TYPES: readonly string[] = [SYSTEM_ERROR_TYPE, BUDG
 const SCALARS = ['string', 'integer', 'number', 'boolean'];
 /** Names other languages use for the scalar types, for "did you mean". */
 const SCALAR_ALIASES: Readonly<Record<string, string>> = {
-  int: 'integer', int32: 'integer', int64: 'integer', long: 'integer', uint: 'integer',
-  float: 'number', double: 'number', decimal: 'number', num: 'number', float64: 'number',
+  int: 'integer',
+  int32: 'integer',
+  int64: 'integer',
+  long: 'integer',
+  uint: 'integer',
+  float: 'number',
+  double: 'number',
+  decimal: 'number',
+  num: 'number',
+  float64: 'number',
   bool: 'boolean',
-  str: 'string', text: 'string', char: 'string',
+  str: 'string',
+  text: 'string',
+  char: 'string',
 };
 const TYPE_NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
 const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_-]*$/;
@@ -130,13 +140,7 @@ function refName(type: FieldType): string | null {
 
 /** Builds the YAML types (branded like `definePayload` output) once drafts are complete. */
 export function buildPayloadDefs(drafts: readonly PayloadDraft[]): PayloadTypeDef[] {
-  return drafts.map((d) =>
-    definePayload(
-      d.name,
-      Object.fromEntries(d.fields.map((f) => [f.name, f.spec])),
-      d.description !== undefined ? { description: d.description } : {},
-    ),
-  );
+  return drafts.map((d) => definePayload(d.name, Object.fromEntries(d.fields.map((f) => [f.name, f.spec])), d.description !== undefined ? { description: d.description } : {}));
 }
 
 /**
@@ -179,8 +183,7 @@ export function checkPayloadTypes(sink: ProblemSink, drafts: readonly PayloadDra
   }
 
   // A required, non-list reference chain that returns to its start can never be satisfied.
-  const requiredRefs = (name: string): string[] =>
-    (byName.get(name)?.def.fields ?? []).filter((f) => !f.optional && f.type.kind === 'ref').map((f) => refName(f.type) as string);
+  const requiredRefs = (name: string): string[] => (byName.get(name)?.def.fields ?? []).filter((f) => !f.optional && f.type.kind === 'ref').map((f) => refName(f.type) as string);
   for (const [name, origin] of byName) {
     const seen = new Set<string>();
     const stack = [...requiredRefs(name)];

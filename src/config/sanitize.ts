@@ -107,13 +107,11 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
     auth: { tokens: config.auth.tokens.map((t) => ({ name: t.name, role: t.role, tokenEnv: t.tokenEnv })) },
     journal: { ...config.journal },
     ...(config.metrics ? { metrics: { ...config.metrics } } : {}),
-    ...(config.telemetry ? { telemetry: { otlp: config.telemetry.otlp ? { ...config.telemetry.otlp } : null, captureContent: config.telemetry.captureContent, contextManager: config.telemetry.contextManager } } : {}),
+    ...(config.telemetry
+      ? { telemetry: { otlp: config.telemetry.otlp ? { ...config.telemetry.otlp } : null, captureContent: config.telemetry.captureContent, contextManager: config.telemetry.contextManager } }
+      : {}),
   };
-  const names = [
-    ...config.llm.providers.flatMap((p) => (p.apiKeyEnv ? [p.apiKeyEnv] : [])),
-    ...config.auth.tokens.map((t) => t.tokenEnv),
-    'ORGANISM_API_TOKEN',
-  ];
+  const names = [...config.llm.providers.flatMap((p) => (p.apiKeyEnv ? [p.apiKeyEnv] : [])), ...config.auth.tokens.map((t) => t.tokenEnv), 'ORGANISM_API_TOKEN'];
   // Very short values would scrub ordinary words; real keys and tokens are long.
   const secrets = names.map((n) => env[n]).filter((v): v is string => typeof v === 'string' && v.length >= 8);
   return scrub(view, secrets) as Record<string, unknown>;

@@ -87,7 +87,6 @@ export interface BudgetArchive {
   finished(page: { limit: number; offset: number }): { items: ThreadBudgetSnapshot[]; total: number };
 }
 
-
 /**
  * Where thread budgets are kept and spent. The embedded implementation is BudgetManager (in
  * memory, saved as snapshots: one process owns the organism); the shared one keeps each

@@ -29,13 +29,7 @@ export interface DispatchHook {
   pending(messages: readonly Message[]): Promise<void>;
   dispatched(message: Message): Promise<void>;
   acked(message: Message, outgoing: readonly Message[], usage: readonly UsageEvent[]): Promise<void>;
-  failed(
-    message: Message,
-    reason: FailureReason,
-    error: string,
-    outgoing: readonly Message[],
-    usage: readonly UsageEvent[],
-  ): Promise<void>;
+  failed(message: Message, reason: FailureReason, error: string, outgoing: readonly Message[], usage: readonly UsageEvent[]): Promise<void>;
 }
 
 const DONE: Promise<void> = Promise.resolve();

@@ -47,8 +47,6 @@ export type HandlerResult = void | undefined | null | Outgoing | readonly Outgoi
 export type Handler = (payload: Record<string, unknown>, ctx: HandlerContext) => HandlerResult | Promise<HandlerResult>;
 
 /** Helpers for handler authors: `reply` answers the sender with `payload`. */
-export const reply = (payload: Record<string, unknown>, payloadType?: string): Outgoing =>
-  payloadType === undefined ? { payload } : { payload, payloadType };
+export const reply = (payload: Record<string, unknown>, payloadType?: string): Outgoing => (payloadType === undefined ? { payload } : { payload, payloadType });
 /** Addresses `payload` to the declared peer `to`. */
-export const send = (to: string, payload: Record<string, unknown>, payloadType?: string): Outgoing =>
-  payloadType === undefined ? { to, payload } : { to, payload, payloadType };
+export const send = (to: string, payload: Record<string, unknown>, payloadType?: string): Outgoing => (payloadType === undefined ? { to, payload } : { to, payload, payloadType });

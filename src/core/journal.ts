@@ -79,4 +79,3 @@ export interface Journal extends DispatchHook {
   /** Messages of a thread (oldest first) that involve `agent` (sender or receiver), last `limit`. */
   threadHistory(threadId: string, agent: string, limit: number): Promise<readonly Message[]>;
 }
-

@@ -146,4 +146,3 @@ export interface CallRecordSink {
   recordCall(record: LlmCallRecord): void;
   recordTool(record: ToolCallRecord): void;
 }
-

@@ -2,4 +2,3 @@ export interface Page<T> {
   readonly items: readonly T[];
   readonly total: number;
 }
-

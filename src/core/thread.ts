@@ -38,4 +38,3 @@ export interface ThreadStore {
   getMany(ids: readonly string[]): Promise<Map<string, ThreadRecord>>;
   list(query: ThreadQuery): Promise<Page<ThreadRecord>>;
 }
-

@@ -97,4 +97,3 @@ export const MAX_DAILY_RANGE_DAYS = 366;
 
 /** Without a start time, daily usage covers this many days up to the end. */
 export const DEFAULT_DAILY_RANGE_DAYS = 30;
-

@@ -124,4 +124,3 @@ export interface WorkerRecord {
   readonly inFlight: number;
   readonly leaseMs: number;
 }
-

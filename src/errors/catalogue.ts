@@ -49,8 +49,7 @@ export function format(template: string, args: Array<string | number>): string {
 
 function define(code: string, status: number, template: string): ErrorFactory {
   const spec: ErrorSpec = { code, status, template };
-  const factory = ((...args: Array<string | number>) =>
-    new OrganismError(spec, format(template, args))) as ErrorFactory;
+  const factory = ((...args: Array<string | number>) => new OrganismError(spec, format(template, args))) as ErrorFactory;
   Object.defineProperties(factory, {
     code: { value: code },
     status: { value: status },
@@ -71,11 +70,7 @@ export const Errors = {
   SCHEMA_NOT_FOUND: define('SCHEMA_NOT_FOUND', 404, 'Schema not found for agent: %s'),
   THREAD_NOT_FOUND: define('THREAD_NOT_FOUND', 404, 'Thread not found: %s'),
   BUDGET_NOT_FOUND: define('BUDGET_NOT_FOUND', 404, 'No budget found for thread: %s'),
-  BUDGET_BELOW_USAGE: define(
-    'BUDGET_BELOW_USAGE',
-    422,
-    'Thread %s has already used %s tokens, more than a ceiling of %s: set maxTokens to at least %s, or kill the thread to stop it',
-  ),
+  BUDGET_BELOW_USAGE: define('BUDGET_BELOW_USAGE', 422, 'Thread %s has already used %s tokens, more than a ceiling of %s: set maxTokens to at least %s, or kill the thread to stop it'),
   BUDGET_THREAD_FINISHED: define('BUDGET_THREAD_FINISHED', 409, 'Thread %s has finished (%s); its budget can no longer change'),
   RELOAD_FAILED: define('RELOAD_FAILED', 500, '%s'),
   RELOAD_FAILED_DEFAULT: define('RELOAD_FAILED_DEFAULT', 500, 'Reload failed'),
@@ -88,20 +83,12 @@ export const Errors = {
 
   // --- decided by the issues ---
   JOURNAL_ENTRY_NOT_FOUND: define('JOURNAL_ENTRY_NOT_FOUND', 404, 'Journal entry not found: %s'),
-  JOURNAL_NOT_REDELIVERABLE: define(
-    'JOURNAL_NOT_REDELIVERABLE',
-    409,
-    'Journal entry %s is %s; only FAILED entries can be redelivered',
-  ),
+  JOURNAL_NOT_REDELIVERABLE: define('JOURNAL_NOT_REDELIVERABLE', 409, 'Journal entry %s is %s; only FAILED entries can be redelivered'),
   THREAD_KILLED: define('THREAD_KILLED', 409, 'Thread %s was killed; it accepts no more messages'),
   THREAD_FINISHED: define('THREAD_FINISHED', 409, 'Thread already finished: %s'),
   INVALID_PAYLOAD: define('INVALID_PAYLOAD', 422, 'Invalid %s payload: %s'),
   UNKNOWN_PAYLOAD_TYPE: define('UNKNOWN_PAYLOAD_TYPE', 422, 'Unknown payload type: %s'),
-  WRONG_PAYLOAD_TYPE: define(
-    'WRONG_PAYLOAD_TYPE',
-    422,
-    'Listener %s accepts %s, not %s',
-  ),
+  WRONG_PAYLOAD_TYPE: define('WRONG_PAYLOAD_TYPE', 422, 'Listener %s accepts %s, not %s'),
   ORGANISM_BUSY: define('ORGANISM_BUSY', 503, 'Organism busy: the message queue is full (%s messages); retry later'),
   ORGANISM_NOT_ACCEPTING: define('ORGANISM_NOT_ACCEPTING', 503, 'Organism is %s and accepts no new messages'),
   SERVER_CLOSING: define('SERVER_CLOSING', 503, 'The server is %s; retry in a moment'),
@@ -110,11 +97,7 @@ export const Errors = {
   HANDLER_TIMEOUT: define('HANDLER_TIMEOUT', 504, 'Handler %s timed out after %s ms'),
   HANDLER_FAILED: define('HANDLER_FAILED', 500, 'Handler %s failed: %s'),
   INVALID_RESULT: define('INVALID_RESULT', 500, 'Handler %s returned an invalid result: %s'),
-  BUDGET_EXHAUSTED: define(
-    'BUDGET_EXHAUSTED',
-    429,
-    'Token budget exhausted for thread %s: %s of %s tokens used, this call needs up to %s',
-  ),
+  BUDGET_EXHAUSTED: define('BUDGET_EXHAUSTED', 429, 'Token budget exhausted for thread %s: %s of %s tokens used, this call needs up to %s'),
   LLM_NO_PROVIDER: define('LLM_NO_PROVIDER', 502, 'No LLM provider serves model %s'),
   LLM_REQUEST_FAILED: define('LLM_REQUEST_FAILED', 502, 'LLM request to %s failed: %s'),
   /** Reasons a single provider request failed (the part after "failed: " in LLM_REQUEST_FAILED). */
@@ -123,11 +106,7 @@ export const Errors = {
   LLM_NETWORK: define('LLM_NETWORK', 502, 'network error: %s'),
   LLM_BAD_RESPONSE: define('LLM_BAD_RESPONSE', 502, 'unreadable response: %s'),
   LLM_INVALID_REPLY: define('LLM_INVALID_REPLY', 502, 'Agent %s produced an invalid reply: %s'),
-  LLM_REPLY_TOO_LARGE: define(
-    'LLM_REPLY_TOO_LARGE',
-    502,
-    'Agent %s got an LLM answer of %s bytes, more than llm.max_reply_bytes (%s); it was not parsed',
-  ),
+  LLM_REPLY_TOO_LARGE: define('LLM_REPLY_TOO_LARGE', 502, 'Agent %s got an LLM answer of %s bytes, more than llm.max_reply_bytes (%s); it was not parsed'),
   ABORTED: define('ABORTED', 499, 'Aborted: %s'),
   LLM_TOOL_ROUNDS_EXCEEDED: define('LLM_TOOL_ROUNDS_EXCEEDED', 502, 'Agent %s used more than %s rounds of tool calls (max_tool_rounds) in one delivery'),
   MCP_UNAVAILABLE: define('MCP_UNAVAILABLE', 502, 'MCP server %s is unavailable: %s'),
@@ -135,11 +114,7 @@ export const Errors = {
   CONFIG_INVALID: define('CONFIG_INVALID', 400, 'Configuration is invalid: %s'),
 
   // --- storage (the data directory) ---
-  STORAGE_LOCKED: define(
-    'STORAGE_LOCKED',
-    503,
-    'Data directory %s is in use by another organism process (pid %s); stop it or use another --data-dir',
-  ),
+  STORAGE_LOCKED: define('STORAGE_LOCKED', 503, 'Data directory %s is in use by another organism process (pid %s); stop it or use another --data-dir'),
   STORAGE_UNWRITABLE: define('STORAGE_UNWRITABLE', 503, 'Data directory %s is not writable: %s'),
   STORAGE_CORRUPT: define(
     'STORAGE_CORRUPT',
@@ -160,11 +135,7 @@ export const Errors = {
     'The disk holding %s is full (%s free): free space there; new messages are refused until then, accepted ones are kept and their deliveries resume',
   ),
   /** The database file or its lock was deleted or replaced under the running server. */
-  STORAGE_LOST: define(
-    'STORAGE_LOST',
-    503,
-    'Data directory %s is gone: %s was %s while the server ran; it accepts no new messages, saves what it acknowledged to %s and exits',
-  ),
+  STORAGE_LOST: define('STORAGE_LOST', 503, 'Data directory %s is gone: %s was %s while the server ran; it accepts no new messages, saves what it acknowledged to %s and exits'),
   /**
    * A database server (PostgreSQL) that does not answer: a passing state, unlike STORAGE_FAILED
    * (one operation failed); injects get it with Retry-After until the server is back.
@@ -174,11 +145,7 @@ export const Errors = {
     503,
     'Database %s cannot be reached (%s): new messages are refused until it answers again; accepted ones are kept and their deliveries resume',
   ),
-  STORAGE_DATABASE_IN_USE: define(
-    'STORAGE_DATABASE_IN_USE',
-    503,
-    'Database %s (schema %s) is in use by another organism process; stop it or use another database',
-  ),
+  STORAGE_DATABASE_IN_USE: define('STORAGE_DATABASE_IN_USE', 503, 'Database %s (schema %s) is in use by another organism process; stop it or use another database'),
 
   // --- cluster mode (several processes on one PostgreSQL database) ---
   SHARED_STORE_REQUIRED: define(
@@ -226,16 +193,12 @@ export const Errors = {
   HEADERS_TOO_LARGE: define(
     'HEADERS_TOO_LARGE',
     431,
-    'The request line and headers are larger than %s bytes, the server\'s limit: send a shorter URL (fewer or shorter query parameters) or smaller headers',
+    "The request line and headers are larger than %s bytes, the server's limit: send a shorter URL (fewer or shorter query parameters) or smaller headers",
   ),
   REQUEST_TIMEOUT: define('REQUEST_TIMEOUT', 408, 'The request did not arrive in time: send its headers and body without pausing'),
   EXPECTATION_FAILED: define('EXPECTATION_FAILED', 417, 'Expect: %s is not supported (only 100-continue is)'),
   FORBIDDEN_JSON_KEY: define('FORBIDDEN_JSON_KEY', 400, 'JSON key %s is not allowed (at %s): it could change object prototypes; rename or remove it'),
-  OTLP_PROTOCOL_UNSUPPORTED: define(
-    'OTLP_PROTOCOL_UNSUPPORTED',
-    400,
-    'OTLP protocol %s (from %s) is not supported: use http/protobuf or http/json',
-  ),
+  OTLP_PROTOCOL_UNSUPPORTED: define('OTLP_PROTOCOL_UNSUPPORTED', 400, 'OTLP protocol %s (from %s) is not supported: use http/protobuf or http/json'),
   INTERNAL_ERROR: define('INTERNAL_ERROR', 500, 'Internal server error'),
   RELOAD_NO_SOURCE: define('RELOAD_NO_SOURCE', 500, 'Reload failed: the organism was not loaded from a configuration file'),
   RESTART_UNAVAILABLE: define('RESTART_UNAVAILABLE', 501, 'Restart is not available: the server runs without a supervisor'),

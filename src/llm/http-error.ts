@@ -59,10 +59,5 @@ export async function errorFromResponse(provider: string, res: Response, secret:
   }
   message ??= res.statusText || 'request failed';
   if (secret) message = message.split(secret).join('[redacted]');
-  return new ProviderHttpError(
-    provider,
-    res.status,
-    message,
-    parseRetryAfter(res.headers.get('retry-after')),
-  );
+  return new ProviderHttpError(provider, res.status, message, parseRetryAfter(res.headers.get('retry-after')));
 }

@@ -184,13 +184,7 @@ export class LlmRouter {
   }
 
   /** Each candidate in priority order, with its retries; throws the final failure. Every attempt is recorded. */
-  private async attempt(
-    candidates: readonly LlmProvider[],
-    request: CompletionRequest,
-    call: CallContext,
-    options: CallOptions,
-    watch: LlmCallWatch | null = null,
-  ): Promise<Success> {
+  private async attempt(candidates: readonly LlmProvider[], request: CompletionRequest, call: CallContext, options: CallOptions, watch: LlmCallWatch | null = null): Promise<Success> {
     const { signal } = call;
     let attempts = 0;
     const failures: Array<{ provider: string; reason: string }> = [];
@@ -253,7 +247,13 @@ export class LlmRouter {
     throw Errors.LLM_REQUEST_FAILED(names, reasons);
   }
 
-  private startRecord(call: CallContext, provider: LlmProvider, request: CompletionRequest, attempt: number, options: CallOptions): { -readonly [K in keyof LlmCallRecord]: LlmCallRecord[K] } {
+  private startRecord(
+    call: CallContext,
+    provider: LlmProvider,
+    request: CompletionRequest,
+    attempt: number,
+    options: CallOptions,
+  ): { -readonly [K in keyof LlmCallRecord]: LlmCallRecord[K] } {
     return {
       id: newId(),
       threadId: call.threadId,

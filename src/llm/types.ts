@@ -2,8 +2,6 @@ import type { ChatMessage, ProviderResponse, TokenUsage, ToolSpec } from '../cor
 
 export type { BoundLlmClient, ChatMessage, CompletionResult, ProviderResponse, TokenUsage, ToolCall, ToolSpec } from '../core/llm.js';
 
-
-
 /** What a provider is asked to do. */
 export interface CompletionRequest {
   readonly model: string;

@@ -214,9 +214,7 @@ export class McpHub {
 /** MCP content items as text: text items as they are, others named by their type. */
 function resultText(content: unknown): string {
   if (!Array.isArray(content)) return '';
-  return content
-    .map((item: { type?: unknown; text?: unknown }) => (item.type === 'text' && typeof item.text === 'string' ? item.text : `[${String(item.type)} content]`))
-    .join('\n');
+  return content.map((item: { type?: unknown; text?: unknown }) => (item.type === 'text' && typeof item.text === 'string' ? item.text : `[${String(item.type)} content]`)).join('\n');
 }
 
 /** The directory stdio servers run in: the config file's. */

@@ -91,9 +91,7 @@ export class BudgetKeeper {
       const kept = archive.get(id);
       const events = spent.get(id);
       if (!s && !events && !kept) continue; // no LLM call yet: its budget starts with its first one
-      const spend = [s, kept, events]
-        .map((u) => ({ promptTokens: u?.promptTokens ?? 0, completionTokens: u?.completionTokens ?? 0 }))
-        .reduce((a, b) => (total(b) > total(a) ? b : a));
+      const spend = [s, kept, events].map((u) => ({ promptTokens: u?.promptTokens ?? 0, completionTokens: u?.completionTokens ?? 0 })).reduce((a, b) => (total(b) > total(a) ? b : a));
       const snapshot = { threadId: id, maxTokens: s?.maxTokens ?? kept?.maxTokens ?? this.ledger.defaultMaxTokens, fired: s?.fired ?? kept?.fired ?? [], ...spend };
       if (live(id)) snapshots.push(snapshot);
       else this.local.keepFinished(snapshot);

@@ -154,7 +154,7 @@ export class Follower {
     try {
       next = await this.reloadSource();
     } catch (err) {
-      logger.error({ err }, 'the organism was reloaded by another process, but this one\'s organism.yaml does not load; still running the previous configuration');
+      logger.error({ err }, "the organism was reloaded by another process, but this one's organism.yaml does not load; still running the previous configuration");
       return;
     }
     const mine = fingerprint(next.config);

@@ -64,12 +64,7 @@ export interface OrganismQueries {
   readonly events: EventQueries;
 }
 
-export function organismQueries(parts: {
-  readonly storage: OrganismStorage;
-  readonly budgets: BudgetLedger;
-  readonly llmCalls: LlmCallStore;
-  readonly bus: EventBus;
-}): OrganismQueries {
+export function organismQueries(parts: { readonly storage: OrganismStorage; readonly budgets: BudgetLedger; readonly llmCalls: LlmCallStore; readonly bus: EventBus }): OrganismQueries {
   const { storage, budgets, llmCalls, bus } = parts;
   return {
     journal: {

@@ -42,11 +42,7 @@ function parseInner(s: string): FieldType | null {
  *
  *   export const Greeting = definePayload('Greeting', { name: 'string', tags: 'string[]?' });
  */
-export function definePayload(
-  name: string,
-  fields: Record<string, FieldSpec>,
-  options: { description?: string } = {},
-): PayloadTypeDef {
+export function definePayload(name: string, fields: Record<string, FieldSpec>, options: { description?: string } = {}): PayloadTypeDef {
   const defs: FieldDef[] = Object.entries(fields).map(([fieldName, spec]) => {
     const s = typeof spec === 'string' ? { type: spec } : spec;
     const parsed = parseTypeExpr(s.type);

@@ -14,12 +14,7 @@ export function summarizeFieldErrors(errors: readonly FieldError[]): string {
  * (`{"Greeting": {"name": "Dan"}}`), or the bare fields of the one type the target accepts.
  * Returns the validated payload or throws an error naming every bad field.
  */
-export function resolveInjectPayload(
-  body: unknown,
-  accepted: PayloadType,
-  registry: PayloadRegistry,
-  target = '(target)',
-): { payloadType: string; payload: Record<string, unknown> } {
+export function resolveInjectPayload(body: unknown, accepted: PayloadType, registry: PayloadRegistry, target = '(target)'): { payloadType: string; payload: Record<string, unknown> } {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     const errors = [{ path: '', message: 'payload must be a JSON object' }];
     throw Errors.INVALID_PAYLOAD.withData(errors, accepted.name, summarizeFieldErrors(errors));

@@ -130,7 +130,8 @@ export class PayloadType {
     const known = new Set(def.fields.map((f) => f.name));
     for (const child of element.children) {
       if (!isXmlElement(child)) {
-        if (child.text.trim() !== '') errors.push({ path, message: `unexpected text ${JSON.stringify(clip(child.text.trim()))} in <${element.name}>; expected child elements of ${def.name}` });
+        if (child.text.trim() !== '')
+          errors.push({ path, message: `unexpected text ${JSON.stringify(clip(child.text.trim()))} in <${element.name}>; expected child elements of ${def.name}` });
         continue;
       }
       if (!known.has(child.name)) {

@@ -33,6 +33,4 @@ export interface FieldError {
 }
 
 /** The outcome of validating a payload: the value, or every field error. */
-export type ValidationResult<T = Record<string, unknown>> =
-  | { readonly ok: true; readonly value: T }
-  | { readonly ok: false; readonly errors: readonly FieldError[] };
+export type ValidationResult<T = Record<string, unknown>> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly errors: readonly FieldError[] };

@@ -36,7 +36,7 @@ export class Bookkeeping {
   async write(d: Delivery | null, write: () => void | Promise<void>, killable = false): Promise<boolean | Redirect> {
     const signal = d?.controller.signal ?? null;
     const givenUp = () => (signal ? signal.aborted && signal.reason === 'shutdown' : this.state.status === 'stopped');
-    const killed = () => killable && signal !== null && signal.aborted && signal.reason === 'killed';
+    const killed = () => killable && signal?.aborted && signal.reason === 'killed';
     for (let delay = BOOKING_RETRY_MS; ; delay = Math.min(delay * 2, BOOKING_RETRY_MAX_MS)) {
       try {
         await write();

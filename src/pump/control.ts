@@ -121,11 +121,7 @@ export class Control {
    * Applies a validated new configuration: adds, removes and updates listeners; the payload
    * registry and LLM router are swapped for the new ones.
    */
-  reload(
-    listeners: readonly ResolvedListener[],
-    limits: PumpLimits,
-    swap: Pick<PumpDeps, 'registry' | 'llm'>,
-  ): Pick<ReloadResult, 'added' | 'removed' | 'updated'> {
+  reload(listeners: readonly ResolvedListener[], limits: PumpLimits, swap: Pick<PumpDeps, 'registry' | 'llm'>): Pick<ReloadResult, 'added' | 'removed' | 'updated'> {
     const { state } = this;
     state.deps = { ...state.deps, ...swap };
     const next = new Map(listeners.map((l) => [l.config.name, l]));

@@ -193,9 +193,7 @@ export class Deliveries {
       this.send(await this.outcomes.fail(d, 'invalid_result', Errors.INVALID_RESULT(runtime.name, routed.error).detail, message.from), thread);
       return;
     }
-    const notices = routed.refused.map((r) =>
-      systemErrorMessage(message, runtime.name, r.reason, r.error, state.now(), { messageId: r.message.id, to: r.message.to }),
-    );
+    const notices = routed.refused.map((r) => systemErrorMessage(message, runtime.name, r.reason, r.error, state.now(), { messageId: r.message.id, to: r.message.to }));
     const outgoing = notices.length === 0 ? routed.messages : [...routed.messages, ...traced(notices, d.watch)];
     const { acked, notices: failureNotices } = await this.outcomes.ack(d, outgoing, routed.refused[0]?.error ?? null);
     this.send(failureNotices, thread);
@@ -218,7 +216,10 @@ export class Deliveries {
    * mode) once its claim was taken back while the store was away; then nothing of it is written.
    */
   private async mayRunAgain(d: Delivery, delay: number, aborted: Promise<never>): Promise<boolean> {
-    this.state.deps.logger.debug({ messageId: d.message.id, threadId: d.message.threadId, to: d.message.to, delayMs: delay }, 'the handler met the store unreachable; it runs again when the store answers');
+    this.state.deps.logger.debug(
+      { messageId: d.message.id, threadId: d.message.threadId, to: d.message.to, delayMs: delay },
+      'the handler met the store unreachable; it runs again when the store answers',
+    );
     try {
       await Promise.race([new Promise((resolve) => setTimeout(resolve, delay)), aborted]);
     } catch {
@@ -229,7 +230,10 @@ export class Deliveries {
     } catch {
       return true; // still unreachable: the next run meets it again and waits longer
     }
-    this.state.deps.logger.warn({ messageId: d.message.id, threadId: d.message.threadId, to: d.message.to, attempt: d.message.attempt }, 'the claim of a delivery waiting out a database outage was taken back meanwhile; it runs elsewhere');
+    this.state.deps.logger.warn(
+      { messageId: d.message.id, threadId: d.message.threadId, to: d.message.to, attempt: d.message.attempt },
+      'the claim of a delivery waiting out a database outage was taken back meanwhile; it runs elsewhere',
+    );
     return false;
   }
 
@@ -253,8 +257,7 @@ export class Deliveries {
         metadata: { ...message.metadata },
         signal: controller.signal,
         // Token deltas go to live watchers only: never journaled.
-        onDelta: (callId, text) =>
-          deps.bus.emit({ type: 'llm_delta', threadId: message.threadId, messageId: message.id, agent: runtime.name, callId, text }),
+        onDelta: (callId, text) => deps.bus.emit({ type: 'llm_delta', threadId: message.threadId, messageId: message.id, agent: runtime.name, callId, text }),
       },
       { model: runtime.config.model, maxOutputTokens: runtime.config.maxOutputTokens },
     );
@@ -307,9 +310,7 @@ function handlerLogger(logger: Logger, listener: string, message: Message, watch
   const log = (): Logger => {
     if (child === null) {
       const trace = watch?.logFields ?? null;
-      child = logger.child(
-        trace ? { listener, threadId: message.threadId, messageId: message.id, ...trace } : { listener, threadId: message.threadId, messageId: message.id },
-      );
+      child = logger.child(trace ? { listener, threadId: message.threadId, messageId: message.id, ...trace } : { listener, threadId: message.threadId, messageId: message.id });
     }
     return child;
   };

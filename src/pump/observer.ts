@@ -2,9 +2,7 @@ import type { ListenerConfig } from '../config/types.js';
 import type { FailureReason } from '../core/delivery.js';
 import type { Message } from '../core/message.js';
 
-export type DeliveryOutcome =
-  | { readonly acked: true }
-  | { readonly acked: false; readonly reason: FailureReason; readonly error: string };
+export type DeliveryOutcome = { readonly acked: true } | { readonly acked: false; readonly reason: FailureReason; readonly error: string };
 
 /** One delivery as an observer follows it (see DeliveryObserver). */
 export interface DeliveryWatch {

@@ -42,10 +42,14 @@ export class Outcomes {
     if (typeof booked === 'object') {
       if (booked.reason === 'killed') return this.fail(d, 'killed', booked.error, null);
       if (bare) {
-        deps.logger.error({ messageId: message.id, threadId: message.threadId, to: message.to, err: booked.error }, 'the store refused even the bare failure of this delivery; it stays DISPATCHED');
+        deps.logger.error(
+          { messageId: message.id, threadId: message.threadId, to: message.to, err: booked.error },
+          'the store refused even the bare failure of this delivery; it stays DISPATCHED',
+        );
         return [];
       }
-      if (d.usage.length > 0) deps.logger.error({ messageId: message.id, threadId: message.threadId, usage: d.usage }, 'the store refused the failure of this delivery with its usage; written without it');
+      if (d.usage.length > 0)
+        deps.logger.error({ messageId: message.id, threadId: message.threadId, usage: d.usage }, 'the store refused the failure of this delivery with its usage; written without it');
       return this.fail(d, reason, error, null, true);
     }
     if (booked !== 'booked') return [];
@@ -132,7 +136,10 @@ export class Outcomes {
     const r = result as FencedResult | null;
     if (!booked || !r) return 'aborted';
     if (!r.committed) {
-      deps.logger.warn({ messageId: message.id, threadId: message.threadId, to: message.to, attempt: message.attempt }, 'lease lost: another process took this delivery over; its outcome is dropped');
+      deps.logger.warn(
+        { messageId: message.id, threadId: message.threadId, to: message.to, attempt: message.attempt },
+        'lease lost: another process took this delivery over; its outcome is dropped',
+      );
       return 'lost';
     }
     if (r.threadFinished) {

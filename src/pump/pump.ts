@@ -142,11 +142,7 @@ export class Pump {
   // ---------------------------------------------------------------- injection
 
   /** Delivers a message from outside into the pump. Returns once it is journaled. */
-  async inject(
-    to: string,
-    body: unknown,
-    options: InjectOptions = {},
-  ): Promise<{ threadId: string; messageId: string }> {
+  async inject(to: string, body: unknown, options: InjectOptions = {}): Promise<{ threadId: string; messageId: string }> {
     const { state } = this;
     const { deps, threads } = state;
     this.assertAccepting();

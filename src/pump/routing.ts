@@ -14,9 +14,7 @@ export interface Refused {
   readonly error: string;
 }
 
-export type RoutingOutcome =
-  | { readonly ok: true; readonly messages: Message[]; readonly refused: Refused[] }
-  | { readonly ok: false; readonly error: string };
+export type RoutingOutcome = { readonly ok: true; readonly messages: Message[]; readonly refused: Refused[] } | { readonly ok: false; readonly error: string };
 
 export interface RoutingContext {
   readonly sender: { readonly name: string; readonly peers: readonly string[] };
@@ -124,7 +122,10 @@ export function routeOutgoing(items: readonly Outgoing[], ctx: RoutingContext): 
  * once with this reason (invalid_result) instead of its ack failing to commit forever.
  */
 function unstorableOutgoing(item: Outgoing): string | null {
-  for (const [field, value] of [['to', item.to], ['payloadType', item.payloadType]] as const) {
+  for (const [field, value] of [
+    ['to', item.to],
+    ['payloadType', item.payloadType],
+  ] as const) {
     const reason = value === undefined ? null : identifierReason(value);
     if (reason) return `${field} ${reason}`;
   }

@@ -3,14 +3,7 @@ import type { FailureReason } from '../core/delivery.js';
 import { SYSTEM_ERROR_TYPE, SYSTEM_SENDER, type Message } from '../core/message.js';
 
 /** Builds the SystemError message that tells `to` why something it caused did not happen. */
-export function systemErrorMessage(
-  cause: Message,
-  to: string,
-  reason: FailureReason,
-  error: string,
-  now: number,
-  about?: { messageId: string; to: string },
-): Message {
+export function systemErrorMessage(cause: Message, to: string, reason: FailureReason, error: string, now: number, about?: { messageId: string; to: string }): Message {
   return {
     id: newId(),
     threadId: cause.threadId,

@@ -170,7 +170,11 @@ export class EmbeddedQueue implements DeliveryQueue {
   }
 
   async load(): Promise<ReadonlyMap<string, AgentLoad>> {
-    return new Map(this.opened().listeners().map((l) => [l.name, { queued: this.depth(l.name), inFlight: l.inFlight }]));
+    return new Map(
+      this.opened()
+        .listeners()
+        .map((l) => [l.name, { queued: this.depth(l.name), inFlight: l.inFlight }]),
+    );
   }
 
   async activeThreads(): Promise<number> {
@@ -218,7 +222,7 @@ export class EmbeddedQueue implements DeliveryQueue {
   /** Starts deliveries while there is capacity, visiting listeners round-robin. */
   private dispatchReady(): void {
     const host = this.host;
-    if (!host || !host.dispatching()) return;
+    if (!host?.dispatching()) return;
     const list = host.listeners();
     const limits = host.limits();
     let idleRounds = 0;

@@ -102,7 +102,12 @@ export function subprotocolToken(header: string | string[] | undefined): string 
 
 /** A WebSocket handshake as RFC 6455 has it: `Upgrade: websocket` and `Connection: upgrade` (among others). */
 export function isWebSocketUpgrade(headers: IncomingHttpHeaders): boolean {
-  if (String(headers.upgrade ?? '').trim().toLowerCase() !== 'websocket') return false;
+  if (
+    String(headers.upgrade ?? '')
+      .trim()
+      .toLowerCase() !== 'websocket'
+  )
+    return false;
   return String(headers.connection ?? '')
     .split(',')
     .some((t) => t.trim().toLowerCase() === 'upgrade');

@@ -23,7 +23,6 @@ export function dayRange(startTime: number | undefined, endTime: number | undefi
   return days;
 }
 
-
 /**
  * Splits [start, end) into whole UTC days [fromDay, toDay) (answered by the rollup) and the
  * partial-day edges (answered by raw events).

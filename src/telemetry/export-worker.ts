@@ -16,12 +16,11 @@ const port = parentPort!;
 const post = (message: FromWorker) => port.postMessage(message);
 
 // The SDK reports export failures through diag: they go to the main thread, which logs them.
-const forward = (level: 'warn' | 'error') => (message: string, ...args: unknown[]) =>
-  post({ type: 'diag', level, message, detail: args.map((a) => (a instanceof Error ? a.message : String(a))) });
-diag.setLogger(
-  { error: forward('error'), warn: forward('warn'), info: () => {}, debug: () => {}, verbose: () => {} },
-  { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true },
-);
+const forward =
+  (level: 'warn' | 'error') =>
+  (message: string, ...args: unknown[]) =>
+    post({ type: 'diag', level, message, detail: args.map((a) => (a instanceof Error ? a.message : String(a))) });
+diag.setLogger({ error: forward('error'), warn: forward('warn'), info: () => {}, debug: () => {}, verbose: () => {} }, { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true });
 
 const settings = workerData as WorkerSettings;
 const exporter = counting(createExporter(settings));

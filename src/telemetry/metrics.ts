@@ -46,9 +46,7 @@ export class OrganismMetrics {
   private readonly budgetWarnings: Counter<'threshold'>;
   private readonly budgetExhaustions: Counter;
   private readonly tokenUsage: Histogram<'gen_ai_token_type' | 'gen_ai_request_model' | 'gen_ai_provider_name' | 'gen_ai_agent_name'>;
-  private readonly operationDuration: Histogram<
-    'gen_ai_operation_name' | 'gen_ai_request_model' | 'gen_ai_provider_name' | 'gen_ai_agent_name' | 'error_type'
-  >;
+  private readonly operationDuration: Histogram<'gen_ai_operation_name' | 'gen_ai_request_model' | 'gen_ai_provider_name' | 'gen_ai_agent_name' | 'error_type'>;
   private readonly cost: Counter<'agent' | 'model'>;
   private readonly unpriced: Counter<'model'>;
   private readonly retries: Counter<'provider' | 'reason'>;
@@ -318,10 +316,7 @@ export class OrganismMetrics {
         else this.cost.inc({ agent: call.agent, model: call.model }, result.cost);
       },
       failed: (error) => {
-        this.operationDuration.observe(
-          { ...base, gen_ai_operation_name: GEN_AI_OPERATION_CHAT, error_type: errorTypeOf(error) },
-          (performance.now() - started) / 1000,
-        );
+        this.operationDuration.observe({ ...base, gen_ai_operation_name: GEN_AI_OPERATION_CHAT, error_type: errorTypeOf(error) }, (performance.now() - started) / 1000);
       },
     };
   }

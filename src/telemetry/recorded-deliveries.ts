@@ -41,12 +41,7 @@ const DEFAULT_SAMPLER = new ParentBasedSampler({ root: new AlwaysOnSampler() }).
  * (OTEL_TRACES_SAMPLER unset, or parentbased_always_on) and span limits that a delivery span
  * cannot reach. Otherwise null: deliveries get SDK spans.
  */
-export function recordsFor(
-  tracer: Tracer,
-  settings: TracingSettings,
-  worker: WorkerSpanProcessor | null,
-  mainThread: { onEnd(span: ReadableSpan): void } | null,
-): RecordSink | null {
+export function recordsFor(tracer: Tracer, settings: TracingSettings, worker: WorkerSpanProcessor | null, mainThread: { onEnd(span: ReadableSpan): void } | null): RecordSink | null {
   if (settings.contextManager) return null;
   const t = tracer as unknown as SdkTracerInternals;
   const limits = t._spanLimits;

@@ -34,20 +34,12 @@ const PROTOCOLS: readonly string[] = ['http/protobuf', 'http/json'];
  * `telemetry.otlp` in organism.yaml; OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none turn it
  * off. Null: off. An unsupported protocol (grpc) is an error naming where it came from.
  */
-export function resolveTracing(
-  config: TelemetryConfig | undefined,
-  organism: { name: string; version: string },
-  env: NodeJS.ProcessEnv = process.env,
-): TracingSettings | null {
+export function resolveTracing(config: TelemetryConfig | undefined, organism: { name: string; version: string }, env: NodeJS.ProcessEnv = process.env): TracingSettings | null {
   if (env['OTEL_SDK_DISABLED']?.trim().toLowerCase() === 'true') return null;
   if (env['OTEL_TRACES_EXPORTER']?.trim().toLowerCase() === 'none') return null;
   const envEndpoint = env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] || env['OTEL_EXPORTER_OTLP_ENDPOINT'];
   if (!envEndpoint && !config?.otlp) return null;
-  const fromEnv = env['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL']
-    ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'
-    : env['OTEL_EXPORTER_OTLP_PROTOCOL']
-      ? 'OTEL_EXPORTER_OTLP_PROTOCOL'
-      : null;
+  const fromEnv = env['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL'] ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL' : env['OTEL_EXPORTER_OTLP_PROTOCOL'] ? 'OTEL_EXPORTER_OTLP_PROTOCOL' : null;
   const protocol = (fromEnv ? env[fromEnv]!.trim() : (config?.otlp?.protocol ?? 'http/protobuf')) as string;
   if (!PROTOCOLS.includes(protocol)) throw Errors.OTLP_PROTOCOL_UNSUPPORTED(JSON.stringify(protocol), fromEnv ?? 'telemetry.otlp.protocol');
   const captureEnv = env['OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT']?.trim().toLowerCase();

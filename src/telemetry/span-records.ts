@@ -279,7 +279,13 @@ export class SpanDecoder {
         duration,
         status: message === undefined ? { code } : { code, message },
         attributes,
-        links: extras?.links ? extras.links.map((l) => ({ context: spanContext(l.context.traceId, l.context.spanId, l.context.traceFlags, l.context.traceState, l.context.isRemote), attributes: l.attributes, droppedAttributesCount: l.droppedAttributesCount })) : [],
+        links: extras?.links
+          ? extras.links.map((l) => ({
+              context: spanContext(l.context.traceId, l.context.spanId, l.context.traceFlags, l.context.traceState, l.context.isRemote),
+              attributes: l.attributes,
+              droppedAttributesCount: l.droppedAttributesCount,
+            }))
+          : [],
         events: extras?.events ? [...extras.events] : [],
         ended: true,
         resource,

@@ -42,7 +42,6 @@ import { formatTraceparent } from './settings.js';
 export { createExporter } from './exporter.js';
 export type { ExportStats } from './worker-processor.js';
 
-
 /**
  * The trace id of a thread: its UUID as it is (a UUID is 128 bits, like a trace id), any other
  * id hashed. Every delivery of a thread that has no parent span (its first, a later inject into
@@ -284,9 +283,7 @@ export class OrganismTracing {
           ...(u.reasoningTokens !== null ? { [GenAiAttr.USAGE_REASONING_OUTPUT_TOKENS]: u.reasoningTokens } : {}),
           ...(typeof finishReason === 'string' ? { [GenAiAttr.RESPONSE_FINISH_REASONS]: [finishReason] } : {}),
           ...(result.cost !== null ? { [OrganismAttr.COST_USD]: result.cost } : {}),
-          ...(this.settings.captureContent
-            ? { [GenAiAttr.OUTPUT_MESSAGES]: JSON.stringify([{ role: 'assistant', parts: [{ type: 'text', content: result.content }] }]) }
-            : {}),
+          ...(this.settings.captureContent ? { [GenAiAttr.OUTPUT_MESSAGES]: JSON.stringify([{ role: 'assistant', parts: [{ type: 'text', content: result.content }] }]) } : {}),
         });
         span.end();
       },
@@ -311,7 +308,6 @@ export class OrganismTracing {
       });
     }
   }
-
 }
 
 /**
@@ -407,10 +403,9 @@ let diagRouted = false;
 function routeDiagnostics(logger: Logger): void {
   if (diagRouted) return;
   diagRouted = true;
-  const log = (level: 'warn' | 'error') => (message: string, ...args: unknown[]) =>
-    logger[level]({ component: 'opentelemetry', detail: args.map((a) => (a instanceof Error ? a.message : String(a))) }, message);
-  diag.setLogger(
-    { error: log('error'), warn: log('warn'), info: () => {}, debug: () => {}, verbose: () => {} },
-    { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true },
-  );
+  const log =
+    (level: 'warn' | 'error') =>
+    (message: string, ...args: unknown[]) =>
+      logger[level]({ component: 'opentelemetry', detail: args.map((a) => (a instanceof Error ? a.message : String(a))) }, message);
+  diag.setLogger({ error: log('error'), warn: log('warn'), info: () => {}, debug: () => {}, verbose: () => {} }, { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true });
 }

@@ -1,6 +1,17 @@
 import { Errors } from '../errors/catalogue.js';
 import { byShareUsed, MemoryBudgetArchive } from './budget-archive.js';
-import type { BudgetListQuery, BudgetPage, BudgetSeverity, BudgetState, BudgetThresholdEvent, BudgetView, Reservation, ThreadBudgetInfo, ThreadBudgetSnapshot, BudgetArchive, BudgetLedger } from '../core/budget.js';
+import type {
+  BudgetListQuery,
+  BudgetPage,
+  BudgetSeverity,
+  BudgetThresholdEvent,
+  BudgetView,
+  Reservation,
+  ThreadBudgetInfo,
+  ThreadBudgetSnapshot,
+  BudgetArchive,
+  BudgetLedger,
+} from '../core/budget.js';
 
 export type { BudgetListQuery, BudgetPage, BudgetSeverity, BudgetState, BudgetThresholdEvent, BudgetView, Reservation, ThreadBudgetInfo, ThreadBudgetSnapshot } from '../core/budget.js';
 
@@ -359,13 +370,7 @@ function isSnapshot(s: unknown): s is ThreadBudgetSnapshot {
   if (typeof s !== 'object' || s === null) return false;
   const o = s as Record<string, unknown>;
   const count = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
-  return (
-    typeof o['threadId'] === 'string' &&
-    count(o['maxTokens']) &&
-    count(o['promptTokens']) &&
-    count(o['completionTokens']) &&
-    Array.isArray(o['fired'])
-  );
+  return typeof o['threadId'] === 'string' && count(o['maxTokens']) && count(o['promptTokens']) && count(o['completionTokens']) && Array.isArray(o['fired']);
 }
 
 /**

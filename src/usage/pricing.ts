@@ -48,11 +48,7 @@ export class Pricing {
     const cacheRead = Math.min(usage.cacheReadTokens ?? 0, usage.promptTokens);
     const cacheWrite = Math.min(usage.cacheWriteTokens ?? 0, usage.promptTokens - cacheRead);
     const plainPrompt = usage.promptTokens - cacheRead - cacheWrite;
-    const usd =
-      plainPrompt * p.prompt +
-      cacheRead * (p.cacheRead ?? p.prompt) +
-      cacheWrite * (p.cacheWrite ?? p.prompt) +
-      usage.completionTokens * p.completion;
+    const usd = plainPrompt * p.prompt + cacheRead * (p.cacheRead ?? p.prompt) + cacheWrite * (p.cacheWrite ?? p.prompt) + usage.completionTokens * p.completion;
     return usd / 1_000_000;
   }
 }

@@ -13,8 +13,7 @@ const read = (text: string, maxMessages = 20) => parseAgentReply(text, { peers, 
 
 const MB = 1 << 20;
 /** `unit` repeated between `prefix` and `suffix` to about 1 MB. */
-const megabyte = (unit: string, prefix = '', suffix = '') =>
-  prefix + unit.repeat(Math.floor((MB - prefix.length - suffix.length) / unit.length)) + suffix;
+const megabyte = (unit: string, prefix = '', suffix = '') => prefix + unit.repeat(Math.floor((MB - prefix.length - suffix.length) / unit.length)) + suffix;
 
 /** CPU time (user + system, ms) this process spent in `work`: a resource bound, not a clock. */
 function cpuMs(work: () => void): number {
@@ -96,8 +95,30 @@ describe('findEnvelopes', () => {
 
   it('finds exactly what the pattern found, on answers built from the tricky pieces', () => {
     const piece = fc.constantFrom(
-      '<send', '<reply', '<sender', '<replying', '<send-x', ' to="worker"', " to='a'", '>', '<', '/', '</send>', '</reply>', '</send \n>',
-      '</reply\t>', '</send', '</reply', '</sender>', '<Task><goal>g</goal></Task>', 'x', ' ', '\n', '\u00a0', '<done/>', '"',
+      '<send',
+      '<reply',
+      '<sender',
+      '<replying',
+      '<send-x',
+      ' to="worker"',
+      " to='a'",
+      '>',
+      '<',
+      '/',
+      '</send>',
+      '</reply>',
+      '</send \n>',
+      '</reply\t>',
+      '</send',
+      '</reply',
+      '</sender>',
+      '<Task><goal>g</goal></Task>',
+      'x',
+      ' ',
+      '\n',
+      '\u00a0',
+      '<done/>',
+      '"',
     );
     fc.assert(
       fc.property(fc.array(piece, { maxLength: 40 }), (pieces) => {

@@ -52,10 +52,7 @@ describe('builtin:llm agents', () => {
     servers.push(s);
     const got: unknown[] = [];
     const { organism } = await startOrganism(
-      [
-        listener('boss', { handler: null, agent: true, peers: ['worker'], prompt: 'p', model: 'gpt-4o' }),
-        listener('worker', { payload: 'Task', handler: (p) => void got.push(p) }),
-      ],
+      [listener('boss', { handler: null, agent: true, peers: ['worker'], prompt: 'p', model: 'gpt-4o' }), listener('worker', { payload: 'Task', handler: (p) => void got.push(p) })],
       { llm: { providers: [openAi(s.url)], pricing: {} } },
       {},
       [Text, Task],
@@ -71,10 +68,9 @@ describe('builtin:llm agents', () => {
   it('a second invalid reply fails the delivery with a SystemError to the sender', async () => {
     const s = await startProtocolServer([{ body: openAiOk('I will not use XML.') }]);
     servers.push(s);
-    const { organism, events } = await startOrganism(
-      [listener('boss', { handler: null, agent: true, peers: [], prompt: 'p', model: 'gpt-4o' })],
-      { llm: { providers: [openAi(s.url)], pricing: {} } },
-    );
+    const { organism, events } = await startOrganism([listener('boss', { handler: null, agent: true, peers: [], prompt: 'p', model: 'gpt-4o' })], {
+      llm: { providers: [openAi(s.url)], pricing: {} },
+    });
     const { threadId } = await organism.inject('boss', { text: 'go' });
     const thread = await settled(organism, threadId);
     expect(thread.status).toBe('error');
@@ -86,10 +82,9 @@ describe('builtin:llm agents', () => {
   it('shows the waiting state during the LLM call; kill aborts the call in flight', async () => {
     const s = await startProtocolServer([{ body: openAiOk('<done/>'), delayMs: 30_000 }]);
     servers.push(s);
-    const { organism, events } = await startOrganism(
-      [listener('boss', { handler: null, agent: true, peers: [], prompt: 'p', model: 'gpt-4o' })],
-      { llm: { providers: [openAi(s.url)], pricing: {} } },
-    );
+    const { organism, events } = await startOrganism([listener('boss', { handler: null, agent: true, peers: [], prompt: 'p', model: 'gpt-4o' })], {
+      llm: { providers: [openAi(s.url)], pricing: {} },
+    });
     const { threadId } = await organism.inject('boss', { text: 'go' });
     await eventually(() => organism.agent('boss').state === 'waiting');
     await eventually(() => s.seen.length === 1, 10_000, 'the request to reach the provider');
@@ -132,10 +127,9 @@ describe('budgets in the pump', () => {
   });
 
   it('a completed thread keeps its budget, no longer live; the next inject into it spends the same budget', async () => {
-    const { organism } = await startOrganism(
-      [listener('solo', { handler: null, agent: true, peers: [], prompt: 'p', model: 'mock-1' })],
-      { llm: { providers: [mockProvider({ solo: ['<done/>', '<done/>'] })], pricing: {} } },
-    );
+    const { organism } = await startOrganism([listener('solo', { handler: null, agent: true, peers: [], prompt: 'p', model: 'mock-1' })], {
+      llm: { providers: [mockProvider({ solo: ['<done/>', '<done/>'] })], pricing: {} },
+    });
     const { threadId } = await organism.inject('solo', { text: 'x' });
     expect((await settled(organism, threadId)).status).toBe('completed');
     const first = await organism.budgets.get(threadId);

@@ -47,7 +47,11 @@ describe('docs: how a builtin:llm agent answers', () => {
 
   it('quotes the reply format the model is shown, word for word', async () => {
     const quoted = /```text\n([\s\S]*?)```/.exec(section('### What the model is shown'))?.[1];
-    const text = quoted!.split('\n').map((l) => l.replace(/^ {3}/, '')).join('\n').trim();
+    const text = quoted!
+      .split('\n')
+      .map((l) => l.replace(/^ {3}/, ''))
+      .join('\n')
+      .trim();
     const loaded = await loadOrganismFromString(/```yaml\n([\s\S]*?)```/.exec(section('### A complete example'))![1]!, path.join(ROOT, 'x.yaml'));
     const planner = loaded.listeners.find((l) => l.config.name === 'planner')!;
     const prompt = buildSystemPrompt({ listener: planner.config, peers: [], sender: 'api', replyType: null });

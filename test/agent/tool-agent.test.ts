@@ -260,7 +260,9 @@ describe('tools mode, Anthropic Messages', () => {
   it('offers tools with input_schema; single and parallel tool_use blocks become messages', async () => {
     const s = await track(
       startAnthropicServer({
-        replies: [{ body: anthropicOk([{ type: 'text', text: 'On it.' }, toolUse('toolu_1', 'send_to_worker', { goal: 'a' }), toolUse('toolu_2', 'send_to_worker', { goal: 'b', priority: 3 })]) }],
+        replies: [
+          { body: anthropicOk([{ type: 'text', text: 'On it.' }, toolUse('toolu_1', 'send_to_worker', { goal: 'a' }), toolUse('toolu_2', 'send_to_worker', { goal: 'b', priority: 3 })]) },
+        ],
       }),
     );
     const got: unknown[] = [];
@@ -297,11 +299,20 @@ describe('tools mode, Anthropic Messages', () => {
       expect.objectContaining({ type: 'tool_result', tool_use_id: 'toolu_1', is_error: true, content: expect.stringContaining('not valid JSON') }),
       expect.objectContaining({ type: 'tool_result', tool_use_id: 'toolu_2', content: expect.stringContaining('Accepted') }),
     ]);
-    expect(repair.messages.at(-2)).toMatchObject({ role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', input: {} }, { type: 'tool_use', id: 'toolu_2', input: { goal: 'fine' } }] });
+    expect(repair.messages.at(-2)).toMatchObject({
+      role: 'assistant',
+      content: [
+        { type: 'tool_use', id: 'toolu_1', input: {} },
+        { type: 'tool_use', id: 'toolu_2', input: { goal: 'fine' } },
+      ],
+    });
   });
 
   it('kill mid-stream cancels the request; the call is recorded as aborted with the usage reported so far', async () => {
-    const start = { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-x', content: [], stop_reason: null, usage: { input_tokens: 77, output_tokens: 1 } } };
+    const start = {
+      type: 'message_start',
+      message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-x', content: [], stop_reason: null, usage: { input_tokens: 77, output_tokens: 1 } },
+    };
     const s = await track(
       startAnthropicServer({
         replies: [

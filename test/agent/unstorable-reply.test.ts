@@ -43,31 +43,32 @@ describe.each(stores)('an LLM reply with text no store keeps ($name)', (store) =
   it.each([
     ['a NUL', 'a\u0000b', /payload\.text contains a NUL character \(U\+0000\)/],
     ['a lone surrogate', 'a\uD800b', /payload\.text contains a lone UTF-16 surrogate \(U\+D800\)/],
-  ])('with %s fails that delivery once (invalid_result naming the field); the next delivery of the agent runs', async (_, bad, reason) => {
-    const got: unknown[] = [];
-    const { storage, drop } = await store.open();
-    const { organism } = await startOrganism(
-      [
-        listener('writer', { handler: null, agent: true, peers: ['sink'], prompt: 'p', model: 'mock-small' }),
-        listener('sink', { handler: (p) => void got.push(p) }),
-      ],
-      {
-        maxConcurrentPerAgent: 1,
-        llm: { providers: [mockProvider({ writer: [`<send to="sink"><Text><text>${bad}</text></Text></send>`] })], pricing: {} },
-      },
-      { storage },
-    );
-    running.push({ organism, drop });
-    const first = await organism.inject('writer', { text: 'go' });
-    const t1 = await settled(organism, first.threadId);
-    expect(t1.status).toBe('error');
-    const entry = await organism.storage.journal.get(first.messageId);
-    expect(entry).toMatchObject({ state: 'FAILED', failureReason: 'invalid_result', attempts: 1 });
-    expect(entry!.error).toMatch(reason);
-    expect(t1.error).toMatch(reason);
-    // The agent's one slot was freed: the next delivery runs (and fails the same way, once).
-    const second = await organism.inject('writer', { text: 'again' });
-    expect((await settled(organism, second.threadId)).status).toBe('error');
-    expect(got).toEqual([]);
-  }, 60_000);
+  ])(
+    'with %s fails that delivery once (invalid_result naming the field); the next delivery of the agent runs',
+    async (_, bad, reason) => {
+      const got: unknown[] = [];
+      const { storage, drop } = await store.open();
+      const { organism } = await startOrganism(
+        [listener('writer', { handler: null, agent: true, peers: ['sink'], prompt: 'p', model: 'mock-small' }), listener('sink', { handler: (p) => void got.push(p) })],
+        {
+          maxConcurrentPerAgent: 1,
+          llm: { providers: [mockProvider({ writer: [`<send to="sink"><Text><text>${bad}</text></Text></send>`] })], pricing: {} },
+        },
+        { storage },
+      );
+      running.push({ organism, drop });
+      const first = await organism.inject('writer', { text: 'go' });
+      const t1 = await settled(organism, first.threadId);
+      expect(t1.status).toBe('error');
+      const entry = await organism.storage.journal.get(first.messageId);
+      expect(entry).toMatchObject({ state: 'FAILED', failureReason: 'invalid_result', attempts: 1 });
+      expect(entry!.error).toMatch(reason);
+      expect(t1.error).toMatch(reason);
+      // The agent's one slot was freed: the next delivery runs (and fails the same way, once).
+      const second = await organism.inject('writer', { text: 'again' });
+      expect((await settled(organism, second.threadId)).status).toBe('error');
+      expect(got).toEqual([]);
+    },
+    60_000,
+  );
 });

@@ -19,7 +19,7 @@ describe('bench:compare', () => {
     expect(figures.find((f) => f.unit === 'ms')?.better).toBe('lower');
   });
 
-  it('puts the telemetry rows after the pump\'s own, keeping a same-run baseline that repeats a row once', () => {
+  it("puts the telemetry rows after the pump's own, keeping a same-run baseline that repeats a row once", () => {
     const off = { name: 'journaled 3-hop chain, telemetry off (same run)', unit: 'msg/s', rounds: [10, 11] };
     const cpu = { name: 'CPU per message, telemetry off (same run)', unit: 'µs', rounds: [300, 310] };
     const rows = [
@@ -28,7 +28,14 @@ describe('bench:compare', () => {
       { metric: 'Journaled chain', unit: 'msg/s', rounds: [10, 11], baseline: { name: 'raw insert', unit: 'rows/s', rounds: [100, 120] }, target: { on: 'value' } },
     ];
     const names = pumpFigures({ scenarios: [{ scenario: 2, rows }] }).map((f) => f.name);
-    expect(names).toEqual(['Journaled chain', 'CPU per message, telemetry off (same run)', 'With metrics on, vs off', 'With metrics on, vs off: ratio', 'CPU with metrics on, vs off', 'Baseline: raw insert']);
+    expect(names).toEqual([
+      'Journaled chain',
+      'CPU per message, telemetry off (same run)',
+      'With metrics on, vs off',
+      'With metrics on, vs off: ratio',
+      'CPU with metrics on, vs off',
+      'Baseline: raw insert',
+    ]);
   });
 
   it('reads the scale-out results: msg/s per worker count, the gain per round, and the no-op chain per store', () => {

@@ -45,8 +45,12 @@ describe('organism check: warnings', () => {
     expect(await check.exited).toBe(ExitCode.OK);
     const out = check.output();
     expect(out).toContain(`${config}: OK (3 warnings)`);
-    expect(out).toContain(`warning: ${config}:7:20: llm.providers[0].api_key_env: environment variable \`CHECK_RUN_OPENAI_KEY\` is not set (the API key of provider \`openai\`, used by \`assistant\`)`);
-    expect(out).toContain(`warning: ${config}:17:22: listeners[0].timeout_seconds: listener \`assistant\` times out after 30 s, before its providers are done: \`openai\` (llm.providers[0], line 4) may take 60 s x 4 attempts`);
+    expect(out).toContain(
+      `warning: ${config}:7:20: llm.providers[0].api_key_env: environment variable \`CHECK_RUN_OPENAI_KEY\` is not set (the API key of provider \`openai\`, used by \`assistant\`)`,
+    );
+    expect(out).toContain(
+      `warning: ${config}:17:22: listeners[0].timeout_seconds: listener \`assistant\` times out after 30 s, before its providers are done: \`openai\` (llm.providers[0], line 4) may take 60 s x 4 attempts`,
+    );
     expect(out).toContain('set `timeout_seconds` to at least 248');
     expect(out).toContain(`warning: ${config}:20:46: auth.tokens[0].token_env: environment variable \`CHECK_RUN_OPS_TOKEN\` is not set (the operator token \`ops\`)`);
 
@@ -70,7 +74,9 @@ describe('serve and run refuse an unset provider key an agent needs', () => {
     const config = project(KEYED.replace(/auth:[\s\S]*$/, ''));
     const serve = startCli(['serve', config, '--no-supervisor', '--port', '0', '--data-dir', mkdtempSync(path.join(os.tmpdir(), 'organism-keyed-'))], UNSET);
     expect(await serve.exited).toBe(ExitCode.CONFIG_INVALID);
-    expect(serve.output()).toContain(`${config}:7:20: llm.providers[0].api_key_env: environment variable \`CHECK_RUN_OPENAI_KEY\` is not set: it holds the API key of provider \`openai\`, which \`assistant\` calls`);
+    expect(serve.output()).toContain(
+      `${config}:7:20: llm.providers[0].api_key_env: environment variable \`CHECK_RUN_OPENAI_KEY\` is not set: it holds the API key of provider \`openai\`, which \`assistant\` calls`,
+    );
     expect(serve.output()).not.toContain('API:');
   }, 120_000);
 
@@ -111,9 +117,6 @@ describe('organism run --once: exit code of its threads', () => {
       error,
       metadata: {},
     });
-    expect(failedThreads([thread('completed', null), thread('killed', null), thread('error', 'boom'), null])).toEqual([
-      'thread t-killed was killed',
-      'thread t-error ended in error: boom',
-    ]);
+    expect(failedThreads([thread('completed', null), thread('killed', null), thread('error', 'boom'), null])).toEqual(['thread t-killed was killed', 'thread t-error ended in error: boom']);
   });
 });

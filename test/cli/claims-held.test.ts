@@ -15,7 +15,6 @@ import { api, jobYaml, killAll, organismDir, startBuiltCli, until, type Running 
  *   runs again once it answers, and the delivery ends ACKED, its thread completed, not in error.
  */
 
-
 const YAML = jobYaml('held', '', '    timeout_seconds: 600\n');
 
 /** Each start is a line of starts.log; a job with n < 0 waits for gate-<-n>, then reads its history. */
@@ -95,10 +94,14 @@ describe.skipIf(!privatePostgresAvailable)('claims a clustered organism holds (r
     await locker.query('BEGIN');
     await locker.query(`SELECT pg_advisory_xact_lock(hashtext('organism:claim:' || current_schema()))`);
     const { messageId } = await o.inject(1);
-    await until(async () => {
-      const r = await o.db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%organism:claim:%' AND pid <> pg_backend_pid()`);
-      return r.rows.length > 0;
-    }, 'w1 to wait for the claim lock', 30_000);
+    await until(
+      async () => {
+        const r = await o.db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%organism:claim:%' AND pid <> pg_backend_pid()`);
+        return r.rows.length > 0;
+      },
+      'w1 to wait for the claim lock',
+      30_000,
+    );
     // Frozen with its claim under way: the server completes it, the answer waits in the socket.
     w1.child.kill('SIGSTOP');
     try {
@@ -139,15 +142,24 @@ describe.skipIf(!privatePostgresAvailable)('claims a clustered organism holds (r
     db.on('error', () => {});
     await db.connect();
     try {
-      const entry = await until(async () => {
-        const r = (await db.query<{ state: string; attempt: number; failure_reason: string | null }>('SELECT state, attempt, failure_reason FROM journal WHERE id = $1', [messageId])).rows[0];
-        return r && (r.state === 'ACKED' || r.state === 'FAILED') ? r : null;
-      }, 'the delivery to end', 120_000);
+      const entry = await until(
+        async () => {
+          const r = (await db.query<{ state: string; attempt: number; failure_reason: string | null }>('SELECT state, attempt, failure_reason FROM journal WHERE id = $1', [messageId]))
+            .rows[0];
+          return r && (r.state === 'ACKED' || r.state === 'FAILED') ? r : null;
+        },
+        'the delivery to end',
+        120_000,
+      );
       expect(entry).toEqual({ state: 'ACKED', attempt: 1, failure_reason: null });
-      const thread = await until(async () => {
-        const r = (await db.query<{ status: string; error: string | null }>('SELECT status, error FROM threads WHERE id = $1', [threadId])).rows[0];
-        return r && r.status !== 'active' ? r : null;
-      }, 'the thread to finish', 60_000);
+      const thread = await until(
+        async () => {
+          const r = (await db.query<{ status: string; error: string | null }>('SELECT status, error FROM threads WHERE id = $1', [threadId])).rows[0];
+          return r && r.status !== 'active' ? r : null;
+        },
+        'the thread to finish',
+        60_000,
+      );
       expect(thread).toEqual({ status: 'completed', error: null });
     } finally {
       await db.end();

@@ -134,7 +134,10 @@ describe.skipIf(!run)('control across processes (PostgreSQL, real processes)', (
     await worker(config, db.url, 'w1');
     const onA = await wsClient(a.base);
     const onB = await wsClient(b.base);
-    cleanup.push(() => onA.close(), () => onB.close());
+    cleanup.push(
+      () => onA.close(),
+      () => onB.close(),
+    );
 
     const threads: string[] = [];
     for (let i = 0; i < 5; i++) threads.push(await inject(a, 'first', `m${i}`));
@@ -184,7 +187,12 @@ describe.skipIf(!run)('control across processes (PostgreSQL, real processes)', (
 
     expect((await a.api('/agents/worker/resume', { method: 'POST' })).status).toBe(200);
     for (const id of held) await until(async () => (await threadStatus(a, id)) === 'completed', `held thread ${id} to complete after resume`);
-    expect(handlerLog(dir).filter((l) => l.startsWith('worker ')).map((l) => l.split(' ')[1]).sort()).toEqual(['held-1', 'held-2']);
+    expect(
+      handlerLog(dir)
+        .filter((l) => l.startsWith('worker '))
+        .map((l) => l.split(' ')[1])
+        .sort(),
+    ).toEqual(['held-1', 'held-2']);
   }, 300_000);
 
   it('a kill through one serve aborts the in-flight handler on a worker', async () => {

@@ -76,7 +76,13 @@ describe('YAML aliases', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'organism-alias-'));
     const config = path.join(dir, 'organism.yaml');
     const levels = 'abcdefghij'.split('');
-    const lines = levels.map((l, i) => (i === 0 ? `${l}: &${l} ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]` : `${l}: &${l} [${Array(10).fill(`*${levels[i - 1]}`).join(',')}]`));
+    const lines = levels.map((l, i) =>
+      i === 0
+        ? `${l}: &${l} ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]`
+        : `${l}: &${l} [${Array(10)
+            .fill(`*${levels[i - 1]}`)
+            .join(',')}]`,
+    );
     writeFileSync(config, `${lines.join('\n')}\norganism: {name: lol}\nlisteners: []\n`);
     const cli = startCli(['check', config], SMALL_HEAP);
     expect(await cli.exited, cli.output()).toBe(ExitCode.CONFIG_INVALID);

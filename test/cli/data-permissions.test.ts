@@ -17,15 +17,15 @@ const WARNING = /data directory .* is readable by other users \(mode 755\)/g;
 
 /** `organism serve` from the build under `umask 000` (so any mode left to the umask shows up as 777/666), with a generated operator token. */
 function serve(config: string, dataDir: string) {
-  return startProcess(
-    'sh',
-    ['-c', 'umask 000; exec "$@"', 'sh', process.execPath, BIN, 'serve', config, '--port', '0', '--log-level', 'warn', '--no-supervisor', '--data-dir', dataDir],
-    { env: { ORGANISM_API_TOKEN: undefined } },
-  );
+  return startProcess('sh', ['-c', 'umask 000; exec "$@"', 'sh', process.execPath, BIN, 'serve', config, '--port', '0', '--log-level', 'warn', '--no-supervisor', '--data-dir', dataDir], {
+    env: { ORGANISM_API_TOKEN: undefined },
+  });
 }
 
 describe('the data directory and its files are private', () => {
-  it('serve creates the directory 0700 and its database, -wal, -shm, lock, pid and token files 0600 whatever the umask; an existing open directory is warned about once', { timeout: 180_000 }, async () => {
+  it('serve creates the directory 0700 and its database, -wal, -shm, lock, pid and token files 0600 whatever the umask; an existing open directory is warned about once', {
+    timeout: 180_000,
+  }, async () => {
     const dir = organismDir(jobYaml('private'), { 'worker.ts': 'export const work = async () => {};\n' });
     dirs.push(dir);
     const dataDir = path.join(dir, 'state', 'data');
@@ -61,7 +61,7 @@ describe('the data directory and its files are private', () => {
     dirs.push(dir);
     mkdirSync(path.join(dir, 'open'), { mode: 0o755 });
     const db = new Database(path.join(dir, 'source.db'));
-    db.exec('CREATE TABLE t (x TEXT); INSERT INTO t VALUES (\'a prompt\')');
+    db.exec("CREATE TABLE t (x TEXT); INSERT INTO t VALUES ('a prompt')");
     const target = path.join(dir, 'open', 'data.rescued.db');
     rescueCopy(db, target);
     db.close();

@@ -53,7 +53,11 @@ listeners:
   // Real ids, so requests reach the handlers (and the store) rather than stopping at a 404.
   const threads: string[] = [];
   const messages: string[] = [];
-  for (const [to, payload] of [['echo', { Note: { text: 'a' } }], ['worker', { Job: { n: 1, score: 0.5, label: 'x' } }], ['broken', { Note: { text: 'b' } }]] as const) {
+  for (const [to, payload] of [
+    ['echo', { Note: { text: 'a' } }],
+    ['worker', { Job: { n: 1, score: 0.5, label: 'x' } }],
+    ['broken', { Note: { text: 'b' } }],
+  ] as const) {
     const res = await server.api('/inject', { method: 'POST', body: JSON.stringify({ to, payload }) });
     const body = (await res.json()) as { threadId: string; messageId: string };
     threads.push(body.threadId);
@@ -65,10 +69,16 @@ listeners:
 afterAll(() => killAll());
 
 interface OpenApi {
-  paths: Record<string, Record<string, {
-    parameters?: Array<{ in: string; name: string; schema?: { type?: string; minimum?: number; maximum?: number } }>;
-    requestBody?: { content?: Record<string, { schema?: { properties?: Record<string, { type?: string; minimum?: number; maximum?: number }> } }> };
-  }>>;
+  paths: Record<
+    string,
+    Record<
+      string,
+      {
+        parameters?: Array<{ in: string; name: string; schema?: { type?: string; minimum?: number; maximum?: number } }>;
+        requestBody?: { content?: Record<string, { schema?: { properties?: Record<string, { type?: string; minimum?: number; maximum?: number }> } }> };
+      }
+    >
+  >;
 }
 
 function readRoutes(doc: OpenApi): Route[] {
@@ -94,16 +104,42 @@ function readRoutes(doc: OpenApi): Route[] {
 
 /** Numbers as text: valid ones and every form a careless or hostile client sends. */
 const NUMBER_FORMS = [
-  '1e3', '1e309', '-1e309', '1e400', '0x10', '0b11', '0o17', '18446744073709551616', '9223372036854775808', '9'.repeat(40), '-0', '+5', '5.0', '2.5', '010',
-  'Infinity', '-Infinity', 'NaN', '', ' ', '  7', '7 ', '\t', '1_000', '1,5', '\uff15', '\u0663', '\u2167', '\u00b9', '5\u200b', '-', '.', 'null', 'true',
+  '1e3',
+  '1e309',
+  '-1e309',
+  '1e400',
+  '0x10',
+  '0b11',
+  '0o17',
+  '18446744073709551616',
+  '9223372036854775808',
+  '9'.repeat(40),
+  '-0',
+  '+5',
+  '5.0',
+  '2.5',
+  '010',
+  'Infinity',
+  '-Infinity',
+  'NaN',
+  '',
+  ' ',
+  '  7',
+  '7 ',
+  '\t',
+  '1_000',
+  '1,5',
+  '\uff15',
+  '\u0663',
+  '\u2167',
+  '\u00b9',
+  '5\u200b',
+  '-',
+  '.',
+  'null',
+  'true',
 ];
-const numberText = fc.oneof(
-  fc.constantFrom(...NUMBER_FORMS),
-  fc.nat({ max: 2000 }).map(String),
-  fc.integer().map(String),
-  fc.double().map(String),
-  fc.bigInt().map(String),
-);
+const numberText = fc.oneof(fc.constantFrom(...NUMBER_FORMS), fc.nat({ max: 2000 }).map(String), fc.integer().map(String), fc.double().map(String), fc.bigInt().map(String));
 const nasty = fc.oneof(
   fc.string(),
   fc.string({ unit: 'grapheme' }),
@@ -168,7 +204,10 @@ describe('fuzz of every route of the real server', () => {
     for (const route of routes.filter((r) => !ends(r))) {
       const entry = fc.oneof(
         ...route.query.map((p) => fc.tuple(fc.constant(p), p.numeric ? numberText : nasty)),
-        fc.tuple(fc.constantFrom(...UNKNOWN).map((name): Param => ({ name, numeric: false })), nasty),
+        fc.tuple(
+          fc.constantFrom(...UNKNOWN).map((name): Param => ({ name, numeric: false })),
+          nasty,
+        ),
       );
       await fc.assert(
         fc.asyncProperty(fc.array(entry, { minLength: 1, maxLength: 3 }), fc.nat(), async (entries, seed) => {
@@ -181,7 +220,10 @@ describe('fuzz of every route of the real server', () => {
             .map(([p]) => p.name);
           if (wrong.length > 0) {
             expect(status, shown).toBe(422);
-            expect(wrong.some((name) => String(json?.detail).includes(name)), `${shown}: the detail names none of ${wrong.join(', ')}`).toBe(true);
+            expect(
+              wrong.some((name) => String(json?.detail).includes(name)),
+              `${shown}: the detail names none of ${wrong.join(', ')}`,
+            ).toBe(true);
           }
         }),
         { numRuns: RUNS },
@@ -214,7 +256,10 @@ describe('fuzz of every route of the real server', () => {
           if (quoted) expect(status, shown).toBe(422);
           if (status >= 400 && json?.code !== 'MALFORMED_JSON' && json?.code !== 'THREAD_FINISHED' && json?.code !== 'BUDGET_THREAD_FINISHED') {
             const detail = String(json?.detail);
-            expect(named.some((name) => new RegExp(`\\b${name}\\b`).test(detail)), `${shown}: the detail names none of ${named.join(', ')}`).toBe(true);
+            expect(
+              named.some((name) => new RegExp(`\\b${name}\\b`).test(detail)),
+              `${shown}: the detail names none of ${named.join(', ')}`,
+            ).toBe(true);
           }
         }),
         { numRuns: RUNS * 2 },
@@ -226,14 +271,18 @@ describe('fuzz of every route of the real server', () => {
     const body = fc.option(
       fc.oneof(
         fc.jsonValue().map((v) => ({ raw: JSON.stringify(v) ?? 'null', type: 'application/json' })),
-        fc.constantFrom('{', '{"to":', '[1,', '{"__proto__":{"a":1}}', '{"constructor":{"prototype":{}}}', 'nul', '{"maxTokens":1e309}', '{"to":"echo","payload":{"Note":{"text":1e400}}}')
+        fc
+          .constantFrom('{', '{"to":', '[1,', '{"__proto__":{"a":1}}', '{"constructor":{"prototype":{}}}', 'nul', '{"maxTokens":1e309}', '{"to":"echo","payload":{"Note":{"text":1e400}}}')
           .map((raw) => ({ raw, type: 'application/json' })),
         fc.string().map((raw) => ({ raw, type: 'text/plain' })),
         fc.string().map((raw) => ({ raw, type: 'application/x-www-form-urlencoded' })),
       ),
       { nil: undefined },
     );
-    const param = fc.oneof(nasty.map((s) => encodeURIComponent(s)), fc.constantFrom('echo', 'worker', '%', '%E0%A4%A', 'a/b', '..', '.', 'x'.repeat(500)));
+    const param = fc.oneof(
+      nasty.map((s) => encodeURIComponent(s)),
+      fc.constantFrom('echo', 'worker', '%', '%E0%A4%A', 'a/b', '..', '.', 'x'.repeat(500)),
+    );
     for (const route of routes) {
       await fc.assert(
         fc.asyncProperty(

@@ -50,7 +50,9 @@ listeners:
     handler: ./worker.ts#work
     payload: Task
 `,
-      { 'worker.ts': `import { appendFileSync } from 'node:fs';\nexport const work = (p: { goal: string }) => appendFileSync(new URL('./got.log', import.meta.url), p.goal.length + '\\n');\n` },
+      {
+        'worker.ts': `import { appendFileSync } from 'node:fs';\nexport const work = (p: { goal: string }) => appendFileSync(new URL('./got.log', import.meta.url), p.goal.length + '\\n');\n`,
+      },
     );
     const server = await startServer(path.join(dir, 'organism.yaml'), ['--data-dir', path.join(dir, 'data')]);
     const pid = server.child.pid!;
@@ -60,10 +62,14 @@ listeners:
       return ((await res.json()) as { threadId: string }).threadId;
     };
     const settled = (threadId: string) =>
-      server.until(async () => {
-        const t = (await (await server.api(`/threads/${threadId}`)).json()) as { status: string; error: string | null };
-        return t.status !== 'active' ? t : null;
-      }, `thread ${threadId} to end`, 120_000);
+      server.until(
+        async () => {
+          const t = (await (await server.api(`/threads/${threadId}`)).json()) as { status: string; error: string | null };
+          return t.status !== 'active' ? t : null;
+        },
+        `thread ${threadId} to end`,
+        120_000,
+      );
 
     const cpuBefore = cpuMsOf(pid);
     const first = await inject('go');

@@ -123,7 +123,12 @@ describe('JSON bodies', () => {
   });
 
   it('constructor.prototype is refused by name and place; a plain "constructor" field is not', async () => {
-    expectError(await inject('{"to":"worker","payload":{"Job":{"constructor":{"prototype":{"x":1}}}}}'), 400, 'FORBIDDEN_JSON_KEY', /^JSON key constructor\.prototype is not allowed \(at body\.payload\.Job\.constructor\.prototype\)/);
+    expectError(
+      await inject('{"to":"worker","payload":{"Job":{"constructor":{"prototype":{"x":1}}}}}'),
+      400,
+      'FORBIDDEN_JSON_KEY',
+      /^JSON key constructor\.prototype is not allowed \(at body\.payload\.Job\.constructor\.prototype\)/,
+    );
     const plain = await inject('{"to":"worker","payload":{"Job":{"n":1}},"metadata":{"constructor":"me"}}');
     expect(plain.body, JSON.stringify(plain)).not.toMatchObject({ code: 'FORBIDDEN_JSON_KEY' });
   });

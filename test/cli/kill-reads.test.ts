@@ -57,10 +57,14 @@ eachBackend('a killed thread reads killed', (backend) => {
       await background;
     }
     // Whatever was in flight has settled by now: nothing wrote the threads back.
-    await server.until(async () => {
-      const agent = (await (await server.api('/agents/waiter')).json()) as { state: string; queueDepth: number };
-      return agent.state === 'idle' && agent.queueDepth === 0;
-    }, 'the waiter to have nothing in flight', 60_000);
+    await server.until(
+      async () => {
+        const agent = (await (await server.api('/agents/waiter')).json()) as { state: string; queueDepth: number };
+        return agent.state === 'idle' && agent.queueDepth === 0;
+      },
+      'the waiter to have nothing in flight',
+      60_000,
+    );
     for (const id of killed) expect([id, ((await (await server.api(`/threads/${id}`)).json()) as { status: string }).status]).toEqual([id, 'killed']);
   }, 240_000);
 });

@@ -227,7 +227,11 @@ describe('an idle organism', () => {
     await servedAt(supervised);
     await servedAt(single);
     await until(() => run.output().includes('thread completed'), `the demo run (output: ${run.output()})`);
-    for (const [name, running] of [['serve', supervised], ['serve --no-supervisor', single], ['run', run]] as const) {
+    for (const [name, running] of [
+      ['serve', supervised],
+      ['serve --no-supervisor', single],
+      ['run', run],
+    ] as const) {
       // Every process of the tree (supervisor and server process), over a few seconds; the least of a
       // few windows, so the tail of start-up does not count. A spinning pump used 35-95 % of
       // a core here (a fair share of a core even on a loaded machine); idle is about 1 %.

@@ -67,7 +67,11 @@ describe('no token in any log line of a whole server run', () => {
       expect((await call('/health')).status).toBe(200);
       expect((await call('/api/v1/organism', { headers: op })).status).toBe(200);
       expect((await call('/api/v1/threads', { headers: { authorization: `Bearer ${VIEWER}` } })).status).toBe(200);
-      const inject = await call('/api/v1/inject', { method: 'POST', headers: { ...op, 'content-type': 'application/json' }, body: JSON.stringify({ to: 'worker', payload: { Job: { n: 1 } } }) });
+      const inject = await call('/api/v1/inject', {
+        method: 'POST',
+        headers: { ...op, 'content-type': 'application/json' },
+        body: JSON.stringify({ to: 'worker', payload: { Job: { n: 1 } } }),
+      });
       expect(inject.status, inject.body).toBe(200);
       // Credentials where they do not belong: refused, and still not logged.
       expect((await call(`/api/v1/organism?token=${OPERATOR}`)).status).toBe(401);

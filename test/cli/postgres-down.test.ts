@@ -73,10 +73,7 @@ describe.skipIf(!withPostgres('PostgreSQL down tests'))('PostgreSQL unreachable 
     const store = new URL(db.url);
     store.port = String(proxy.port);
     store.password = PASSWORD; // trust auth ignores it; it must still never be shown
-    const dir = organismDir(
-      jobYaml('pgdown', 'max_concurrent_per_agent: 8\n'),
-      { 'worker.ts': `export const work = async () => { await new Promise((r) => setTimeout(r, 200)); };\n` },
-    );
+    const dir = organismDir(jobYaml('pgdown', 'max_concurrent_per_agent: 8\n'), { 'worker.ts': `export const work = async () => { await new Promise((r) => setTimeout(r, 200)); };\n` });
     const stage = (what: string) => process.env['SHOW_OUTPUT'] && console.log(new Date().toISOString(), what);
     stage('start');
     const server = await startServer(path.join(dir, 'organism.yaml'), ['--store', store.toString(), '--data-dir', mkdtempSync(path.join(os.tmpdir(), 'organism-pgdown-'))]);
@@ -113,10 +110,14 @@ describe.skipIf(!withPostgres('PostgreSQL down tests'))('PostgreSQL unreachable 
     await proxy.cut();
     stage('cut');
 
-    const sick = await until(async () => {
-      const h = await health(server);
-      return h.status === 503 ? h : null;
-    }, '/health to report the database unreachable', 60_000);
+    const sick = await until(
+      async () => {
+        const h = await health(server);
+        return h.status === 503 ? h : null;
+      },
+      '/health to report the database unreachable',
+      60_000,
+    );
     expect(sick.body).toMatchObject({ status: 'degraded', code: 'STORAGE_UNAVAILABLE' });
     expect(sick.body.detail).toContain(`127.0.0.1:${proxy.port}`);
     stage('sick');
@@ -157,10 +158,14 @@ describe.skipIf(!withPostgres('PostgreSQL down tests'))('PostgreSQL unreachable 
     const direct = new pg.Pool({ connectionString: db.url, max: 1 });
     direct.on('error', () => {}); // ended by the DROP DATABASE of the cleanup
     cleanup.push(() => direct.end());
-    await until(async () => {
-      const rows = (await direct.query<{ id: string; state: string }>('SELECT id, state FROM journal WHERE id = ANY($1)', [accepted])).rows;
-      return rows.length === accepted.length && rows.every((r) => r.state === 'ACKED');
-    }, `every accepted inject ACKED (${accepted.length})`, 60_000);
+    await until(
+      async () => {
+        const rows = (await direct.query<{ id: string; state: string }>('SELECT id, state FROM journal WHERE id = ANY($1)', [accepted])).rows;
+        return rows.length === accepted.length && rows.every((r) => r.state === 'ACKED');
+      },
+      `every accepted inject ACKED (${accepted.length})`,
+      60_000,
+    );
 
     const out = server.output();
     if (process.env['SHOW_OUTPUT']) console.log(out);

@@ -13,7 +13,6 @@ import { alive, api, jobYaml, killAll, organismDir, startBuiltCli, until, type R
  * database went and once that it is back, and what is injected afterwards is delivered.
  */
 
-
 const LEASE_SECONDS = '3';
 
 const YAML = jobYaml('restart', 'max_concurrent_handlers: 20\nmax_concurrent_per_agent: 20\n', '    timeout_seconds: 600\n');
@@ -91,10 +90,14 @@ describe.skipIf(!privatePostgresAvailable)('a clustered organism through Postgre
   }
 
   async function allAcked(ids: readonly string[], what: string): Promise<void> {
-    await until(async () => {
-      const s = await states(ids);
-      return ids.every((id) => s.get(id) === 'ACKED');
-    }, what, 120_000);
+    await until(
+      async () => {
+        const s = await states(ids);
+        return ids.every((id) => s.get(id) === 'ACKED');
+      },
+      what,
+      120_000,
+    );
   }
 
   /** Every process logged `n` "gone" and `n` "back" lines: it noticed each outage and its end. */
@@ -111,11 +114,20 @@ describe.skipIf(!privatePostgresAvailable)('a clustered organism through Postgre
       expect(p.child.exitCode, `${name} exited`).toBeNull();
       expect(alive(p.child.pid!), `${name} is gone`).toBe(true);
       const log = logOf(p);
-      expect(log.filter((e) => GONE.test(e.msg)), `${name}: one "gone" line per outage`).toHaveLength(outages);
-      expect(log.filter((e) => BACK.test(e.msg)), `${name}: one "back" line per outage`).toHaveLength(outages);
+      expect(
+        log.filter((e) => GONE.test(e.msg)),
+        `${name}: one "gone" line per outage`,
+      ).toHaveLength(outages);
+      expect(
+        log.filter((e) => BACK.test(e.msg)),
+        `${name}: one "back" line per outage`,
+      ).toHaveLength(outages);
       // Nothing else at warn or above: the outage is told once, not by every part that met it.
       const noise = log.filter((e) => e.level >= 40 && !GONE.test(e.msg) && !BACK.test(e.msg));
-      expect(noise.map((e) => e.msg), `${name}: other warnings`).toEqual([]);
+      expect(
+        noise.map((e) => e.msg),
+        `${name}: other warnings`,
+      ).toEqual([]);
     }
   }
 
@@ -130,10 +142,14 @@ describe.skipIf(!privatePostgresAvailable)('a clustered organism through Postgre
     workers.push({ name: 'busy', p: busy });
     await until(() => busy.output().includes('organism worker busy running'), 'the busy worker to start', 90_000);
     const gated = [await inject(-1), await inject(-2), await inject(-3)];
-    await until(async () => {
-      const rows = (await (await call()('/workers')).json()) as { workers: Array<{ name: string; inFlight: number }> };
-      return rows.workers.find((w) => w.name === 'busy')?.inFlight === 3;
-    }, 'the busy worker to run the three gated jobs', 60_000);
+    await until(
+      async () => {
+        const rows = (await (await call()('/workers')).json()) as { workers: Array<{ name: string; inFlight: number }> };
+        return rows.workers.find((w) => w.name === 'busy')?.inFlight === 3;
+      },
+      'the busy worker to run the three gated jobs',
+      60_000,
+    );
     for (const name of ['idle-1', 'idle-2']) {
       const w = startBuiltCli(['worker', config, '--name', name, ...common]);
       workers.push({ name, p: w });

@@ -145,7 +145,10 @@ export interface ServerProcess extends Running {
  * `built`: the build in dist/ instead of the sources.
  */
 export async function startServer(configPath: string, extraArgs: string[] = [], opts: { supervisor?: boolean; env?: Record<string, string>; built?: boolean } = {}): Promise<ServerProcess> {
-  const running = (opts.built ? startBuiltCli : startCli)(['serve', configPath, '--port', '0', '--log-level', 'warn', ...(opts.supervisor ? [] : ['--no-supervisor']), ...extraArgs], opts.env);
+  const running = (opts.built ? startBuiltCli : startCli)(
+    ['serve', configPath, '--port', '0', '--log-level', 'warn', ...(opts.supervisor ? [] : ['--no-supervisor']), ...extraArgs],
+    opts.env,
+  );
   const listening = until(() => /API: +(http:\/\/[^/\s]+)\/api\/v1/.exec(running.output())?.[1], 'the server to listen', 90_000);
   const died = running.exited.then((code) => Promise.reject(new Error(`the server exited (code ${code}) before listening`)));
   const base = await Promise.race([listening, died]).catch((err: Error) => {

@@ -117,10 +117,14 @@ describe('the data directory deleted under a running server', () => {
 
     rmSync(dataDir, { recursive: true, force: true });
 
-    const sick = await until(async () => {
-      const h = await health(server);
-      return h.status === 503 ? h : null;
-    }, '/health to report the loss', 30_000);
+    const sick = await until(
+      async () => {
+        const h = await health(server);
+        return h.status === 503 ? h : null;
+      },
+      '/health to report the loss',
+      30_000,
+    );
     expect(sick.body).toMatchObject({ status: 'unhealthy', code: 'STORAGE_LOST' });
     expect(sick.body.detail).toContain(dataDir);
 

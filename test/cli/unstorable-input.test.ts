@@ -151,13 +151,13 @@ function expectRefusals(list: Array<{ what: string; status: number; body: Body }
  * U+FFFD) each fail their delivery once; the agent's one slot is free again for the next.
  */
 async function expectHandlerTextFailsOnce(server: ServerProcess): Promise<void> {
-    const sent = await delivered(server, 'nul', 'go');
-    expect(sent).toMatchObject({ deliveryState: 'FAILED', failureReason: 'invalid_result' });
-    expect(sent['error']).toMatch(/payload\.text contains a NUL character/);
-    expect((await delivered(server, 'nul', 'ok'))['deliveryState']).toBe('ACKED');
-    const thrown = await delivered(server, 'throws', 'go');
-    expect(thrown).toMatchObject({ deliveryState: 'FAILED', failureReason: 'handler_error', error: 'Handler throws failed: bad byte \uFFFD here' });
-    expect((await delivered(server, 'throws', 'ok'))['deliveryState']).toBe('ACKED');
+  const sent = await delivered(server, 'nul', 'go');
+  expect(sent).toMatchObject({ deliveryState: 'FAILED', failureReason: 'invalid_result' });
+  expect(sent['error']).toMatch(/payload\.text contains a NUL character/);
+  expect((await delivered(server, 'nul', 'ok'))['deliveryState']).toBe('ACKED');
+  const thrown = await delivered(server, 'throws', 'go');
+  expect(thrown).toMatchObject({ deliveryState: 'FAILED', failureReason: 'handler_error', error: 'Handler throws failed: bad byte \uFFFD here' });
+  expect((await delivered(server, 'throws', 'ok'))['deliveryState']).toBe('ACKED');
 }
 
 /** An entry refused by the store for `reason`; its thread ends in error; the agent goes on. */

@@ -115,7 +115,10 @@ describe.skipIf(!run)('organism worker in cluster mode (one PostgreSQL store)', 
     const messages = (await (await server.api(`/threads/${threads[0]}/messages`)).json()) as { messages: Array<{ to: string; state?: string }> };
     expect(messages.messages.map((m) => m.to).sort()).toEqual(['first', 'second', 'third']);
 
-    const listed = (await (await server.api('/workers')).json()) as { shared: boolean; workers: Array<{ name: string; kind: string; handlers: boolean; alive: boolean; concurrency: number | null }> };
+    const listed = (await (await server.api('/workers')).json()) as {
+      shared: boolean;
+      workers: Array<{ name: string; kind: string; handlers: boolean; alive: boolean; concurrency: number | null }>;
+    };
     expect(listed.shared).toBe(true);
     expect(listed.workers.map((w) => [w.name, w.kind, w.handlers, w.alive, w.concurrency]).sort()).toEqual([
       ['api', 'serve', false, true, null],
@@ -154,7 +157,10 @@ describe.skipIf(!run)('organism worker in cluster mode (one PostgreSQL store)', 
     }
     await until(() => w1.output().includes('lease lost'), `w1 to drop its late outcome (output: ${w1.output()})`);
     await until(async () => ((await (await server.api(`/threads/${threadId}`)).json()) as { status: string }).status === 'completed', 'the thread to complete');
-    expect(log().filter((l) => l.startsWith('after ')), log().join('\n')).toHaveLength(1);
+    expect(
+      log().filter((l) => l.startsWith('after ')),
+      log().join('\n'),
+    ).toHaveLength(1);
     const entry = (await (await server.api(`/journal/${messageId}`)).json()) as { deliveryState: string; attempts: number };
     expect(entry).toMatchObject({ deliveryState: 'ACKED', attempts: 2 });
   }, 240_000);
@@ -168,7 +174,8 @@ describe.skipIf(!run)('organism worker in cluster mode (one PostgreSQL store)', 
     const w = startCli(['worker', config, '--store', db.url, '--name', 'doomed', '--lease-seconds', '1', '--log-level', 'warn']);
     await until(() => w.output().includes('organism worker doomed running'), `the worker to start (output: ${w.output()})`, 90_000);
     for (let n = 0; n < 5; n++) expect((await server.api('/inject', { method: 'POST', body: JSON.stringify({ to: 'worker', payload: { Job: { n } } }) })).status).toBe(200);
-    const listed = async () => ((await (await server.api('/workers')).json()) as { workers: Array<{ name: string; alive: boolean; inFlight: number }> }).workers.find((x) => x.name === 'doomed')!;
+    const listed = async () =>
+      ((await (await server.api('/workers')).json()) as { workers: Array<{ name: string; alive: boolean; inFlight: number }> }).workers.find((x) => x.name === 'doomed')!;
     await until(async () => (await listed()).inFlight === 5, 'the worker to report 5 in flight');
     w.child.kill('SIGKILL');
     await w.exited;

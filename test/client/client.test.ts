@@ -142,9 +142,15 @@ describe('organism/client against the real server (SQLite storage)', () => {
     const invalid = (await svc.client.inject({ to: 'greeter', payload: { Greeting: { name: 5 } } }).catch((e: unknown) => e)) as OrganismApiError;
     expect(invalid.status).toBe(422);
     expect(invalid.errors).toContainEqual(expect.objectContaining({ location: 'payload', field: 'name' }));
-    const denied = (await svc.clientAs(VIEWER).agents.pause('echo').catch((e: unknown) => e)) as OrganismApiError;
+    const denied = (await svc
+      .clientAs(VIEWER)
+      .agents.pause('echo')
+      .catch((e: unknown) => e)) as OrganismApiError;
     expect(denied).toMatchObject({ status: 403, detail: 'Operator role required' });
-    const anonymous = (await svc.clientAs(null).organism.info().catch((e: unknown) => e)) as OrganismApiError;
+    const anonymous = (await svc
+      .clientAs(null)
+      .organism.info()
+      .catch((e: unknown) => e)) as OrganismApiError;
     expect(anonymous).toMatchObject({ status: 401, detail: 'Authentication required' });
     const bounds = (await svc.client.threads.list({ limit: 101 }).catch((e: unknown) => e)) as OrganismApiError;
     expect(bounds).toMatchObject({ status: 422, detail: 'limit must be <= 100' });
@@ -162,10 +168,7 @@ describe('organism/client against the real server (SQLite storage)', () => {
     expect(sub.filter).toEqual({ threads: [], agents: ['echo'], payloadTypes: [], events: ['message', 'thread_updated'] });
     const injected = await live.inject({ to: 'echo', payload: { Text: { text: 'via socket' } } });
     expect(injected).toMatchObject({ event: 'injected', threadId: expect.any(String), messageId: expect.any(String) });
-    const acked = await eventually(
-      () => frames.find((f) => f.event === 'message' && f.message.id === injected.messageId && f.message.deliveryState === 'ACKED'),
-      'the ACKED message frame',
-    );
+    const acked = await eventually(() => frames.find((f) => f.event === 'message' && f.message.id === injected.messageId && f.message.deliveryState === 'ACKED'), 'the ACKED message frame');
     expect(acked.event === 'message' && acked.message.payload).toEqual({ text: 'via socket' });
     // The filter held: only messages and thread updates, all concerning echo.
     const after = frames.slice(frames.indexOf(sub as ServerFrame) + 1);

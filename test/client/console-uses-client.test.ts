@@ -11,9 +11,7 @@ describe('the console talks to the service through organism/client only', () => 
   it('no console file calls fetch or opens a WebSocket itself; its api and live modules import organism/client', () => {
     const own = consoleSources().flatMap((file) => {
       const text = readFileSync(file, 'utf8');
-      return [/\bfetch\(/, /new WebSocket\(/, /['"`]\/api\/v1/, /['"`]\/ws(\/messages)?['"`?]/]
-        .filter((re) => re.test(text))
-        .map((re) => `${path.relative(process.cwd(), file)}: ${re}`);
+      return [/\bfetch\(/, /new WebSocket\(/, /['"`]\/api\/v1/, /['"`]\/ws(\/messages)?['"`?]/].filter((re) => re.test(text)).map((re) => `${path.relative(process.cwd(), file)}: ${re}`);
     });
     expect(own).toEqual([]);
     for (const file of ['console/src/api.ts', 'console/src/live.ts', 'console/src/views/Messages.tsx']) {
@@ -23,9 +21,7 @@ describe('the console talks to the service through organism/client only', () => 
 
   it('the console declares no wire type of its own: api.ts and live.ts take them from organism/client', () => {
     // JsonSchema narrows the open `jsonSchema` object of a capability for the inject form.
-    const declared = ['console/src/api.ts', 'console/src/live.ts'].flatMap((file) =>
-      [...readFileSync(file, 'utf8').matchAll(/^export interface (\w+)/gm)].map((m) => m[1]),
-    );
+    const declared = ['console/src/api.ts', 'console/src/live.ts'].flatMap((file) => [...readFileSync(file, 'utf8').matchAll(/^export interface (\w+)/gm)].map((m) => m[1]));
     expect(declared.sort()).toEqual(['EdgeStats', 'JsonSchema', 'LiveState']);
   });
 });

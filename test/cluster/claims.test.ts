@@ -24,7 +24,11 @@ describe.skipIf(!run)('cluster-mode PostgreSQL journal: claims, leases, fenced o
     db = await createTestDatabase();
   });
   afterEach(async () => {
-    while (opened.length) await opened.pop()!.close().catch(() => {});
+    while (opened.length)
+      await opened
+        .pop()!
+        .close()
+        .catch(() => {});
     await admin?.end();
   });
   afterAll(async () => {
@@ -65,7 +69,10 @@ describe.skipIf(!run)('cluster-mode PostgreSQL journal: claims, leases, fenced o
     for (const t of threads) {
       for (const to of ['a', 'b']) {
         const batch = Array.from({ length: 5 }, (_, k) => message(t, to, `${t}-${to}-${k}`));
-        sent.set(`${t}/${to}`, batch.map((m) => m.id));
+        sent.set(
+          `${t}/${to}`,
+          batch.map((m) => m.id),
+        );
         await procs[0]!.journal.pending(batch);
       }
     }
@@ -181,7 +188,7 @@ describe.skipIf(!run)('cluster-mode PostgreSQL journal: claims, leases, fenced o
     expect(work.map((w) => w.message.to)).toEqual(['b']);
   });
 
-  it('takes back the claim of a worker whose lease expired with attempt + 1; that worker\'s late ack is dropped whole (no outgoing message)', async () => {
+  it("takes back the claim of a worker whose lease expired with attempt + 1; that worker's late ack is dropped whole (no outgoing message)", async () => {
     place();
     const slow = await open({ leaseMs: 60_000, name: 'slow' });
     const other = await open({ leaseMs: 300, name: 'other' });
@@ -294,9 +301,23 @@ describe.skipIf(!run)('cluster-mode PostgreSQL journal: claims, leases, fenced o
     expect(claimed.map((c) => c.message.threadId)).toEqual(['t1', 't2', 't3', 't4']);
     const [c1, c2, c3, c4] = claimed.map((c) => c.message);
     const usage = (m: Message, tokens: number) => ({
-      id: newId(), timestamp: Date.now(), threadId: m.threadId, agentId: 'a', messageId: m.id, model: 'm', provider: 'p',
-      promptTokens: tokens, completionTokens: 1, totalTokens: tokens + 1, cacheReadTokens: null, cacheWriteTokens: null, reasoningTokens: null,
-      providerLatencyMs: 1, totalLatencyMs: 1, cost: null, metadata: {},
+      id: newId(),
+      timestamp: Date.now(),
+      threadId: m.threadId,
+      agentId: 'a',
+      messageId: m.id,
+      model: 'm',
+      provider: 'p',
+      promptTokens: tokens,
+      completionTokens: 1,
+      totalTokens: tokens + 1,
+      cacheReadTokens: null,
+      cacheWriteTokens: null,
+      reasoningTokens: null,
+      providerLatencyMs: 1,
+      totalLatencyMs: 1,
+      cost: null,
+      metadata: {},
     });
     // Submitted in one tick: they reach the writer as one lot. c2's claim is not at this attempt
     // any more (fenced out), c4's usage cannot be stored (NaN tokens): the lot fails, and each
@@ -366,7 +387,7 @@ describe.skipIf(!run)('cluster-mode PostgreSQL journal: claims, leases, fenced o
   it('claims for listener names that need quoting (the claim goes as one query string with its values written in)', async () => {
     place();
     const p = await open();
-    const odd = "o'brien\\ \"x\"; DROP TABLE journal; --";
+    const odd = 'o\'brien\\ "x"; DROP TABLE journal; --';
     await p.journal.pending([message('t1', odd, 'q')]);
     const claimed = await p.work!.claim([odd, 'b'], 5, { global: Number.POSITIVE_INFINITY, perAgent: 10 });
     expect(claimed.map((c) => c.message.to)).toEqual([odd]);

@@ -55,10 +55,14 @@ describe.skipIf(!run)('a kill racing a claim of its thread (cluster mode, Postgr
     await client.query(`INSERT INTO row_counts (name, slot, n) VALUES ('journal:DISPATCHED', $1, 0) ON CONFLICT (name, slot) DO UPDATE SET n = row_counts.n`, [`${workerId}/claim`]);
     return {
       waiting: async () => {
-        await eventually(async () => {
-          const r = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%organism:claim:%' AND datname = current_database()`);
-          return r.rows[0].n > 0;
-        }, 30_000, 'a claim to wait on the held slot');
+        await eventually(
+          async () => {
+            const r = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%organism:claim:%' AND datname = current_database()`);
+            return r.rows[0].n > 0;
+          },
+          30_000,
+          'a claim to wait on the held slot',
+        );
       },
       release: async () => {
         await client.query('ROLLBACK');
@@ -128,7 +132,11 @@ describe.skipIf(!run)('a kill racing a claim of its thread (cluster mode, Postgr
       traffic = false;
       await background;
     }
-    await eventually(async () => (await admin.query(`SELECT count(*)::int AS n FROM journal WHERE recipient = 'waiter' AND state IN ('PENDING', 'DISPATCHED')`)).rows[0].n === 0, 30_000, 'every waiter delivery to end');
+    await eventually(
+      async () => (await admin.query(`SELECT count(*)::int AS n FROM journal WHERE recipient = 'waiter' AND state IN ('PENDING', 'DISPATCHED')`)).rows[0].n === 0,
+      30_000,
+      'every waiter delivery to end',
+    );
     for (const id of killed) expect([id, await stored(id)]).toEqual([id, 'killed']);
   });
 

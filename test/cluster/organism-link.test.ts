@@ -160,7 +160,7 @@ describe.skipIf(!run)('organisms linked through PostgreSQL', () => {
     await eventually(() => c.logs.some((l) => l.includes('still running the previous configuration')), 10_000, 'C to refuse');
     expect(c.organism.hasListener('added')).toBe(false);
     const line = c.logs.find((l) => l.includes('still running the previous configuration'))!;
-    expect(line).toContain('listeners[worker].timeoutSeconds: 60 here, 30 in the database\'s organism');
+    expect(line).toContain("listeners[worker].timeoutSeconds: 60 here, 30 in the database's organism");
   });
 
   it("one process's events reach another's live views (not its own metrics), once each and in order", async () => {

@@ -28,7 +28,9 @@ function listener(extra = ''): string {
 
 describe('timeouts and failover', () => {
   it('a listener with a model defaults to its providers whole failover chain plus 30 s; one without a model keeps 30 s', async () => {
-    const { config, warnings } = await loadOrganismFromString(`${PROVIDERS}${listener()}  - name: tool\n    handler: ./tools.ts#uppercase\n    payload: Announcement\n`, CONFIG_PATH, { env: KEYS });
+    const { config, warnings } = await loadOrganismFromString(`${PROVIDERS}${listener()}  - name: tool\n    handler: ./tools.ts#uppercase\n    payload: Announcement\n`, CONFIG_PATH, {
+      env: KEYS,
+    });
     // Two providers of 60 s x 4 attempts + (1 + 2 + 4) s backoff each.
     expect(config.listeners[0]!.timeoutSeconds).toBe(2 * 247 + 30);
     expect(config.listeners[1]!.timeoutSeconds).toBe(30);

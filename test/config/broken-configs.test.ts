@@ -349,8 +349,7 @@ const rows: Row[] = [
     `,
     keyPath: 'listeners[1].handler',
     line: 7,
-    message:
-      'malformed handler `tools.ts:uppercase`: expected `./path/to/module.ts#exportName` (relative to the config file) or `builtin:llm`',
+    message: 'malformed handler `tools.ts:uppercase`: expected `./path/to/module.ts#exportName` (relative to the config file) or `builtin:llm`',
   },
   {
     name: 'handler module that is neither .ts nor .js',
@@ -389,7 +388,7 @@ const rows: Row[] = [
     `,
     keyPath: 'listeners[1].prompt',
     line: 6,
-    message: 'a `builtin:llm` listener needs a `prompt`; add `prompt:` with the agent\'s instructions',
+    message: "a `builtin:llm` listener needs a `prompt`; add `prompt:` with the agent's instructions",
   },
   {
     name: 'builtin:llm with a model no provider serves',
@@ -471,8 +470,7 @@ const rows: Row[] = [
     `,
     keyPath: 'llm.providers[0].api_key_env',
     line: 6,
-    message:
-      '`api_key_env` looks like an actual secret, not the name of an environment variable: put the key in an env var and name the variable (the value has not been printed)',
+    message: '`api_key_env` looks like an actual secret, not the name of an environment variable: put the key in an env var and name the variable (the value has not been printed)',
   },
   {
     name: 'token_env that is not a variable name',
@@ -538,8 +536,7 @@ const rows: Row[] = [
     `,
     keyPath: 'payloads.Note.fields.tags',
     line: 5,
-    message:
-      'invalid field type `list<string`: expected string, integer, number, boolean or a payload type name, optionally as a list (`T[]` or `list<T>`) and optional (trailing `?`)',
+    message: 'invalid field type `list<string`: expected string, integer, number, boolean or a payload type name, optionally as a list (`T[]` or `list<T>`) and optional (trailing `?`)',
   },
   {
     name: 'field of an unknown type',

@@ -113,9 +113,7 @@ describe('organism check: a handler module that fails to load says what to do', 
       writeFileSync(path.join(esm, 'package.json'), '{"type": "module"}');
       writeFileSync(path.join(esm, 'throws.ts'), "const settings = JSON.parse('{bad');\nexport const work = () => settings;\n");
       const [problem] = await problemsOf(organism('./throws.ts#work'), path.join(esm, 'organism.yaml'));
-      expect(problem?.message).toMatch(
-        /^handler module `\.\/throws\.ts` failed to load: .*JSON.* \(while the module loaded\); fix the module's top-level code$/,
-      );
+      expect(problem?.message).toMatch(/^handler module `\.\/throws\.ts` failed to load: .*JSON.* \(while the module loaded\); fix the module's top-level code$/);
     } finally {
       rmSync(esm, { recursive: true, force: true });
     }

@@ -13,7 +13,10 @@ export const CONFIG_PATH = path.join(FIXTURES, 'organism.yaml');
 export function y(strings: TemplateStringsArray, ...values: unknown[]): string {
   const base = /^\n( *)/.exec(strings[0] ?? '')?.[1] ?? '';
   const text = strings.reduce((acc, s, i) => acc + s + (i < values.length ? String(values[i]).replace(/\n/g, `\n${base}`) : ''), '');
-  const lines = text.replace(/^\n/, '').replace(/\n\s*$/, '').split('\n');
+  const lines = text
+    .replace(/^\n/, '')
+    .replace(/\n\s*$/, '')
+    .split('\n');
   return `${lines.map((l) => (l.startsWith(base) ? l.slice(base.length) : l.trimStart())).join('\n')}\n`;
 }
 

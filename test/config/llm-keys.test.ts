@@ -52,7 +52,8 @@ describe('tool calling, MCP and recording keys', () => {
   });
 
   it('reports each problem at its place, with the closest valid value', async () => {
-    const problems = await problemsOf(`${BASE}${y`
+    const problems = await problemsOf(
+      `${BASE}${y`
       llm:
         record: everything
         providers:
@@ -62,7 +63,8 @@ describe('tool calling, MCP and recording keys', () => {
         - {name: empty}
       listeners:
         - {name: writer, handler: builtin:llm, prompt: p, model: m1, payload: Note, reply_format: tool, mcp_servers: [fils], max_tool_rounds: 0, max_tool_calls_per_round: 1.5}
-    `}`);
+    `}`,
+    );
     const byPath = Object.fromEntries(problems.map((p) => [p.keyPath, `${p.line}: ${p.message}`]));
     expect(byPath['llm.record']).toBe('5: expected one of full, metadata, off, got "everything"');
     expect(byPath['llm.providers[0].reply_format']).toMatch(/^7: expected one of tools, xml, got "json"/);

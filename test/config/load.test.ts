@@ -2,14 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  ConfigInvalidError,
-  checkOrganism,
-  isPayloadTypeDef,
-  loadOrganism,
-  loadOrganismFromString,
-  type HandlerContext,
-} from '../../src/index.js';
+import { ConfigInvalidError, checkOrganism, isPayloadTypeDef, loadOrganism, loadOrganismFromString, type HandlerContext } from '../../src/index.js';
 import { CONFIG_PATH, FIXTURES, y } from './helpers.js';
 
 const MINIMAL = y`
@@ -139,7 +132,21 @@ describe('loading a valid config', () => {
       CONFIG_PATH,
     );
     expect(loaded.config.llm.providers).toEqual([
-      { name: 'mock', type: 'mock', baseUrl: null, apiKeyEnv: null, models: [], priority: 0, timeoutSeconds: 60, maxRetries: 3, script: {}, mockLatencyMs: 0, mockLatencyMaxMs: 0, replyFormat: 'tools', maxTokensParam: null },
+      {
+        name: 'mock',
+        type: 'mock',
+        baseUrl: null,
+        apiKeyEnv: null,
+        models: [],
+        priority: 0,
+        timeoutSeconds: 60,
+        maxRetries: 3,
+        script: {},
+        mockLatencyMs: 0,
+        mockLatencyMaxMs: 0,
+        replyFormat: 'tools',
+        maxTokensParam: null,
+      },
     ]);
   });
 
@@ -294,13 +301,16 @@ describe('reload', () => {
   function toolOrganism(): string {
     dir = mkdtempSync(path.join(tmpdir(), 'organism-config-'));
     const configPath = path.join(dir, 'organism.yaml');
-    writeFileSync(configPath, y`
+    writeFileSync(
+      configPath,
+      y`
       organism: {name: reload}
       payloads:
         Ping: {fields: {n: integer}}
       listeners:
         - {name: tool, handler: ./handlers.ts#tool, payload: Ping}
-    `);
+    `,
+    );
     return configPath;
   }
 
@@ -333,10 +343,7 @@ describe('reload', () => {
     ['in a directory without package.json', false],
   ])('sees a changed local import of the handler module, and a new handler version (%s)', async (_, esm) => {
     const configPath = toolOrganism();
-    writeFileSync(
-      path.join(dir!, 'handlers.ts'),
-      `import { greeting } from './helper.js';\nexport const tool = (): { payload: { text: string } } => ({ payload: { text: greeting } });\n`,
-    );
+    writeFileSync(path.join(dir!, 'handlers.ts'), `import { greeting } from './helper.js';\nexport const tool = (): { payload: { text: string } } => ({ payload: { text: greeting } });\n`);
     writeFileSync(path.join(dir!, 'helper.ts'), `export const greeting = 'hello';\n`);
     // ESM resolves imports through tsx's loader hooks, CommonJS through the require cache.
     if (esm) writeFileSync(path.join(dir!, 'package.json'), '{"type": "module"}\n');
@@ -361,19 +368,25 @@ describe('files and errors', () => {
     dir = mkdtempSync(path.join(tmpdir(), 'organism-config-'));
     writeFileSync(path.join(dir, 'tools.ts'), 'export const t = (): void => undefined;\n');
     const good = path.join(dir, 'good.yaml');
-    writeFileSync(good, y`
+    writeFileSync(
+      good,
+      y`
       organism: {name: ok}
       payloads: {Ping: {fields: {n: integer}}}
       listeners: [{name: t, handler: ./tools.ts#t, payload: Ping}]
-    `);
+    `,
+    );
     expect(await checkOrganism(good)).toEqual([]);
 
     const bad = path.join(dir, 'bad.yaml');
-    writeFileSync(bad, y`
+    writeFileSync(
+      bad,
+      y`
       organism: {name: ok}
       max_hops: 0
       listeners: [{name: t, handler: ./tools.ts#t, payload: Pong, peers: [x]}]
-    `);
+    `,
+    );
     const problems = await checkOrganism(bad);
     expect(problems.map((p) => [p.file, p.line, p.keyPath])).toEqual([
       [bad, 2, 'max_hops'],

@@ -165,7 +165,10 @@ describe('console in Chromium', { timeout: 120_000 }, () => {
     await signIn(page, server.url, OP_TOKEN, '/agents/writer');
     await page.getByRole('button', { name: 'Pause writer' }).click();
     await eventually(async () => (await server.api('GET', '/agents/writer')).body.state === 'paused', 'writer paused');
-    await page.getByRole('heading', { name: /writer/ }).getByText('paused').waitFor();
+    await page
+      .getByRole('heading', { name: /writer/ })
+      .getByText('paused')
+      .waitFor();
     await page.getByRole('button', { name: 'Resume writer' }).click();
     await eventually(async () => (await server.api('GET', '/agents/writer')).body.state !== 'paused', 'writer resumed');
     // The page learns of the resume from the socket a moment after the API answers.
@@ -181,7 +184,10 @@ describe('console in Chromium', { timeout: 120_000 }, () => {
     // No reload: the thread_created event refreshes the list.
     await page.getByRole('link', { name: t.threadId }).waitFor();
     await page.getByRole('link', { name: t.threadId }).click();
-    await page.getByRole('heading', { name: /Thread/ }).getByText('active').waitFor();
+    await page
+      .getByRole('heading', { name: /Thread/ })
+      .getByText('active')
+      .waitFor();
     await eventually(async () => (await server.api('GET', `/usage/history?threadId=${t.threadId}`)).body.total > 0, 'an LLM call of the thread');
     await page.reload();
     await page.getByLabel('New ceiling (tokens)').fill('90000');
@@ -197,7 +203,10 @@ describe('console in Chromium', { timeout: 120_000 }, () => {
     await page.getByRole('button', { name: 'Kill thread' }).click();
     await dialog.getByRole('button', { name: 'Kill' }).click();
     await eventually(async () => (await threadStatus(t.threadId)) === 'killed', 'thread killed');
-    await page.getByRole('heading', { name: /Thread/ }).getByText('killed').waitFor();
+    await page
+      .getByRole('heading', { name: /Thread/ })
+      .getByText('killed')
+      .waitFor();
     await server.api('POST', '/agents/writer/resume');
   });
 
@@ -208,7 +217,10 @@ describe('console in Chromium', { timeout: 120_000 }, () => {
     await page.getByRole('group', { name: /^author/ }).waitFor();
     await page.getByRole('textbox', { name: /^title/ }).fill('Quarterly');
     await page.getByRole('spinbutton', { name: /^pages/ }).fill('12');
-    await page.getByRole('group', { name: /^author/ }).getByRole('textbox', { name: /^name/ }).fill('Ada');
+    await page
+      .getByRole('group', { name: /^author/ })
+      .getByRole('textbox', { name: /^name/ })
+      .fill('Ada');
     await page.getByRole('button', { name: 'Add tags item' }).click();
     await page.getByRole('textbox', { name: /^tags\[0\]/ }).fill('finance');
     await page.getByLabel('orgId').fill('acme');
@@ -251,10 +263,7 @@ describe('console in Chromium', { timeout: 120_000 }, () => {
 
   it('reload shows the dry-run diff first and applies only on confirm', async () => {
     const original = readFileSync(server.configPath, 'utf8');
-    writeFileSync(
-      server.configPath,
-      `${original}\n  - name: echo2\n    description: Added by the reload test\n    handler: ./tools.ts#announce\n    payload: Announcement\n    peers: []\n`,
-    );
+    writeFileSync(server.configPath, `${original}\n  - name: echo2\n    description: Added by the reload test\n    handler: ./tools.ts#announce\n    payload: Announcement\n    peers: []\n`);
     await freshPage();
     await signIn(page, server.url, OP_TOKEN, '/config');
     await page.getByRole('button', { name: 'Reload' }).click();
@@ -330,10 +339,14 @@ describe('console in Chromium', { timeout: 120_000 }, () => {
     watch.allow(/WebSocket connection to .* failed|Failed to load resource|ERR_CONNECTION_REFUSED/);
     expect((await server.api('POST', '/organism/restart')).status).toBe(202);
     await page.getByRole('status', { name: /Connection: (Reconnecting|Connecting)/ }).waitFor();
-    const bootAfter = await eventually(async () => {
-      const r = await server.api('GET', '/organism');
-      return r.status === 200 && r.body.bootId !== bootBefore ? (r.body.bootId as string) : null;
-    }, 'a new worker', 60_000);
+    const bootAfter = await eventually(
+      async () => {
+        const r = await server.api('GET', '/organism');
+        return r.status === 200 && r.body.bootId !== bootBefore ? (r.body.bootId as string) : null;
+      },
+      'a new worker',
+      60_000,
+    );
     await page.getByRole('status', { name: 'Connection: Live' }).waitFor({ timeout: 30_000 });
     expect(await page.getByRole('status', { name: 'Connection: Live' }).getAttribute('title')).toBe(`boot ${bootAfter}`);
     const t = await inject('researcher', { Question: { text: 'after restart' } });

@@ -139,7 +139,10 @@ export async function checkDurability(input: DurabilityInput): Promise<Violation
   const billing = await source.usage.billing({ orgId: input.orgId });
   const sum = events.reduce((n, ev) => n + ev.totalTokens, 0);
   if (billing.requestCount !== events.length || billing.totalTokens !== sum) {
-    add('usage-totals', `billing${input.orgId ? ` of ${input.orgId}` : ''} says ${billing.requestCount} requests / ${billing.totalTokens} tokens, the persisted events sum to ${events.length} / ${sum}`);
+    add(
+      'usage-totals',
+      `billing${input.orgId ? ` of ${input.orgId}` : ''} says ${billing.requestCount} requests / ${billing.totalTokens} tokens, the persisted events sum to ${events.length} / ${sum}`,
+    );
   }
   const byOrg = new Map<string, { n: number; tokens: number }>();
   for (const ev of events) {

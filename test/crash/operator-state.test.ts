@@ -66,7 +66,7 @@ eachBackend('operator state across restarts and crashes', (backend) => {
     expect(await agentStatus()).not.toBe('paused');
   }, 600_000);
 
-  it('after kill -9 a thread\'s budget counts every persisted usage event, and across repeated kills no thread spends past its ceiling', async () => {
+  it("after kill -9 a thread's budget counts every persisted usage event, and across repeated kills no thread spends past its ceiling", async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'organism-spend-'));
     const config = path.join(dir, 'organism.yaml');
     const ceiling = 300_000;

@@ -16,7 +16,13 @@ describe('Anthropic provider', () => {
     const s = await track(startAnthropicServer({ key: KEY, replies: [{ body: anthropicOk('bonjour') }] }));
     const { router } = makeRouter([providerConfig({ name: 'an', type: 'anthropic', baseUrl: s.url, apiKeyEnv: 'TEST_ANTHROPIC_KEY' })]);
     const result = await router.complete(
-      request('claude-sonnet-4', { messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'yes?' }, { role: 'user', content: 'go' }] }),
+      request('claude-sonnet-4', {
+        messages: [
+          { role: 'user', content: 'hi' },
+          { role: 'assistant', content: 'yes?' },
+          { role: 'user', content: 'go' },
+        ],
+      }),
       call(),
     );
     expect(s.seen[0]!.headers['x-api-key']).toBe(KEY);
@@ -25,7 +31,11 @@ describe('Anthropic provider', () => {
       model: 'claude-sonnet-4',
       system: 'be brief',
       max_tokens: 50,
-      messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'yes?' }, { role: 'user', content: 'go' }],
+      messages: [
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: 'yes?' },
+        { role: 'user', content: 'go' },
+      ],
       stream: true,
     });
     expect(result).toMatchObject({ content: 'bonjour', model: 'claude-sonnet-4-20250514', provider: 'an' });
@@ -34,7 +44,15 @@ describe('Anthropic provider', () => {
   it('joins the text blocks of the content and skips the others', async () => {
     const s = await track(
       startAnthropicServer({
-        replies: [{ body: anthropicOk([{ type: 'thinking', thinking: 'hmm', signature: 'x' }, { type: 'text', text: 'one ' }, { type: 'text', text: 'two' }]) }],
+        replies: [
+          {
+            body: anthropicOk([
+              { type: 'thinking', thinking: 'hmm', signature: 'x' },
+              { type: 'text', text: 'one ' },
+              { type: 'text', text: 'two' },
+            ]),
+          },
+        ],
       }),
     );
     const { router } = makeRouter([providerConfig({ name: 'an', type: 'anthropic', baseUrl: s.url })]);
@@ -73,9 +91,7 @@ describe('Anthropic provider', () => {
   });
 
   it('treats 529 overloaded as retryable', async () => {
-    const s = await track(
-      startAnthropicServer({ replies: [{ status: 529, body: anthropicError('overloaded_error', 'Overloaded') }, { body: anthropicOk('fine') }] }),
-    );
+    const s = await track(startAnthropicServer({ replies: [{ status: 529, body: anthropicError('overloaded_error', 'Overloaded') }, { body: anthropicOk('fine') }] }));
     const { router, sleeps } = makeRouter([providerConfig({ name: 'an', type: 'anthropic', baseUrl: s.url })]);
     const result = await router.complete(request('claude-opus-4'), call());
     expect(result).toMatchObject({ content: 'fine', attempts: 2 });

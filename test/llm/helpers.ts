@@ -64,10 +64,7 @@ export function makeRouter(
   };
   const configs = providers.filter((p): p is ProviderConfig => 'script' in p);
   const ready = providers.filter((p): p is LlmProvider => !('script' in p));
-  t.router =
-    ready.length > 0
-      ? new LlmRouter({ ...deps, providers: ready })
-      : LlmRouter.fromConfig({ providers: configs, pricing: {} }, deps);
+  t.router = ready.length > 0 ? new LlmRouter({ ...deps, providers: ready }) : LlmRouter.fromConfig({ providers: configs, pricing: {} }, deps);
   return t;
 }
 

@@ -112,10 +112,7 @@ describe('mock provider', () => {
     const t = makeRouter([providerConfig({ name: 'mock', type: 'mock', script: { writer: ['<done/>'] } })], {
       pricing: { 'mock-': { prompt: 0.5, completion: 1.5, cacheRead: null, cacheWrite: null } },
     });
-    const r = await t.router.complete(
-      { model: 'mock-1', system: 's', messages: [user(incoming('<Q><text>x</text></Q>'))], maxOutputTokens: 100 },
-      call(undefined, { agent: 'writer' }),
-    );
+    const r = await t.router.complete({ model: 'mock-1', system: 's', messages: [user(incoming('<Q><text>x</text></Q>'))], maxOutputTokens: 100 }, call(undefined, { agent: 'writer' }));
     expect(r.content).toBe('<done/>');
     expect(t.events).toHaveLength(1);
     expect(t.events[0]).toMatchObject({ provider: 'mock', agentId: 'writer', model: 'mock-1' });
@@ -129,7 +126,13 @@ describe('mock provider with tools', () => {
     description: 'Send findings',
     parameters: {
       type: 'object',
-      properties: { topic: { type: 'string' }, count: { type: 'integer' }, tags: { type: 'array', items: { type: 'string' } }, urgent: { type: 'boolean' }, source: { $ref: '#/$defs/Source' } },
+      properties: {
+        topic: { type: 'string' },
+        count: { type: 'integer' },
+        tags: { type: 'array', items: { type: 'string' } },
+        urgent: { type: 'boolean' },
+        source: { $ref: '#/$defs/Source' },
+      },
       $defs: { Source: { type: 'object', properties: { pages: { type: 'number' } } } },
     },
   };
@@ -163,7 +166,18 @@ describe('mock provider with tools', () => {
       providerConfig({
         name: 'mock',
         type: 'mock',
-        script: { 'agent-a': [{ text: 'looking', calls: [{ name: 'x_lookup', arguments: { q: '{{text|upper}}' } }, { name: 'send_to_writer', arguments: '{"broken": ' }] }, { calls: [{ name: 'send_to_writer', arguments: { topic: '{{result}}' } }] }] },
+        script: {
+          'agent-a': [
+            {
+              text: 'looking',
+              calls: [
+                { name: 'x_lookup', arguments: { q: '{{text|upper}}' } },
+                { name: 'send_to_writer', arguments: '{"broken": ' },
+              ],
+            },
+            { calls: [{ name: 'send_to_writer', arguments: { topic: '{{result}}' } }] },
+          ],
+        },
       }),
     );
     const first = await ask(p, [user(incoming('<Q><text>tides</text></Q>'))], 'agent-a', { tools });
@@ -174,7 +188,11 @@ describe('mock provider with tools', () => {
     ]);
     const second = await ask(
       p,
-      [user(incoming('<Q><text>tides</text></Q>')), { role: 'assistant', content: '', toolCalls: first.toolCalls! }, { role: 'tool', toolCallId: 'call_mock_1', name: 'x_lookup', content: 'high at noon' }],
+      [
+        user(incoming('<Q><text>tides</text></Q>')),
+        { role: 'assistant', content: '', toolCalls: first.toolCalls! },
+        { role: 'tool', toolCallId: 'call_mock_1', name: 'x_lookup', content: 'high at noon' },
+      ],
       'agent-a',
       { tools },
     );

@@ -26,7 +26,10 @@ describe('OpenAI-compatible provider', () => {
     expect(s.seen[0]!.headers['authorization']).toBe(`Bearer ${KEY}`);
     expect(s.seen[0]!.body).toEqual({
       model: 'gpt-4o-mini',
-      messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hello' }],
+      messages: [
+        { role: 'system', content: 'be brief' },
+        { role: 'user', content: 'hello' },
+      ],
       max_tokens: 50,
       stream: true,
       stream_options: { include_usage: true },
@@ -73,9 +76,7 @@ describe('OpenAI-compatible provider', () => {
 
   it('reports the provider error message; a key echoed back by the server is cut out', async () => {
     process.env['TEST_OPENAI_KEY'] = KEY;
-    const s = await track(
-      startScriptedServer(() => ({ status: 400, body: openAiError(`Invalid key ${KEY} for this model`, 'invalid_request_error') })),
-    );
+    const s = await track(startScriptedServer(() => ({ status: 400, body: openAiError(`Invalid key ${KEY} for this model`, 'invalid_request_error') })));
     const { router } = makeRouter([providerConfig({ name: 'oa', type: 'openai', baseUrl: s.url, apiKeyEnv: 'TEST_OPENAI_KEY' })]);
     const err = await rejection(router.complete(request('gpt-4o'), call()));
     expect(Errors.LLM_REQUEST_FAILED.is(err)).toBe(true);
@@ -97,11 +98,7 @@ describe('OpenAI-compatible provider', () => {
     const { router } = makeRouter([providerConfig({ name: 'oa', type: 'openai', baseUrl: s.url })]);
     await router.complete(request('future-model'), call());
     await router.complete(request('future-model'), call());
-    expect(s.seen.map((r) => ('max_tokens' in r.body ? 'max_tokens' : 'max_completion_tokens'))).toEqual([
-      'max_tokens',
-      'max_completion_tokens',
-      'max_completion_tokens',
-    ]);
+    expect(s.seen.map((r) => ('max_tokens' in r.body ? 'max_tokens' : 'max_completion_tokens'))).toEqual(['max_tokens', 'max_completion_tokens', 'max_completion_tokens']);
   });
 
   it('a 2xx answer that is not JSON is an unreadable response, not retried', async () => {

@@ -27,9 +27,7 @@ describe('what is retried', () => {
 describe('backoff', () => {
   it('doubles from 1 s with full jitter and is capped at 60 s', () => {
     const top = () => 0.999999;
-    expect([1, 2, 3, 4, 5, 6, 7, 8, 20].map((n) => retryDelay(n, http(500), top))).toEqual([
-      999, 1999, 3999, 7999, 15999, 31999, 59999, 59999, 59999,
-    ]);
+    expect([1, 2, 3, 4, 5, 6, 7, 8, 20].map((n) => retryDelay(n, http(500), top))).toEqual([999, 1999, 3999, 7999, 15999, 31999, 59999, 59999, 59999]);
     expect(retryDelay(5, http(500), () => 0)).toBe(0);
     expect(retryDelay(3, http(500), () => 0.5)).toBe(2000);
   });

@@ -39,18 +39,19 @@ async function organismWith(mcp: McpServerConfig, script: ProviderConfig['script
 }
 
 const lookupThenReport: ProviderConfig['script'] = {
-  researcher: [
-    { calls: [{ name: 'facts_lookup', arguments: { topic: '{{text}}' } }] },
-    { calls: [{ name: 'send_to_writer', arguments: { text: 'Report: {{result}}' } }] },
-  ],
+  researcher: [{ calls: [{ name: 'facts_lookup', arguments: { topic: '{{text}}' } }] }, { calls: [{ name: 'send_to_writer', arguments: { text: 'Report: {{result}}' } }] }],
 };
 
 /** A stdio server starts as a child process under tsx: slow on a loaded machine. */
 async function finished(organism: Organism, threadId: string) {
-  return eventually(async () => {
-    const t = await organism.thread(threadId);
-    return t && t.status !== 'active' ? t : null;
-  }, 60_000, 'the thread to settle');
+  return eventually(
+    async () => {
+      const t = await organism.thread(threadId);
+      return t && t.status !== 'active' ? t : null;
+    },
+    60_000,
+    'the thread to settle',
+  );
 }
 
 async function recorded(organism: Organism, messageId: string) {
@@ -83,10 +84,7 @@ describe('MCP tools', () => {
     const { organism, got } = await organismWith(
       { name: 'facts', command: null, url: http.url, tools: ['lookup', 'fail'], timeoutSeconds: 20 },
       {
-        researcher: [
-          { calls: [{ name: 'facts_fail', arguments: {} }] },
-          { calls: [{ name: 'send_to_writer', arguments: { text: 'Could not: {{result}}' } }] },
-        ],
+        researcher: [{ calls: [{ name: 'facts_fail', arguments: {} }] }, { calls: [{ name: 'send_to_writer', arguments: { text: 'Could not: {{result}}' } }] }],
       },
     );
     const { threadId, messageId } = await organism.inject('researcher', { text: 'x' });
@@ -145,7 +143,7 @@ describe('MCP tools', () => {
       return { thread, got, http, results };
     }
 
-    it('runs at most the listener\'s cap of MCP calls in one round; the rest get an error result the model sees and the turn goes on', async () => {
+    it("runs at most the listener's cap of MCP calls in one round; the rest get an error result the model sees and the turn goes on", async () => {
       const { thread, got, http, results } = await run(10, { maxToolCallsPerRound: 3 });
       expect(thread.status).toBe('completed');
       expect(got).toEqual([{ text: 'done' }]);

@@ -153,7 +153,12 @@ describe('jsonSchema()', () => {
   it('ajv and validate() give the same verdict on nearly valid values (property)', () => {
     fc.assert(
       fc.property(
-        randomRegistry.chain((defs) => fc.tuple(fc.constant(defs), nearlyValid(defs[0]!, (n) => defs.find((d) => d.name === n)!, 3))),
+        randomRegistry.chain((defs) =>
+          fc.tuple(
+            fc.constant(defs),
+            nearlyValid(defs[0]!, (n) => defs.find((d) => d.name === n)!, 3),
+          ),
+        ),
         ([defs, value]) => {
           const type = new PayloadRegistry(defs).get('T0')!;
           const check = ajv().compile(type.jsonSchema());

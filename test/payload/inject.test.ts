@@ -80,6 +80,11 @@ describe('resolveInjectPayload', () => {
   });
 
   it('summarizeFieldErrors joins path and message', () => {
-    expect(summarizeFieldErrors([{ path: 'a[0].b', message: 'm' }, { path: '', message: 'n' }])).toBe('a[0].b: m; (payload): n');
+    expect(
+      summarizeFieldErrors([
+        { path: 'a[0].b', message: 'm' },
+        { path: '', message: 'n' },
+      ]),
+    ).toBe('a[0].b: m; (payload): n');
   });
 });

@@ -120,7 +120,15 @@ describe('schema documents and examples', () => {
 
   it('every generated type has an example that validates, in JSON and in XML (property)', () => {
     const scalar = fc.constantFrom('string', 'integer', 'number', 'boolean');
-    const field = fc.record({ type: fc.oneof(scalar, scalar.map((s) => `${s}[]`), fc.constant('Address'), fc.constant('Address[]')), optional: fc.boolean() });
+    const field = fc.record({
+      type: fc.oneof(
+        scalar,
+        scalar.map((s) => `${s}[]`),
+        fc.constant('Address'),
+        fc.constant('Address[]'),
+      ),
+      optional: fc.boolean(),
+    });
     fc.assert(
       fc.property(fc.uniqueArray(fc.tuple(fc.stringMatching(/^[a-z][a-z0-9_]{0,8}$/), field), { selector: (t) => t[0], maxLength: 6 }), (fields) => {
         const def = definePayload('Gen', Object.fromEntries(fields.map(([n, f]) => [n, { type: f.type, optional: f.optional }])));
@@ -187,4 +195,3 @@ describe('inject rule', () => {
     expect(() => resolveInjectPayload('hi', greeting, reg)).toThrow('payload must be a JSON object');
   });
 });
-

@@ -76,12 +76,15 @@ describe('PayloadRegistry', () => {
   });
 
   it('names that cannot be XML element names, reserved and duplicate fields are problems', () => {
-    const bad = { name: 'Bad Name', fields: [
-      { name: 'constructor', type: { kind: 'string' }, optional: false },
-      { name: '1st', type: { kind: 'string' }, optional: false },
-      { name: 'ok', type: { kind: 'string' }, optional: false },
-      { name: 'ok', type: { kind: 'integer' }, optional: true },
-    ] } as const;
+    const bad = {
+      name: 'Bad Name',
+      fields: [
+        { name: 'constructor', type: { kind: 'string' }, optional: false },
+        { name: '1st', type: { kind: 'string' }, optional: false },
+        { name: 'ok', type: { kind: 'string' }, optional: false },
+        { name: 'ok', type: { kind: 'integer' }, optional: true },
+      ],
+    } as const;
     expect(new PayloadRegistry([bad]).problems()).toEqual([
       { type: 'Bad Name', field: '', message: 'type name "Bad Name" is not a valid XML element name' },
       { type: 'Bad Name', field: 'constructor', message: 'field name constructor is reserved' },

@@ -25,7 +25,17 @@ describe('validate(): one precise message per bad field', () => {
     ['nested ref not an object', { ship: 'Main St' }, 'ship', 'expected an object (Address), got string "Main St"'],
     ['nested ref given an array', { ship: [] }, 'ship', 'expected an object (Address), got array'],
     ['nested field wrong', { ship: { street: true } }, 'ship.street', 'expected string, got boolean true'],
-    ['field in a list of refs', { items: [{ name: 'a', qty: 1 }, { name: 'b', qty: 'x' }] }, 'items[1].qty', 'expected integer, got string "x"'],
+    [
+      'field in a list of refs',
+      {
+        items: [
+          { name: 'a', qty: 1 },
+          { name: 'b', qty: 'x' },
+        ],
+      },
+      'items[1].qty',
+      'expected integer, got string "x"',
+    ],
     ['list of lists', { grid: [[1], [2, 'x']] }, 'grid[1][1]', 'expected integer, got string "x"'],
     ['required field null', { id: null }, 'id', 'required field missing'],
     ['unknown field', { colour: 'red' }, 'colour', 'unknown field (Order has: id, total, rush, tags, ship, items, grid, notes)'],
@@ -52,7 +62,13 @@ describe('validate(): one precise message per bad field', () => {
   });
 
   it('the payload itself must be an object', () => {
-    for (const [v, got] of [[null, 'null'], [[1], 'array'], ['hi', 'string "hi"'], [3, 'integer 3'], [undefined, 'undefined']] as const) {
+    for (const [v, got] of [
+      [null, 'null'],
+      [[1], 'array'],
+      ['hi', 'string "hi"'],
+      [3, 'integer 3'],
+      [undefined, 'undefined'],
+    ] as const) {
       expect(errorsOf(v)).toEqual([{ path: '', message: `expected an object (Order), got ${got}` }]);
     }
   });

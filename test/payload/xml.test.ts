@@ -77,8 +77,7 @@ describe('fromXml: coercion', () => {
 describe('fromXml: structural errors, all at once, with paths', () => {
   it('reports every problem in one result', () => {
     const xml = wrap(
-      '<id>x</id><id>2</id><colour>red</colour><tags><item>a</item><tag>b</tag></tags><ship>Main St</ship>' +
-        '<items><item><name><b>n</b></name><qty>q</qty></item></items>stray',
+      '<id>x</id><id>2</id><colour>red</colour><tags><item>a</item><tag>b</tag></tags><ship>Main St</ship>' + '<items><item><name><b>n</b></name><qty>q</qty></item></items>stray',
     );
     expect(errorsOf(xml)).toEqual([
       { path: 'colour', message: 'unknown element <colour> in <Order> (Order has: id, total, rush, tags, ship, items, grid, notes)' },
@@ -94,9 +93,7 @@ describe('fromXml: structural errors, all at once, with paths', () => {
   });
 
   it('text directly inside a list is refused', () => {
-    expect(errorsOf(wrap(base.replace('<tags/>', '<tags>a, b</tags>')))).toEqual([
-      { path: 'tags', message: 'unexpected text "a, b" in a list; write each entry as <item>...</item>' },
-    ]);
+    expect(errorsOf(wrap(base.replace('<tags/>', '<tags>a, b</tags>')))).toEqual([{ path: 'tags', message: 'unexpected text "a, b" in a list; write each entry as <item>...</item>' }]);
   });
 
   it.each([
@@ -179,7 +176,10 @@ describe('toXml and the round trip', () => {
     ['XML specials and look-alikes', { id: 1, total: 1, tags: ['&amp;', '<b/>', ']]>', '<![CDATA[x]]>', '&#x41;', '<!-- c -->'], ship: { street: '"\'' } }],
     ['CR, CRLF and controls', { id: 1, total: 1, tags: ['a\r\nb', '\r', '\u0001\u001f', '\u007f'], ship: { street: 's' } }],
     ['unicode', { id: 1, total: 1, tags: ['é', '日本語', '😀', '\u200b', '\ufeff'], ship: { street: 's' } }],
-    ['extreme numbers', { id: Number.MAX_SAFE_INTEGER, total: 5e-324, tags: [], ship: { street: 's' }, items: [{ name: 'n', qty: -Number.MAX_SAFE_INTEGER, price: 1.7976931348623157e308 }] }],
+    [
+      'extreme numbers',
+      { id: Number.MAX_SAFE_INTEGER, total: 5e-324, tags: [], ship: { street: 's' }, items: [{ name: 'n', qty: -Number.MAX_SAFE_INTEGER, price: 1.7976931348623157e308 }] },
+    ],
   ])('%s', (_label, value) => {
     expect(order.validate(value).ok).toBe(true);
     expect(order.fromXml(order.toXml(value))).toEqual({ ok: true, value });

@@ -27,9 +27,7 @@ describe('pause and resume', () => {
   it('lets in-flight work finish when paused', async () => {
     const gate = deferred();
     const done: string[] = [];
-    const { organism } = await startOrganism([
-      listener('w', { handler: async (p) => (await gate.promise, void done.push(String(p['text']))) }),
-    ]);
+    const { organism } = await startOrganism([listener('w', { handler: async (p) => (await gate.promise, void done.push(String(p['text']))) })]);
     await organism.inject('w', { text: 'first' });
     await eventually(() => organism.agent('w').state === 'processing');
     organism.pauseListener('w');
@@ -105,10 +103,14 @@ describe('kill', () => {
     await organism.killThread(threadId);
     release.resolve();
     await expect(late).rejects.toThrow(Errors.THREAD_KILLED(threadId).detail);
-    const entries = await eventually(async () => {
-      const page = await journal.list({ threadId, limit: 10, offset: 0, order: 'oldest' });
-      return page.items.every((e) => e.state === 'FAILED') ? page.items : null;
-    }, 5_000, 'every entry of the thread to end FAILED');
+    const entries = await eventually(
+      async () => {
+        const page = await journal.list({ threadId, limit: 10, offset: 0, order: 'oldest' });
+        return page.items.every((e) => e.state === 'FAILED') ? page.items : null;
+      },
+      5_000,
+      'every entry of the thread to end FAILED',
+    );
     expect(entries.map((e) => [e.message.payload, e.state, e.failureReason])).toEqual([
       [{ text: '1' }, 'FAILED', 'killed'],
       [{ text: '2' }, 'FAILED', 'killed'],
@@ -142,7 +144,11 @@ describe('faults', () => {
   it('a crashing handler fails its delivery, the pump carries on', async () => {
     let okCalls = 0;
     const { organism, events } = await startOrganism([
-      listener('crash', { handler: () => { throw new Error('boom'); } }),
+      listener('crash', {
+        handler: () => {
+          throw new Error('boom');
+        },
+      }),
       listener('fine', { handler: () => void okCalls++ }),
     ]);
     const crashed = await organism.inject('crash', { text: 'x' });
@@ -182,10 +188,7 @@ describe('concurrency and ordering', () => {
       perAgent.set(name, perAgent.get(name)! - 1);
       current--;
     };
-    const { organism } = await startOrganism(
-      [listener('a', { handler: work('a') }), listener('b', { handler: work('b') })],
-      { maxConcurrentHandlers: 3, maxConcurrentPerAgent: 2 },
-    );
+    const { organism } = await startOrganism([listener('a', { handler: work('a') }), listener('b', { handler: work('b') })], { maxConcurrentHandlers: 3, maxConcurrentPerAgent: 2 });
     const threads = [];
     for (let i = 0; i < 30; i++) threads.push((await organism.inject(i % 2 ? 'a' : 'b', { text: `${i}` })).threadId);
     for (const t of threads) await settled(organism, t);
@@ -278,10 +281,7 @@ describe('concurrency and ordering', () => {
   it('handler outputs are never refused by the queue bound (no deadlock when full)', async () => {
     let delivered = 0;
     const { organism } = await startOrganism(
-      [
-        listener('fan', { peers: ['sink'], handler: () => Array.from({ length: 10 }, (_, i) => send('sink', { text: `${i}` })) }),
-        listener('sink', { handler: () => void delivered++ }),
-      ],
+      [listener('fan', { peers: ['sink'], handler: () => Array.from({ length: 10 }, (_, i) => send('sink', { text: `${i}` })) }), listener('sink', { handler: () => void delivered++ })],
       { maxQueue: 2 },
     );
     const { threadId } = await organism.inject('fan', { text: 'go' });
@@ -296,9 +296,7 @@ describe('stop', () => {
     const gate = deferred();
     let finished = false;
     const statuses: string[] = [];
-    const { organism, events } = await startOrganism([
-      listener('w', { handler: async () => (await gate.promise, void (finished = true)) }),
-    ]);
+    const { organism, events } = await startOrganism([listener('w', { handler: async () => (await gate.promise, void (finished = true)) })]);
     await organism.inject('w', { text: 'x' });
     await eventually(() => organism.agent('w').state === 'processing');
     const stopping = organism.stop({ timeoutMs: 10_000 });
@@ -334,15 +332,17 @@ describe('reload', () => {
     const calls: string[] = [];
     const a = listener('a', { handler: () => void calls.push('a1') });
     const { organism, events } = await startOrganism([a, listener('b'), listener('system.audit')]);
-    const next = loaded([
-      { ...listener('a', { handler: () => void calls.push('a2') }), handlerVersion: 'v2:a' },
-      listener('c'),
-    ]);
+    const next = loaded([{ ...listener('a', { handler: () => void calls.push('a2') }), handlerVersion: 'v2:a' }, listener('c')]);
     const diff = { success: true, added: ['c'], removed: ['b'], updated: ['a'], changed: [], restartRequired: [], error: null };
     expect(organism.planReload(next)).toEqual(diff);
     const result = organism.reload(next);
     expect(result).toEqual(diff);
-    expect(organism.agents().map((x) => x.name).sort()).toEqual(['a', 'c', 'system.audit']);
+    expect(
+      organism
+        .agents()
+        .map((x) => x.name)
+        .sort(),
+    ).toEqual(['a', 'c', 'system.audit']);
     expect(events.some((e) => e.type === 'reload')).toBe(true);
     const { threadId } = await organism.inject('a', { text: 'x' });
     await settled(organism, threadId);

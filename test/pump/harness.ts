@@ -79,11 +79,7 @@ export function organismConfig(overrides: ConfigOverrides = {}): OrganismConfig 
   };
 }
 
-export function loaded(
-  listeners: ResolvedListener[],
-  overrides: ConfigOverrides = {},
-  payloadTypes: PayloadTypeDef[] = [Text, Num],
-): LoadedOrganism {
+export function loaded(listeners: ResolvedListener[], overrides: ConfigOverrides = {}, payloadTypes: PayloadTypeDef[] = [Text, Num]): LoadedOrganism {
   return {
     path: null,
     config: organismConfig({ ...overrides, listeners: listeners.map((l) => l.config) }),
@@ -93,12 +89,7 @@ export function loaded(
 }
 
 /** Builds and starts an organism, recording every event. */
-export async function startOrganism(
-  listeners: ResolvedListener[],
-  overrides: ConfigOverrides = {},
-  options: OrganismOptions = {},
-  payloadTypes?: PayloadTypeDef[],
-) {
+export async function startOrganism(listeners: ResolvedListener[], overrides: ConfigOverrides = {}, options: OrganismOptions = {}, payloadTypes?: PayloadTypeDef[]) {
   const organism = new Organism(loaded(listeners, overrides, payloadTypes), options);
   const events: OrganismEvent[] = [];
   organism.bus.on((e) => events.push(e));
@@ -119,10 +110,14 @@ export async function eventually<T>(check: () => T | Promise<T>, timeoutMs = 10_
 
 /** Resolves when the thread is no longer active; returns its record. */
 export async function settled(organism: Organism, threadId: string) {
-  return eventually(async () => {
-    const t = await organism.thread(threadId);
-    return t && t.status !== 'active' ? t : null;
-  }, 10_000, `thread ${threadId} to settle`);
+  return eventually(
+    async () => {
+      const t = await organism.thread(threadId);
+      return t && t.status !== 'active' ? t : null;
+    },
+    10_000,
+    `thread ${threadId} to settle`,
+  );
 }
 
 /** A promise with its resolve function exposed. */

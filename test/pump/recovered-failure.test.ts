@@ -47,7 +47,16 @@ describe('a thread recovered after a crash', () => {
       storage.journal.acked(root, [failing, sibling], []);
       storage.journal.dispatched(failing);
       storage.journal.failed(failing, 'handler_error', 'b broke', [], []);
-      storage.threads.put({ id: threadId, status: 'active', participants: ['a', 'b', 'c'], messageCount: 3, createdAt: root.timestamp, lastActivity: root.timestamp, error: null, metadata: {} });
+      storage.threads.put({
+        id: threadId,
+        status: 'active',
+        participants: ['a', 'b', 'c'],
+        messageCount: 3,
+        createdAt: root.timestamp,
+        lastActivity: root.timestamp,
+        error: null,
+        metadata: {},
+      });
     } finally {
       storage.close();
     }
@@ -69,7 +78,12 @@ describe('a thread recovered after a crash', () => {
       expect(thread.status).toBe('error');
       expect(thread.error).toContain('b broke');
       const entries = (await storage.journal.list({ threadId, limit: 10, offset: 0 })).items;
-      expect(entries.filter((e) => e.state === 'ACKED').map((e) => e.message.to).sort()).toEqual(['a', 'c']);
+      expect(
+        entries
+          .filter((e) => e.state === 'ACKED')
+          .map((e) => e.message.to)
+          .sort(),
+      ).toEqual(['a', 'c']);
     } finally {
       await organism.stop({ timeoutMs: 1_000 });
       storage.close();
@@ -150,7 +164,16 @@ describe('a thread recovered after a crash', () => {
       // Then a new inject into the same thread, interrupted by the crash.
       const again = message(threadId, 'client', 'c', null);
       storage0.journal.pending([again]);
-      storage0.threads.put({ id: threadId, status: 'active', participants: ['a', 'b', 'c'], messageCount: 3, createdAt: root.timestamp, lastActivity: root.timestamp, error: null, metadata: {} });
+      storage0.threads.put({
+        id: threadId,
+        status: 'active',
+        participants: ['a', 'b', 'c'],
+        messageCount: 3,
+        createdAt: root.timestamp,
+        lastActivity: root.timestamp,
+        error: null,
+        metadata: {},
+      });
     } finally {
       storage0.close();
     }

@@ -73,10 +73,7 @@ describe('routing and peer isolation', () => {
   });
 
   it('a non-peer target gets the same refusal whether or not it exists (no topology leaks)', async () => {
-    const { organism, events } = await startOrganism([
-      listener('a', { peers: [], handler: () => [send('exists', { text: '1' }), send('ghost', { text: '2' })] }),
-      listener('exists'),
-    ]);
+    const { organism, events } = await startOrganism([listener('a', { peers: [], handler: () => [send('exists', { text: '1' }), send('ghost', { text: '2' })] }), listener('exists')]);
     const { threadId } = await organism.inject('a', { text: 'go' });
     await settled(organism, threadId);
     const denials = events.filter((e) => e.type === 'peer_denied').map((e) => (e.type === 'peer_denied' ? e.reason : ''));
@@ -86,10 +83,7 @@ describe('routing and peer isolation', () => {
 
   it('validates payloads before delivery: an invalid outgoing payload fails the delivery', async () => {
     const bCalls: unknown[] = [];
-    const { organism, events } = await startOrganism([
-      listener('a', { peers: ['b'], handler: () => send('b', { text: 42 }) }),
-      listener('b', { handler: (p) => void bCalls.push(p) }),
-    ]);
+    const { organism, events } = await startOrganism([listener('a', { peers: ['b'], handler: () => send('b', { text: 42 }) }), listener('b', { handler: (p) => void bCalls.push(p) })]);
     const { threadId } = await organism.inject('a', { text: 'go' });
     const thread = await settled(organism, threadId);
     expect(bCalls).toEqual([]);
@@ -132,10 +126,7 @@ describe('routing and peer isolation', () => {
   it('stops a runaway loop at the hop limit and tells the sender', async () => {
     let calls = 0;
     const { organism, events } = await startOrganism(
-      [
-        listener('ping', { peers: ['pong'], handler: (p) => (calls++, send('pong', p)) }),
-        listener('pong', { peers: ['ping'], handler: (p) => (calls++, send('ping', p)) }),
-      ],
+      [listener('ping', { peers: ['pong'], handler: (p) => (calls++, send('pong', p)) }), listener('pong', { peers: ['ping'], handler: (p) => (calls++, send('ping', p)) })],
       { maxHops: 5 },
     );
     const { threadId } = await organism.inject('ping', { text: 'ball' });

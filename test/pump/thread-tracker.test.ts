@@ -14,7 +14,15 @@ class CountingStore extends MemoryThreadStore {
 }
 
 const stored = (over: Partial<ThreadRecord> = {}): ThreadRecord => ({
-  id: 't1', status: 'active', participants: ['api', 'a'], messageCount: 3, createdAt: 1, lastActivity: 2, error: null, metadata: { orgId: 'o' }, ...over,
+  id: 't1',
+  status: 'active',
+  participants: ['api', 'a'],
+  messageCount: 3,
+  createdAt: 1,
+  lastActivity: 2,
+  error: null,
+  metadata: { orgId: 'o' },
+  ...over,
 });
 
 function setup() {

@@ -433,7 +433,7 @@ eachQueue('DeliveryQueue contract', (backend) => {
     await host.ack(m.id);
   });
 
-  it('8. a message to the outside world is placed out and ends ACKED (deliverOut), here as a delivery\'s reply', async () => {
+  it("8. a message to the outside world is placed out and ends ACKED (deliverOut), here as a delivery's reply", async () => {
     const { q, host } = await openQueue();
     const m = message('t1', 'a');
     await host.inject(m);
@@ -573,10 +573,12 @@ eachQueue('DeliveryQueue contract', (backend) => {
     if (workers === null) {
       // Embedded: this process is the organism.
       expect([q.queue.endOf(false), q.queue.endOf(true)]).toEqual(['completed', 'error']);
-      expect(await eventually(async () => {
-        const ids = await orphans(() => false);
-        return ids.length > 0 ? ids : undefined;
-      }, 'the active thread is seen as an orphan')).toEqual(['t1']);
+      expect(
+        await eventually(async () => {
+          const ids = await orphans(() => false);
+          return ids.length > 0 ? ids : undefined;
+        }, 'the active thread is seen as an orphan'),
+      ).toEqual(['t1']);
     } else {
       // Cluster: this process is one of the organism's.
       expect(workers.length).toBe(1);

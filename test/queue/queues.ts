@@ -52,7 +52,11 @@ export interface QueueBackend {
 const opened: QueueUnderTest[] = [];
 const cleanups: Array<() => void | Promise<void>> = [];
 async function closeOpened(): Promise<void> {
-  while (opened.length) await opened.pop()!.close().catch(() => {});
+  while (opened.length)
+    await opened
+      .pop()!
+      .close()
+      .catch(() => {});
   while (cleanups.length) await cleanups.pop()!();
 }
 const track = (q: QueueUnderTest) => (opened.push(q), q);

@@ -39,13 +39,18 @@ export function rerunViolations(runs: readonly RunLine[], killed: ReadonlySet<nu
   for (const [messageId, starts] of byMessage) {
     const attempts = starts.map((s) => s.attempt);
     if (new Set(attempts).size !== attempts.length) {
-      out.push({ check: 'claimed-once', detail: `${starts[0]!.listener} delivery ${messageId} ran more than once with the same attempt: ${starts.map((s) => `attempt ${s.attempt} on pid ${s.pid}`).join(', ')}` });
+      out.push({
+        check: 'claimed-once',
+        detail: `${starts[0]!.listener} delivery ${messageId} ran more than once with the same attempt: ${starts.map((s) => `attempt ${s.attempt} on pid ${s.pid}`).join(', ')}`,
+      });
     }
     for (const s of starts.slice(0, -1)) {
-      if (!killed.has(s.pid)) out.push({ check: 'rerun-only-after-kill', detail: `${s.listener} delivery ${messageId} ran on pid ${s.pid} (attempt ${s.attempt}), which was not killed, and ran again after` });
+      if (!killed.has(s.pid))
+        out.push({ check: 'rerun-only-after-kill', detail: `${s.listener} delivery ${messageId} ran on pid ${s.pid} (attempt ${s.attempt}), which was not killed, and ran again after` });
     }
     const sorted = [...attempts].sort((a, b) => a - b);
-    if (sorted.join() !== attempts.join()) out.push({ check: 'attempts-increase', detail: `${starts[0]!.listener} delivery ${messageId} ran with attempts ${attempts.join(', ')} in that order` });
+    if (sorted.join() !== attempts.join())
+      out.push({ check: 'attempts-increase', detail: `${starts[0]!.listener} delivery ${messageId} ran with attempts ${attempts.join(', ')} in that order` });
   }
   return out;
 }
@@ -105,9 +110,11 @@ export function fifoViolations(runs: readonly RunLine[], threads: ReadonlyMap<st
     }
     if (r.ev !== 'start' || excused(r)) continue;
     const waiting = Array.from({ length: at.index }, (_, i) => i).filter((i) => !done.has(i));
-    if (waiting.length) out.push({ check: 'thread-fifo', detail: `thread ${at.threadId}: message ${at.index} (${r.messageId}) started on pid ${r.pid} before message(s) ${waiting.join(', ')} ended` });
+    if (waiting.length)
+      out.push({ check: 'thread-fifo', detail: `thread ${at.threadId}: message ${at.index} (${r.messageId}) started on pid ${r.pid} before message(s) ${waiting.join(', ')} ended` });
     const highest = highestStarted.get(at.threadId) ?? -1;
-    if (highest > at.index) out.push({ check: 'thread-fifo', detail: `thread ${at.threadId}: message ${at.index} (${r.messageId}) started on pid ${r.pid} after message ${highest} had started` });
+    if (highest > at.index)
+      out.push({ check: 'thread-fifo', detail: `thread ${at.threadId}: message ${at.index} (${r.messageId}) started on pid ${r.pid} after message ${highest} had started` });
     highestStarted.set(at.threadId, Math.max(highest, at.index));
   }
   return out;

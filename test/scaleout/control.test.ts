@@ -94,19 +94,28 @@ describe.runIf(withPostgres('scale-out control'))('control across processes (Pos
     expect(body.success).toBe(true);
     expect(body.added).toEqual(['added']);
 
-    const after = await until(async () => {
-      const rows = live(await c.listWorkers());
-      const serve = rows.find((w) => w.kind === 'serve' && w.pid === c.serve.child.pid);
-      if (!serve?.configHash || serve.configHash === oldHash) return null;
-      const workers = rows.filter((w) => w.kind === 'worker');
-      return workers.length === c.workers.length && workers.every((w) => w.configHash === serve.configHash) ? rows : null;
-    }, 'every worker to report the reloaded config hash', 60_000);
+    const after = await until(
+      async () => {
+        const rows = live(await c.listWorkers());
+        const serve = rows.find((w) => w.kind === 'serve' && w.pid === c.serve.child.pid);
+        if (!serve?.configHash || serve.configHash === oldHash) return null;
+        const workers = rows.filter((w) => w.kind === 'worker');
+        return workers.length === c.workers.length && workers.every((w) => w.configHash === serve.configHash) ? rows : null;
+      },
+      'every worker to report the reloaded config hash',
+      60_000,
+    );
     expect(new Set(after.map((w) => w.configHash)).size).toBe(1);
 
     // The new listener exists on the workers: its messages are claimed and run there.
     const sent = await Promise.all(Array.from({ length: 4 }, (_, i) => c.inject('added', { text: `new-${i}` })));
     await until(() => sent.every((s) => c.runs().some((r) => r.messageId === s.messageId && r.ev === 'end')), 'the new listener to run', 120_000);
-    const pids = new Set(c.runs().filter((r) => r.listener === 'added').map((r) => r.pid));
+    const pids = new Set(
+      c
+        .runs()
+        .filter((r) => r.listener === 'added')
+        .map((r) => r.pid),
+    );
     for (const pid of pids) expect(c.workers.map((w) => w.pid)).toContain(pid);
   }, 300_000);
 });

@@ -60,7 +60,9 @@ describe.runIf(withPostgres('scale-out worker kill'))('a worker killed -9 under 
     }
     expect(rerunViolations(runs, new Set([victim.pid]))).toEqual([]);
     const byPid = (pid: number) => runs.filter((r) => r.pid === pid && r.ev === 'start').length;
-    console.info(`scale-out worker kill: ${byPid(victim.pid)} handler runs on the victim, ${byPid(survivor.pid)} on the survivor; ${cutShort.size} cut short by the kill, all run again on the survivor`);
+    console.info(
+      `scale-out worker kill: ${byPid(victim.pid)} handler runs on the victim, ${byPid(survivor.pid)} on the survivor; ${cutShort.size} cut short by the kill, all run again on the survivor`,
+    );
 
     // The other processes go (gracefully) before the checks open the database themselves.
     await stopProcess(survivor);

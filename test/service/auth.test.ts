@@ -27,7 +27,9 @@ const call = (route: RouteCase, token: string | null, extra: Record<string, stri
 describe('auth matrix: no token / viewer / operator x every route', () => {
   it('the route table covers every documented route', () => {
     const documented = svc.checker.routes.map((r) => `${r.method} ${r.template}`).sort();
-    const table = ROUTES.filter((r) => r.template !== '/api/v1/openapi.json').map((r) => `${r.method} ${r.template}`).sort();
+    const table = ROUTES.filter((r) => r.template !== '/api/v1/openapi.json')
+      .map((r) => `${r.method} ${r.template}`)
+      .sort();
     expect(table).toEqual(documented);
   });
 
@@ -138,7 +140,10 @@ describe('where a token is accepted', () => {
   it('?token= is refused on REST routes even with Upgrade: websocket, with or without Connection: upgrade', async () => {
     for (const headers of [
       [['Upgrade', 'websocket']],
-      [['Upgrade', 'websocket'], ['Connection', 'Upgrade']],
+      [
+        ['Upgrade', 'websocket'],
+        ['Connection', 'Upgrade'],
+      ],
     ] as Array<Array<[string, string]>>) {
       const res = await rawGet(`/api/v1/organism?token=${OPERATOR}`, headers);
       expect(res.status, JSON.stringify(headers) + res.body).toBe(401);
@@ -167,7 +172,10 @@ describe('where a token is accepted', () => {
       [`Bearer ${OPERATOR}`, 'Bearer junk'],
       ['Bearer junk', `Bearer ${OPERATOR}`],
     ]) {
-      const res = await rawGet('/api/v1/organism', pair.map((v) => ['Authorization', v] as [string, string]));
+      const res = await rawGet(
+        '/api/v1/organism',
+        pair.map((v) => ['Authorization', v] as [string, string]),
+      );
       expect(res.status).toBe(400);
       expect(JSON.parse(res.body)).toMatchObject({ code: 'AUTH_AMBIGUOUS', detail: 'Send one Authorization header, not 2' });
     }

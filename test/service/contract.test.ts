@@ -43,9 +43,7 @@ describe.each<StorageKind>(STORAGE_KINDS)('contract with %s storage', (kind) => 
       });
       expect(info.startedAt).toMatch(/Z$/);
       expect(info.journal.lastRecovery).toMatchObject({ bootId: svc.organism.bootId });
-      expect(Object.keys(info).sort()).toEqual(
-        ['activeThreads', 'agentCount', 'bootId', 'journal', 'name', 'startedAt', 'status', 'totalMessages', 'uptimeSeconds', 'version'].sort(),
-      );
+      expect(Object.keys(info).sort()).toEqual(['activeThreads', 'agentCount', 'bootId', 'journal', 'name', 'startedAt', 'status', 'totalMessages', 'uptimeSeconds', 'version'].sort());
     });
 
     it('GET /organism/config is the sanitized configuration', async () => {

@@ -99,9 +99,7 @@ describe('reload', () => {
   it('adds, removes and updates listeners from the file', async () => {
     svc = await startService();
     const s = svc;
-    const next = BASE_LISTENERS.filter((l) => l.name !== 'broken').map((l) =>
-      l.name === 'echo' ? { ...l, yaml: l.yaml.replace('Records what it receives', 'Records everything') } : l,
-    );
+    const next = BASE_LISTENERS.filter((l) => l.name !== 'broken').map((l) => (l.name === 'echo' ? { ...l, yaml: l.yaml.replace('Records what it receives', 'Records everything') } : l));
     next.push({
       name: 'extra',
       yaml: `  - name: extra
@@ -280,8 +278,7 @@ describe('reload of keys beyond the listeners', () => {
       }
       return { tokens, problems };
     };
-    const withTokens = (names: Array<[string, string]>) =>
-      `${yaml()}auth:\n  tokens:\n${names.map(([n, e]) => `    - {name: ${n}, role: viewer, token_env: ${e}}`).join('\n')}\n`;
+    const withTokens = (names: Array<[string, string]>) => `${yaml()}auth:\n  tokens:\n${names.map(([n, e]) => `    - {name: ${n}, role: viewer, token_env: ${e}}`).join('\n')}\n`;
     svc = await startService({ yaml: withTokens([['first', 'FIRST_TOKEN']]), app: { resolveTokens: resolve } });
     const s = svc;
     const asToken = (token: string) => s.request('GET', '/api/v1/organism', { token });
@@ -293,7 +290,12 @@ describe('reload of keys beyond the listeners', () => {
     expect(res.body.changed).toEqual(['auth.tokens.second', 'auth.tokens.first']);
     expect((await asToken('second-token-654321')).status).toBe(200);
 
-    s.writeConfig(withTokens([['second', 'SECOND_TOKEN'], ['third', 'THIRD_TOKEN_UNSET']]));
+    s.writeConfig(
+      withTokens([
+        ['second', 'SECOND_TOKEN'],
+        ['third', 'THIRD_TOKEN_UNSET'],
+      ]),
+    );
     const bad = await s.request('POST', '/api/v1/organism/reload');
     expect(bad.status).toBe(500);
     expect(bad.body.code).toBe('RELOAD_INVALID');

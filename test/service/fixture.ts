@@ -171,9 +171,7 @@ export type StorageKind = 'memory' | 'sqlite' | 'postgres';
 /** The stores the service tests run on: PostgreSQL too when a server answers (always in CI). */
 export const STORAGE_KINDS: readonly StorageKind[] = withPostgres('service tests') ? ['memory', 'sqlite', 'postgres'] : ['memory', 'sqlite'];
 
-export async function startService(
-  options: { yaml?: string; app?: Partial<BuildAppOptions>; storage?: StorageKind; files?: Record<string, string> } = {},
-): Promise<Service> {
+export async function startService(options: { yaml?: string; app?: Partial<BuildAppOptions>; storage?: StorageKind; files?: Record<string, string> } = {}): Promise<Service> {
   const dir = mkdtempSync(path.join(tmpdir(), 'organism-service-'));
   const configPath = path.join(dir, 'organism.yaml');
   writeFileSync(path.join(dir, 'handlers.ts'), HANDLERS);
@@ -251,8 +249,7 @@ export async function startService(
     checker.check(init.method, u.slice(url.length), res.status, parsed);
     return { status: res.status, ok: res.ok, text: async () => text };
   };
-  const clientAs = (token: string | null): OrganismClient =>
-    createClient({ baseUrl: url, ...(token !== null ? { token } : {}), fetch: checkedFetch });
+  const clientAs = (token: string | null): OrganismClient => createClient({ baseUrl: url, ...(token !== null ? { token } : {}), fetch: checkedFetch });
 
   return {
     url,

@@ -44,7 +44,9 @@ describe('recorded LLM calls through the API', () => {
     expect(res.body).toMatchObject({ threadId, count: 2, total: 2, offset: 0, limit: 50 });
     const [researcher, writer] = res.body.calls;
     expect(researcher).toMatchObject({ agent: 'researcher', provider: 'mock', model: 'mock-1', attempt: 1, repair: false, error: null, tools: ['send_to_writer', 'reply'] });
-    expect(researcher.response.toolCalls).toEqual([{ id: 'call_mock_1', name: 'send_to_writer', arguments: JSON.stringify({ topic: 'tide pools', summary: 'Three sources agree on tide pools.' }) }]);
+    expect(researcher.response.toolCalls).toEqual([
+      { id: 'call_mock_1', name: 'send_to_writer', arguments: JSON.stringify({ topic: 'tide pools', summary: 'Three sources agree on tide pools.' }) },
+    ]);
     expect(researcher.usage.totalTokens).toBeGreaterThan(0);
     expect(researcher.cost).toBeGreaterThan(0);
     expect(writer).toMatchObject({ agent: 'writer', tools: ['send_to_announcer', 'reply'] });
@@ -97,7 +99,9 @@ describe('recorded LLM calls through the API', () => {
     const threadId = await runQuestion(s, 'glaciers');
     const messages = (await s.request('GET', `/api/v1/threads/${threadId}/messages`)).body.messages as Array<{ to: string; payload: Record<string, unknown> }>;
     expect(messages.at(-1)).toMatchObject({ to: 'announcer', payload: { text: 'News on glaciers: Three sources agree on glaciers.' } });
-    const { calls } = (await s.request('GET', `/api/v1/threads/${threadId}/llm-calls`)).body as { calls: Array<{ tools: string[]; request: { system: string; tools: unknown[] }; response: { text: string } }> };
+    const { calls } = (await s.request('GET', `/api/v1/threads/${threadId}/llm-calls`)).body as {
+      calls: Array<{ tools: string[]; request: { system: string; tools: unknown[] }; response: { text: string } }>;
+    };
     expect(calls).toHaveLength(2);
     for (const c of calls) {
       expect(c.tools).toEqual([]);

@@ -108,7 +108,7 @@ describe.each<StorageKind>(STORAGE_KINDS)('usage with %s storage', (kind) => {
       expect(future.body.total).toBe(0);
     });
 
-    it('history by thread: only that thread\'s LLM calls (thread_id accepted)', async () => {
+    it("history by thread: only that thread's LLM calls (thread_id accepted)", async () => {
       await eventually(async () => ((await svc.request('GET', '/api/v1/usage/history')).body.total >= 1 ? true : null), 'usage event to persist');
       const mine = await svc.request('GET', `/api/v1/usage/history?threadId=${threadId}`);
       expect(mine.body.total).toBe(1);
@@ -172,8 +172,7 @@ describe.each<StorageKind>(STORAGE_KINDS)("a thread's budget and usage over its 
   afterAll(async () => {
     await svc?.close();
   });
-  const inject = (threadId: string) =>
-    svc.request('POST', '/api/v1/inject', { body: { to: 'greeter', threadId, payload: { Greeting: { name: 'Ada' } } } });
+  const inject = (threadId: string) => svc.request('POST', '/api/v1/inject', { body: { to: 'greeter', threadId, payload: { Greeting: { name: 'Ada' } } } });
   const finished = (threadId: string) =>
     eventually(async () => {
       const t = await svc.request('GET', `/api/v1/threads/${threadId}`);
@@ -268,9 +267,7 @@ describe.each<StorageKind>(STORAGE_KINDS)("a thread's budget and usage over its 
     expect(bad.body.detail).toBe('state must be one of live, finished, all');
     expect((await svc.request('GET', '/api/v1/usage/threads?limit=0')).body.detail).toBe('limit must be >= 1');
     expect((await svc.request('GET', '/api/v1/usage/threads?limit=1001')).body.detail).toBe('limit must be <= 1000');
-    expect((await svc.request('GET', '/api/v1/usage/threads?status=all')).body.detail).toBe(
-      'status is not a parameter of this route (valid parameters: state, limit, offset)',
-    );
+    expect((await svc.request('GET', '/api/v1/usage/threads?status=all')).body.detail).toBe('status is not a parameter of this route (valid parameters: state, limit, offset)');
     const page = await svc.request('GET', '/api/v1/usage/threads?state=all&limit=1&offset=1');
     expect(page.status).toBe(200);
     expect(page.body).toMatchObject({ state: 'all', limit: 1, offset: 1, count: page.body.threads.length });

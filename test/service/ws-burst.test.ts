@@ -45,11 +45,17 @@ describe('a burst of WebSocket upgrades against a real serve', () => {
     await probing;
 
     // Every attempt was answered: accepted within the per-address limit, or refused before the handshake.
-    expect(Object.keys(statuses).filter((s) => !['101', '429', '503'].includes(s)), JSON.stringify(statuses)).toEqual([]);
+    expect(
+      Object.keys(statuses).filter((s) => !['101', '429', '503'].includes(s)),
+      JSON.stringify(statuses),
+    ).toEqual([]);
     expect(statuses['101'] ?? 0, JSON.stringify(statuses)).toBeLessThanOrEqual(DEFAULT_WS_LIMITS.maxPerIp);
     expect((statuses['429'] ?? 0) + (statuses['503'] ?? 0), JSON.stringify(statuses)).toBeGreaterThanOrEqual(ATTEMPTS - DEFAULT_WS_LIMITS.maxPerIp);
     expect(probes.length).toBeGreaterThan(0);
-    expect(probes.filter((ms) => ms >= 2_000), JSON.stringify(probes.map(Math.round))).toEqual([]);
+    expect(
+      probes.filter((ms) => ms >= 2_000),
+      JSON.stringify(probes.map(Math.round)),
+    ).toEqual([]);
     expect((await fetch(`${server.base}/health`)).status).toBe(200);
   });
 });

@@ -41,7 +41,17 @@ describe('frames', () => {
     expect(JSON.parse(f.json)).toMatchObject({
       event: 'message',
       seq: f.seq,
-      message: { id: 'm1', threadId: 't1', from: 'a', to: 'b', payloadType: 'Text', payload: { text: 'hi' }, timestamp: '2025-01-31T12:00:00.000Z', parentId: null, deliveryState: 'PENDING' },
+      message: {
+        id: 'm1',
+        threadId: 't1',
+        from: 'a',
+        to: 'b',
+        payloadType: 'Text',
+        payload: { text: 'hi' },
+        timestamp: '2025-01-31T12:00:00.000Z',
+        parentId: null,
+        deliveryState: 'PENDING',
+      },
     });
     expect(f.meta).toEqual({ event: 'message', threadId: 't1', agents: ['a', 'b'], payloadType: 'Text', isMessage: true });
   });
@@ -49,9 +59,7 @@ describe('frames', () => {
   it('values JSON cannot hold are serialized safely: BigInt, cycles, invalid and valid dates, functions', () => {
     const cyclic: Record<string, unknown> = { name: 'loop' };
     cyclic['self'] = cyclic;
-    const out = JSON.parse(
-      safeStringify({ big: 10n ** 20n, cyclic, bad: new Date(Number.NaN), good: new Date(Date.UTC(2025, 0, 1)), fn: () => 1 }),
-    ) as Record<string, unknown>;
+    const out = JSON.parse(safeStringify({ big: 10n ** 20n, cyclic, bad: new Date(Number.NaN), good: new Date(Date.UTC(2025, 0, 1)), fn: () => 1 })) as Record<string, unknown>;
     expect(out).toEqual({ big: '100000000000000000000', cyclic: { name: 'loop', self: '[Circular]' }, bad: null, good: '2025-01-01T00:00:00.000Z' });
   });
 
@@ -68,11 +76,20 @@ describe('frames', () => {
 
   it('maps every other event to its frame body and filter metadata', () => {
     const thread = { id: 't1', status: 'active' as const, participants: ['api', 'a'], messageCount: 1, createdAt: 0, lastActivity: 1000, error: null, metadata: {} };
-    expect(JSON.parse(toFrame({ type: 'thread_created', thread }).json)).toMatchObject({ thread: { id: 't1', createdAt: '1970-01-01T00:00:00.000Z', lastActivity: '1970-01-01T00:00:01.000Z' } });
+    expect(JSON.parse(toFrame({ type: 'thread_created', thread }).json)).toMatchObject({
+      thread: { id: 't1', createdAt: '1970-01-01T00:00:00.000Z', lastActivity: '1970-01-01T00:00:01.000Z' },
+    });
     expect(toFrame({ type: 'agent_state', agent: 'a', state: 'processing', currentThread: 't1' }).meta).toMatchObject({ threadId: 't1', agents: ['a'] });
-    expect(JSON.parse(toFrame({ type: 'peer_denied', from: 'a', to: 'c', threadId: 't1', messageId: 'm1', reason: 'not a peer' }).json)).toMatchObject({ from: 'a', to: 'c', threadId: 't1', reason: 'not a peer' });
+    expect(JSON.parse(toFrame({ type: 'peer_denied', from: 'a', to: 'c', threadId: 't1', messageId: 'm1', reason: 'not a peer' }).json)).toMatchObject({
+      from: 'a',
+      to: 'c',
+      threadId: 't1',
+      reason: 'not a peer',
+    });
     expect(JSON.parse(toFrame({ type: 'organism_status', status: 'stopping' }).json)).toMatchObject({ event: 'organism_status', status: 'stopping' });
-    expect(JSON.parse(toFrame({ type: 'reload', result: { success: true, added: ['x'], removed: [], updated: [], changed: ['max_hops'], restartRequired: [], error: null } }).json)).toMatchObject({ success: true, added: ['x'], changed: ['max_hops'], restartRequired: [] });
+    expect(
+      JSON.parse(toFrame({ type: 'reload', result: { success: true, added: ['x'], removed: [], updated: [], changed: ['max_hops'], restartRequired: [], error: null } }).json),
+    ).toMatchObject({ success: true, added: ['x'], changed: ['max_hops'], restartRequired: [] });
     const failed = toFrame({ type: 'journal_failed', message: message(), reason: 'max_attempts', error: 'boom' } as never);
     expect(JSON.parse(failed.json)).toMatchObject({ message: { deliveryState: 'FAILED' }, error: 'boom' });
     expect(failed.meta.isMessage).toBe(false);

@@ -27,7 +27,15 @@ describe('llm_delta frames', () => {
     const deltasOnly = await connect(`${url}/ws?token=${OP}&events=llm_delta`);
     const otherAgent = await connect(`${url}/ws?token=${OP}&events=llm_delta&agent=other`);
     const { threadId, messageId } = await organism.inject('writer', { text: 'go' });
-    await eventually(() => deltasOnly.of('llm_delta').map((f) => f['text']).join('') === TEXT, 10_000, 'the whole text');
+    await eventually(
+      () =>
+        deltasOnly
+          .of('llm_delta')
+          .map((f) => f['text'])
+          .join('') === TEXT,
+      10_000,
+      'the whole text',
+    );
     const frames = deltasOnly.of('llm_delta');
     expect(frames.length).toBeGreaterThan(3);
     const { calls } = await organism.llmCalls.forMessage(messageId);
@@ -62,7 +70,15 @@ describe('llm_delta frames follow the rule of recorded calls', () => {
     const { threadId } = await organism.inject('writer', { text: 'go' });
     await completed(operator, threadId);
     await completed(viewer, threadId);
-    await eventually(() => operator.of('llm_delta').map((f) => f['text']).join('') === TEXT, 10_000, 'the operator’s deltas');
+    await eventually(
+      () =>
+        operator
+          .of('llm_delta')
+          .map((f) => f['text'])
+          .join('') === TEXT,
+      10_000,
+      'the operator’s deltas',
+    );
     expect(viewer.of('message').length).toBeGreaterThan(0);
     expect(viewer.of('llm_delta')).toEqual([]);
     // A viewer that asks for deltas only gets nothing at all; its socket is the same one, so a

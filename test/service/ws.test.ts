@@ -19,14 +19,16 @@ afterEach(async () => {
 });
 
 async function server(ws: Partial<WsLimits> = {}) {
-  const { organism } = await startOrganism([
-    listener('a', { peers: ['b'], handler: (p) => send('b', p) }),
-    listener('b'),
-  ]);
+  const { organism } = await startOrganism([listener('a', { peers: ['b'], handler: (p) => send('b', p) }), listener('b')]);
   const app = await buildApp({
     organism,
     version: 'test',
-    auth: { tokens: [{ name: 'op', role: 'operator', token: OP }, { name: 'view', role: 'viewer', token: VIEW }] },
+    auth: {
+      tokens: [
+        { name: 'op', role: 'operator', token: OP },
+        { name: 'view', role: 'viewer', token: VIEW },
+      ],
+    },
     ws,
   });
   await app.listen({ port: 0, host: '127.0.0.1' });

@@ -53,7 +53,19 @@ describe('BoundedMap', () => {
 });
 
 describe('MemoryJournal bound', () => {
-  const msg = (i: number): Message => ({ id: `m${i}`, threadId: `t${i}`, from: 'api', to: 'a', payloadType: 'Text', payload: {}, timestamp: 0, parentId: null, hops: 0, metadata: {}, attempt: 1 });
+  const msg = (i: number): Message => ({
+    id: `m${i}`,
+    threadId: `t${i}`,
+    from: 'api',
+    to: 'a',
+    payloadType: 'Text',
+    payload: {},
+    timestamp: 0,
+    parentId: null,
+    hops: 0,
+    metadata: {},
+    attempt: 1,
+  });
 
   it('holds the newest finished entries and every unfinished one, whatever the volume', async () => {
     const journal = new MemoryJournal(1_000);

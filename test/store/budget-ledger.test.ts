@@ -278,7 +278,7 @@ describe.skipIf(!usePg)('PostgreSQL budget ledger across processes', () => {
     child.child.kill('SIGKILL');
     await child.exited;
     // Dead, it renews nothing: the reservation expires and is given back (by a sweep or by the refused reserve).
-    const r = await until(() => other.reserve(t, 200).catch(() => null), 'the dead holder\'s reservation to expire', 30_000);
+    const r = await until(() => other.reserve(t, 200).catch(() => null), "the dead holder's reservation to expire", 30_000);
     expect(await other.get(t)).toMatchObject({ reservedTokens: 200, totalTokens: 0 });
     await other.settle(r, use(150, 0), 'agent');
     expect(await other.get(t)).toMatchObject({ reservedTokens: 0, totalTokens: 150 });
@@ -335,10 +335,14 @@ describe.skipIf(!usePg)('PostgreSQL budget ledger across processes', () => {
     expect(await local.get(t)).toMatchObject({ totalTokens: 0 });
     await proxy.open();
     // The spend lands; the reservation whose cancel was lost expires and is swept.
-    await until(async () => {
-      const b = await local.get(t);
-      return b?.totalTokens === 400 && b.reservedTokens === 0;
-    }, 'the kept settlement to land and the lost cancel to expire', 30_000);
+    await until(
+      async () => {
+        const b = await local.get(t);
+        return b?.totalTokens === 400 && b.reservedTokens === 0;
+      },
+      'the kept settlement to land and the lost cancel to expire',
+      30_000,
+    );
     await proxy.cut();
   }, 120_000);
 
@@ -371,11 +375,11 @@ describe.skipIf(!usePg)('PostgreSQL budget ledger across processes', () => {
     await l.setCeiling(planned, 500, { create: true });
     const pool = createPool({ url: db!.url, max: 1 });
     pools.push(pool);
-    for (const [t, status] of [[ended, 'completed'], [running, 'active']] as const) {
-      await pool.query(
-        `INSERT INTO threads (id, status, participants, message_count, created_at, last_activity, error, metadata) VALUES ($1, $2, '{a}', 1, 0, 0, NULL, '{}')`,
-        [t, status],
-      );
+    for (const [t, status] of [
+      [ended, 'completed'],
+      [running, 'active'],
+    ] as const) {
+      await pool.query(`INSERT INTO threads (id, status, participants, message_count, created_at, last_activity, error, metadata) VALUES ($1, $2, '{a}', 1, 0, 0, NULL, '{}')`, [t, status]);
     }
     expect(await l.finishEnded()).toBeGreaterThanOrEqual(1);
     expect(await l.get(ended)).toMatchObject({ totalTokens: 50, active: false });

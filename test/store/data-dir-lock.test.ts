@@ -28,8 +28,13 @@ describe('the data-directory lock is held by the kernel', () => {
 
     // The first server's parent is a shell that becomes `sleep` and never reaps it: after
     // SIGKILL its PID still answers kill(pid, 0), as a dead worker's does until it is reaped.
-    const quoted = cliCommand(['serve', config, '--data-dir', dataDir, '--port', '0', '--no-supervisor', '--log-level', 'warn']).map((a) => `'${a}'`).join(' ');
-    const shell = spawn('sh', ['-c', `${quoted} > ${dir}/first.out 2>&1 & echo $!; exec sleep 600`], { env: { ...process.env, ORGANISM_API_TOKEN: TOKEN }, stdio: ['ignore', 'pipe', 'ignore'] });
+    const quoted = cliCommand(['serve', config, '--data-dir', dataDir, '--port', '0', '--no-supervisor', '--log-level', 'warn'])
+      .map((a) => `'${a}'`)
+      .join(' ');
+    const shell = spawn('sh', ['-c', `${quoted} > ${dir}/first.out 2>&1 & echo $!; exec sleep 600`], {
+      env: { ...process.env, ORGANISM_API_TOKEN: TOKEN },
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     cleanups.push(() => shell.kill('SIGKILL'));
     let shellOut = '';
     shell.stdout!.on('data', (d: Buffer) => (shellOut += d.toString()));

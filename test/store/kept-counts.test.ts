@@ -86,9 +86,9 @@ describe('kept journal counts', () => {
     opened.push(s);
     const db = new Database(path.join(dataDir, DATABASE_FILE), { readonly: true });
     try {
-      const plan = db
-        .prepare(`EXPLAIN QUERY PLAN SELECT created_at AS t FROM journal INDEXED BY journal_state WHERE state = 'PENDING' ORDER BY seq LIMIT 1`)
-        .all() as Array<{ detail: string }>;
+      const plan = db.prepare(`EXPLAIN QUERY PLAN SELECT created_at AS t FROM journal INDEXED BY journal_state WHERE state = 'PENDING' ORDER BY seq LIMIT 1`).all() as Array<{
+        detail: string;
+      }>;
       expect(plan.map((p) => p.detail).join('\n')).toMatch(/SEARCH journal USING INDEX journal_state \(state=\?\)/);
       expect(plan.map((p) => p.detail).join('\n')).not.toMatch(/TEMP B-TREE/);
     } finally {

@@ -69,7 +69,10 @@ describe.skipIf(!withPostgres('PostgreSQL store tests'))('PostgreSQL store', () 
     cleanup.push(() => db.drop());
     // Two stores on two schemas of one database migrate concurrently (one advisory lock for both).
     const [a, b] = await Promise.all([openPostgresStorage({ url: db.url, schema: 'one' }), openPostgresStorage({ url: db.url, schema: 'two' })]);
-    cleanup.push(() => a.close(), () => b.close());
+    cleanup.push(
+      () => a.close(),
+      () => b.close(),
+    );
     await a.journal.pending([msg()]);
     expect((await b.journal.list({ limit: 1, offset: 0 })).total).toBe(0);
     expect((await a.journal.list({ limit: 1, offset: 0 })).total).toBe(1);

@@ -12,7 +12,7 @@ afterEach(() => {
   while (opened.length) opened.pop()!.close();
 });
 
-describe('SQLite: finished threads\' budgets', () => {
+describe("SQLite: finished threads' budgets", () => {
   it('an upgrade keeps the budgets of threads that finished before it: their ceiling, their spend from the usage events, their thresholds', () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'organism-budgets-'));
     const db = new Database(path.join(dataDir, DATABASE_FILE));

@@ -38,7 +38,6 @@ describe('SQLite journal', () => {
       db.close();
     }
   });
-
 });
 
 describe('the data directory', () => {

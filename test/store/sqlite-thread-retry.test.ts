@@ -74,7 +74,11 @@ describe('SQLite thread records when a write fails', () => {
     migrate(db);
     const errors: unknown[] = [];
     let threads: SqliteThreadStore | null = null;
-    const writer = new GroupWriter(db, (err) => errors.push(err), () => threads?.afterCommit());
+    const writer = new GroupWriter(
+      db,
+      (err) => errors.push(err),
+      () => threads?.afterCommit(),
+    );
     threads = new SqliteThreadStore(db, writer);
     db.pragma('query_only = ON');
     threads.put(record('error', 'budget exhausted'));

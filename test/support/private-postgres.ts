@@ -88,7 +88,9 @@ export async function startPrivatePostgres(options: { settings?: Record<string, 
     max_connections: '200',
     ...options.settings,
   };
-  const serverOptions = Object.entries(settings).map(([k, v]) => `-c ${k}=${v}`).join(' ');
+  const serverOptions = Object.entries(settings)
+    .map(([k, v]) => `-c ${k}=${v}`)
+    .join(' ');
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   let up = false;
   const server: PrivatePostgres = {

@@ -69,7 +69,11 @@ describe('span records (main thread to export worker)', () => {
     const remote = { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', traceFlags: 1, isRemote: true, traceState: new TraceState('vendor=a,other=b') };
     const span = tracer.startSpan(
       'chat big',
-      { kind: SpanKind.CLIENT, attributes: { a: 1, b: 'two', c: [true, false], d: 'dropped' }, links: [{ context: { ...remote, spanId: '00f067aa0ba902b7' }, attributes: { why: 'caller' } }] },
+      {
+        kind: SpanKind.CLIENT,
+        attributes: { a: 1, b: 'two', c: [true, false], d: 'dropped' },
+        links: [{ context: { ...remote, spanId: '00f067aa0ba902b7' }, attributes: { why: 'caller' } }],
+      },
       trace.setSpanContext(ROOT_CONTEXT, remote),
     );
     span.addEvent('organism.llm.retry', { 'organism.llm.retry_reason': 'http_500' });
@@ -174,7 +178,14 @@ describe('delivery records (no SDK span on the main thread)', () => {
     expect(t.records === null).toBe(sdkSpans);
     const thread = '6f1c1a0e-4b7a-4c1e-9d51-1c7f0e0a2b3c';
     const caller = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
-    const message = (id: string, parentId: string | null, traceContext: string | null, payloadType = 'Text', attempt = 1) => ({ id, threadId: thread, parentId, traceContext, payloadType, attempt });
+    const message = (id: string, parentId: string | null, traceContext: string | null, payloadType = 'Text', attempt = 1) => ({
+      id,
+      threadId: thread,
+      parentId,
+      traceContext,
+      payloadType,
+      attempt,
+    });
     const tool = { name: 'hop1', agent: undefined };
     const agent = { name: 'writer', agent: { model: 'm' } };
     // A thread's root, linked to the caller's span: the agent sees a peer denial and a budget warning, then fails on its budget.

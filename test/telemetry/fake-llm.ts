@@ -71,7 +71,12 @@ export function parseMetrics(text: string): Map<string, number> {
     if (!line || line.startsWith('#')) continue;
     const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)$/.exec(line);
     if (!m) throw new Error(`not a sample line: ${line}`);
-    const labels = m[3] ? [...m[3].matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)].map((l) => `${l[1]}="${l[2]}"`).sort().join(',') : '';
+    const labels = m[3]
+      ? [...m[3].matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)]
+          .map((l) => `${l[1]}="${l[2]}"`)
+          .sort()
+          .join(',')
+      : '';
     out.set(labels ? `${m[1]}{${labels}}` : m[1]!, Number(m[4]));
   }
   return out;

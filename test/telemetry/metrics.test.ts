@@ -64,7 +64,10 @@ describe('GET /metrics after a scripted workload', () => {
 
   const value = (name: string, labels: Record<string, string> = {}) => {
     const key = Object.keys(labels).length
-      ? `${name}{${Object.entries(labels).map(([k, v]) => `${k}="${v}"`).sort().join(',')}}`
+      ? `${name}{${Object.entries(labels)
+          .map(([k, v]) => `${k}="${v}"`)
+          .sort()
+          .join(',')}}`
       : name;
     return samples.get(key);
   };
@@ -100,7 +103,7 @@ describe('GET /metrics after a scripted workload', () => {
     expect(value('organism_delivery_failures_total', { listener: 'doomed', reason: 'handler_error' })).toBe(1);
     expect(value('organism_delivery_failures_total', { listener: 'spender2', reason: 'budget_exhausted' })).toBe(1);
     expect(value('organism_delivery_failures_total', { listener: 'echo', reason: 'peer_denied' })).toBe(1);
-    for (const [listener, , ] of expected) expect(value('organism_delivery_duration_seconds_count', { listener })).toBeGreaterThan(0);
+    for (const [listener, ,] of expected) expect(value('organism_delivery_duration_seconds_count', { listener })).toBeGreaterThan(0);
     expect(value('organism_delivery_duration_seconds_count', { listener: 'spender' })).toBe(4);
     expect(value('organism_delivery_duration_seconds_sum', { listener: 'echo' })).toBeGreaterThan(0);
     expect(value('organism_delivery_duration_seconds_bucket', { listener: 'echo', le: '+Inf' })).toBe(2);
@@ -184,9 +187,7 @@ describe('GET /metrics after a scripted workload', () => {
     };
     const families = [...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)];
     const exposed = new Set(families.flatMap(([, name, type]) => (type === 'histogram' ? [`${name}_bucket`, `${name}_sum`, `${name}_count`] : [name!])));
-    const used = new Set(
-      dashboard.panels.flatMap((p) => p.targets.flatMap((t) => [...t.expr.matchAll(/\b((?:organism|gen_ai|process|nodejs)_[a-z0-9_]+)\{/g)].map((m) => m[1]!))),
-    );
+    const used = new Set(dashboard.panels.flatMap((p) => p.targets.flatMap((t) => [...t.expr.matchAll(/\b((?:organism|gen_ai|process|nodejs)_[a-z0-9_]+)\{/g)].map((m) => m[1]!))));
     expect(used.size).toBeGreaterThan(15);
     for (const name of used) expect(exposed.has(name), name).toBe(true);
   });
@@ -215,11 +216,9 @@ scrape_configs:
       - targets: ['${target}']
 `,
     );
-    const server = spawn(
-      'prometheus',
-      [`--config.file=${path.join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`],
-      { stdio: 'ignore' },
-    );
+    const server = spawn('prometheus', [`--config.file=${path.join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${path.join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], {
+      stdio: 'ignore',
+    });
     try {
       const query = encodeURIComponent('sum(organism_deliveries_total{listener="echo",outcome="acked"})');
       const result = await eventually(

@@ -62,7 +62,22 @@ describe('one trace per thread across a restart of a real serve process', () => 
     const serve = () => {
       const child = spawn(
         process.execPath,
-        ['--import', 'tsx', MAIN, 'serve', path.join(dir, 'organism.yaml'), '--port', String(port), '--data-dir', path.join(dir, 'data'), '--drain-timeout', '1', '--no-supervisor', '--log-level', 'warn'],
+        [
+          '--import',
+          'tsx',
+          MAIN,
+          'serve',
+          path.join(dir, 'organism.yaml'),
+          '--port',
+          String(port),
+          '--data-dir',
+          path.join(dir, 'data'),
+          '--drain-timeout',
+          '1',
+          '--no-supervisor',
+          '--log-level',
+          'warn',
+        ],
         {
           env: {
             ...process.env,
@@ -77,8 +92,7 @@ describe('one trace per thread across a restart of a real serve process', () => 
       children.push(child);
       return { child, exited: new Promise<number | null>((r) => child.on('exit', (code) => r(code))) };
     };
-    const api = (p: string, init: RequestInit = {}) =>
-      fetch(`${base}/api/v1${p}`, { ...init, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' } });
+    const api = (p: string, init: RequestInit = {}) => fetch(`${base}/api/v1${p}`, { ...init, headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' } });
     const up = () => eventually(async () => (await api('/organism').catch(() => null))?.ok, 'the server', 120_000);
 
     const first = serve();
@@ -87,10 +101,14 @@ describe('one trace per thread across a restart of a real serve process', () => 
     expect(res.status).toBe(200);
     const { threadId } = (await res.json()) as { threadId: string };
     // Stopped only once hop2 holds its delivery (DISPATCHED): recovery then redelivers it as attempt 2.
-    await eventually(async () => {
-      const page = (await (await api(`/journal?threadId=${threadId}&state=DISPATCHED`)).json()) as { total: number };
-      return page.total === 1;
-    }, 'hop2 to hold its delivery', 60_000);
+    await eventually(
+      async () => {
+        const page = (await (await api(`/journal?threadId=${threadId}&state=DISPATCHED`)).json()) as { total: number };
+        return page.total === 1;
+      },
+      'hop2 to hold its delivery',
+      60_000,
+    );
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);
 

@@ -112,11 +112,7 @@ async function run(protocol: OtlpProtocol, captureContent: boolean): Promise<Run
   });
   const logger = pino({ level: 'info', mixin: traceLogFields }, stream);
   const organism = new Organism(loaded, { logger });
-  const settings = resolveTracing(
-    { otlp: { endpoint: receiver.url, protocol }, captureContent },
-    { name: 'trace-test', version: 'test' },
-    {},
-  )!;
+  const settings = resolveTracing({ otlp: { endpoint: receiver.url, protocol }, captureContent }, { name: 'trace-test', version: 'test' }, {})!;
   const tracing = new OrganismTracing(settings);
   tracing.attach(organism);
   await organism.start();
@@ -137,11 +133,15 @@ async function run(protocol: OtlpProtocol, captureContent: boolean): Promise<Run
   const slowInject = (to: string, payload: unknown) =>
     new Promise<string>((resolve, reject) => {
       const body = Buffer.from(JSON.stringify({ to, payload }));
-      const req = request(`${base}/api/v1/inject`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'content-length': body.length } }, (res) => {
-        let text = '';
-        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-        res.on('end', () => (res.statusCode === 200 ? resolve((JSON.parse(text) as { threadId: string }).threadId) : reject(new Error(`${res.statusCode}: ${text}`))));
-      });
+      const req = request(
+        `${base}/api/v1/inject`,
+        { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'content-length': body.length } },
+        (res) => {
+          let text = '';
+          res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+          res.on('end', () => (res.statusCode === 200 ? resolve((JSON.parse(text) as { threadId: string }).threadId) : reject(new Error(`${res.statusCode}: ${text}`))));
+        },
+      );
       req.on('error', reject);
       req.flushHeaders();
       setTimeout(() => req.write(body.subarray(0, 10)), 30);
@@ -362,7 +362,15 @@ describe('the traceparent a message carries', () => {
 
   it('is absent for an invalid span, and anything else is not read as one', () => {
     expect(formatTraceparent({ ...sc, traceId: '0'.repeat(32) })).toBeNull();
-    for (const bad of ['', 'garbage', `00-${'0'.repeat(32)}-b7ad6b7169203331-01`, '00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01', '01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', '00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01', '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-extra']) {
+    for (const bad of [
+      '',
+      'garbage',
+      `00-${'0'.repeat(32)}-b7ad6b7169203331-01`,
+      '00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01',
+      '01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+      '00-0AF7651916CD43DD8448EB211C80319C-b7ad6b7169203331-01',
+      '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-extra',
+    ]) {
       expect(parseTraceparent(bad), bad).toBeNull();
     }
   });

@@ -12,7 +12,7 @@ export function telemetryYaml(fakeUrl: string, extra = ''): string {
   return base
     .replace('max_tokens_per_thread: 50000', 'max_tokens_per_thread: 5000')
     .replace(
-      "          - '<send to=\"shouter\"><Text><text>Hello, {{name}}!</text></Text></send>'",
+      '          - \'<send to="shouter"><Text><text>Hello, {{name}}!</text></Text></send>\'',
       `          - '<send to="shouter"><Text><text>Hello, {{name}}!</text></Text></send>'
         freeloader:
           - '<send to="shouter"><Text><text>Hi, {{name}}!</text></Text></send>'

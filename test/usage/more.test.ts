@@ -10,9 +10,7 @@ import { event, usage } from './fixtures.js';
 
 describe('pricing, further', () => {
   it('carries the reference default table', () => {
-    expect(Object.keys(DEFAULT_PRICING).sort()).toEqual(
-      ['claude-opus-4', 'claude-sonnet-3-5', 'claude-sonnet-4', 'gpt-4o', 'gpt-4o-mini', 'grok-3', 'grok-4.1', 'o1', 'o3-mini'].sort(),
-    );
+    expect(Object.keys(DEFAULT_PRICING).sort()).toEqual(['claude-opus-4', 'claude-sonnet-3-5', 'claude-sonnet-4', 'gpt-4o', 'gpt-4o-mini', 'grok-3', 'grok-4.1', 'o1', 'o3-mini'].sort());
     expect(new Pricing().priceFor('o3-mini-high')).toMatchObject({ prompt: 1.1, completion: 4.4 });
     expect(new Pricing().priceFor('o1-preview')).toMatchObject({ prompt: 15, completion: 60 });
   });
@@ -327,7 +325,12 @@ describe('thread budgets, further', () => {
 
   it('list sorts highest percent first and count follows creations and finishes', () => {
     const b = new BudgetManager({ defaultMaxTokens: 100 });
-    for (const [id, n] of [['a', 10], ['b', 90], ['c', 50]] as const) b.settle(b.reserve(id, n), usage(n, 0), 'x');
+    for (const [id, n] of [
+      ['a', 10],
+      ['b', 90],
+      ['c', 50],
+    ] as const)
+      b.settle(b.reserve(id, n), usage(n, 0), 'x');
     expect(b.list().items.map((x) => x.threadId)).toEqual(['b', 'c', 'a']);
     expect(b.count()).toBe(3);
     b.setCeiling('a', 11); // 90.9 %

@@ -73,13 +73,7 @@ export function AgentsView() {
                 <StateBadge state={a.state} />
               </td>
               <td>{a.queueDepth}</td>
-              <td>
-                {a.currentThread ? (
-                  <ThreadLink id={a.currentThread} short />
-                ) : (
-                  '—'
-                )}
-              </td>
+              <td>{a.currentThread ? <ThreadLink id={a.currentThread} short /> : '—'}</td>
               <td>{fmt.ago(a.lastActivity)}</td>
               <td>{fmt.int(a.messageCount)}</td>
               <td>{a.model ?? '—'}</td>
@@ -107,7 +101,10 @@ export function AgentDetailView() {
   const recent = useQuery({ queryKey: ['agent-messages', name], queryFn: () => api.messages({ agent: name, limit: 20 }) });
   useRefetchOn(
     (f) => f.event === 'message' && [(f['message'] as { from: string }).from, (f['message'] as { to: string }).to].includes(name),
-    [['agents', name], ['agent-messages', name]],
+    [
+      ['agents', name],
+      ['agent-messages', name],
+    ],
     1500,
   );
   useRefetchOn((f) => f.event === 'usage' && (f['usage'] as { agentId: string }).agentId === name, [['agent-usage', name]], 2000);
@@ -130,13 +127,7 @@ export function AgentDetailView() {
           <dt>Queue depth</dt>
           <dd>{a.queueDepth}</dd>
           <dt>Current thread</dt>
-          <dd>
-            {a.currentThread ? (
-              <ThreadLink id={a.currentThread} />
-            ) : (
-              '—'
-            )}
-          </dd>
+          <dd>{a.currentThread ? <ThreadLink id={a.currentThread} /> : '—'}</dd>
           <dt>Messages</dt>
           <dd>{fmt.int(a.messageCount)}</dd>
           <dt>Peers</dt>

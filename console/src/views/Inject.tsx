@@ -60,7 +60,23 @@ function finalize(schema: JsonSchema, root: JsonSchema, value: Value): Value {
   return value;
 }
 
-function Field({ name, schema, root, value, onChange, required, path }: { name: string; schema: JsonSchema; root: JsonSchema; value: Value; onChange: (v: Value) => void; required: boolean; path: string }) {
+function Field({
+  name,
+  schema,
+  root,
+  value,
+  onChange,
+  required,
+  path,
+}: {
+  name: string;
+  schema: JsonSchema;
+  root: JsonSchema;
+  value: Value;
+  onChange: (v: Value) => void;
+  required: boolean;
+  path: string;
+}) {
   const id = useId();
   const s = resolve(schema, root);
   const t = typeOf(s);
@@ -84,16 +100,7 @@ function Field({ name, schema, root, value, onChange, required, path }: { name: 
         <legend>{label}</legend>
         {s.description && <p className="muted">{s.description}</p>}
         {Object.entries(s.properties ?? {}).map(([k, fs]) => (
-          <Field
-            key={k}
-            name={k}
-            path={`${path}.${k}`}
-            schema={fs}
-            root={root}
-            value={obj[k]}
-            required={s.required?.includes(k) ?? false}
-            onChange={(v) => onChange({ ...obj, [k]: v })}
-          />
+          <Field key={k} name={k} path={`${path}.${k}`} schema={fs} root={root} value={obj[k]} required={s.required?.includes(k) ?? false} onChange={(v) => onChange({ ...obj, [k]: v })} />
         ))}
       </fieldset>
     );

@@ -119,9 +119,7 @@ export function JournalView() {
           {entries.map((e) => (
             <tr key={e.id}>
               <td>
-                {e.deliveryState === 'FAILED' && (
-                  <input type="checkbox" aria-label={`Select ${e.id}`} disabled={!operator} checked={selected.has(e.id)} onChange={() => toggle(e.id)} />
-                )}
+                {e.deliveryState === 'FAILED' && <input type="checkbox" aria-label={`Select ${e.id}`} disabled={!operator} checked={selected.has(e.id)} onChange={() => toggle(e.id)} />}
               </td>
               <td>{fmt.dateTime(e.createdAt)}</td>
               <td>

@@ -157,7 +157,17 @@ export function ThreadDetailView() {
     (f['usage'] as { threadId?: string } | undefined)?.threadId === threadId ||
     f['threadId'] === threadId;
   // Live while the thread runs: its own events refresh it.
-  useRefetchOn(concerns, [['thread', threadId], ['thread-messages', threadId], ['thread-journal', threadId], ['thread-usage', threadId], ['budget', threadId]], 400);
+  useRefetchOn(
+    concerns,
+    [
+      ['thread', threadId],
+      ['thread-messages', threadId],
+      ['thread-journal', threadId],
+      ['thread-usage', threadId],
+      ['budget', threadId],
+    ],
+    400,
+  );
 
   if (thread.error) return <ErrorBox error={thread.error} />;
   if (!thread.data) return <Loading what="thread" />;

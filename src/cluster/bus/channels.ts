@@ -20,7 +20,13 @@ export function channelName(kind: ChannelKind, schema: string): string {
   const prefix = `organism_${kind}:`;
   const name = prefix + schema;
   if (Buffer.byteLength(name) <= MAX_CHANNEL) return name;
-  return prefix + createHash('sha256').update(schema).digest('hex').slice(0, MAX_CHANNEL - prefix.length);
+  return (
+    prefix +
+    createHash('sha256')
+      .update(schema)
+      .digest('hex')
+      .slice(0, MAX_CHANNEL - prefix.length)
+  );
 }
 
 /** The channel names of one schema. */

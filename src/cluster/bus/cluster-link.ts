@@ -89,15 +89,22 @@ export class PgClusterLink implements ClusterLink {
       });
     if (!this.options.listener) this.ownListener = listener;
     if (this.options.hearEvents) {
-      const receiver = new PgEventReceiver(this.origin, (e, o) => handlers.event(e, o), (seq) => this.readBody(seq), this.options.logger);
+      const receiver = new PgEventReceiver(
+        this.origin,
+        (e, o) => handlers.event(e, o),
+        (seq) => this.readBody(seq),
+        this.options.logger,
+      );
       this.receiver = receiver;
       this.unsubscribe.push(await listener.subscribe(channels.events, (payload) => receiver.receive(payload)));
     }
-    this.unsubscribe.push(await listener.subscribe(channels.control, (payload) => {
-      const message = parseControl(payload);
-      if (!message) return this.options.logger?.warn({ payload: payload.slice(0, 120) }, 'an unreadable control notification was ignored');
-      if (message.o !== this.origin) handlers.command(message.c, message.o);
-    }));
+    this.unsubscribe.push(
+      await listener.subscribe(channels.control, (payload) => {
+        const message = parseControl(payload);
+        if (!message) return this.options.logger?.warn({ payload: payload.slice(0, 120) }, 'an unreadable control notification was ignored');
+        if (message.o !== this.origin) handlers.command(message.c, message.o);
+      }),
+    );
     this.unsubscribe.push(listener.onReconnect(() => handlers.resync()));
     if (this.ownListener) await this.ownListener.start();
   }
@@ -139,10 +146,12 @@ export class PgClusterLink implements ClusterLink {
       client = await this.pool.connect();
       client.on('error', lost);
       await client.query('BEGIN');
-      await client.query(
-        `INSERT INTO meta (key, value) VALUES ($1, $2), ($3, $4) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
-        [CONFIG_HASH_KEY, config.hash, CONFIG_TEXT_KEY, config.text],
-      );
+      await client.query(`INSERT INTO meta (key, value) VALUES ($1, $2), ($3, $4) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [
+        CONFIG_HASH_KEY,
+        config.hash,
+        CONFIG_TEXT_KEY,
+        config.text,
+      ]);
       const command: ClusterCommand = { kind: 'reload', configHash: config.hash };
       await notify(client, channel, JSON.stringify({ o: this.origin, c: command }));
       await client.query('COMMIT');

@@ -55,7 +55,6 @@ const CLAIM_SQL = `
     ON CONFLICT (name, slot) DO UPDATE SET n = row_counts.n + excluded.n)
   SELECT c.*, row_to_json(t) AS thread_row FROM claimed c LEFT JOIN threads t ON t.id = c.thread_id ORDER BY c.seq`;
 
-
 /** What one claim asks for. */
 export interface ClaimRequest {
   readonly workerId: string;

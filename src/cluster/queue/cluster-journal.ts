@@ -142,9 +142,8 @@ export class PgClusterJournal extends PgJournal {
       // query string: the lock is held only while the server runs it, never across a round
       // trip to a process that a busy machine may not schedule at once (claims queued behind
       // such a holder was what limited four workers).
-      const sql = claimTransaction(
-        { workerId, listeners, max, global: limits.global, perAgent: limits.perAgent, now: this.now(), slot: `${this.counts.slot}/claim` },
-        (v) => client.escapeLiteral(v),
+      const sql = claimTransaction({ workerId, listeners, max, global: limits.global, perAgent: limits.perAgent, now: this.now(), slot: `${this.counts.slot}/claim` }, (v) =>
+        client.escapeLiteral(v),
       );
       const results = (await client.query(sql)) as unknown as Array<pg.QueryResult<JournalRow & { thread_row: ThreadRow | null }>>;
       const rows = results[2]!.rows;
@@ -188,7 +187,10 @@ export class PgClusterJournal extends PgJournal {
       queued += i.messages.filter((m) => m.to !== EXTERNAL_SENDER).length;
       return true;
     });
-    await this.insertAll(tx, list.filter((_, k) => admitted[k]).flatMap((i) => i.messages));
+    await this.insertAll(
+      tx,
+      list.filter((_, k) => admitted[k]).flatMap((i) => i.messages),
+    );
     return admitted;
   }
 
@@ -238,7 +240,11 @@ export class PgClusterJournal extends PgJournal {
       }
       if (give.length > 0) {
         const error = `Gave up after the worker holding it stopped or lost its lease ${maxAttempts} time(s) (journal.max_attempts = ${maxAttempts})`;
-        await tx.query(`UPDATE journal SET state = 'FAILED', failed_at = $2, failure_reason = 'max_attempts', error = $3 WHERE seq = ANY($1::bigint[])`, [give.map((r) => r.seq), now, error]);
+        await tx.query(`UPDATE journal SET state = 'FAILED', failed_at = $2, failure_reason = 'max_attempts', error = $3 WHERE seq = ANY($1::bigint[])`, [
+          give.map((r) => r.seq),
+          now,
+          error,
+        ]);
         for (let i = 0; i < give.length; i++) this.counts.moved('DISPATCHED', 'FAILED');
         await settleThreads(tx, new Map(give.map((r) => [r.thread_id, error])), now, false);
       }
@@ -300,7 +306,10 @@ export class PgClusterJournal extends PgJournal {
       const outgoing = done.flatMap((o) => o.outcome.outgoing);
       await lockThreads(tx, [...done.map((o) => o.message.threadId), ...outgoing.map((m) => m.threadId)]);
       await this.insertAll(tx, outgoing, true);
-      await insertUsage(tx, done.flatMap((o) => o.outcome.usage));
+      await insertUsage(
+        tx,
+        done.flatMap((o) => o.outcome.usage),
+      );
       // Per thread, the first error of the lot (COALESCE keeps one recorded before it).
       const errors = new Map<string, string | null>();
       for (const o of done) errors.set(o.message.threadId, errors.get(o.message.threadId) ?? o.outcome.threadError);
@@ -311,7 +320,6 @@ export class PgClusterJournal extends PgJournal {
       committed.has(o.message.id) ? { committed: true, threadFinished: last.get(o.message.threadId) === o ? (finished.get(o.message.threadId) ?? null) : null } : NOT_OURS,
     );
   }
-
 }
 
 /**

@@ -203,7 +203,8 @@ export class ClusterQueue implements DeliveryQueue {
     } catch (err) {
       // Not started, nothing written: the claim goes back as an orphan (held in the database, not
       // run here) at a heartbeat after a lease, or with this process's lease. An outage is logged once elsewhere.
-      if (!Errors.STORAGE_UNAVAILABLE.is(err)) host.logger.warn({ ...where, err }, 'could not confirm a claim made before this process was frozen past its lease; not run here, it goes back after a lease');
+      if (!Errors.STORAGE_UNAVAILABLE.is(err))
+        host.logger.warn({ ...where, err }, 'could not confirm a claim made before this process was frozen past its lease; not run here, it goes back after a lease');
       host.progress();
       return;
     }

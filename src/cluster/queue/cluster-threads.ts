@@ -101,7 +101,11 @@ export async function countInThreads(tx: Tx, messages: readonly Message[], o: { 
   }
   const entries = [...byThread].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   // Two transactions touching the same threads must lock them in the same order (id order).
-  if (!o.locked && entries.length > 1) await lockThreads(tx, entries.map(([id]) => id));
+  if (!o.locked && entries.length > 1)
+    await lockThreads(
+      tx,
+      entries.map(([id]) => id),
+    );
   const updated = await tx.query<{ id: string }>({
     name: 'threads-count',
     text: COUNT_IN_THREADS_SQL,
@@ -119,7 +123,11 @@ export async function countInThreads(tx: Tx, messages: readonly Message[], o: { 
   if (created.rows.length === missing.length) return;
   // Another transaction created some first (it committed before this insert went on): count into them.
   const made = new Set(created.rows.map((r) => r.id));
-  await countInThreads(tx, messages.filter((m) => !stored.has(m.threadId) && !made.has(m.threadId)), { ...o, locked: true });
+  await countInThreads(
+    tx,
+    messages.filter((m) => !stored.has(m.threadId) && !made.has(m.threadId)),
+    { ...o, locked: true },
+  );
 }
 
 interface ThreadTally {

@@ -39,7 +39,10 @@ export class PgLots<I, R> {
     this.writer
       .write(async (tx) => {
         // The writer may run this job twice (alone, after its batch failed): the same lot.
-        results = await this.write(tx, take().map((q) => q.item));
+        results = await this.write(
+          tx,
+          take().map((q) => q.item),
+        );
       })
       .then(
         () => take().forEach((q, i) => void q.resolve(results[i]!)),

@@ -167,7 +167,7 @@ export class PgWorkSource implements WorkSource {
       await this.o.journal.reclaimExpired(this.o.maxAttempts, this.workerId);
     } catch (err) {
       // Its lease runs out by itself: another process takes its claims back then.
-      this.o.logger?.warn({ err }, 'could not give back this process\'s claims at stop; they are taken back when its lease expires');
+      this.o.logger?.warn({ err }, "could not give back this process's claims at stop; they are taken back when its lease expires");
     }
   }
 
@@ -183,7 +183,7 @@ export class PgWorkSource implements WorkSource {
         const alive = await this.o.workers.heartbeat(this.workerId, this.inFlight);
         if (alive) this.renewed(sentAt);
         this.beatingSince ??= Date.now();
-        if (!alive) this.o.logger?.warn({ workerId: this.workerId }, 'this process\'s workers row says it stopped; its claims may have been taken back');
+        if (!alive) this.o.logger?.warn({ workerId: this.workerId }, "this process's workers row says it stopped; its claims may have been taken back");
         await this.reclaim(Date.now() - this.beatingSince >= this.o.me.leaseMs);
         await this.o.journal.foldCountSlots();
       } catch (err) {

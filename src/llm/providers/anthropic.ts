@@ -36,9 +36,7 @@ export class AnthropicProvider extends ConfiguredProvider {
       max_tokens: request.maxOutputTokens,
       ...(request.system ? { system: request.system } : {}),
       messages: wireMessages(request.messages),
-      ...(request.tools && request.tools.length > 0
-        ? { tools: request.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters })) }
-        : {}),
+      ...(request.tools && request.tools.length > 0 ? { tools: request.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters })) } : {}),
       stream: true,
     };
     observer.onRequest?.(body);
@@ -80,10 +78,7 @@ export function wireMessages(messages: readonly ChatMessage[]): Array<{ role: 'u
     }
     out.push({
       role: 'assistant',
-      content: [
-        ...(m.content !== '' ? [{ type: 'text', text: m.content }] : []),
-        ...m.toolCalls.map((c) => ({ type: 'tool_use', id: c.id, name: c.name, input: inputObject(c.arguments) })),
-      ],
+      content: [...(m.content !== '' ? [{ type: 'text', text: m.content }] : []), ...m.toolCalls.map((c) => ({ type: 'tool_use', id: c.id, name: c.name, input: inputObject(c.arguments) }))],
     });
   }
   flushResults(null);
@@ -212,7 +207,10 @@ function assemble(blocks: ReadonlyArray<Block & { input?: unknown }>, stopReason
       arguments: typeof b.input === 'string' ? b.input : JSON.stringify(b.input ?? {}),
     }));
   return {
-    content: blocks.filter((b) => b.type === 'text').map((b) => b.text ?? '').join(''),
+    content: blocks
+      .filter((b) => b.type === 'text')
+      .map((b) => b.text ?? '')
+      .join(''),
     toolCalls,
     finishReason: stopReason,
     model,
@@ -224,10 +222,5 @@ function assemble(blocks: ReadonlyArray<Block & { input?: unknown }>, stopReason
 function fromMessage(data: object, askedModel: string): ProviderResponse {
   const d = data as { type?: unknown; model?: unknown; content?: unknown; stop_reason?: unknown; usage?: AnthropicUsage };
   if (!Array.isArray(d.content)) throw Errors.LLM_BAD_RESPONSE(`not a Messages API message (${preview(data)})`);
-  return assemble(
-    d.content as Block[],
-    typeof d.stop_reason === 'string' ? d.stop_reason : null,
-    typeof d.model === 'string' ? d.model : askedModel,
-    usageOf(d.usage ?? {}),
-  );
+  return assemble(d.content as Block[], typeof d.stop_reason === 'string' ? d.stop_reason : null, typeof d.model === 'string' ? d.model : askedModel, usageOf(d.usage ?? {}));
 }

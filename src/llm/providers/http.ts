@@ -6,7 +6,7 @@ import { readUpTo } from '../read-capped.js';
 
 /** Reads the provider's key from its env var at call time (never kept on an object). */
 export function apiKey(config: ProviderConfig): string | null {
-  return config.apiKeyEnv ? (process.env[config.apiKeyEnv] || null) : null;
+  return config.apiKeyEnv ? process.env[config.apiKeyEnv] || null : null;
 }
 
 /** True when the provider serves `model`: `models` lists names or prefixes; empty = any. */
@@ -65,10 +65,7 @@ export async function postStreaming(
     });
     if (!res.ok) throw await errorFromResponse(config.name, res, apiKey(config));
     if (/text\/event-stream/i.test(res.headers.get('content-type') ?? '') && res.body) {
-      const events = res.body
-        .pipeThrough(eventSizeLimit(bodyLimit))
-        .pipeThrough(new TextDecoderStream())
-        .pipeThrough(new EventSourceParserStream());
+      const events = res.body.pipeThrough(eventSizeLimit(bodyLimit)).pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
       for await (const event of events) {
         try {
           onEvent(event);

@@ -70,7 +70,10 @@ function fromText(text: string, tools: readonly ToolSpec[]): { content: string; 
     const tool = tools.find((t) => t.name === name);
     toolCalls.push({ id: `call_mock_${toolCalls.length + 1}`, name, arguments: JSON.stringify(argumentsFromXml(inner, tool?.parameters ?? {})) });
   }
-  const rest = text.replace(ENVELOPE, '').replace(/<done\s*\/>|<done>\s*<\/done>/g, '').trim();
+  const rest = text
+    .replace(ENVELOPE, '')
+    .replace(/<done\s*\/>|<done>\s*<\/done>/g, '')
+    .trim();
   return { content: rest, toolCalls };
 }
 

@@ -1,40 +1,24 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Errors } from '../../errors/catalogue.js';
 import type { ServiceContext } from '../context.js';
-import {
-  AgentConfig,
-  AgentInfo,
-  AgentListResponse,
-  AgentParams,
-  AgentSchemaResponse,
-  PauseResponse,
-  ResumeResponse,
-} from '../schemas/agent.js';
+import { AgentConfig, AgentInfo, AgentListResponse, AgentParams, AgentSchemaResponse, PauseResponse, ResumeResponse } from '../schemas/agent.js';
 import { errorResponses } from '../schemas/error.js';
 import { listenerConfigView, listenerView } from '../views.js';
 
 export const agentRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app, { organism }) => {
   const tags = ['agents'];
 
-  app.get(
-    '/agents',
-    { schema: { tags, summary: 'Every listener (isAgent tells agents from tools)', response: { 200: AgentListResponse, ...errorResponses } } },
-    async () => {
-      const listeners = (await organism.liveAgents()).map(listenerView);
-      return { agents: listeners, count: listeners.length };
-    },
+  app.get('/agents', { schema: { tags, summary: 'Every listener (isAgent tells agents from tools)', response: { 200: AgentListResponse, ...errorResponses } } }, async () => {
+    const listeners = (await organism.liveAgents()).map(listenerView);
+    return { agents: listeners, count: listeners.length };
+  });
+
+  app.get('/agents/:name', { schema: { tags, params: AgentParams, response: { 200: AgentInfo, ...errorResponses } } }, async (request) =>
+    listenerView(await organism.liveAgent(request.params.name)),
   );
 
-  app.get(
-    '/agents/:name',
-    { schema: { tags, params: AgentParams, response: { 200: AgentInfo, ...errorResponses } } },
-    async (request) => listenerView(await organism.liveAgent(request.params.name)),
-  );
-
-  app.get(
-    '/agents/:name/config',
-    { schema: { tags, params: AgentParams, response: { 200: AgentConfig, ...errorResponses } } },
-    async (request) => listenerConfigView(organism.agent(request.params.name)),
+  app.get('/agents/:name/config', { schema: { tags, params: AgentParams, response: { 200: AgentConfig, ...errorResponses } } }, async (request) =>
+    listenerConfigView(organism.agent(request.params.name)),
   );
 
   app.get(

@@ -9,20 +9,16 @@ export const capabilityRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async
   const tags = ['capabilities'];
   const config = { access: 'operator' as const };
 
-  app.get(
-    '/capabilities',
-    { config, schema: { tags, summary: 'All registered listeners (operator only)', response: { 200: CapabilityListResponse, ...errorResponses } } },
-    async () => {
-      const capabilities = organism.agents().map((a) => ({
-        name: a.name,
-        description: a.description,
-        isAgent: a.isAgent,
-        peers: [...a.peers],
-        rootTag: a.payloadClass,
-      }));
-      return { capabilities, count: capabilities.length };
-    },
-  );
+  app.get('/capabilities', { config, schema: { tags, summary: 'All registered listeners (operator only)', response: { 200: CapabilityListResponse, ...errorResponses } } }, async () => {
+    const capabilities = organism.agents().map((a) => ({
+      name: a.name,
+      description: a.description,
+      isAgent: a.isAgent,
+      peers: [...a.peers],
+      rootTag: a.payloadClass,
+    }));
+    return { capabilities, count: capabilities.length };
+  });
 
   app.get(
     '/capabilities/:name',

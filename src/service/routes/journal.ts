@@ -2,14 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Errors } from '../../errors/catalogue.js';
 import type { ServiceContext } from '../context.js';
 import { errorResponses } from '../schemas/error.js';
-import {
-  JournalEntryInfo,
-  JournalListResponse,
-  JournalParams,
-  JournalQuery,
-  JournalStats,
-  RedeliverResponse,
-} from '../schemas/journal.js';
+import { JournalEntryInfo, JournalListResponse, JournalParams, JournalQuery, JournalStats, RedeliverResponse } from '../schemas/journal.js';
 import { journalEntryView, journalStatsView } from '../views.js';
 
 export const journalRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app, { organism }) => {
@@ -34,24 +27,16 @@ export const journalRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (a
     },
   );
 
-  app.get(
-    '/journal/stats',
-    { schema: { tags, summary: 'Counts per state, oldest pending age, last recovery', response: { 200: JournalStats, ...errorResponses } } },
-    async () => {
-      const stats = await journal().stats();
-      return journalStatsView({ ...stats, lastRecovery: organism.lastRecovery ?? stats.lastRecovery });
-    },
-  );
+  app.get('/journal/stats', { schema: { tags, summary: 'Counts per state, oldest pending age, last recovery', response: { 200: JournalStats, ...errorResponses } } }, async () => {
+    const stats = await journal().stats();
+    return journalStatsView({ ...stats, lastRecovery: organism.lastRecovery ?? stats.lastRecovery });
+  });
 
-  app.get(
-    '/journal/:messageId',
-    { schema: { tags, params: JournalParams, response: { 200: JournalEntryInfo, ...errorResponses } } },
-    async (request) => {
-      const entry = await journal().get(request.params.messageId);
-      if (!entry) throw Errors.JOURNAL_ENTRY_NOT_FOUND(request.params.messageId);
-      return journalEntryView(entry);
-    },
-  );
+  app.get('/journal/:messageId', { schema: { tags, params: JournalParams, response: { 200: JournalEntryInfo, ...errorResponses } } }, async (request) => {
+    const entry = await journal().get(request.params.messageId);
+    if (!entry) throw Errors.JOURNAL_ENTRY_NOT_FOUND(request.params.messageId);
+    return journalEntryView(entry);
+  });
 
   app.post(
     '/journal/:messageId/redeliver',

@@ -4,15 +4,7 @@ import type { LoadedOrganism } from '../../config/types.js';
 import { Errors, OrganismError } from '../../errors/catalogue.js';
 import { uptimeSeconds, type ServiceContext } from '../context.js';
 import { errorResponses } from '../schemas/error.js';
-import {
-  EdgeTrafficResponse,
-  OrganismConfig,
-  OrganismInfo,
-  ReloadQuery,
-  ReloadResponse,
-  RestartResponse,
-  StopResponse,
-} from '../schemas/organism.js';
+import { EdgeTrafficResponse, OrganismConfig, OrganismInfo, ReloadQuery, ReloadResponse, RestartResponse, StopResponse } from '../schemas/organism.js';
 import { isoOrNull } from '../time.js';
 import { journalStatsView } from '../views.js';
 
@@ -20,25 +12,21 @@ export const organismRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (
   const { organism } = ctx;
   let reloading: Promise<unknown> = Promise.resolve();
 
-  app.get(
-    '/organism',
-    { schema: { tags: ['organism'], summary: 'Organism overview', response: { 200: OrganismInfo, ...errorResponses } } },
-    async () => {
-      const [stats, activeThreads] = await Promise.all([organism.queries.journal.stats(), organism.activeThreadTotal()]);
-      return {
-        name: organism.name,
-        status: organism.status,
-        uptimeSeconds: uptimeSeconds(organism),
-        agentCount: organism.agents().length,
-        activeThreads,
-        totalMessages: organism.totalMessages,
-        version: ctx.version,
-        startedAt: isoOrNull(organism.startedAt),
-        bootId: organism.bootId,
-        journal: journalStatsView({ ...stats, lastRecovery: organism.lastRecovery ?? stats.lastRecovery }),
-      };
-    },
-  );
+  app.get('/organism', { schema: { tags: ['organism'], summary: 'Organism overview', response: { 200: OrganismInfo, ...errorResponses } } }, async () => {
+    const [stats, activeThreads] = await Promise.all([organism.queries.journal.stats(), organism.activeThreadTotal()]);
+    return {
+      name: organism.name,
+      status: organism.status,
+      uptimeSeconds: uptimeSeconds(organism),
+      agentCount: organism.agents().length,
+      activeThreads,
+      totalMessages: organism.totalMessages,
+      version: ctx.version,
+      startedAt: isoOrNull(organism.startedAt),
+      bootId: organism.bootId,
+      journal: journalStatsView({ ...stats, lastRecovery: organism.lastRecovery ?? stats.lastRecovery }),
+    };
+  });
 
   app.get(
     '/organism/config',

@@ -72,14 +72,10 @@ export const persistedUsageRoutes: FastifyPluginAsyncTypebox<ServiceContext> = a
     },
   );
 
-  app.get(
-    '/usage/daily',
-    { schema: { tags, summary: 'Usage per UTC day', querystring: DailyQuery, response: { 200: DailyResponse, ...errorResponses } } },
-    async (request) => {
-      const { orgId } = request.query;
-      const range = parseTimeRange(request.query.startTime, request.query.endTime);
-      const d = await store().daily({ ...range, ...(orgId !== undefined ? { orgId } : {}) });
-      return { days: [...d.days], count: d.count };
-    },
-  );
+  app.get('/usage/daily', { schema: { tags, summary: 'Usage per UTC day', querystring: DailyQuery, response: { 200: DailyResponse, ...errorResponses } } }, async (request) => {
+    const { orgId } = request.query;
+    const range = parseTimeRange(request.query.startTime, request.query.endTime);
+    const d = await store().daily({ ...range, ...(orgId !== undefined ? { orgId } : {}) });
+    return { days: [...d.days], count: d.count };
+  });
 };

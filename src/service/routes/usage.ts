@@ -95,14 +95,10 @@ export const usageRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app
     async (request) => organism.tracker.model(request.params.model),
   );
 
-  app.post(
-    '/usage/reset',
-    { schema: { tags, summary: 'Clear the live usage aggregates (persisted usage is kept)', response: { 200: ResetResponse, ...errorResponses } } },
-    async () => {
-      organism.tracker.reset();
-      return { success: true as const, message: 'Usage tracking reset' as const };
-    },
-  );
+  app.post('/usage/reset', { schema: { tags, summary: 'Clear the live usage aggregates (persisted usage is kept)', response: { 200: ResetResponse, ...errorResponses } } }, async () => {
+    organism.tracker.reset();
+    return { success: true as const, message: 'Usage tracking reset' as const };
+  });
 
   await app.register(persistedUsageRoutes, ctx);
 };

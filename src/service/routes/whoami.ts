@@ -8,12 +8,8 @@ import { WhoAmI } from '../schemas/whoami.js';
  * from an operator without trying an operator action. The token itself is never echoed.
  */
 export const whoamiRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app) => {
-  app.get(
-    '/whoami',
-    { schema: { tags: ['auth'], summary: 'The calling token: its name and role', response: { 200: WhoAmI, ...errorResponses } } },
-    async (request) => {
-      const principal = request.principal ?? { name: 'anonymous', role: 'operator' as const };
-      return { name: principal.name, role: principal.role };
-    },
-  );
+  app.get('/whoami', { schema: { tags: ['auth'], summary: 'The calling token: its name and role', response: { 200: WhoAmI, ...errorResponses } } }, async (request) => {
+    const principal = request.principal ?? { name: 'anonymous', role: 'operator' as const };
+    return { name: principal.name, role: principal.role };
+  });
 };

@@ -12,7 +12,7 @@ export const workerRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (ap
     {
       schema: {
         tags: ['organism'],
-        summary: 'The serve and worker processes sharing this organism\'s database, with their heartbeats',
+        summary: "The serve and worker processes sharing this organism's database, with their heartbeats",
         response: { 200: WorkerListResponse, ...errorResponses },
       },
     },

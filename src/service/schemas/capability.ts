@@ -23,9 +23,6 @@ export const CapabilityDetail = Type.Object(
   { title: 'CapabilityDetail' },
 );
 
-export const CapabilityListResponse = Type.Object(
-  { capabilities: Type.Array(CapabilityInfo), count: Type.Integer() },
-  { title: 'CapabilityListResponse' },
-);
+export const CapabilityListResponse = Type.Object({ capabilities: Type.Array(CapabilityInfo), count: Type.Integer() }, { title: 'CapabilityListResponse' });
 
 export const CapabilityParams = Type.Object({ name: Name });

@@ -1,9 +1,6 @@
 import { Type } from 'typebox';
 
-export const HealthResponse = Type.Object(
-  { status: Type.Literal('healthy'), organism: Type.String(), uptimeSeconds: Type.Number() },
-  { title: 'HealthResponse' },
-);
+export const HealthResponse = Type.Object({ status: Type.Literal('healthy'), organism: Type.String(), uptimeSeconds: Type.Number() }, { title: 'HealthResponse' });
 
 /** 503 from /health: the storage's problem, with the error body's code and detail. */
 export const HealthProblem = Type.Object(

@@ -17,10 +17,7 @@ export const JournalEntryInfo = Type.Object(
   { title: 'JournalEntry' },
 );
 
-export const JournalListResponse = Type.Object(
-  { entries: Type.Array(JournalEntryInfo), ...PageFields },
-  { title: 'JournalListResponse' },
-);
+export const JournalListResponse = Type.Object({ entries: Type.Array(JournalEntryInfo), ...PageFields }, { title: 'JournalListResponse' });
 
 export const JournalQuery = Type.Object({
   state: Type.Optional(DeliveryState),
@@ -31,9 +28,6 @@ export const JournalQuery = Type.Object({
 
 export const JournalParams = Type.Object({ messageId: Name });
 
-export const RedeliverResponse = Type.Object(
-  { success: SuccessFlag, messageId: Type.String(), threadId: Type.String(), state: Type.Literal('PENDING') },
-  { title: 'RedeliverResponse' },
-);
+export const RedeliverResponse = Type.Object({ success: SuccessFlag, messageId: Type.String(), threadId: Type.String(), state: Type.Literal('PENDING') }, { title: 'RedeliverResponse' });
 
 export { JournalStats } from './organism.js';

@@ -18,10 +18,7 @@ export const MessageRecord = Type.Object(
   { title: 'MessageRecord' },
 );
 
-export const MessageListResponse = Type.Object(
-  { messages: Type.Array(MessageRecord), ...PageFields },
-  { title: 'MessageListResponse' },
-);
+export const MessageListResponse = Type.Object({ messages: Type.Array(MessageRecord), ...PageFields }, { title: 'MessageListResponse' });
 
 export const MessageQuery = Type.Object({
   agent: Type.Optional(Type.String({ maxLength: 256, description: 'Sender or receiver' })),

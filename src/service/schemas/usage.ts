@@ -97,7 +97,8 @@ export const SetBudgetRequest = Type.Object(
     maxTokens: Type.Integer({
       minimum: 1,
       maximum: 1_000_000_000,
-      description: 'New ceiling of the thread: at least the tokens it has already used (422 otherwise); a thread not started yet (or without an LLM call yet) gets a budget with it, which its first inject runs under; a finished thread keeps it for its next inject',
+      description:
+        'New ceiling of the thread: at least the tokens it has already used (422 otherwise); a thread not started yet (or without an LLM call yet) gets a budget with it, which its first inject runs under; a finished thread keeps it for its next inject',
     }),
   },
   { title: 'SetBudgetRequest' },
@@ -177,10 +178,7 @@ export const BillingResponse = Type.Object(
   { title: 'BillingResponse' },
 );
 
-export const DailyUsage = Type.Object(
-  { date: Type.String({ description: 'UTC day, YYYY-MM-DD' }), ...Counts, ...Unpriced },
-  { title: 'DailyUsage' },
-);
+export const DailyUsage = Type.Object({ date: Type.String({ description: 'UTC day, YYYY-MM-DD' }), ...Counts, ...Unpriced }, { title: 'DailyUsage' });
 
 export const DailyResponse = Type.Object(
   { days: Type.Array(DailyUsage, { description: 'Every UTC day of the range, zero-filled (at most 366; 30 by default)' }), count: Type.Integer() },

@@ -3,7 +3,7 @@ import { Nullable, NullableTimestamp, Timestamp } from './common.js';
 
 export const WorkerInfo = Type.Object(
   {
-    id: Type.String({ description: 'The process\'s id in the organism\'s database (a new one at each start)' }),
+    id: Type.String({ description: "The process's id in the organism's database (a new one at each start)" }),
     kind: Type.Enum(['serve', 'worker'], { description: 'serve: the control API (handlers on or off); worker: handlers only' }),
     name: Type.String({ description: '--name, else host:pid' }),
     host: Type.String(),

@@ -51,7 +51,8 @@ function injectFields(cmd: Record<string, unknown>): { threadId?: string; metada
   for (const [key, value] of Object.entries(isRecord(raw) ? raw : {})) {
     const name = METADATA_KEYS[key];
     if (name === undefined) problems.push({ location: 'command', field: `metadata.${key}`, message: 'is not a field of metadata (orgId, userId)' });
-    else if (typeof value !== 'string' || value.length > MAX_ID_LENGTH) problems.push({ location: 'command', field: `metadata.${key}`, message: `must be a string of at most ${MAX_ID_LENGTH} characters` });
+    else if (typeof value !== 'string' || value.length > MAX_ID_LENGTH)
+      problems.push({ location: 'command', field: `metadata.${key}`, message: `must be a string of at most ${MAX_ID_LENGTH} characters` });
     else if (!(name in metadata) || key === name) metadata[name] = value; // camelCase wins over its snake_case alias
   }
   if (problems.length > 0) return problems;
@@ -95,8 +96,7 @@ export async function handleCommand(organism: ServiceOrganism, client: WsClient,
   }
   const name = cmd['cmd'];
   const id = commandId(cmd['id']);
-  const reply: Reply = (event, body = {}) =>
-    client.send(frameJson(event, { ...body, ...(id !== undefined && !(id instanceof OrganismError) ? { id } : {}) }).json);
+  const reply: Reply = (event, body = {}) => client.send(frameJson(event, { ...body, ...(id !== undefined && !(id instanceof OrganismError) ? { id } : {}) }).json);
   if (id instanceof OrganismError) return replyError(reply, id, name);
   switch (name) {
     case 'ping':

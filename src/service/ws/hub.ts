@@ -28,14 +28,17 @@ export class WsHub {
   }
 
   start(): void {
-    this.off = this.organism.queries.events.on((event) => {
-      const frame = toFrame(event);
-      // Token deltas are live only: replaying them after a reconnect would evict real events.
-      if (event.type !== 'llm_delta') this.ring.push(frame);
-      for (const client of this.clients) if (client.wants(frame) && !client.offer(frame)) this.framesDropped++;
-      if (this.batchMs <= 0) this.flush();
-      else this.batchTimer ??= setTimeout(() => this.flush(), this.batchMs);
-    }, { relayed: true }); // live views show the work of every process of a clustered organism
+    this.off = this.organism.queries.events.on(
+      (event) => {
+        const frame = toFrame(event);
+        // Token deltas are live only: replaying them after a reconnect would evict real events.
+        if (event.type !== 'llm_delta') this.ring.push(frame);
+        for (const client of this.clients) if (client.wants(frame) && !client.offer(frame)) this.framesDropped++;
+        if (this.batchMs <= 0) this.flush();
+        else this.batchTimer ??= setTimeout(() => this.flush(), this.batchMs);
+      },
+      { relayed: true },
+    ); // live views show the work of every process of a clustered organism
   }
 
   /** Writes every client's waiting frames. */

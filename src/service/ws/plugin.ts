@@ -124,18 +124,19 @@ const plugin: FastifyPluginAsync<WsOptions> = async (app, options) => {
   heartbeat.unref();
 
   // Lagging clients are looked at often: they catch up as soon as their backlog drains.
-  const lagCheck = setInterval(() => {
-    const now = Date.now();
-    for (const c of hub.clients) if (c.lagging) catchUp(c, now);
-  }, Math.min(250, limits.pingIntervalMs));
+  const lagCheck = setInterval(
+    () => {
+      const now = Date.now();
+      for (const c of hub.clients) if (c.lagging) catchUp(c, now);
+    },
+    Math.min(250, limits.pingIntervalMs),
+  );
   lagCheck.unref();
 
   function catchUp(c: WsClient, now: number): void {
     if (c.drained) {
       c.recovered();
-      void sendFirst(c, true).catch((err: unknown) =>
-        closeWith(c.socket, CloseCode.INTERNAL, Errors.WS_SNAPSHOT_FAILED(err instanceof Error ? err.message : String(err)).detail),
-      );
+      void sendFirst(c, true).catch((err: unknown) => closeWith(c.socket, CloseCode.INTERNAL, Errors.WS_SNAPSHOT_FAILED(err instanceof Error ? err.message : String(err)).detail));
     } else if (now - c.laggingSince > limits.slowClientGraceMs) {
       closeWith(c.socket, CloseCode.TOO_SLOW, Errors.WS_TOO_SLOW(limits.sendBufferBytes, limits.slowClientGraceMs).detail);
       hub.dropped('too_slow');
@@ -152,10 +153,7 @@ const plugin: FastifyPluginAsync<WsOptions> = async (app, options) => {
    */
   async function sendFirst(c: WsClient, resync: boolean, extra: Record<string, unknown> = {}): Promise<void> {
     const seq = nextSeq();
-    const body =
-      c.channel === 'control'
-        ? await snapshotBody(organism, version)
-        : { bootId: organism.bootId, filter: c.filter };
+    const body = c.channel === 'control' ? await snapshotBody(organism, version) : { bootId: organism.bootId, filter: c.filter };
     c.open(frameJson('connected', { ...body, ...extra, ...(resync ? { resync: true } : {}) }, seq).json);
   }
 
@@ -249,7 +247,7 @@ function gateUpgrades(app: FastifyInstance, hub: WsHub, admission: WsAdmission, 
 function resolveAppAuthenticate(app: FastifyInstance): WsAuthenticate {
   const decorated = (app as unknown as { authenticate?: unknown }).authenticate;
   if (typeof decorated !== 'function') {
-    throw new Error('wsPlugin needs an authenticate option (or the REST app\'s authenticate decorator)');
+    throw new Error("wsPlugin needs an authenticate option (or the REST app's authenticate decorator)");
   }
   const fn = decorated as (token: string | undefined) => WsPrincipal | null;
   return (token) => fn(token);

@@ -80,10 +80,7 @@ export class MemoryJournal implements Journal {
 
   async list(q: JournalQuery): Promise<Page<JournalEntry>> {
     const matches = [...this.entries.values()].filter(
-      (e) =>
-        (!q.state || e.state === q.state) &&
-        (!q.threadId || e.message.threadId === q.threadId) &&
-        (!q.agent || e.message.from === q.agent || e.message.to === q.agent),
+      (e) => (!q.state || e.state === q.state) && (!q.threadId || e.message.threadId === q.threadId) && (!q.agent || e.message.from === q.agent || e.message.to === q.agent),
     );
     // Map order is insertion order, i.e. oldest first.
     if (q.order !== 'oldest') matches.reverse();

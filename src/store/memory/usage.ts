@@ -22,11 +22,7 @@ export class MemoryUsageStore implements UsageStore {
 
   async history(q: UsageHistoryQuery): Promise<Page<UsageEvent>> {
     const matches = this.inRange(q).filter(
-      (e) =>
-        (!q.agentId || e.agentId === q.agentId) &&
-        (!q.model || e.model === q.model) &&
-        (!q.threadId || e.threadId === q.threadId) &&
-        (!q.userId || e.metadata['userId'] === q.userId),
+      (e) => (!q.agentId || e.agentId === q.agentId) && (!q.model || e.model === q.model) && (!q.threadId || e.threadId === q.threadId) && (!q.userId || e.metadata['userId'] === q.userId),
     );
     matches.sort((a, b) => b.timestamp - a.timestamp || (a.id < b.id ? 1 : -1));
     return { items: matches.slice(q.offset, q.offset + q.limit), total: matches.length };
@@ -79,10 +75,7 @@ export class MemoryUsageStore implements UsageStore {
 
   private inRange(q: UsageRangeQuery): UsageEvent[] {
     return this.events.filter(
-      (e) =>
-        (q.startTime === undefined || e.timestamp >= q.startTime) &&
-        (q.endTime === undefined || e.timestamp < q.endTime) &&
-        (!q.orgId || e.metadata['orgId'] === q.orgId),
+      (e) => (q.startTime === undefined || e.timestamp >= q.startTime) && (q.endTime === undefined || e.timestamp < q.endTime) && (!q.orgId || e.metadata['orgId'] === q.orgId),
     );
   }
 }

@@ -1,7 +1,17 @@
 import { hostname } from 'node:os';
 import type pg from 'pg';
 import { Errors } from '../../errors/catalogue.js';
-import { reservedBudgetInfo, thresholdsAbove, thresholdsReached, type BudgetListQuery, type BudgetPage, type BudgetThresholdEvent, type BudgetView, type Reservation, type ThreadBudgetInfo } from '../../usage/budgets.js';
+import {
+  reservedBudgetInfo,
+  thresholdsAbove,
+  thresholdsReached,
+  type BudgetListQuery,
+  type BudgetPage,
+  type BudgetThresholdEvent,
+  type BudgetView,
+  type Reservation,
+  type ThreadBudgetInfo,
+} from '../../usage/budgets.js';
 import type { BudgetLedger } from '../../core/budget.js';
 import { newId } from '../../util/ids.js';
 import type { Logger } from '../../util/logger.js';
@@ -149,9 +159,7 @@ export class PgBudgetLedger implements BudgetLedger {
 
   async list(query: BudgetListQuery): Promise<BudgetPage> {
     const where = query.state === 'all' ? '' : `WHERE ${query.state === 'live' ? '' : 'NOT '}live`;
-    const rows = (
-      await this.read<BudgetRow>(`SELECT ${COLUMNS} FROM thread_budgets ${where} ORDER BY ${SHARE_USED} DESC, thread_id LIMIT $1 OFFSET $2`, [query.limit, query.offset])
-    ).rows;
+    const rows = (await this.read<BudgetRow>(`SELECT ${COLUMNS} FROM thread_budgets ${where} ORDER BY ${SHARE_USED} DESC, thread_id LIMIT $1 OFFSET $2`, [query.limit, query.offset])).rows;
     const total = (await this.read<{ n: number }>(`SELECT COUNT(*)::int AS n FROM thread_budgets ${where}`)).rows[0]!.n;
     return { items: rows.map(rowView), total };
   }
@@ -191,10 +199,10 @@ export class PgBudgetLedger implements BudgetLedger {
         // No row yet (a thread's first call creates its budget; concurrent first calls create
         // it once), or expired reservations of a dead holder in the way: then once more. A
         // finished thread's budget refused here is live again all the same (its thread runs).
-        await this.query(
-          'INSERT INTO thread_budgets (thread_id, max_tokens) VALUES ($1, $2) ON CONFLICT (thread_id) DO UPDATE SET live = true WHERE NOT thread_budgets.live',
-          [threadId, this.defaultMaxTokens],
-        );
+        await this.query('INSERT INTO thread_budgets (thread_id, max_tokens) VALUES ($1, $2) ON CONFLICT (thread_id) DO UPDATE SET live = true WHERE NOT thread_budgets.live', [
+          threadId,
+          this.defaultMaxTokens,
+        ]);
         await this.sweep(threadId);
       }
       const row = (await this.query<BudgetRow>(`SELECT ${COLUMNS} FROM thread_budgets WHERE thread_id = $1`, [threadId])).rows[0];
@@ -209,7 +217,7 @@ export class PgBudgetLedger implements BudgetLedger {
       return await this.retrying(() => this.settleNow(r, usage, agent));
     } catch (err) {
       // The tokens were spent: the spend is kept until the database takes it (every tick).
-      this.opts.logger?.error({ err, threadId: r.threadId }, 'settling an LLM call\'s budget failed; trying again until the database answers');
+      this.opts.logger?.error({ err, threadId: r.threadId }, "settling an LLM call's budget failed; trying again until the database answers");
       this.unsettled.push(() => this.settleNow(r, usage, agent));
       return [];
     }
@@ -217,25 +225,25 @@ export class PgBudgetLedger implements BudgetLedger {
 
   private async settleNow(r: Reservation, usage: { promptTokens: number; completionTokens: number }, agent: string): Promise<BudgetThresholdEvent[]> {
     const fired = await this.transaction(async (tx) => {
-        const gone = await tx.query<{ tokens: number }>('DELETE FROM budget_reservations WHERE id = $1 RETURNING tokens', [r.id]);
-        const row = (await tx.query<BudgetRow>(`SELECT ${COLUMNS} FROM thread_budgets WHERE thread_id = $1 FOR UPDATE`, [r.threadId])).rows[0];
-        if (!row) return []; // rows are kept for the thread's life: none means nothing to bill
-        const next: BudgetRow = {
-          ...row,
-          prompt_tokens: row.prompt_tokens + usage.promptTokens,
-          completion_tokens: row.completion_tokens + usage.completionTokens,
-          reserved: row.reserved - (gone.rows[0]?.tokens ?? 0),
-        };
-        const events = thresholdsReached(rowInfo(next), new Set(row.fired), agent);
-        const firedNow = [...row.fired, ...events.map((e) => e.threshold)];
-        await tx.query('UPDATE thread_budgets SET prompt_tokens = $2, completion_tokens = $3, reserved = $4, fired = $5 WHERE thread_id = $1', [
-          r.threadId,
-          next.prompt_tokens,
-          next.completion_tokens,
-          next.reserved,
-          firedNow,
-        ]);
-        return events;
+      const gone = await tx.query<{ tokens: number }>('DELETE FROM budget_reservations WHERE id = $1 RETURNING tokens', [r.id]);
+      const row = (await tx.query<BudgetRow>(`SELECT ${COLUMNS} FROM thread_budgets WHERE thread_id = $1 FOR UPDATE`, [r.threadId])).rows[0];
+      if (!row) return []; // rows are kept for the thread's life: none means nothing to bill
+      const next: BudgetRow = {
+        ...row,
+        prompt_tokens: row.prompt_tokens + usage.promptTokens,
+        completion_tokens: row.completion_tokens + usage.completionTokens,
+        reserved: row.reserved - (gone.rows[0]?.tokens ?? 0),
+      };
+      const events = thresholdsReached(rowInfo(next), new Set(row.fired), agent);
+      const firedNow = [...row.fired, ...events.map((e) => e.threshold)];
+      await tx.query('UPDATE thread_budgets SET prompt_tokens = $2, completion_tokens = $3, reserved = $4, fired = $5 WHERE thread_id = $1', [
+        r.threadId,
+        next.prompt_tokens,
+        next.completion_tokens,
+        next.reserved,
+        firedNow,
+      ]);
+      return events;
     });
     for (const e of fired) this.tell(this.listeners, e);
     return fired;
@@ -259,17 +267,19 @@ export class PgBudgetLedger implements BudgetLedger {
 
   async setCeiling(threadId: string, maxTokens: number, options: { create?: boolean } = {}): Promise<BudgetView> {
     if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new RangeError(`a ceiling must be a positive integer, not ${maxTokens}`);
-    return this.mapped(() => this.transaction(async (tx) => {
-      if (options.create) await tx.query('INSERT INTO thread_budgets (thread_id, max_tokens) VALUES ($1, $2) ON CONFLICT (thread_id) DO NOTHING', [threadId, maxTokens]);
-      const row = (await tx.query<BudgetRow>(`SELECT ${COLUMNS} FROM thread_budgets WHERE thread_id = $1 FOR UPDATE`, [threadId])).rows[0];
-      if (!row) throw Errors.BUDGET_NOT_FOUND(threadId);
-      const used = row.prompt_tokens + row.completion_tokens;
-      if (maxTokens < used) throw Errors.BUDGET_BELOW_USAGE(threadId, used, maxTokens, used);
-      const rearmed = new Set(thresholdsAbove(used, maxTokens));
-      const fired = row.fired.filter((t) => !rearmed.has(t));
-      await tx.query('UPDATE thread_budgets SET max_tokens = $2, fired = $3 WHERE thread_id = $1', [threadId, maxTokens, fired]);
-      return rowView({ ...row, max_tokens: maxTokens, fired });
-    }));
+    return this.mapped(() =>
+      this.transaction(async (tx) => {
+        if (options.create) await tx.query('INSERT INTO thread_budgets (thread_id, max_tokens) VALUES ($1, $2) ON CONFLICT (thread_id) DO NOTHING', [threadId, maxTokens]);
+        const row = (await tx.query<BudgetRow>(`SELECT ${COLUMNS} FROM thread_budgets WHERE thread_id = $1 FOR UPDATE`, [threadId])).rows[0];
+        if (!row) throw Errors.BUDGET_NOT_FOUND(threadId);
+        const used = row.prompt_tokens + row.completion_tokens;
+        if (maxTokens < used) throw Errors.BUDGET_BELOW_USAGE(threadId, used, maxTokens, used);
+        const rearmed = new Set(thresholdsAbove(used, maxTokens));
+        const fired = row.fired.filter((t) => !rearmed.has(t));
+        await tx.query('UPDATE thread_budgets SET max_tokens = $2, fired = $3 WHERE thread_id = $1', [threadId, maxTokens, fired]);
+        return rowView({ ...row, max_tokens: maxTokens, fired });
+      }),
+    );
   }
 
   /**
@@ -320,7 +330,7 @@ export class PgBudgetLedger implements BudgetLedger {
     this.closed = true;
     clearInterval(this.timer);
     if (this.unsettled.length > 0) {
-      this.opts.logger?.warn({ settlements: this.unsettled.length }, 'stopping with LLM spend the database has not taken (it was unreachable): those threads\' budgets miss it');
+      this.opts.logger?.warn({ settlements: this.unsettled.length }, "stopping with LLM spend the database has not taken (it was unreachable): those threads' budgets miss it");
     }
   }
 
@@ -469,4 +479,3 @@ function leaseFromEnv(): number | null {
   const s = Number(process.env['ORGANISM_LEASE_SECONDS']);
   return Number.isFinite(s) && s > 0 ? s * 1000 : null;
 }
-

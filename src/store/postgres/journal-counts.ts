@@ -53,8 +53,8 @@ export class PgJournalCounts implements PgTransactionHook {
   async commit(tx: Tx): Promise<void> {
     const names: string[] = [];
     const deltas: number[] = [];
-    if (this.total !== 0) (names.push('journal'), deltas.push(this.total));
-    for (const k of DELIVERY_STATES) if (this.states[k] !== 0) (names.push(`journal:${k}`), deltas.push(this.states[k]));
+    if (this.total !== 0) names.push('journal'), deltas.push(this.total);
+    for (const k of DELIVERY_STATES) if (this.states[k] !== 0) names.push(`journal:${k}`), deltas.push(this.states[k]);
     if (names.length > 0) {
       await tx.query({
         name: 'counts-add',

@@ -62,9 +62,7 @@ export class PgJournal implements Journal {
   }
 
   dispatched(message: Message): Promise<void> {
-    return this.writer.write((tx) =>
-      this.transition(tx, message, 'DISPATCHED', FROM_FOR_DISPATCH, `attempts = $3, attempt = $3, dispatched_at = $4`, [message.attempt, this.now()]),
-    );
+    return this.writer.write((tx) => this.transition(tx, message, 'DISPATCHED', FROM_FOR_DISPATCH, `attempts = $3, attempt = $3, dispatched_at = $4`, [message.attempt, this.now()]));
   }
 
   acked(message: Message, outgoing: readonly Message[], usage: readonly UsageEvent[]): Promise<void> {
@@ -199,10 +197,10 @@ export class PgJournal implements Journal {
     if (row.state !== 'FAILED') throw Errors.JOURNAL_NOT_REDELIVERABLE(messageId, row.state);
     const attempt = row.attempt + 1;
     await this.writer.write(async (tx) => {
-      const r = await tx.query(
-        `UPDATE journal SET state = 'PENDING', attempt = $1, failed_at = NULL, failure_reason = NULL, error = NULL WHERE id = $2 AND state = 'FAILED'`,
-        [attempt, messageId],
-      );
+      const r = await tx.query(`UPDATE journal SET state = 'PENDING', attempt = $1, failed_at = NULL, failure_reason = NULL, error = NULL WHERE id = $2 AND state = 'FAILED'`, [
+        attempt,
+        messageId,
+      ]);
       if ((r.rowCount ?? 0) > 0) {
         this.counts.moved('FAILED', 'PENDING');
         await this.requeued(tx, [row.recipient]);
@@ -216,9 +214,8 @@ export class PgJournal implements Journal {
 
   async threadHistory(threadId: string, agent: string, limit: number): Promise<readonly Message[]> {
     await this.writer.flush();
-    const rows = (
-      await this.pool.query<JournalRow>(`SELECT * FROM journal WHERE thread_id = $1 AND (sender = $2 OR recipient = $2) ORDER BY seq DESC LIMIT $3`, [threadId, agent, limit])
-    ).rows;
+    const rows = (await this.pool.query<JournalRow>(`SELECT * FROM journal WHERE thread_id = $1 AND (sender = $2 OR recipient = $2) ORDER BY seq DESC LIMIT $3`, [threadId, agent, limit]))
+      .rows;
     return rows.reverse().map(messageOf);
   }
 

@@ -128,7 +128,10 @@ export class PgReachability {
     const reason = err instanceof OrganismError ? err.detail : err instanceof Error ? err.message : String(err);
     this.down = { error: Errors.STORAGE_UNAVAILABLE(this.where, reason), since: Date.now() };
     this.outageCount++;
-    this.logger?.error({ code: Errors.STORAGE_UNAVAILABLE.code, where: this.where, reason }, 'PostgreSQL cannot be reached: new messages are refused until it answers; retrying with backoff');
+    this.logger?.error(
+      { code: Errors.STORAGE_UNAVAILABLE.code, where: this.where, reason },
+      'PostgreSQL cannot be reached: new messages are refused until it answers; retrying with backoff',
+    );
     this.delay = this.retryMs;
     this.schedule(this.delay);
   }

@@ -157,13 +157,14 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
   let listener: PgListener | null = null;
   try {
     // The name is checked by createPool. Processes starting together may race to create it (unique_violation).
-    if (options.schema) await pool.query(`CREATE SCHEMA IF NOT EXISTS ${options.schema}`).catch((err: { code?: string }) => {
-      if (err.code !== '23505') throw err;
-    });
+    if (options.schema)
+      await pool.query(`CREATE SCHEMA IF NOT EXISTS ${options.schema}`).catch((err: { code?: string }) => {
+        if (err.code !== '23505') throw err;
+      });
     // Cluster mode: several processes run the organism; claims and leases replace the single owner.
     if (!options.cluster) {
       owner = await takeOwnership(pool, where, options.lockWaitMs ?? 5_000, (err) =>
-        logger?.error({ err: pgStorageError(where, err) }, 'lost the connection that holds this organism\'s database lock'),
+        logger?.error({ err: pgStorageError(where, err) }, "lost the connection that holds this organism's database lock"),
       );
     }
     await migratePg(pool);
@@ -329,10 +330,7 @@ function openCluster(
       return hash !== undefined && text !== undefined ? { hash, text } : null;
     },
     async publishConfig(hash, text) {
-      await deps.db.query(
-        `INSERT INTO meta (key, value) VALUES ('config_hash', $1), ('config_text', $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
-        [hash, text],
-      );
+      await deps.db.query(`INSERT INTO meta (key, value) VALUES ('config_hash', $1), ('config_text', $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [hash, text]);
       await workers.setConfigHash(id, hash);
     },
     setConfigHash: (hash) => workers.setConfigHash(id, hash),

@@ -104,9 +104,8 @@ export class PgThreadStore implements ThreadStore {
     }
     const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
     const n = params.length;
-    const rows = (
-      await this.pool.query<ThreadRow>(`SELECT * FROM threads ${clause} ORDER BY last_activity DESC, id DESC LIMIT $${n + 1} OFFSET $${n + 2}`, [...params, q.limit, q.offset])
-    ).rows;
+    const rows = (await this.pool.query<ThreadRow>(`SELECT * FROM threads ${clause} ORDER BY last_activity DESC, id DESC LIMIT $${n + 1} OFFSET $${n + 2}`, [...params, q.limit, q.offset]))
+      .rows;
     return { items: rows.map(recordOf), total: await this.count(q, clause, params) };
   }
 

@@ -65,8 +65,7 @@ export class PgUsageStore implements UsageStore {
     await this.flush();
     const { clause, params } = filters(q, true);
     const n = params.length;
-    const rows = (await this.pool.query<UsageRow>(`SELECT * FROM usage_events ${clause} ORDER BY ts DESC, id DESC LIMIT $${n + 1} OFFSET $${n + 2}`, [...params, q.limit, q.offset]))
-      .rows;
+    const rows = (await this.pool.query<UsageRow>(`SELECT * FROM usage_events ${clause} ORDER BY ts DESC, id DESC LIMIT $${n + 1} OFFSET $${n + 2}`, [...params, q.limit, q.offset])).rows;
     return { items: rows.map(usageOf), total: await this.count(q) };
   }
 
@@ -139,8 +138,7 @@ export class PgUsageStore implements UsageStore {
       params.push(q.orgId);
       org = 'AND org_id = $3';
     }
-    const rows = (await this.pool.query<UsageCountersRow & { day: string }>(`SELECT day, ${COUNTERS} FROM usage_daily WHERE day >= $1 AND day <= $2 ${org} GROUP BY day`, params))
-      .rows;
+    const rows = (await this.pool.query<UsageCountersRow & { day: string }>(`SELECT day, ${COUNTERS} FROM usage_daily WHERE day >= $1 AND day <= $2 ${org} GROUP BY day`, params)).rows;
     const byDay = new Map(rows.map((r) => [r.day, r]));
     const out = days.map((date) => {
       const r = byDay.get(date);
@@ -180,10 +178,12 @@ export class PgUsageStore implements UsageStore {
     if (this.buffer.length === 0) return;
     const batch = this.buffer;
     this.buffer = [];
-    this.writer.write((tx) => insertUsage(tx, batch)).catch(() => {
-      // Kept for the next attempt rather than lost (the writer reported the failure).
-      this.buffer = batch.concat(this.buffer).slice(-MAX_BUFFER);
-    });
+    this.writer
+      .write((tx) => insertUsage(tx, batch))
+      .catch(() => {
+        // Kept for the next attempt rather than lost (the writer reported the failure).
+        this.buffer = batch.concat(this.buffer).slice(-MAX_BUFFER);
+      });
   }
 }
 

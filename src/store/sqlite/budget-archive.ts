@@ -41,10 +41,7 @@ export class SqliteBudgetArchive implements BudgetArchive {
   }
 
   finished(page: { limit: number; offset: number }): { items: ThreadBudgetSnapshot[]; total: number } {
-    const rows = prepared(this.db, `SELECT ${COLUMNS} FROM thread_budgets WHERE live = 0 ORDER BY ${SHARE_USED} DESC, thread_id LIMIT ? OFFSET ?`).all(
-      page.limit,
-      page.offset,
-    ) as Row[];
+    const rows = prepared(this.db, `SELECT ${COLUMNS} FROM thread_budgets WHERE live = 0 ORDER BY ${SHARE_USED} DESC, thread_id LIMIT ? OFFSET ?`).all(page.limit, page.offset) as Row[];
     const { n } = prepared(this.db, 'SELECT COUNT(*) AS n FROM thread_budgets WHERE live = 0').get() as { n: number };
     return { items: rows.map(snapshot), total: n };
   }

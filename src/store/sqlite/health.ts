@@ -4,7 +4,6 @@ import type { Logger } from '../../util/logger.js';
 import type { StorageProblem } from '../../core/storage.js';
 import { freeBytes, LOW_SPACE_BYTES } from './disk-space.js';
 
-
 /**
  * The storage's faults, each logged at error level once when it starts (not once per failed
  * write or read: a full disk fails every write, and a log line each would bury the one that

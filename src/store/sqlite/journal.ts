@@ -153,7 +153,9 @@ export class SqliteJournal implements Journal {
     }
     const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
     const order = q.order === 'oldest' ? 'ASC' : 'DESC';
-    const rows = (q.agent && !q.threadId ? this.listByListener(q, order) : prepared(this.db, `SELECT * FROM journal ${clause} ORDER BY seq ${order} LIMIT ? OFFSET ?`).all(...params, q.limit, q.offset)) as JournalRow[];
+    const rows = (
+      q.agent && !q.threadId ? this.listByListener(q, order) : prepared(this.db, `SELECT * FROM journal ${clause} ORDER BY seq ${order} LIMIT ? OFFSET ?`).all(...params, q.limit, q.offset)
+    ) as JournalRow[];
     return { items: rows.map(entryOf), total: this.count(q, clause, params) };
   }
 
@@ -214,9 +216,7 @@ export class SqliteJournal implements Journal {
    * the state index (the lowest seq of a state is its oldest entry): no scan, for /metrics.
    */
   async keptStats(): Promise<KeptJournalStats> {
-    const oldest = prepared(this.db, `SELECT created_at AS t FROM journal INDEXED BY journal_state WHERE state = 'PENDING' ORDER BY seq LIMIT 1`).get() as
-      | { t: number }
-      | undefined;
+    const oldest = prepared(this.db, `SELECT created_at AS t FROM journal INDEXED BY journal_state WHERE state = 'PENDING' ORDER BY seq LIMIT 1`).get() as { t: number } | undefined;
     return { counts: this.counts.states, oldestPendingAgeMs: oldest ? Math.max(0, this.now() - oldest.t) : null };
   }
 
@@ -227,8 +227,10 @@ export class SqliteJournal implements Journal {
     if (row.state !== 'FAILED') throw Errors.JOURNAL_NOT_REDELIVERABLE(messageId, row.state);
     const attempt = row.attempt + 1;
     await this.writer.write(() => {
-      const { changes } = prepared(this.db, `UPDATE journal SET state = 'PENDING', attempt = ?, failed_at = NULL, failure_reason = NULL, error = NULL WHERE id = ? AND state = 'FAILED'`)
-        .run(attempt, messageId);
+      const { changes } = prepared(this.db, `UPDATE journal SET state = 'PENDING', attempt = ?, failed_at = NULL, failure_reason = NULL, error = NULL WHERE id = ? AND state = 'FAILED'`).run(
+        attempt,
+        messageId,
+      );
       if (changes > 0) this.counts.moved('FAILED', 'PENDING');
     });
     return { ...messageOf(row), attempt };
@@ -236,8 +238,12 @@ export class SqliteJournal implements Journal {
 
   async threadHistory(threadId: string, agent: string, limit: number): Promise<readonly Message[]> {
     this.writer.flush();
-    const rows = prepared(this.db, `SELECT * FROM journal WHERE thread_id = ? AND (sender = ? OR recipient = ?) ORDER BY seq DESC LIMIT ?`)
-      .all(threadId, agent, agent, limit) as JournalRow[];
+    const rows = prepared(this.db, `SELECT * FROM journal WHERE thread_id = ? AND (sender = ? OR recipient = ?) ORDER BY seq DESC LIMIT ?`).all(
+      threadId,
+      agent,
+      agent,
+      limit,
+    ) as JournalRow[];
     return rows.reverse().map(messageOf);
   }
 
@@ -321,4 +327,3 @@ export class SqliteJournal implements Journal {
     return true;
   }
 }
-

@@ -27,9 +27,11 @@ export class SqliteLlmCallStore implements LlmCallStore {
 
   recordCall(r: LlmCallRecord): void {
     const data = JSON.stringify(r);
-    void this.writer.write(() => this.insertCall.run(r.id, r.threadId, r.messageId, r.startedAt, data)).catch(() => {
-      // reported by the writer's error handler
-    });
+    void this.writer
+      .write(() => this.insertCall.run(r.id, r.threadId, r.messageId, r.startedAt, data))
+      .catch(() => {
+        // reported by the writer's error handler
+      });
   }
 
   recordTool(r: ToolCallRecord): void {

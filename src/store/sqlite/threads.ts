@@ -132,8 +132,7 @@ export class SqliteThreadStore implements ThreadStore {
       params.push(q.agent);
     }
     const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
-    const rows = prepared(this.db, `SELECT * FROM threads ${clause} ORDER BY last_activity DESC, id DESC LIMIT ? OFFSET ?`)
-      .all(...params, q.limit, q.offset) as ThreadRow[];
+    const rows = prepared(this.db, `SELECT * FROM threads ${clause} ORDER BY last_activity DESC, id DESC LIMIT ? OFFSET ?`).all(...params, q.limit, q.offset) as ThreadRow[];
     return { items: rows.map(recordOf), total: this.count(q, clause, params) };
   }
 

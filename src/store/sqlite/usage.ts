@@ -64,8 +64,7 @@ export class SqliteUsageStore implements UsageStore {
   async history(q: UsageHistoryQuery): Promise<Page<UsageEvent>> {
     this.writeBuffer();
     const { clause, params } = filters(q, true);
-    const rows = prepared(this.db, `SELECT * FROM usage_events ${clause} ORDER BY ts DESC, id DESC LIMIT ? OFFSET ?`)
-      .all(...params, q.limit, q.offset) as UsageRow[];
+    const rows = prepared(this.db, `SELECT * FROM usage_events ${clause} ORDER BY ts DESC, id DESC LIMIT ? OFFSET ?`).all(...params, q.limit, q.offset) as UsageRow[];
     return { items: rows.map(usageOf), total: this.count(q) };
   }
 
@@ -135,8 +134,9 @@ export class SqliteUsageStore implements UsageStore {
     }
     const clause = dayWhere.length ? `WHERE ${dayWhere.join(' AND ')}` : '';
     if (fromDay === null || toDay === null || fromDay < toDay) {
-      const rows = prepared(this.db, `SELECT model, agent_id AS agentId, org_id AS orgId, ${COUNTERS} FROM usage_daily ${clause} GROUP BY model, agent_id, org_id`)
-        .all(...dayParams) as Array<UsageCountersRow & { model: string; agentId: string; orgId: string }>;
+      const rows = prepared(this.db, `SELECT model, agent_id AS agentId, org_id AS orgId, ${COUNTERS} FROM usage_daily ${clause} GROUP BY model, agent_id, org_id`).all(
+        ...dayParams,
+      ) as Array<UsageCountersRow & { model: string; agentId: string; orgId: string }>;
       for (const r of rows) {
         add(total, r);
         add((byModel[r.model] ??= zeroCounters()), r);
@@ -147,8 +147,9 @@ export class SqliteUsageStore implements UsageStore {
     // ...and the partial days at the edges from the events themselves.
     for (const [start, end] of edges) {
       const { clause: c, params } = filters({ startTime: start, endTime: end, ...(q.orgId ? { orgId: q.orgId } : {}) }, false);
-      const rows = prepared(this.db, `SELECT model, agent_id AS agentId, org_id AS orgId, ${EVENT_COUNTERS} FROM usage_events ${c} GROUP BY model, agent_id, org_id`)
-        .all(...params) as Array<UsageCountersRow & { model: string; agentId: string; orgId: string }>;
+      const rows = prepared(this.db, `SELECT model, agent_id AS agentId, org_id AS orgId, ${EVENT_COUNTERS} FROM usage_events ${c} GROUP BY model, agent_id, org_id`).all(...params) as Array<
+        UsageCountersRow & { model: string; agentId: string; orgId: string }
+      >;
       for (const r of rows) {
         add(total, r);
         add((byModel[r.model] ??= zeroCounters()), r);
@@ -169,8 +170,7 @@ export class SqliteUsageStore implements UsageStore {
       org = 'AND org_id = ?';
       params.push(q.orgId);
     }
-    const rows = prepared(this.db, `SELECT day, ${COUNTERS} FROM usage_daily WHERE day >= ? AND day <= ? ${org} GROUP BY day`)
-      .all(...params) as Array<UsageCountersRow & { day: string }>;
+    const rows = prepared(this.db, `SELECT day, ${COUNTERS} FROM usage_daily WHERE day >= ? AND day <= ? ${org} GROUP BY day`).all(...params) as Array<UsageCountersRow & { day: string }>;
     const byDay = new Map(rows.map((r) => [r.day, r]));
     const out = days.map((date) => {
       const r = byDay.get(date);

@@ -1,9 +1,6 @@
 import { inTurn, startScriptedServer, type ScriptedReply, type ScriptedServer, type SseEvent } from './scripted-server.js';
 
-type Block =
-  | { type: 'text'; text: string }
-  | { type: 'tool_use'; id: string; name: string; input: unknown }
-  | { type: 'thinking'; thinking: string; signature: string };
+type Block = { type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: unknown } | { type: 'thinking'; thinking: string; signature: string };
 
 /** A Messages API success body as Anthropic sends it; `tool_use` blocks make stop_reason `tool_use`. */
 export function anthropicOk(text: string | Array<Record<string, unknown>>, usage: Record<string, unknown> = {}) {
@@ -40,10 +37,7 @@ function pieces(text: string, size: number): string[] {
 export function anthropicEvents(message: ReturnType<typeof anthropicOk>): SseEvent[] {
   const ev = (type: string, data: Record<string, unknown>): SseEvent => ({ event: type, data: { type, ...data } });
   const { usage } = message;
-  const events: SseEvent[] = [
-    ev('message_start', { message: { ...message, content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } } }),
-    ev('ping', {}),
-  ];
+  const events: SseEvent[] = [ev('message_start', { message: { ...message, content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } } }), ev('ping', {})];
   (message.content as unknown as Block[]).forEach((block, index) => {
     if (block.type === 'text') {
       events.push(ev('content_block_start', { index, content_block: { type: 'text', text: '' } }));
@@ -89,14 +83,16 @@ function invalidBody(b: Record<string, unknown>): string | null {
     if (expected) {
       const answered = new Set(blocks.filter((c) => c['type'] === 'tool_result').map((c) => String(c['tool_use_id'])));
       const missing = [...expected].filter((id) => !answered.has(id));
-      if (missing.length > 0) return `messages.${i}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(', ')}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`;
+      if (missing.length > 0)
+        return `messages.${i}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(', ')}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`;
       const firstOther = blocks.findIndex((c) => c['type'] !== 'tool_result');
       if (firstOther >= 0 && blocks.slice(firstOther).some((c) => c['type'] === 'tool_result')) return `messages.${i}: tool_result blocks must come first in the user message`;
       expected = null;
     }
     if (roles[i] === 'assistant') {
       const uses = blocks.filter((c) => c['type'] === 'tool_use');
-      for (const u of uses) if (typeof u['input'] !== 'object' || u['input'] === null || Array.isArray(u['input'])) return `messages.${i}.content: tool_use.input: Input should be a valid dictionary`;
+      for (const u of uses)
+        if (typeof u['input'] !== 'object' || u['input'] === null || Array.isArray(u['input'])) return `messages.${i}.content: tool_use.input: Input should be a valid dictionary`;
       if (uses.length > 0) expected = new Set(uses.map((u) => String(u['id'])));
     } else if (blocks.some((c) => c['type'] === 'tool_result') && i > 0 && !blocks.every((c) => c['type'] !== 'tool_result' || typeof c['tool_use_id'] === 'string')) {
       return `messages.${i}: tool_result needs tool_use_id`;

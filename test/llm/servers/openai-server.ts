@@ -85,7 +85,8 @@ function invalidBody(b: Record<string, unknown>): string | null {
   let open: Set<string> | null = null; // tool_call ids still waiting for their tool message
   for (const [i, m] of (messages as Array<Record<string, unknown>>).entries()) {
     const role = String(m['role']);
-    if (open && open.size > 0 && role !== 'tool') return `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. (insufficient tool messages following tool_calls message at messages[${i}])`;
+    if (open && open.size > 0 && role !== 'tool')
+      return `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. (insufficient tool messages following tool_calls message at messages[${i}])`;
     if (role === 'tool') {
       const id = m['tool_call_id'];
       if (typeof id !== 'string' || !open?.has(id)) return `Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'. (messages[${i}])`;
@@ -148,11 +149,7 @@ export function startOpenAiServer(opts: OpenAiServerOptions): Promise<ScriptedSe
     if (opts.completionTokensOnly?.includes(b['model']) && 'max_tokens' in b) {
       return {
         status: 400,
-        body: openAiError(
-          "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
-          'invalid_request_error',
-          'unsupported_parameter',
-        ),
+        body: openAiError("Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.", 'invalid_request_error', 'unsupported_parameter'),
       };
     }
     const reply = next();

@@ -78,8 +78,7 @@ export async function connect(url: string, options: WebSocket.ClientOptions = {}
     socket,
     frames,
     closed,
-    next: (event, from = 0, timeoutMs = 10_000) =>
-      eventually(() => frames.slice(from).find((f) => f.event === event), timeoutMs, `a ${event} frame`),
+    next: (event, from = 0, timeoutMs = 10_000) => eventually(() => frames.slice(from).find((f) => f.event === event), timeoutMs, `a ${event} frame`),
     cmd: (c) => socket.send(JSON.stringify(c)),
     of: (event) => frames.filter((f) => f.event === event),
   };

@@ -65,7 +65,11 @@ export interface Backend {
 
 const opened: StoreUnderTest[] = [];
 async function closeOpened(): Promise<void> {
-  while (opened.length) await opened.pop()!.close().catch(() => {});
+  while (opened.length)
+    await opened
+      .pop()!
+      .close()
+      .catch(() => {});
 }
 const track = (s: StoreUnderTest) => (opened.push(s), s);
 
@@ -83,7 +87,11 @@ const sqlite: Backend = {
     };
     return {
       async open(options = {}) {
-        const s = openSqliteStorage({ dataDir, ...(options.retainDays ? { retainDays: options.retainDays } : {}), ...(options.failedRetainDays ? { failedRetainDays: options.failedRetainDays } : {}) });
+        const s = openSqliteStorage({
+          dataDir,
+          ...(options.retainDays ? { retainDays: options.retainDays } : {}),
+          ...(options.failedRetainDays ? { failedRetainDays: options.failedRetainDays } : {}),
+        });
         return track({ ...s, journal: s.journal, close: async () => s.close() });
       },
       async rows<T>(sql: string, params: readonly unknown[] = []) {
@@ -136,7 +144,12 @@ class PostgresBackend implements Backend {
         this.pools.push(pool);
       }
       let n = 0;
-      return (await pool.query(sql.replace(/\?/g, () => `$${++n}`), [...params])).rows as T[];
+      return (
+        await pool.query(
+          sql.replace(/\?/g, () => `$${++n}`),
+          [...params],
+        )
+      ).rows as T[];
     };
     return {
       async open(options = {}) {

@@ -24,7 +24,16 @@ type Step =
   | { kind: 'thread'; thread: number; status: ThreadStatus };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ kind: fc.constant('add' as const), from: fc.nat(3), to: fc.nat(3), thread: fc.nat(4), fate: fc.constantFrom('pending' as const, 'dispatched' as const, 'acked' as const, 'failed' as const) }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      kind: fc.constant('add' as const),
+      from: fc.nat(3),
+      to: fc.nat(3),
+      thread: fc.nat(4),
+      fate: fc.constantFrom('pending' as const, 'dispatched' as const, 'acked' as const, 'failed' as const),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constantFrom('redeliver' as const, 'prune' as const) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('thread' as const), thread: fc.nat(4), status: fc.constantFrom(...THREAD_STATUSES) }) },
 );
@@ -35,11 +44,13 @@ type ListQuery = { state?: DeliveryState; agent?: string; threadId?: string; lim
 async function reference(place: Place, q: ListQuery) {
   const where: string[] = [];
   const params: unknown[] = [];
-  if (q.state) (where.push('state = ?'), params.push(q.state));
-  if (q.threadId) (where.push('thread_id = ?'), params.push(q.threadId));
-  if (q.agent) (where.push('(sender = ? OR recipient = ?)'), params.push(q.agent, q.agent));
+  if (q.state) where.push('state = ?'), params.push(q.state);
+  if (q.threadId) where.push('thread_id = ?'), params.push(q.threadId);
+  if (q.agent) where.push('(sender = ? OR recipient = ?)'), params.push(q.agent, q.agent);
   const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
-  const ids = (await place.rows<{ id: string }>(`SELECT id FROM journal ${clause} ORDER BY seq ${q.order === 'oldest' ? 'ASC' : 'DESC'} LIMIT ? OFFSET ?`, [...params, q.limit, q.offset])).map((r) => r.id);
+  const ids = (
+    await place.rows<{ id: string }>(`SELECT id FROM journal ${clause} ORDER BY seq ${q.order === 'oldest' ? 'ASC' : 'DESC'} LIMIT ? OFFSET ?`, [...params, q.limit, q.offset])
+  ).map((r) => r.id);
   const total = Number((await place.rows<{ n: number }>(`SELECT COUNT(*) AS n FROM journal ${clause}`, params))[0]!.n);
   return { ids, total };
 }
@@ -96,7 +107,7 @@ eachBackend('kept counts contract', (backend) => {
             await s.journal.pending([m]);
             if (st.fate !== 'pending') await s.journal.dispatched(m);
             if (st.fate === 'acked') await s.journal.acked(m, [], []);
-            if (st.fate === 'failed') (await s.journal.failed(m, 'handler_error', 'boom', [], []), failed.push(m));
+            if (st.fate === 'failed') await s.journal.failed(m, 'handler_error', 'boom', [], []), failed.push(m);
           } else if (st.kind === 'redeliver') {
             const m = failed.shift();
             // It may have been pruned meanwhile.
@@ -105,7 +116,16 @@ eachBackend('kept counts contract', (backend) => {
             clock += DAY;
             await s.journal.prune(Date.now() + clock + DAY);
           } else if (st.kind === 'thread') {
-            s.threads.put({ id: `t${st.thread}`, status: st.status, participants: ['api', AGENTS[st.thread % 4]!], messageCount: 1, createdAt: 1, lastActivity: 2, error: null, metadata: {} });
+            s.threads.put({
+              id: `t${st.thread}`,
+              status: st.status,
+              participants: ['api', AGENTS[st.thread % 4]!],
+              messageCount: 1,
+              createdAt: 1,
+              lastActivity: 2,
+              error: null,
+              metadata: {},
+            });
           }
         }
         await s.journal.list({ limit: 1, offset: 0 }); // waits for queued writes
@@ -113,7 +133,11 @@ eachBackend('kept counts contract', (backend) => {
         for (const state of [undefined, ...DELIVERY_STATES]) {
           for (const agent of [undefined, ...AGENTS, 'nobody']) {
             for (const threadId of [undefined, 't1']) {
-              for (const [limit, offset] of [[3, 0], [2, 3], [50, 0]] as const) {
+              for (const [limit, offset] of [
+                [3, 0],
+                [2, 3],
+                [50, 0],
+              ] as const) {
                 for (const order of ['newest', 'oldest'] as const) {
                   const q = { ...(state ? { state } : {}), ...(agent ? { agent } : {}), ...(threadId ? { threadId } : {}), limit, offset, order };
                   const page = await s.journal.list(q);

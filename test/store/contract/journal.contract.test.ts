@@ -10,28 +10,84 @@ import { eachBackend } from './backends.js';
 const DAY = 86_400_000;
 
 function msg(over: Partial<Message> = {}): Message {
-  return { id: newId(), threadId: 't1', from: 'api', to: 'a', payloadType: 'Text', payload: { text: 'x' }, timestamp: Date.now(), parentId: null, hops: 0, metadata: { orgId: 'acme' }, attempt: 1, ...over };
+  return {
+    id: newId(),
+    threadId: 't1',
+    from: 'api',
+    to: 'a',
+    payloadType: 'Text',
+    payload: { text: 'x' },
+    timestamp: Date.now(),
+    parentId: null,
+    hops: 0,
+    metadata: { orgId: 'acme' },
+    attempt: 1,
+    ...over,
+  };
 }
 
 function usage(messageId: string | null, over: Partial<UsageEvent> = {}): UsageEvent {
   return {
-    id: newId(), timestamp: Date.now(), threadId: 't1', agentId: 'a', messageId, model: 'm', provider: 'p', promptTokens: 10, completionTokens: 5, totalTokens: 15,
-    cacheReadTokens: null, cacheWriteTokens: null, reasoningTokens: null, providerLatencyMs: 1, totalLatencyMs: 2, cost: 0.5, metadata: { orgId: 'acme' }, ...over,
+    id: newId(),
+    timestamp: Date.now(),
+    threadId: 't1',
+    agentId: 'a',
+    messageId,
+    model: 'm',
+    provider: 'p',
+    promptTokens: 10,
+    completionTokens: 5,
+    totalTokens: 15,
+    cacheReadTokens: null,
+    cacheWriteTokens: null,
+    reasoningTokens: null,
+    providerLatencyMs: 1,
+    totalLatencyMs: 2,
+    cost: 0.5,
+    metadata: { orgId: 'acme' },
+    ...over,
   };
 }
 
 function call(messageId: string, threadId = 't1'): LlmCallRecord {
   return {
-    id: newId(), threadId, messageId, agent: 'a', provider: 'p', model: 'm', responseModel: 'm', attempt: 1, repair: false, startedAt: Date.now(), latencyMs: 3,
-    request: { q: 1 }, tools: [], response: { text: 'hi', toolCalls: [], finishReason: 'stop' }, usage: null, cost: null, error: null,
-    maxOutputTokens: 64, overOutputCap: false,
+    id: newId(),
+    threadId,
+    messageId,
+    agent: 'a',
+    provider: 'p',
+    model: 'm',
+    responseModel: 'm',
+    attempt: 1,
+    repair: false,
+    startedAt: Date.now(),
+    latencyMs: 3,
+    request: { q: 1 },
+    tools: [],
+    response: { text: 'hi', toolCalls: [], finishReason: 'stop' },
+    usage: null,
+    cost: null,
+    error: null,
+    maxOutputTokens: 64,
+    overOutputCap: false,
   };
 }
 
 function tool(of: LlmCallRecord): ToolCallRecord {
   return {
-    id: newId(), llmCallId: of.id, threadId: of.threadId, messageId: of.messageId, agent: 'a', server: 's', tool: 'search', arguments: { q: 'x' },
-    result: 'r', isError: false, error: null, startedAt: of.startedAt + 1, durationMs: 1,
+    id: newId(),
+    llmCallId: of.id,
+    threadId: of.threadId,
+    messageId: of.messageId,
+    agent: 'a',
+    server: 's',
+    tool: 'search',
+    arguments: { q: 'x' },
+    result: 'r',
+    isError: false,
+    error: null,
+    startedAt: of.startedAt + 1,
+    durationMs: 1,
   };
 }
 
@@ -140,7 +196,7 @@ eachBackend('journal contract', (backend) => {
     expect((await u.journal.stats()).lastRecovery).toMatchObject({ bootId: 'boot-2', redelivered: 1 });
   });
 
-  it('recovery hands back each thread\'s PENDING messages in the order they were journaled, however threads interleave', async () => {
+  it("recovery hands back each thread's PENDING messages in the order they were journaled, however threads interleave", async () => {
     const place = backend.place();
     const s = await place.open();
     await fc.assert(
@@ -235,7 +291,7 @@ eachBackend('journal contract', (backend) => {
     expect((await s.journal.threadHistory('t1', 'a', 2)).map((m) => m.id)).toEqual([ms[1]!.id, ms[3]!.id]);
   });
 
-  it('kept stats: the oldest PENDING entry\'s age, null when none', async () => {
+  it("kept stats: the oldest PENDING entry's age, null when none", async () => {
     const s = await backend.place().open();
     expect((await s.journal.keptStats()).oldestPendingAgeMs).toBeNull();
     const m = msg();

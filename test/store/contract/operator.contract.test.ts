@@ -5,17 +5,43 @@ import { eachBackend } from './backends.js';
 
 function call(threadId: string, messageId: string | null, startedAt: number): LlmCallRecord {
   return {
-    id: newId(), threadId, messageId, agent: 'a', provider: 'p', model: 'm', responseModel: 'm', attempt: 1, repair: false, startedAt, latencyMs: 3,
-    request: { messages: [{ role: 'user', content: 'hi' }] }, tools: ['search'], response: { text: 'hello', toolCalls: [], finishReason: 'stop' },
-    usage: { promptTokens: 3, completionTokens: 2, totalTokens: 5 } as LlmCallRecord['usage'], cost: 0.1, error: null,
-    maxOutputTokens: 64, overOutputCap: true,
+    id: newId(),
+    threadId,
+    messageId,
+    agent: 'a',
+    provider: 'p',
+    model: 'm',
+    responseModel: 'm',
+    attempt: 1,
+    repair: false,
+    startedAt,
+    latencyMs: 3,
+    request: { messages: [{ role: 'user', content: 'hi' }] },
+    tools: ['search'],
+    response: { text: 'hello', toolCalls: [], finishReason: 'stop' },
+    usage: { promptTokens: 3, completionTokens: 2, totalTokens: 5 } as LlmCallRecord['usage'],
+    cost: 0.1,
+    error: null,
+    maxOutputTokens: 64,
+    overOutputCap: true,
   };
 }
 
 function tool(of: LlmCallRecord, startedAt = of.startedAt + 1): ToolCallRecord {
   return {
-    id: newId(), llmCallId: of.id, threadId: of.threadId, messageId: of.messageId, agent: 'a', server: 's', tool: 'search', arguments: { q: 'x' },
-    result: 'r', isError: false, error: null, startedAt, durationMs: 1,
+    id: newId(),
+    llmCallId: of.id,
+    threadId: of.threadId,
+    messageId: of.messageId,
+    agent: 'a',
+    server: 's',
+    tool: 'search',
+    arguments: { q: 'x' },
+    result: 'r',
+    isError: false,
+    error: null,
+    startedAt,
+    durationMs: 1,
   };
 }
 
@@ -42,7 +68,10 @@ eachBackend('operator state and budgets contract', (backend) => {
     const place = backend.place();
     const s = await place.open();
     expect(await s.budgets.load()).toEqual([]);
-    await s.budgets.save([{ threadId: 't1', maxTokens: 10, promptTokens: 1, completionTokens: 2, fired: [] }, { threadId: 't2', maxTokens: 20 }]);
+    await s.budgets.save([
+      { threadId: 't1', maxTokens: 10, promptTokens: 1, completionTokens: 2, fired: [] },
+      { threadId: 't2', maxTokens: 20 },
+    ]);
     await s.budgets.save([{ threadId: 't2', maxTokens: 30, fired: [0.8] }]);
     await s.close();
     const t = await place.open();
@@ -51,7 +80,7 @@ eachBackend('operator state and budgets contract', (backend) => {
     expect(await t.budgets.load()).toEqual([]);
   });
 
-  it('LLM and tool calls: a delivery\'s all, a thread\'s paged oldest first with the tools of the page, a re-recorded call replaced', async () => {
+  it("LLM and tool calls: a delivery's all, a thread's paged oldest first with the tools of the page, a re-recorded call replaced", async () => {
     const s = await backend.place().open();
     const calls = [call('t1', 'm1', 1_000), call('t1', 'm2', 3_000), call('t1', 'm1', 2_000), call('t2', 'm3', 1_500)];
     for (const c of calls) s.llmCalls.recordCall(c);

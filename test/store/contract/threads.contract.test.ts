@@ -4,7 +4,15 @@ import type { ThreadRecord, ThreadStore } from '../../../src/core/thread.js';
 import { eachBackend } from './backends.js';
 
 const thread = (id: string, over: Partial<ThreadRecord> = {}): ThreadRecord => ({
-  id, status: 'active', participants: ['api', 'a'], messageCount: 1, createdAt: 1, lastActivity: 2, error: null, metadata: { orgId: 'o' }, ...over,
+  id,
+  status: 'active',
+  participants: ['api', 'a'],
+  messageCount: 1,
+  createdAt: 1,
+  lastActivity: 2,
+  error: null,
+  metadata: { orgId: 'o' },
+  ...over,
 });
 
 /** The thread store's rules, for any store `make` opens (empty). */
@@ -12,7 +20,7 @@ function threadRules(make: () => ThreadStore | Promise<ThreadStore>): void {
   it('getMany reads the stored records of many ids at once, including writes not yet committed', async () => {
     const store = await make();
     for (let i = 0; i < 1_500; i++) store.put(thread(`t${i}`, { messageCount: i }));
-    const ids = ['t0', 't42', 'missing', 't1499', "it's \"quoted\""];
+    const ids = ['t0', 't42', 'missing', 't1499', 'it\'s "quoted"'];
     store.put(thread(ids[4]!));
     const found = await store.getMany(ids);
     expect([...found.keys()].sort()).toEqual(['t0', 't1499', 't42', ids[4]].sort());

@@ -10,9 +10,24 @@ const t0 = t;
 
 function event(ts: string, over: Partial<UsageEvent> = {}, org = 'acme'): UsageEvent {
   return {
-    id: newId(), timestamp: t(ts), threadId: 'th', agentId: 'writer', messageId: null, model: 'gpt-4o', provider: 'p',
-    promptTokens: 100, completionTokens: 50, totalTokens: 150, cacheReadTokens: null, cacheWriteTokens: null, reasoningTokens: null,
-    providerLatencyMs: 5, totalLatencyMs: 9, cost: 0.01, metadata: { orgId: org, userId: 'u' }, ...over,
+    id: newId(),
+    timestamp: t(ts),
+    threadId: 'th',
+    agentId: 'writer',
+    messageId: null,
+    model: 'gpt-4o',
+    provider: 'p',
+    promptTokens: 100,
+    completionTokens: 50,
+    totalTokens: 150,
+    cacheReadTokens: null,
+    cacheWriteTokens: null,
+    reasoningTokens: null,
+    providerLatencyMs: 5,
+    totalLatencyMs: 9,
+    cost: 0.01,
+    metadata: { orgId: org, userId: 'u' },
+    ...over,
   };
 }
 

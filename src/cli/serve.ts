@@ -33,7 +33,7 @@ export interface ServeOptions {
   readonly drainTimeoutMs: number;
   /** Inject a demo question every this many ms (`--demo-traffic`); omitted: no demo traffic. */
   readonly demoTrafficMs?: number;
-  /** `--handlers`, `--concurrency`, `--name`, `--lease-seconds` (PostgreSQL store only). */
+  /** `--handlers`, `--concurrency`, `--name`, `--lease-seconds`, `--exclusive` (PostgreSQL store only). */
   readonly shared?: SharedFlags;
 }
 
@@ -91,10 +91,11 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
     throw new ServeError((err as Error).message, ExitCode.USAGE);
   }
   const storageFailed = (err: unknown) => new ServeError((err as Error).message, ExitCode.STORAGE);
-  // Shared mode: the database is the work queue of every serve and worker process.
+  // Shared mode: the database is the work queue of every serve and worker process; with
+  // --exclusive (shared null) this process owns it and schedules its deliveries itself.
   const { organism, where } = await bootOrganism({
     config: loaded,
-    store: store.kind === 'postgres' ? { kind: 'postgres', url: store.url, shared: shared! } : { kind: 'sqlite', dataDir },
+    store: store.kind === 'postgres' ? { kind: 'postgres', url: store.url, shared } : { kind: 'sqlite', dataDir },
     role: 'serve',
     logger,
     storeFailed: storageFailed,
@@ -102,7 +103,7 @@ export async function serveWorker(configArg: string | undefined, options: ServeO
   const storage = organism.storage;
   let storeLabel = dataDir;
   if (store.kind === 'postgres') {
-    storeLabel = `${where}${shared!.handlers ? '' : ' (API only: --handlers off)'}`;
+    storeLabel = `${where}${!shared ? ' (exclusive: this process alone)' : shared.handlers ? '' : ' (API only: --handlers off)'}`;
     try {
       ensurePrivateDir(dataDir); // the generated token's home
     } catch (err) {

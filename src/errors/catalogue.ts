@@ -179,6 +179,17 @@ export const Errors = {
     503,
     'Database %s (schema %s) is in use by another organism process; stop it or use another database',
   ),
+  /** A cluster process (shared mode) met a schema one process holds (`serve --exclusive`), or the other way round. */
+  STORAGE_DATABASE_EXCLUSIVE: define(
+    'STORAGE_DATABASE_EXCLUSIVE',
+    503,
+    'Database %s (schema %s) is held by one organism process alone (serve --exclusive): no worker or other serve may share it; stop that process and run the cluster without --exclusive, or use another database',
+  ),
+  STORAGE_DATABASE_CLUSTERED: define(
+    'STORAGE_DATABASE_CLUSTERED',
+    503,
+    'Database %s (schema %s) is shared by a cluster of organism processes (serve and worker without --exclusive): one process cannot hold it alone; stop them all first, start this one without --exclusive to join them, or use another database',
+  ),
 
   // --- shared mode (several processes on one PostgreSQL database) ---
   SHARED_STORE_REQUIRED: define(

@@ -9,7 +9,7 @@ export interface SharedFlags {
   readonly concurrency?: number;
   readonly name?: string;
   readonly leaseSeconds?: number;
-  /** serve only: `--exclusive`, this process owns the PostgreSQL schema (no cluster: resolves to null). */
+  /** serve only: `--exclusive`, this process owns the PostgreSQL schema; none of the above with it (resolves to null: no cluster). */
   readonly exclusive?: boolean;
 }
 
@@ -42,19 +42,19 @@ export function leaseOption(value: string): number {
 /**
  * Checks the shared-mode flags against the store: a worker, `--handlers`, `--concurrency`,
  * `--name` and `--lease-seconds` need PostgreSQL (throws SHARED_STORE_REQUIRED: the CLI exits
- * USAGE). `--lease-seconds` falls back to ORGANISM_LEASE_SECONDS, then 30 s. `--exclusive` (serve
- * on PostgreSQL alone) goes with none of them, and resolves to null like the SQLite store.
+ * USAGE). `--lease-seconds` falls back to ORGANISM_LEASE_SECONDS, then 30 s.
  */
 export function resolveShared(command: 'serve' | 'worker', store: StoreChoice, flags: SharedFlags, env: NodeJS.ProcessEnv = process.env): SharedSettings | null {
-  const given = (['handlers', 'concurrency', 'name', 'leaseSeconds'] as const).filter((k) => flags[k] !== undefined);
-  if (flags.exclusive) {
-    if (store.kind !== 'postgres') throw new Error('--exclusive needs a PostgreSQL store (--store postgres://user@host/db, or ORGANISM_STORE): the embedded SQLite store is one process\'s already');
-    if (given.length > 0) throw new Error(`--exclusive cannot go with ${given.map((k) => `--${k === 'leaseSeconds' ? 'lease-seconds' : k}`).join(', ')}: those are for a cluster's processes, and --exclusive runs no cluster`);
-    return null;
-  }
   if (store.kind !== 'postgres') {
     if (command === 'worker') throw Errors.SHARED_STORE_REQUIRED('organism worker');
+    const given = (['handlers', 'concurrency', 'name', 'leaseSeconds'] as const).filter((k) => flags[k] !== undefined);
+    if (flags.exclusive) throw new Error('--exclusive needs a PostgreSQL store (--store postgres://user@host/db, or ORGANISM_STORE): the embedded SQLite store is one process\'s already');
     if (given.length > 0) throw Errors.SHARED_STORE_REQUIRED(given.map((k) => `--${k === 'leaseSeconds' ? 'lease-seconds' : k}`).join(', '));
+    return null;
+  }
+  if (flags.exclusive) {
+    const cluster = (['handlers', 'concurrency', 'name', 'leaseSeconds'] as const).filter((k) => flags[k] !== undefined);
+    if (cluster.length > 0) throw new Error(`--exclusive cannot go with ${cluster.map((k) => `--${k === 'leaseSeconds' ? 'lease-seconds' : k}`).join(', ')}: those are for a cluster's processes, and --exclusive runs no cluster`);
     return null;
   }
   let leaseSeconds = flags.leaseSeconds;

@@ -9,6 +9,8 @@ export interface ClusterFlags {
   readonly concurrency?: number;
   readonly name?: string;
   readonly leaseSeconds?: number;
+  /** serve only: `--exclusive`, this process owns the PostgreSQL schema; none of the above with it (resolves to null: no cluster). */
+  readonly exclusive?: boolean;
 }
 
 /** How this process takes part, for openPostgresStorage's `cluster` (null: embedded SQLite). */
@@ -46,7 +48,16 @@ export function resolveCluster(command: 'serve' | 'worker', store: StoreChoice, 
   if (store.kind !== 'postgres') {
     if (command === 'worker') throw Errors.SHARED_STORE_REQUIRED('organism worker');
     const given = (['handlers', 'concurrency', 'name', 'leaseSeconds'] as const).filter((k) => flags[k] !== undefined);
+    if (flags.exclusive) throw new Error("--exclusive needs a PostgreSQL store (--store postgres://user@host/db, or ORGANISM_STORE): the embedded SQLite store is one process's already");
     if (given.length > 0) throw Errors.SHARED_STORE_REQUIRED(given.map((k) => `--${k === 'leaseSeconds' ? 'lease-seconds' : k}`).join(', '));
+    return null;
+  }
+  if (flags.exclusive) {
+    const cluster = (['handlers', 'concurrency', 'name', 'leaseSeconds'] as const).filter((k) => flags[k] !== undefined);
+    if (cluster.length > 0)
+      throw new Error(
+        `--exclusive cannot go with ${cluster.map((k) => `--${k === 'leaseSeconds' ? 'lease-seconds' : k}`).join(', ')}: those are for a cluster's processes, and --exclusive runs no cluster`,
+      );
     return null;
   }
   let leaseSeconds = flags.leaseSeconds;

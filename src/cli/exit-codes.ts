@@ -3,11 +3,11 @@ export const ExitCode = {
   OK: 0,
   /** Unexpected failure. */
   FAILURE: 1,
-  /** Bad command line (also: `worker`, `--handlers`, `--concurrency`, `--name`, `--lease-seconds` without a PostgreSQL store). */
+  /** Bad command line (also: `worker`, `--handlers`, `--concurrency`, `--name`, `--lease-seconds`, `--exclusive` without a PostgreSQL store; `--exclusive` with one of the others). */
   USAGE: 2,
   /** organism.yaml is invalid (every problem is printed), or a worker's differs from the organism its database runs. */
   CONFIG_INVALID: 3,
-  /** The data directory is locked by another process, unwritable, or its database is corrupt. */
+  /** The data directory is locked by another process, unwritable, or its database is corrupt; the PostgreSQL store unreachable, or its schema held (`--exclusive`) or shared (a cluster) against this process. */
   STORAGE: 4,
   /** The HTTP port could not be bound, or the bind address was refused. */
   LISTEN: 5,

@@ -59,6 +59,7 @@ program
   .option('--concurrency <n>', 'PostgreSQL store: handlers this process runs at once at most (default: limits.max_concurrent_handlers)', concurrencyOption)
   .option('--name <name>', "PostgreSQL store: this process's name in /api/v1/workers (default: host:pid)")
   .option('--lease-seconds <seconds>', `PostgreSQL store: a process silent this long has its deliveries taken over (default: $${LEASE_ENV}, else 30)`, leaseOption)
+  .option('--exclusive', "PostgreSQL store: this process owns the organism's schema (no workers, no other serve); deliveries are scheduled here, as with SQLite")
   .addOption(logLevel())
   .action(async (config: string | undefined, opts) => {
     const serverProcess = process.env[SERVER_PROCESS_ENV] === '1' || opts.supervisor === false;
@@ -94,7 +95,7 @@ program
           auth: opts.auth,
           drainTimeoutMs: opts.drainTimeout * 1000,
           ...(opts.demoTraffic !== undefined ? { demoTrafficMs: (opts.demoTraffic === true ? 3 : opts.demoTraffic) * 1000 } : {}),
-          cluster: { handlers: opts.handlers, concurrency: opts.concurrency, name: opts.name, leaseSeconds: opts.leaseSeconds },
+          cluster: { handlers: opts.handlers, concurrency: opts.concurrency, name: opts.name, leaseSeconds: opts.leaseSeconds, exclusive: opts.exclusive },
         }),
       );
     } catch (err) {

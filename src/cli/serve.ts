@@ -33,7 +33,7 @@ export interface ServeOptions {
   readonly drainTimeoutMs: number;
   /** Inject a demo question every this many ms (`--demo-traffic`); omitted: no demo traffic. */
   readonly demoTrafficMs?: number;
-  /** `--handlers`, `--concurrency`, `--name`, `--lease-seconds` (PostgreSQL store only). */
+  /** `--handlers`, `--concurrency`, `--name`, `--lease-seconds`, `--exclusive` (PostgreSQL store only). */
   readonly cluster?: ClusterFlags;
 }
 
@@ -88,10 +88,11 @@ export async function serveProcess(configArg: string | undefined, options: Serve
     throw new ServeError((err as Error).message, ExitCode.USAGE);
   }
   const storageFailed = (err: unknown) => new ServeError((err as Error).message, ExitCode.STORAGE);
-  // Cluster mode: the database is the work queue of every serve and worker process.
+  // Cluster mode: the database is the work queue of every serve and worker process; with
+  // --exclusive (cluster null) this process owns it and schedules its deliveries itself.
   const { organism, where } = await bootOrganism({
     config: loaded,
-    store: store.kind === 'postgres' ? { kind: 'postgres', url: store.url, cluster: cluster! } : { kind: 'sqlite', dataDir },
+    store: store.kind === 'postgres' ? { kind: 'postgres', url: store.url, cluster } : { kind: 'sqlite', dataDir },
     role: 'serve',
     logger,
     storeFailed: storageFailed,
@@ -99,7 +100,7 @@ export async function serveProcess(configArg: string | undefined, options: Serve
   const storage = organism.storage;
   let storeLabel = dataDir;
   if (store.kind === 'postgres') {
-    storeLabel = `${where}${cluster!.handlers ? '' : ' (API only: --handlers off)'}`;
+    storeLabel = `${where}${!cluster ? ' (exclusive: this process alone)' : cluster.handlers ? '' : ' (API only: --handlers off)'}`;
     try {
       ensurePrivateDir(dataDir); // the generated token's home
     } catch (err) {

@@ -28,7 +28,7 @@ export interface ThreadStore {
   /** Write behind: returns at once; the store commits it (and logs a failure) on its own. */
   put(thread: ThreadRecord): void;
   /**
-   * Shared mode (a store several processes write): records `thread` killed, changing only its
+   * Cluster mode (a store several processes write): records `thread` killed, changing only its
    * status and last activity when it is stored (its counts and participants are the store's,
    * kept by every process's transactions); resolves once committed.
    */

@@ -4,11 +4,11 @@ import type { FailureReason } from './delivery.js';
 import type { Message } from './message.js';
 
 /**
- * Where a pump in SHARED mode gets its work: a store that is the work queue of several
+ * Where a pump in cluster mode gets its work: a store that is the work queue of several
  * processes (PostgreSQL). Without one (embedded mode: memory and SQLite stores) the pump
  * queues journaled messages in memory, as it always did.
  *
- * In shared mode every journaled message waits PENDING in the store; a pump with free slots
+ * In cluster mode every journaled message waits PENDING in the store; a pump with free slots
  * claims the ones its listeners may take now (FIFO per thread and recipient, organism-wide
  * limits, paused agents skipped), delivers them, and commits each outcome FENCED: only while
  * the claim is still its own (the same worker, the same attempt). A claim whose worker stops
@@ -104,7 +104,7 @@ export function recordsKeptByStore(store: ThreadStore): ThreadStore {
     list: (q) => store.list(q),
   };
 }
-/** A process of a shared organism (a row of PostgreSQL's `workers`), as GET /api/v1/workers shows it. */
+/** A process of a clustered organism (a row of PostgreSQL's `workers`), as GET /api/v1/workers shows it. */
 export interface WorkerRecord {
   readonly id: string;
   /** `serve` (the control API, with or without handlers) or `worker` (handlers only). */

@@ -146,6 +146,17 @@ export const Errors = {
     'Database %s cannot be reached (%s): new messages are refused until it answers again; accepted ones are kept and their deliveries resume',
   ),
   STORAGE_DATABASE_IN_USE: define('STORAGE_DATABASE_IN_USE', 503, 'Database %s (schema %s) is in use by another organism process; stop it or use another database'),
+  /** A cluster process met a schema one process holds (`serve --exclusive`), or the other way round. */
+  STORAGE_DATABASE_EXCLUSIVE: define(
+    'STORAGE_DATABASE_EXCLUSIVE',
+    503,
+    'Database %s (schema %s) is held by one organism process alone (serve --exclusive): no worker or other serve may share it; stop that process and run the cluster without --exclusive, or use another database',
+  ),
+  STORAGE_DATABASE_CLUSTERED: define(
+    'STORAGE_DATABASE_CLUSTERED',
+    503,
+    'Database %s (schema %s) is shared by a cluster of organism processes (serve and worker without --exclusive): one process cannot hold it alone; stop them all first, start this one without --exclusive to join them, or use another database',
+  ),
 
   // --- cluster mode (several processes on one PostgreSQL database) ---
   SHARED_STORE_REQUIRED: define(

@@ -14,8 +14,11 @@ export type BootStore =
   | { readonly kind: 'memory' }
   /** The embedded SQLite store in a data directory. */
   | { readonly kind: 'sqlite'; readonly dataDir: string }
-  /** A PostgreSQL database, the work queue of every process sharing it. */
-  | { readonly kind: 'postgres'; readonly url: string; readonly cluster: Omit<ClusterStorageOptions, 'configHash' | 'maxAttempts' | 'checkConfig'> };
+  /**
+   * A PostgreSQL database, the work queue of every process of the cluster; `cluster: null` (serve
+   * --exclusive): this process owns it alone, and schedules its deliveries itself as on SQLite.
+   */
+  | { readonly kind: 'postgres'; readonly url: string; readonly cluster: Omit<ClusterStorageOptions, 'configHash' | 'maxAttempts' | 'checkConfig'> | null };
 
 /**
  * Which command the process runs. `serve` names the organism a cluster's database runs (at boot,
@@ -68,6 +71,17 @@ export async function bootOrganism(options: BootOptions): Promise<BootedOrganism
 
   // Loaded only for a PostgreSQL store (most organisms run on the embedded SQLite).
   const { openPostgresStorage } = await import('../store/postgres/index.js');
+  if (store.cluster === null) {
+    // One process owns the schema (others are refused): no organism to name for workers, no
+    // other process to hear; its journal is recovered at start and the embedded queue runs it.
+    let owned;
+    try {
+      owned = await openPostgresStorage({ url: store.url, ...retention, logger });
+    } catch (err) {
+      throw refused(err);
+    }
+    return { organism: new Organism(loaded, { storage: owned, logger }), where: owned.where, cluster: null };
+  }
   const mine = fingerprint(loaded.config);
   const worker = options.role === 'worker';
   let pg;

@@ -29,7 +29,7 @@ export class ThreadTracker {
   private readonly live = new Map<string, LiveThread>();
   /**
    * Threads killed here or announced killed by another process, newest last (a killed thread
-   * stays killed: nothing is ever taken out but the oldest, past KILLED_KEPT). Shared mode: a
+   * stays killed: nothing is ever taken out but the oldest, past KILLED_KEPT). Cluster mode: a
    * claim sent before a kill committed comes back with the thread as it was then (active), so
    * the claimer checks this too before it delivers.
    */

@@ -36,13 +36,13 @@ export interface PostgresStorageOptions {
   readonly poolSize?: number;
   /**
    * How long to wait for the database to be free of another organism process (one that was
-   * just killed may hold it a moment longer, until the server notices). Default 5 s.
+   * just killed may hold it a moment longer, until the server notices), or of a cluster for a single owner and the other way round. Default 5 s.
    */
   readonly lockWaitMs?: number;
   readonly logger?: Logger;
   /**
    * Cluster mode (issue 15): several processes share the database, which is their work queue.
-   * No single-owner lock, no blanket recovery; this process registers in `workers` and claims.
+   * The schema's lock in share mode (a single owner is refused, and refuses it), no blanket recovery; this process registers in `workers` and claims.
    */
   readonly cluster?: ClusterStorageOptions;
 }
@@ -162,11 +162,11 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
         if (err.code !== '23505') throw err;
       });
     // Cluster mode: several processes run the organism; claims and leases replace the single owner.
-    if (!options.cluster) {
-      owner = await takeOwnership(pool, where, options.lockWaitMs ?? 5_000, (err) =>
-        logger?.error({ err: pgStorageError(where, err) }, "lost the connection that holds this organism's database lock"),
-      );
-    }
+    // Each holds the schema's lock in share mode, so that a single owner and a cluster refuse each other.
+    owner = await takeOwnership(pool, where, options.lockWaitMs ?? 5_000, options.cluster ? 'shared' : 'exclusive', (err) => {
+      if (options.cluster && connectionLost(err)) return;
+      logger?.error({ err: pgStorageError(where, err) }, "lost the connection that holds this organism's database lock");
+    });
     await migratePg(pool);
     if (options.cluster) {
       const channels = channelsFor(await currentSchema(pool));
@@ -261,22 +261,34 @@ interface OwnerLock {
 }
 
 /**
- * One organism process per database schema, until workers share it (issue 15): recovery takes
- * every DISPATCHED entry as interrupted, which is only true when no other process is running
- * them. A session advisory lock on a connection held out of the pool for the storage's
- * lifetime; the server drops it when that connection ends, however the process ends.
+ * One organism process per database schema (`exclusive`), or any number sharing it (`shared`:
+ * a cluster's serve and worker processes), never both: recovery in a single owner takes every
+ * DISPATCHED entry as interrupted, which is only true when no other process is running them.
+ * A session advisory lock, exclusive or in share mode, on a connection held out of the pool for
+ * the storage's lifetime; the server drops it when that connection ends, however the process
+ * ends. Refused after `waitMs` (a process just killed may hold it until the server notices),
+ * naming what holds it.
  */
-async function takeOwnership(pool: pg.Pool, where: string, waitMs: number, onLost: (err: unknown) => void): Promise<OwnerLock> {
+async function takeOwnership(pool: pg.Pool, where: string, waitMs: number, mode: 'exclusive' | 'shared', onLost: (err: unknown) => void): Promise<OwnerLock> {
   const client = await pool.connect();
   // Out of the pool, its failures (server restart, connection cut) reach no pool handler.
   client.on('error', onLost);
   const deadline = Date.now() + waitMs;
+  const KEY = `hashtext('organism:' || current_schema())`;
   try {
     for (;;) {
-      const r = await client.query<{ locked: boolean; schema: string }>(`SELECT pg_try_advisory_lock(hashtext('organism:' || current_schema())) AS locked, current_schema() AS schema`);
+      const fn = mode === 'exclusive' ? 'pg_try_advisory_lock' : 'pg_try_advisory_lock_shared';
+      const r = await client.query<{ locked: boolean; schema: string }>(`SELECT ${fn}(${KEY}) AS locked, current_schema() AS schema`);
       const { locked, schema } = r.rows[0]!;
       if (locked) break;
-      if (Date.now() >= deadline) throw Errors.STORAGE_DATABASE_IN_USE(where, schema);
+      if (Date.now() >= deadline) {
+        if (mode === 'shared') throw Errors.STORAGE_DATABASE_EXCLUSIVE(where, schema);
+        // Held in share mode (a cluster) if a share lock is granted; else by another single owner.
+        const probe = await client.query<{ shared: boolean }>(`SELECT pg_try_advisory_lock_shared(${KEY}) AS shared`);
+        if (!probe.rows[0]!.shared) throw Errors.STORAGE_DATABASE_IN_USE(where, schema);
+        await client.query(`SELECT pg_advisory_unlock_shared(${KEY})`);
+        throw Errors.STORAGE_DATABASE_CLUSTERED(where, schema);
+      }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   } catch (err) {

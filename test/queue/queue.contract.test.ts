@@ -242,6 +242,13 @@ function usageOf(m: Message): UsageEvent {
   };
 }
 
+/** Injects one message and waits until the queue hands it out. */
+async function handedOut(host: Host, m: Message): Promise<void> {
+  await host.inject(m);
+  await host.settle();
+  await host.until(() => host.takenIds().includes(m.id), 'the message was handed out');
+}
+
 const stateOf = async (journal: Journal, id: string) => (await journal.get(id))?.state ?? null;
 
 /** Polls the store (written by other connections, or by a claim) until `fn` answers; bounded. */
@@ -379,9 +386,7 @@ eachQueue('DeliveryQueue contract', (backend) => {
   it('5. ack books the outcome: the entry ACKED, its outgoing messages PENDING (handed out once placed), its usage recorded; committed', async () => {
     const { q, host } = await openQueue();
     const m = message('t1', 'a');
-    await host.inject(m);
-    await host.settle();
-    await host.until(() => host.takenIds().includes(m.id), 'the message was handed out');
+    await handedOut(host, m);
     // b is paused while the outcome is checked: its outgoing message must still be PENDING.
     host.get('b').paused = true;
     const out = message('t1', 'b', host.delivery(m.id));
@@ -406,9 +411,7 @@ eachQueue('DeliveryQueue contract', (backend) => {
   it('6. fail books the failure: the entry FAILED with its reason and error, its outgoing notices PENDING; committed', async () => {
     const { q, host } = await openQueue();
     const m = message('t1', 'a');
-    await host.inject(m);
-    await host.settle();
-    await host.until(() => host.takenIds().includes(m.id), 'the message was handed out');
+    await handedOut(host, m);
     host.get('b').paused = true;
     const notice = message('t1', 'b', host.delivery(m.id), SYSTEM_ERROR_TYPE);
     const result = await host.fail(m.id, 'handler_error', 'broken on purpose', { outgoing: [notice], usage: [], threadError: 'broken on purpose' });
@@ -421,9 +424,7 @@ eachQueue('DeliveryQueue contract', (backend) => {
   it('7. refuse journals a never-delivered message FAILED with its reason', async () => {
     const { q, host } = await openQueue();
     const m = message('t1', 'a');
-    await host.inject(m);
-    await host.settle();
-    await host.until(() => host.takenIds().includes(m.id), 'the message was handed out');
+    await handedOut(host, m);
     // What its handler sent and the pump refused (a peer it may not talk to): never journaled before.
     const denied = message('t1', 'nobody', host.delivery(m.id));
     await q.queue.refuse(denied, 'peer_denied', 'a may not send to nobody');
@@ -436,9 +437,7 @@ eachQueue('DeliveryQueue contract', (backend) => {
   it("8. a message to the outside world is placed out and ends ACKED (deliverOut), here as a delivery's reply", async () => {
     const { q, host } = await openQueue();
     const m = message('t1', 'a');
-    await host.inject(m);
-    await host.settle();
-    await host.until(() => host.takenIds().includes(m.id), 'the message was handed out');
+    await handedOut(host, m);
     const reply = message('t1', EXTERNAL_SENDER, host.delivery(m.id));
     expect((await host.ack(m.id, { outgoing: [reply], usage: [], threadError: null })).committed).toBe(true);
     expect(host.place(reply)).toBe('out');
@@ -483,9 +482,7 @@ eachQueue('DeliveryQueue contract', (backend) => {
   it('10. stillHeld is true for a delivery this process holds', async () => {
     const { q, host } = await openQueue();
     const m = message('t1', 'a');
-    await host.inject(m);
-    await host.settle();
-    await host.until(() => host.takenIds().includes(m.id), 'the message was handed out');
+    await handedOut(host, m);
     await host.started(m.id);
     expect(await q.queue.stillHeld(host.delivery(m.id))).toBe(true);
     await host.ack(m.id);

@@ -1,88 +1,11 @@
 // The thread waterfall (console/src/views/thread/Waterfall.tsx) in real Chromium against a real
 // `organism serve`: one bar per delivery and per LLM/tool call (counted against the API), a
 // failed and redelivered delivery marked, and bars added live while a thread runs.
-import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startHttpMcpServer } from '../mcp/fixtures/mcp-server.js';
 import { eventually, launchBrowser, OP_TOKEN, signIn, startServer, VIEW_TOKEN, watchErrors, type Server } from './harness.js';
-
-/** Holds every request until released: the `holder` listener's handler waits on it. */
-interface Gate {
-  readonly url: string;
-  readonly waiting: () => number;
-  release(): void;
-  close(): Promise<void>;
-}
-
-async function startGate(): Promise<Gate> {
-  const held: ServerResponse[] = [];
-  let open = false;
-  const http: HttpServer = createServer((_req: IncomingMessage, res: ServerResponse) => {
-    if (open) return void res.end('go');
-    held.push(res);
-  });
-  await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/`,
-    waiting: () => held.length,
-    release: () => {
-      open = true;
-      for (const res of held.splice(0)) res.end('go');
-    },
-    close: () => new Promise((r) => http.close(() => r())),
-  };
-}
-
-/**
- * The fixture organism plus: `scout` (mock model, tools mode) looks a topic up on a real MCP
- * server over HTTP, then reports to the announcer; `holder` (a code tool) waits for the gate,
- * then hands an announcement on.
- */
-function prepare(mcpUrl: string, gateUrl: string) {
-  return (dir: string) => {
-    const file = path.join(dir, 'organism.yaml');
-    const yaml = readFileSync(file, 'utf8')
-      .replace(
-        '        writer:\n',
-        `        scout:\n          - calls: [{name: facts_lookup, arguments: {topic: "{{text}}"}}]\n          - calls: [{name: send_to_announcer, arguments: {text: "Report: {{result}}"}}]\n        writer:\n`,
-      )
-      .trimEnd();
-    writeFileSync(
-      file,
-      `${yaml}
-  - name: scout
-    description: Looks a topic up, then reports
-    handler: builtin:llm
-    model: mock-1
-    prompt: Look the topic up, then report it.
-    payload: Question
-    peers: [announcer]
-    mcp_servers: [facts]
-  - name: holder
-    description: Waits to be released
-    handler: ./gate.ts#hold
-    payload: Question
-    peers: [announcer]
-
-mcp_servers:
-  - name: facts
-    url: ${mcpUrl}
-`,
-    );
-    writeFileSync(
-      path.join(dir, 'gate.ts'),
-      `export const hold = async (payload: Record<string, unknown>) => {
-  await (await fetch(${JSON.stringify(gateUrl)})).text();
-  return { to: 'announcer', payload: { text: 'released ' + String(payload['text']) }, payloadType: 'Announcement' };
-};
-`,
-    );
-  };
-}
+import { prepare, startGate, type Gate } from './waterfall-fixture.js';
 
 interface Waterfall {
   deliveries: Array<{ messageId: string; state: string; attempts: number }>;
@@ -150,7 +73,7 @@ describe('thread waterfall', () => {
     expect(await p.locator('.wf-row[data-kind="llm"] .wf-llm').count()).toBe(2);
     expect(await p.locator('.wf-row[data-kind="tool"] .wf-tool').count()).toBe(1);
     // Calls sit under their delivery: api -> scout, its two calls, the lookup, then scout -> announcer.
-    const order = await p.locator('.wf-row').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset['kind']));
+    const order = await p.locator('.wf-row').evaluateAll((els) => els.map((e) => e.getAttribute('data-kind')));
     expect(order).toEqual(['delivery', 'llm', 'tool', 'llm', 'delivery']);
     expect(await p.getByText('Tools').count()).toBeGreaterThan(0);
 
@@ -159,9 +82,9 @@ describe('thread waterfall', () => {
     await rows(p, 'tool').first().locator('.wf-label').click();
     const details = p.getByRole('definition').filter({ hasText: 'facts · lookup (MCP)' });
     await details.waitFor();
-    await expect(p.locator('.wf-details').innerText()).resolves.toMatch(/Duration\s+\d+ ms/);
+    await expect(p.locator('.wf-details').textContent()).resolves.toMatch(/Duration\s*\d+ ms/);
     await rows(p, 'llm').first().locator('.wf-label').click();
-    await expect(p.locator('.wf-details').innerText()).resolves.toMatch(/Model\s+mock-1 \(mock\)[\s\S]*Latency\s+\d+ ms[\s\S]*Tokens\s+\d+ in \/ \d+ out[\s\S]*Finish reason\s+tool_calls/);
+    await expect(p.locator('.wf-details').textContent()).resolves.toMatch(/Model\s*mock-1 \(mock\)[\s\S]*Latency\s*\d+ ms[\s\S]*Tokens\s*\d+ in \/ \d+ out[\s\S]*Finish reason\s*tool_calls/);
   }, 120_000);
 
   it('marks a failed delivery, and each attempt of one redelivered', async () => {
@@ -185,8 +108,8 @@ describe('thread waterfall', () => {
     expect(await row.locator('.wf-failed').count()).toBe(2);
     expect(await row.locator('.wf-queue').count()).toBe(2);
     await row.locator('.wf-label').click();
-    await expect(p.locator('.wf-details').innerText()).resolves.toMatch(
-      /State\s+FAILED, 2 attempts[\s\S]*Attempt 1\s+queued \d+ ms, ran \d+ ms, failed \(handler_error\)[\s\S]*flaky by design/,
+    await expect(p.locator('.wf-details').textContent()).resolves.toMatch(
+      /State\s*FAILED, 2 attempts[\s\S]*Attempt 1\s*queued \d+ ms, ran \d+ ms, failed \(handler_error\)[\s\S]*flaky by design/,
     );
   }, 120_000);
 

@@ -4,7 +4,7 @@
 // while the thread runs (its events refetch it, and what still waits or runs grows to now).
 import { useQuery } from '@tanstack/react-query';
 import { OrganismApiError, type Waterfall as WireWaterfall } from 'organism/client';
-import { useState } from 'react';
+import { useState, type CSSProperties } from 'react';
 import { ApiError, clientFor } from '../../api';
 import type { Frame } from '../../live';
 import { useRefetchOn } from '../../session';
@@ -175,13 +175,13 @@ export function waterfallRows(data: Data, now: number): Row[] {
 }
 
 /** About six round steps across the span (1, 2, 5 x 10^n ms). */
-function ticks(span: number): number[] {
+function ticks(span: number): { step: number; values: number[] } {
   const raw = span / 6;
   const pow = 10 ** Math.floor(Math.log10(Math.max(raw, 1)));
   const step = [1, 2, 5, 10].map((k) => k * pow).find((s) => s >= raw) ?? pow * 10;
-  const out: number[] = [];
-  for (let v = 0; v <= span; v += step) out.push(v);
-  return out;
+  const values: number[] = [];
+  for (let v = 0; v <= span; v += step) values.push(v);
+  return { step, values };
 }
 
 /** Where the time and the tokens went, in one line. */
@@ -239,6 +239,7 @@ export function Waterfall({ threadId }: { threadId: string }) {
   const pct = (v: number) => `${(((v - origin) / span) * 100).toFixed(3)}%`;
   const width = (s: Segment) => `${(Math.max(0, s.end - s.start) / span) * 100}%`;
   const chosen = rows.find((r) => r.key === selected) ?? null;
+  const axis = ticks(span);
 
   return (
     <div className="wf">
@@ -247,11 +248,11 @@ export function Waterfall({ threadId }: { threadId: string }) {
         <span className="wf-seg wf-queue" /> queue wait <span className="wf-seg wf-ok" /> handler <span className="wf-seg wf-run" /> running <span className="wf-seg wf-llm" /> LLM call{' '}
         <span className="wf-seg wf-tool" /> tool <span className="wf-seg wf-failed" /> failed <span className="wf-seg wf-interrupted" /> interrupted
       </div>
-      <ul className="wf-grid" aria-label="Waterfall">
+      <ul className="wf-grid" aria-label="Waterfall" style={{ '--wf-step': `${(axis.step / span) * 100}%` } as CSSProperties}>
         <li className="wf-axis" aria-hidden="true">
           <span className="wf-label" />
           <span className="wf-track">
-            {ticks(span).map((v) => (
+            {axis.values.map((v) => (
               <span key={v} className="wf-tick" style={{ left: `${(v / span) * 100}%` }}>
                 {v === 0 ? '0' : ms(v)}
               </span>

@@ -254,7 +254,7 @@ export function Waterfall({ threadId }: { threadId: string }) {
           <span className="wf-track">
             {axis.values.map((v) => (
               <span key={v} className="wf-tick" style={{ left: `${(v / span) * 100}%` }}>
-                {v === 0 ? '0' : ms(v)}
+                {v === 0 ? '0' : v < 1000 ? `${v} ms` : `${+(v / 1000).toFixed(3)} s`}
               </span>
             ))}
           </span>

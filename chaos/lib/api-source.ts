@@ -30,6 +30,7 @@ function entry(v: EntryView): JournalEntry {
     failedAt: null,
     failureReason: v.failureReason,
     error: v.error,
+    earlierAttempts: [],
   };
 }
 

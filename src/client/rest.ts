@@ -138,6 +138,8 @@ export class RestClient {
     /** Recorded LLM calls of the thread, oldest first (operator). */
     llmCalls: (threadId: string, page: { limit?: number; offset?: number } = {}): Promise<T.ThreadLlmCalls> =>
       this.#api('GET', `/threads/${seg(threadId)}/llm-calls`, { query: { ...page } }),
+    /** The thread's deliveries and LLM/tool calls with their timings (no content; viewers may read it). */
+    waterfall: (threadId: string): Promise<T.Waterfall> => this.#api('GET', `/threads/${seg(threadId)}/waterfall`),
   };
 
   readonly messages = {

@@ -13,6 +13,7 @@ import type { WorkerListResponse } from '../service/schemas/worker.js';
 import type { InjectRequest, InjectResponse } from '../service/schemas/inject.js';
 import type { JournalEntryInfo, JournalListResponse, JournalQuery, RedeliverResponse } from '../service/schemas/journal.js';
 import type { DeliveryLlmCallsResponse, LlmCallInfo, ThreadLlmCallsResponse } from '../service/schemas/llm-call.js';
+import type { WaterfallResponse } from '../service/schemas/waterfall.js';
 import type { MessageListResponse, MessageQuery, MessageRecord } from '../service/schemas/message.js';
 import type { EdgeTrafficResponse, JournalStats, OrganismInfo, ReloadQuery, ReloadResponse, RestartResponse, StopResponse } from '../service/schemas/organism.js';
 import type { WhoAmI as WhoAmIResponse } from '../service/schemas/whoami.js';
@@ -50,6 +51,8 @@ export type LlmCall = Static<typeof LlmCallInfo>;
 export type DeliveryLlmCalls = Static<typeof DeliveryLlmCallsResponse>;
 /** The answer of `GET /api/v1/threads/{threadId}/llm-calls`. */
 export type ThreadLlmCalls = Static<typeof ThreadLlmCallsResponse>;
+/** The answer of `GET /api/v1/threads/{threadId}/waterfall`. */
+export type Waterfall = Static<typeof WaterfallResponse>;
 /** The answer of `POST /api/v1/organism/reload`. */
 export type Reload = Static<typeof ReloadResponse>;
 /** The query of `POST /api/v1/organism/reload`. */

@@ -8,6 +8,25 @@ export type DeliveryState = 'PENDING' | 'DISPATCHED' | 'ACKED' | 'FAILED';
 
 export const DELIVERY_STATES: readonly DeliveryState[] = ['PENDING', 'DISPATCHED', 'ACKED', 'FAILED'];
 
+/**
+ * An attempt of a delivery that did not end it: it failed and an operator sent it again, or the
+ * process holding it died (or lost its lease) and it was taken back. Kept when the entry goes
+ * back to PENDING, so the entry's own fields always describe its latest attempt.
+ */
+export interface EarlierAttempt {
+  /** 1-based: the entry's `attempts` when this attempt was dispatched. */
+  readonly attempt: number;
+  readonly dispatchedAt: number | null;
+  /** When it failed, or (interrupted) when it was taken back. */
+  readonly endedAt: number;
+  /** `failed`: the handler (or the pump) failed it; `interrupted`: its process died or lost its lease. */
+  readonly outcome: 'failed' | 'interrupted';
+  readonly failureReason: FailureReason | null;
+  readonly error: string | null;
+  /** When the entry became PENDING again (the next attempt's queue wait starts here). */
+  readonly requeuedAt: number;
+}
+
 /** A journal entry: the message plus its delivery record. Also serves as the message history. */
 export interface JournalEntry {
   readonly message: Message;
@@ -19,6 +38,8 @@ export interface JournalEntry {
   readonly failedAt: number | null;
   readonly failureReason: FailureReason | null;
   readonly error: string | null;
+  /** The attempts before the latest one, oldest first (empty for most entries). */
+  readonly earlierAttempts: readonly EarlierAttempt[];
 }
 
 export interface JournalQuery {

@@ -23,6 +23,7 @@ import { healthRoutes } from './routes/health.js';
 import { injectRoutes } from './routes/inject.js';
 import { journalRoutes } from './routes/journal.js';
 import { llmCallRoutes } from './routes/llm-calls.js';
+import { waterfallRoutes } from './routes/waterfall.js';
 import { messageRoutes } from './routes/messages.js';
 import { organismRoutes } from './routes/organism.js';
 import { threadRoutes } from './routes/threads.js';
@@ -124,6 +125,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       await api.register(usageRoutes, ctx);
       await api.register(journalRoutes, ctx);
       await api.register(llmCallRoutes, ctx);
+      await api.register(waterfallRoutes, ctx);
       await api.register(whoamiRoutes, ctx);
       await api.register(workerRoutes, ctx);
       api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());

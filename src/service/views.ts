@@ -1,4 +1,4 @@
-import type { RecoveryReport, JournalEntry, JournalStats } from '../core/journal.js';
+import type { EarlierAttempt, RecoveryReport, JournalEntry, JournalStats } from '../core/journal.js';
 import type { ThreadRecord } from '../core/thread.js';
 import type { ThreadUsageTotals, UsageCountersRow } from '../core/usage.js';
 import { zeroCounters } from '../usage/tracker.js';
@@ -70,6 +70,19 @@ export function journalEntryView(e: JournalEntry) {
     failedAt: isoOrNull(e.failedAt),
     failureReason: e.failureReason,
     error: e.error,
+    earlierAttempts: e.earlierAttempts.map(earlierAttemptView),
+  };
+}
+
+export function earlierAttemptView(a: EarlierAttempt) {
+  return {
+    attempt: a.attempt,
+    dispatchedAt: isoOrNull(a.dispatchedAt),
+    endedAt: iso(a.endedAt),
+    outcome: a.outcome,
+    failureReason: a.failureReason,
+    error: a.error,
+    requeuedAt: iso(a.requeuedAt),
   };
 }
 

@@ -2,7 +2,7 @@
 import type { FailureReason } from '../core/delivery.js';
 import type { Message } from '../core/message.js';
 import type { UsageEvent } from '../usage/types.js';
-import type { DeliveryState, JournalEntry } from '../core/journal.js';
+import type { DeliveryState, EarlierAttempt, JournalEntry } from '../core/journal.js';
 
 export interface JournalRow {
   id: string;
@@ -25,6 +25,8 @@ export interface JournalRow {
   failure_reason: string | null;
   error: string | null;
   trace_context: string | null;
+  /** JSON array of EarlierAttempt; null until the entry is first sent again. */
+  earlier_attempts: string | null;
 }
 
 export function messageOf(r: JournalRow): Message {
@@ -55,6 +57,7 @@ export function entryOf(r: JournalRow): JournalEntry {
     failedAt: r.failed_at,
     failureReason: r.failure_reason as FailureReason | null,
     error: r.error,
+    earlierAttempts: r.earlier_attempts ? (JSON.parse(r.earlier_attempts) as EarlierAttempt[]) : [],
   };
 }
 

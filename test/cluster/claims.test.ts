@@ -207,6 +207,12 @@ describe.skipIf(!run)('cluster-mode PostgreSQL journal: claims, leases, fenced o
     const ok = await other.work!.ack(again.message, NO_OUTCOME);
     expect(ok).toEqual({ committed: true, threadFinished: 'completed' });
     expect(await rows(`SELECT state, attempt, attempts FROM journal WHERE id = $1`, [m.id])).toEqual([{ state: 'ACKED', attempt: 2, attempts: 2 }]);
+    // The attempt taken back is kept (the thread waterfall shows it), with when it was dispatched.
+    const entry = (await other.journal.get(m.id))!;
+    expect(entry.earlierAttempts).toEqual([
+      { attempt: 1, dispatchedAt: expect.any(Number), endedAt: expect.any(Number), outcome: 'interrupted', failureReason: null, error: null, requeuedAt: expect.any(Number) },
+    ]);
+    expect(entry.dispatchedAt).toBeGreaterThanOrEqual(entry.earlierAttempts[0]!.requeuedAt);
   });
 
   it('fails a claim taken back past journal.max_attempts, and the thread ends in error', async () => {

@@ -1,52 +1,106 @@
 // Screenshots of the console's main views for docs/console/ (npm run console:screenshots).
 // The same parts as the browser tests: a real `organism serve` with demo traffic, Debian's Chromium.
+// Names after `--` take only those (`npm run console:screenshots -- waterfall`).
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { startHttpMcpServer } from '../mcp/fixtures/mcp-server.js';
 import { eventually, launchBrowser, OP_TOKEN, signIn, startServer } from './harness.js';
+import { prepare } from './waterfall-fixture.js';
 
 const OUT = path.resolve('docs/console');
 mkdirSync(OUT, { recursive: true });
+const only = process.argv.slice(2);
+const wanted = (name: string) => only.length === 0 || only.includes(name);
 
-const server = await startServer(['--demo-traffic', '1']);
-try {
-  // Something in every view: a finished thread, a denied send, a failed delivery, a running thread.
-  const post = (to: string, payload: unknown, metadata?: Record<string, string>) => server.api('POST', '/inject', { to, payload, ...(metadata ? { metadata } : {}) });
-  const done = (await post('researcher', { Question: { text: 'tide pools' } }, { orgId: 'acme', userId: 'ana' })).body.threadId as string;
-  await post('gossip', { Question: { text: 'psst' } });
-  await post('flaky', { Announcement: { text: 'boom' } });
-  await post('archivist', { Report: { title: 'Quarterly', pages: 12, author: { name: 'Ada' }, tags: ['finance'] } }, { orgId: 'globex' });
-  await eventually(async () => (await server.api('GET', `/threads/${done}`)).body.status === 'completed', 'thread to complete');
-  // Let the demo traffic run so the rates and charts have a few seconds of history.
-  await new Promise((r) => setTimeout(r, 12_000));
+if (only.length === 0 || only.some((n) => n !== 'waterfall')) await views();
+if (wanted('waterfall')) await waterfall();
 
-  const views: Array<[string, string, boolean]> = [
-    ['overview', '/', true],
-    ['topology', '/topology', true],
-    ['agents', '/agents', false],
-    ['agent', '/agents/researcher', false],
-    ['threads', '/threads', false],
-    ['thread', `/threads/${done}`, true],
-    ['messages', '/messages', false],
-    ['inject', '/inject', false],
-    ['journal', '/journal', false],
-    ['usage', '/usage', true],
-    ['config', '/config', false],
-  ];
-  for (const scheme of ['light', 'dark'] as const) {
-    const browser = await launchBrowser({ colorScheme: scheme });
-    const page = await browser.context.newPage();
-    await signIn(page, server.url, OP_TOKEN);
-    for (const [name, route, inDark] of views) {
-      if (scheme === 'dark' && !inDark) continue;
-      await page.goto(`${server.url}${route}`);
-      await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
-      if (name === 'inject') await page.getByRole('combobox', { name: 'Target' }).selectOption('archivist');
-      await page.waitForTimeout(name === 'messages' ? 4000 : 1500); // let live data arrive
-      await page.screenshot({ path: path.join(OUT, `${name}-${scheme}.png`) });
-      process.stdout.write(`docs/console/${name}-${scheme}.png\n`);
+async function views(): Promise<void> {
+  const server = await startServer(['--demo-traffic', '1']);
+  try {
+    // Something in every view: a finished thread, a denied send, a failed delivery, a running thread.
+    const post = (to: string, payload: unknown, metadata?: Record<string, string>) => server.api('POST', '/inject', { to, payload, ...(metadata ? { metadata } : {}) });
+    const done = (await post('researcher', { Question: { text: 'tide pools' } }, { orgId: 'acme', userId: 'ana' })).body.threadId as string;
+    await post('gossip', { Question: { text: 'psst' } });
+    await post('flaky', { Announcement: { text: 'boom' } });
+    await post('archivist', { Report: { title: 'Quarterly', pages: 12, author: { name: 'Ada' }, tags: ['finance'] } }, { orgId: 'globex' });
+    await eventually(async () => (await server.api('GET', `/threads/${done}`)).body.status === 'completed', 'thread to complete');
+    // Let the demo traffic run so the rates and charts have a few seconds of history.
+    await new Promise((r) => setTimeout(r, 12_000));
+
+    const views: Array<[string, string, boolean]> = [
+      ['overview', '/', true],
+      ['topology', '/topology', true],
+      ['agents', '/agents', false],
+      ['agent', '/agents/researcher', false],
+      ['threads', '/threads', false],
+      ['thread', `/threads/${done}`, true],
+      ['messages', '/messages', false],
+      ['inject', '/inject', false],
+      ['journal', '/journal', false],
+      ['usage', '/usage', true],
+      ['config', '/config', false],
+    ];
+    for (const scheme of ['light', 'dark'] as const) {
+      const browser = await launchBrowser({ colorScheme: scheme });
+      const page = await browser.context.newPage();
+      await signIn(page, server.url, OP_TOKEN);
+      for (const [name, route, inDark] of views) {
+        if ((scheme === 'dark' && !inDark) || !wanted(name)) continue;
+        await page.goto(`${server.url}${route}`);
+        await page.getByRole('status', { name: 'Connection: Live' }).waitFor();
+        if (name === 'inject') await page.getByRole('combobox', { name: 'Target' }).selectOption('archivist');
+        await page.waitForTimeout(name === 'messages' ? 4000 : 1500); // let live data arrive
+        await page.screenshot({ path: path.join(OUT, `${name}-${scheme}.png`) });
+        process.stdout.write(`docs/console/${name}-${scheme}.png\n`);
+      }
+      await browser.close();
     }
-    await browser.close();
+  } finally {
+    await server.stop();
   }
-} finally {
-  await server.stop();
+}
+
+/**
+ * The thread waterfall: one thread with an agent's MCP lookup, a delivery that failed and was
+ * redelivered (failed again), and the demo's researcher -> writer -> announcer flow.
+ */
+async function waterfall(): Promise<void> {
+  const mcp = await startHttpMcpServer();
+  const server = await startServer([], { prepare: prepare(mcp.url, 'http://127.0.0.1:9/') });
+  try {
+    const settled = (threadId: string, what: string) => eventually(async () => (await server.api('GET', `/threads/${threadId}`)).body.status !== 'active', what, 60_000);
+    const { threadId } = (await server.api('POST', '/inject', { to: 'scout', payload: { Question: { text: 'octopuses' } } })).body as { threadId: string };
+    await settled(threadId, 'the lookup');
+    const flaky = (await server.api('POST', '/inject', { to: 'flaky', threadId, payload: { Announcement: { text: 'boom' } } })).body as { messageId: string };
+    const failed = (attempts: number) =>
+      eventually(async () => {
+        const e = (await server.api('GET', `/journal/${flaky.messageId}`)).body as { deliveryState: string; attempts: number };
+        return e.deliveryState === 'FAILED' && e.attempts === attempts;
+      }, `attempt ${attempts} to fail`);
+    await failed(1);
+    await server.api('POST', `/journal/${flaky.messageId}/redeliver`);
+    await failed(2);
+    await server.api('POST', '/inject', { to: 'researcher', threadId, payload: { Question: { text: 'tide pools' } } });
+    await eventually(async () => {
+      const w = (await server.api('GET', `/threads/${threadId}/waterfall`)).body as { deliveries: Array<{ to: string; state: string }> };
+      return w.deliveries.some((d) => d.to === 'announcer' && d.state === 'ACKED' && w.deliveries.filter((x) => x.to === 'announcer').length === 2);
+    }, 'the demo flow to finish');
+    for (const scheme of ['light', 'dark'] as const) {
+      const browser = await launchBrowser({ colorScheme: scheme });
+      const page = await browser.context.newPage();
+      await page.setViewportSize({ width: 1280, height: 900 });
+      await signIn(page, server.url, OP_TOKEN, `/threads/${threadId}`);
+      const card = page.getByRole('region', { name: 'Waterfall' });
+      await card.locator('.wf-row[data-kind="tool"]').waitFor();
+      await card.locator('.wf-row[data-failed="true"] .wf-label').first().click();
+      await card.locator('.wf-details').waitFor();
+      await card.screenshot({ path: path.join(OUT, `waterfall-${scheme}.png`) });
+      process.stdout.write(`docs/console/waterfall-${scheme}.png\n`);
+      await browser.close();
+    }
+  } finally {
+    await server.stop();
+    await mcp.close();
+  }
 }

@@ -34,6 +34,7 @@ export const ROUTES: readonly RouteCase[] = [
   { method: 'GET', template: '/api/v1/threads/{threadId}/messages', access: 'viewer' },
   { method: 'POST', template: '/api/v1/threads/{threadId}/kill', access: 'operator' },
   { method: 'GET', template: '/api/v1/threads/{threadId}/llm-calls', access: 'operator' },
+  { method: 'GET', template: '/api/v1/threads/{threadId}/waterfall', access: 'viewer' },
   { method: 'GET', template: '/api/v1/messages', access: 'viewer' },
   { method: 'POST', template: '/api/v1/inject', access: 'operator', body: { to: 'echo', payload: { Text: { text: 'matrix' } } } },
   { method: 'GET', template: '/api/v1/usage', access: 'viewer' },

@@ -9,7 +9,7 @@ import { notify, type Channels } from '../bus/channels.js';
 import { claimTransaction } from './claim-sql.js';
 import { PgLots } from './lots.js';
 import { COUNT_SQL, FOLD_SLOTS_SQL } from '../../store/postgres/journal-counts.js';
-import { PgJournal } from '../../store/postgres/journal.js';
+import { PgJournal, pgKeepAttemptSql } from '../../store/postgres/journal.js';
 import { pgRuntimeError, type Reader } from '../../store/postgres/pool.js';
 import { countInThreads, lockThreads, settleThreads, type FinishedStatus } from './cluster-threads.js';
 import { insertUsage } from '../../store/postgres/usage-writes.js';
@@ -234,7 +234,10 @@ export class PgClusterJournal extends PgJournal {
       const give = taken.filter((r) => r.attempt + 1 > maxAttempts);
       const retry = taken.filter((r) => r.attempt + 1 <= maxAttempts);
       if (retry.length > 0) {
-        await tx.query(`UPDATE journal SET state = 'PENDING', attempt = attempt + 1, claimed_by = NULL WHERE seq = ANY($1::bigint[])`, [retry.map((r) => r.seq)]);
+        await tx.query(`UPDATE journal SET state = 'PENDING', attempt = attempt + 1, claimed_by = NULL, ${pgKeepAttemptSql('interrupted', '$2')} WHERE seq = ANY($1::bigint[])`, [
+          retry.map((r) => r.seq),
+          now,
+        ]);
         for (let i = 0; i < retry.length; i++) this.counts.moved('DISPATCHED', 'PENDING');
         await notify(tx, this.channels.work);
       }

@@ -2,6 +2,21 @@ import { Type } from 'typebox';
 import { Name, NullableString, NullableTimestamp, PageFields, PageQuery, SuccessFlag, Timestamp } from './common.js';
 import { DeliveryState, MessageRecord } from './message.js';
 
+export const EarlierAttemptInfo = Type.Object(
+  {
+    attempt: Type.Integer({ description: '1-based' }),
+    dispatchedAt: NullableTimestamp,
+    endedAt: Type.String({ format: 'date-time', description: 'When it failed, or (interrupted) when it was taken back' }),
+    outcome: Type.Union([Type.Literal('failed'), Type.Literal('interrupted')], {
+      description: 'failed: the delivery failed and was redelivered; interrupted: its process died or lost its lease, and it was taken back',
+    }),
+    failureReason: NullableString,
+    error: NullableString,
+    requeuedAt: Type.String({ format: 'date-time', description: 'When the entry became PENDING again' }),
+  },
+  { title: 'EarlierAttempt' },
+);
+
 export const JournalEntryInfo = Type.Object(
   {
     ...MessageRecord.properties,
@@ -13,6 +28,7 @@ export const JournalEntryInfo = Type.Object(
     failedAt: NullableTimestamp,
     failureReason: NullableString,
     error: NullableString,
+    earlierAttempts: Type.Array(EarlierAttemptInfo, { description: 'The attempts before the latest one, oldest first; the fields above describe the latest' }),
   },
   { title: 'JournalEntry' },
 );

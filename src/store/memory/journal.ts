@@ -1,7 +1,7 @@
 import { Errors } from '../../errors/catalogue.js';
 import type { FailureReason } from '../../core/delivery.js';
 import type { Message } from '../../core/message.js';
-import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, RecoveredMessages } from '../../core/journal.js';
+import type { DeliveryState, EarlierAttempt, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, RecoveredMessages } from '../../core/journal.js';
 import type { Page } from '../../core/page.js';
 import { BoundedMap } from './bounded-map.js';
 
@@ -102,8 +102,18 @@ export class MemoryJournal implements Journal {
     if (!e) throw Errors.JOURNAL_ENTRY_NOT_FOUND(messageId);
     if (e.state !== 'FAILED') throw Errors.JOURNAL_NOT_REDELIVERABLE(messageId, e.state);
     const message: Message = { ...e.message, attempt: e.message.attempt + 1 };
+    const now = this.now();
+    const earlier: EarlierAttempt = {
+      attempt: e.message.attempt,
+      dispatchedAt: e.dispatchedAt,
+      endedAt: e.failedAt ?? now,
+      outcome: 'failed',
+      failureReason: e.failureReason,
+      error: e.error,
+      requeuedAt: now,
+    };
     this.move(e, 'PENDING');
-    Object.assign(e, { message, failedAt: null, failureReason: null, error: null });
+    Object.assign(e, { message, dispatchedAt: null, failedAt: null, failureReason: null, error: null, earlierAttempts: [...e.earlierAttempts, earlier] });
     return message;
   }
 
@@ -145,6 +155,7 @@ export class MemoryJournal implements Journal {
       failedAt: null,
       failureReason: null,
       error: null,
+      earlierAttempts: [],
     };
     const replaced = this.entries.get(message.id);
     if (replaced) {

@@ -16,6 +16,16 @@ const DAY_MS = 86_400_000;
 const FROM_FOR_DISPATCH: readonly DeliveryState[] = ['PENDING', 'DISPATCHED'];
 const ANY_STATE: readonly DeliveryState[] = DELIVERY_STATES;
 
+/**
+ * Keeps the entry's latest attempt in earlier_attempts as it goes back to PENDING (SET
+ * expressions read the row as it was before the update); `now` is the parameter holding when it
+ * was requeued.
+ */
+export const pgKeepAttemptSql = (outcome: 'failed' | 'interrupted', now: string) =>
+  `earlier_attempts = (COALESCE(earlier_attempts::jsonb, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('attempt', attempt, 'dispatchedAt', dispatched_at,
+    'endedAt', ${outcome === 'failed' ? `COALESCE(failed_at, ${now}::bigint)` : `${now}::bigint`}, 'outcome', '${outcome}', 'failureReason', failure_reason, 'error', error,
+    'requeuedAt', ${now}::bigint)))::text, dispatched_at = NULL`;
+
 const JOURNAL_COLUMNS = `id, thread_id, sender, recipient, payload_type, payload, metadata, hops, parent_id, msg_timestamp, attempt, state, attempts, created_at, trace_context`;
 
 /** Deletes a batch of old entries of one state, with the LLM calls recorded for them. */
@@ -95,7 +105,7 @@ export class PgJournal implements Journal {
          WHERE state = 'DISPATCHED' AND attempt + 1 > $2`,
         [this.now(), maxAttempts],
       );
-      const retried = await tx.query(`UPDATE journal SET state = 'PENDING', attempt = attempt + 1 WHERE state = 'DISPATCHED'`);
+      const retried = await tx.query(`UPDATE journal SET state = 'PENDING', attempt = attempt + 1, ${pgKeepAttemptSql('interrupted', '$1')} WHERE state = 'DISPATCHED'`, [this.now()]);
       await tx.query(RECOUNT_STATES_SQL);
       this.counts.statesRecounted(); // writes batched before this one are in the recount
       const pending = await tx.query<JournalRow>(`SELECT * FROM journal WHERE state = 'PENDING' ORDER BY seq`);
@@ -197,10 +207,10 @@ export class PgJournal implements Journal {
     if (row.state !== 'FAILED') throw Errors.JOURNAL_NOT_REDELIVERABLE(messageId, row.state);
     const attempt = row.attempt + 1;
     await this.writer.write(async (tx) => {
-      const r = await tx.query(`UPDATE journal SET state = 'PENDING', attempt = $1, failed_at = NULL, failure_reason = NULL, error = NULL WHERE id = $2 AND state = 'FAILED'`, [
-        attempt,
-        messageId,
-      ]);
+      const r = await tx.query(
+        `UPDATE journal SET state = 'PENDING', attempt = $1, ${pgKeepAttemptSql('failed', '$3')}, failed_at = NULL, failure_reason = NULL, error = NULL WHERE id = $2 AND state = 'FAILED'`,
+        [attempt, messageId, this.now()],
+      );
       if ((r.rowCount ?? 0) > 0) {
         this.counts.moved('FAILED', 'PENDING');
         await this.requeued(tx, [row.recipient]);

@@ -185,6 +185,11 @@ export const PG_MIGRATIONS: readonly string[] = [
   `,
   // A budget kept for its thread's whole life (issue 23).
   BUDGET_LIFETIME_MIGRATION,
+  // The attempts of a delivery before its latest one (JSON array of EarlierAttempt), written
+  // when an entry goes back to PENDING (redeliver, recovery, a lease taken back).
+  `
+  ALTER TABLE journal ADD COLUMN earlier_attempts TEXT;
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;

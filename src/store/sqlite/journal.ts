@@ -19,6 +19,15 @@ export const PRUNE_ACKED_SQL = `DELETE FROM journal WHERE rowid IN
 export const PRUNE_FAILED_SQL = `DELETE FROM journal WHERE rowid IN
   (SELECT rowid FROM journal INDEXED BY journal_failed_at WHERE state = 'FAILED' AND failed_at < ? LIMIT ?) RETURNING sender, recipient`;
 const DAY_MS = 86_400_000;
+
+/**
+ * Keeps the entry's latest attempt in earlier_attempts as it goes back to PENDING (SET
+ * expressions read the row as it was before the update); `@now` is when it was requeued.
+ */
+export const keepAttemptSql = (outcome: 'failed' | 'interrupted') =>
+  `earlier_attempts = json_insert(COALESCE(earlier_attempts, '[]'), '$[#]', json_object('attempt', attempt, 'dispatchedAt', dispatched_at,
+    'endedAt', ${outcome === 'failed' ? 'COALESCE(failed_at, @now)' : '@now'}, 'outcome', '${outcome}', 'failureReason', failure_reason, 'error', error,
+    'requeuedAt', @now)), dispatched_at = NULL`;
 const FROM_FOR_DISPATCH: readonly DeliveryState[] = ['PENDING', 'DISPATCHED'];
 const FROM_FOR_ACK: readonly DeliveryState[] = ['DISPATCHED', 'PENDING', 'FAILED', 'ACKED'];
 const FROM_FOR_FAIL: readonly DeliveryState[] = ['DISPATCHED', 'PENDING', 'ACKED', 'FAILED'];
@@ -99,14 +108,14 @@ export class SqliteJournal implements Journal {
     let messages: Message[] = [];
     this.db.transaction(() => {
       const interrupted = prepared(this.db, `SELECT * FROM journal WHERE state = 'DISPATCHED'`).all() as JournalRow[];
-      const retry = prepared(this.db, `UPDATE journal SET state = 'PENDING', attempt = ? WHERE id = ?`);
+      const retry = prepared(this.db, `UPDATE journal SET state = 'PENDING', attempt = @next, ${keepAttemptSql('interrupted')} WHERE id = @id`);
       for (const row of interrupted) {
         const next = row.attempt + 1;
         if (next > maxAttempts) {
           this.setFailed.run(this.now(), 'max_attempts', `Gave up after ${row.attempt} interrupted attempt(s) (journal.max_attempts = ${maxAttempts})`, row.id, 'DISPATCHED');
           failedMaxAttempts++;
         } else {
-          retry.run(next, row.id);
+          retry.run({ next, id: row.id, now: this.now() });
           redelivered++;
         }
       }
@@ -227,10 +236,10 @@ export class SqliteJournal implements Journal {
     if (row.state !== 'FAILED') throw Errors.JOURNAL_NOT_REDELIVERABLE(messageId, row.state);
     const attempt = row.attempt + 1;
     await this.writer.write(() => {
-      const { changes } = prepared(this.db, `UPDATE journal SET state = 'PENDING', attempt = ?, failed_at = NULL, failure_reason = NULL, error = NULL WHERE id = ? AND state = 'FAILED'`).run(
-        attempt,
-        messageId,
-      );
+      const { changes } = prepared(
+        this.db,
+        `UPDATE journal SET state = 'PENDING', attempt = @attempt, ${keepAttemptSql('failed')}, failed_at = NULL, failure_reason = NULL, error = NULL WHERE id = @id AND state = 'FAILED'`,
+      ).run({ attempt, id: messageId, now: this.now() });
       if (changes > 0) this.counts.moved('FAILED', 'PENDING');
     });
     return { ...messageOf(row), attempt };

@@ -182,6 +182,11 @@ export const MIGRATIONS: readonly string[] = [
     );
   DROP TABLE thread_ceilings;
   `,
+  // The attempts of a delivery before its latest one (JSON array of EarlierAttempt), written
+  // when an entry goes back to PENDING (redeliver, recovery): the thread waterfall shows them.
+  `
+  ALTER TABLE journal ADD COLUMN earlier_attempts TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -233,6 +233,44 @@ eachBackend('journal contract', (backend) => {
     await expect(s.journal.redeliver('nope')).rejects.toThrow('Journal entry not found: nope');
   });
 
+  it('keeps every earlier attempt of an entry sent again (redelivered after a failure, or recovered after a crash), with its times and outcome', async () => {
+    const place = backend.place();
+    const s = await place.open();
+    const m = msg();
+    await s.journal.pending([m]);
+    await s.journal.dispatched(m);
+    await s.journal.failed(m, 'handler_error', 'boom', [], []);
+    const first = (await s.journal.get(m.id))!;
+    expect(first.earlierAttempts).toEqual([]);
+    const again = await s.journal.redeliver(m.id);
+    const requeued = (await s.journal.get(m.id))!;
+    // The entry's own fields describe the attempt to come: not dispatched yet.
+    expect(requeued).toMatchObject({ state: 'PENDING', dispatchedAt: null, failedAt: null, error: null });
+    expect(requeued.earlierAttempts).toEqual([
+      { attempt: 1, dispatchedAt: first.dispatchedAt, endedAt: first.failedAt, outcome: 'failed', failureReason: 'handler_error', error: 'boom', requeuedAt: expect.any(Number) },
+    ]);
+    expect(requeued.earlierAttempts[0]!.requeuedAt).toBeGreaterThanOrEqual(first.failedAt!);
+    await s.journal.dispatched(again);
+    const second = (await s.journal.get(m.id))!;
+    expect(second).toMatchObject({ state: 'DISPATCHED', attempts: 2 });
+    expect(second.dispatchedAt).toBeGreaterThanOrEqual(requeued.earlierAttempts[0]!.requeuedAt);
+    await s.close(); // dies mid-handler: recovery takes attempt 2 back
+
+    const t = await place.open();
+    const { messages } = await t.journal.recover('boot-2', 5);
+    expect(messages.map((x) => [x.id, x.attempt])).toEqual([[m.id, 3]]);
+    const recovered = (await t.journal.get(m.id))!;
+    expect(recovered.earlierAttempts.map((a) => [a.attempt, a.outcome, a.failureReason])).toEqual([
+      [1, 'failed', 'handler_error'],
+      [2, 'interrupted', null],
+    ]);
+    expect(recovered.earlierAttempts[1]).toMatchObject({ dispatchedAt: second.dispatchedAt, error: null });
+    expect(recovered.dispatchedAt).toBeNull();
+    await t.journal.dispatched(messages[0]!);
+    await t.journal.acked(messages[0]!, [], []);
+    expect(await t.journal.get(m.id)).toMatchObject({ state: 'ACKED', attempts: 3, earlierAttempts: recovered.earlierAttempts });
+  });
+
   it('prunes ACKED entries after retain_days and FAILED after failed_retain_days, with their recorded calls, leaving the rest', async () => {
     const s = await backend.place().open();
     const acked = msg();

@@ -8,11 +8,31 @@ describe('GET /api/v1/workers', () => {
     svc = null;
   });
 
-  it('an embedded organism (SQLite) is one process: not a cluster, nobody listed', async () => {
+  it('an embedded organism (SQLite) is one process: not a cluster, the serve process listed alive with its start and heartbeat', async () => {
     svc = await startService({ storage: 'sqlite' });
+    const before = Date.now();
     const res = await svc.request('GET', '/api/v1/workers', { token: VIEWER });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ shared: false, workers: [], count: 0 });
+    expect(res.body).toMatchObject({ shared: false, count: 1 });
+    const [me] = res.body.workers;
+    expect(me).toMatchObject({ kind: 'serve', handlers: true, pid: process.pid, alive: true, stoppedAt: null, concurrency: null, inFlight: 0, leaseSeconds: null });
+    expect(me.name).toBe(`${me.host}:${process.pid}`);
+    expect(me.configHash).toMatch(/^[0-9a-f]{8,}$/);
+    expect(Date.parse(me.startedAt)).toBeLessThanOrEqual(before);
+    expect(Date.parse(me.lastHeartbeat)).toBeGreaterThanOrEqual(before);
+    // Its id is the organism's boot id (the `connected` frame's bootId).
+    const organism = (await svc.request('GET', '/api/v1/organism', { token: VIEWER })).body;
+    expect(me.id).toBe(organism.bootId);
+  });
+
+  it('an embedded organism counts what its one process has in flight', async () => {
+    svc = await startService({ storage: 'sqlite' });
+    await svc.request('POST', '/api/v1/inject', { body: { to: 'slow', payload: { Text: { text: 'held-open' } } } });
+    const busy = await eventually(async () => {
+      const w = (await svc!.request('GET', '/api/v1/workers', { token: VIEWER })).body.workers[0];
+      return w.inFlight === 1 ? w : null;
+    }, 'the slow delivery in flight');
+    expect(busy).toMatchObject({ kind: 'serve', alive: true });
   });
 
   it.skipIf(!STORAGE_KINDS.includes('postgres'))('on PostgreSQL lists this process, alive, with its heartbeat; agents show what waits in the database', async () => {

@@ -6,6 +6,7 @@ import { useLive } from '../live';
 import { useRefetchOn } from '../session';
 import { useTick } from '../tick';
 import { Card, ErrorBox, fmt, Loading, Sparkline, StateBadge } from '../ui';
+import { WorkersCard } from './Workers';
 
 const MINUTES = 5;
 
@@ -114,6 +115,7 @@ export function OverviewView() {
           <ErrorBox error={spend.error} />
         )}
       </Card>
+      <WorkersCard />
       <Card title={`Messages/s (last ${MINUTES} min)`} className="span-2">
         <p className="big">{live.messageRate.mean(10).toFixed(1)} /s</p>
         <Sparkline values={msgs} title="Messages per second" />

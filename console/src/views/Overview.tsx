@@ -21,7 +21,7 @@ export function OverviewView() {
   const organism = useQuery({ queryKey: ['organism'], queryFn: api.organism });
   const stats = useQuery({ queryKey: ['journal-stats'], queryFn: api.journalStats });
   const spend = useQuery({ queryKey: ['billing-today'], queryFn: () => api.billing({ startTime: todayStart() }) });
-  useRefetchOn((f) => f.event === 'message' || f.event === 'journal_failed' || f.event === 'thread_updated', [['organism'], ['journal-stats']], 2000);
+  useRefetchOn((f) => f.event === 'message' || f.event === 'journal_failed' || f.event === 'thread_updated' || f.event === 'deliveries_taken_back', [['organism'], ['journal-stats']], 2000);
   useRefetchOn((f) => f.event === 'usage', [['billing-today']], 2000);
 
   const o = organism.data;

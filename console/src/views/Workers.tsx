@@ -6,17 +6,17 @@ import { useRefetchOn } from '../session';
 import { useTick } from '../tick';
 import { Card, ErrorBox, fmt, Loading, StateBadge } from '../ui';
 
-/** How often the list is read again without any event (heartbeats move on their own). */
-const REFRESH_MS = 3000;
+/** How often the Workers view reads the list again without any event: heartbeats are no events. */
+const HEARTBEAT_REFRESH_MS = 3000;
 
 /** alive, stopped (it said so) or lost (silent past its lease: killed, frozen or cut off). */
 export function workerStatus(w: WorkerInfo): 'alive' | 'stopped' | 'lost' {
   return w.alive ? 'alive' : w.stoppedAt ? 'stopped' : 'lost';
 }
 
-/** The processes of the organism, read again on worker events and every few seconds. */
-function useWorkers() {
-  const q = useQuery({ queryKey: ['workers'], queryFn: api.workers, refetchInterval: REFRESH_MS });
+/** The processes of the organism, read again on worker events (and, `heartbeats`, every few seconds). */
+function useWorkers(heartbeats: boolean) {
+  const q = useQuery({ queryKey: ['workers'], queryFn: api.workers, refetchInterval: heartbeats ? HEARTBEAT_REFRESH_MS : false });
   useRefetchOn((f) => f.event === 'worker' || f.event === 'deliveries_taken_back', [['workers']], 300);
   return q;
 }
@@ -27,7 +27,7 @@ function useWorkers() {
  */
 export function WorkersView() {
   useTick(1000);
-  const q = useWorkers();
+  const q = useWorkers(true);
   const list = q.data?.workers ?? [];
   const counts = { alive: 0, stopped: 0, lost: 0 };
   for (const w of list) counts[workerStatus(w)]++;
@@ -106,7 +106,8 @@ function eventText(f: Frame): string {
 export function WorkersCard() {
   useTick(1000);
   const live = useLive();
-  const q = useWorkers();
+  // No timer: whether a process is alive changes only with a worker event; a lost one's heartbeat no longer moves.
+  const q = useWorkers(false);
   const list = q.data?.workers ?? [];
   const down = list.filter((w) => workerStatus(w) === 'lost');
   const alive = list.filter((w) => w.alive).length;

@@ -51,7 +51,7 @@ describe.runIf(withPostgres('console workers view'))('the console on serve --han
     const serve = page.locator('tr.worker-alive', { hasText: 'serve (handlers off)' });
     await serve.waitFor();
     expect(await serve.locator('td').nth(4).textContent()).toBe(String(c.serve.child.pid));
-    expect(await page.getByLabel('Workers summary').textContent()).toMatch(/3 processes sharing the database: 3 alive, 0 lost, 0 stopped/);
+    expect(await page.locator('p.workers-summary').textContent()).toMatch(/3 processes sharing the database: 3 alive, 0 lost, 0 stopped/);
 
     // Work the workers do: intake -> thinker (mock LLM) -> sink, JOBS threads.
     for (let i = 0; i < JOBS; i++) await c.inject('intake', { text: `job-${i}`, ms: 10 });
@@ -109,7 +109,7 @@ describe.runIf(withPostgres('console workers view'))('the console on serve --han
     await expect.poll(async () => (await row('w1').textContent()) ?? '', { timeout: 30_000 }).toMatch(/^w1workerlost/);
     const headers = await page.locator('table thead th').allTextContents();
     expect(await row('w1').locator('td').nth(headers.indexOf('In flight')).textContent()).toBe('0');
-    expect(await page.getByLabel('Workers summary').textContent()).toMatch(/3 processes sharing the database: 2 alive, 1 lost, 0 stopped/);
+    expect(await page.locator('p.workers-summary').textContent()).toMatch(/3 processes sharing the database: 2 alive, 1 lost, 0 stopped/);
     if (SCREENSHOTS) await page.screenshot({ path: path.resolve('docs/console/workers-light.png') });
     expect(errors.unexpected()).toEqual([]);
   }, 600_000);

@@ -39,7 +39,7 @@ export function WorkersView() {
         <Loading what="workers" />
       ) : (
         <>
-          <p className="muted" aria-label="Workers summary">
+          <p className="muted workers-summary">
             {q.data.shared
               ? `${list.length} process${list.length === 1 ? '' : 'es'} sharing the database: ${counts.alive} alive, ${counts.lost} lost, ${counts.stopped} stopped`
               : 'Embedded store: this one process is the organism.'}

@@ -1,4 +1,7 @@
+import { Value } from 'typebox/value';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ServerFrame } from '../../src/service/schemas/frames.js';
+import { toFrame } from '../../src/service/ws/frames.js';
 import { eventually, startService, STORAGE_KINDS, VIEWER, type Service } from './fixture.js';
 
 describe('GET /api/v1/workers', () => {
@@ -51,5 +54,31 @@ describe('GET /api/v1/workers', () => {
     expect(agent).toMatchObject({ state: 'paused' });
     const list = (await svc.request('GET', '/api/v1/agents', { token: VIEWER })).body.agents;
     expect(list.find((a: { name: string }) => a.name === 'echo').queueDepth).toBe(1);
+  });
+});
+
+describe('the worker frames of /ws', () => {
+  it('a worker change and deliveries taken back become frames that match the published schema', () => {
+    const worker = {
+      id: 'w-1',
+      kind: 'worker' as const,
+      name: 'w1',
+      host: 'h',
+      pid: 42,
+      handlers: true,
+      configHash: 'abc',
+      startedAt: Date.UTC(2026, 0, 1),
+      heartbeatAt: Date.UTC(2026, 0, 1, 0, 1),
+      stoppedAt: null,
+      alive: false,
+      concurrency: 2,
+      inFlight: 1,
+      leaseMs: 3000,
+    };
+    const lost = JSON.parse(toFrame({ type: 'worker', change: 'lost', worker }).json);
+    expect(lost).toMatchObject({ event: 'worker', change: 'lost', worker: { name: 'w1', alive: false, inFlight: 1, leaseSeconds: 3, lastHeartbeat: '2026-01-01T00:01:00.000Z' } });
+    const taken = JSON.parse(toFrame({ type: 'deliveries_taken_back', worker: 'w-1', name: 'w1', retried: 2, failed: 1 }).json);
+    expect(taken).toMatchObject({ event: 'deliveries_taken_back', worker: 'w-1', name: 'w1', retried: 2, failed: 1 });
+    for (const f of [lost, taken]) expect(Value.Check(ServerFrame, f), JSON.stringify(f)).toBe(true);
   });
 });

@@ -29,6 +29,7 @@ import {
   type Usage,
   type UsageHistory,
   type WhoAmI,
+  type WorkerList,
 } from 'organism/client';
 
 // The wire types are the client's (derived from the service's schemas), under the names the
@@ -43,6 +44,8 @@ export type OrganismInfo = Organism;
 export type AgentInfo = Agent;
 export type ThreadInfo = Thread;
 export type MessageRecord = Message;
+/** One process of the organism (GET /workers). */
+export type WorkerInfo = WorkerList['workers'][number];
 /** The schema's metadata is an open object: string values (the server only stores those). */
 export type JournalEntry = Omit<WireJournalEntry, 'metadata'> & { metadata: Record<string, string> };
 /** The counters every usage figure carries. */
@@ -124,6 +127,7 @@ export const api = {
   organism: (): Promise<OrganismInfo> => call((c) => c.organism.info()),
   config: (): Promise<Record<string, unknown>> => call((c) => c.organism.config()),
   edges: (): Promise<EdgeTraffic> => call((c) => c.organism.edges()),
+  workers: (): Promise<WorkerList> => call((c) => c.workers()),
   reload: (dryRun: boolean): Promise<ReloadResult> => call((c) => c.organism.reload(dryRun ? { dryRun: true } : {})),
   agents: (): Promise<AgentList> => call((c) => c.agents.list()),
   agent: (name: string): Promise<AgentInfo> => call((c) => c.agents.get(name)),

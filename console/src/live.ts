@@ -41,6 +41,9 @@ export class Rate {
   }
 }
 
+/** Worker events kept for the overview. */
+const PROCESS_EVENTS = 20;
+
 export interface EdgeStats {
   from: string;
   to: string;
@@ -60,6 +63,8 @@ export interface LiveState {
   edges: Map<string, EdgeStats>;
   messageRate: Rate;
   tokenRate: Rate;
+  /** The latest `worker` and `deliveries_taken_back` frames, newest first (bounded). */
+  processEvents: Frame[];
   /** Bumped on every resync: views refetch everything. */
   generation: number;
   /** Bumped on every batch of events. */
@@ -97,6 +102,7 @@ export class LiveStore {
       edges: new Map(),
       messageRate: new Rate(),
       tokenRate: new Rate(),
+      processEvents: [],
       generation: 0,
       version: 0,
     };
@@ -210,6 +216,10 @@ export class LiveStore {
       }
       case 'organism_status':
         if (s.organism) s.organism.status = frame['status'] as string;
+        break;
+      case 'worker':
+      case 'deliveries_taken_back':
+        s.processEvents = [frame, ...s.processEvents].slice(0, PROCESS_EVENTS);
         break;
     }
     for (const l of this.eventListeners) l(frame);

@@ -15,6 +15,7 @@ import { OverviewView } from './views/Overview';
 import { ThreadDetailView, ThreadsView } from './views/Threads';
 import { TopologyView } from './views/Topology';
 import { UsageView } from './views/Usage';
+import { WorkersView } from './views/Workers';
 
 const queryClient = new QueryClient({
   defaultOptions: {
@@ -72,6 +73,7 @@ const NAV: Array<[string, string]> = [
   ['/inject', 'Inject'],
   ['/journal', 'Journal'],
   ['/usage', 'Usage'],
+  ['/workers', 'Workers'],
   ['/config', 'Configuration'],
 ];
 
@@ -134,6 +136,7 @@ const routeTree = root.addChildren([
   journalRoute,
   createRoute({ ...parent, path: '/usage', component: UsageView }),
   createRoute({ ...parent, path: '/config', component: ConfigView }),
+  createRoute({ ...parent, path: '/workers', component: WorkersView }),
 ]);
 export const router = createRouter({ routeTree, defaultPreload: false });
 declare module '@tanstack/react-router' {

@@ -164,6 +164,10 @@ export type ReloadFrame = Static<typeof F.ReloadFrame>;
 export type OrganismStatusFrame = Static<typeof F.OrganismStatusFrame>;
 /** The `journal_failed` frame of /ws. */
 export type JournalFailedFrame = Static<typeof F.JournalFailedFrame>;
+/** The `worker` frame of /ws. */
+export type WorkerFrame = Static<typeof F.WorkerFrame>;
+/** The `deliveries_taken_back` frame of /ws. */
+export type DeliveriesTakenBackFrame = Static<typeof F.DeliveriesTakenBackFrame>;
 /** The `subscribed` frame of /ws. */
 export type SubscribedFrame = Static<typeof F.SubscribedFrame>;
 /** The `injected` frame of /ws. */

@@ -31,6 +31,8 @@ interface WorkerRow {
   concurrency: number | null;
   in_flight: number;
   lease_ms: number;
+  /** Its DISPATCHED entries in the journal now (the claims it still holds). */
+  held: number;
 }
 
 /** Stopped processes' rows are kept this long (they show in /workers as not alive), then deleted. */
@@ -67,10 +69,19 @@ export class PgWorkers {
     await this.db.query('UPDATE workers SET stopped_at = $2, in_flight = 0 WHERE id = $1', [id, this.now()]);
   }
 
-  /** Every process of the organism, live ones first, newest start first. */
+  /**
+   * Every process of the organism, live ones first, newest start first. A process that is not
+   * alive shows as in flight what it still holds in the journal (from the partial index of
+   * DISPATCHED entries by holder): 0 once its claims were taken back.
+   */
   async list(): Promise<WorkerRecord[]> {
     const now = this.now();
-    const rows = (await this.db.query<WorkerRow>('SELECT * FROM workers ORDER BY (stopped_at IS NULL) DESC, started_at DESC, id')).rows;
+    const rows = (
+      await this.db.query<WorkerRow>(
+        `SELECT w.*, (SELECT COUNT(*) FROM journal j WHERE j.state = 'DISPATCHED' AND j.claimed_by = w.id)::int AS held
+         FROM workers w ORDER BY (w.stopped_at IS NULL) DESC, w.started_at DESC, w.id`,
+      )
+    ).rows;
     return rows.map((r) => {
       const alive = r.stopped_at === null && r.heartbeat_at >= now - r.lease_ms;
       return {
@@ -86,8 +97,8 @@ export class PgWorkers {
         stoppedAt: r.stopped_at,
         alive,
         concurrency: r.concurrency,
-        // Its last heartbeat's figure; a process that is not alive runs nothing (what it held is taken back).
-        inFlight: alive ? r.in_flight : 0,
+        // Its last heartbeat's figure; a process that is not alive runs nothing: what it still holds until it is taken back.
+        inFlight: alive ? r.in_flight : r.held,
         leaseMs: r.lease_ms,
       };
     });

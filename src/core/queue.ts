@@ -2,7 +2,7 @@ import type { FailureReason } from './delivery.js';
 import type { Message } from './message.js';
 import type { RecoveredMessages } from './journal.js';
 import type { ThreadRecord, ThreadStatus, ThreadStore } from './thread.js';
-import type { AgentLoad, DeliveryOutcomeWrite, FencedResult, WorkerRecord } from './work-source.js';
+import type { AgentLoad, DeliveryOutcomeWrite, FencedResult, ProcessList, TakenBack, WorkerRecord } from './work-source.js';
 import type { Logger } from '../util/logger.js';
 
 /**
@@ -83,8 +83,12 @@ export interface DeliveryQueue {
   load(): Promise<ReadonlyMap<string, AgentLoad>>;
   /** Threads with work queued or in flight, over the whole organism. */
   activeThreads(): Promise<number>;
-  /** The processes of a clustered organism (null: embedded, this process is the organism). */
-  workers(): Promise<readonly WorkerRecord[] | null>;
+  /**
+   * The processes of the organism. `self` is this process as it describes itself: embedded, it
+   * is the whole organism and the list; a cluster lists its store's `workers` table (where this
+   * process has its own row).
+   */
+  workers(self: WorkerRecord): Promise<ProcessList>;
   /** A thread's record as it stands: `live` is this process's view of it (null: not live here). */
   thread(id: string, live: ThreadRecord | null): Promise<ThreadRecord | null>;
 }
@@ -99,6 +103,8 @@ export interface QueueListener {
   readonly running: number;
   /** Deliveries of it in flight in this process (running, or booking their outcome). */
   readonly inFlight: number;
+  /** The thread of its latest delivery in flight in this process (null: none). */
+  readonly currentThread: string | null;
 }
 
 export interface QueueLimits {
@@ -135,6 +141,8 @@ export interface QueueHost {
   progress(): void;
   /** Threads live in this process. */
   liveThreads(): number;
+  /** The queue took back deliveries other processes held (their lease expired): the host tells its watchers. */
+  takenBack(taken: readonly TakenBack[]): void;
   /** Where a queue logs what goes wrong. */
   readonly logger: Logger;
 }

@@ -59,11 +59,27 @@ export interface WorkSource {
   agentLoad(): Promise<ReadonlyMap<string, AgentLoad>>;
   /** Every process of the organism (live ones first), with its heartbeat and load. */
   workers(): Promise<readonly WorkerRecord[]>;
+  /** Calls `fn` after this process took back deliveries from processes whose lease expired (or that held them but did not run them). */
+  onTakenBack(fn: (taken: readonly TakenBack[]) => void): () => void;
+}
+
+/** Deliveries taken back from one process (its lease expired, or it held claims it did not run). */
+export interface TakenBack {
+  /** The process that held them (null: a DISPATCHED entry nobody held). */
+  readonly worker: string | null;
+  /** Its name in the workers table (null: unknown). */
+  readonly name: string | null;
+  /** Back to PENDING, attempt + 1, for any process to claim. */
+  readonly retried: number;
+  /** FAILED max_attempts: they had run out of attempts. */
+  readonly failed: number;
 }
 
 export interface AgentLoad {
   readonly queued: number;
   readonly inFlight: number;
+  /** The thread of its latest delivery in flight anywhere (null: none). */
+  readonly currentThread: string | null;
 }
 
 export interface ClaimLimits {
@@ -104,7 +120,10 @@ export function recordsKeptByStore(store: ThreadStore): ThreadStore {
     list: (q) => store.list(q),
   };
 }
-/** A process of a clustered organism (a row of PostgreSQL's `workers`), as GET /api/v1/workers shows it. */
+/**
+ * A process of an organism, as GET /api/v1/workers shows it: a row of PostgreSQL's `workers`
+ * table in a cluster; the one process itself in embedded mode.
+ */
 export interface WorkerRecord {
   readonly id: string;
   /** `serve` (the control API, with or without handlers) or `worker` (handlers only). */
@@ -121,6 +140,15 @@ export interface WorkerRecord {
   readonly alive: boolean;
   /** `--concurrency`; null: the organism-wide limit. */
   readonly concurrency: number | null;
+  /** Alive: deliveries it ran at its last heartbeat. Not alive: the claims it still holds in the store (0 once they were taken back). */
   readonly inFlight: number;
-  readonly leaseMs: number;
+  /** Null: no lease (embedded, one process owns the store). */
+  readonly leaseMs: number | null;
+}
+
+/** The processes of an organism, live ones first. */
+export interface ProcessList {
+  /** True: processes share the store (a cluster); false: embedded, the one process is the organism. */
+  readonly shared: boolean;
+  readonly processes: readonly WorkerRecord[];
 }

@@ -3,6 +3,7 @@ import type { FailureReason } from '../core/delivery.js';
 import type { DeliveryState } from '../core/journal.js';
 import type { ThreadRecord } from '../core/thread.js';
 import type { UsageEvent } from '../usage/types.js';
+import type { WorkerRecord } from '../core/work-source.js';
 
 export type AgentState = 'idle' | 'processing' | 'waiting' | 'error' | 'paused';
 export const AGENT_STATES: readonly AgentState[] = ['idle', 'processing', 'waiting', 'error', 'paused'];
@@ -63,7 +64,28 @@ export type OrganismEvent =
       readonly message: Message;
       readonly reason: FailureReason;
       readonly error: string;
+    }
+  | {
+      /**
+       * A process of the organism came, stopped, or was lost (silent past its lease: killed,
+       * frozen or cut off), as the `workers` table shows it to the process that noticed.
+       */
+      readonly type: 'worker';
+      readonly change: WorkerChange;
+      readonly worker: WorkerRecord;
+    }
+  | {
+      /** A process took back the deliveries another one held (its lease expired): PENDING again (`retried`), or FAILED max_attempts (`failed`). */
+      readonly type: 'deliveries_taken_back';
+      /** The process that held them (null: nobody held them). */
+      readonly worker: string | null;
+      readonly name: string | null;
+      readonly retried: number;
+      readonly failed: number;
     };
+
+/** joined: a new process; stopped: it stopped gracefully; lost: silent past its lease; back: heartbeating again after it was lost. */
+export type WorkerChange = 'joined' | 'stopped' | 'lost' | 'back';
 
 export type OrganismEventType = OrganismEvent['type'];
 export const ORGANISM_EVENT_TYPES: readonly OrganismEventType[] = [
@@ -78,4 +100,6 @@ export const ORGANISM_EVENT_TYPES: readonly OrganismEventType[] = [
   'organism_status',
   'journal_failed',
   'llm_delta',
+  'worker',
+  'deliveries_taken_back',
 ];

@@ -170,8 +170,9 @@ export class Follower {
 
 /**
  * Events other processes' live views show. A process's own status (starting, stopping) and its
- * reload report stay with it: a worker stopping is not the organism stopping.
+ * reload report stay with it: a worker stopping is not the organism stopping. `worker` events
+ * each watching process derives from the workers table itself.
  */
 function publishedEvent(event: OrganismEvent): boolean {
-  return event.type !== 'organism_status' && event.type !== 'reload';
+  return event.type !== 'organism_status' && event.type !== 'reload' && event.type !== 'worker';
 }

@@ -2,6 +2,8 @@ import type { LoadedOrganism, OrganismConfig } from '../config/types.js';
 import { Errors } from '../errors/catalogue.js';
 import { EventBus } from '../events/bus.js';
 import { EdgeTraffic } from './edge-traffic.js';
+import { WorkElsewhere } from './work-elsewhere.js';
+import { WorkerWatch } from './worker-watch.js';
 import type { OrganismStatus, ReloadResult } from '../events/types.js';
 import { CallRecorder } from '../llm/call-record.js';
 import { LlmObservers } from '../llm/observer.js';
@@ -12,7 +14,8 @@ import { PayloadRegistry } from '../payload/index.js';
 import { DeliveryObservers } from '../pump/observer.js';
 import { Pump, type InjectOptions, type PumpLimits, type StopOptions, type StopReport } from '../pump/pump.js';
 import type { OrganismStorage, StorageParts } from '../core/storage.js';
-import type { WorkerRecord } from '../core/work-source.js';
+import { hostname } from 'node:os';
+import type { ProcessList, WorkerRecord } from '../core/work-source.js';
 import type { JournalStats, RecoveryReport } from '../core/journal.js';
 import type { StorageProblem, LlmCallStore, OperatorStateStore } from '../core/storage.js';
 import type { ThreadRecord } from '../core/thread.js';
@@ -55,6 +58,8 @@ export class Organism {
   readonly tracker = new UsageTracker();
   /** Messages and denied sends per sender -> receiver since start (the topology's counts). */
   readonly traffic = new EdgeTraffic();
+  /** What the other processes of a clustered organism did, from their events (embedded: nothing). */
+  private readonly elsewhere = new WorkElsewhere();
   readonly budgets: BudgetLedger;
   /** Keeps the budgets across restarts (rebuilt at boot, saved as spend changes). */
   private readonly budgetKeeper: BudgetKeeper;
@@ -84,6 +89,7 @@ export class Organism {
     this.logger = options.logger ?? silentLogger();
     this.bus = new EventBus((err) => this.logger.error({ err }, 'event listener failed'));
     this.bus.on((event) => this.traffic.record(event), { relayed: true });
+    this.bus.on((event, origin) => this.elsewhere.record(event, origin), { relayed: true });
     const observerFailed = (err: unknown) => this.logger.error({ err }, 'telemetry observer failed');
     this.observers = { deliveries: new DeliveryObservers(observerFailed), llm: new LlmObservers(observerFailed) };
     this.storage = completeStorage(options.storage ?? memoryStorage());
@@ -155,8 +161,9 @@ export class Organism {
     return this.recovery;
   }
 
+  /** Messages journaled since this process started, by it and (heard from their events) by the other processes of a cluster. */
   get totalMessages(): number {
-    return this.pump.messagesSinceStart;
+    return this.pump.messagesSinceStart + this.elsewhere.messages;
   }
 
   get activeThreads(): number {
@@ -345,13 +352,13 @@ export class Organism {
   }
 
   agents(): AgentInfo[] {
-    return this.pump.listeners().map((r) => listenerInfo(r, this.pump.queueDepth(r.name)));
+    return this.pump.listeners().map((r) => listenerInfo(r, this.pump.queueDepth(r.name), this.elsewhere.of(r.name)));
   }
 
   agent(name: string): AgentInfo {
     const runtime = this.pump.listener(name);
     if (!runtime) throw Errors.AGENT_NOT_FOUND(name);
-    return listenerInfo(runtime, this.pump.queueDepth(name));
+    return listenerInfo(runtime, this.pump.queueDepth(name), this.elsewhere.of(name));
   }
 
   /**
@@ -373,9 +380,45 @@ export class Organism {
     return this.storage.queue.activeThreads();
   }
 
-  /** The processes of a clustered organism (null: embedded, this process is the organism). */
-  workers(): Promise<readonly WorkerRecord[] | null> {
-    return this.storage.queue.workers();
+  /** The processes of the organism, live ones first (embedded: this one alone). */
+  workers(): Promise<ProcessList> {
+    return this.storage.queue.workers(this.thisProcess());
+  }
+
+  /**
+   * Starts telling live views (`worker` events) when a process of the organism comes, stops or
+   * is lost; returns the stop. The control service starts it: a worker serves no live view.
+   */
+  watchWorkers(): () => void {
+    const watch = new WorkerWatch(
+      () => this.workers(),
+      (event) => this.bus.emit(event),
+      this.logger,
+    );
+    watch.start();
+    return () => watch.stop();
+  }
+
+  /** This process as it describes itself: embedded, the whole organism (no lease: nobody else can take its work). */
+  private thisProcess(): WorkerRecord {
+    const now = Date.now();
+    const status = this.pump.organismStatus;
+    return {
+      id: this.bootId,
+      kind: 'serve',
+      name: `${hostname()}:${process.pid}`,
+      host: hostname(),
+      pid: process.pid,
+      handlers: true,
+      configHash: this.configIdentity.hash,
+      startedAt: this.started ?? now,
+      heartbeatAt: now,
+      stoppedAt: status === 'stopped' ? now : null,
+      alive: status !== 'stopped',
+      concurrency: null,
+      inFlight: this.pump.inFlightCount,
+      leaseMs: null,
+    };
   }
 
   /** A thread's record as it stands (the queue knows whether the live view or the store's is the newer). */

@@ -80,6 +80,9 @@ export class Pump {
       held: () => state.deliveries.keys(),
       progress: () => this.admission.notifyProgress(),
       liveThreads: () => state.threads.activeCount,
+      takenBack: (taken) => {
+        for (const t of taken) deps.bus.emit({ type: 'deliveries_taken_back', worker: t.worker, name: t.name, retried: t.retried, failed: t.failed });
+      },
       logger: deps.logger,
     };
     deps.queue.open(host);

@@ -3,7 +3,7 @@ import { EXTERNAL_SENDER, type Message } from '../core/message.js';
 import type { DeliveryQueue, Placement, QueueHost } from '../core/queue.js';
 import type { Journal, RecoveredMessages } from '../core/journal.js';
 import type { ThreadRecord, ThreadStore } from '../core/thread.js';
-import type { AgentLoad, DeliveryOutcomeWrite, FencedResult, WorkerRecord } from '../core/work-source.js';
+import type { AgentLoad, DeliveryOutcomeWrite, FencedResult, ProcessList, WorkerRecord } from '../core/work-source.js';
 import { ListenerQueue } from './listener-queue.js';
 
 /** How long one turn of the event loop may spend starting deliveries (see turnStartedAt). */
@@ -173,7 +173,7 @@ export class EmbeddedQueue implements DeliveryQueue {
     return new Map(
       this.opened()
         .listeners()
-        .map((l) => [l.name, { queued: this.depth(l.name), inFlight: l.inFlight }]),
+        .map((l) => [l.name, { queued: this.depth(l.name), inFlight: l.inFlight, currentThread: l.currentThread }]),
     );
   }
 
@@ -181,8 +181,9 @@ export class EmbeddedQueue implements DeliveryQueue {
     return this.opened().liveThreads();
   }
 
-  async workers(): Promise<readonly WorkerRecord[] | null> {
-    return null;
+  /** This process is the organism: it is the list. */
+  async workers(self: WorkerRecord): Promise<ProcessList> {
+    return { shared: false, processes: [self] };
   }
 
   async thread(id: string, live: ThreadRecord | null): Promise<ThreadRecord | null> {

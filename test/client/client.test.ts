@@ -69,7 +69,7 @@ describe('organism/client against the real server (SQLite storage)', () => {
     expect(await c.organism.info()).toMatchObject({ name: 'service-test', status: 'running' });
     expect((await c.organism.config())['name']).toBe('service-test');
     expect((await c.organism.edges()).edges).toEqual(expect.any(Array));
-    expect(await c.workers()).toMatchObject({ shared: false, workers: [] });
+    expect(await c.workers()).toMatchObject({ shared: false, count: 1, workers: [{ kind: 'serve', pid: process.pid, alive: true, leaseSeconds: null }] });
     expect((await c.whoami()).role).toBe('operator');
     expect(await c.organism.reload({ dryRun: true })).toMatchObject({ success: true, dryRun: true });
     expect((await c.capabilities.list()).count).toBe(5);

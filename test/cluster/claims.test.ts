@@ -3,6 +3,7 @@ import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Message } from '../../src/core/message.js';
 import { channelsFor } from '../../src/cluster/bus/channels.js';
+import type { PgClusterJournal } from '../../src/cluster/queue/cluster-journal.js';
 import { openPostgresStorage, type PostgresStorage, type ClusterStorageOptions } from '../../src/store/postgres/index.js';
 import { newId } from '../../src/util/ids.js';
 import { createTestDatabase, withPostgres, testPool } from '../store/contract/backends.js';
@@ -255,6 +256,21 @@ describe.skipIf(!run)('cluster-mode PostgreSQL journal: claims, leases, fenced o
     expect(w!.message).toMatchObject({ id: m.id, attempt: 2 });
     const listed = await q.cluster!.workers.list();
     expect(listed.map((x) => x.alive)).toEqual([true, false]);
+  });
+
+  it('a lost worker shows as in flight what it still holds, 0 once taken back; the taking back says from whom', async () => {
+    place();
+    const taker = await open({ leaseMs: 60_000, name: 'taker' });
+    const dead = await open({ leaseMs: 60_000, name: 'dead' });
+    await dead.journal.pending([message('t1', 'a', 'one'), message('t2', 'a', 'two')]);
+    expect(await dead.work!.claim(['a'], 2, { global: 10, perAgent: 10 })).toHaveLength(2);
+    // It falls silent (killed): its heartbeat is older than its lease; nobody has taken its claims back yet.
+    await rows(`UPDATE workers SET heartbeat_at = 0 WHERE name = 'dead'`);
+    const lost = (await taker.cluster!.workers.list()).find((w) => w.name === 'dead')!;
+    expect(lost).toMatchObject({ alive: false, stoppedAt: null, inFlight: 2 });
+    const taken = await (taker.journal as PgClusterJournal).reclaimExpired(3);
+    expect(taken).toEqual({ retried: 2, failed: 0, from: [{ worker: dead.work!.workerId, name: 'dead', retried: 2, failed: 0 }] });
+    expect((await taker.cluster!.workers.list()).find((w) => w.name === 'dead')).toMatchObject({ alive: false, inFlight: 0 });
   });
 
   it("an operator's redeliver of a FAILED entry wakes the claimers on the work channel (not only their next poll)", async () => {

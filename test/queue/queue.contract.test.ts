@@ -2,7 +2,7 @@ import { expect, it } from 'vitest';
 import { EXTERNAL_SENDER, SYSTEM_ERROR_TYPE, type Message } from '../../src/core/message.js';
 import type { Claim, DeliveryQueue, QueueHost, QueueLimits, QueueListener } from '../../src/core/queue.js';
 import type { Journal } from '../../src/core/journal.js';
-import type { DeliveryOutcomeWrite, FencedResult } from '../../src/core/work-source.js';
+import type { DeliveryOutcomeWrite, FencedResult, TakenBack, WorkerRecord } from '../../src/core/work-source.js';
 import type { UsageEvent } from '../../src/usage/types.js';
 import { newId } from '../../src/util/ids.js';
 import { createLogger } from '../../src/util/logger.js';
@@ -24,6 +24,7 @@ class Listener implements QueueListener {
   paused = false;
   running = 0;
   inFlight = 0;
+  currentThread: string | null = null;
   constructor(readonly name: string) {}
 }
 
@@ -31,6 +32,8 @@ class Listener implements QueueListener {
 class Host implements QueueHost {
   readonly logger = createLogger('silent');
   readonly taken: Array<{ message: Message; claim: Claim | null }> = [];
+  /** What the queue said it took back from other processes. */
+  readonly takenBackReports: TakenBack[][] = [];
   /** Limits broken at the moment of a take (none may be). */
   readonly violations: string[] = [];
   private readonly byName = new Map<string, Listener>();
@@ -88,6 +91,7 @@ class Host implements QueueHost {
     this.work.set(message.id, message.threadId);
     l.running++;
     l.inFlight++;
+    l.currentThread = message.threadId;
     this.runningNow++;
     this.inFlightNow++;
     // As the pump's delivery does, first thing.
@@ -103,6 +107,9 @@ class Host implements QueueHost {
   }
   liveThreads(): number {
     return new Set(this.work.values()).size;
+  }
+  takenBack(taken: readonly TakenBack[]): void {
+    this.takenBackReports.push([...taken]);
   }
 
   // ------------------------------------------------------------ the test's side
@@ -187,6 +194,7 @@ class Host implements QueueHost {
     const l = this.byName.get(m.to)!;
     l.running--;
     l.inFlight--;
+    if (l.inFlight === 0) l.currentThread = null;
     this.runningNow--;
     this.inFlightNow--;
     this.startedWrites.delete(m.id);
@@ -500,9 +508,10 @@ eachQueue('DeliveryQueue contract', (backend) => {
     await host.settle();
     await host.started(a1.id);
     const load = await q.queue.load();
-    expect(load.get('a')).toEqual({ queued: 1, inFlight: 1 });
-    expect(load.get('b')).toEqual({ queued: 1, inFlight: 0 });
-    expect(load.get('c') ?? { queued: 0, inFlight: 0 }).toEqual({ queued: 0, inFlight: 0 });
+    expect(load.get('a')).toEqual({ queued: 1, inFlight: 1, currentThread: 't1' });
+    expect(load.get('b')).toEqual({ queued: 1, inFlight: 0, currentThread: null });
+    const none = { queued: 0, inFlight: 0, currentThread: null };
+    expect(load.get('c') ?? none).toEqual(none);
     expect(await q.queue.activeThreads()).toBe(2);
     await host.ack(a1.id);
     await host.until(() => host.takenIds().includes(a2.id), 'the second of t1 was handed out');
@@ -514,7 +523,7 @@ eachQueue('DeliveryQueue contract', (backend) => {
     const idle = await eventually(async () => ((await q.queue.activeThreads()) === 0 ? 0 : undefined), 'no thread has work left');
     expect(idle).toBe(0);
     const after = await q.queue.load();
-    for (const name of ['a', 'b', 'c']) expect(after.get(name) ?? { queued: 0, inFlight: 0 }).toEqual({ queued: 0, inFlight: 0 });
+    for (const name of ['a', 'b', 'c']) expect(after.get(name) ?? none).toEqual(none);
   });
 
   it('12. what waits in this process is counted by depth and taken out by drainThread / drainListener, never handed out after; what is not taken out is delivered', async () => {
@@ -553,9 +562,25 @@ eachQueue('DeliveryQueue contract', (backend) => {
     expect(new Set(host.takenIds())).toEqual(new Set(delivered));
   });
 
-  it('13. a process that is the whole organism (workers() null) ends threads and closes orphans itself; a cluster process leaves both to the store and to leases', async () => {
+  it('13. a process that is the whole organism (workers() lists itself alone, not shared) ends threads and closes orphans itself; a cluster process leaves both to the store and to leases', async () => {
     const { q, host } = await openQueue();
-    const workers = await q.queue.workers();
+    const self: WorkerRecord = {
+      id: 'self',
+      kind: 'serve',
+      name: 'this process',
+      host: 'here',
+      pid: process.pid,
+      handlers: true,
+      configHash: 'h',
+      startedAt: 1,
+      heartbeatAt: 2,
+      stoppedAt: null,
+      alive: true,
+      concurrency: null,
+      inFlight: 0,
+      leaseMs: null,
+    };
+    const workers = await q.queue.workers(self);
     const m = message('t1', 'a');
     await host.inject(m);
     const now = Date.now();
@@ -567,8 +592,9 @@ eachQueue('DeliveryQueue contract', (backend) => {
       return ids;
     };
     expect(await orphans(() => true)).toEqual([]);
-    if (workers === null) {
-      // Embedded: this process is the organism.
+    if (!workers.shared) {
+      // Embedded: this process is the organism, and the only one listed.
+      expect(workers.processes).toEqual([self]);
       expect([q.queue.endOf(false), q.queue.endOf(true)]).toEqual(['completed', 'error']);
       expect(
         await eventually(async () => {
@@ -577,8 +603,9 @@ eachQueue('DeliveryQueue contract', (backend) => {
         }, 'the active thread is seen as an orphan'),
       ).toEqual(['t1']);
     } else {
-      // Cluster: this process is one of the organism's.
-      expect(workers.length).toBe(1);
+      // Cluster: this process is one of the organism's, listed from the store's table.
+      expect(workers.processes).toHaveLength(1);
+      expect(workers.processes[0]!.id).not.toBe('self');
       expect([q.queue.endOf(false), q.queue.endOf(true)]).toEqual([null, null]);
       expect(await orphans(() => false)).toEqual([]);
     }

@@ -26,13 +26,18 @@ export function PauseResume({ agent }: { agent: AgentInfo }) {
   );
 }
 
+function latest(a: string | null, b: string | null): string | null {
+  return a === null ? b : b === null ? a : a > b ? a : b;
+}
+
 /** REST list for the static parts, live states from the socket. */
 function useAgents(): { agents: AgentInfo[]; error: unknown } {
   const live = useLive();
   const q = useQuery({ queryKey: ['agents'], queryFn: api.agents });
   const agents = (q.data?.agents ?? [...live.agents.values()]).map((a) => {
     const l = live.agents.get(a.name);
-    return l ? { ...a, state: l.state, currentThread: l.currentThread, lastActivity: l.lastActivity ?? a.lastActivity } : a;
+    // Each process of a cluster reports its own agent states: one going idle must not blank what the REST list says another runs.
+    return l ? { ...a, state: l.state, currentThread: l.currentThread ?? a.currentThread, lastActivity: latest(l.lastActivity, a.lastActivity) } : a;
   });
   return { agents, error: q.error };
 }
@@ -111,7 +116,7 @@ export function AgentDetailView() {
   if (q.error) return <ErrorBox error={q.error} />;
   if (!q.data) return <Loading what={name} />;
   const l = live.agents.get(name);
-  const a = l ? { ...q.data, state: l.state, currentThread: l.currentThread } : q.data;
+  const a = l ? { ...q.data, state: l.state, currentThread: l.currentThread ?? q.data.currentThread } : q.data;
   return (
     <div className="grid">
       <h1 className="span-all">

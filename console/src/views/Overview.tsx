@@ -6,6 +6,7 @@ import { useLive } from '../live';
 import { useRefetchOn } from '../session';
 import { useTick } from '../tick';
 import { Card, ErrorBox, fmt, Loading, Sparkline, StateBadge } from '../ui';
+import { WorkersCard } from './Workers';
 
 const MINUTES = 5;
 
@@ -20,7 +21,7 @@ export function OverviewView() {
   const organism = useQuery({ queryKey: ['organism'], queryFn: api.organism });
   const stats = useQuery({ queryKey: ['journal-stats'], queryFn: api.journalStats });
   const spend = useQuery({ queryKey: ['billing-today'], queryFn: () => api.billing({ startTime: todayStart() }) });
-  useRefetchOn((f) => f.event === 'message' || f.event === 'journal_failed' || f.event === 'thread_updated', [['organism'], ['journal-stats']], 2000);
+  useRefetchOn((f) => f.event === 'message' || f.event === 'journal_failed' || f.event === 'thread_updated' || f.event === 'deliveries_taken_back', [['organism'], ['journal-stats']], 2000);
   useRefetchOn((f) => f.event === 'usage', [['billing-today']], 2000);
 
   const o = organism.data;
@@ -114,6 +115,7 @@ export function OverviewView() {
           <ErrorBox error={spend.error} />
         )}
       </Card>
+      <WorkersCard />
       <Card title={`Messages/s (last ${MINUTES} min)`} className="span-2">
         <p className="big">{live.messageRate.mean(10).toFixed(1)} /s</p>
         <Sparkline values={msgs} title="Messages per second" />

@@ -2,7 +2,7 @@ import { recordOf, type ThreadRow } from '../../store/postgres/threads.js';
 import type pg from 'pg';
 import type { FailureReason } from '../../core/delivery.js';
 import { EXTERNAL_SENDER, type Message } from '../../core/message.js';
-import type { ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedResult } from '../../core/work-source.js';
+import type { AgentLoad, ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedResult, TakenBack } from '../../core/work-source.js';
 import { messageOf, type JournalRow } from '../../store/rows.js';
 import type { RecoveredMessages, RecoveryReport } from '../../core/journal.js';
 import { notify, type Channels } from '../bus/channels.js';
@@ -108,16 +108,20 @@ export class PgClusterJournal extends PgJournal {
     return { messages: [], report };
   }
 
-  /** Per recipient, across every process: PENDING and DISPATCHED entries (from the partial indexes). */
-  async agentLoad(): Promise<Map<string, { queued: number; inFlight: number }>> {
+  /**
+   * Per recipient, across every process: PENDING and DISPATCHED entries (from the partial
+   * indexes), and the thread of its latest claimed delivery.
+   */
+  async agentLoad(): Promise<Map<string, AgentLoad>> {
     await this.writer.flush();
     const rows = (
-      await this.pool.query<{ recipient: string; queued: number; in_flight: number }>(
-        `SELECT recipient, COUNT(*) FILTER (WHERE state = 'PENDING') AS queued, COUNT(*) FILTER (WHERE state = 'DISPATCHED') AS in_flight
+      await this.pool.query<{ recipient: string; queued: number; in_flight: number; current_thread: string | null }>(
+        `SELECT recipient, COUNT(*) FILTER (WHERE state = 'PENDING') AS queued, COUNT(*) FILTER (WHERE state = 'DISPATCHED') AS in_flight,
+           (array_agg(thread_id ORDER BY dispatched_at DESC, seq DESC) FILTER (WHERE state = 'DISPATCHED'))[1] AS current_thread
          FROM journal WHERE state IN ('PENDING', 'DISPATCHED') GROUP BY recipient`,
       )
     ).rows;
-    return new Map(rows.map((r) => [r.recipient, { queued: r.queued, inFlight: r.in_flight }]));
+    return new Map(rows.map((r) => [r.recipient, { queued: r.queued, inFlight: r.in_flight, currentThread: r.current_thread }]));
   }
 
   /** Claims work for `workerId` (see CLAIM_SQL), with the claimed threads' records. */
@@ -213,9 +217,10 @@ export class PgClusterJournal extends PgJournal {
   /**
    * Takes back the claims of workers whose heartbeat is older than their lease or that stopped
    * (and DISPATCHED entries nobody holds): PENDING again with attempt + 1, or FAILED
-   * max_attempts once past `maxAttempts`. Returns how many went back to PENDING and FAILED.
+   * max_attempts once past `maxAttempts`. Returns how many went back to PENDING and FAILED, in
+   * all and per process that held them.
    */
-  reclaimExpired(maxAttempts: number, onlyWorker?: string, orphans?: OrphanedClaims): Promise<{ retried: number; failed: number }> {
+  reclaimExpired(maxAttempts: number, onlyWorker?: string, orphans?: OrphanedClaims): Promise<Reclaimed> {
     const now = this.now();
     return this.writer.transaction(async (tx) => {
       const holders = orphans
@@ -225,12 +230,12 @@ export class PgClusterJournal extends PgJournal {
           : `(j.claimed_by IS NULL OR j.claimed_by NOT IN (SELECT id FROM workers WHERE stopped_at IS NULL AND heartbeat_at >= $1::bigint - lease_ms))`;
       const params = orphans ? [orphans.worker, orphans.claimedBefore, [...orphans.held]] : [onlyWorker ?? now];
       const taken = (
-        await tx.query<{ seq: number; thread_id: string; attempt: number }>(
-          `SELECT j.seq, j.thread_id, j.attempt FROM journal j WHERE j.state = 'DISPATCHED' AND ${holders} FOR UPDATE SKIP LOCKED`,
+        await tx.query<{ seq: number; thread_id: string; attempt: number; claimed_by: string | null }>(
+          `SELECT j.seq, j.thread_id, j.attempt, j.claimed_by FROM journal j WHERE j.state = 'DISPATCHED' AND ${holders} FOR UPDATE SKIP LOCKED`,
           params,
         )
       ).rows;
-      if (taken.length === 0) return { retried: 0, failed: 0 };
+      if (taken.length === 0) return { retried: 0, failed: 0, from: [] };
       const give = taken.filter((r) => r.attempt + 1 > maxAttempts);
       const retry = taken.filter((r) => r.attempt + 1 <= maxAttempts);
       if (retry.length > 0) {
@@ -251,7 +256,18 @@ export class PgClusterJournal extends PgJournal {
         for (let i = 0; i < give.length; i++) this.counts.moved('DISPATCHED', 'FAILED');
         await settleThreads(tx, new Map(give.map((r) => [r.thread_id, error])), now, false);
       }
-      return { retried: retry.length, failed: give.length };
+      const holderIds = [...new Set(taken.map((r) => r.claimed_by).filter((id): id is string => id !== null))];
+      const names = new Map(
+        holderIds.length === 0 ? [] : (await tx.query<{ id: string; name: string }>('SELECT id, name FROM workers WHERE id = ANY($1::text[])', [holderIds])).rows.map((r) => [r.id, r.name]),
+      );
+      const from = new Map<string | null, { worker: string | null; name: string | null; retried: number; failed: number }>();
+      for (const r of taken) {
+        let one = from.get(r.claimed_by);
+        if (!one) from.set(r.claimed_by, (one = { worker: r.claimed_by, name: r.claimed_by === null ? null : (names.get(r.claimed_by) ?? null), retried: 0, failed: 0 }));
+        if (r.attempt + 1 > maxAttempts) one.failed++;
+        else one.retried++;
+      }
+      return { retried: retry.length, failed: give.length, from: [...from.values()] };
     });
   }
 
@@ -323,6 +339,13 @@ export class PgClusterJournal extends PgJournal {
       committed.has(o.message.id) ? { committed: true, threadFinished: last.get(o.message.threadId) === o ? (finished.get(o.message.threadId) ?? null) : null } : NOT_OURS,
     );
   }
+}
+
+/** What reclaimExpired took back: in all, and per process that held it. */
+export interface Reclaimed {
+  readonly retried: number;
+  readonly failed: number;
+  readonly from: readonly TakenBack[];
 }
 
 /**

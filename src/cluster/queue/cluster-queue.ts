@@ -3,7 +3,16 @@ import { EXTERNAL_SENDER, type Message } from '../../core/message.js';
 import type { DeliveryQueue, Placement, QueueHost } from '../../core/queue.js';
 import type { Journal, RecoveredMessages } from '../../core/journal.js';
 import type { ThreadRecord, ThreadStore } from '../../core/thread.js';
-import { recordsKeptByStore, type AgentLoad, type ClaimedWork, type DeliveryOutcomeWrite, type FencedResult, type WorkerRecord, type WorkSource } from '../../core/work-source.js';
+import {
+  recordsKeptByStore,
+  type AgentLoad,
+  type ClaimedWork,
+  type DeliveryOutcomeWrite,
+  type FencedResult,
+  type ProcessList,
+  type WorkerRecord,
+  type WorkSource,
+} from '../../core/work-source.js';
 import { Errors } from '../../errors/catalogue.js';
 
 /**
@@ -22,6 +31,7 @@ export class ClusterQueue implements DeliveryQueue {
   private claimAgain = false;
   private unlisten: (() => void) | null = null;
   private claimTrouble = false;
+  private offTakenBack: (() => void) | null = null;
 
   constructor(
     private readonly work: WorkSource,
@@ -35,11 +45,14 @@ export class ClusterQueue implements DeliveryQueue {
 
   open(host: QueueHost): void {
     this.host = host;
+    this.offTakenBack = this.work.onTakenBack((taken) => host.takenBack(taken));
   }
 
   close(): void {
     this.unlisten?.();
     this.unlisten = null;
+    this.offTakenBack?.();
+    this.offTakenBack = null;
   }
 
   /** The journal's recovery of a clustered store returns nothing to deliver: claims that outlived their process come back by lease. */
@@ -136,8 +149,9 @@ export class ClusterQueue implements DeliveryQueue {
     return (await this.threads.list({ status: 'active', limit: 0, offset: 0 })).total;
   }
 
-  workers(): Promise<readonly WorkerRecord[] | null> {
-    return this.work.workers();
+  /** The store's `workers` table: this process has its own row there. */
+  async workers(_self: WorkerRecord): Promise<ProcessList> {
+    return { shared: true, processes: await this.work.workers() };
   }
 
   /** The store's record, which every process's outcomes and kills write in their own transactions. */

@@ -1,6 +1,6 @@
 import type { FailureReason } from '../../core/delivery.js';
 import type { Message } from '../../core/message.js';
-import type { AgentLoad, ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedResult, WorkSource } from '../../core/work-source.js';
+import type { AgentLoad, ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedResult, TakenBack, WorkSource } from '../../core/work-source.js';
 import type { Logger } from '../../util/logger.js';
 import type { WorkerRecord } from '../../core/work-source.js';
 import type { Channels, PgListener } from '../bus/channels.js';
@@ -36,6 +36,7 @@ export class PgWorkSource implements WorkSource {
   readonly handlers: boolean;
   readonly concurrency: number | null;
   private readonly wakers = new Set<() => void>();
+  private readonly takenBackWatchers = new Set<(taken: readonly TakenBack[]) => void>();
   private inFlight = 0;
   /** The message ids of the deliveries this process runs (see holding). */
   private held: (() => Iterable<string>) | null = null;
@@ -134,6 +135,11 @@ export class PgWorkSource implements WorkSource {
     return () => this.wakers.delete(fn);
   }
 
+  onTakenBack(fn: (taken: readonly TakenBack[]) => void): () => void {
+    this.takenBackWatchers.add(fn);
+    return () => this.takenBackWatchers.delete(fn);
+  }
+
   holding(held: () => Iterable<string>): void {
     this.held = held;
   }
@@ -198,17 +204,31 @@ export class PgWorkSource implements WorkSource {
 
   /** `others`: take back the claims of processes whose lease expired (see beatingSince); this process's orphans always. */
   private async reclaim(others = true): Promise<void> {
-    let { retried, failed } = others ? await this.o.journal.reclaimExpired(this.o.maxAttempts) : { retried: 0, failed: 0 };
+    const expired = others ? await this.o.journal.reclaimExpired(this.o.maxAttempts) : { retried: 0, failed: 0, from: [] };
+    let { retried, failed } = expired;
+    const from = [...expired.from];
     if (this.held) {
       // Taken after the ids are read: a claim committed meanwhile is younger than a lease.
       const orphans = { worker: this.workerId, held: [...this.held()], claimedBefore: Date.now() - this.o.me.leaseMs };
       const own = await this.o.journal.reclaimExpired(this.o.maxAttempts, undefined, orphans);
-      if (own.retried + own.failed > 0) this.o.logger?.warn(own, 'gave back claims this process held in the database but was not running (a claim whose commit outlived its connection)');
+      if (own.retried + own.failed > 0)
+        this.o.logger?.warn(
+          { retried: own.retried, failed: own.failed },
+          'gave back claims this process held in the database but was not running (a claim whose commit outlived its connection)',
+        );
       retried += own.retried;
       failed += own.failed;
+      from.push(...own.from);
     }
     if (retried + failed === 0) return;
     this.o.logger?.warn({ retried, failed }, 'took back the deliveries of workers whose lease expired');
+    for (const fn of this.takenBackWatchers) {
+      try {
+        fn(from);
+      } catch (err) {
+        this.o.logger?.warn({ err }, 'a watcher of deliveries taken back failed');
+      }
+    }
     if (retried > 0) this.wake();
   }
 }

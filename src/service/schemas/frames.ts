@@ -5,6 +5,7 @@ import { JournalStats, OrganismStatus } from './organism.js';
 import { Nullable, NullableString, NullableTimestamp, Timestamp } from './common.js';
 import { ThreadInfo } from './thread.js';
 import { UsageTotals } from './usage.js';
+import { WorkerInfo } from './worker.js';
 
 /**
  * The WebSocket frames of /ws and /ws/messages (docs/websocket.md), as schemas: the typed
@@ -138,6 +139,22 @@ export const LlmDeltaFrame = Type.Object({
   text: Type.String(),
 });
 
+/** A process of the organism came, stopped, was lost (silent past its lease) or is back. */
+export const WorkerFrame = Type.Object({
+  ...head('worker'),
+  change: Type.Enum(['joined', 'stopped', 'lost', 'back']),
+  worker: WorkerInfo,
+});
+
+/** Deliveries another process held were taken back (its lease expired): PENDING again, or FAILED max_attempts. */
+export const DeliveriesTakenBackFrame = Type.Object({
+  ...head('deliveries_taken_back'),
+  worker: Nullable(Type.String({ description: 'The id of the process that held them (null: nobody held them)' })),
+  name: NullableString,
+  retried: Type.Integer({ description: 'Back to PENDING with attempt + 1' }),
+  failed: Type.Integer({ description: 'FAILED max_attempts (out of attempts)' }),
+});
+
 export const SubscribedFrame = Type.Object({ ...head('subscribed'), ...replyId, filter: WsFilter });
 export const InjectedFrame = Type.Object({ ...head('injected'), ...replyId, threadId: Type.String(), messageId: Type.String() });
 export const PongFrame = Type.Object({ ...head('pong'), ...replyId });
@@ -162,6 +179,8 @@ export const ServerFrame = Type.Union([
   OrganismStatusFrame,
   JournalFailedFrame,
   LlmDeltaFrame,
+  WorkerFrame,
+  DeliveriesTakenBackFrame,
   SubscribedFrame,
   InjectedFrame,
   PongFrame,

@@ -15,15 +15,17 @@ export const WorkerInfo = Type.Object(
     stoppedAt: NullableTimestamp,
     alive: Type.Boolean({ description: 'Heartbeating within its lease and not stopped' }),
     concurrency: Nullable(Type.Integer({ description: '--concurrency; null: limits.max_concurrent_handlers' })),
-    inFlight: Type.Integer({ description: 'Deliveries it ran at its last heartbeat; 0 when it is not alive' }),
-    leaseSeconds: Type.Number({ description: 'Silent this long, its deliveries are taken over' }),
+    inFlight: Type.Integer({
+      description: 'Alive: deliveries it ran at its last heartbeat (embedded: now). Not alive: the claims it still holds in the database, 0 once they were taken back',
+    }),
+    leaseSeconds: Nullable(Type.Number({ description: 'Silent this long, its deliveries are taken over; null: embedded, no lease' })),
   },
   { title: 'WorkerInfo' },
 );
 
 export const WorkerListResponse = Type.Object(
   {
-    shared: Type.Boolean({ description: 'false: an embedded organism (SQLite or memory), one process, no workers listed' }),
+    shared: Type.Boolean({ description: 'false: an embedded organism (SQLite, memory, PostgreSQL --exclusive): its one process is listed, kind serve' }),
     workers: Type.Array(WorkerInfo),
     count: Type.Integer(),
   },

@@ -2,6 +2,7 @@ import type { OrganismEvent, OrganismEventType } from '../../events/types.js';
 import type { UsageEvent } from '../../usage/types.js';
 import { iso } from '../time.js';
 import { messageView, threadView } from '../views.js';
+import { workerView } from '../worker-view.js';
 
 /** What filters look at, beside the frame itself. */
 export interface FrameMeta {
@@ -117,6 +118,8 @@ function metaOf(e: OrganismEvent): FrameMeta {
       return meta(e.threadId, [e.agent]);
     case 'reload':
     case 'organism_status':
+    case 'worker':
+    case 'deliveries_taken_back':
       return meta(null, []);
   }
 }
@@ -155,6 +158,10 @@ function bodyOf(e: OrganismEvent): Record<string, unknown> {
       };
     case 'organism_status':
       return { status: e.status };
+    case 'worker':
+      return { change: e.change, worker: workerView(e.worker) };
+    case 'deliveries_taken_back':
+      return { worker: e.worker, name: e.name, retried: e.retried, failed: e.failed };
   }
 }
 

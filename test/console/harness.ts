@@ -36,11 +36,15 @@ export interface Server {
   stop(): Promise<void>;
 }
 
-/** Starts `organism serve` on a copy of the fixture organism; resolves once it prints its URLs. */
-export async function startServer(extraArgs: string[] = []): Promise<Server> {
+/**
+ * Starts `organism serve` on a copy of the fixture organism; resolves once it prints its URLs.
+ * `setup` may change the copy (write another organism.yaml) before the server starts.
+ */
+export async function startServer(extraArgs: string[] = [], options: { setup?: (dir: string) => void } = {}): Promise<Server> {
   if (!existsSync(path.resolve('dist/console/index.html'))) throw new Error('console not built: run npm run build:console');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'organism-console-'));
   cpSync(FIXTURE, dir, { recursive: true });
+  options.setup?.(dir);
   const configPath = path.join(dir, 'organism.yaml');
   const port = await freePort();
   const proc = spawn(process.execPath, [BIN, 'serve', configPath, '--port', String(port), '--data-dir', path.join(dir, 'data'), '--log-level', 'warn', ...extraArgs], {

@@ -5,6 +5,7 @@ import { api, type JournalEntry, type MessageRecord, type UsageEvent } from '../
 import { AgentFilter, Filter, Pager, ThreadLink } from '../lists';
 import { useRefetchOn } from '../session';
 import { Card, Confirm, ErrorBox, fmt, Json, Loading, OpButton, StateBadge } from '../ui';
+import { ThreadLlmCalls } from './thread/LlmCallInspector';
 
 const PAGE = 25;
 const STATUSES = ['active', 'completed', 'error', 'killed'];
@@ -238,6 +239,9 @@ export function ThreadDetailView() {
             ))}
           </tbody>
         </table>
+      </Card>
+      <Card title="LLM call inspector" className="span-all">
+        <ThreadLlmCalls threadId={threadId} />
       </Card>
       <Card title="Timeline" className="span-all">
         <ErrorBox error={messages.error} />

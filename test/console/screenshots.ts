@@ -77,6 +77,8 @@ if (wanted('inspector')) {
       const page = await browser.context.newPage();
       await page.setViewportSize({ width: 1280, height: 900 });
       await signIn(page, organism.url, OP_TOKEN, `/threads/${investigated}`);
+      // An element screenshot scrolls: the sticky header would be drawn over the middle of it.
+      await page.addStyleTag({ content: 'header { position: static !important; }' });
       const inspector = page.getByRole('region', { name: 'LLM call inspector' });
       const heads = inspector.locator('.llm-call-head');
       await eventually(async () => (await heads.count()) === 3, 'the three calls');
@@ -87,6 +89,7 @@ if (wanted('inspector')) {
       process.stdout.write(`docs/console/inspector-${scheme}.png\n`);
       if (scheme === 'light') {
         await page.goto(`${organism.url}/threads/${offline}`);
+        await page.addStyleTag({ content: 'header { position: static !important; }' });
         const failed = page.getByRole('region', { name: 'LLM call inspector' });
         await eventually(async () => (await failed.locator('.llm-call-head').count()) === 2, 'the two failed attempts');
         await failed.locator('.llm-call-head').nth(1).click();

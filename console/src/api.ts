@@ -17,6 +17,7 @@ import {
   type Journal,
   type JournalEntry as WireJournalEntry,
   type JournalListQuery,
+  type LlmCall as WireLlmCall,
   type Message,
   type Organism,
   type OrganismClient,
@@ -73,6 +74,8 @@ export interface JsonSchema {
 /** A capability as listed (its summary) or fetched (with its schemas); jsonSchema, an open object in the schema, is a JSON Schema. */
 export type Capability = CapabilityList['capabilities'][number] & Partial<Omit<WireCapability, 'jsonSchema'>> & { jsonSchema?: JsonSchema };
 export type ReloadResult = Reload;
+/** One recorded LLM call (a provider attempt) with the MCP tool calls it asked for (operators only). */
+export type LlmCall = WireLlmCall;
 export type Page = Pick<ThreadList, 'count' | 'total' | 'offset' | 'limit'>;
 
 export class ApiError extends Error {
@@ -158,4 +161,6 @@ export const api = {
     call((c) => c.journal.list(given(q) as JournalListQuery)) as Promise<Page & { entries: JournalEntry[] }>,
   journalStats: (): Promise<JournalStats> => call((c) => c.journal.stats()),
   redeliver: (id: string): Promise<unknown> => call((c) => c.journal.redeliver(id)),
+  threadLlmCalls: (id: string, limit = 100): Promise<Page & { calls: LlmCall[] }> => call((c) => c.threads.llmCalls(id, { limit })),
+  agentLlmCalls: (name: string, limit = 25): Promise<Page & { calls: LlmCall[] }> => call((c) => c.agents.llmCalls(name, { limit })),
 };

@@ -128,6 +128,8 @@ export class RestClient {
     schema: (name: string): Promise<T.AgentSchema> => this.#api('GET', `/agents/${seg(name)}/schema`),
     pause: (name: string): Promise<T.Pause> => this.#api('POST', `/agents/${seg(name)}/pause`),
     resume: (name: string): Promise<T.Resume> => this.#api('POST', `/agents/${seg(name)}/resume`),
+    /** The agent's latest recorded LLM calls, newest first, failed attempts included (operator). */
+    llmCalls: (name: string, page: { limit?: number; offset?: number } = {}): Promise<T.AgentLlmCalls> => this.#api('GET', `/agents/${seg(name)}/llm-calls`, { query: { ...page } }),
   };
 
   readonly threads = {

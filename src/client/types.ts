@@ -12,8 +12,8 @@ import type { HealthResponse } from '../service/schemas/health.js';
 import type { WorkerListResponse } from '../service/schemas/worker.js';
 import type { InjectRequest, InjectResponse } from '../service/schemas/inject.js';
 import type { JournalEntryInfo, JournalListResponse, JournalQuery, RedeliverResponse } from '../service/schemas/journal.js';
-import type { DeliveryLlmCallsResponse, LlmCallInfo, ThreadLlmCallsResponse } from '../service/schemas/llm-call.js';
 import type { WaterfallResponse } from '../service/schemas/waterfall.js';
+import type { AgentLlmCallsResponse, DeliveryLlmCallsResponse, LlmCallInfo, ThreadLlmCallsResponse } from '../service/schemas/llm-call.js';
 import type { MessageListResponse, MessageQuery, MessageRecord } from '../service/schemas/message.js';
 import type { EdgeTrafficResponse, JournalStats, OrganismInfo, ReloadQuery, ReloadResponse, RestartResponse, StopResponse } from '../service/schemas/organism.js';
 import type { WhoAmI as WhoAmIResponse } from '../service/schemas/whoami.js';
@@ -45,7 +45,7 @@ export type EdgeTraffic = Static<typeof EdgeTrafficResponse>;
 export type WhoAmI = Static<typeof WhoAmIResponse>;
 /** The answer of `GET /api/v1/journal/stats`. */
 export type Journal = Static<typeof JournalStats>;
-/** One recorded LLM call (in `DeliveryLlmCalls` and `ThreadLlmCalls`). */
+/** One recorded LLM call (in `DeliveryLlmCalls`, `ThreadLlmCalls` and `AgentLlmCalls`). */
 export type LlmCall = Static<typeof LlmCallInfo>;
 /** The answer of `GET /api/v1/journal/{messageId}/llm-calls`. */
 export type DeliveryLlmCalls = Static<typeof DeliveryLlmCallsResponse>;
@@ -53,6 +53,8 @@ export type DeliveryLlmCalls = Static<typeof DeliveryLlmCallsResponse>;
 export type ThreadLlmCalls = Static<typeof ThreadLlmCallsResponse>;
 /** The answer of `GET /api/v1/threads/{threadId}/waterfall`. */
 export type Waterfall = Static<typeof WaterfallResponse>;
+/** The answer of `GET /api/v1/agents/{name}/llm-calls`. */
+export type AgentLlmCalls = Static<typeof AgentLlmCallsResponse>;
 /** The answer of `POST /api/v1/organism/reload`. */
 export type Reload = Static<typeof ReloadResponse>;
 /** The query of `POST /api/v1/organism/reload`. */

@@ -119,6 +119,8 @@ export interface LlmCallRecord {
   readonly overOutputCap: boolean;
   readonly cost: number | null;
   readonly error: string | null;
+  /** What `llm.record` kept of it (absent on calls recorded before this field: read `request`). */
+  readonly record?: 'full' | 'metadata';
 }
 
 /** One MCP tool call an agent made inside a delivery (requested by the LLM call `llmCallId`). */

@@ -6,12 +6,12 @@ import type { ThreadStore } from './thread.js';
 import type { UsageStore } from './usage.js';
 import type { DeliveryQueue } from './queue.js';
 
-/** The LLM calls and MCP tool calls of one delivery or thread, oldest first. */
+/** The LLM calls and MCP tool calls of one delivery or thread (oldest first) or agent (newest first). */
 export interface RecordedCalls {
   readonly calls: readonly LlmCallRecord[];
   /** Tool calls requested by the calls above. */
   readonly tools: readonly ToolCallRecord[];
-  /** Calls matching before paging (threads page; a delivery's are all returned). */
+  /** Calls matching before paging (threads and agents page; a delivery's are all returned). */
   readonly total: number;
 }
 
@@ -22,6 +22,8 @@ export interface RecordedCalls {
 export interface LlmCallStore extends CallRecordSink {
   forMessage(messageId: string): Promise<RecordedCalls>;
   forThread(threadId: string, page: { limit: number; offset: number }): Promise<RecordedCalls>;
+  /** One agent's calls across its threads, newest first (failed attempts included). */
+  forAgent(agent: string, page: { limit: number; offset: number }): Promise<RecordedCalls>;
 }
 
 /**

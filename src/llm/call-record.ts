@@ -13,11 +13,12 @@ export class CallRecorder {
   call(record: LlmCallRecord): void {
     if (this.mode === 'off') return;
     if (this.mode === 'full') {
-      this.sink.recordCall(record);
+      this.sink.recordCall({ ...record, record: 'full' });
       return;
     }
     this.sink.recordCall({
       ...record,
+      record: 'metadata',
       request: null,
       response: record.response && {
         text: null,

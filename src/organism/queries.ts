@@ -43,6 +43,8 @@ export interface BudgetQueries {
 export interface LlmCallQueries {
   forMessage(messageId: string): Promise<RecordedCalls>;
   forThread(threadId: string, page: { limit: number; offset: number }): Promise<RecordedCalls>;
+  /** One agent's calls, newest first. */
+  forAgent(agent: string, page: { limit: number; offset: number }): Promise<RecordedCalls>;
 }
 
 /** The organism's events as they happen (live views). */
@@ -89,6 +91,7 @@ export function organismQueries(parts: { readonly storage: OrganismStorage; read
     llmCalls: {
       forMessage: (messageId) => llmCalls.forMessage(messageId),
       forThread: (threadId, page) => llmCalls.forThread(threadId, page),
+      forAgent: (agent, page) => llmCalls.forAgent(agent, page),
     },
     events: { on: (listener, options) => bus.on(listener, options) },
   };

@@ -89,6 +89,7 @@ describe('organism/client against the real server (SQLite storage)', () => {
     expect((await c.messages.list({ threadId })).total).toBeGreaterThanOrEqual(2);
     expect((await c.threads.llmCalls(threadId)).calls[0]).toMatchObject({ agent: 'greeter', tools: ['send_to_shouter', 'reply'] });
     expect((await c.journal.llmCalls(messageId)).count).toBe(1);
+    expect((await c.agents.llmCalls('greeter', { limit: 5 })).calls[0]).toMatchObject({ agent: 'greeter', threadId, record: 'full' });
 
     expect((await c.usage.overview()).usage.totals.requestCount).toBeGreaterThan(0);
     expect((await c.usage.threads()).defaultMaxTokens).toBe(50000);

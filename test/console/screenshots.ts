@@ -1,10 +1,11 @@
 // Screenshots of the console's main views for docs/console/ (npm run console:screenshots).
 // The same parts as the browser tests: a real `organism serve` with demo traffic, Debian's Chromium.
-// Names after `--` take only those (`npm run console:screenshots -- waterfall`).
+// Names after `--` take only those (`npm run console:screenshots -- waterfall`, `-- inspector`).
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { startHttpMcpServer } from '../mcp/fixtures/mcp-server.js';
 import { eventually, launchBrowser, OP_TOKEN, signIn, startServer } from './harness.js';
+import { closedPort, inspectorYaml, writeInspectorOrganism } from './inspector-organism.js';
 import { prepare } from './waterfall-fixture.js';
 
 const OUT = path.resolve('docs/console');
@@ -12,8 +13,10 @@ mkdirSync(OUT, { recursive: true });
 const only = process.argv.slice(2);
 const wanted = (name: string) => only.length === 0 || only.includes(name);
 
-if (only.length === 0 || only.some((n) => n !== 'waterfall')) await views();
+const pictures = ['waterfall', 'inspector'];
+if (only.length === 0 || only.some((n) => !pictures.includes(n))) await views();
 if (wanted('waterfall')) await waterfall();
+if (wanted('inspector')) await inspector();
 
 async function views(): Promise<void> {
   const server = await startServer(['--demo-traffic', '1']);
@@ -101,6 +104,51 @@ async function waterfall(): Promise<void> {
     }
   } finally {
     await server.stop();
+    await mcp.close();
+  }
+}
+
+/** The LLM call inspector: an MCP call and a repair round opened; a provider that is down. */
+async function inspector(): Promise<void> {
+  const mcp = await startHttpMcpServer();
+  const organism = await startServer([], { prepare: writeInspectorOrganism(inspectorYaml(mcp.url, await closedPort())) });
+  try {
+    const settled = async (to: string, text: string) => {
+      const threadId = (await organism.api('POST', '/inject', { to, payload: { text } })).body.threadId as string;
+      await eventually(async () => (await organism.api('GET', `/threads/${threadId}`)).body.status !== 'active', `the ${to} thread to settle`, 60_000);
+      return threadId;
+    };
+    const investigated = await settled('investigator', 'tide pools');
+    const offline = await settled('offline', 'anyone there?');
+    for (const scheme of ['light', 'dark'] as const) {
+      const browser = await launchBrowser({ colorScheme: scheme });
+      const page = await browser.context.newPage();
+      await page.setViewportSize({ width: 1280, height: 900 });
+      await signIn(page, organism.url, OP_TOKEN, `/threads/${investigated}`);
+      // An element screenshot scrolls: the sticky header would be drawn over the middle of it.
+      await page.addStyleTag({ content: 'header { position: static !important; }' });
+      const inspector = page.getByRole('region', { name: 'LLM call inspector' });
+      const heads = inspector.locator('.llm-call-head');
+      await eventually(async () => (await heads.count()) === 3, 'the three calls');
+      await heads.nth(0).click();
+      await heads.nth(2).click();
+      await inspector.getByRole('listitem', { name: 'Delivery to announcer' }).waitFor();
+      await inspector.screenshot({ path: path.join(OUT, `inspector-${scheme}.png`) });
+      process.stdout.write(`docs/console/inspector-${scheme}.png\n`);
+      if (scheme === 'light') {
+        await page.goto(`${organism.url}/threads/${offline}`);
+        await page.addStyleTag({ content: 'header { position: static !important; }' });
+        const failed = page.getByRole('region', { name: 'LLM call inspector' });
+        await eventually(async () => (await failed.locator('.llm-call-head').count()) === 2, 'the two failed attempts');
+        await failed.locator('.llm-call-head').nth(1).click();
+        await failed.getByRole('alert').waitFor();
+        await failed.screenshot({ path: path.join(OUT, 'inspector-failed-light.png') });
+        process.stdout.write('docs/console/inspector-failed-light.png\n');
+      }
+      await browser.close();
+    }
+  } finally {
+    await organism.stop();
     await mcp.close();
   }
 }

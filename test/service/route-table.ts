@@ -29,6 +29,7 @@ export const ROUTES: readonly RouteCase[] = [
   { method: 'GET', template: '/api/v1/agents/{name}/schema', access: 'viewer' },
   { method: 'POST', template: '/api/v1/agents/{name}/pause', access: 'operator' },
   { method: 'POST', template: '/api/v1/agents/{name}/resume', access: 'operator' },
+  { method: 'GET', template: '/api/v1/agents/{name}/llm-calls', access: 'operator' },
   { method: 'GET', template: '/api/v1/threads', access: 'viewer' },
   { method: 'GET', template: '/api/v1/threads/{threadId}', access: 'viewer' },
   { method: 'GET', template: '/api/v1/threads/{threadId}/messages', access: 'viewer' },

@@ -6,6 +6,7 @@ import { useLive } from '../live';
 import { useIsOperator, useRefetchOn } from '../session';
 import { useTick } from '../tick';
 import { Card, ErrorBox, fmt, Json, Loading, OpButton, StateBadge } from '../ui';
+import { AgentLlmCalls } from './thread/LlmCallInspector';
 
 /** Pause/Resume buttons with the accessible names `Pause <name>` / `Resume <name>`. */
 export function PauseResume({ agent }: { agent: AgentInfo }) {
@@ -178,6 +179,11 @@ export function AgentDetailView() {
           <ErrorBox error={xsd.error} />
         )}
       </Card>
+      {a.isAgent && (
+        <Card title="LLM call inspector" className="span-all">
+          <AgentLlmCalls name={a.name} />
+        </Card>
+      )}
       <Card title="Recent messages" className="span-all">
         <table>
           <thead>

@@ -6,6 +6,7 @@ import { AgentFilter, Filter, Pager, ThreadLink } from '../lists';
 import { useRefetchOn } from '../session';
 import { Card, Confirm, ErrorBox, fmt, Json, Loading, OpButton, StateBadge } from '../ui';
 import { Waterfall } from './thread/Waterfall';
+import { ThreadLlmCalls } from './thread/LlmCallInspector';
 
 const PAGE = 25;
 const STATUSES = ['active', 'completed', 'error', 'killed'];
@@ -242,6 +243,9 @@ export function ThreadDetailView() {
       </Card>
       <Card title="Waterfall" className="span-all">
         <Waterfall threadId={threadId} />
+      </Card>
+      <Card title="LLM call inspector" className="span-all">
+        <ThreadLlmCalls threadId={threadId} />
       </Card>
       <Card title="Timeline" className="span-all">
         <ErrorBox error={messages.error} />

@@ -4,7 +4,8 @@ import type { LlmCallRecord, ToolCallRecord } from '../../llm/call-record.js';
 import type { RecordedCalls } from '../../core/storage.js';
 import type { ServiceContext } from '../context.js';
 import { errorResponses } from '../schemas/error.js';
-import { DeliveryLlmCallsResponse, LlmCallPageQuery, MessageIdParams, ThreadLlmCallsResponse } from '../schemas/llm-call.js';
+import { AgentLlmCallsResponse, DeliveryLlmCallsResponse, LlmCallPageQuery, MessageIdParams, ThreadLlmCallsResponse } from '../schemas/llm-call.js';
+import { AgentParams } from '../schemas/agent.js';
 import { ThreadParams } from '../schemas/thread.js';
 import { iso } from '../time.js';
 
@@ -48,6 +49,8 @@ function callView(c: LlmCallRecord, tools: readonly ToolCallRecord[]) {
     overOutputCap: c.overOutputCap ?? false,
     cost: c.cost,
     error: c.error,
+    // Calls recorded before the field: metadata mode is the one that drops the request.
+    record: c.record ?? (c.request == null ? ('metadata' as const) : ('full' as const)),
     toolExecutions: tools.filter((t) => t.llmCallId === c.id).map(toolView),
   };
 }
@@ -101,6 +104,28 @@ export const llmCallRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (a
       const recorded = await organism.queries.llmCalls.forThread(threadId, { limit, offset });
       const calls = views(recorded);
       return { threadId, calls, count: calls.length, total: recorded.total, offset, limit };
+    },
+  );
+
+  app.get(
+    '/agents/:name/llm-calls',
+    {
+      config,
+      schema: {
+        tags: ['agents'],
+        summary: "The agent's latest LLM calls across its threads, newest first, failed attempts included (operator)",
+        params: AgentParams,
+        querystring: LlmCallPageQuery,
+        response: { 200: AgentLlmCallsResponse, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const { name } = request.params;
+      organism.agent(name); // AGENT_NOT_FOUND (404) for a name the organism does not have
+      const { limit = 50, offset = 0 } = request.query;
+      const recorded = await organism.queries.llmCalls.forAgent(name, { limit, offset });
+      const calls = views(recorded);
+      return { agent: name, calls, count: calls.length, total: recorded.total, offset, limit };
     },
   );
 };

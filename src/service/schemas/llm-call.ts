@@ -59,7 +59,10 @@ export const LlmCallInfo = Type.Object(
       description: 'The provider reported more completion tokens than maxOutputTokens: billed as reported, flagged here (and counted in organism_llm_output_over_cap_total)',
     }),
     cost: NullableNumber,
-    error: NullableString,
+    error: Nullable(Type.String({ description: 'Why this attempt failed (provider down, HTTP error, timeout, abort); null when it answered' })),
+    record: Type.Union([Type.Literal('full'), Type.Literal('metadata')], {
+      description: 'What llm.record kept: full, or metadata (no prompt, answer text, tool arguments or results)',
+    }),
     toolExecutions: Type.Array(ToolExecutionInfo, { description: 'MCP tool calls this call requested, in order' }),
   },
   { title: 'LlmCall' },
@@ -73,6 +76,11 @@ export const DeliveryLlmCallsResponse = Type.Object(
 export const ThreadLlmCallsResponse = Type.Object(
   { threadId: Type.String(), calls: Type.Array(LlmCallInfo, { description: 'Oldest first' }), ...PageFields },
   { title: 'ThreadLlmCallsResponse' },
+);
+
+export const AgentLlmCallsResponse = Type.Object(
+  { agent: Type.String(), calls: Type.Array(LlmCallInfo, { description: 'Newest first' }), ...PageFields },
+  { title: 'AgentLlmCallsResponse' },
 );
 
 export const LlmCallPageQuery = Type.Object({ ...PageQuery });

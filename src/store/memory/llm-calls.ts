@@ -37,6 +37,16 @@ export class MemoryLlmCallStore implements LlmCallStore {
     return { calls, tools: this.toolsOf(calls), total: all.length };
   }
 
+  async forAgent(agent: string, page: { limit: number; offset: number }): Promise<RecordedCalls> {
+    // Latest recorded first among equal start times, as the SQL stores order them.
+    const all = [...this.calls.values()]
+      .filter((c) => c.agent === agent)
+      .reverse()
+      .sort((a, b) => b.startedAt - a.startedAt);
+    const calls = all.slice(page.offset, page.offset + page.limit);
+    return { calls, tools: this.toolsOf(calls), total: all.length };
+  }
+
   private toolsOf(calls: readonly LlmCallRecord[]): ToolCallRecord[] {
     return calls.flatMap((c) => this.tools.get(c.id) ?? []);
   }

@@ -19,9 +19,9 @@ export class PgLlmCallStore implements LlmCallStore {
     void this.writer
       .write(async (tx) => {
         await tx.query(
-          `INSERT INTO llm_calls (id, thread_id, message_id, started_at, data) VALUES ($1, $2, $3, $4, $5)
-           ON CONFLICT (id) DO UPDATE SET thread_id = excluded.thread_id, message_id = excluded.message_id, started_at = excluded.started_at, data = excluded.data`,
-          [r.id, r.threadId, r.messageId, r.startedAt, data],
+          `INSERT INTO llm_calls (id, thread_id, message_id, agent, started_at, data) VALUES ($1, $2, $3, $4, $5, $6)
+           ON CONFLICT (id) DO UPDATE SET thread_id = excluded.thread_id, message_id = excluded.message_id, agent = excluded.agent, started_at = excluded.started_at, data = excluded.data`,
+          [r.id, r.threadId, r.messageId, r.agent, r.startedAt, data],
         );
       })
       .catch(() => {}); // reported by the writer's error handler
@@ -56,6 +56,20 @@ export class PgLlmCallStore implements LlmCallStore {
     const total = (await this.pool.query<{ n: number }>('SELECT COUNT(*) AS n FROM llm_calls WHERE thread_id = $1', [threadId])).rows[0]!.n;
     const ids = new Set(calls.map((c) => c.id));
     const tools = (await this.records<ToolCallRecord>('SELECT data FROM llm_tool_calls WHERE thread_id = $1 ORDER BY started_at, seq', [threadId])).filter((t) => ids.has(t.llmCallId));
+    return { calls, tools, total };
+  }
+
+  async forAgent(agent: string, page: { limit: number; offset: number }): Promise<RecordedCalls> {
+    await this.writer.flush();
+    const calls = await this.records<LlmCallRecord>('SELECT data FROM llm_calls WHERE agent = $1 ORDER BY started_at DESC, seq DESC LIMIT $2 OFFSET $3', [agent, page.limit, page.offset]);
+    const total = (await this.pool.query<{ n: number }>('SELECT COUNT(*) AS n FROM llm_calls WHERE agent = $1', [agent])).rows[0]!.n;
+    // The page's tool calls, found through their deliveries (indexed), then kept to the page's calls.
+    const ids = new Set(calls.map((c) => c.id));
+    const messageIds = [...new Set(calls.map((c) => c.messageId).filter((m): m is string => m !== null))];
+    const tools =
+      messageIds.length === 0
+        ? []
+        : (await this.records<ToolCallRecord>('SELECT data FROM llm_tool_calls WHERE message_id = ANY($1) ORDER BY started_at, seq', [messageIds])).filter((t) => ids.has(t.llmCallId));
     return { calls, tools, total };
   }
 

@@ -10,6 +10,13 @@ import { BUDGET_LEDGER_MIGRATION, BUDGET_LIFETIME_MIGRATION } from './budget-led
  * the database's collation. Counts that list totals read are kept in `row_counts` in the same transactions
  * as the rows (see journal-counts.ts): COUNT(*) in PostgreSQL reads every row it counts.
  */
+/** An agent's recent LLM calls (GET /agents/{name}/llm-calls): the agent as a column, indexed; calls kept so far get theirs. */
+export const PG_LLM_CALLS_AGENT_MIGRATION = `
+  ALTER TABLE llm_calls ADD COLUMN agent TEXT;
+  UPDATE llm_calls SET agent = (data::json)->>'agent';
+  CREATE INDEX llm_calls_agent ON llm_calls (agent, started_at, seq);
+`;
+
 export const PG_MIGRATIONS: readonly string[] = [
   `
   CREATE TABLE journal (
@@ -190,6 +197,8 @@ export const PG_MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE journal ADD COLUMN earlier_attempts TEXT;
   `,
+  // An agent's recent LLM calls (GET /agents/{name}/llm-calls).
+  PG_LLM_CALLS_AGENT_MIGRATION,
 ];
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;

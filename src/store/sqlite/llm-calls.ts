@@ -21,14 +21,14 @@ export class SqliteLlmCallStore implements LlmCallStore {
     private readonly db: Database.Database,
     private readonly writer: GroupWriter,
   ) {
-    this.insertCall = db.prepare(`INSERT OR REPLACE INTO llm_calls (id, thread_id, message_id, started_at, data) VALUES (?, ?, ?, ?, ?)`);
+    this.insertCall = db.prepare(`INSERT OR REPLACE INTO llm_calls (id, thread_id, message_id, agent, started_at, data) VALUES (?, ?, ?, ?, ?, ?)`);
     this.insertTool = db.prepare(`INSERT OR REPLACE INTO llm_tool_calls (id, llm_call_id, thread_id, message_id, started_at, data) VALUES (?, ?, ?, ?, ?, ?)`);
   }
 
   recordCall(r: LlmCallRecord): void {
     const data = JSON.stringify(r);
     void this.writer
-      .write(() => this.insertCall.run(r.id, r.threadId, r.messageId, r.startedAt, data))
+      .write(() => this.insertCall.run(r.id, r.threadId, r.messageId, r.agent, r.startedAt, data))
       .catch(() => {
         // reported by the writer's error handler
       });
@@ -57,6 +57,21 @@ export class SqliteLlmCallStore implements LlmCallStore {
       ids.has(t.llmCallId),
     );
     return { calls, tools, total };
+  }
+
+  async forAgent(agent: string, page: { limit: number; offset: number }): Promise<RecordedCalls> {
+    this.writer.flush();
+    const calls = this.parse<LlmCallRecord>(
+      prepared(this.db, 'SELECT data FROM llm_calls WHERE agent = ? ORDER BY started_at DESC, rowid DESC LIMIT ? OFFSET ?').all(agent, page.limit, page.offset),
+    );
+    const total = (prepared(this.db, 'SELECT COUNT(*) AS n FROM llm_calls WHERE agent = ?').get(agent) as { n: number }).n;
+    // The page's tool calls, found through their deliveries (indexed), then kept to the page's calls.
+    const ids = new Set(calls.map((c) => c.id));
+    const tools: ToolCallRecord[] = [];
+    for (const messageId of new Set(calls.map((c) => c.messageId).filter((m): m is string => m !== null))) {
+      tools.push(...this.parse<ToolCallRecord>(prepared(this.db, 'SELECT data FROM llm_tool_calls WHERE message_id = ? ORDER BY started_at, rowid').all(messageId)));
+    }
+    return { calls, tools: tools.filter((t) => ids.has(t.llmCallId)), total };
   }
 
   private parse<T>(rows: unknown[]): T[] {

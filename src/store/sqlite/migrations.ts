@@ -1,10 +1,17 @@
 import type Database from 'better-sqlite3';
 import { RECOUNT_JOURNAL_SQL } from './journal-counts.js';
 
-/** Schema versions, applied in order at open; `user_version` records the last one applied. */
 /** A budget's share of its ceiling used (the order of every budget list). */
 export const SHARE_USED = 'CASE WHEN max_tokens > 0 THEN (prompt_tokens + completion_tokens) * 1.0 / max_tokens ELSE 0 END';
 
+/** An agent's recent LLM calls (GET /agents/{name}/llm-calls): the agent as a column, indexed; calls kept so far get theirs. */
+export const LLM_CALLS_AGENT_MIGRATION = `
+  ALTER TABLE llm_calls ADD COLUMN agent TEXT;
+  UPDATE llm_calls SET agent = json_extract(data, '$.agent');
+  CREATE INDEX llm_calls_agent ON llm_calls(agent, started_at);
+`;
+
+/** Schema versions, applied in order at open; `user_version` records the last one applied. */
 export const MIGRATIONS: readonly string[] = [
   `
   CREATE TABLE journal (
@@ -187,6 +194,8 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE journal ADD COLUMN earlier_attempts TEXT;
   `,
+  // An agent's recent LLM calls (GET /agents/{name}/llm-calls).
+  LLM_CALLS_AGENT_MIGRATION,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -95,7 +95,15 @@ const sqlite: Backend = {
         return track({ ...s, journal: s.journal, close: async () => s.close() });
       },
       async rows<T>(sql: string, params: readonly unknown[] = []) {
-        return withDb((db) => db.prepare(sql).all(...params) as T[]);
+        return withDb((db) => {
+          const statement = db.prepare(sql);
+          // DDL and writes return no rows (as on PostgreSQL).
+          if (!statement.reader) {
+            statement.run(...params);
+            return [] as T[];
+          }
+          return statement.all(...params) as T[];
+        });
       },
       async setSchemaVersion(version: number) {
         withDb((db) => db.pragma(`user_version = ${version}`));

@@ -167,11 +167,11 @@ export function Chart({
   return <div ref={box} className="chart" role="img" aria-label={title} />;
 }
 
-/** A small line of the last minutes (one point per second). */
+/** A small line of the last minutes (one point per second), with a time axis and a value axis. */
 export function Sparkline({ values, title }: { values: number[]; title: string }) {
   const now = Math.floor(Date.now() / 1000);
   const x = values.map((_, i) => now - values.length + i);
-  return <Chart x={x} series={[{ label: title, values }]} height={60} axes={false} title={title} />;
+  return <Chart x={x} series={[{ label: title, values }]} height={120} title={title} />;
 }
 
 /** A confirmation step before a destructive action (a modal <dialog>, keyboard-usable). */

@@ -42,20 +42,23 @@ interface SanitizedField {
  * shown with that default.
  */
 export function sanitizedConfigYaml(config: OrganismConfig, env: NodeJS.ProcessEnv = process.env): string {
-  const { name, payloads, ...rest } = sanitizeConfig(config, env) as { name: string; payloads: Array<{ name: string; description?: string; fields: SanitizedField[] }> } & Record<string, unknown>;
+  const { name, payloads, ...rest } = sanitizeConfig(config, env) as { name: string; payloads: Array<{ name: string; description?: string; fields: SanitizedField[] }> } & Record<
+    string,
+    unknown
+  >;
   const types = Object.fromEntries(
-      payloads.map((p) => [
-        p.name,
-        {
-          ...(p.description !== undefined ? { description: p.description } : {}),
-          fields: Object.fromEntries(
-            p.fields.map((f) => {
-              const type = `${f.type}${f.optional ? '?' : ''}`;
-              return [f.name, f.description !== undefined ? { type, description: f.description } : type];
-            }),
-          ),
-        },
-      ]),
+    payloads.map((p) => [
+      p.name,
+      {
+        ...(p.description !== undefined ? { description: p.description } : {}),
+        fields: Object.fromEntries(
+          p.fields.map((f) => {
+            const type = `${f.type}${f.optional ? '?' : ''}`;
+            return [f.name, f.description !== undefined ? { type, description: f.description } : type];
+          }),
+        ),
+      },
+    ]),
   );
   // In the order organism.yaml is usually written: the payload types after the listeners.
   const doc: Record<string, unknown> = { organism: { name } };

@@ -205,8 +205,11 @@ describe('issue 27 fixes in Chromium', { timeout: 120_000 }, () => {
     await prompt.getByText('You write short announcements.').waitFor();
     const call = page.getByRole('region', { name: 'How it is called' });
     await call.getByText('send_to_writer').first().waitFor();
-    await call.getByText(/"topic":/).waitFor();
-    await call.getByText(/tool call/).first().waitFor();
+    await call.getByText(/send_to_writer\(\{\s+"topic":/).waitFor();
+    await call
+      .getByText(/tool call/)
+      .first()
+      .waitFor();
     // Every sender of the writer answers with tool calls: no XML example.
     expect(await page.getByText('<Findings>').count()).toBe(0);
     await page.getByRole('region', { name: 'Answers with' }).getByText('send_to_announcer').waitFor();
@@ -216,7 +219,10 @@ describe('issue 27 fixes in Chromium', { timeout: 120_000 }, () => {
       const chart = page.getByRole('img', { name });
       await chart.locator('.u-axis').first().waitFor();
       expect(await chart.locator('.u-axis').count(), name).toBe(2);
-      await chart.getByText(/\d:\d\d/).first().waitFor(); // time labels on x
+      await chart
+        .getByText(/\d:\d\d/)
+        .first()
+        .waitFor(); // time labels on x
     }
   });
 

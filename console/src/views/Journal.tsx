@@ -130,9 +130,7 @@ export function JournalView() {
         <tbody>
           {entries.map((e) => (
             <tr key={e.id}>
-              <td>
-                {redeliverable(e) && <input type="checkbox" aria-label={`Select ${e.id}`} disabled={!operator} checked={selected.has(e.id)} onChange={() => toggle(e.id)} />}
-              </td>
+              <td>{redeliverable(e) && <input type="checkbox" aria-label={`Select ${e.id}`} disabled={!operator} checked={selected.has(e.id)} onChange={() => toggle(e.id)} />}</td>
               <td>{fmt.dateTime(e.createdAt)}</td>
               <td>
                 <StateBadge state={e.deliveryState} />

@@ -43,9 +43,7 @@ export const capabilityRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async
       const listener = config.listeners.find((l) => l.name === name);
       // How each listener that may send here does it: an LLM agent by its reply format (a tool
       // call, or XML), a code tool by returning the payload.
-      const senders = config.listeners
-        .filter((l) => l.peers.includes(name))
-        .map((l) => ({ name: l.name, form: l.agent ? replyFormatOf(l, config) : ('code' as const) }));
+      const senders = config.listeners.filter((l) => l.peers.includes(name)).map((l) => ({ name: l.name, form: l.agent ? replyFormatOf(l, config) : ('code' as const) }));
       return {
         name: a.name,
         description: a.description,

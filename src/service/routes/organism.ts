@@ -40,7 +40,11 @@ export const organismRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (
       },
     },
     async (request, reply) => {
-      if (request.query.format === 'yaml') return reply.type('application/yaml; charset=utf-8').serializer((s) => s as string).send(sanitizedConfigYaml(organism.config) as never);
+      if (request.query.format === 'yaml')
+        return reply
+          .type('application/yaml; charset=utf-8')
+          .serializer((s) => s as string)
+          .send(sanitizedConfigYaml(organism.config) as never);
       return sanitizeConfig(organism.config) as Record<string, unknown>;
     },
   );

@@ -29,7 +29,10 @@ export const CapabilityDetail = Type.Object(
       description: 'The tools this LLM agent answers with, when it answers with tool calls: send_to_<peer> per peer, reply, and <server>_* for the tools of each MCP server it is given',
     }),
     senders: Type.Array(
-      Type.Object({ name: Type.String(), form: Type.Enum(['tools', 'xml', 'code'], { description: 'tools: a tool call; xml: an XML <send> block; code: a code tool returning the payload' }) }),
+      Type.Object({
+        name: Type.String(),
+        form: Type.Enum(['tools', 'xml', 'code'], { description: 'tools: a tool call; xml: an XML <send> block; code: a code tool returning the payload' }),
+      }),
       { description: 'The listeners that have this one as a peer, and how each sends' },
     ),
   },

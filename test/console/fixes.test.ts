@@ -137,6 +137,8 @@ describe('issue 27 fixes in Chromium', { timeout: 120_000 }, () => {
     expect(text).toContain('token_env: CONSOLE_OP_TOKEN');
     expect(text).not.toContain(OP_TOKEN);
     expect(text).not.toMatch(/maxTokensPerThread|tokenEnv/);
+    const bad = await fetch(`${server.url}/api/v1/organism/config?format=toml`, { headers: { Authorization: `Bearer ${OP_TOKEN}` } });
+    expect(bad.status).toBe(422);
 
     await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
     await freshPage();

@@ -110,7 +110,17 @@ describe('reload', () => {
     s.writeConfig(organismYaml(next));
     const res = await s.request('POST', '/api/v1/organism/reload');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ success: true, added: ['extra'], removed: ['broken'], updated: ['echo'], updatedFields: { echo: ['description'] }, changed: [], restartRequired: [], error: null, dryRun: false });
+    expect(res.body).toEqual({
+      success: true,
+      added: ['extra'],
+      removed: ['broken'],
+      updated: ['echo'],
+      updatedFields: { echo: ['description'] },
+      changed: [],
+      restartRequired: [],
+      error: null,
+      dryRun: false,
+    });
     expect(await names(s)).toEqual(['echo', 'extra', 'greeter', 'shouter', 'slow']);
     expect((await s.request('GET', '/api/v1/agents/echo')).body.description).toBe('Records everything');
     const { messageId } = await inject(s, 'extra', 'to the new one');

@@ -129,6 +129,7 @@ export const api = {
   whoami: (token?: string): Promise<WhoAmI> => call((c) => c.whoami(), token),
   organism: (): Promise<OrganismInfo> => call((c) => c.organism.info()),
   config: (): Promise<Record<string, unknown>> => call((c) => c.organism.config()),
+  configYaml: (): Promise<string> => call((c) => c.organism.configYaml()),
   edges: (): Promise<EdgeTraffic> => call((c) => c.organism.edges()),
   workers: (): Promise<WorkerList> => call((c) => c.workers()),
   reload: (dryRun: boolean): Promise<ReloadResult> => call((c) => c.organism.reload(dryRun ? { dryRun: true } : {})),

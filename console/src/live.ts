@@ -269,3 +269,16 @@ const noop = () => () => {};
 export function useLive(): LiveState {
   return useSyncExternalStore(store ? store.subscribe : noop, () => store?.state ?? EMPTY);
 }
+
+/**
+ * The organism's status as the console shows it. The pump says `stopping` while it drains and
+ * `stopped` once drained, but the process still answers until its connections close (a SIGHUP
+ * or POST /organism/restart hands over to the next server process): both are `draining` while
+ * this socket is up, and `stopped` only once it is gone.
+ */
+export function organismPhase(status: string | null | undefined, connection: ConnectionState): string | null {
+  if (!status) return null;
+  if (status === 'stopping') return 'draining';
+  if (status === 'stopped' && connection === 'open') return 'draining';
+  return status;
+}

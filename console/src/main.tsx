@@ -3,7 +3,7 @@ import { createRootRoute, createRoute, createRouter, Link, Outlet, RouterProvide
 import { StrictMode, useState, type FormEvent } from 'react';
 import { createRoot } from 'react-dom/client';
 import { api, ApiError, type Role } from './api';
-import { useLive } from './live';
+import { organismPhase, useLive } from './live';
 import { SessionGate, useSession } from './session';
 import './styles.css';
 import { AgentDetailView, AgentsView } from './views/Agents';
@@ -79,9 +79,11 @@ const NAV: Array<[string, string]> = [
 
 function ConnectionIndicator() {
   const live = useLive();
-  const label = { connecting: 'Connecting', open: 'Live', reconnecting: 'Reconnecting', closed: 'Disconnected' }[live.connection];
+  // A server draining (stop or restart) still answers: Live would say all is well.
+  const draining = live.connection === 'open' && organismPhase(live.organism?.status, live.connection) === 'draining';
+  const label = draining ? 'Draining' : { connecting: 'Connecting', open: 'Live', reconnecting: 'Reconnecting', closed: 'Disconnected' }[live.connection];
   return (
-    <span className={`conn conn-${live.connection}`} role="status" aria-label={`Connection: ${label}`} title={live.bootId ? `boot ${live.bootId}` : undefined}>
+    <span className={`conn conn-${draining ? 'draining' : live.connection}`} role="status" aria-label={`Connection: ${label}`} title={live.bootId ? `boot ${live.bootId}` : undefined}>
       <span className="dot" aria-hidden="true" /> {label}
     </span>
   );

@@ -96,6 +96,7 @@ export function Chart({
   labels,
   axes = true,
   title,
+  xFormat,
 }: {
   x: number[];
   series: Array<{ label: string; values: number[] }>;
@@ -105,6 +106,8 @@ export function Chart({
   labels?: string[];
   axes?: boolean;
   title: string;
+  /** How an x value is written on the axis (default: uPlot's own, two-level for times). */
+  xFormat?: (v: number) => string;
 }) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
@@ -136,6 +139,7 @@ export function Chart({
               grid: { stroke: grid },
               ticks: { stroke: grid },
               ...(labels ? { values: (_u: uPlot, vals: number[]) => vals.map((v) => labels[v] ?? ''), splits: () => labels.map((_, i) => i) } : {}),
+              ...(xFormat ? { values: (_u: uPlot, vals: number[]) => vals.map(xFormat), space: 70 } : {}),
             },
             { stroke: text, grid: { stroke: grid }, ticks: { stroke: grid }, size: 60 },
           ]
@@ -167,11 +171,13 @@ export function Chart({
   return <div ref={box} className="chart" role="img" aria-label={title} />;
 }
 
-/** A small line of the last minutes (one point per second). */
+const clock = (seconds: number): string => new Date(seconds * 1000).toLocaleTimeString('en-GB', { hour: '2-digit', minute: '2-digit' });
+
+/** A small line of the last minutes (one point per second), with a time axis and a value axis. */
 export function Sparkline({ values, title }: { values: number[]; title: string }) {
   const now = Math.floor(Date.now() / 1000);
   const x = values.map((_, i) => now - values.length + i);
-  return <Chart x={x} series={[{ label: title, values }]} height={60} axes={false} title={title} />;
+  return <Chart x={x} series={[{ label: title, values }]} height={110} title={title} xFormat={clock} />;
 }
 
 /** A confirmation step before a destructive action (a modal <dialog>, keyboard-usable). */

@@ -107,6 +107,8 @@ export class RestClient {
     info: (): Promise<T.Organism> => this.#api('GET', '/organism'),
     /** The sanitized configuration (env var names, never values). */
     config: (): Promise<Record<string, unknown>> => this.#api('GET', '/organism/config'),
+    /** The same, as organism.yaml is written (snake_case keys): YAML text. */
+    configYaml: async (): Promise<string> => String(await this.#api<unknown>('GET', '/organism/config', { query: { format: 'yaml' } })),
     edges: (): Promise<T.EdgeTraffic> => this.#api('GET', '/organism/edges'),
     reload: (options: T.ReloadOptions = {}): Promise<T.Reload> => this.#api('POST', '/organism/reload', { query: { ...options } }),
     stop: (): Promise<T.Stop> => this.#api('POST', '/organism/stop'),

@@ -2,6 +2,7 @@
 export { checkOrganism, checkOrganismReport, loadOrganism, loadOrganismFromString, loadOrganismToRun, type LoadOptions } from './load.js';
 export { ConfigInvalidError, formatConfigProblem } from './errors.js';
 export { sanitizeConfig } from './sanitize.js';
+export { sanitizedConfigYaml } from './config-yaml.js';
 export { parseHandlerRef, type HandlerRef } from './handlers.js';
 export { BUILTIN_PAYLOAD_TYPES } from './payloads.js';
 export { Defaults as ConfigDefaults, BUILTIN_LLM } from './schema.js';

@@ -15,6 +15,8 @@ export interface ReloadResult {
   readonly added: readonly string[];
   readonly removed: readonly string[];
   readonly updated: readonly string[];
+  /** For each updated listener, its organism.yaml keys that changed (`prompt`, `model`, ...; `handler code`: the same handler's code changed). */
+  readonly updatedFields: Readonly<Record<string, readonly string[]>>;
   /** Other organism.yaml keys that changed (`max_tokens_per_thread`, `llm.providers.mock.base_url`, ...). */
   readonly changed: readonly string[];
   /** The changed keys that take effect only at the next start. */

@@ -1,4 +1,4 @@
-import type { OrganismConfig } from '../config/types.js';
+import type { ListenerConfig, OrganismConfig } from '../config/types.js';
 
 /** What a reload changes beyond the listeners, named by organism.yaml keys. */
 export interface ConfigChanges {
@@ -15,7 +15,7 @@ export interface ConfigChanges {
 const AT_START = [/^journal\./, /^metrics(\.|$)/, /^telemetry(\.|$)/];
 
 /** Config field names as organism.yaml spells them. */
-const YAML_NAMES: Record<string, string> = { mockLatencyMs: 'latency_ms', tokenEnv: 'token_env' };
+const YAML_NAMES: Record<string, string> = { mockLatencyMs: 'latency_ms', tokenEnv: 'token_env', handlerRef: 'handler' };
 const yamlName = (key: string): string => YAML_NAMES[key] ?? key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
@@ -63,4 +63,16 @@ export function configChanges(before: OrganismConfig, after: OrganismConfig): Co
   if (!same(before.metrics, after.metrics)) changed.push('metrics');
   if (!same(before.telemetry, after.telemetry)) changed.push('telemetry');
   return { changed, restartRequired: changed.filter((k) => AT_START.some((re) => re.test(k))) };
+}
+
+/**
+ * The organism.yaml keys of one listener that differ (`prompt`, `model`, `peers`, ...), in the
+ * order organism.yaml lists them; `handler code` when only the code behind the same `handler`
+ * changed (a tool's file was edited).
+ */
+export function listenerFieldChanges(before: ListenerConfig, after: ListenerConfig, codeChanged: boolean): string[] {
+  const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
+  const out = [...keys].filter((k) => !same((before as unknown as Record<string, unknown>)[k], (after as unknown as Record<string, unknown>)[k])).map(yamlName);
+  if (codeChanged && !out.includes('handler')) out.push('handler code');
+  return out;
 }

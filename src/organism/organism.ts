@@ -29,7 +29,7 @@ import { UsageTracker } from '../usage/tracker.js';
 import { newId } from '../util/ids.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { createLlmAgentHandler, type AgentWorldView } from '../agent/llm-agent.js';
-import { configChanges } from './config-changes.js';
+import { configChanges, listenerFieldChanges } from './config-changes.js';
 import { listenerInfo, withLoad, type AgentInfo } from './views.js';
 import type { ClusterLink } from '../cluster/link.js';
 import { fingerprint } from '../config/fingerprint.js';
@@ -300,13 +300,13 @@ export class Organism {
     const names = new Set(next.listeners.map((l) => l.config.name));
     const added = next.listeners.filter((l) => !current.has(l.config.name)).map((l) => l.config.name);
     const removed = [...current.keys()].filter((n) => !names.has(n) && !n.startsWith('system.'));
-    const updated = next.listeners
-      .filter((l) => {
-        const r = current.get(l.config.name);
-        return r && (r.handlerVersion !== l.handlerVersion || JSON.stringify(r.config) !== JSON.stringify(l.config));
-      })
-      .map((l) => l.config.name);
-    return { success: true, added, removed, updated, ...configChanges(this.config, next.config), error: null };
+    const updatedFields: Record<string, string[]> = {};
+    for (const l of next.listeners) {
+      const r = current.get(l.config.name);
+      if (!r || (r.handlerVersion === l.handlerVersion && JSON.stringify(r.config) === JSON.stringify(l.config))) continue;
+      updatedFields[l.config.name] = listenerFieldChanges(r.config, l.config, r.handlerVersion !== l.handlerVersion);
+    }
+    return { success: true, added, removed, updated: Object.keys(updatedFields), updatedFields, ...configChanges(this.config, next.config), error: null };
   }
 
   /**
@@ -316,6 +316,7 @@ export class Organism {
    */
   reload(next: LoadedOrganism): ReloadResult {
     const changes = configChanges(this.config, next.config);
+    const { updatedFields } = this.planReload(next); // read before the pump takes the new listeners
     const registry = new PayloadRegistry(next.payloadTypes);
     const router = this.makeRouter(next.config);
     const listeners = this.pump.reload(next.listeners, limitsOf(next.config), { registry, llm: router });
@@ -325,7 +326,7 @@ export class Organism {
     this.loaded = next;
     this.registryValue = registry;
     this.router = router;
-    const result: ReloadResult = { success: true, ...listeners, ...changes, error: null };
+    const result: ReloadResult = { success: true, ...listeners, updatedFields: pick(updatedFields, listeners.updated), ...changes, error: null };
     this.bus.emit({ type: 'reload', result });
     this.logger.info({ added: result.added, removed: result.removed, updated: result.updated, changed: result.changed, restartRequired: result.restartRequired }, 'configuration reloaded');
     return result;
@@ -489,4 +490,9 @@ function memoryStorage(): StorageParts {
     usage: new MemoryUsageStore(),
     close() {},
   };
+}
+
+/** The entries of `fields` for the listeners the pump actually updated. */
+function pick(fields: Readonly<Record<string, readonly string[]>>, names: readonly string[]): Record<string, readonly string[]> {
+  return Object.fromEntries(names.map((n) => [n, fields[n] ?? []]));
 }

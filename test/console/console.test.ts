@@ -144,7 +144,7 @@ describe('console in Chromium', { timeout: 120_000 }, () => {
       ['/inject', 'Inject', () => page.getByRole('combobox', { name: 'Target' }).waitFor()],
       ['/journal?state=FAILED', 'Journal', () => page.getByText('flaky by design').first().waitFor()],
       ['/usage', 'Usage', () => page.getByRole('cell', { name: 'acme' }).waitFor()],
-      ['/config', 'Configuration', () => page.getByText('"console-test"').waitFor()],
+      ['/config', 'Configuration', () => page.getByText('name: console-test').waitFor()],
     ];
     for (const [path, heading, check] of views) {
       await page.goto(`${server.url}${path}`); // a deep link, loaded from the server

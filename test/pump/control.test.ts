@@ -333,7 +333,7 @@ describe('reload', () => {
     const a = listener('a', { handler: () => void calls.push('a1') });
     const { organism, events } = await startOrganism([a, listener('b'), listener('system.audit')]);
     const next = loaded([{ ...listener('a', { handler: () => void calls.push('a2') }), handlerVersion: 'v2:a' }, listener('c')]);
-    const diff = { success: true, added: ['c'], removed: ['b'], updated: ['a'], changed: [], restartRequired: [], error: null };
+    const diff = { success: true, added: ['c'], removed: ['b'], updated: ['a'], updatedFields: { a: ['handler code'] }, changed: [], restartRequired: [], error: null };
     expect(organism.planReload(next)).toEqual(diff);
     const result = organism.reload(next);
     expect(result).toEqual(diff);

@@ -110,7 +110,17 @@ describe('reload', () => {
     s.writeConfig(organismYaml(next));
     const res = await s.request('POST', '/api/v1/organism/reload');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ success: true, added: ['extra'], removed: ['broken'], updated: ['echo'], changed: [], restartRequired: [], error: null, dryRun: false });
+    expect(res.body).toEqual({
+      success: true,
+      added: ['extra'],
+      removed: ['broken'],
+      updated: ['echo'],
+      updatedFields: { echo: ['description'] },
+      changed: [],
+      restartRequired: [],
+      error: null,
+      dryRun: false,
+    });
     expect(await names(s)).toEqual(['echo', 'extra', 'greeter', 'shouter', 'slow']);
     expect((await s.request('GET', '/api/v1/agents/echo')).body.description).toBe('Records everything');
     const { messageId } = await inject(s, 'extra', 'to the new one');
@@ -123,7 +133,7 @@ describe('reload', () => {
     s.writeConfig(organismYaml(BASE_LISTENERS.filter((l) => l.name !== 'slow')));
     const res = await s.request('POST', '/api/v1/organism/reload?dry_run=true');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ success: true, added: [], removed: ['slow'], updated: [], changed: [], restartRequired: [], error: null, dryRun: true });
+    expect(res.body).toEqual({ success: true, added: [], removed: ['slow'], updated: [], updatedFields: {}, changed: [], restartRequired: [], error: null, dryRun: true });
     expect(await names(s)).toContain('slow');
   });
 

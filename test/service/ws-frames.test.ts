@@ -88,7 +88,9 @@ describe('frames', () => {
     });
     expect(JSON.parse(toFrame({ type: 'organism_status', status: 'stopping' }).json)).toMatchObject({ event: 'organism_status', status: 'stopping' });
     expect(
-      JSON.parse(toFrame({ type: 'reload', result: { success: true, added: ['x'], removed: [], updated: [], changed: ['max_hops'], restartRequired: [], error: null } }).json),
+      JSON.parse(
+        toFrame({ type: 'reload', result: { success: true, added: ['x'], removed: [], updated: [], updatedFields: {}, changed: ['max_hops'], restartRequired: [], error: null } }).json,
+      ),
     ).toMatchObject({ success: true, added: ['x'], changed: ['max_hops'], restartRequired: [] });
     const failed = toFrame({ type: 'journal_failed', message: message(), reason: 'max_attempts', error: 'boom' } as never);
     expect(JSON.parse(failed.json)).toMatchObject({ message: { deliveryState: 'FAILED' }, error: 'boom' });

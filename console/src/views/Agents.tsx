@@ -1,6 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, useParams } from '@tanstack/react-router';
-import { api, type AgentInfo } from '../api';
+import { api, type AgentInfo, type Capability } from '../api';
 import { ThreadLink } from '../lists';
 import { useLive } from '../live';
 import { useIsOperator, useRefetchOn } from '../session';
@@ -161,24 +161,13 @@ export function AgentDetailView() {
           <ErrorBox error={usage.error} />
         )}
       </Card>
-      <Card title="Payload schema" className="span-2">
-        {operator ? (
-          cap.data ? (
-            <>
-              <h3>JSON Schema</h3>
-              <Json value={cap.data.jsonSchema} />
-              <h3>Example</h3>
-              <pre className="json">{cap.data.exampleXml}</pre>
-            </>
-          ) : (
-            <ErrorBox error={cap.error} />
-          )
-        ) : xsd.data ? (
-          <pre className="json">{xsd.data.schema}</pre>
-        ) : (
-          <ErrorBox error={xsd.error} />
-        )}
-      </Card>
+      {operator && cap.data ? (
+        <AgentCalls cap={cap.data} />
+      ) : (
+        <Card title="Payload schema" className="span-2">
+          {operator ? <ErrorBox error={cap.error} /> : xsd.data ? <pre className="json">{xsd.data.schema}</pre> : <ErrorBox error={xsd.error} />}
+        </Card>
+      )}
       {a.isAgent && (
         <Card title="LLM call inspector" className="span-all">
           <AgentLlmCalls name={a.name} />
@@ -215,5 +204,87 @@ export function AgentDetailView() {
         </table>
       </Card>
     </div>
+  );
+}
+
+const FORM: Record<string, string> = { tools: 'tool call', xml: 'XML', code: 'code tool' };
+
+/**
+ * How the listener is really reached and how it answers (operators: the capability route): the
+ * tool call an LLM agent sends it, XML only where a sender writes XML, its system prompt, and
+ * the tools it answers with.
+ */
+function AgentCalls({ cap }: { cap: Capability }) {
+  const senders = cap.senders ?? [];
+  const xmlSenders = senders.filter((s) => s.form === 'xml');
+  return (
+    <>
+      {cap.isAgent && (
+        <Card title="System prompt" className="span-2">
+          {cap.prompt ? <pre className="prompt">{cap.prompt}</pre> : <p className="muted">No prompt configured.</p>}
+          <p className="muted">As organism.yaml sets it; each LLM call adds the peers and tools of that delivery (the thread page shows every call as sent).</p>
+        </Card>
+      )}
+      {cap.isAgent && (
+        <Card title="Answers with" className="span-2">
+          {cap.replyFormat === 'xml' ? (
+            <p>
+              XML: <code>&lt;send to="peer"&gt;</code> blocks in its answer text (<code>reply_format: xml</code>).
+            </p>
+          ) : (
+            <>
+              <p>Tool calls, one tool per peer, plus reply:</p>
+              <ul className="tools">
+                {(cap.tools ?? []).map((t) => (
+                  <li key={t}>
+                    <code>{t}</code>
+                  </li>
+                ))}
+              </ul>
+            </>
+          )}
+        </Card>
+      )}
+      <Card title="How it is called" className="span-all">
+        <p>
+          Accepts <code>{cap.payloadClass}</code>.{' '}
+          {senders.length === 0 ? (
+            <span className="muted">No listener has it as a peer: it is reached by inject (POST /inject).</span>
+          ) : (
+            <>
+              Sent to by{' '}
+              {senders.map((s, i) => (
+                <span key={s.name}>
+                  {i > 0 ? ', ' : ''}
+                  <Link to="/agents/$name" params={{ name: s.name }}>
+                    {s.name}
+                  </Link>{' '}
+                  ({FORM[s.form] ?? s.form})
+                </span>
+              ))}
+              .
+            </>
+          )}
+        </p>
+        {cap.toolCall && (
+          <>
+            <h3>As a tool call</h3>
+            <pre className="json">
+              {cap.toolCall.name}({JSON.stringify(cap.toolCall.arguments, null, 2)})
+            </pre>
+          </>
+        )}
+        {xmlSenders.length > 0 && (
+          <>
+            <h3>As XML (from {xmlSenders.map((s) => s.name).join(', ')})</h3>
+            <pre className="json">{`<send to="${cap.name}">${cap.exampleXml}</send>`}</pre>
+          </>
+        )}
+        <details>
+          <summary>JSON Schema</summary>
+          <Json value={cap.jsonSchema} />
+        </details>
+      </Card>
+    </>
   );
 }

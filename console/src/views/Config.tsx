@@ -1,11 +1,11 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api, type ReloadResult } from '../api';
-import { Confirm, ErrorBox, Json, Loading, OpButton } from '../ui';
+import { Confirm, ErrorBox, Loading, OpButton } from '../ui';
 
 function Diff({ plan }: { plan: ReloadResult }) {
-  const none = plan.added.length + plan.removed.length + plan.updated.length === 0;
-  if (none) return <p>No listener would change.</p>;
+  const none = plan.added.length + plan.removed.length + plan.updated.length + plan.changed.length === 0;
+  if (none) return <p>Nothing would change.</p>;
   return (
     <ul className="diff" aria-label="Reload diff">
       {plan.added.map((n) => (
@@ -18,19 +18,62 @@ function Diff({ plan }: { plan: ReloadResult }) {
           − removed {n}
         </li>
       ))}
-      {plan.updated.map((n) => (
-        <li key={`~${n}`} className="updated">
-          ~ updated {n}
+      {plan.updated.map((n) => {
+        const fields = plan.updatedFields?.[n] ?? [];
+        return (
+          <li key={`~${n}`} className="updated">
+            ~ updated {n}
+            {fields.length > 0 ? `: ${fields.join(', ')}` : ''}
+          </li>
+        );
+      })}
+      {plan.changed.map((k) => (
+        <li key={`*${k}`} className="updated">
+          ~ changed {k}
+          {plan.restartRequired.includes(k) ? ' (takes effect after a restart)' : ''}
         </li>
       ))}
     </ul>
   );
 }
 
+/** The configuration as organism.yaml is written (rendered by the server, secrets left out), with a copy button. */
+function ConfigYaml() {
+  const yaml = useQuery({ queryKey: ['config', 'yaml'], queryFn: api.configYaml });
+  const [copied, setCopied] = useState<string | null>(null);
+  const copy = async (text: string) => {
+    try {
+      await navigator.clipboard.writeText(text);
+      setCopied('Copied');
+    } catch {
+      setCopied('Copying was refused by the browser');
+    }
+  };
+  if (yaml.error) return <ErrorBox error={yaml.error} />;
+  if (yaml.data === undefined) return <Loading what="configuration" />;
+  const text = yaml.data;
+  return (
+    <section className="card config-yaml" aria-label="organism.yaml (sanitized)">
+      <div className="toolbar">
+        <h2>organism.yaml (sanitized)</h2>
+        <button type="button" onClick={() => void copy(text)}>
+          Copy
+        </button>
+        {copied && (
+          <span className="muted" role="status">
+            {copied}
+          </span>
+        )}
+        <span className="muted">What the server runs, defaults filled in; environment variables by name, never their values.</span>
+      </div>
+      <pre className="yaml">{text}</pre>
+    </section>
+  );
+}
+
 /** The sanitized configuration; Reload shows the dry-run diff and applies only on confirm. */
 export function ConfigView() {
   const qc = useQueryClient();
-  const config = useQuery({ queryKey: ['config'], queryFn: api.config });
   const [plan, setPlan] = useState<ReloadResult | null>(null);
   const [applied, setApplied] = useState<ReloadResult | null>(null);
   const dryRun = useMutation({ mutationFn: () => api.reload(true), onSuccess: (r) => (setApplied(null), setPlan(r)) });
@@ -61,7 +104,7 @@ export function ConfigView() {
       <Confirm open={plan !== null} title="Apply this reload?" confirmLabel="Apply reload" onConfirm={() => apply.mutate()} onCancel={() => setPlan(null)}>
         {plan && <Diff plan={plan} />}
       </Confirm>
-      {config.error ? <ErrorBox error={config.error} /> : config.data ? <Json value={config.data} /> : <Loading what="configuration" />}
+      <ConfigYaml />
     </div>
   );
 }

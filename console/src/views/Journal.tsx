@@ -1,7 +1,7 @@
-import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { keepPreviousData, useMutation, useQueries, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useNavigate, useSearch } from '@tanstack/react-router';
 import { useState } from 'react';
-import { api, ApiError } from '../api';
+import { api, ApiError, type JournalEntry } from '../api';
 import { AgentFilter, Filter, Pager, ThreadLink } from '../lists';
 import { useIsOperator, useRefetchOn } from '../session';
 import { ErrorBox, fmt, OpButton, StateBadge } from '../ui';
@@ -19,7 +19,7 @@ export function JournalView() {
   const [threadId, setThreadId] = useState('');
   const [offset, setOffset] = useState(0);
   const [selected, setSelected] = useState<Set<string>>(new Set());
-  const [outcome, setOutcome] = useState<string | null>(null);
+  const [outcome, setOutcome] = useState<{ text: string; refused: boolean } | null>(null);
 
   const q = useQuery({
     queryKey: ['journal', state, agent, threadId, offset],
@@ -44,7 +44,7 @@ export function JournalView() {
       return { ok: ids.length - failures.length, failures };
     },
     onSuccess: (r) => {
-      setOutcome(`Redelivered ${r.ok} of ${r.ok + r.failures.length}.${r.failures.length ? ` ${r.failures.join('; ')}` : ''}`);
+      setOutcome({ text: `Redelivered ${r.ok} of ${r.ok + r.failures.length}.${r.failures.length ? ` ${r.failures.join('; ')}` : ''}`, refused: r.failures.length > 0 });
       setSelected(new Set());
       void qc.invalidateQueries({ queryKey: ['journal'] });
       void qc.invalidateQueries({ queryKey: ['journal-stats'] });
@@ -52,7 +52,14 @@ export function JournalView() {
   });
 
   const entries = q.data?.entries ?? [];
-  const failed = entries.filter((e) => e.deliveryState === 'FAILED');
+  // A FAILED entry of a killed thread cannot be redelivered (the API answers 409): its thread's
+  // status is looked up (one request per thread on the page) and it is not offered.
+  const threadIds = [...new Set(entries.filter((e) => e.deliveryState === 'FAILED').map((e) => e.threadId))];
+  const threads = useQueries({ queries: threadIds.map((id) => ({ queryKey: ['thread', id], queryFn: () => api.thread(id) })) });
+  const killed = new Set(threads.flatMap((t) => (t.data?.status === 'killed' ? [t.data.id] : [])));
+  const redeliverable = (e: JournalEntry) => e.deliveryState === 'FAILED' && !killed.has(e.threadId);
+  useRefetchOn((f) => f.event === 'thread_updated', [['thread']], 1500);
+  const failed = entries.filter(redeliverable);
   const toggle = (id: string) => {
     const next = new Set(selected);
     if (next.has(id)) next.delete(id);
@@ -87,11 +94,16 @@ export function JournalView() {
           Redeliver selected ({selected.size})
         </OpButton>
       </div>
-      {outcome && (
-        <p role="status" className="notice">
-          {outcome}
-        </p>
-      )}
+      {outcome &&
+        (outcome.refused ? (
+          <p role="alert" className="error">
+            {outcome.text}
+          </p>
+        ) : (
+          <p role="status" className="notice">
+            {outcome.text}
+          </p>
+        ))}
       <ErrorBox error={q.error ?? redeliver.error} />
       <table aria-label="Journal entries">
         <thead>
@@ -118,9 +130,7 @@ export function JournalView() {
         <tbody>
           {entries.map((e) => (
             <tr key={e.id}>
-              <td>
-                {e.deliveryState === 'FAILED' && <input type="checkbox" aria-label={`Select ${e.id}`} disabled={!operator} checked={selected.has(e.id)} onChange={() => toggle(e.id)} />}
-              </td>
+              <td>{redeliverable(e) && <input type="checkbox" aria-label={`Select ${e.id}`} disabled={!operator} checked={selected.has(e.id)} onChange={() => toggle(e.id)} />}</td>
               <td>{fmt.dateTime(e.createdAt)}</td>
               <td>
                 <StateBadge state={e.deliveryState} />
@@ -137,11 +147,15 @@ export function JournalView() {
               </td>
               <td className="wrap">{e.failureReason ? `${e.failureReason}: ${e.error ?? ''}` : ''}</td>
               <td>
-                {e.deliveryState === 'FAILED' && (
+                {redeliverable(e) ? (
                   <OpButton aria-label={`Redeliver ${e.id}`} disabled={redeliver.isPending} onClick={() => redeliver.mutate([e.id])}>
                     Redeliver
                   </OpButton>
-                )}
+                ) : e.deliveryState === 'FAILED' && killed.has(e.threadId) ? (
+                  <span className="muted" title="A killed thread takes no more messages">
+                    thread killed
+                  </span>
+                ) : null}
               </td>
             </tr>
           ))}

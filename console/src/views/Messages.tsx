@@ -52,7 +52,7 @@ export function MessagesView() {
           flush = null;
           const batch = buffer.current;
           buffer.current = [];
-          setRows((r) => [...batch.reverse(), ...r].slice(0, BUFFER));
+          setRows((r) => merge(r, batch));
         });
       }),
     ];
@@ -154,6 +154,22 @@ export function MessagesView() {
       </div>
     </div>
   );
+}
+
+/**
+ * The stream sends a frame per delivery state (PENDING, then DISPATCHED, ACKED or FAILED): a
+ * message already shown has its row updated in place; new ones go on top, newest first.
+ */
+function merge(rows: readonly MessageRecord[], batch: readonly MessageRecord[]): MessageRecord[] {
+  const latest = new Map<string, MessageRecord>();
+  for (const m of batch) latest.set(m.id, m);
+  const kept = rows.map((r) => {
+    const next = latest.get(r.id);
+    if (!next) return r;
+    latest.delete(r.id);
+    return next;
+  });
+  return [...[...latest.values()].reverse(), ...kept].slice(0, BUFFER);
 }
 
 /** The server filters: a `subscribe` command (the client keeps the filter for reconnects). */

@@ -2,7 +2,7 @@ import { useQuery } from '@tanstack/react-query';
 import { Link } from '@tanstack/react-router';
 import { api } from '../api';
 import { ThreadLink } from '../lists';
-import { useLive } from '../live';
+import { organismPhase, useLive } from '../live';
 import { useRefetchOn } from '../session';
 import { useTick } from '../tick';
 import { Card, ErrorBox, fmt, Loading, Sparkline, StateBadge } from '../ui';
@@ -43,7 +43,7 @@ export function OverviewView() {
             <dd>{o.name}</dd>
             <dt>Status</dt>
             <dd>
-              <StateBadge state={live.organism?.status ?? o.status} />
+              <StateBadge state={organismPhase(live.organism?.status ?? o.status, live.connection) ?? o.status} />
             </dd>
             <dt>Uptime</dt>
             <dd>{fmt.duration(o.uptimeSeconds)}</dd>

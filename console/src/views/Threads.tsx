@@ -1,7 +1,7 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useNavigate, useParams } from '@tanstack/react-router';
 import { useState, type FormEvent } from 'react';
-import { api, type JournalEntry, type MessageRecord, type UsageEvent } from '../api';
+import { api, type JournalEntry, type MessageRecord, type ThreadInfo, type UsageEvent } from '../api';
 import { AgentFilter, Filter, Pager, ThreadLink } from '../lists';
 import { useRefetchOn } from '../session';
 import { Card, Confirm, ErrorBox, fmt, Json, Loading, OpButton, StateBadge } from '../ui';
@@ -91,13 +91,19 @@ export function ThreadsView() {
 }
 
 /**
- * A thread has a budget while it runs, once an LLM call reserved tokens. Looked up in the list
- * of budgets (a finished thread has none, and asking for it directly would be a 404).
+ * A thread's budget. A running thread's is in the list of live budgets (which also holds one an
+ * operator set before the first LLM call); a finished thread keeps the one it had, read by id
+ * once it has made an LLM call (a thread that never had a budget would be a 404). The ceiling can
+ * be raised only where that can have an effect: while the thread runs, or when its budget stopped
+ * it (an error thread with a `budget_exhausted` delivery, to redeliver after raising).
  */
-function Budget({ threadId }: { threadId: string }) {
+function Budget({ thread, calls, stoppedByBudget }: { thread: ThreadInfo; calls: number; stoppedByBudget: boolean }) {
   const qc = useQueryClient();
-  const list = useQuery({ queryKey: ['budget', threadId], queryFn: api.budgets });
-  const b = list.data?.threads.find((x) => x.threadId === threadId);
+  const threadId = thread.id;
+  const running = thread.status === 'active';
+  const list = useQuery({ queryKey: ['budget', threadId, 'live'], queryFn: api.budgets, enabled: running });
+  const kept = useQuery({ queryKey: ['budget', threadId, 'kept'], queryFn: () => api.budget(threadId), enabled: !running && (calls > 0 || stoppedByBudget) });
+  const b = running ? list.data?.threads.find((x) => x.threadId === threadId) : kept.data;
   const [value, setValue] = useState('');
   const raise = useMutation({
     mutationFn: (max: number) => api.setBudget(threadId, max),
@@ -106,9 +112,11 @@ function Budget({ threadId }: { threadId: string }) {
       setValue('');
     },
   });
-  if (list.error) return <ErrorBox error={list.error} />;
-  if (!list.data) return <Loading what="budget" />;
-  if (!b) return <p className="muted">No budget: the thread has made no LLM call yet, or has finished.</p>;
+  const query = running ? list : kept;
+  if (query.error) return <ErrorBox error={query.error} />;
+  if (query.isLoading) return <Loading what="budget" />;
+  if (!b) return <p className="muted">{running ? 'No budget yet: the thread has made no LLM call.' : 'No budget: the thread made no LLM call.'}</p>;
+  const canRaise = running || (thread.status === 'error' && stoppedByBudget);
   const submit = (e: FormEvent) => {
     e.preventDefault();
     raise.mutate(Number(value));
@@ -126,15 +134,22 @@ function Budget({ threadId }: { threadId: string }) {
         <dt>Exhausted</dt>
         <dd>{b.isExhausted ? 'yes' : 'no'}</dd>
       </dl>
-      <form onSubmit={submit} className="inline">
-        <label>
-          New ceiling (tokens)
-          <input type="number" min={0} step={1000} value={value} onChange={(e) => setValue(e.target.value)} required />
-        </label>
-        <OpButton type="submit" disabled={value === '' || raise.isPending}>
-          Raise budget
-        </OpButton>
-      </form>
+      {!running && (
+        <p className="muted">
+          The thread has finished ({thread.status}): the budget it had.{canRaise ? ' Its budget stopped it: raise the ceiling, then redeliver the failed entry.' : ''}
+        </p>
+      )}
+      {canRaise && (
+        <form onSubmit={submit} className="inline">
+          <label>
+            New ceiling (tokens)
+            <input type="number" min={0} step={1000} value={value} onChange={(e) => setValue(e.target.value)} required />
+          </label>
+          <OpButton type="submit" disabled={value === '' || raise.isPending}>
+            Raise budget
+          </OpButton>
+        </form>
+      )}
       <ErrorBox error={raise.error} />
     </>
   );
@@ -211,7 +226,11 @@ export function ThreadDetailView() {
         </Confirm>
       </Card>
       <Card title="Budget">
-        <Budget threadId={threadId} />
+        <Budget
+          thread={t}
+          calls={usage.data?.total ?? 0}
+          stoppedByBudget={(journal.data?.entries ?? []).some((e) => e.deliveryState === 'FAILED' && e.failureReason === 'budget_exhausted')}
+        />
       </Card>
       <Card title="LLM calls" className="span-2">
         <table>

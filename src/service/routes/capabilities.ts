@@ -1,5 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Errors } from '../../errors/catalogue.js';
+import { peerToolName, REPLY_TOOL } from '../../llm/tool-names.js';
+import { replyFormatOf } from '../../organism/reply-format.js';
 import type { ServiceContext } from '../context.js';
 import { CapabilityDetail, CapabilityListResponse, CapabilityParams } from '../schemas/capability.js';
 import { errorResponses } from '../schemas/error.js';
@@ -37,6 +39,11 @@ export const capabilityRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async
       if (!a) throw Errors.CAPABILITY_NOT_FOUND(name);
       const type = organism.registry.get(a.payloadClass);
       if (!type) throw Errors.SCHEMA_NOT_FOUND(name);
+      const config = organism.config;
+      const listener = config.listeners.find((l) => l.name === name);
+      // How each listener that may send here does it: an LLM agent by its reply format (a tool
+      // call, or XML), a code tool by returning the payload.
+      const senders = config.listeners.filter((l) => l.peers.includes(name)).map((l) => ({ name: l.name, form: l.agent ? replyFormatOf(l, config) : ('code' as const) }));
       return {
         name: a.name,
         description: a.description,
@@ -47,6 +54,11 @@ export const capabilityRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async
         schemaXsd: type.xsd(),
         exampleXml: type.exampleXml(),
         jsonSchema: type.jsonSchema() as Record<string, unknown>,
+        prompt: listener?.agent ? listener.prompt : null,
+        replyFormat: listener?.agent ? replyFormatOf(listener, config) : null,
+        toolCall: { name: peerToolName(name), arguments: type.exampleValue() },
+        tools: listener?.agent && replyFormatOf(listener, config) === 'tools' ? [...listener.peers.map(peerToolName), REPLY_TOOL, ...(listener.mcpServers ?? []).map((m) => `${m}_*`)] : [],
+        senders,
       };
     },
   );

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ConfigInvalidError, formatConfigProblem, loadOrganismToRun, sanitizeConfig } from '../../config/index.js';
+import { ConfigInvalidError, formatConfigProblem, loadOrganismToRun, sanitizeConfig, sanitizedConfigYaml } from '../../config/index.js';
 import type { LoadedOrganism } from '../../config/types.js';
 import { Errors, OrganismError } from '../../errors/catalogue.js';
 import { uptimeSeconds, type ServiceContext } from '../context.js';
 import { errorResponses } from '../schemas/error.js';
-import { EdgeTrafficResponse, OrganismConfig, OrganismInfo, ReloadQuery, ReloadResponse, RestartResponse, StopResponse } from '../schemas/organism.js';
+import { ConfigQuery, EdgeTrafficResponse, OrganismConfig, OrganismInfo, ReloadQuery, ReloadResponse, RestartResponse, StopResponse } from '../schemas/organism.js';
 import { isoOrNull } from '../time.js';
 import { journalStatsView } from '../views.js';
 
@@ -30,8 +30,23 @@ export const organismRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (
 
   app.get(
     '/organism/config',
-    { schema: { tags: ['organism'], summary: 'Sanitized configuration (no secrets)', response: { 200: OrganismConfig, ...errorResponses } } },
-    async () => sanitizeConfig(organism.config) as Record<string, unknown>,
+    {
+      schema: {
+        tags: ['organism'],
+        summary: 'Sanitized configuration (no secrets)',
+        description: 'JSON with camelCase keys by default; `format=yaml` answers the same view as organism.yaml is written (snake_case keys), as application/yaml.',
+        querystring: ConfigQuery,
+        response: { 200: OrganismConfig, ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      if (request.query.format === 'yaml')
+        return reply
+          .type('application/yaml; charset=utf-8')
+          .serializer((s) => s as string)
+          .send(sanitizedConfigYaml(organism.config) as never);
+      return sanitizeConfig(organism.config) as Record<string, unknown>;
+    },
   );
 
   app.get(
@@ -102,6 +117,7 @@ export const organismRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (
         added: [...result.added],
         removed: [...result.removed],
         updated: [...result.updated],
+        updatedFields: Object.fromEntries(Object.entries(result.updatedFields).map(([name, fields]) => [name, [...fields]])),
         changed: [...result.changed],
         restartRequired: [...result.restartRequired],
         error: null,

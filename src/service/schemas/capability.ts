@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { AnyObject, Name } from './common.js';
+import { AnyObject, Name, NullableString } from './common.js';
 
 export const CapabilityInfo = Type.Object(
   {
@@ -19,6 +19,22 @@ export const CapabilityDetail = Type.Object(
     schemaXsd: Type.String(),
     exampleXml: Type.String(),
     jsonSchema: AnyObject,
+    prompt: NullableString,
+    replyFormat: Type.Unsafe<'tools' | 'xml' | null>({ type: ['string', 'null'], enum: ['tools', 'xml', null], description: 'How this LLM agent answers (null: a code tool)' }),
+    toolCall: Type.Object(
+      { name: Type.String({ description: 'The tool (send_to_<name>) an LLM agent answering with tool calls uses to send here' }), arguments: AnyObject },
+      { description: 'An example call of that tool: its arguments are one payload of the accepted type' },
+    ),
+    tools: Type.Array(Type.String(), {
+      description: 'The tools this LLM agent answers with, when it answers with tool calls: send_to_<peer> per peer, reply, and <server>_* for the tools of each MCP server it is given',
+    }),
+    senders: Type.Array(
+      Type.Object({
+        name: Type.String(),
+        form: Type.Enum(['tools', 'xml', 'code'], { description: 'tools: a tool call; xml: an XML <send> block; code: a code tool returning the payload' }),
+      }),
+      { description: 'The listeners that have this one as a peer, and how each sends' },
+    ),
   },
   { title: 'CapabilityDetail' },
 );

@@ -115,6 +115,7 @@ export const ReloadFrame = Type.Object({
   added: Type.Array(Type.String()),
   removed: Type.Array(Type.String()),
   updated: Type.Array(Type.String()),
+  updatedFields: Type.Record(Type.String(), Type.Array(Type.String())),
   changed: Type.Array(Type.String()),
   restartRequired: Type.Array(Type.String()),
   error: NullableString,

@@ -48,6 +48,10 @@ export const OrganismInfo = Type.Object(
 
 export const OrganismConfig = Type.Object({}, { additionalProperties: true, title: 'SanitizedConfig', description: 'The organism configuration without secrets' });
 
+export const ConfigQuery = Type.Object({
+  format: Type.Optional(Type.Enum(['json', 'yaml'], { default: 'json', description: 'yaml: the sanitized configuration as organism.yaml is written (application/yaml)' })),
+});
+
 export const ReloadQuery = Type.Object({
   dryRun: Type.Optional(Type.Boolean({ default: false, description: 'Report the diff without applying it' })),
 });
@@ -58,6 +62,9 @@ export const ReloadResponse = Type.Object(
     added: Type.Array(Type.String()),
     removed: Type.Array(Type.String()),
     updated: Type.Array(Type.String()),
+    updatedFields: Type.Record(Type.String(), Type.Array(Type.String()), {
+      description: 'For each updated listener, the organism.yaml keys that changed (prompt, model, peers, ...; "handler code": the code behind the same handler changed)',
+    }),
     changed: Type.Array(Type.String(), { description: 'Other organism.yaml keys that changed, e.g. max_tokens_per_thread, llm.providers.mock.base_url' }),
     restartRequired: Type.Array(Type.String(), { description: 'Changed keys that take effect only after a restart (journal.*, metrics, telemetry)' }),
     error: NullableString,

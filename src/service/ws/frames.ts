@@ -152,6 +152,7 @@ function bodyOf(e: OrganismEvent): Record<string, unknown> {
         added: e.result.added,
         removed: e.result.removed,
         updated: e.result.updated,
+        updatedFields: e.result.updatedFields,
         changed: e.result.changed,
         restartRequired: e.result.restartRequired,
         error: e.result.error,

@@ -21,5 +21,5 @@ export function jsonEscaped(text: string): string {
 /** Whether an entry's payload or error contains `text` (the in-memory stores' match, the SQL stores' LIKE). */
 export function entryMatches(payload: unknown, error: string | null, text: string): boolean {
   const needle = text.toLowerCase();
-  return JSON.stringify(payload).toLowerCase().includes(jsonEscaped(needle)) || (error !== null && error.toLowerCase().includes(needle));
+  return JSON.stringify(payload).toLowerCase().includes(jsonEscaped(needle)) || (error?.toLowerCase().includes(needle) ?? false);
 }

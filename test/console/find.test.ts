@@ -70,7 +70,7 @@ describe('find and act in Chromium', { timeout: 180_000 }, () => {
     await page.getByRole('combobox', { name: 'Saved view' }).selectOption('my finds');
     await eventually(async () => (await threadRows().count()) === 3, 'the saved view applied');
     expect(Object.fromEntries(new URL(page.url()).searchParams)).toEqual({ agent: 'researcher', text: 'find-me' });
-    expect(await page.evaluate(() => localStorage.getItem('organism.console.views.threads'))).toContain('my finds');
+    expect(await page.evaluate("localStorage.getItem('organism.console.views.threads')")).toContain('my finds');
 
     // Kill every active match: the count is shown before anything happens.
     await page.getByRole('combobox', { name: 'Status' }).selectOption('active');

@@ -46,7 +46,7 @@ export function SavedViews<S extends object>({ list, search, onApply }: { list: 
     if (v) onApply(v.search as S);
   };
   return (
-    <div className="toolbar saved-views" role="group" aria-label="Saved views">
+    <div className="toolbar saved-views">
       <label>
         Saved view
         <select value={chosen} onChange={(e) => pickView(e.target.value)}>

@@ -181,7 +181,14 @@ export class SqliteJournal implements Journal {
         ? this.listByListener(q, order)
         : prepared(this.db, `SELECT * FROM journal ${clause} ORDER BY seq ${order} LIMIT ? OFFSET ?`).all(...params, q.limit, q.offset)
     ) as JournalRow[];
-    const total = plain ? this.count(q, clause, params) : (prepared(this.db, `SELECT COUNT(*) AS n FROM journal ${clause}`).get(...params) as { n: number }).n;
+    // A page that is not full (and not past the end) gives the total: a search that finds few
+    // entries scans the window once, not twice.
+    const known = rows.length < q.limit && (rows.length > 0 || q.offset === 0);
+    const total = plain
+      ? this.count(q, clause, params)
+      : known
+        ? q.offset + rows.length
+        : (prepared(this.db, `SELECT COUNT(*) AS n FROM journal ${clause}`).get(...params) as { n: number }).n;
     return { items: rows.map(entryOf), total, ...(search ? { searchTruncated: search.truncated } : {}) };
   }
 

@@ -143,9 +143,15 @@ export class SqliteThreadStore implements ThreadStore {
     }
     const search = q.text ? searchWindow(this.db, q.text) : null;
     if (q.text && search) {
-      // The matching entries of the window first (a range of the primary key), then their threads.
-      where.push(`id IN (SELECT thread_id FROM journal WHERE seq >= ? AND ${TEXT_MATCH})`);
-      params.push(search.floor, ...textParams(q.text.text));
+      // The threads of the window's matching entries, read once (a range of the primary key):
+      // as a subquery, the list and its count would each scan the window again.
+      const ids = (
+        prepared(this.db, `SELECT DISTINCT thread_id FROM journal WHERE seq >= ? AND ${TEXT_MATCH}`)
+          .raw()
+          .all(search.floor, ...textParams(q.text.text)) as Array<[string]>
+      ).map((r) => r[0]);
+      where.push('id IN (SELECT value FROM json_each(?))');
+      params.push(JSON.stringify(ids));
     }
     const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
     const rows = prepared(this.db, `SELECT * FROM threads ${clause} ORDER BY last_activity DESC, id DESC LIMIT ? OFFSET ?`).all(...params, q.limit, q.offset) as ThreadRow[];

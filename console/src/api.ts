@@ -8,6 +8,10 @@ import {
   type AgentList,
   type AgentSchema,
   type Billing as WireBilling,
+  type BulkKill,
+  type BulkKilled,
+  type BulkRedeliver,
+  type BulkRedelivered,
   type Capability as WireCapability,
   type CapabilityList,
   type Daily,
@@ -141,7 +145,9 @@ export const api = {
   pause: (name: string): Promise<unknown> => call((c) => c.agents.pause(name)),
   resume: (name: string): Promise<unknown> => call((c) => c.agents.resume(name)),
   // The status comes from a <select> of the valid values (the server answers 422 otherwise).
-  threads: (q: { status?: string; agent?: string; limit: number; offset: number }): Promise<ThreadList> => call((c) => c.threads.list(given(q) as ThreadListQuery)),
+  threads: (q: { status?: string; agent?: string; text?: string; startTime?: string; endTime?: string; limit: number; offset: number }): Promise<ThreadList> =>
+    call((c) => c.threads.list(given(q) as ThreadListQuery)),
+  killMany: (selection: BulkKill): Promise<BulkKilled> => call((c) => c.threads.killMany(selection)),
   thread: (id: string): Promise<ThreadInfo> => call((c) => c.threads.get(id)),
   threadMessages: (id: string, limit = 100, offset = 0): Promise<Page & { messages: MessageRecord[] }> => call((c) => c.threads.messages(id, { limit, offset })),
   kill: (id: string): Promise<unknown> => call((c) => c.threads.kill(id)),
@@ -158,8 +164,18 @@ export const api = {
   billing: (q: { startTime?: string; endTime?: string }): Promise<Billing> => call((c) => c.usage.billing(given(q))) as Promise<Billing>,
   daily: (q: { startTime?: string; endTime?: string }): Promise<Daily> => call((c) => c.usage.daily(given(q))),
   // Entries' metadata is an open object in the schema: string values (the server only stores those).
-  journal: (q: { state?: string; agent?: string; threadId?: string; limit: number; offset: number }): Promise<Page & { entries: JournalEntry[] }> =>
-    call((c) => c.journal.list(given(q) as JournalListQuery)) as Promise<Page & { entries: JournalEntry[] }>,
+  journal: (q: {
+    state?: string;
+    agent?: string;
+    threadId?: string;
+    text?: string;
+    startTime?: string;
+    endTime?: string;
+    limit: number;
+    offset: number;
+  }): Promise<Page & { entries: JournalEntry[]; searchTruncated?: boolean }> =>
+    call((c) => c.journal.list(given(q) as JournalListQuery)) as Promise<Page & { entries: JournalEntry[]; searchTruncated?: boolean }>,
+  redeliverMany: (selection: BulkRedeliver): Promise<BulkRedelivered> => call((c) => c.journal.redeliverMany(selection)),
   journalStats: (): Promise<JournalStats> => call((c) => c.journal.stats()),
   redeliver: (id: string): Promise<unknown> => call((c) => c.journal.redeliver(id)),
   threadLlmCalls: (id: string, limit = 100): Promise<Page & { calls: LlmCall[] }> => call((c) => c.threads.llmCalls(id, { limit })),

@@ -9,6 +9,7 @@ import './styles.css';
 import { AgentDetailView, AgentsView } from './views/Agents';
 import { ConfigView } from './views/Config';
 import { InjectView } from './views/Inject';
+import { journalSearch, threadSearch } from './views/find/search';
 import { JournalView } from './views/Journal';
 import { MessagesView } from './views/Messages';
 import { OverviewView } from './views/Overview';
@@ -123,7 +124,7 @@ const parent = { getParentRoute: () => root };
 const journalRoute = createRoute({
   ...parent,
   path: '/journal',
-  validateSearch: (s: Record<string, unknown>): { state?: string } => (typeof s['state'] === 'string' ? { state: s['state'] } : {}),
+  validateSearch: journalSearch,
   component: JournalView,
 });
 const routeTree = root.addChildren([
@@ -131,7 +132,7 @@ const routeTree = root.addChildren([
   createRoute({ ...parent, path: '/topology', component: TopologyView }),
   createRoute({ ...parent, path: '/agents', component: AgentsView }),
   createRoute({ ...parent, path: '/agents/$name', component: AgentDetailView }),
-  createRoute({ ...parent, path: '/threads', component: ThreadsView }),
+  createRoute({ ...parent, path: '/threads', validateSearch: threadSearch, component: ThreadsView }),
   createRoute({ ...parent, path: '/threads/$threadId', component: ThreadDetailView }),
   createRoute({ ...parent, path: '/messages', component: MessagesView }),
   createRoute({ ...parent, path: '/inject', component: InjectView }),

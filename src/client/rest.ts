@@ -139,6 +139,8 @@ export class RestClient {
     get: (threadId: string): Promise<T.ThreadWithMessages> => this.#api('GET', `/threads/${seg(threadId)}`),
     messages: (threadId: string, page: T.PageQuery = {}): Promise<T.MessageList> => this.#api('GET', `/threads/${seg(threadId)}/messages`, { query: { ...page } }),
     kill: (threadId: string): Promise<T.Kill> => this.#api('POST', `/threads/${seg(threadId)}/kill`),
+    /** Kills the threads given (`{threadIds}`) or every active thread a filter matches (`{filter}`); answers what was done and what was not, with reasons. */
+    killMany: (selection: T.BulkKill): Promise<T.BulkKilled> => this.#api('POST', '/threads/kill', { body: selection }),
     /** Recorded LLM calls of the thread, oldest first (operator). */
     llmCalls: (threadId: string, page: { limit?: number; offset?: number } = {}): Promise<T.ThreadLlmCalls> =>
       this.#api('GET', `/threads/${seg(threadId)}/llm-calls`, { query: { ...page } }),
@@ -172,6 +174,8 @@ export class RestClient {
     stats: (): Promise<T.Journal> => this.#api('GET', '/journal/stats'),
     get: (messageId: string): Promise<T.JournalEntry> => this.#api('GET', `/journal/${seg(messageId)}`),
     redeliver: (messageId: string): Promise<T.Redeliver> => this.#api('POST', `/journal/${seg(messageId)}/redeliver`),
+    /** Redelivers the FAILED entries given (`{messageIds}`) or every FAILED entry a filter matches (`{filter}`); answers what was done and what was not, with reasons. */
+    redeliverMany: (selection: T.BulkRedeliver): Promise<T.BulkRedelivered> => this.#api('POST', '/journal/redeliver', { body: selection }),
     /** Recorded LLM calls (and MCP tool calls) of one delivery (operator). */
     llmCalls: (messageId: string): Promise<T.DeliveryLlmCalls> => this.#api('GET', `/journal/${seg(messageId)}/llm-calls`),
   };

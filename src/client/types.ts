@@ -9,6 +9,7 @@ import type { CapabilityDetail, CapabilityListResponse } from '../service/schema
 import type { ErrorBody } from '../service/schemas/error.js';
 import type * as F from '../service/schemas/frames.js';
 import type { HealthResponse } from '../service/schemas/health.js';
+import type { BulkKillRequest, BulkKillResponse, BulkRedeliverRequest, BulkRedeliverResponse } from '../service/schemas/find.js';
 import type { WorkerListResponse } from '../service/schemas/worker.js';
 import type { InjectRequest, InjectResponse } from '../service/schemas/inject.js';
 import type { JournalEntryInfo, JournalListResponse, JournalQuery, RedeliverResponse } from '../service/schemas/journal.js';
@@ -139,6 +140,14 @@ export type JournalList = Static<typeof JournalListResponse>;
 export type JournalListQuery = Static<typeof JournalQuery>;
 /** The answer of `POST /api/v1/journal/{messageId}/redeliver`. */
 export type Redeliver = Static<typeof RedeliverResponse>;
+/** The body of `POST /api/v1/threads/kill`: `threadIds` or `filter`. */
+export type BulkKill = Static<typeof BulkKillRequest>;
+/** The answer of `POST /api/v1/threads/kill`. */
+export type BulkKilled = Static<typeof BulkKillResponse>;
+/** The body of `POST /api/v1/journal/redeliver`: `messageIds` or `filter`. */
+export type BulkRedeliver = Static<typeof BulkRedeliverRequest>;
+/** The answer of `POST /api/v1/journal/redeliver`. */
+export type BulkRedelivered = Static<typeof BulkRedeliverResponse>;
 /** The body of every error answer: `detail`, `code` and, for invalid input, `errors`. */
 export type ApiErrorBody = Static<typeof ErrorBody>;
 

@@ -1,6 +1,7 @@
 import type { DispatchHook, FailureReason } from './delivery.js';
 import type { Message } from './message.js';
 import type { Page } from './page.js';
+import type { TextSearch } from './search.js';
 
 /** The message journal: every delivery's record, its states and the queries on it. */
 
@@ -47,6 +48,12 @@ export interface JournalQuery {
   readonly threadId?: string;
   /** Matches sender or receiver. */
   readonly agent?: string;
+  /** Entries created at or after this time (ms). */
+  readonly startTime?: number;
+  /** Entries created before this time (ms). */
+  readonly endTime?: number;
+  /** Entries whose payload or error contains this text (read among the newest `window` entries). */
+  readonly text?: TextSearch;
   readonly limit: number;
   readonly offset: number;
   /** Default newest first. */

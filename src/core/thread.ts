@@ -1,4 +1,5 @@
 import type { Page } from './page.js';
+import type { TextSearch } from './search.js';
 
 export type ThreadStatus = 'active' | 'completed' | 'error' | 'killed';
 
@@ -19,6 +20,12 @@ export interface ThreadRecord {
 export interface ThreadQuery {
   readonly status?: ThreadStatus;
   readonly agent?: string;
+  /** Threads active at or after this time (ms): their last activity is not earlier. */
+  readonly startTime?: number;
+  /** Threads created before this time (ms). */
+  readonly endTime?: number;
+  /** Threads with a message whose payload or error contains this text (among the newest `window` journal entries). */
+  readonly text?: TextSearch;
   readonly limit: number;
   readonly offset: number;
 }

@@ -192,6 +192,7 @@ export const Errors = {
   WS_BAD_FILTER: define('WS_BAD_FILTER', 400, 'Invalid filter: %s'),
   /** A request parameter or body field out of bounds or of the wrong type; the text names it and the bound. */
   INVALID_REQUEST: define('INVALID_REQUEST', 422, '%s'),
+  BULK_SELECTION: define('BULK_SELECTION', 422, 'Give %s (the ones to act on) or filter (every match of the list filter): got %s'),
   INVALID_TIME: define('INVALID_TIME', 422, '%s must be an ISO 8601 date or time (e.g. 2025-01-31T12:00:00Z), not: %s'),
   INVALID_TIME_RANGE: define('INVALID_TIME_RANGE', 422, 'startTime (%s) must not be after endTime (%s)'),
   ROUTE_NOT_FOUND: define('ROUTE_NOT_FOUND', 404, 'Not found: %s %s'),

@@ -484,9 +484,10 @@ function limitsOf(config: OrganismConfig): PumpLimits {
 }
 
 function memoryStorage(): StorageParts {
+  const journal = new MemoryJournal();
   return {
-    journal: new MemoryJournal(),
-    threads: new MemoryThreadStore(),
+    journal,
+    threads: new MemoryThreadStore(undefined, (search) => journal.threadsMatching(search)),
     usage: new MemoryUsageStore(),
     close() {},
   };

@@ -3,6 +3,7 @@ import type { FailureReason } from '../core/delivery.js';
 import type { Message } from '../core/message.js';
 import type { UsageEvent } from '../usage/types.js';
 import type { DeliveryState, EarlierAttempt, JournalEntry } from '../core/journal.js';
+import { jsonEscaped } from '../core/search.js';
 
 export interface JournalRow {
   id: string;
@@ -103,4 +104,14 @@ export function usageOf(r: UsageRow): UsageEvent {
     cost: r.cost,
     metadata: JSON.parse(r.metadata) as Record<string, string>,
   };
+}
+
+/** A LIKE pattern matching values that contain `text` literally (`%`, `_` and the escape `\` escaped; use with ESCAPE '\'). */
+export function likeContaining(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/** The two LIKE patterns of a text search: in the payload's JSON (where quotes and backslashes are escaped), in the error. */
+export function textParams(text: string): [string, string] {
+  return [likeContaining(jsonEscaped(text)), likeContaining(text)];
 }

@@ -258,6 +258,7 @@ describe('console in Chromium', { timeout: 120_000 }, () => {
     await page.getByRole('checkbox', { name: `Select ${b.messageId}` }).check();
     await page.getByRole('checkbox', { name: `Select ${a.messageId}` }).check();
     await page.getByRole('button', { name: 'Redeliver selected (2)' }).click();
+    await page.getByRole('dialog', { name: 'Redeliver 2 failed entries?' }).getByRole('button', { name: 'Redeliver 2' }).click();
     await page.getByRole('status').filter({ hasText: 'Redelivered 2 of 2' }).waitFor();
   });
 

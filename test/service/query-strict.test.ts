@@ -101,7 +101,7 @@ describe('unknown query parameters', () => {
   it('are refused with the valid ones listed', async () => {
     const res = await svc.request('GET', '/api/v1/threads?stauts=active');
     expect(res.status).toBe(422);
-    expect(res.body.detail).toBe('stauts is not a parameter of this route (valid parameters: status, agent, limit, offset)');
+    expect(res.body.detail).toBe('stauts is not a parameter of this route (valid parameters: status, agent, startTime, endTime, text, limit, offset)');
   });
 
   it('on a route without parameters, too', async () => {

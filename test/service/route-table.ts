@@ -33,6 +33,7 @@ export const ROUTES: readonly RouteCase[] = [
   { method: 'GET', template: '/api/v1/threads', access: 'viewer' },
   { method: 'GET', template: '/api/v1/threads/{threadId}', access: 'viewer' },
   { method: 'GET', template: '/api/v1/threads/{threadId}/messages', access: 'viewer' },
+  { method: 'POST', template: '/api/v1/threads/kill', access: 'operator', body: { threadIds: ['no-such-thread'] } },
   { method: 'POST', template: '/api/v1/threads/{threadId}/kill', access: 'operator' },
   { method: 'GET', template: '/api/v1/threads/{threadId}/llm-calls', access: 'operator' },
   { method: 'GET', template: '/api/v1/threads/{threadId}/waterfall', access: 'viewer' },
@@ -51,6 +52,7 @@ export const ROUTES: readonly RouteCase[] = [
   { method: 'GET', template: '/api/v1/journal', access: 'viewer' },
   { method: 'GET', template: '/api/v1/journal/stats', access: 'viewer' },
   { method: 'GET', template: '/api/v1/journal/{messageId}', access: 'viewer' },
+  { method: 'POST', template: '/api/v1/journal/redeliver', access: 'operator', body: { messageIds: ['no-such-entry'] } },
   { method: 'POST', template: '/api/v1/journal/{messageId}/redeliver', access: 'operator' },
   { method: 'GET', template: '/api/v1/journal/{messageId}/llm-calls', access: 'operator' },
 ];

@@ -1,8 +1,13 @@
 import { keepPreviousData, useMutation, useQueries, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useNavigate, useSearch } from '@tanstack/react-router';
 import { useState } from 'react';
-import { api, ApiError, type JournalEntry } from '../api';
-import { AgentFilter, Filter, Pager, ThreadLink } from '../lists';
+import { api, type JournalEntry } from '../api';
+import { Pager, ThreadLink } from '../lists';
+import { BulkBar, type BulkResult, type BulkTarget, Summary } from './find/BulkBar';
+import { FilterBar } from './find/FilterBar';
+import { SavedViews } from './find/SavedViews';
+import { compact, type JournalSearch } from './find/search';
+import { useSelection } from './find/selection';
 import { useIsOperator, useRefetchOn } from '../session';
 import { ErrorBox, fmt, OpButton, StateBadge } from '../ui';
 
@@ -10,62 +15,49 @@ const PAGE = 50;
 const STATES = ['PENDING', 'DISPATCHED', 'ACKED', 'FAILED'];
 
 export function JournalView() {
-  const search = useSearch({ strict: false }) as { state?: string };
+  const filter = useSearch({ strict: false }) as JournalSearch;
+  const filterKey = JSON.stringify(filter);
   const navigate = useNavigate();
   const operator = useIsOperator();
   const qc = useQueryClient();
-  const state = search.state ?? '';
-  const [agent, setAgent] = useState('');
-  const [threadId, setThreadId] = useState('');
   const [offset, setOffset] = useState(0);
-  const [selected, setSelected] = useState<Set<string>>(new Set());
-  const [outcome, setOutcome] = useState<{ text: string; refused: boolean } | null>(null);
+  const sel = useSelection(filterKey);
+  const [outcome, setOutcome] = useState<BulkResult | null>(null);
+  const setFilter = (next: JournalSearch) => (setOffset(0), void navigate({ to: '/journal', search: next }));
 
   const q = useQuery({
-    queryKey: ['journal', state, agent, threadId, offset],
-    queryFn: () => api.journal({ state: state || undefined, agent: agent || undefined, threadId: threadId.trim() || undefined, limit: PAGE, offset }),
+    queryKey: ['journal', filterKey, offset],
+    queryFn: () => api.journal({ ...filter, threadId: filter.threadId?.trim(), limit: PAGE, offset }),
     placeholderData: keepPreviousData,
   });
   const stats = useQuery({ queryKey: ['journal-stats'], queryFn: api.journalStats });
   useRefetchOn((f) => f.event === 'journal_failed' || f.event === 'message', [['journal'], ['journal-stats']], 1500);
 
-  // Bulk redelivery is one API call per entry (what an operator would do with curl); each
-  // outcome is reported, a failure does not stop the rest.
-  const redeliver = useMutation({
-    mutationFn: async (ids: string[]) => {
-      const failures: string[] = [];
-      for (const id of ids) {
-        try {
-          await api.redeliver(id);
-        } catch (err) {
-          failures.push(err instanceof ApiError ? err.detail : String(err));
-        }
-      }
-      return { ok: ids.length - failures.length, failures };
-    },
-    onSuccess: (r) => {
-      setOutcome({ text: `Redelivered ${r.ok} of ${r.ok + r.failures.length}.${r.failures.length ? ` ${r.failures.join('; ')}` : ''}`, refused: r.failures.length > 0 });
-      setSelected(new Set());
-      void qc.invalidateQueries({ queryKey: ['journal'] });
-      void qc.invalidateQueries({ queryKey: ['journal-stats'] });
-    },
+  const refresh = () => {
+    void qc.invalidateQueries({ queryKey: ['journal'] });
+    void qc.invalidateQueries({ queryKey: ['journal-stats'] });
+  };
+  // The selected entries, or every FAILED entry the filter matches (the server applies the same filter);
+  // one request, whose answer says what was redelivered and what was not, with the reasons.
+  const redeliverMany = async (target: BulkTarget): Promise<BulkResult> => {
+    const { agent, threadId, text, startTime, endTime } = filter;
+    const r = await api.redeliverMany('ids' in target ? { messageIds: target.ids } : { filter: compact({ agent, threadId, text, startTime, endTime }) });
+    return { ...r, done: r.redelivered };
+  };
+  const redeliverOne = useMutation({
+    mutationFn: (id: string) => redeliverMany({ ids: [id] }),
+    onSuccess: (r) => (setOutcome(r), refresh()),
   });
 
   const entries = q.data?.entries ?? [];
-  // A FAILED entry of a killed thread cannot be redelivered (the API answers 409): its thread's
+  // A FAILED entry of a killed thread cannot be redelivered (the API refuses it): its thread's
   // status is looked up (one request per thread on the page) and it is not offered.
   const threadIds = [...new Set(entries.filter((e) => e.deliveryState === 'FAILED').map((e) => e.threadId))];
   const threads = useQueries({ queries: threadIds.map((id) => ({ queryKey: ['thread', id], queryFn: () => api.thread(id) })) });
   const killed = new Set(threads.flatMap((t) => (t.data?.status === 'killed' ? [t.data.id] : [])));
   const redeliverable = (e: JournalEntry) => e.deliveryState === 'FAILED' && !killed.has(e.threadId);
   useRefetchOn((f) => f.event === 'thread_updated', [['thread']], 1500);
-  const failed = entries.filter(redeliverable);
-  const toggle = (id: string) => {
-    const next = new Set(selected);
-    if (next.has(id)) next.delete(id);
-    else next.add(id);
-    setSelected(next);
-  };
+  const failed = entries.filter(redeliverable).map((e) => e.id);
   const s = stats.data;
   const total = q.data?.total ?? 0;
 
@@ -83,28 +75,23 @@ export function JournalView() {
           <span>oldest pending: {s.oldestPendingAgeMs === null ? 'none' : fmt.duration(s.oldestPendingAgeMs / 1000)}</span>
         </p>
       )}
-      <div className="toolbar">
-        <Filter label="State" value={state} options={STATES} onChange={(k) => (setOffset(0), void navigate({ to: '/journal', search: k ? { state: k } : {} }))} />
-        <AgentFilter value={agent} onChange={(a) => (setAgent(a), setOffset(0))} />
-        <label>
-          Thread
-          <input value={threadId} onChange={(e) => (setThreadId(e.target.value), setOffset(0))} placeholder="thread id" />
-        </label>
-        <OpButton disabled={selected.size === 0 || redeliver.isPending} onClick={() => redeliver.mutate([...selected])}>
-          Redeliver selected ({selected.size})
-        </OpButton>
-      </div>
-      {outcome &&
-        (outcome.refused ? (
-          <p role="alert" className="error">
-            {outcome.text}
-          </p>
-        ) : (
-          <p role="status" className="notice">
-            {outcome.text}
-          </p>
-        ))}
-      <ErrorBox error={q.error ?? redeliver.error} />
+      <FilterBar search={filter} onChange={setFilter} statusKey="state" statusLabel="State" statuses={STATES} withThread />
+      <SavedViews list="journal" search={filter} onApply={setFilter} />
+      <BulkBar
+        verb="Redeliver"
+        done="Redelivered"
+        noun="failed entries"
+        selected={sel.selected}
+        matching={total}
+        allMatching={sel.allMatching}
+        canSelectAll={filter.state === 'FAILED'}
+        onAllMatching={sel.setAllMatching}
+        run={redeliverMany}
+        onDone={() => (sel.clear(), setOutcome(null), refresh())}
+      />
+      {outcome && <Summary result={outcome} done="Redelivered" />}
+      {q.data?.searchTruncated && <p className="muted">The text search read the newest 100,000 journal entries; older ones were not searched.</p>}
+      <ErrorBox error={q.error ?? redeliverOne.error} />
       <table aria-label="Journal entries">
         <thead>
           <tr>
@@ -113,8 +100,8 @@ export function JournalView() {
                 type="checkbox"
                 aria-label="Select every failed entry on this page"
                 disabled={!operator || failed.length === 0}
-                checked={failed.length > 0 && failed.every((e) => selected.has(e.id))}
-                onChange={(e) => setSelected(e.target.checked ? new Set(failed.map((x) => x.id)) : new Set())}
+                checked={sel.allMatching || (failed.length > 0 && failed.every((id) => sel.selected.has(id)))}
+                onChange={(e) => sel.setPage(failed, e.target.checked)}
               />
             </th>
             <th>Created</th>
@@ -130,7 +117,11 @@ export function JournalView() {
         <tbody>
           {entries.map((e) => (
             <tr key={e.id}>
-              <td>{redeliverable(e) && <input type="checkbox" aria-label={`Select ${e.id}`} disabled={!operator} checked={selected.has(e.id)} onChange={() => toggle(e.id)} />}</td>
+              <td>
+                {redeliverable(e) && (
+                  <input type="checkbox" aria-label={`Select ${e.id}`} disabled={!operator} checked={sel.allMatching || sel.selected.has(e.id)} onChange={() => sel.toggle(e.id)} />
+                )}
+              </td>
               <td>{fmt.dateTime(e.createdAt)}</td>
               <td>
                 <StateBadge state={e.deliveryState} />
@@ -148,7 +139,7 @@ export function JournalView() {
               <td className="wrap">{e.failureReason ? `${e.failureReason}: ${e.error ?? ''}` : ''}</td>
               <td>
                 {redeliverable(e) ? (
-                  <OpButton aria-label={`Redeliver ${e.id}`} disabled={redeliver.isPending} onClick={() => redeliver.mutate([e.id])}>
+                  <OpButton aria-label={`Redeliver ${e.id}`} disabled={redeliverOne.isPending} onClick={() => redeliverOne.mutate(e.id)}>
                     Redeliver
                   </OpButton>
                 ) : e.deliveryState === 'FAILED' && killed.has(e.threadId) ? (

@@ -1,9 +1,14 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useNavigate, useParams } from '@tanstack/react-router';
+import { useNavigate, useParams, useSearch } from '@tanstack/react-router';
 import { useState, type FormEvent } from 'react';
 import { api, type JournalEntry, type MessageRecord, type ThreadInfo, type UsageEvent } from '../api';
-import { AgentFilter, Filter, Pager, ThreadLink } from '../lists';
-import { useRefetchOn } from '../session';
+import { Pager, ThreadLink } from '../lists';
+import { useIsOperator, useRefetchOn } from '../session';
+import { BulkBar, type BulkResult, type BulkTarget } from './find/BulkBar';
+import { FilterBar } from './find/FilterBar';
+import { SavedViews } from './find/SavedViews';
+import { compact, type ThreadSearch } from './find/search';
+import { useSelection } from './find/selection';
 import { Card, Confirm, ErrorBox, fmt, Json, Loading, OpButton, StateBadge } from '../ui';
 import { Waterfall } from './thread/Waterfall';
 import { ThreadLlmCalls } from './thread/LlmCallInspector';
@@ -13,14 +18,18 @@ const STATUSES = ['active', 'completed', 'error', 'killed'];
 
 export function ThreadsView() {
   const navigate = useNavigate();
-  const [status, setStatus] = useState('');
-  const [agent, setAgent] = useState('');
+  const qc = useQueryClient();
+  const operator = useIsOperator();
+  const filter = useSearch({ strict: false }) as ThreadSearch;
+  const filterKey = JSON.stringify(filter);
   const [offset, setOffset] = useState(0);
+  const sel = useSelection(filterKey);
   const [search, setSearch] = useState('');
   const [searchError, setSearchError] = useState<unknown>(null);
+  const setFilter = (next: ThreadSearch) => (setOffset(0), void navigate({ to: '/threads', search: next }));
   const q = useQuery({
-    queryKey: ['threads', status, agent, offset],
-    queryFn: () => api.threads({ status: status || undefined, agent: agent || undefined, limit: PAGE, offset }),
+    queryKey: ['threads', filterKey, offset],
+    queryFn: () => api.threads({ ...filter, limit: PAGE, offset }),
     placeholderData: keepPreviousData,
   });
   // A new or changed thread refreshes the page from the API (no polling).
@@ -38,26 +47,56 @@ export function ThreadsView() {
       setSearchError(err);
     }
   };
+  // Kills what is selected, or every active thread the filter matches (the server applies the same filter).
+  const kill = async (target: BulkTarget): Promise<BulkResult> => {
+    const { agent, text, startTime, endTime } = filter;
+    const r = await api.killMany('ids' in target ? { threadIds: target.ids } : { filter: compact({ agent, text, startTime, endTime }) });
+    return { ...r, done: r.killed };
+  };
 
   const total = q.data?.total ?? 0;
+  const threads = q.data?.threads ?? [];
+  const active = threads.filter((t) => t.status === 'active').map((t) => t.id);
   return (
     <div>
       <h1>Threads</h1>
+      <FilterBar search={filter} onChange={setFilter} statusKey="status" statusLabel="Status" statuses={STATUSES} />
       <div className="toolbar">
-        <Filter label="Status" value={status} options={STATUSES} onChange={(s) => (setStatus(s), setOffset(0))} />
-        <AgentFilter value={agent} onChange={(a) => (setAgent(a), setOffset(0))} />
+        <SavedViews list="threads" search={filter} onApply={setFilter} />
         <form onSubmit={open} className="inline">
           <label>
             Thread id
-            <input value={search} onChange={(e) => setSearch(e.target.value)} placeholder="search by id" />
+            <input value={search} onChange={(e) => setSearch(e.target.value)} placeholder="open by id" />
           </label>
           <button type="submit">Open</button>
         </form>
       </div>
+      <BulkBar
+        verb="Kill"
+        done="Killed"
+        noun="threads"
+        selected={sel.selected}
+        matching={total}
+        allMatching={sel.allMatching}
+        canSelectAll={filter.status === 'active'}
+        onAllMatching={sel.setAllMatching}
+        run={kill}
+        onDone={() => (sel.clear(), void qc.invalidateQueries({ queryKey: ['threads'] }))}
+      />
+      {q.data?.searchTruncated && <p className="muted">The text search read the newest 100,000 journal entries; older ones were not searched.</p>}
       <ErrorBox error={q.error ?? searchError} />
       <table aria-label="Threads">
         <thead>
           <tr>
+            <th>
+              <input
+                type="checkbox"
+                aria-label="Select every active thread on this page"
+                disabled={!operator || active.length === 0}
+                checked={sel.allMatching || (active.length > 0 && active.every((id) => sel.selected.has(id)))}
+                onChange={(e) => sel.setPage(active, e.target.checked)}
+              />
+            </th>
             <th>Thread</th>
             <th>Status</th>
             <th>Participants</th>
@@ -68,8 +107,13 @@ export function ThreadsView() {
           </tr>
         </thead>
         <tbody>
-          {(q.data?.threads ?? []).map((t) => (
+          {threads.map((t) => (
             <tr key={t.id}>
+              <td>
+                {t.status === 'active' && (
+                  <input type="checkbox" aria-label={`Select ${t.id}`} disabled={!operator} checked={sel.allMatching || sel.selected.has(t.id)} onChange={() => sel.toggle(t.id)} />
+                )}
+              </td>
               <td>
                 <ThreadLink id={t.id} />
               </td>

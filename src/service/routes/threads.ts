@@ -6,6 +6,11 @@ import { errorResponses } from '../schemas/error.js';
 import { MessageListResponse } from '../schemas/message.js';
 import { KillResponse, ThreadDetail, ThreadListResponse, ThreadPageQuery, ThreadParams, ThreadQuery } from '../schemas/thread.js';
 import { entryMessageView, threadUsageView, threadView } from '../views.js';
+import { bulkSelection, eachId, findFilter, truncation } from '../find.js';
+import { BULK_MAX, BulkKillRequest, BulkKillResponse } from '../schemas/find.js';
+
+/** Kills a bulk kill runs at once (each waits for its store write). */
+const KILL_CONCURRENCY = 8;
 
 /** How many messages GET /threads/{id} embeds (the latest ones, oldest first). */
 const EMBEDDED_MESSAGES = 100;
@@ -33,12 +38,13 @@ export const threadRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (ap
       const status = parseStatus(request.query.status);
       const page = await organism.queries.threads.list({
         ...(status ? { status } : {}),
-        ...(agent !== undefined ? { agent } : {}),
+        ...(agent ? { agent } : {}),
+        ...findFilter(request.query),
         limit,
         offset,
       });
       const threads = page.items.map(threadView);
-      return { threads, count: threads.length, total: page.total, offset, limit };
+      return { threads, count: threads.length, total: page.total, offset, limit, ...truncation(page) };
     },
   );
 
@@ -70,6 +76,42 @@ export const threadRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (ap
       const page = await organism.queries.journal.list({ threadId: thread.id, limit, offset, order: 'oldest' });
       const messages = page.items.map(entryMessageView);
       return { messages, count: messages.length, total: page.total, offset, limit };
+    },
+  );
+
+  app.post(
+    '/threads/kill',
+    {
+      schema: {
+        tags,
+        summary: `Kill many threads: the ids given, or every active thread the filter matches (at most ${BULK_MAX} a request)`,
+        body: BulkKillRequest,
+        response: { 200: BulkKillResponse, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const { threadIds, filter } = request.body;
+      bulkSelection(threadIds, filter, 'threadIds');
+      let ids: string[];
+      let matched: number;
+      let searched = {};
+      if (threadIds) {
+        ids = [...new Set(threadIds)];
+        matched = ids.length;
+      } else {
+        const { agent } = filter!;
+        const page = await organism.queries.threads.list({ status: 'active', ...(agent ? { agent } : {}), ...findFilter(filter!), limit: BULK_MAX, offset: 0 });
+        ids = page.items.map((t) => t.id);
+        matched = page.total;
+        searched = truncation(page);
+      }
+      const outcome = await eachId(
+        ids,
+        KILL_CONCURRENCY,
+        async (id) => void (await organism.killThread(id)),
+        (err, id) => request.log.error({ err, threadId: id }, 'bulk kill: a kill failed'),
+      );
+      return { matched, attempted: ids.length, killed: outcome.done, skipped: outcome.skipped, ...searched };
     },
   );
 

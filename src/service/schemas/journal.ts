@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { Name, NullableString, NullableTimestamp, PageFields, PageQuery, SuccessFlag, Timestamp } from './common.js';
 import { DeliveryState, MessageRecord } from './message.js';
+import { FindFields, SearchTruncated } from './find.js';
 
 export const EarlierAttemptInfo = Type.Object(
   {
@@ -33,12 +34,15 @@ export const JournalEntryInfo = Type.Object(
   { title: 'JournalEntry' },
 );
 
-export const JournalListResponse = Type.Object({ entries: Type.Array(JournalEntryInfo), ...PageFields }, { title: 'JournalListResponse' });
+export const JournalListResponse = Type.Object({ entries: Type.Array(JournalEntryInfo), ...PageFields, searchTruncated: SearchTruncated }, { title: 'JournalListResponse' });
 
 export const JournalQuery = Type.Object({
   state: Type.Optional(DeliveryState),
   threadId: Type.Optional(Type.String({ maxLength: 256 })),
   agent: Type.Optional(Type.String({ maxLength: 256, description: 'Sender or receiver' })),
+  startTime: Type.Optional(Type.String({ maxLength: 64, description: 'Entries created at or after this time (ISO 8601)' })),
+  endTime: Type.Optional(Type.String({ maxLength: 64, description: 'Entries created before this time (ISO 8601)' })),
+  text: FindFields.text,
   ...PageQuery,
 });
 

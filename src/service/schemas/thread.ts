@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import { ThreadUsage } from './usage.js';
 import { Name, NullableString, PageFields, PageQuery, SuccessFlag, Timestamp } from './common.js';
 import { MessageRecord } from './message.js';
+import { FindFields, SearchTruncated } from './find.js';
 
 export const ThreadStatus = Type.Enum(['active', 'completed', 'error', 'killed']);
 
@@ -27,12 +28,15 @@ export const ThreadDetail = Type.Object(
   { title: 'ThreadDetail' },
 );
 
-export const ThreadListResponse = Type.Object({ threads: Type.Array(ThreadInfo), ...PageFields }, { title: 'ThreadListResponse' });
+export const ThreadListResponse = Type.Object({ threads: Type.Array(ThreadInfo), ...PageFields, searchTruncated: SearchTruncated }, { title: 'ThreadListResponse' });
 
 /** `status` is a plain string here: the spec answers a bad value with 400 and its own text. */
 export const ThreadQuery = Type.Object({
   status: Type.Optional(Type.String({ description: 'active, completed, error or killed' })),
   agent: Type.Optional(Type.String({ maxLength: 256, description: 'Participant' })),
+  startTime: Type.Optional(Type.String({ maxLength: 64, description: 'Threads active at or after this time: last activity not earlier (ISO 8601)' })),
+  endTime: Type.Optional(Type.String({ maxLength: 64, description: 'Threads created before this time (ISO 8601)' })),
+  text: FindFields.text,
   ...PageQuery,
 });
 

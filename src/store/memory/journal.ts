@@ -3,6 +3,7 @@ import type { FailureReason } from '../../core/delivery.js';
 import type { Message } from '../../core/message.js';
 import type { DeliveryState, EarlierAttempt, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, RecoveredMessages } from '../../core/journal.js';
 import type { Page } from '../../core/page.js';
+import { entryMatches, type TextSearch } from '../../core/search.js';
 import { BoundedMap } from './bounded-map.js';
 
 /** The journal writes in memory as it is called: every write is done when it returns. */
@@ -79,12 +80,29 @@ export class MemoryJournal implements Journal {
   }
 
   async list(q: JournalQuery): Promise<Page<JournalEntry>> {
-    const matches = [...this.entries.values()].filter(
-      (e) => (!q.state || e.state === q.state) && (!q.threadId || e.message.threadId === q.threadId) && (!q.agent || e.message.from === q.agent || e.message.to === q.agent),
+    const search = q.text;
+    // Map order is insertion order, i.e. oldest first; a text search reads the newest `window`.
+    const all = [...this.entries.values()];
+    const read = search ? all.slice(Math.max(0, all.length - search.window)) : all;
+    const matches = read.filter(
+      (e) =>
+        (!q.state || e.state === q.state) &&
+        (!q.threadId || e.message.threadId === q.threadId) &&
+        (!q.agent || e.message.from === q.agent || e.message.to === q.agent) &&
+        (q.startTime === undefined || e.createdAt >= q.startTime) &&
+        (q.endTime === undefined || e.createdAt < q.endTime) &&
+        (!search || entryMatches(e.message.payload, e.error, search.text)),
     );
-    // Map order is insertion order, i.e. oldest first.
     if (q.order !== 'oldest') matches.reverse();
-    return { items: matches.slice(q.offset, q.offset + q.limit), total: matches.length };
+    return { items: matches.slice(q.offset, q.offset + q.limit), total: matches.length, ...(search ? { searchTruncated: all.length > search.window } : {}) };
+  }
+
+  /** The threads with an entry whose payload or error contains the text, among the newest `window` entries. */
+  threadsMatching(search: TextSearch): { ids: Set<string>; truncated: boolean } {
+    const all = [...this.entries.values()];
+    const ids = new Set<string>();
+    for (const e of all.slice(Math.max(0, all.length - search.window))) if (entryMatches(e.message.payload, e.error, search.text)) ids.add(e.message.threadId);
+    return { ids, truncated: all.length > search.window };
   }
 
   async stats(): Promise<JournalStats> {

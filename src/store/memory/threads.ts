@@ -1,5 +1,6 @@
 import type { Page } from '../../core/page.js';
 import type { ThreadQuery, ThreadRecord, ThreadStore } from '../../core/thread.js';
+import type { TextSearch } from '../../core/search.js';
 import { BoundedMap } from './bounded-map.js';
 
 /** Thread records in memory, bounded: the threads that finished longest ago go first. */
@@ -7,7 +8,11 @@ export class MemoryThreadStore implements ThreadStore {
   private readonly bounded: BoundedMap<ThreadRecord>;
   private readonly threads: Map<string, ThreadRecord>;
 
-  constructor(maxThreads = 50_000) {
+  constructor(
+    maxThreads = 50_000,
+    /** Which threads a text search matches (the journal's entries); without it, none. */
+    private readonly textMatches: (search: TextSearch) => { ids: ReadonlySet<string>; truncated: boolean } = () => ({ ids: new Set(), truncated: false }),
+  ) {
     this.bounded = new BoundedMap(maxThreads, (t) => t.status !== 'active');
     this.threads = this.bounded.entries;
   }
@@ -30,9 +35,17 @@ export class MemoryThreadStore implements ThreadStore {
   }
 
   async list(q: ThreadQuery): Promise<Page<ThreadRecord>> {
+    const found = q.text ? this.textMatches(q.text) : null;
     const matches = [...this.threads.values()]
-      .filter((t) => (!q.status || t.status === q.status) && (!q.agent || t.participants.includes(q.agent)))
+      .filter(
+        (t) =>
+          (!q.status || t.status === q.status) &&
+          (!q.agent || t.participants.includes(q.agent)) &&
+          (q.startTime === undefined || t.lastActivity >= q.startTime) &&
+          (q.endTime === undefined || t.createdAt < q.endTime) &&
+          (!found || found.ids.has(t.id)),
+      )
       .sort((a, b) => b.lastActivity - a.lastActivity || (a.id < b.id ? 1 : -1));
-    return { items: matches.slice(q.offset, q.offset + q.limit), total: matches.length };
+    return { items: matches.slice(q.offset, q.offset + q.limit), total: matches.length, ...(found ? { searchTruncated: found.truncated } : {}) };
   }
 }

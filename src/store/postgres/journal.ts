@@ -2,7 +2,8 @@ import { Errors } from '../../errors/catalogue.js';
 import type { FailureReason } from '../../core/delivery.js';
 import type { Message } from '../../core/message.js';
 import type { UsageEvent } from '../../usage/types.js';
-import { entryOf, messageOf, type JournalRow } from '../rows.js';
+import type { TextSearch } from '../../core/search.js';
+import { entryOf, messageOf, textParams, type JournalRow } from '../rows.js';
 import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, RecoveredMessages, RecoveryReport } from '../../core/journal.js';
 import type { Page } from '../../core/page.js';
 import { DELIVERY_STATES } from '../../core/journal.js';
@@ -38,6 +39,15 @@ const pruneSql = (state: 'ACKED' | 'FAILED', column: 'acked_at' | 'failed_at') =
   SELECT sender, recipient FROM gone`;
 export const PG_PRUNE_ACKED_SQL = pruneSql('ACKED', 'acked_at');
 export const PG_PRUNE_FAILED_SQL = pruneSql('FAILED', 'failed_at');
+
+/** A journal row whose payload or error contains the searched text: parameters $n (in the payload's JSON) and $n+1 (in the error). */
+export const pgTextMatch = (n: number) => `(payload ILIKE $${n} ESCAPE '\\' OR error ILIKE $${n + 1} ESCAPE '\\')`;
+
+/** The lowest seq a text search reads (the newest `window` entries, a walk of the primary key) and whether older entries were left unread. */
+export async function pgSearchWindow(pool: Reader, search: TextSearch): Promise<{ floor: number; truncated: boolean }> {
+  const rows = (await pool.query<{ seq: number }>('SELECT seq FROM journal ORDER BY seq DESC LIMIT 2 OFFSET $1', [search.window - 1])).rows;
+  return { floor: rows[0]?.seq ?? 0, truncated: rows.length === 2 };
+}
 
 /**
  * The certified-mail journal on PostgreSQL, with the SQLite journal's rules. Every transition
@@ -141,14 +151,25 @@ export class PgJournal implements Journal {
     if (q.state) add((n) => `state = $${n}`, q.state);
     if (q.threadId) add((n) => `thread_id = $${n}`, q.threadId);
     if (q.agent) add((n) => `(sender = $${n} OR recipient = $${n})`, q.agent);
+    if (q.startTime !== undefined) add((n) => `created_at >= $${n}`, q.startTime);
+    if (q.endTime !== undefined) add((n) => `created_at < $${n}`, q.endTime);
+    const search = q.text ? await pgSearchWindow(this.pool, q.text) : null;
+    if (q.text && search) {
+      add((n) => `seq >= $${n}`, search.floor);
+      const [inPayload, inError] = textParams(q.text.text);
+      params.push(inPayload, inError);
+      where.push(pgTextMatch(params.length - 1));
+    }
     const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
     const order = q.order === 'oldest' ? 'ASC' : 'DESC';
     const n = params.length;
+    const plain = q.startTime === undefined && q.endTime === undefined && !q.text;
     const rows =
-      q.agent && !q.threadId
+      q.agent && !q.threadId && plain
         ? await this.listByListener(q, order)
         : (await this.pool.query<JournalRow>(`SELECT * FROM journal ${clause} ORDER BY seq ${order} LIMIT $${n + 1} OFFSET $${n + 2}`, [...params, q.limit, q.offset])).rows;
-    return { items: rows.map(entryOf), total: await this.count(q, clause, params) };
+    const total = plain ? await this.count(q, clause, params) : (await this.pool.query<{ n: number }>(`SELECT COUNT(*) AS n FROM journal ${clause}`, params)).rows[0]!.n;
+    return { items: rows.map(entryOf), total, ...(search ? { searchTruncated: search.truncated } : {}) };
   }
 
   /**

@@ -3,6 +3,8 @@ import type { ThreadQuery, ThreadRecord, ThreadStatus, ThreadStore } from '../..
 import { COUNT_SQL, countInsertedThread } from './journal-counts.js';
 import type { Reader } from './pool.js';
 import type { PgWriter } from './writer.js';
+import { pgSearchWindow, pgTextMatch } from './journal.js';
+import { textParams } from '../rows.js';
 
 /** A row of `threads` as pg reads it. */
 export interface ThreadRow {
@@ -102,11 +104,26 @@ export class PgThreadStore implements ThreadStore {
       params.push([q.agent]);
       where.push(`participants @> $${params.length}::text[]`);
     }
+    if (q.startTime !== undefined) {
+      params.push(q.startTime);
+      where.push(`last_activity >= $${params.length}`);
+    }
+    if (q.endTime !== undefined) {
+      params.push(q.endTime);
+      where.push(`created_at < $${params.length}`);
+    }
+    const search = q.text ? await pgSearchWindow(this.pool, q.text) : null;
+    if (q.text && search) {
+      // The matching entries of the window first (a range of the primary key), then their threads.
+      params.push(search.floor, ...textParams(q.text.text));
+      const n = params.length - 2;
+      where.push(`id IN (SELECT thread_id FROM journal WHERE seq >= $${n} AND ${pgTextMatch(n + 1)})`);
+    }
     const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
     const n = params.length;
     const rows = (await this.pool.query<ThreadRow>(`SELECT * FROM threads ${clause} ORDER BY last_activity DESC, id DESC LIMIT $${n + 1} OFFSET $${n + 2}`, [...params, q.limit, q.offset]))
       .rows;
-    return { items: rows.map(recordOf), total: await this.count(q, clause, params) };
+    return { items: rows.map(recordOf), total: await this.count(q, clause, params), ...(search ? { searchTruncated: search.truncated } : {}) };
   }
 
   /**
@@ -115,7 +132,7 @@ export class PgThreadStore implements ThreadStore {
    */
   private async count(q: ThreadQuery, clause: string, params: readonly unknown[]): Promise<number> {
     const countWhere = async (where: string, args: readonly unknown[]) => (await this.pool.query<{ n: number }>(`SELECT COUNT(*) AS n FROM threads ${where}`, [...args])).rows[0]!.n;
-    if (q.agent || (q.status && q.status !== 'completed')) return countWhere(clause, params);
+    if (q.agent || q.startTime !== undefined || q.endTime !== undefined || q.text || (q.status && q.status !== 'completed')) return countWhere(clause, params);
     const all = (await this.pool.query<{ n: number }>(COUNT_SQL, ['threads'])).rows[0]!.n;
     return q.status === 'completed' ? all - (await countWhere(`WHERE status IN ('active', 'error', 'killed')`, [])) : all;
   }

@@ -5,7 +5,8 @@ import type { Message } from '../../core/message.js';
 import type { UsageEvent } from '../../usage/types.js';
 import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, RecoveredMessages, RecoveryReport } from '../../core/journal.js';
 import type { Page } from '../../core/page.js';
-import { entryOf, messageOf, type JournalRow } from '../rows.js';
+import type { TextSearch } from '../../core/search.js';
+import { entryOf, messageOf, textParams, type JournalRow } from '../rows.js';
 import { usageInserter } from './usage-writes.js';
 import { JournalCounts } from './journal-counts.js';
 import type { GroupWriter } from './writer.js';
@@ -28,9 +29,17 @@ export const keepAttemptSql = (outcome: 'failed' | 'interrupted') =>
   `earlier_attempts = json_insert(COALESCE(earlier_attempts, '[]'), '$[#]', json_object('attempt', attempt, 'dispatchedAt', dispatched_at,
     'endedAt', ${outcome === 'failed' ? 'COALESCE(failed_at, @now)' : '@now'}, 'outcome', '${outcome}', 'failureReason', failure_reason, 'error', error,
     'requeuedAt', @now)), dispatched_at = NULL`;
+/** A journal row whose payload or error contains the searched text (two parameters: textParams). */
+export const TEXT_MATCH = `(payload LIKE ? ESCAPE '\\' OR error LIKE ? ESCAPE '\\')`;
 const FROM_FOR_DISPATCH: readonly DeliveryState[] = ['PENDING', 'DISPATCHED'];
 const FROM_FOR_ACK: readonly DeliveryState[] = ['DISPATCHED', 'PENDING', 'FAILED', 'ACKED'];
 const FROM_FOR_FAIL: readonly DeliveryState[] = ['DISPATCHED', 'PENDING', 'ACKED', 'FAILED'];
+
+/** The lowest seq a text search reads (the newest `window` entries, a walk of the primary key) and whether older entries were left unread. */
+export function searchWindow(db: Database.Database, search: TextSearch): { floor: number; truncated: boolean } {
+  const rows = prepared(db, 'SELECT seq FROM journal ORDER BY seq DESC LIMIT 2 OFFSET ?').all(search.window - 1) as Array<{ seq: number }>;
+  return { floor: rows[0]?.seq ?? 0, truncated: rows.length === 2 };
+}
 
 /**
  * The certified-mail journal on SQLite. Every transition is written through the group writer,
@@ -160,12 +169,36 @@ export class SqliteJournal implements Journal {
       where.push('(sender = ? OR recipient = ?)');
       params.push(q.agent, q.agent);
     }
+    if (q.startTime !== undefined) {
+      where.push('created_at >= ?');
+      params.push(q.startTime);
+    }
+    if (q.endTime !== undefined) {
+      where.push('created_at < ?');
+      params.push(q.endTime);
+    }
+    const search = q.text ? searchWindow(this.db, q.text) : null;
+    if (q.text && search) {
+      where.push(`seq >= ? AND ${TEXT_MATCH}`);
+      params.push(search.floor, ...textParams(q.text.text));
+    }
     const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
     const order = q.order === 'oldest' ? 'ASC' : 'DESC';
+    const plain = q.startTime === undefined && q.endTime === undefined && !q.text;
     const rows = (
-      q.agent && !q.threadId ? this.listByListener(q, order) : prepared(this.db, `SELECT * FROM journal ${clause} ORDER BY seq ${order} LIMIT ? OFFSET ?`).all(...params, q.limit, q.offset)
+      q.agent && !q.threadId && plain
+        ? this.listByListener(q, order)
+        : prepared(this.db, `SELECT * FROM journal ${clause} ORDER BY seq ${order} LIMIT ? OFFSET ?`).all(...params, q.limit, q.offset)
     ) as JournalRow[];
-    return { items: rows.map(entryOf), total: this.count(q, clause, params) };
+    // A page that is not full (and not past the end) gives the total: a search that finds few
+    // entries scans the window once, not twice.
+    const known = rows.length < q.limit && (rows.length > 0 || q.offset === 0);
+    const total = plain
+      ? this.count(q, clause, params)
+      : known
+        ? q.offset + rows.length
+        : (prepared(this.db, `SELECT COUNT(*) AS n FROM journal ${clause}`).get(...params) as { n: number }).n;
+    return { items: rows.map(entryOf), total, ...(search ? { searchTruncated: search.truncated } : {}) };
   }
 
   /**

@@ -3,6 +3,8 @@ import type { Page } from '../../core/page.js';
 import type { ThreadQuery, ThreadRecord, ThreadStatus, ThreadStore } from '../../core/thread.js';
 import type { GroupWriter } from './writer.js';
 import { prepared } from './prepared.js';
+import { searchWindow, TEXT_MATCH } from './journal.js';
+import { textParams } from '../rows.js';
 
 interface ThreadRow {
   id: string;
@@ -131,9 +133,29 @@ export class SqliteThreadStore implements ThreadStore {
       where.push('EXISTS (SELECT 1 FROM json_each(threads.participants) WHERE value = ?)');
       params.push(q.agent);
     }
+    if (q.startTime !== undefined) {
+      where.push('last_activity >= ?');
+      params.push(q.startTime);
+    }
+    if (q.endTime !== undefined) {
+      where.push('created_at < ?');
+      params.push(q.endTime);
+    }
+    const search = q.text ? searchWindow(this.db, q.text) : null;
+    if (q.text && search) {
+      // The threads of the window's matching entries, read once (a range of the primary key):
+      // as a subquery, the list and its count would each scan the window again.
+      const ids = (
+        prepared(this.db, `SELECT DISTINCT thread_id FROM journal WHERE seq >= ? AND ${TEXT_MATCH}`)
+          .raw()
+          .all(search.floor, ...textParams(q.text.text)) as Array<[string]>
+      ).map((r) => r[0]);
+      where.push('id IN (SELECT value FROM json_each(?))');
+      params.push(JSON.stringify(ids));
+    }
     const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
     const rows = prepared(this.db, `SELECT * FROM threads ${clause} ORDER BY last_activity DESC, id DESC LIMIT ? OFFSET ?`).all(...params, q.limit, q.offset) as ThreadRow[];
-    return { items: rows.map(recordOf), total: this.count(q, clause, params) };
+    return { items: rows.map(recordOf), total: this.count(q, clause, params), ...(search ? { searchTruncated: search.truncated } : {}) };
   }
 
   /**
@@ -142,7 +164,7 @@ export class SqliteThreadStore implements ThreadStore {
    */
   private count(q: ThreadQuery, clause: string, params: readonly unknown[]): number {
     const countWhere = (where: string, ...args: unknown[]) => (prepared(this.db, `SELECT COUNT(*) AS n FROM threads ${where}`).get(...args) as { n: number }).n;
-    if (q.agent || (q.status && q.status !== 'completed')) return countWhere(clause, ...params);
+    if (q.agent || q.startTime !== undefined || q.endTime !== undefined || q.text || (q.status && q.status !== 'completed')) return countWhere(clause, ...params);
     const all = (prepared(this.db, `SELECT n FROM row_counts WHERE name = 'threads'`).get() as { n: number }).n;
     return q.status === 'completed' ? all - countWhere(`INDEXED BY threads_status WHERE status IN ('active', 'error', 'killed')`) : all;
   }

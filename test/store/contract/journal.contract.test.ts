@@ -3,6 +3,7 @@ import { expect, it } from 'vitest';
 import { Errors } from '../../../src/errors/catalogue.js';
 import type { LlmCallRecord, ToolCallRecord } from '../../../src/llm/call-record.js';
 import type { Message } from '../../../src/core/message.js';
+import type { JournalQuery } from '../../../src/core/journal.js';
 import type { UsageEvent } from '../../../src/usage/types.js';
 import { newId } from '../../../src/util/ids.js';
 import { eachBackend } from './backends.js';
@@ -319,6 +320,57 @@ eachBackend('journal contract', (backend) => {
     expect((await s.journal.list({ agent: 'b', limit: 1, offset: 1 })).items.map((e) => e.message.id)).toEqual([ms[1]!.id]);
     expect((await s.journal.list({ state: 'ACKED', limit: 10, offset: 0 })).total).toBe(0);
     expect((await s.journal.stats()).counts).toEqual({ PENDING: 3, DISPATCHED: 0, ACKED: 0, FAILED: 0 });
+  });
+
+  it('filters by creation time (startTime inclusive, endTime exclusive) with the other filters', async () => {
+    const s = await backend.place().open();
+    const a = msg({ to: 'b' });
+    await s.journal.pending([a]);
+    const aAt = (await s.journal.get(a.id))!.createdAt;
+    while (Date.now() <= aAt) await new Promise((r) => setImmediate(r)); // the next entries are created a millisecond later at least
+    const [b, c] = [msg({ to: 'b' }), msg({ threadId: 'other' })];
+    await s.journal.pending([b, c]);
+    const bAt = (await s.journal.get(b.id))!.createdAt;
+    const ids = async (q: Partial<JournalQuery>) => {
+      const page = await s.journal.list({ limit: 10, offset: 0, ...q });
+      return { ids: page.items.map((e) => e.message.id), total: page.total };
+    };
+    expect(await ids({ startTime: bAt })).toEqual({ ids: [c.id, b.id], total: 2 });
+    expect(await ids({ endTime: bAt })).toEqual({ ids: [a.id], total: 1 });
+    expect(await ids({ startTime: aAt, endTime: bAt + 1, agent: 'b' })).toEqual({ ids: [b.id, a.id], total: 2 });
+    expect(await ids({ startTime: bAt, agent: 'b', limit: 1 })).toEqual({ ids: [b.id], total: 1 });
+    expect(await ids({ startTime: bAt, threadId: 't1', state: 'PENDING' })).toEqual({ ids: [b.id], total: 1 });
+    expect(await ids({ startTime: bAt + 1_000_000 })).toEqual({ ids: [], total: 0 });
+  });
+
+  it('text search: payload (field names and values) or error, case-insensitive, LIKE characters literal, reading the newest `window` entries', async () => {
+    const s = await backend.place().open();
+    const a = msg({ payload: { text: 'Tide pools, 50%_off' } });
+    const b = msg({ payload: { text: 'say "hi" \\ now' }, to: 'b' });
+    const c = msg({ payload: { note: 'nothing' } });
+    await s.journal.pending([a, b, c]);
+    await s.journal.failed(c, 'handler_error', 'Provider TIMEOUT after 30 s', [], []);
+    const find = async (text: string, window = 100, q: Partial<JournalQuery> = {}) => {
+      const page = await s.journal.list({ limit: 10, offset: 0, text: { text, window }, ...q });
+      return { ids: page.items.map((e) => e.message.id), total: page.total, truncated: page.searchTruncated };
+    };
+    expect(await find('TIDE')).toEqual({ ids: [a.id], total: 1, truncated: false });
+    expect(await find('50%_')).toEqual({ ids: [a.id], total: 1, truncated: false });
+    expect(await find('%')).toEqual({ ids: [a.id], total: 1, truncated: false });
+    expect(await find('_')).toEqual({ ids: [a.id], total: 1, truncated: false });
+    expect(await find('say "hi"')).toEqual({ ids: [b.id], total: 1, truncated: false });
+    expect(await find('\\ now')).toEqual({ ids: [b.id], total: 1, truncated: false });
+    expect(await find('timeout')).toEqual({ ids: [c.id], total: 1, truncated: false });
+    expect(await find('text')).toEqual({ ids: [b.id, a.id], total: 2, truncated: false });
+    expect(await find('text', 100, { agent: 'b' })).toEqual({ ids: [b.id], total: 1, truncated: false });
+    expect(await find('text', 100, { limit: 1, offset: 1 })).toEqual({ ids: [a.id], total: 2, truncated: false });
+    expect(await find('o', 100, { state: 'FAILED' })).toEqual({ ids: [c.id], total: 1, truncated: false });
+    expect(await find("'; DROP TABLE journal; --")).toEqual({ ids: [], total: 0, truncated: false });
+    // The window: the newest 2 entries are b and c; a (the oldest) is not read, and the answer says so.
+    expect(await find('tide', 2)).toEqual({ ids: [], total: 0, truncated: true });
+    expect(await find('text', 2)).toEqual({ ids: [b.id], total: 1, truncated: true });
+    expect(await find('tide', 3)).toEqual({ ids: [a.id], total: 1, truncated: false });
+    expect((await s.journal.stats()).counts).toEqual({ PENDING: 2, DISPATCHED: 0, ACKED: 0, FAILED: 1 });
   });
 
   it('thread history: the messages of a thread that involve an agent, oldest first, the last `limit`', async () => {

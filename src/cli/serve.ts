@@ -29,6 +29,8 @@ export interface ServeOptions {
   /** `--store`: a PostgreSQL URL instead of the data directory's SQLite store (the data directory then keeps only the generated token). */
   readonly store?: string;
   readonly logLevel: LogLevel;
+  /** `--slow-request`: requests this slow or slower are logged at warn (0: never); default 1 s. */
+  readonly slowRequestMs?: number;
   readonly auth: boolean;
   readonly drainTimeoutMs: number;
   /** Inject a demo question every this many ms (`--demo-traffic`); omitted: no demo traffic. */
@@ -160,11 +162,12 @@ export async function serveProcess(configArg: string | undefined, options: Serve
     organism,
     auth: { tokens: tokens.tokens, enabled: options.auth },
     logger,
+    ...(options.slowRequestMs !== undefined ? { requestLog: { slowMs: options.slowRequestMs } } : {}),
     version: VERSION,
     onStop: () => void shutdown(ExitCode.OK),
     onRestart: () => void shutdown(ExitCode.RESTART),
     reloadConfig: () => loadOrganismToRun(path),
-    ...(tracing ? { tracing: { provider: tracing.provider } } : {}),
+    ...(tracing ? { tracing: { provider: tracing.provider, traceProbes: loaded.config.telemetry?.traceProbes === true } } : {}),
     ...(hasConsole ? { consoleDir } : {}),
     ...(options.auth ? { resolveTokens: (config: OrganismConfig) => resolveTokens(config, dataDir) } : {}),
     closing: () => closing,

@@ -15,7 +15,7 @@ import { registerJsonParser } from './json-parser.js';
 import { registerMetrics } from './metrics.js';
 import { registerTracing, type HttpTracingOptions } from './tracing.js';
 import { registerQueryCheck } from './query-check.js';
-import { RequestLog, type RequestLogSettings } from './request-log.js';
+import { lazyRequestLogger, RequestLog, type RequestLogSettings } from './request-log.js';
 import { openApiOptions } from './openapi.js';
 import { agentRoutes } from './routes/agents.js';
 import { capabilityRoutes } from './routes/capabilities.js';
@@ -75,7 +75,7 @@ export interface Closing {
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const app = Fastify({
-    ...(options.logger ? { loggerInstance: options.logger, logController: new RequestLog(options.requestLog) } : { logger: false }),
+    ...(options.logger ? { loggerInstance: options.logger, logController: new RequestLog(options.requestLog), childLoggerFactory: lazyRequestLogger } : { logger: false }),
     bodyLimit,
     // Closing the app ends keep-alive and upgrade-refused connections too (the organism has
     // already drained by then), so shutdown and restart never hang on an idle client.

@@ -1,4 +1,4 @@
-import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
+import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { redactUrl } from '../util/redact.js';
 
 /** A request answered in this many milliseconds or more is logged at `warn` (`serve --slow-request`). */
@@ -78,3 +78,37 @@ function line(request: FastifyRequest, reply: FastifyReply, elapsedMs: number) {
     responseTime: Math.round(elapsedMs * 100) / 100,
   };
 }
+
+type LogMethod = (...args: unknown[]) => void;
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
+
+/**
+ * Fastify's per-request child logger (`request.log`, bound to the request id), made only when
+ * a line is written: most requests write none at the default level, and making a pino child
+ * for each was a measurable part of a cheap request's CPU (bench/tools/wrk-http.ts).
+ */
+export const lazyRequestLogger: NonNullable<FastifyServerOptions['childLoggerFactory']> = (parent, bindings, options) => {
+  // A route with its own level or serializers needs the real child at once.
+  if (Object.keys(options).length > 0) return parent.child(bindings, options);
+  let real: FastifyBaseLogger | null = null;
+  const child = () => (real ??= parent.child(bindings, options));
+  const enabled = (level: string) => ((real ?? parent) as { isLevelEnabled?: (l: string) => boolean }).isLevelEnabled?.(level) ?? true;
+  const logger = {
+    get level() {
+      return (real ?? parent).level;
+    },
+    set level(level: string) {
+      child().level = level;
+    },
+    isLevelEnabled: enabled,
+    child: (...args: Parameters<FastifyBaseLogger['child']>) => child().child(...args),
+    bindings: () => (child() as unknown as { bindings(): Record<string, unknown> }).bindings(),
+    silent: () => undefined,
+  } as Record<string, unknown>;
+  for (const level of LEVELS) {
+    logger[level] = (...args: unknown[]) => {
+      if (enabled(level)) (child()[level] as LogMethod)(...args);
+    };
+  }
+  return logger as unknown as FastifyBaseLogger;
+};

@@ -65,6 +65,9 @@ describe('request log levels', () => {
     expect((await s.request('GET', '/api/v1/agents')).status).toBe(200);
     const done = await eventually(() => accessLines(lines, '/api/v1/agents')[0], 'the completed line');
     expect(done).toMatchObject({ level: LEVEL.debug, msg: 'request completed', statusCode: 200, route: '/api/v1/agents' });
+    // The request's logger is made only when a line is written, with the request id bound.
+    expect(done['reqId']).toMatch(/^req-/);
+    expect(lines.find((l) => l.msg === 'incoming request')?.['reqId']).toBe(done['reqId']);
     expect(lines.some((l) => l.msg === 'incoming request' && l.level === LEVEL.debug)).toBe(true);
   });
 

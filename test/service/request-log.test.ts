@@ -67,7 +67,8 @@ describe('request log levels', () => {
     expect(done).toMatchObject({ level: LEVEL.debug, msg: 'request completed', statusCode: 200, route: '/api/v1/agents' });
     // The request's logger is made only when a line is written, with the request id bound.
     expect(done['reqId']).toMatch(/^req-/);
-    expect(lines.find((l) => l.msg === 'incoming request')?.['reqId']).toBe(done['reqId']);
+    const incoming = lines.find((l) => l.msg === 'incoming request' && (l['req'] as { url?: string } | undefined)?.url === '/api/v1/agents');
+    expect(incoming?.['reqId']).toBe(done['reqId']);
     expect(lines.some((l) => l.msg === 'incoming request' && l.level === LEVEL.debug)).toBe(true);
   });
 

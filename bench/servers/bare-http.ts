@@ -2,7 +2,8 @@
  * Baseline servers of scenario 1, run exactly like the organism server (own process,
  * loopback, port chosen by the OS): a bare node:http hello-world (the baseline of the
  * targets) or, with input {fastify: true}, a Fastify hello-world (context: what the framework
- * alone costs). Both report their process CPU time on request.
+ * alone costs). With {json: true} the bare server answers `{"hello":"world"}` as JSON (the
+ * baseline of the wrk harness, bench/tools/wrk-http.ts). Both report their process CPU time on request.
  */
 import Fastify from 'fastify';
 import http from 'node:http';
@@ -12,7 +13,7 @@ import { childInput, serverFailed, serverReady } from '../lib/child.js';
 const commands = { cpu: async () => process.cpuUsage() };
 
 async function main(): Promise<void> {
-  const { fastify } = childInput<{ fastify?: boolean }>();
+  const { fastify, json } = childInput<{ fastify?: boolean; json?: boolean }>();
   if (fastify) {
     const app = Fastify({ logger: false });
     app.get('/', async () => ({ hello: 'world' }));
@@ -21,9 +22,10 @@ async function main(): Promise<void> {
     await serverReady({ port: (app.server.address() as AddressInfo).port }, commands);
     return;
   }
-  const body = Buffer.from('hello world');
+  const body = Buffer.from(json ? JSON.stringify({ hello: 'world' }) : 'hello world');
+  const type = json ? 'application/json; charset=utf-8' : 'text/plain';
   const server = http.createServer((_req, res) => {
-    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': body.length });
+    res.writeHead(200, { 'content-type': type, 'content-length': body.length });
     res.end(body);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -54,6 +54,7 @@ program
   .option('--no-auth', 'disable authentication (refused unless the host is loopback)')
   .option('--drain-timeout <seconds>', 'how long in-flight work may take on stop/restart', secondsOption(0, 86_400), 30)
   .option('--no-supervisor', 'run the server in this process (no same-PID restarts)')
+  .option('--slow-request <seconds>', 'log requests that take this long or longer at warn (0: never; every request is logged at debug)', secondsOption(0, 86_400), 1)
   .option('--demo-traffic [seconds]', 'inject a demo question into the first agent every N seconds (default 3)', secondsOption(0.05, 86_400))
   .addOption(new Option('--handlers <on|off>', 'PostgreSQL store: run handlers here (on, the default) or serve the API only (off)').choices(['on', 'off']))
   .option('--concurrency <n>', 'PostgreSQL store: handlers this process runs at once at most (default: limits.max_concurrent_handlers)', concurrencyOption)
@@ -92,6 +93,7 @@ program
           dataDir: opts.dataDir,
           ...(opts.store !== undefined ? { store: opts.store } : {}),
           logLevel: opts.logLevel,
+          slowRequestMs: opts.slowRequest * 1000,
           auth: opts.auth,
           drainTimeoutMs: opts.drainTimeout * 1000,
           ...(opts.demoTraffic !== undefined ? { demoTrafficMs: (opts.demoTraffic === true ? 3 : opts.demoTraffic) * 1000 } : {}),

@@ -1,11 +1,12 @@
 import { loadOrganismToRun } from '../config/index.js';
 import type { OrganismConfig } from '../config/types.js';
+import type { TracingSettings } from '../telemetry/settings.js';
 import type { Server } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { buildApp, type Closing } from '../service/app.js';
 import { consoleBuilt } from '../service/console.js';
-import { resolveTracing, traceLogFields } from '../telemetry/settings.js';
+import { resolveTracing, traceLogFields, tracesDestination } from '../telemetry/settings.js';
 import { bootOrganism } from '../organism/boot.js';
 import { resolveStore } from './store-option.js';
 import { resolveCluster, type ClusterFlags } from './cluster-options.js';
@@ -29,6 +30,8 @@ export interface ServeOptions {
   /** `--store`: a PostgreSQL URL instead of the data directory's SQLite store (the data directory then keeps only the generated token). */
   readonly store?: string;
   readonly logLevel: LogLevel;
+  /** `--slow-request`: requests this slow or slower are logged at warn (0: never); default 1 s. */
+  readonly slowRequestMs?: number;
   readonly auth: boolean;
   readonly drainTimeoutMs: number;
   /** Inject a demo question every this many ms (`--demo-traffic`); omitted: no demo traffic. */
@@ -160,11 +163,12 @@ export async function serveProcess(configArg: string | undefined, options: Serve
     organism,
     auth: { tokens: tokens.tokens, enabled: options.auth },
     logger,
+    ...(options.slowRequestMs !== undefined ? { requestLog: { slowMs: options.slowRequestMs } } : {}),
     version: VERSION,
     onStop: () => void shutdown(ExitCode.OK),
     onRestart: () => void shutdown(ExitCode.RESTART),
     reloadConfig: () => loadOrganismToRun(path),
-    ...(tracing ? { tracing: { provider: tracing.provider } } : {}),
+    ...(tracing ? { tracing: { provider: tracing.provider, traceProbes: loaded.config.telemetry?.traceProbes === true } } : {}),
     ...(hasConsole ? { consoleDir } : {}),
     ...(options.auth ? { resolveTokens: (config: OrganismConfig) => resolveTokens(config, dataDir) } : {}),
     closing: () => closing,
@@ -231,6 +235,7 @@ export async function serveProcess(configArg: string | undefined, options: Serve
         ? `  Token:     operator token in ${tokens.generatedFile} (Authorization: Bearer $(cat ${tokens.generatedFile}))`
         : `  Token:     from ${tokens.tokens.map((t) => t.name).join(', ')}`
       : '  Token:     authentication DISABLED (loopback only)',
+    ...telemetryLines(loaded.config, tracingSettings, base),
   ];
   if (options.demoTrafficMs !== undefined) {
     demo = startDemoTraffic(organism, options.demoTrafficMs, logger);
@@ -248,6 +253,18 @@ export async function serveProcess(configArg: string | undefined, options: Serve
   await new Promise<void>((resolve) => app.server.once('close', () => resolve()));
   if (shuttingDown) await shuttingDown;
   return exitCode;
+}
+
+/** Where telemetry goes, so an operator sees at start whether metrics and traces are on. */
+function telemetryLines(config: OrganismConfig, tracing: TracingSettings | null, base: string): string[] {
+  const metrics = config.metrics ?? { enabled: true, public: false };
+  const probes = config.telemetry?.traceProbes === true ? 'probes and scrapes traced too' : 'GET /health and /metrics untraced';
+  return [
+    metrics.enabled ? `  Metrics:   ${base}/metrics (Prometheus text${metrics.public ? ', no token needed' : ', viewer token'})` : '  Metrics:   off (metrics.enabled: false)',
+    tracing
+      ? `  Tracing:   OTLP ${tracing.protocol} to ${tracesDestination(tracing)} as service ${tracing.serviceName} (${probes})`
+      : '  Tracing:   off (set telemetry.otlp.endpoint or OTEL_EXPORTER_OTLP_ENDPOINT)',
+  ];
 }
 
 /**

@@ -130,6 +130,7 @@ function readTelemetry(r: MapReader | null): TelemetryConfig {
     otlp: otlp && endpoint !== null ? { endpoint, protocol: otlp.enumeration('protocol', OTLP_PROTOCOLS, false) } : null,
     captureContent: r?.boolean('capture_content', false) ?? false,
     contextManager: r?.boolean('context_manager', false) ?? false,
+    traceProbes: r?.boolean('trace_probes', false) ?? false,
   };
 }
 

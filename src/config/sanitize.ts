@@ -108,7 +108,14 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
     journal: { ...config.journal },
     ...(config.metrics ? { metrics: { ...config.metrics } } : {}),
     ...(config.telemetry
-      ? { telemetry: { otlp: config.telemetry.otlp ? { ...config.telemetry.otlp } : null, captureContent: config.telemetry.captureContent, contextManager: config.telemetry.contextManager } }
+      ? {
+          telemetry: {
+            otlp: config.telemetry.otlp ? { ...config.telemetry.otlp } : null,
+            captureContent: config.telemetry.captureContent,
+            contextManager: config.telemetry.contextManager,
+            traceProbes: config.telemetry.traceProbes,
+          },
+        }
       : {}),
   };
   const names = [...config.llm.providers.flatMap((p) => (p.apiKeyEnv ? [p.apiKeyEnv] : [])), ...config.auth.tokens.map((t) => t.tokenEnv), 'ORGANISM_API_TOKEN'];

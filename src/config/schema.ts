@@ -46,7 +46,7 @@ export const Keys = {
   token: ['name', 'role', 'token_env'],
   journal: ['max_attempts', 'retain_days', 'failed_retain_days'],
   metrics: ['enabled', 'public'],
-  telemetry: ['otlp', 'capture_content', 'context_manager'],
+  telemetry: ['otlp', 'capture_content', 'context_manager', 'trace_probes'],
   otlp: ['endpoint', 'protocol'],
 } as const;
 

@@ -121,6 +121,8 @@ export interface TelemetryConfig {
   readonly captureContent: boolean;
   /** Install the global AsyncLocalStorage context manager (handlers see the delivery's span as active); costs CPU per promise. Absent: off. */
   readonly contextManager?: boolean;
+  /** Trace `GET /health` probes and `GET /metrics` scrapes too (a span each, every few seconds). Absent: off. */
+  readonly traceProbes?: boolean;
 }
 
 /** The organism's name and run-wide limits: the top-level scalars of organism.yaml. */

@@ -13,9 +13,9 @@ import { registerErrorHandling, sendError, toOrganismError } from './errors.js';
 import { answerClientError, registerHttpRefusals } from './http-refusals.js';
 import { registerJsonParser } from './json-parser.js';
 import { registerMetrics } from './metrics.js';
-import { registerTracing } from './tracing.js';
-import type { TracerProvider } from '@opentelemetry/api';
+import { registerTracing, type HttpTracingOptions } from './tracing.js';
 import { registerQueryCheck } from './query-check.js';
+import { lazyRequestLogger, RequestLog, type RequestLogSettings } from './request-log.js';
 import { openApiOptions } from './openapi.js';
 import { agentRoutes } from './routes/agents.js';
 import { capabilityRoutes } from './routes/capabilities.js';
@@ -41,6 +41,8 @@ export interface BuildAppOptions {
   readonly auth: AuthSettings;
   /** Request and error logs; false or omitted: silent. */
   readonly logger?: Logger | false;
+  /** The levels of per-request lines (see request-log.ts): successful requests at debug, slow ones at warn. */
+  readonly requestLog?: RequestLogSettings;
   readonly version: string;
   readonly onStop?: () => void;
   readonly onRestart?: () => void;
@@ -55,8 +57,8 @@ export interface BuildAppOptions {
   readonly consoleDir?: string;
   /** GET /metrics; default: as organism.yaml says (`metrics.enabled`, on unless set false). */
   readonly metrics?: boolean;
-  /** OpenTelemetry: HTTP server spans on this provider (the organism's tracing). */
-  readonly tracing?: { readonly provider: TracerProvider };
+  /** OpenTelemetry: HTTP server spans on this provider (the organism's tracing); probes and scrapes only with traceProbes. */
+  readonly tracing?: HttpTracingOptions;
   /** The serving process's shutdown state (omitted: always serving). */
   readonly closing?: () => Closing | null;
 }
@@ -74,7 +76,7 @@ export interface Closing {
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const app = Fastify({
-    ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
+    ...(options.logger ? { loggerInstance: options.logger, logController: new RequestLog(options.requestLog), childLoggerFactory: lazyRequestLogger } : { logger: false }),
     bodyLimit,
     // Closing the app ends keep-alive and upgrade-refused connections too (the organism has
     // already drained by then), so shutdown and restart never hang on an idle client.
@@ -101,7 +103,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     ...(options.resolveTokens ? { resolveTokens: options.resolveTokens } : {}),
   };
 
-  if (options.tracing) await registerTracing(base, options.tracing.provider);
+  if (options.tracing) await registerTracing(base, options.tracing);
   registerErrorHandling(base, bodyLimit);
   registerHttpRefusals(base);
   if (options.closing) registerClosing(base, options.closing);
@@ -144,10 +146,12 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
  * new one, which reaches the next server process); once drained, every request is a 503 to retry.
  */
 function registerClosing(app: FastifyInstance, closing: () => Closing | null): void {
-  app.addHook('onRequest', async (_request, reply) => {
+  app.addHook('onRequest', (_request, reply, done) => {
     const state = closing();
-    if (!state) return;
+    if (!state) return done();
     reply.header('connection', 'close');
-    if (state.drained) return sendError(reply, Errors.SERVER_CLOSING(state.restart ? 'restarting' : 'stopping'));
+    // Answered here: the request goes no further (done is not called).
+    if (state.drained) return void sendError(reply, Errors.SERVER_CLOSING(state.restart ? 'restarting' : 'stopping'));
+    done();
   });
 }

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Errors } from '../errors/catalogue.js';
 
 export type Role = 'operator' | 'viewer';
@@ -54,7 +54,8 @@ const digest = (value: string): Buffer => createHash('sha256').update(value, 'ut
  */
 export function createAuthenticator(settings: AuthSettings): (headerOrToken: string | null | undefined) => Principal | null {
   const enabled = settings.enabled ?? true;
-  const known = settings.tokens.map((t) => ({ name: t.name, role: t.role, digest: digest(t.token) }));
+  // One principal object per token, handed out on every match (it is read-only).
+  const known = settings.tokens.map((t) => ({ principal: Object.freeze({ name: t.name, role: t.role }) as Principal, digest: digest(t.token) }));
   return (headerOrToken) => {
     if (!enabled) return ANONYMOUS_OPERATOR;
     const token = bearerToken(headerOrToken);
@@ -62,7 +63,7 @@ export function createAuthenticator(settings: AuthSettings): (headerOrToken: str
     const candidate = digest(token);
     let found: Principal | null = null;
     for (const k of known) {
-      if (timingSafeEqual(candidate, k.digest) && !found) found = { name: k.name, role: k.role };
+      if (timingSafeEqual(candidate, k.digest) && !found) found = k.principal;
     }
     return found;
   };
@@ -116,7 +117,11 @@ export function isWebSocketUpgrade(headers: IncomingHttpHeaders): boolean {
 /** How many Authorization headers the client sent (Node keeps only the first in `headers`). */
 function authorizationCount(rawHeaders: readonly string[]): number {
   let n = 0;
-  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]!.toLowerCase() === 'authorization') n++;
+  // Only names of the right length are lower-cased (no string is made for the others).
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    if (name.length === 13 && name.toLowerCase() === 'authorization') n++;
+  }
   return n;
 }
 
@@ -167,24 +172,35 @@ export function registerAuth(app: FastifyInstance, settings: AuthSettings): void
     const access = route.config?.access ?? defaultAccess(route.method, websocketRoute);
     route.config = { ...(route.config ?? {}), access, websocketRoute };
   });
-  app.addHook('onRequest', async (request, reply) => {
-    // No route matched: the not-found handler answers (it reveals nothing).
-    if (request.is404) return;
-    const access: Access = request.routeOptions.config.access ?? 'operator';
-    if (access === 'public') return;
-    let credential: string | null;
+  // A callback hook, not an async one: no promise and no extra turn per request.
+  app.addHook('onRequest', (request, reply, done) => {
     try {
-      credential = requestCredential(request);
+      authorize(request, reply, authenticate);
     } catch (err) {
-      if (Errors.AUTH_SCHEME.is(err)) reply.header('WWW-Authenticate', 'Bearer');
-      throw err;
+      return done(err as Error);
     }
-    const principal = authenticate(credential);
-    if (!principal) {
-      reply.header('WWW-Authenticate', 'Bearer');
-      throw Errors.AUTH_REQUIRED();
-    }
-    request.principal = principal;
-    if (access === 'operator' && principal.role !== 'operator') throw Errors.OPERATOR_REQUIRED();
+    done();
   });
+}
+
+/** Sets request.principal, or throws the 401/403 the request gets. */
+function authorize(request: FastifyRequest, reply: FastifyReply, authenticate: (headerOrToken: string | null | undefined) => Principal | null): void {
+  // No route matched: the not-found handler answers (it reveals nothing).
+  if (request.is404) return;
+  const access: Access = request.routeOptions.config.access ?? 'operator';
+  if (access === 'public') return;
+  let credential: string | null;
+  try {
+    credential = requestCredential(request);
+  } catch (err) {
+    if (Errors.AUTH_SCHEME.is(err)) reply.header('WWW-Authenticate', 'Bearer');
+    throw err;
+  }
+  const principal = authenticate(credential);
+  if (!principal) {
+    reply.header('WWW-Authenticate', 'Bearer');
+    throw Errors.AUTH_REQUIRED();
+  }
+  request.principal = principal;
+  if (access === 'operator' && principal.role !== 'operator') throw Errors.OPERATOR_REQUIRED();
 }

@@ -24,8 +24,9 @@ export function camelizeKeys(target: unknown, nested: readonly string[] = []): v
 
 /** Requests accept snake_case too: queries and bodies are camelized before validation. */
 export function registerCasing(app: FastifyInstance): void {
-  app.addHook('preValidation', async (request) => {
+  app.addHook('preValidation', (request, _reply, done) => {
     camelizeKeys(request.query);
     camelizeKeys(request.body, ['metadata']);
+    done();
   });
 }

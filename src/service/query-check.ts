@@ -119,16 +119,26 @@ export function registerQueryCheck(app: FastifyInstance): void {
     const body = (schema as { body?: unknown } | undefined)?.body;
     route.config = { ...(route.config ?? {}), queryRules: queryRules(schema?.querystring), bodyNumbers: [...queryRules(body).integers] };
   });
-  app.addHook('preValidation', async (request) => {
+  // A callback hook (no promise per request), and nothing is built for a request with no
+  // parameters, no query and no numbers in its body (most reads).
+  app.addHook('preValidation', (request, _reply, done) => {
     const config = request.routeOptions.config;
     const rules = config?.queryRules;
-    if (!rules) return;
+    const bodyNumbers = config?.bodyNumbers ?? [];
+    if (!rules || (!hasKeys(request.params) && !hasKeys(request.query) && (bodyNumbers.length === 0 || request.body === undefined))) return done();
     const problems = [
       ...identifierProblems(request.params, 'params'),
       ...queryProblems(request.query, rules),
       ...identifierProblems(request.query, 'querystring'),
-      ...bodyNumberProblems(request.body, config.bodyNumbers ?? []),
+      ...bodyNumberProblems(request.body, bodyNumbers),
     ];
-    if (problems.length > 0) throw Errors.INVALID_REQUEST.withData(problems, problems.map((p) => `${p.field} ${p.message}`).join('; '));
+    if (problems.length > 0) return done(Errors.INVALID_REQUEST.withData(problems, problems.map((p) => `${p.field} ${p.message}`).join('; ')));
+    done();
   });
+}
+
+function hasKeys(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  for (const _ in value) return true;
+  return false;
 }

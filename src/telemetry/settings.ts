@@ -61,6 +61,23 @@ function contextManagerWanted(config: TelemetryConfig | undefined, env: NodeJS.P
   return config?.contextManager === true;
 }
 
+/**
+ * The traces URL the exporter posts to, for people to read (the serve banner): the configured
+ * one, or what the standard variables name. Credentials in the URL are left out.
+ */
+export function tracesDestination(settings: TracingSettings, env: NodeJS.ProcessEnv = process.env): string {
+  const traces = env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'];
+  const url = settings.url ?? (traces ? traces : env['OTEL_EXPORTER_OTLP_ENDPOINT'] ? tracesUrl(env['OTEL_EXPORTER_OTLP_ENDPOINT']) : '(the OTLP default)');
+  try {
+    const parsed = new URL(url);
+    parsed.username = '';
+    parsed.password = '';
+    return parsed.toString();
+  } catch {
+    return url;
+  }
+}
+
 /** An OTLP base endpoint as the variables give it (`http://collector:4318`) gets the traces path. */
 function tracesUrl(endpoint: string): string {
   const base = endpoint.replace(/\/+$/, '');

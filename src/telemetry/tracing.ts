@@ -37,7 +37,7 @@ import { LiveDeliveries, type LiveDelivery } from './live-deliveries.js';
 import { RecordedDelivery, recordsFor, type RecordSink, type SdkProviderInternals } from './recorded-deliveries.js';
 import { WorkerSpanProcessor, type ExportStats } from './worker-processor.js';
 
-export { formatTraceparent, resolveTracing, traceLogFields, type OtlpProtocol, type TracingSettings } from './settings.js';
+export { formatTraceparent, resolveTracing, traceLogFields, tracesDestination, type OtlpProtocol, type TracingSettings } from './settings.js';
 import { formatTraceparent } from './settings.js';
 export { createExporter } from './exporter.js';
 export type { ExportStats } from './worker-processor.js';

@@ -123,9 +123,45 @@ function ratioRow(metric: string, unit: string, rounds: readonly number[], basel
   return { ...base, ratio: sig(ratio, 3), status };
 }
 
+/**
+ * The scale's settings, each overridable for a shorter or longer run (the report says which were
+ * used): BENCH_PEERS_ROUNDS, BENCH_PEERS_MESSAGES, BENCH_PEERS_WARMUP, BENCH_PEERS_SECONDS,
+ * BENCH_PEERS_RATES (e.g. 50,200).
+ */
+export function peersSettings(scale: Scale, env: NodeJS.ProcessEnv = process.env): { settings: Scale['peers']; overridden: string[] } {
+  const overridden: string[] = [];
+  const num = (name: string, fallback: number) => {
+    const text = env[name];
+    if (text === undefined || text === '') return fallback;
+    const value = Number(text);
+    if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number >= 1, not "${text}"`);
+    overridden.push(`${name}=${text}`);
+    return value;
+  };
+  const ratesText = env['BENCH_PEERS_RATES'];
+  let rates = scale.peers.rates;
+  if (ratesText) {
+    rates = ratesText.split(',').map((r) => {
+      const value = Number(r);
+      if (!Number.isInteger(value) || value < 1) throw new Error(`BENCH_PEERS_RATES must be whole numbers >= 1, comma-separated, not "${ratesText}"`);
+      return value;
+    });
+    overridden.push(`BENCH_PEERS_RATES=${ratesText}`);
+  }
+  const settings = {
+    rounds: num('BENCH_PEERS_ROUNDS', scale.peers.rounds),
+    messages: num('BENCH_PEERS_MESSAGES', scale.peers.messages),
+    warmup: num('BENCH_PEERS_WARMUP', scale.peers.warmup),
+    steadySec: num('BENCH_PEERS_SECONDS', scale.peers.steadySec),
+    rates,
+  };
+  return { settings, overridden };
+}
+
 export async function runPeers(scale: Scale, log: (line: string) => void): Promise<ScenarioResult> {
   const started = performance.now();
-  const settings = scale.peers;
+  const { settings, overridden } = peersSettings(scale);
+  if (overridden.length) log(`  settings overridden: ${overridden.join(' ')}`);
   const loadAtStart = loadAverage();
   ensurePeersInstalled(log);
   const versions = { bullmq: peerVersion('bullmq'), ioredis: peerVersion('ioredis'), 'pg-boss': peerVersion('pg-boss'), 'graphile-worker': peerVersion('graphile-worker') };
@@ -136,7 +172,7 @@ export async function runPeers(scale: Scale, log: (line: string) => void): Promi
       return 'none';
     }
   })();
-  const postgresVersion = await admin(async (c) => (await c.query<{ v: string }>('SHOW server_version')).rows[0]!.v).catch(() => 'none');
+  const postgresVersion = await admin(async (c) => (await c.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]!.v).catch(() => 'none');
   const { systems, missing } = await available(log);
   const results = new Map<SystemName, SystemRound[]>(systems.map((s) => [s, []]));
   for (let r = 0; r < settings.rounds; r++) {
@@ -256,10 +292,11 @@ export async function runPeers(scale: Scale, log: (line: string) => void): Promi
     `CPU per message: the run's process (producer and workers share it, as organism's inject and handlers do; all threads) over the timed part, from process.cpuUsage(); server: Redis's whole process (the private one serves only this run), or the PostgreSQL backends of the run's database (found by their process titles), from /proc/<pid>/stat sampled every 200 ms. The PostgreSQL server's shared processes (WAL writer, checkpointer, background writer) serve every database and are not counted, for any system. organism on SQLite has no server: its figure is all of its CPU.`,
     `Statements per message: counted in the process by wrapping the driver (better-sqlite3's Statement methods; node-postgres's Client.query; for BullMQ, commands sent by ioredis, a Lua script counting once), transaction control (BEGIN, COMMIT...) excluded; commits: explicit COMMITs plus writes sent outside a transaction.`,
     `Load average (1, 5, 15 min) at the start ${loadAtStart}, at the end ${loadAtEnd}; after each system's runs: ${[...results].map(([s, rs]) => `${LABEL[s]} ${rs.map((x) => x.load.split(' ')[0]).join(', ')}`).join('; ')}.`,
+    ...(overridden.length ? [`Settings overridden from the ${scale.name} scale's: ${overridden.join(', ')}.`] : []),
     ...missing.map((m) => `Not run: ${m}.`),
   ];
   const seconds = (performance.now() - started) / 1000;
-  writePeersReport(scale, { table, ratios, notes, versions, loadAtStart, loadAtEnd, seconds, rows, results: Object.fromEntries(results) });
+  writePeersReport(scale, settings, { table, ratios, notes, versions, loadAtStart, loadAtEnd, seconds, rows, results: Object.fromEntries(results) });
   return {
     scenario: SCENARIO,
     title: TITLE,
@@ -326,7 +363,7 @@ interface PeersReport {
   readonly results: Record<string, SystemRound[]>;
 }
 
-function writePeersReport(scale: Scale, report: PeersReport): void {
+function writePeersReport(scale: Scale, settings: Scale['peers'], report: PeersReport): void {
   const dir = fileURLToPath(new URL('../results/', import.meta.url));
   mkdirSync(dir, { recursive: true });
   const cpu = os.cpus();
@@ -344,7 +381,7 @@ function writePeersReport(scale: Scale, report: PeersReport): void {
   const md = [
     `# organism beside its peers (${scale.name} scale)`,
     '',
-    `Run ending ${at} on ${machine}, commit ${commit}, ${Math.round(report.seconds)} s; ${scale.peers.rounds} round(s); load average ${report.loadAtStart} at the start, ${report.loadAtEnd} at the end. Written by \`npm run bench\` (scenario 7, \`peers\`).`,
+    `Run ending ${at} on ${machine}, commit ${commit}, ${Math.round(report.seconds)} s; ${settings.rounds} round(s) of ${settings.messages.toLocaleString('en-US')} messages (throughput) and ${settings.steadySec} s at each of ${settings.rates.join(' and ')} msg/s; load average ${report.loadAtStart} at the start, ${report.loadAtEnd} at the end. Written by \`npm run bench\` (scenario 7, \`peers\`).`,
     '',
     report.table,
     '',
@@ -356,5 +393,5 @@ function writePeersReport(scale: Scale, report: PeersReport): void {
     '',
   ].join('\n');
   writeFileSync(path.join(dir, 'latest-peers.md'), md);
-  writeFileSync(path.join(dir, 'latest-peers.json'), `${JSON.stringify({ scale: scale.name, settings: scale.peers, at, machine, commit, ...report }, null, 2)}\n`);
+  writeFileSync(path.join(dir, 'latest-peers.json'), `${JSON.stringify({ scale: scale.name, settings, at, machine, commit, ...report }, null, 2)}\n`);
 }

@@ -110,7 +110,7 @@ const med = (xs: ReadonlyArray<number | null | undefined>) => {
 const totalCpu = (r: ChainResult) => r.processCpuMicrosPerMessage + (r.serverCpuMicrosPerMessage ?? 0);
 
 /** A row whose ratio is the median of the per-round ratios (each round interleaves the systems), not the ratio of the medians. */
-function ratioRow(metric: string, unit: string, rounds: readonly number[], baseline: { name: string; rounds: readonly number[] }, target: Target | null): Row {
+export function ratioRow(metric: string, unit: string, rounds: readonly number[], baseline: { name: string; rounds: readonly number[] }, target: Target | null): Row {
   const base = row({ scenario: SCENARIO, metric, unit, rounds, baseline: { ...baseline, unit }, target });
   const ratios = rounds.map((v, i) => v / baseline.rounds[i]!).filter((r) => Number.isFinite(r));
   if (!ratios.length) return base;
@@ -175,6 +175,7 @@ export async function runPeers(scale: Scale, log: (line: string) => void): Promi
   const postgresVersion = await admin(async (c) => (await c.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]!.v).catch(() => 'none');
   const { systems, missing } = await available(log);
   const results = new Map<SystemName, SystemRound[]>(systems.map((s) => [s, []]));
+  let last: ScenarioResult | undefined;
   for (let r = 0; r < settings.rounds; r++) {
     // The order turns each round, so no system always runs first (or right after the slowest).
     const order = systems.map((_, i) => systems[(i + r) % systems.length]!);
@@ -193,118 +194,124 @@ export async function runPeers(scale: Scale, log: (line: string) => void): Promi
           `${dec(throughput.statementsPerMessage)} statements/msg; ${lat.join('; ')}; load ${load}`,
       );
     }
+    // Written after every round: a run stopped early keeps the rounds it finished.
+    last = summarise(r + 1);
   }
-  const loadAtEnd = loadAverage();
+  return last!;
 
-  const of = (s: SystemName) => results.get(s) ?? [];
-  const pick = (s: SystemName, f: (x: SystemRound) => number | null | undefined) => of(s).map(f);
-  const rate = (s: SystemName) => pick(s, (x) => x.throughput.messagesPerSec) as number[];
-  const [low, high] = [settings.rates[0]!, settings.rates.at(-1)!];
-  const p = (s: SystemName, at: number, q: 'p50Ms' | 'p99Ms') => pick(s, (x) => x.steady[at]?.[q]) as number[];
-  const rows: Row[] = [];
-  const have = (s: SystemName) => of(s).length > 0;
-  const sq = 'organism-sqlite';
-  const pgo = 'organism-postgres';
-  if (have(pgo) && have('pg-boss'))
-    rows.push(ratioRow('organism on PostgreSQL vs pg-boss, 3-hop chain', 'msg/s', rate(pgo), { name: 'pg-boss', rounds: rate('pg-boss') }, atLeast(1.5, '>= 1.5x pg-boss', 'ratio')));
-  for (const peer of ['graphile-worker', 'bullmq'] as const)
-    if (have(pgo) && have(peer)) rows.push(ratioRow(`organism on PostgreSQL vs ${LABEL[peer]}, 3-hop chain`, 'msg/s', rate(pgo), { name: LABEL[peer], rounds: rate(peer) }, null));
-  for (const peer of ['pg-boss', 'graphile-worker'] as const) {
-    if (!(have(pgo) && have(peer))) continue;
-    rows.push(
-      ratioRow(
-        `organism on PostgreSQL vs ${peer}: inject-to-final-ack p50 at ${low} msg/s`,
-        'ms',
-        p(pgo, low, 'p50Ms'),
-        { name: peer, rounds: p(peer, low, 'p50Ms') },
-        atMost(1, `<= 1x ${peer}`, 'ratio'),
-      ),
-    );
-    rows.push(
-      ratioRow(
-        `organism on PostgreSQL vs ${peer}: inject-to-final-ack p99 at ${low} msg/s`,
-        'ms',
-        p(pgo, low, 'p99Ms'),
-        { name: peer, rounds: p(peer, low, 'p99Ms') },
-        atMost(1.2, `<= 1.2x ${peer}`, 'ratio'),
-      ),
-    );
-  }
-  if (have(pgo)) {
-    const kept = pick(pgo, (x) => x.steady[high]?.messagesPerSec) as number[];
-    rows.push(
-      ratioRow(
-        `organism on PostgreSQL: completions/s at ${high} msg/s offered (sustained?)`,
-        'msg/s',
-        kept,
-        { name: 'offered', rounds: pick(pgo, (x) => x.steady[high]?.offeredPerSec) as number[] },
-        atLeast(0.95, '>= 0.95x offered', 'ratio'),
-      ),
-    );
-  }
-  if (have(sq) && have('bullmq'))
-    rows.push(ratioRow('organism on SQLite vs BullMQ, 3-hop chain', 'msg/s', rate(sq), { name: 'BullMQ', rounds: rate('bullmq') }, atLeast(3, '>= 3x BullMQ', 'ratio')));
-  for (const peer of ['pg-boss', 'graphile-worker'] as const)
-    if (have(sq) && have(peer)) rows.push(ratioRow(`organism on SQLite vs ${LABEL[peer]}, 3-hop chain`, 'msg/s', rate(sq), { name: LABEL[peer], rounds: rate(peer) }, null));
-  if (have(sq) && have('bullmq')) {
-    rows.push(ratioRow(`organism on SQLite vs BullMQ: inject-to-final-ack p50 at ${high} msg/s`, 'ms', p(sq, high, 'p50Ms'), { name: 'BullMQ', rounds: p('bullmq', high, 'p50Ms') }, null));
-    rows.push(ratioRow(`organism on SQLite vs BullMQ: inject-to-final-ack p99 at ${high} msg/s`, 'ms', p(sq, high, 'p99Ms'), { name: 'BullMQ', rounds: p('bullmq', high, 'p99Ms') }, null));
-  }
-  const cpuVs = (s: SystemName, peer: SystemName) =>
-    ratioRow(
-      `CPU per message, ${LABEL[s]} vs ${LABEL[peer]} (process + server)`,
-      'µs',
-      pick(s, (x) => totalCpu(x.throughput)) as number[],
-      { name: LABEL[peer], rounds: pick(peer, (x) => totalCpu(x.throughput)) as number[] },
-      null,
-    );
-  if (have(sq) && have('bullmq')) rows.push(cpuVs(sq, 'bullmq'));
-  if (have(pgo) && have('pg-boss')) rows.push(cpuVs(pgo, 'pg-boss'));
-  if (have(sq))
-    rows.push(
-      row({
-        scenario: SCENARIO,
-        metric: 'organism on SQLite: statements per message',
-        unit: 'statements',
-        rounds: pick(sq, (x) => x.throughput.statementsPerMessage) as number[],
-        baseline: null,
-        target: atMost(7, '<= 7'),
-      }),
-    );
-  if (have(pgo))
-    rows.push(
-      row({
-        scenario: SCENARIO,
-        metric: 'organism on PostgreSQL: statements per message',
-        unit: 'statements',
-        rounds: pick(pgo, (x) => x.throughput.statementsPerMessage) as number[],
-        baseline: null,
-        target: null,
-      }),
-    );
+  function summarise(roundsDone: number): ScenarioResult {
+    const loadAtEnd = loadAverage();
 
-  const table = peersTable(systems, results, settings.rates);
-  const ratios = ratioTable(systems, results, settings.rates);
-  const notes = [
-    `Each round runs every system in turn (the order turns by one each round), each run in a fresh process on a fresh store (a new SQLite directory; a new PostgreSQL database; a new private redis-server), after ${settings.warmup} unmeasured warm-up messages that have drained. Throughput: ${settings.messages.toLocaleString('en-US')} messages enqueued at hop1 in batches of 500 as fast as each system takes them, timed to the last final-hop completion. Latency: ${settings.rates.join(' and ')} msg/s offered for ${settings.steadySec} s, one enqueue per message, from each message's scheduled send time to the commit of its hop3 completion; a system that could not keep up shows the rate it completed. Figures are medians of ${settings.rounds} round(s); ratios are per round, then their median.`,
-    `The chain: hop1 -> hop2 -> hop3 no-op handlers, each hop a durable write, the message's key carried through. organism: default limits (20 handlers, 5 per listener); SQLite as \`organism serve\` opens it; PostgreSQL in cluster mode (claims and leases: \`openPostgresStorage({ cluster: { kind: 'serve', handlers: true } })\`, the mode of bench/children/pump.ts and bench:scaleout), inject and ack in one transaction. BullMQ ${versions.bullmq} (ioredis ${versions.ioredis}): a queue and a Worker (concurrency ${PEER_CONCURRENCY}) per hop; a hop's processor adds the next hop's job, BullMQ then moves the job to completed (kept, its default); a private ${redisVersion.split(' ').slice(0, 3).join(' ')} with \`appendonly yes, appendfsync everysec\`, no RDB. pg-boss ${versions['pg-boss']}: a queue and a worker per hop fetching batches of ${PGBOSS_BATCH}; a hop inserts the batch's next jobs in one statement and pg-boss completes the batch in another; polling 0.5 s (its minimum), each worker woken with notifyWorker when this process adds work for it. graphile-worker ${versions['graphile-worker']}: a task per hop, every job of a message in the named queue of its thread (FIFO per thread), ${PEER_CONCURRENCY} workers woken by LISTEN/NOTIFY, logging off. The peers commit a hop's completion and the next hop's enqueue in two transactions; organism in one. PostgreSQL ${postgresVersion} on 127.0.0.1:5432 (shared with other work on this machine).`,
-    `The peers are pinned in bench/peers/package.json and its lockfile (installed there on demand with \`npm ci --prefix bench/peers\`, never the project's dependencies): the newest releases that run on Node ${process.versions.node.split('.')[0]} (pg-boss 11+ and graphile-worker 0.18 need Node 22).`,
-    `CPU per message: the run's process (producer and workers share it, as organism's inject and handlers do; all threads) over the timed part, from process.cpuUsage(); server: Redis's whole process (the private one serves only this run), or the PostgreSQL backends of the run's database (found by their process titles), from /proc/<pid>/stat sampled every 200 ms. The PostgreSQL server's shared processes (WAL writer, checkpointer, background writer) serve every database and are not counted, for any system. organism on SQLite has no server: its figure is all of its CPU.`,
-    `Statements per message: counted in the process by wrapping the driver (better-sqlite3's Statement methods; node-postgres's Client.query; for BullMQ, commands sent by ioredis, a Lua script counting once), transaction control (BEGIN, COMMIT...) excluded; commits: explicit COMMITs plus writes sent outside a transaction.`,
-    `Load average (1, 5, 15 min) at the start ${loadAtStart}, at the end ${loadAtEnd}; after each system's runs: ${[...results].map(([s, rs]) => `${LABEL[s]} ${rs.map((x) => x.load.split(' ')[0]).join(', ')}`).join('; ')}.`,
-    ...(overridden.length ? [`Settings overridden from the ${scale.name} scale's: ${overridden.join(', ')}.`] : []),
-    ...missing.map((m) => `Not run: ${m}.`),
-  ];
-  const seconds = (performance.now() - started) / 1000;
-  writePeersReport(scale, settings, { table, ratios, notes, versions, loadAtStart, loadAtEnd, seconds, rows, results: Object.fromEntries(results) });
-  return {
-    scenario: SCENARIO,
-    title: TITLE,
-    rows,
-    context: { settings, versions, redisVersion, postgresVersion, loadAtStart, loadAtEnd, results: Object.fromEntries(results) },
-    notes: [`The peers table (also in bench/results/latest-peers.md):\n\n${table}\n\n${ratios}\n`, ...notes],
-    seconds,
-  };
+    const of = (s: SystemName) => results.get(s) ?? [];
+    const pick = (s: SystemName, f: (x: SystemRound) => number | null | undefined) => of(s).map(f);
+    const rate = (s: SystemName) => pick(s, (x) => x.throughput.messagesPerSec) as number[];
+    const [low, high] = [settings.rates[0]!, settings.rates.at(-1)!];
+    const p = (s: SystemName, at: number, q: 'p50Ms' | 'p99Ms') => pick(s, (x) => x.steady[at]?.[q]) as number[];
+    const rows: Row[] = [];
+    const have = (s: SystemName) => of(s).length > 0;
+    const sq = 'organism-sqlite';
+    const pgo = 'organism-postgres';
+    if (have(pgo) && have('pg-boss'))
+      rows.push(ratioRow('organism on PostgreSQL vs pg-boss, 3-hop chain', 'msg/s', rate(pgo), { name: 'pg-boss', rounds: rate('pg-boss') }, atLeast(1.5, '>= 1.5x pg-boss', 'ratio')));
+    for (const peer of ['graphile-worker', 'bullmq'] as const)
+      if (have(pgo) && have(peer)) rows.push(ratioRow(`organism on PostgreSQL vs ${LABEL[peer]}, 3-hop chain`, 'msg/s', rate(pgo), { name: LABEL[peer], rounds: rate(peer) }, null));
+    for (const peer of ['pg-boss', 'graphile-worker'] as const) {
+      if (!(have(pgo) && have(peer))) continue;
+      rows.push(
+        ratioRow(
+          `organism on PostgreSQL vs ${peer}: inject-to-final-ack p50 at ${low} msg/s`,
+          'ms',
+          p(pgo, low, 'p50Ms'),
+          { name: peer, rounds: p(peer, low, 'p50Ms') },
+          atMost(1, `<= 1x ${peer}`, 'ratio'),
+        ),
+      );
+      rows.push(
+        ratioRow(
+          `organism on PostgreSQL vs ${peer}: inject-to-final-ack p99 at ${low} msg/s`,
+          'ms',
+          p(pgo, low, 'p99Ms'),
+          { name: peer, rounds: p(peer, low, 'p99Ms') },
+          atMost(1.2, `<= 1.2x ${peer}`, 'ratio'),
+        ),
+      );
+    }
+    if (have(pgo)) {
+      const kept = pick(pgo, (x) => x.steady[high]?.messagesPerSec) as number[];
+      rows.push(
+        ratioRow(
+          `organism on PostgreSQL: completions/s at ${high} msg/s offered (sustained?)`,
+          'msg/s',
+          kept,
+          { name: 'offered', rounds: pick(pgo, (x) => x.steady[high]?.offeredPerSec) as number[] },
+          atLeast(0.95, '>= 0.95x offered', 'ratio'),
+        ),
+      );
+    }
+    if (have(sq) && have('bullmq'))
+      rows.push(ratioRow('organism on SQLite vs BullMQ, 3-hop chain', 'msg/s', rate(sq), { name: 'BullMQ', rounds: rate('bullmq') }, atLeast(3, '>= 3x BullMQ', 'ratio')));
+    for (const peer of ['pg-boss', 'graphile-worker'] as const)
+      if (have(sq) && have(peer)) rows.push(ratioRow(`organism on SQLite vs ${LABEL[peer]}, 3-hop chain`, 'msg/s', rate(sq), { name: LABEL[peer], rounds: rate(peer) }, null));
+    if (have(sq) && have('bullmq')) {
+      rows.push(ratioRow(`organism on SQLite vs BullMQ: inject-to-final-ack p50 at ${high} msg/s`, 'ms', p(sq, high, 'p50Ms'), { name: 'BullMQ', rounds: p('bullmq', high, 'p50Ms') }, null));
+      rows.push(ratioRow(`organism on SQLite vs BullMQ: inject-to-final-ack p99 at ${high} msg/s`, 'ms', p(sq, high, 'p99Ms'), { name: 'BullMQ', rounds: p('bullmq', high, 'p99Ms') }, null));
+    }
+    const cpuVs = (s: SystemName, peer: SystemName) =>
+      ratioRow(
+        `CPU per message, ${LABEL[s]} vs ${LABEL[peer]} (process + server)`,
+        'µs',
+        pick(s, (x) => totalCpu(x.throughput)) as number[],
+        { name: LABEL[peer], rounds: pick(peer, (x) => totalCpu(x.throughput)) as number[] },
+        null,
+      );
+    if (have(sq) && have('bullmq')) rows.push(cpuVs(sq, 'bullmq'));
+    if (have(pgo) && have('pg-boss')) rows.push(cpuVs(pgo, 'pg-boss'));
+    if (have(sq))
+      rows.push(
+        row({
+          scenario: SCENARIO,
+          metric: 'organism on SQLite: statements per message',
+          unit: 'statements',
+          rounds: pick(sq, (x) => x.throughput.statementsPerMessage) as number[],
+          baseline: null,
+          target: atMost(7, '<= 7'),
+        }),
+      );
+    if (have(pgo))
+      rows.push(
+        row({
+          scenario: SCENARIO,
+          metric: 'organism on PostgreSQL: statements per message',
+          unit: 'statements',
+          rounds: pick(pgo, (x) => x.throughput.statementsPerMessage) as number[],
+          baseline: null,
+          target: null,
+        }),
+      );
+
+    const table = peersTable(systems, results, settings.rates);
+    const ratios = ratioTable(systems, results, settings.rates);
+    const notes = [
+      `Each round runs every system in turn (the order turns by one each round), each run in a fresh process on a fresh store (a new SQLite directory; a new PostgreSQL database; a new private redis-server), after ${settings.warmup} unmeasured warm-up messages that have drained. Throughput: ${settings.messages.toLocaleString('en-US')} messages enqueued at hop1 in batches of 500 as fast as each system takes them, timed to the last final-hop completion. Latency: ${settings.rates.join(' and ')} msg/s offered for ${settings.steadySec} s, one enqueue per message, from each message's scheduled send time to the commit of its hop3 completion; a system that could not keep up shows the rate it completed. Figures are medians of ${roundsDone} round(s)${roundsDone < settings.rounds ? ` (of ${settings.rounds} planned: the run was still going when this was written)` : ''}; ratios are per round, then their median.`,
+      `The chain: hop1 -> hop2 -> hop3 no-op handlers, each hop a durable write, the message's key carried through. organism: default limits (20 handlers, 5 per listener); SQLite as \`organism serve\` opens it; PostgreSQL in cluster mode (claims and leases: \`openPostgresStorage({ cluster: { kind: 'serve', handlers: true } })\`, the mode of bench/children/pump.ts and bench:scaleout), inject and ack in one transaction. BullMQ ${versions.bullmq} (ioredis ${versions.ioredis}): a queue and a Worker (concurrency ${PEER_CONCURRENCY}) per hop; a hop's processor adds the next hop's job, BullMQ then moves the job to completed (kept, its default); a private ${redisVersion.split(' ').slice(0, 3).join(' ')} with \`appendonly yes, appendfsync everysec\`, no RDB. pg-boss ${versions['pg-boss']}: a queue and a worker per hop fetching batches of ${PGBOSS_BATCH}; a hop inserts the batch's next jobs in one statement and pg-boss completes the batch in another; polling 0.5 s (its minimum), each worker woken with notifyWorker when this process adds work for it. graphile-worker ${versions['graphile-worker']}: a task per hop, every job of a message in the named queue of its thread (FIFO per thread), ${PEER_CONCURRENCY} workers woken by LISTEN/NOTIFY, logging off. The peers commit a hop's completion and the next hop's enqueue in two transactions; organism in one. PostgreSQL ${postgresVersion} on 127.0.0.1:5432 (shared with other work on this machine).`,
+      `The peers are pinned in bench/peers/package.json and its lockfile (installed there on demand with \`npm ci --prefix bench/peers\`, never the project's dependencies): the newest releases that run on Node ${process.versions.node.split('.')[0]} (pg-boss 11+ and graphile-worker 0.18 need Node 22).`,
+      `CPU per message: the run's process (producer and workers share it, as organism's inject and handlers do; all threads) over the timed part, from process.cpuUsage(); server: Redis's whole process (the private one serves only this run), or the PostgreSQL backends of the run's database (found by their process titles), from /proc/<pid>/stat sampled every 200 ms. The PostgreSQL server's shared processes (WAL writer, checkpointer, background writer) serve every database and are not counted, for any system. organism on SQLite has no server: its figure is all of its CPU.`,
+      `Statements per message: counted in the process by wrapping the driver (better-sqlite3's Statement methods; node-postgres's Client.query; for BullMQ, commands sent by ioredis, a Lua script counting once), transaction control (BEGIN, COMMIT...) excluded; commits: explicit COMMITs plus writes sent outside a transaction.`,
+      `Load average (1, 5, 15 min) at the start ${loadAtStart}, at the end ${loadAtEnd}; after each system's runs: ${[...results].map(([s, rs]) => `${LABEL[s]} ${rs.map((x) => x.load.split(' ')[0]).join(', ')}`).join('; ')}.`,
+      ...(overridden.length ? [`Settings overridden from the ${scale.name} scale's: ${overridden.join(', ')}.`] : []),
+      ...missing.map((m) => `Not run: ${m}.`),
+    ];
+    const seconds = (performance.now() - started) / 1000;
+    writePeersReport(scale, settings, roundsDone, { table, ratios, notes, versions, loadAtStart, loadAtEnd, seconds, rows, results: Object.fromEntries(results) });
+    return {
+      scenario: SCENARIO,
+      title: TITLE,
+      rows,
+      context: { settings, versions, redisVersion, postgresVersion, loadAtStart, loadAtEnd, results: Object.fromEntries(results) },
+      notes: [`The peers table (also in bench/results/latest-peers.md):\n\n${table}\n\n${ratios}\n`, ...notes],
+      seconds,
+    };
+  }
 }
 
 /** The issue's table: one line per system, medians of the rounds. */
@@ -363,7 +370,7 @@ interface PeersReport {
   readonly results: Record<string, SystemRound[]>;
 }
 
-function writePeersReport(scale: Scale, settings: Scale['peers'], report: PeersReport): void {
+function writePeersReport(scale: Scale, settings: Scale['peers'], roundsDone: number, report: PeersReport): void {
   const dir = fileURLToPath(new URL('../results/', import.meta.url));
   mkdirSync(dir, { recursive: true });
   const cpu = os.cpus();
@@ -381,7 +388,7 @@ function writePeersReport(scale: Scale, settings: Scale['peers'], report: PeersR
   const md = [
     `# organism beside its peers (${scale.name} scale)`,
     '',
-    `Run ending ${at} on ${machine}, commit ${commit}, ${Math.round(report.seconds)} s; ${settings.rounds} round(s) of ${settings.messages.toLocaleString('en-US')} messages (throughput) and ${settings.steadySec} s at each of ${settings.rates.join(' and ')} msg/s; load average ${report.loadAtStart} at the start, ${report.loadAtEnd} at the end. Written by \`npm run bench\` (scenario 7, \`peers\`).`,
+    `Run ending ${at} on ${machine}, commit ${commit}, ${Math.round(report.seconds)} s; ${roundsDone}${roundsDone < settings.rounds ? ` of ${settings.rounds} planned` : ''} round(s) of ${settings.messages.toLocaleString('en-US')} messages (throughput) and ${settings.steadySec} s at each of ${settings.rates.join(' and ')} msg/s; load average ${report.loadAtStart} at the start, ${report.loadAtEnd} at the end. Written by \`npm run bench\` (scenario 7, \`peers\`).`,
     '',
     report.table,
     '',

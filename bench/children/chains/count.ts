@@ -26,7 +26,7 @@ type QueryMethod = (this: object, ...args: unknown[]) => unknown;
  * Wraps node-postgres `Client.prototype.query` (every Pool query goes through it). `onDone`
  * sees each statement that succeeded, when its result arrives.
  */
-export function countPgQueries(Client: { prototype: { query: QueryMethod } }, counter: Counter, onDone?: (text: string, values: readonly unknown[]) => void): void {
+export function countPgQueries(Client: { prototype: { query: QueryMethod } }, counter: Counter, onDone?: (text: string, values: readonly unknown[]) => void): () => void {
   const original = Client.prototype.query;
   const inTransaction = new WeakMap<object, boolean>();
   Client.prototype.query = function (this: object, ...args: unknown[]): unknown {
@@ -59,6 +59,9 @@ export function countPgQueries(Client: { prototype: { query: QueryMethod } }, co
       );
     return result;
   };
+  return () => {
+    Client.prototype.query = original;
+  };
 }
 
 interface SqliteStatement {
@@ -68,9 +71,11 @@ interface SqliteStatement {
 }
 
 /** Wraps better-sqlite3's Statement methods (db.transaction() runs its BEGIN and COMMIT through them too). */
-export function countSqliteStatements(statementPrototype: Record<string, unknown>, counter: Counter): void {
+export function countSqliteStatements(statementPrototype: Record<string, unknown>, counter: Counter): () => void {
+  const originals = new Map<string, unknown>();
   for (const method of ['run', 'get', 'all', 'iterate']) {
     const original = statementPrototype[method] as QueryMethod;
+    originals.set(method, original);
     statementPrototype[method] = function (this: SqliteStatement, ...args: unknown[]): unknown {
       if (CONTROL.test(this.source)) {
         if (COMMIT.test(this.source)) counter.commits++;
@@ -81,4 +86,7 @@ export function countSqliteStatements(statementPrototype: Record<string, unknown
       return original.apply(this, args);
     };
   }
+  return () => {
+    for (const [method, original] of originals) statementPrototype[method] = original;
+  };
 }

@@ -2,7 +2,8 @@
  * `npm run bench`: runs every scenario, prints the table and writes bench/results/latest.json
  * and latest.md. Environment:
  *   BENCH_SCALE=quick|full   sizes (default full; quick finishes in a few minutes)
- *   BENCH_ONLY=http,pump,... run a subset (written to results/only-<names>.* instead)
+ *   BENCH_ONLY=http,pump,... run a subset (written to results/only-<names>.* instead); also
+ *                            `npm run bench -- --scenarios peers` (or --scenarios=http,pump)
  *   BENCH_TMPDIR=DIR         where scenario databases go (default: the OS temp directory)
  */
 import { execSync } from 'node:child_process';
@@ -15,6 +16,7 @@ import type { ScenarioResult } from './lib/result.js';
 import { scaleFromEnv, type Scale } from './lib/scale.js';
 import { runHttp } from './scenarios/http.js';
 import { runMemory } from './scenarios/memory.js';
+import { runPeers } from './scenarios/peers.js';
 import { runPump } from './scenarios/pump.js';
 import { runRecovery } from './scenarios/recovery.js';
 import { runUsage } from './scenarios/usage.js';
@@ -29,6 +31,7 @@ const SCENARIOS: readonly Scenario[] = [
   { key: 'ws', scenario: 4, title: 'WebSocket fan-out', run: runWs },
   { key: 'recovery', scenario: 5, title: 'Boot recovery', run: runRecovery },
   { key: 'memory', scenario: 6, title: 'Memory', run: runMemory },
+  { key: 'peers', scenario: 7, title: 'organism beside BullMQ, pg-boss and graphile-worker', run: runPeers },
 ];
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -47,14 +50,27 @@ function commit(): string {
   }
 }
 
+/** `--scenarios a,b` or `--scenarios=a,b` (repeatable): the same as BENCH_ONLY. */
+function scenariosArgument(args: readonly string[]): string[] {
+  const names: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--scenarios') names.push(args[++i] ?? '');
+    else if (arg.startsWith('--scenarios=')) names.push(arg.slice('--scenarios='.length));
+    else throw new Error(`unknown argument ${arg} (known: --scenarios NAME[,NAME...])`);
+  }
+  return names;
+}
+
 async function main(): Promise<void> {
   const scale = scaleFromEnv();
-  const only = (process.env['BENCH_ONLY'] ?? '')
+  const only = [process.env['BENCH_ONLY'] ?? '', ...scenariosArgument(process.argv.slice(2))]
+    .join(',')
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
   const unknown = only.filter((k) => !SCENARIOS.some((s) => s.key === k));
-  if (unknown.length) throw new Error(`BENCH_ONLY: unknown scenario(s) ${unknown.join(', ')}; known: ${SCENARIOS.map((s) => s.key).join(', ')}`);
+  if (unknown.length) throw new Error(`BENCH_ONLY / --scenarios: unknown scenario(s) ${unknown.join(', ')}; known: ${SCENARIOS.map((s) => s.key).join(', ')}`);
   const selected = only.length ? SCENARIOS.filter((s) => only.includes(s.key)) : SCENARIOS;
   const startedAt = new Date().toISOString();
   const t0 = performance.now();

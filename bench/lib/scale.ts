@@ -15,6 +15,8 @@ export interface Scale {
   readonly ws: { readonly clients: number; readonly eventsPerSec: number; readonly durationSec: number };
   readonly recovery: { readonly rows: number; readonly pending: number };
   readonly memory: { readonly small: number; readonly large: number };
+  /** Scenario 7 (organism beside BullMQ, pg-boss, graphile-worker): its own rounds; messages per throughput run; offered rates and seconds of the latency runs. */
+  readonly peers: { readonly rounds: number; readonly messages: number; readonly warmup: number; readonly rates: readonly number[]; readonly steadySec: number };
 }
 
 const FULL: Scale = {
@@ -26,6 +28,7 @@ const FULL: Scale = {
   ws: { clients: 1_000, eventsPerSec: 1_000, durationSec: 8 },
   recovery: { rows: 1_000_000, pending: 10_000 },
   memory: { small: 10_000, large: 1_000_000 },
+  peers: { rounds: 3, messages: 5_000, warmup: 500, rates: [50, 200], steadySec: 10 },
 };
 
 const QUICK: Scale = {
@@ -37,6 +40,7 @@ const QUICK: Scale = {
   ws: { clients: 1_000, eventsPerSec: 1_000, durationSec: 2 },
   recovery: { rows: 100_000, pending: 1_000 },
   memory: { small: 10_000, large: 100_000 },
+  peers: { rounds: 1, messages: 500, warmup: 100, rates: [50, 200], steadySec: 2 },
 };
 
 export function scaleFromEnv(env: NodeJS.ProcessEnv = process.env): Scale {

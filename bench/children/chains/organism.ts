@@ -1,0 +1,68 @@
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import { Organism } from '../../../src/organism/organism.js';
+import { openSqliteStorage } from '../../../src/store/index.js';
+import { newId } from '../../../src/util/ids.js';
+import { chainOrganism } from '../../lib/organisms.js';
+import { sleep } from '../../lib/stats.js';
+import { Counter, countPgQueries, countSqliteStatements } from './count.js';
+import { HOPS, type ChainSystem, type SystemFactory } from './system.js';
+
+/**
+ * organism running the chain as bench/children/pump.ts does (default limits: 20 handlers, 5 per
+ * listener): SQLite in the run's data directory, or PostgreSQL in cluster mode (claims and
+ * leases), as `organism serve --store postgres://...` runs it.
+ */
+export const organismChain =
+  (store: 'sqlite' | 'postgres'): SystemFactory =>
+  async (input, onFinal) => {
+    const counter = new Counter();
+    const loaded = chainOrganism(HOPS, { maxQueue: 10_000 });
+    let organism: Organism;
+    if (store === 'postgres') {
+      if (!input.postgresUrl) throw new Error('organism-postgres needs a database');
+      countPgQueries(pg.Client as never, counter);
+      const { openPostgresStorage } = await import('../../../src/store/postgres/index.js');
+      const storage = await openPostgresStorage({ url: input.postgresUrl, cluster: { kind: 'serve', handlers: true, maxAttempts: loaded.config.journal.maxAttempts } });
+      organism = new Organism(loaded, { storage });
+    } else {
+      const probe = new Database(':memory:');
+      countSqliteStatements(Object.getPrototypeOf(probe.prepare('SELECT 1')) as Record<string, unknown>, counter);
+      probe.close();
+      organism = new Organism(loaded, { storage: openSqliteStorage({ dataDir: input.dataDir }) });
+    }
+    const keys = new Map<string, number>();
+    organism.bus.on((e) => {
+      if (e.type !== 'message' || e.state !== 'ACKED' || e.message.to !== `hop${HOPS}`) return;
+      const key = keys.get(e.message.threadId);
+      if (key === undefined) return;
+      keys.delete(e.message.threadId);
+      onFinal(key);
+    });
+    await organism.start();
+    const system: ChainSystem = {
+      async inject(batch) {
+        await Promise.all(
+          batch.map((key) => {
+            const threadId = newId();
+            keys.set(threadId, key);
+            return organism.inject('hop1', { text: `m${key}` }, { threadId, metadata: { orgId: 'acme' }, waitMs: 120_000 });
+          }),
+        );
+      },
+      counts: () => counter.snapshot(),
+      async drained() {
+        // Cluster mode keeps waiting work in the database, not in the process.
+        for (const deadline = performance.now() + 600_000; ; ) {
+          const { counts } = await organism.storage.journal.stats();
+          if (organism.activeThreads === 0 && counts.PENDING + counts.DISPATCHED === 0) return;
+          if (performance.now() > deadline) throw new Error(`still ${counts.PENDING} PENDING and ${counts.DISPATCHED} DISPATCHED after 600 s`);
+          await sleep(20);
+        }
+      },
+      async stop() {
+        await organism.stop();
+      },
+    };
+    return system;
+  };

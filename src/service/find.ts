@@ -31,7 +31,7 @@ export function bulkSelection<F extends Record<string, unknown>>(ids: readonly s
     if (reason) problems.push({ location: 'body', field: `${idsField}[${i}]`, message: reason });
   }
   for (const [name, value] of Object.entries(filter ?? {})) {
-    const reason = typeof value === 'string' ? identifierReason(value) : null;
+    const reason = typeof value === 'string' ? identifierReason(value, name === 'text') : null;
     if (reason) problems.push({ location: 'body', field: `filter.${name}`, message: reason });
   }
   if (problems.length > 0) throw Errors.INVALID_REQUEST.withData(problems, problems.map((p) => `${p.field} ${p.message}`).join('; '));

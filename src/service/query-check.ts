@@ -97,7 +97,7 @@ export function identifierProblems(values: unknown, location: 'params' | 'querys
   const problems: FieldProblem[] = [];
   for (const [name, value] of Object.entries(values as Record<string, unknown>)) {
     for (const v of Array.isArray(value) ? value : [value]) {
-      const reason = typeof v === 'string' ? identifierReason(v) : null;
+      const reason = typeof v === 'string' ? identifierReason(v, name === 'text') : null;
       if (reason) {
         problems.push({ location, field: name, message: reason });
         break;

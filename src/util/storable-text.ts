@@ -33,10 +33,13 @@ export function storableText(text: string): string {
   return text.replace(UNSTORABLE, '\uFFFD');
 }
 
-/** Why `text` is no valid identifier (a thread id, a message id, a listener name), or null. */
-export function identifierReason(text: string): string | null {
+/**
+ * Why `text` is no valid identifier (a thread id, a message id, a listener name), or null.
+ * `search`: the value is text to search for (`?text=`), and the reason says so.
+ */
+export function identifierReason(text: string, search = false): string | null {
   const control = CONTROL.exec(text);
-  if (control) return `contains the control character ${hex(control[0])} at position ${control.index}; identifiers are printable text`;
+  if (control) return `contains the control character ${hex(control[0])} at position ${control.index}; ${search ? 'search text must be printable' : 'identifiers are printable text'}`;
   return unstorableReason(text);
 }
 

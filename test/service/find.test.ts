@@ -171,8 +171,12 @@ describe.each(STORAGE_KINDS)('find and act (%s)', (storage) => {
     expect(await post('/api/v1/journal/redeliver', { filter: { text: 'a\u0000b' } })).toMatchObject({
       status: 422,
       code: 'INVALID_REQUEST',
-      detail: expect.stringContaining('filter.text contains the control character U+0000'),
+      detail: 'filter.text contains the control character U+0000 at position 1; search text must be printable',
     });
+    // The list's own ?text= says the same (not that "identifiers" are printable: it is no identifier).
+    const listed = await s.request('GET', '/api/v1/journal?text=a%00b');
+    expect(listed.status).toBe(422);
+    expect(listed.body.errors).toEqual([{ location: 'querystring', field: 'text', message: 'contains the control character U+0000 at position 1; search text must be printable' }]);
     expect(await post('/api/v1/threads/kill', { threadIds: ['x'] }, VIEWER)).toMatchObject({ status: 403 });
     expect(await post('/api/v1/journal/redeliver', { messageIds: ['x'] }, VIEWER)).toMatchObject({ status: 403 });
   });

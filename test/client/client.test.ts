@@ -90,6 +90,9 @@ describe('organism/client against the real server (SQLite storage)', () => {
     expect((await c.threads.llmCalls(threadId)).calls[0]).toMatchObject({ agent: 'greeter', tools: ['send_to_shouter', 'reply'] });
     expect((await c.journal.llmCalls(messageId)).count).toBe(1);
     expect((await c.agents.llmCalls('greeter', { limit: 5 })).calls[0]).toMatchObject({ agent: 'greeter', threadId, record: 'full' });
+    const waterfall = await c.threads.waterfall(threadId);
+    expect(waterfall.deliveries[0]).toMatchObject({ messageId, to: 'greeter', state: 'ACKED' });
+    expect(waterfall.calls[0]).toMatchObject({ messageId, agent: 'greeter' });
 
     expect((await c.usage.overview()).usage.totals.requestCount).toBeGreaterThan(0);
     expect((await c.usage.threads()).defaultMaxTokens).toBe(50000);
@@ -123,6 +126,12 @@ describe('organism/client against the real server (SQLite storage)', () => {
     expect((await c.journal.list({ state: 'FAILED' })).entries.map((e) => e.id)).toContain(failing.messageId);
     expect((await c.journal.stats()).counts.FAILED).toBeGreaterThan(0);
     expect(await c.journal.redeliver(failing.messageId)).toEqual({ success: true, messageId: failing.messageId, threadId: failing.threadId, state: 'PENDING' });
+    await eventually(async () => ((await c.journal.get(failing.messageId)).attempts === 2 && (await c.journal.get(failing.messageId)).deliveryState === 'FAILED') || null, 'the redelivery to fail');
+    expect(await c.journal.redeliverMany({ messageIds: [failing.messageId] })).toMatchObject({ matched: 1, attempted: 1, redelivered: 1, skipped: [] });
+    // Bulk kill by ids: a thread held open on the slow listener.
+    const held2 = await c.inject({ to: 'slow', payload: { Text: { text: 'client-held-2' } } });
+    await eventually(() => probe().release.get('client-held-2'), 'slow to start again');
+    expect(await c.threads.killMany({ threadIds: [held2.threadId] })).toMatchObject({ matched: 1, attempted: 1, killed: 1, skipped: [] });
 
     expect(await c.usage.reset()).toEqual({ success: true, message: 'Usage tracking reset' });
     expect(await c.organism.restart()).toEqual({ success: true, status: 'restarting' });

@@ -232,7 +232,9 @@ describe('fuzz of every route of the real server', () => {
   });
 
   it('body numbers in every form: a 2xx, or a 4xx naming the field (or the malformed JSON)', { timeout: 300_000 }, async () => {
-    const targets = routes.filter((r) => r.body !== null && !ends(r));
+    // Routes whose body holds a number (at its top level, or inject's payload): a body of only ids
+    // and filters (the bulk routes) has no number to send in another form.
+    const targets = routes.filter((r) => r.body !== null && !ends(r) && (r.template === '/api/v1/inject' || r.body.some((p) => p.numeric)));
     expect(targets.map((r) => `${r.method} ${r.template}`)).toEqual(expect.arrayContaining(['POST /api/v1/inject', 'PUT /api/v1/usage/threads/{threadId}']));
     const fields: Record<string, string[]> = { inject: ['n', 'score'], other: [] };
     for (const route of targets) {

@@ -62,6 +62,8 @@ export function prepare(mcpUrl: string, gateUrl: string) {
     handler: ./gate.ts#hold
     payload: Question
     peers: [announcer]
+    # It waits for the test's gate: the 30 s default could end it first on a slow machine.
+    timeout_seconds: 600
 
 mcp_servers:
   - name: facts

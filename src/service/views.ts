@@ -63,6 +63,13 @@ export function journalEntryView(e: JournalEntry) {
   return {
     ...messageView(e.message, e.state),
     metadata: { ...e.message.metadata },
+    ...deliveryTimesView(e),
+  };
+}
+
+/** A journal entry's attempts, times and failure (the journal's entries and the waterfall's deliveries). */
+export function deliveryTimesView(e: JournalEntry) {
+  return {
     attempts: e.attempts,
     createdAt: iso(e.createdAt),
     dispatchedAt: isoOrNull(e.dispatchedAt),

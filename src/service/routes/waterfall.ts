@@ -6,8 +6,8 @@ import type { ServiceContext } from '../context.js';
 import { errorResponses } from '../schemas/error.js';
 import { ThreadParams } from '../schemas/thread.js';
 import { WaterfallResponse } from '../schemas/waterfall.js';
-import { iso, isoOrNull } from '../time.js';
-import { earlierAttemptView } from '../views.js';
+import { iso } from '../time.js';
+import { deliveryTimesView } from '../views.js';
 
 /** What one answer holds at most (a thread with more is `truncated`: its first ones). */
 const MAX_DELIVERIES = 500;
@@ -21,14 +21,7 @@ function deliveryView(e: JournalEntry) {
     to: m.to,
     payloadType: m.payloadType,
     state: e.state,
-    attempts: e.attempts,
-    createdAt: iso(e.createdAt),
-    dispatchedAt: isoOrNull(e.dispatchedAt),
-    ackedAt: isoOrNull(e.ackedAt),
-    failedAt: isoOrNull(e.failedAt),
-    failureReason: e.failureReason,
-    error: e.error,
-    earlierAttempts: e.earlierAttempts.map(earlierAttemptView),
+    ...deliveryTimesView(e),
   };
 }
 

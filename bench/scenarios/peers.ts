@@ -9,12 +9,11 @@
  * Besides its rows in latest.md it writes bench/results/latest-peers.md and .json.
  */
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
+import { admin, ADMIN_URL, freshDatabase } from '../lib/pg-admin.js';
 import type { ChainInput, ChainResult } from '../children/peers.js';
 import { PEER_CONCURRENCY, PGBOSS_BATCH, SYSTEMS, type SystemName } from '../children/chains/system.js';
 import { benchFile, runChild } from '../lib/child.js';
@@ -26,7 +25,6 @@ import { removeDir, tempDir } from '../lib/tmp.js';
 
 const SCENARIO = 7;
 const TITLE = 'organism beside BullMQ, pg-boss and graphile-worker';
-const ADMIN_URL = process.env['ORGANISM_BENCH_POSTGRES'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const POSTGRES_SYSTEMS = new Set<SystemName>(['organism-postgres', 'pg-boss', 'graphile-worker']);
 
 const LABEL: Record<SystemName, string> = {
@@ -50,31 +48,14 @@ interface SystemRound {
   readonly load: string;
 }
 
-async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client({ connectionString: ADMIN_URL });
-  await c.connect();
-  try {
-    return await fn(c);
-  } finally {
-    await c.end();
-  }
-}
-
 async function oneRun(system: SystemName, input: Omit<ChainInput, 'system' | 'dataDir'>): Promise<ChainResult> {
   const dataDir = tempDir(`peers-${system}`);
-  const database = POSTGRES_SYSTEMS.has(system) ? `bench_peers_${randomBytes(5).toString('hex')}` : null;
+  const db = POSTGRES_SYSTEMS.has(system) ? await freshDatabase('bench_peers') : null;
   try {
-    let url: string | undefined;
-    if (database) {
-      await admin((c) => c.query(`CREATE DATABASE ${database}`));
-      const u = new URL(ADMIN_URL);
-      u.pathname = `/${database}`;
-      url = u.toString();
-    }
-    const full: ChainInput = { ...input, system, dataDir, ...(database && url ? { postgresUrl: url, database } : {}) };
+    const full: ChainInput = { ...input, system, dataDir, ...(db ? { postgresUrl: db.url, database: db.name } : {}) };
     return await runChild<ChainResult>(benchFile('children/peers.ts'), full, { timeoutMs: 1_200_000, what: `${system} ${input.mode}` });
   } finally {
-    if (database) await admin((c) => c.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)).catch(() => {});
+    if (db) await db.drop().catch(() => {});
     removeDir(dataDir);
   }
 }

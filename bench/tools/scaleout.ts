@@ -20,12 +20,12 @@
  * there and dropped after).
  */
 import { execSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { admin, freshDatabase } from '../lib/pg-admin.js';
 import { killAll, startBuiltCli, startServer, stopProcess, until, type Running } from '../../test/cli/processes.js';
 import type { SteadyResult, ThroughputResult } from '../children/pump.js';
 import { benchFile, runChild } from '../lib/child.js';
@@ -39,7 +39,6 @@ const WORKER_COUNTS = (process.env['SCALEOUT_WORKERS'] ?? '1,2,4').split(',').ma
 const PUMP_MESSAGES = num('SCALEOUT_PUMP_MESSAGES', 5_000);
 const STEADY_RATE = num('SCALEOUT_STEADY_RATE', 50);
 const STEADY_SEC = num('SCALEOUT_STEADY_SEC', 10);
-const ADMIN_URL = process.env['ORGANISM_BENCH_POSTGRES'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const ONLY = process.env['SCALEOUT_ONLY'] ?? '';
 const HANDLER_MS = 100;
 const CONCURRENCY = 10;
@@ -50,25 +49,6 @@ const load = () =>
     .loadavg()
     .map((n) => n.toFixed(2))
     .join(' ');
-
-async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client({ connectionString: ADMIN_URL });
-  await c.connect();
-  try {
-    return await fn(c);
-  } finally {
-    await c.end();
-  }
-}
-
-/** A fresh database on the bench's server; `drop` removes it. */
-async function freshDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `bench_scaleout_${randomBytes(5).toString('hex')}`;
-  await admin((c) => c.query(`CREATE DATABASE ${name}`));
-  const url = new URL(ADMIN_URL);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined) };
-}
 
 const CHAIN_YAML = `organism: {name: bench-scaleout}
 max_concurrent_handlers: 1000
@@ -106,7 +86,7 @@ interface HandlerBoundRound {
 }
 
 async function handlerBound(): Promise<HandlerBoundRound[]> {
-  const db = await freshDatabase();
+  const db = await freshDatabase('bench_scaleout');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'organism-bench-scaleout-'));
   const config = path.join(dir, 'organism.yaml');
   writeFileSync(config, CHAIN_YAML);
@@ -211,7 +191,7 @@ interface PumpRound {
 
 async function pumpRound(store: 'sqlite' | 'postgres', mode: 'throughput' | 'steady'): Promise<ThroughputResult | SteadyResult> {
   const dataDir = tempDir(`scaleout-${store}`);
-  const db = store === 'postgres' ? await freshDatabase() : null;
+  const db = store === 'postgres' ? await freshDatabase('bench_scaleout') : null;
   try {
     const input = { mode, dataDir, messages: mode === 'throughput' ? PUMP_MESSAGES : 0, rate: STEADY_RATE, seconds: STEADY_SEC, ...(db ? { postgresUrl: db.url } : {}) };
     return await runChild(benchFile('children/pump.ts'), input, { timeoutMs: 900_000, what: `pump ${mode} on ${store}` });

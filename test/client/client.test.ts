@@ -126,7 +126,10 @@ describe('organism/client against the real server (SQLite storage)', () => {
     expect((await c.journal.list({ state: 'FAILED' })).entries.map((e) => e.id)).toContain(failing.messageId);
     expect((await c.journal.stats()).counts.FAILED).toBeGreaterThan(0);
     expect(await c.journal.redeliver(failing.messageId)).toEqual({ success: true, messageId: failing.messageId, threadId: failing.threadId, state: 'PENDING' });
-    await eventually(async () => ((await c.journal.get(failing.messageId)).attempts === 2 && (await c.journal.get(failing.messageId)).deliveryState === 'FAILED') || null, 'the redelivery to fail');
+    await eventually(
+      async () => ((await c.journal.get(failing.messageId)).attempts === 2 && (await c.journal.get(failing.messageId)).deliveryState === 'FAILED') || null,
+      'the redelivery to fail',
+    );
     expect(await c.journal.redeliverMany({ messageIds: [failing.messageId] })).toMatchObject({ matched: 1, attempted: 1, redelivered: 1, skipped: [] });
     // Bulk kill by ids: a thread held open on the slow listener.
     const held2 = await c.inject({ to: 'slow', payload: { Text: { text: 'client-held-2' } } });

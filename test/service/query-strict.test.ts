@@ -38,7 +38,7 @@ async function integerParameters(): Promise<Array<[string, string]>> {
       if (method !== 'get') continue;
       for (const p of op.parameters ?? []) {
         if (p.in === 'query' && (p.schema?.type === 'integer' || p.schema?.type === 'number')) {
-          out.push([template.replace('{threadId}', threadId), p.name]);
+          out.push([template.replace('{threadId}', threadId).replace('{name}', 'greeter'), p.name]);
         }
       }
     }

@@ -113,7 +113,7 @@ describe('sanitizeConfig', () => {
       auth: { tokens: [{ name: 'ops', role: 'operator', tokenEnv: 'TEST_OPS_TOKEN' }] },
       journal: { maxAttempts: 3, retainDays: 7, failedRetainDays: 30 },
       metrics: { enabled: true, public: false },
-      telemetry: { otlp: null, captureContent: false, contextManager: false },
+      telemetry: { otlp: null, captureContent: false, contextManager: false, traceProbes: false },
     });
   });
 });

@@ -121,7 +121,11 @@ describe('thread waterfall', () => {
     await first.getByText('running').waitFor();
     expect(await rows(p, 'delivery').count()).toBe(1);
     // The running bar grows with the clock.
-    const runningFor = async () => Number(/Handler running: (\d+)/.exec((await first.locator('.wf-run').getAttribute('title')) ?? '')?.[1] ?? Number.NaN);
+    // The title says "850 ms", then "1.23 s": read it in milliseconds (a bare number would go from 850 to 1).
+    const runningFor = async () => {
+      const m = /Handler running: ([\d.]+) (ms|s)\b/.exec((await first.locator('.wf-run').getAttribute('title')) ?? '');
+      return m ? Number(m[1]) * (m[2] === 's' ? 1000 : 1) : Number.NaN;
+    };
     const before = await runningFor();
     await eventually(async () => (await runningFor()) > before, 'the running bar to grow');
 

@@ -35,6 +35,18 @@ const FROM_FOR_DISPATCH: readonly DeliveryState[] = ['PENDING', 'DISPATCHED'];
 const FROM_FOR_ACK: readonly DeliveryState[] = ['DISPATCHED', 'PENDING', 'FAILED', 'ACKED'];
 const FROM_FOR_FAIL: readonly DeliveryState[] = ['DISPATCHED', 'PENDING', 'ACKED', 'FAILED'];
 
+/** A list's time range as WHERE terms: `startColumn >= startTime`, `endColumn < endTime` (each when given). */
+export function timeRange(where: string[], params: unknown[], q: { startTime?: number; endTime?: number }, startColumn: string, endColumn: string): void {
+  if (q.startTime !== undefined) {
+    where.push(`${startColumn} >= ?`);
+    params.push(q.startTime);
+  }
+  if (q.endTime !== undefined) {
+    where.push(`${endColumn} < ?`);
+    params.push(q.endTime);
+  }
+}
+
 /** The lowest seq a text search reads (the newest `window` entries, a walk of the primary key) and whether older entries were left unread. */
 export function searchWindow(db: Database.Database, search: TextSearch): { floor: number; truncated: boolean } {
   const rows = prepared(db, 'SELECT seq FROM journal ORDER BY seq DESC LIMIT 2 OFFSET ?').all(search.window - 1) as Array<{ seq: number }>;
@@ -169,14 +181,7 @@ export class SqliteJournal implements Journal {
       where.push('(sender = ? OR recipient = ?)');
       params.push(q.agent, q.agent);
     }
-    if (q.startTime !== undefined) {
-      where.push('created_at >= ?');
-      params.push(q.startTime);
-    }
-    if (q.endTime !== undefined) {
-      where.push('created_at < ?');
-      params.push(q.endTime);
-    }
+    timeRange(where, params, q, 'created_at', 'created_at');
     const search = q.text ? searchWindow(this.db, q.text) : null;
     if (q.text && search) {
       where.push(`seq >= ? AND ${TEXT_MATCH}`);

@@ -3,7 +3,7 @@ import type { Page } from '../../core/page.js';
 import type { ThreadQuery, ThreadRecord, ThreadStatus, ThreadStore } from '../../core/thread.js';
 import type { GroupWriter } from './writer.js';
 import { prepared } from './prepared.js';
-import { searchWindow, TEXT_MATCH } from './journal.js';
+import { searchWindow, TEXT_MATCH, timeRange } from './journal.js';
 import { textParams } from '../rows.js';
 
 interface ThreadRow {
@@ -133,14 +133,8 @@ export class SqliteThreadStore implements ThreadStore {
       where.push('EXISTS (SELECT 1 FROM json_each(threads.participants) WHERE value = ?)');
       params.push(q.agent);
     }
-    if (q.startTime !== undefined) {
-      where.push('last_activity >= ?');
-      params.push(q.startTime);
-    }
-    if (q.endTime !== undefined) {
-      where.push('created_at < ?');
-      params.push(q.endTime);
-    }
+    // Active at or after the start (last activity), created before the end.
+    timeRange(where, params, q, 'last_activity', 'created_at');
     const search = q.text ? searchWindow(this.db, q.text) : null;
     if (q.text && search) {
       // The threads of the window's matching entries, read once (a range of the primary key):

@@ -18,6 +18,13 @@ export type FailureReason =
   | 'storage_rejected';
 
 /**
+ * Checked just before a delivery's outcome commits: an error drops the write (nothing of it is
+ * written) and is what the write rejects with. A kill that was answered while the outcome waited
+ * for its group commit (or for a database to take writes again) must win over the outcome.
+ */
+export type OutcomeGuard = () => Error | null;
+
+/**
  * The dispatch lifecycle, called by the pump at each delivery step. The durable journal
  * plugs in here; every step answers with a promise (an embedded journal's is resolved when it
  * returns, its write done), awaited where the guarantee needs it:
@@ -28,8 +35,15 @@ export type FailureReason =
 export interface DispatchHook {
   pending(messages: readonly Message[]): Promise<void>;
   dispatched(message: Message): Promise<void>;
-  acked(message: Message, outgoing: readonly Message[], usage: readonly UsageEvent[]): Promise<void>;
-  failed(message: Message, reason: FailureReason, error: string, outgoing: readonly Message[], usage: readonly UsageEvent[]): Promise<void>;
+  acked(message: Message, outgoing: readonly Message[], usage: readonly UsageEvent[], guard?: OutcomeGuard): Promise<void>;
+  failed(
+    message: Message,
+    reason: FailureReason,
+    error: string,
+    outgoing: readonly Message[],
+    usage: readonly UsageEvent[],
+    guard?: OutcomeGuard,
+  ): Promise<void>;
 }
 
 const DONE: Promise<void> = Promise.resolve();

@@ -1,6 +1,6 @@
 import type { ThreadRecord, ThreadStatus, ThreadStore } from './thread.js';
 import type { UsageEvent } from './usage.js';
-import type { FailureReason } from './delivery.js';
+import type { FailureReason, OutcomeGuard } from './delivery.js';
 import type { Message } from './message.js';
 
 /**
@@ -102,6 +102,8 @@ export interface DeliveryOutcomeWrite {
   readonly usage: readonly UsageEvent[];
   /** The thread ends in `error` (a failure, a refused send): its record keeps this error. */
   readonly threadError: string | null;
+  /** Checked as the outcome commits (embedded queue): see OutcomeGuard. */
+  readonly guard?: OutcomeGuard;
 }
 
 export interface FencedResult {

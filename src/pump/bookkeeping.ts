@@ -1,4 +1,4 @@
-import type { FailureReason } from '../core/delivery.js';
+import type { FailureReason, OutcomeGuard } from '../core/delivery.js';
 import { Errors } from '../errors/catalogue.js';
 import { JournalTrouble } from './journal-trouble.js';
 import type { Delivery, PumpState } from './state.js';
@@ -31,19 +31,23 @@ export class Bookkeeping {
    * handler's slot is free). False when a shutdown aborted it first: the entry stays in the
    * journal and the next start delivers it again. A Redirect, without retrying: the store
    * refused the write for what it holds (STORAGE_REJECTED), or (`killable`) the delivery's
-   * thread was killed while the write kept failing.
+   * thread was killed while the write kept failing or waited to commit: `write` gets the guard
+   * its store checks as the write is about to commit, so that a kill already answered wins
+   * over an outcome still queued.
    */
-  async write(d: Delivery | null, write: () => void | Promise<void>, killable = false): Promise<boolean | Redirect> {
+  async write(d: Delivery | null, write: (guard?: OutcomeGuard) => void | Promise<void>, killable = false): Promise<boolean | Redirect> {
     const signal = d?.controller.signal ?? null;
     const givenUp = () => (signal ? signal.aborted && signal.reason === 'shutdown' : this.state.status === 'stopped');
     const killed = () => killable && signal?.aborted && signal.reason === 'killed';
+    const guard = killable && d ? () => (killed() ? Errors.THREAD_KILLED(d.thread.id) : null) : undefined;
     for (let delay = BOOKING_RETRY_MS; ; delay = Math.min(delay * 2, BOOKING_RETRY_MAX_MS)) {
       try {
-        await write();
+        await write(guard);
         this.trouble.succeeded();
         return true;
       } catch (err) {
         if (Errors.STORAGE_REJECTED.is(err)) return { reason: 'storage_rejected', error: err.detail };
+        if (killed() && d && Errors.THREAD_KILLED.is(err)) return { reason: 'killed', error: err.detail };
         this.trouble.failed(err);
       }
       if (givenUp()) return false;

@@ -127,8 +127,9 @@ export class Outcomes {
     let result: FencedResult | null = null;
     const booked = await this.books.write(
       d,
-      async () => {
-        result = failure ? await deps.queue.fail(message, failure.reason, failure.error, written) : await deps.queue.ack(message, written);
+      async (guard) => {
+        const w = guard ? { ...written, guard } : written;
+        result = failure ? await deps.queue.fail(message, failure.reason, failure.error, w) : await deps.queue.ack(message, w);
       },
       failure?.reason !== 'killed',
     );

@@ -109,12 +109,12 @@ export class EmbeddedQueue implements DeliveryQueue {
   }
 
   async ack(message: Message, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
-    await this.journal.acked(message, outcome.outgoing, outcome.usage);
+    await this.journal.acked(message, outcome.outgoing, outcome.usage, outcome.guard);
     return COMMITTED;
   }
 
   async fail(message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
-    await this.journal.failed(message, reason, error, outcome.outgoing, outcome.usage);
+    await this.journal.failed(message, reason, error, outcome.outgoing, outcome.usage, outcome.guard);
     return COMMITTED;
   }
 

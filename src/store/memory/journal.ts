@@ -1,5 +1,6 @@
 import { Errors } from '../../errors/catalogue.js';
-import type { FailureReason } from '../../core/delivery.js';
+import type { FailureReason, OutcomeGuard } from '../../core/delivery.js';
+import type { UsageEvent } from '../../core/usage.js';
 import type { Message } from '../../core/message.js';
 import type { DeliveryState, EarlierAttempt, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, RecoveredMessages } from '../../core/journal.js';
 import type { Page } from '../../core/page.js';
@@ -51,7 +52,10 @@ export class MemoryJournal implements Journal {
     return DONE;
   }
 
-  acked(message: Message, outgoing: readonly Message[]): Promise<void> {
+  /** Written at once: the guard is checked as the call is made (that is this journal's commit). */
+  acked(message: Message, outgoing: readonly Message[], _usage?: readonly UsageEvent[], guard?: OutcomeGuard): Promise<void> {
+    const refused = guard?.();
+    if (refused) return Promise.reject(refused);
     const e = this.entries.get(message.id) ?? this.put(message);
     this.move(e, 'ACKED');
     e.ackedAt = this.now();
@@ -60,7 +64,16 @@ export class MemoryJournal implements Journal {
     return DONE;
   }
 
-  failed(message: Message, reason: FailureReason, error: string, outgoing: readonly Message[]): Promise<void> {
+  failed(
+    message: Message,
+    reason: FailureReason,
+    error: string,
+    outgoing: readonly Message[],
+    _usage?: readonly UsageEvent[],
+    guard?: OutcomeGuard,
+  ): Promise<void> {
+    const refused = guard?.();
+    if (refused) return Promise.reject(refused);
     const e = this.entries.get(message.id) ?? this.put(message);
     this.move(e, 'FAILED');
     e.failedAt = this.now();

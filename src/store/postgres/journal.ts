@@ -1,5 +1,5 @@
 import { Errors } from '../../errors/catalogue.js';
-import type { FailureReason } from '../../core/delivery.js';
+import type { FailureReason, OutcomeGuard } from '../../core/delivery.js';
 import type { Message } from '../../core/message.js';
 import type { UsageEvent } from '../../usage/types.js';
 import type { TextSearch } from '../../core/search.js';
@@ -85,20 +85,27 @@ export class PgJournal implements Journal {
     return this.writer.write((tx) => this.transition(tx, message, 'DISPATCHED', FROM_FOR_DISPATCH, `attempts = $3, attempt = $3, dispatched_at = $4`, [message.attempt, this.now()]));
   }
 
-  acked(message: Message, outgoing: readonly Message[], usage: readonly UsageEvent[]): Promise<void> {
+  acked(message: Message, outgoing: readonly Message[], usage: readonly UsageEvent[], guard?: OutcomeGuard): Promise<void> {
     return this.writer.write(async (tx) => {
       await this.transition(tx, message, 'ACKED', ANY_STATE, `acked_at = $3`, [this.now()]);
       await this.insertAll(tx, outgoing);
       await insertUsage(tx, usage);
-    });
+    }, guard);
   }
 
-  failed(message: Message, reason: FailureReason, error: string, outgoing: readonly Message[], usage: readonly UsageEvent[]): Promise<void> {
+  failed(
+    message: Message,
+    reason: FailureReason,
+    error: string,
+    outgoing: readonly Message[],
+    usage: readonly UsageEvent[],
+    guard?: OutcomeGuard,
+  ): Promise<void> {
     return this.writer.write(async (tx) => {
       await this.transition(tx, message, 'FAILED', ANY_STATE, `failed_at = $3, failure_reason = $4, error = $5`, [this.now(), reason, error]);
       await this.insertAll(tx, outgoing);
       await insertUsage(tx, usage);
-    });
+    }, guard);
   }
 
   /**

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { wanted } from '../guarded-jobs.js';
 
 /** The client of the transaction under way (every statement of a job goes through it). */
 export type Tx = pg.PoolClient;
@@ -13,6 +14,8 @@ export interface PgTransactionHook {
 
 interface Job {
   run: (tx: Tx) => Promise<void>;
+  /** Checked as the job's batch is about to begin: an error drops the job (it rejects with it). */
+  check: (() => Error | null) | undefined;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -50,8 +53,8 @@ export class PgWriter {
     this.hooks.push(hook);
   }
 
-  write(run: (tx: Tx) => Promise<void>): Promise<void> {
-    const done = new Promise<void>((resolve, reject) => this.queue.push({ run, resolve, reject }));
+  write(run: (tx: Tx) => Promise<void>, check?: () => Error | null): Promise<void> {
+    const done = new Promise<void>((resolve, reject) => this.queue.push({ run, check, resolve, reject }));
     this.last = done.then(noop, noop);
     if (!this.current && !this.scheduled) {
       this.scheduled = true;
@@ -84,8 +87,9 @@ export class PgWriter {
   private next(): void {
     this.scheduled = false;
     if (this.current || this.queue.length === 0) return;
-    const jobs = this.queue;
+    const jobs = wanted(this.queue);
     this.queue = [];
+    if (jobs.length === 0) return;
     this.current = this.commitBatch(jobs).finally(() => {
       this.current = null;
       this.next(); // what queued up meanwhile goes in the next transaction at once

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { Errors } from '../../errors/catalogue.js';
-import type { FailureReason } from '../../core/delivery.js';
+import type { FailureReason, OutcomeGuard } from '../../core/delivery.js';
 import type { Message } from '../../core/message.js';
 import type { UsageEvent } from '../../usage/types.js';
 import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, RecoveredMessages, RecoveryReport } from '../../core/journal.js';
@@ -99,22 +99,29 @@ export class SqliteJournal implements Journal {
     });
   }
 
-  acked(message: Message, outgoing: readonly Message[], usage: readonly UsageEvent[]): Promise<void> {
+  acked(message: Message, outgoing: readonly Message[], usage: readonly UsageEvent[], guard?: OutcomeGuard): Promise<void> {
     return this.writer.write(() => {
       const now = this.now();
       this.transition(message, 'ACKED', FROM_FOR_ACK, (from) => this.setAcked.run(now, message.id, from).changes);
       this.insertAll(outgoing);
       this.insertUsage(usage);
-    });
+    }, guard);
   }
 
-  failed(message: Message, reason: FailureReason, error: string, outgoing: readonly Message[], usage: readonly UsageEvent[]): Promise<void> {
+  failed(
+    message: Message,
+    reason: FailureReason,
+    error: string,
+    outgoing: readonly Message[],
+    usage: readonly UsageEvent[],
+    guard?: OutcomeGuard,
+  ): Promise<void> {
     return this.writer.write(() => {
       const now = this.now();
       this.transition(message, 'FAILED', FROM_FOR_FAIL, (from) => this.setFailed.run(now, reason, error, message.id, from).changes);
       this.insertAll(outgoing);
       this.insertUsage(usage);
-    });
+    }, guard);
   }
 
   /**

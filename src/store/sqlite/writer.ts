@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { wanted } from '../guarded-jobs.js';
 
 /** Joins every group-commit transaction: `begin` as it starts, `commit` just before it commits. */
 export interface TransactionHook {
@@ -8,6 +9,8 @@ export interface TransactionHook {
 
 interface Job {
   run: () => void;
+  /** Checked as the job's transaction is about to start: an error drops the job (it rejects with it). */
+  check: (() => Error | null) | undefined;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -42,9 +45,9 @@ export class GroupWriter {
     })();
   }
 
-  write(run: () => void): Promise<void> {
+  write(run: () => void, check?: () => Error | null): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ run, resolve, reject });
+      this.queue.push({ run, check, resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.flush());
@@ -56,8 +59,9 @@ export class GroupWriter {
   flush(): void {
     this.scheduled = false;
     if (this.queue.length === 0) return;
-    const jobs = this.queue;
+    const jobs = wanted(this.queue);
     this.queue = [];
+    if (jobs.length === 0) return;
     try {
       this.transaction(() => {
         for (const job of jobs) job.run();

@@ -156,6 +156,25 @@ eachBackend('journal contract', (backend) => {
     expect((await s.journal.stats()).counts).toEqual({ PENDING: 2, DISPATCHED: 0, ACKED: 0, FAILED: 0 });
   });
 
+  it("an outcome whose guard refuses as its group commit begins writes nothing and rejects with the guard's error (a kill answered meanwhile wins)", async () => {
+    const s = await backend.place().open();
+    const m = msg();
+    await s.journal.pending([m]);
+    await s.journal.dispatched(m);
+    let killed = false;
+    const guard = () => (killed ? Errors.THREAD_KILLED(m.threadId) : null);
+    const out = msg({ from: 'a', to: 'b', parentId: m.id, hops: 1 });
+    const ack = s.journal.acked(m, [out], [usage(m.id)], guard);
+    killed = true; // after the ack was queued, before its transaction began
+    await expect(ack).rejects.toMatchObject({ code: 'THREAD_KILLED' });
+    expect(await s.journal.get(m.id)).toMatchObject({ state: 'DISPATCHED' });
+    expect(await s.journal.get(out.id)).toBeNull();
+    expect((await s.usage.billing({})).requestCount).toBe(0);
+    await s.journal.failed(m, 'killed', 'gone', [], [], () => null);
+    expect(await s.journal.get(m.id)).toMatchObject({ state: 'FAILED', failureReason: 'killed' });
+    expect((await s.journal.stats()).counts).toEqual({ PENDING: 0, DISPATCHED: 0, ACKED: 0, FAILED: 1 });
+  });
+
   it('a redelivered ack does not bill its usage twice', async () => {
     const s = await backend.place().open();
     const m = msg();

@@ -52,8 +52,11 @@ describe('a burst of WebSocket upgrades against a real serve', () => {
     expect(statuses['101'] ?? 0, JSON.stringify(statuses)).toBeLessThanOrEqual(DEFAULT_WS_LIMITS.maxPerIp);
     expect((statuses['429'] ?? 0) + (statuses['503'] ?? 0), JSON.stringify(statuses)).toBeGreaterThanOrEqual(ATTEMPTS - DEFAULT_WS_LIMITS.maxPerIp);
     expect(probes.length).toBeGreaterThan(0);
+    // A starvation check, not a latency figure: a server busy with the burst for its whole
+    // length would leave probes unanswered for seconds; one slow probe on a loaded 2-core CI
+    // machine (2.1 s was seen at load 10) is not that.
     expect(
-      probes.filter((ms) => ms >= 2_000),
+      probes.filter((ms) => ms >= 5_000),
       JSON.stringify(probes.map(Math.round)),
     ).toEqual([]);
     expect((await fetch(`${server.base}/health`)).status).toBe(200);

@@ -36,14 +36,7 @@ export interface DispatchHook {
   pending(messages: readonly Message[]): Promise<void>;
   dispatched(message: Message): Promise<void>;
   acked(message: Message, outgoing: readonly Message[], usage: readonly UsageEvent[], guard?: OutcomeGuard): Promise<void>;
-  failed(
-    message: Message,
-    reason: FailureReason,
-    error: string,
-    outgoing: readonly Message[],
-    usage: readonly UsageEvent[],
-    guard?: OutcomeGuard,
-  ): Promise<void>;
+  failed(message: Message, reason: FailureReason, error: string, outgoing: readonly Message[], usage: readonly UsageEvent[], guard?: OutcomeGuard): Promise<void>;
 }
 
 const DONE: Promise<void> = Promise.resolve();

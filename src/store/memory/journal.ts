@@ -64,14 +64,7 @@ export class MemoryJournal implements Journal {
     return DONE;
   }
 
-  failed(
-    message: Message,
-    reason: FailureReason,
-    error: string,
-    outgoing: readonly Message[],
-    _usage?: readonly UsageEvent[],
-    guard?: OutcomeGuard,
-  ): Promise<void> {
+  failed(message: Message, reason: FailureReason, error: string, outgoing: readonly Message[], _usage?: readonly UsageEvent[], guard?: OutcomeGuard): Promise<void> {
     const refused = guard?.();
     if (refused) return Promise.reject(refused);
     const e = this.entries.get(message.id) ?? this.put(message);

@@ -93,14 +93,7 @@ export class PgJournal implements Journal {
     }, guard);
   }
 
-  failed(
-    message: Message,
-    reason: FailureReason,
-    error: string,
-    outgoing: readonly Message[],
-    usage: readonly UsageEvent[],
-    guard?: OutcomeGuard,
-  ): Promise<void> {
+  failed(message: Message, reason: FailureReason, error: string, outgoing: readonly Message[], usage: readonly UsageEvent[], guard?: OutcomeGuard): Promise<void> {
     return this.writer.write(async (tx) => {
       await this.transition(tx, message, 'FAILED', ANY_STATE, `failed_at = $3, failure_reason = $4, error = $5`, [this.now(), reason, error]);
       await this.insertAll(tx, outgoing);

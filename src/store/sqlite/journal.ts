@@ -108,14 +108,7 @@ export class SqliteJournal implements Journal {
     }, guard);
   }
 
-  failed(
-    message: Message,
-    reason: FailureReason,
-    error: string,
-    outgoing: readonly Message[],
-    usage: readonly UsageEvent[],
-    guard?: OutcomeGuard,
-  ): Promise<void> {
+  failed(message: Message, reason: FailureReason, error: string, outgoing: readonly Message[], usage: readonly UsageEvent[], guard?: OutcomeGuard): Promise<void> {
     return this.writer.write(() => {
       const now = this.now();
       this.transition(message, 'FAILED', FROM_FOR_FAIL, (from) => this.setFailed.run(now, reason, error, message.id, from).changes);

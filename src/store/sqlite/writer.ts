@@ -6,8 +6,14 @@ export interface TransactionHook {
   commit(): void;
 }
 
+/**
+ * A queued write. `alone`: false when it runs in the batch of its tick (with the writes queued
+ * beside it), true when the batch failed and each write is redone in a transaction of its own.
+ */
+export type WriteJob = (alone: boolean) => void;
+
 interface Job {
-  run: () => void;
+  run: WriteJob;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -42,7 +48,7 @@ export class GroupWriter {
     })();
   }
 
-  write(run: () => void): Promise<void> {
+  write(run: WriteJob): Promise<void> {
     return new Promise((resolve, reject) => {
       this.queue.push({ run, resolve, reject });
       if (!this.scheduled) {
@@ -60,13 +66,13 @@ export class GroupWriter {
     this.queue = [];
     try {
       this.transaction(() => {
-        for (const job of jobs) job.run();
+        for (const job of jobs) job.run(false);
       });
     } catch {
       // One bad write must not sink the batch: redo each on its own to find it.
       for (const job of jobs) {
         try {
-          this.transaction(job.run);
+          this.transaction(() => job.run(true));
           this.onCommit();
           job.resolve();
         } catch (jobErr) {

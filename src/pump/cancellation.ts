@@ -1,4 +1,5 @@
-import type { AbortCause } from './state.js';
+/** Abort reasons the pump gives, so a delivery knows why it was cut short. */
+export type AbortCause = 'killed' | 'timeout' | 'shutdown';
 
 /**
  * How a delivery is cut short (a kill, its timeout, a shutdown), without an AbortController

@@ -57,9 +57,6 @@ export interface Delivery {
   outcome: DeliveryOutcome | null;
 }
 
-/** Abort reasons the pump gives, so a delivery knows why it was cut short. */
-export type AbortCause = 'killed' | 'timeout' | 'shutdown';
-
 /**
  * What every part of the pump reads and changes: its dependencies and limits, the registered
  * listeners, the live threads and deliveries, the counters the limits are checked against, and

@@ -85,6 +85,9 @@ export class SqliteThreadStore implements ThreadStore {
           for (const record of batch.values()) if (this.uncommitted.get(record.id) === record) this.uncommitted.delete(record.id);
         },
         () => {
+          // The write may have failed before it ran (the transaction could not begin): records
+          // put since go to a new write, and those put into this one are retried with the rest.
+          if (this.queued === batch) this.queued = null;
           // Reported by the writer's error handler; tried again unless a newer record came.
           for (const record of batch.values()) if (this.uncommitted.get(record.id) === record) this.toRetry.add(record.id);
           if (this.toRetry.size > 0) this.scheduleRetry();

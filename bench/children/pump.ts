@@ -23,6 +23,7 @@ import type { OtlpSinkInfo } from '../servers/otlp-sink.js';
 import { ackCounter, injectAll } from '../lib/drive.js';
 import { chainOrganism } from '../lib/organisms.js';
 import { percentile, sleep, until } from '../lib/stats.js';
+import { countSqliteStatements, Counter } from './chains/count.js';
 
 export interface PumpInput {
   readonly mode: 'throughput' | 'raw' | 'steady';
@@ -56,6 +57,9 @@ export interface ThroughputResult {
   readonly spansExported?: number;
   readonly exports?: number;
   readonly journal: Record<string, number>;
+  /** SQLite rounds: SQL statements (transaction control excluded) and commits per injected message over the timed part; null on other stores. */
+  readonly statementsPerMessage: number | null;
+  readonly commitsPerMessage: number | null;
 }
 
 export interface RawResult {
@@ -151,11 +155,22 @@ async function telemetryOn(organism: Organism, input: PumpInput): Promise<Teleme
   return { stop: async () => {} };
 }
 
+/** Counts the statements every better-sqlite3 database in this process runs (see chains/count.ts). */
+function sqliteCounter(): Counter {
+  const counter = new Counter();
+  const probe = new Database(':memory:');
+  countSqliteStatements(Object.getPrototypeOf(probe.prepare('SELECT 1')) as Record<string, unknown>, counter);
+  probe.close();
+  return counter;
+}
+
 async function throughput(input: PumpInput): Promise<ThroughputResult> {
+  const counter = input.memory || input.postgresUrl ? null : sqliteCounter();
   const organism = await organismIn(input);
   const telemetry = await telemetryOn(organism, input);
   await organism.start();
   const done = ackCounter(organism, `hop${HOPS}`);
+  const counted0 = counter?.snapshot() ?? null;
   const cpu0 = process.cpuUsage();
   const main0 = threadCpuMicros();
   const t0 = performance.now();
@@ -165,6 +180,9 @@ async function throughput(input: PumpInput): Promise<ThroughputResult> {
   const cpu = process.cpuUsage(cpu0);
   const main1 = threadCpuMicros();
   await until(() => organism.activeThreads === 0, 60_000, 'threads to settle');
+  // The settled threads' last records are written by the next group commit: counted too.
+  await new Promise((resolve) => setImmediate(resolve));
+  const counted1 = counter?.snapshot() ?? null;
   const stats = await organism.storage.journal.stats();
   await organism.stop();
   await telemetry.stop();
@@ -182,6 +200,8 @@ async function throughput(input: PumpInput): Promise<ThroughputResult> {
     mainThreadCpuMicrosPerMessage: main0 !== null && main1 !== null ? (main1 - main0) / input.messages : null,
     ...spans,
     journal: { ...stats.counts },
+    statementsPerMessage: counted0 && counted1 ? (counted1.statements - counted0.statements) / input.messages : null,
+    commitsPerMessage: counted0 && counted1 ? ((counted1.commits ?? 0) - (counted0.commits ?? 0)) / input.messages : null,
   };
 }
 

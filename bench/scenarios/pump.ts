@@ -44,7 +44,8 @@ export async function runPump(scale: Scale, log: (line: string) => void): Promis
     withTracing.push(await round<ThroughputResult>({ mode: 'throughput', messages: n, telemetry: 'tracing' }));
     const [mt, tr] = [withMetrics.at(-1)!, withTracing.at(-1)!];
     log(
-      `  round ${r + 1}: telemetry off ${Math.round(j.messagesPerSec)} msg/s (${Math.round(j.cpuMicrosPerMessage)} µs CPU/msg, ${Math.round(j.mainThreadCpuMicrosPerMessage ?? NaN)} main thread), metrics on ${Math.round(mt.messagesPerSec)} msg/s (${ratioText(mt, j)}), ` +
+      `  round ${r + 1}: telemetry off ${Math.round(j.messagesPerSec)} msg/s (${Math.round(j.cpuMicrosPerMessage)} µs CPU/msg, ${Math.round(j.mainThreadCpuMicrosPerMessage ?? NaN)} main thread, ` +
+        `${(j.statementsPerMessage ?? NaN).toFixed(2)} SQL statements/msg, ${(j.commitsPerMessage ?? NaN).toFixed(3)} commits/msg), metrics on ${Math.round(mt.messagesPerSec)} msg/s (${ratioText(mt, j)}), ` +
         `tracing on (100 %) ${Math.round(tr.messagesPerSec)} msg/s (${ratioText(tr, j)}; ${tr.spansExported} spans in ${tr.exports} exports)`,
     );
     const b = await round<RawResult>({ mode: 'raw', messages: n });
@@ -128,6 +129,15 @@ export async function runPump(scale: Scale, log: (line: string) => void): Promis
       baseline: rawRate,
       target: atLeast(0.1, '>= 0.1x raw insert', 'ratio'),
     }),
+    row({
+      scenario: 2,
+      metric: 'SQL statements per message, journaled 3-hop chain (transaction control excluded; same run)',
+      unit: 'statements',
+      rounds: journaled.map((j) => j.statementsPerMessage ?? Number.NaN),
+      target: atMost(7, '<= 7 (issue 28)'),
+    }),
+    row({ scenario: 2, metric: 'Commits per message, journaled 3-hop chain (same run)', unit: 'commits', rounds: journaled.map((j) => j.commitsPerMessage ?? Number.NaN), target: null }),
+    row({ scenario: 2, metric: 'CPU per message, journaled 3-hop chain (all threads; same run)', unit: 'µs', rounds: journaled.map((j) => j.cpuMicrosPerMessage), target: null }),
     row({ scenario: 2, metric: 'Same run counted per journaled delivery (3 per message)', unit: 'msg/s', rounds: journaled.map((j) => j.deliveriesPerSec), baseline: rawRate, target: null }),
     row({
       scenario: 2,

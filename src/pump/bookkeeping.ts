@@ -36,9 +36,9 @@ export class Bookkeeping {
    * over an outcome still queued.
    */
   async write(d: Delivery | null, write: (guard?: OutcomeGuard) => void | Promise<void>, killable = false): Promise<boolean | Redirect> {
-    const signal = d?.controller.signal ?? null;
-    const givenUp = () => (signal ? signal.aborted && signal.reason === 'shutdown' : this.state.status === 'stopped');
-    const killed = () => killable && signal?.aborted && signal.reason === 'killed';
+    const cancellation = d?.cancellation ?? null;
+    const givenUp = () => (cancellation ? cancellation.reason === 'shutdown' : this.state.status === 'stopped');
+    const killed = () => killable && cancellation?.reason === 'killed';
     const guard = killable && d ? () => (killed() ? Errors.THREAD_KILLED(d.thread.id) : null) : undefined;
     for (let delay = BOOKING_RETRY_MS; ; delay = Math.min(delay * 2, BOOKING_RETRY_MAX_MS)) {
       try {
@@ -53,16 +53,15 @@ export class Bookkeeping {
       if (givenUp()) return false;
       if (killed() && d) return { reason: 'killed', error: Errors.THREAD_KILLED(d.thread.id).detail };
       await new Promise<void>((resolve) => {
-        const wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
         const timer = setTimeout(() => {
-          signal?.removeEventListener('abort', wake);
+          stop?.();
           resolve();
         }, delay);
         if (!d) timer.unref(); // nobody waits for it: it must not hold a stopping process up
-        signal?.addEventListener('abort', wake, { once: true });
+        const stop = cancellation?.onAbort(() => {
+          clearTimeout(timer);
+          resolve();
+        });
       });
       if (givenUp()) return false;
       if (killed() && d) return { reason: 'killed', error: Errors.THREAD_KILLED(d.thread.id).detail };

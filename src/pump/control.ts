@@ -6,7 +6,7 @@ import type { Admission } from './admission.js';
 import type { Intake } from './intake.js';
 import type { ListenerRuntime } from './listener-runtime.js';
 import type { Outcomes } from './outcomes.js';
-import type { AbortCause, PumpDeps, PumpLimits, PumpState } from './state.js';
+import type { PumpDeps, PumpLimits, PumpState } from './state.js';
 import { isSystemName } from '../core/message.js';
 import type { ThreadLifecycle } from './thread-lifecycle.js';
 
@@ -92,7 +92,7 @@ export class Control {
     state.dispatching = false;
     let aborted = 0;
     for (const d of state.deliveries.values()) {
-      d.controller.abort('shutdown' satisfies AbortCause);
+      d.cancellation.abort('shutdown');
       aborted++;
     }
     if (aborted > 0) await admission.waitFor(() => state.inFlight === 0, 2_000);

@@ -6,12 +6,13 @@ import { Errors, OrganismError } from '../errors/catalogue.js';
 import type { Logger } from '../util/logger.js';
 import type { Admission } from './admission.js';
 import type { Bookkeeping } from './bookkeeping.js';
+import { Cancellation } from './cancellation.js';
 import type { Intake } from './intake.js';
 import type { ListenerRuntime } from './listener-runtime.js';
 import type { DeliveryOutcome, DeliveryWatch } from './observer.js';
 import { traced, type Outcomes } from './outcomes.js';
 import { normalizeResult, routeOutgoing } from './routing.js';
-import type { AbortCause, Delivery, PumpState } from './state.js';
+import type { Delivery, PumpState } from './state.js';
 import { systemErrorMessage } from './system-messages.js';
 import type { ThreadLifecycle } from './thread-lifecycle.js';
 
@@ -78,11 +79,11 @@ export class Deliveries {
     runtime.currentThread = message.threadId;
     runtime.lastActivity = state.now();
     runtime.messageCount++;
-    const controller = new AbortController();
-    thread.controllers.add(controller);
+    const cancellation = new Cancellation();
+    thread.cancellations.add(cancellation);
     const observers = deps.observers;
     const watch = observers?.active ? observers.started(message, runtime.config) : null;
-    const delivery: Delivery = { message, runtime, thread, controller, usage: [], handlerDone: false, watch, outcome: null };
+    const delivery: Delivery = { message, runtime, thread, cancellation, usage: [], handlerDone: false, watch, outcome: null };
     state.deliveries.set(message.id, delivery);
     state.reportState(runtime);
     // Not retried: a lost DISPATCHED mark costs nothing (the ack moves the entry from PENDING).
@@ -107,7 +108,7 @@ export class Deliveries {
       watch?.end(delivery.outcome ?? { acked: false, reason: 'shutdown', error: 'the organism stopped during the delivery' });
       this.handlerDone(delivery);
       state.deliveries.delete(message.id);
-      thread.controllers.delete(controller);
+      thread.cancellations.delete(cancellation);
       thread.inFlight--;
       state.inFlight--;
       runtime.inFlight--;
@@ -126,38 +127,27 @@ export class Deliveries {
   }
 
   private async runHandler(d: Delivery): Promise<void> {
-    const { message, runtime, thread, controller } = d;
+    const { message, runtime, thread, cancellation } = d;
     const { state } = this;
     const timeoutMs = runtime.config.timeoutSeconds * 1000;
-    const timer = setTimeout(() => controller.abort('timeout' satisfies AbortCause), timeoutMs);
-    let outcome: { ok: true; result: unknown } | { ok: false; error: unknown };
-    const aborted = new Promise<never>((_, reject) => {
-      if (controller.signal.aborted) reject(controller.signal.reason);
-      controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
-    });
-    aborted.catch(() => {});
+    const timer = setTimeout(() => cancellation.abort('timeout'), timeoutMs);
+    let outcome: HandlerOutcome;
     try {
       for (let delay = OUTAGE_RETRY_MS; ; delay = Math.min(delay * 2, OUTAGE_RETRY_MAX_MS)) {
-        try {
-          const handle = () => runtime.handler(message.payload, this.context(d));
-          const run = Promise.resolve().then(d.watch ? () => d.watch!.run(handle) : handle);
-          outcome = { ok: true, result: await Promise.race([run, aborted]) };
-        } catch (error) {
-          outcome = { ok: false, error };
-        }
+        outcome = await this.runOnce(d);
         // The handler met the store unreachable (a budget reservation, a call record, its history):
         // that is no fault of the delivery. It runs again once the store answers, as it would
         // after a restart, instead of ending its thread in error.
-        if (outcome.ok || !Errors.STORAGE_UNAVAILABLE.is(outcome.error) || controller.signal.aborted) break;
-        if (!(await this.mayRunAgain(d, delay, aborted))) return;
-        if (controller.signal.aborted) break; // the outcome says why (killed, timeout, shutdown)
+        if (outcome.ok || !Errors.STORAGE_UNAVAILABLE.is(outcome.error) || cancellation.aborted) break;
+        if (!(await this.mayRunAgain(d, delay))) return;
+        if (cancellation.aborted) break; // the outcome says why (killed, timeout, shutdown)
       }
     } finally {
       clearTimeout(timer);
     }
     this.handlerDone(d);
 
-    const cause = controller.signal.aborted ? (controller.signal.reason as AbortCause) : null;
+    const cause = cancellation.reason;
     if (cause === 'shutdown') return; // stays DISPATCHED: a durable journal redelivers it after restart
     if (cause === 'killed' || thread.status === 'killed') {
       this.send(await this.outcomes.fail(d, 'killed', Errors.THREAD_KILLED(thread.id).detail, null), thread);
@@ -211,20 +201,52 @@ export class Deliveries {
   }
 
   /**
+   * Runs the handler once (in a microtask, so a throw is its outcome too): what it returned or
+   * threw, or the abort's cause as soon as the delivery is cut short (the handler may run on).
+   */
+  private runOnce(d: Delivery): Promise<HandlerOutcome> {
+    return new Promise((resolve) => {
+      const { cancellation } = d;
+      const stop = cancellation.onAbort((cause) => resolve({ ok: false, error: cause }));
+      if (cancellation.aborted) resolve({ ok: false, error: cancellation.reason });
+      const handle = () => d.runtime.handler(d.message.payload, this.context(d));
+      Promise.resolve()
+        .then(d.watch ? () => d.watch!.run(handle) : handle)
+        .then(
+          (result) => {
+            stop();
+            resolve({ ok: true, result });
+          },
+          (error) => {
+            stop();
+            resolve({ ok: false, error });
+          },
+        );
+    });
+  }
+
+  /**
    * After `delay` (or an abort: a kill, a timeout, a shutdown, which the caller then ends it
    * by), whether a delivery whose handler met the store unreachable may go on: not (shared
    * mode) once its claim was taken back while the store was away; then nothing of it is written.
    */
-  private async mayRunAgain(d: Delivery, delay: number, aborted: Promise<never>): Promise<boolean> {
+  private async mayRunAgain(d: Delivery, delay: number): Promise<boolean> {
     this.state.deps.logger.debug(
       { messageId: d.message.id, threadId: d.message.threadId, to: d.message.to, delayMs: delay },
       'the handler met the store unreachable; it runs again when the store answers',
     );
-    try {
-      await Promise.race([new Promise((resolve) => setTimeout(resolve, delay)), aborted]);
-    } catch {
-      return true;
-    }
+    if (d.cancellation.aborted) return true;
+    const cutShort = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => {
+        stop();
+        resolve(false);
+      }, delay);
+      const stop = d.cancellation.onAbort(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+    if (cutShort) return true;
     try {
       if (await this.state.deps.queue.stillHeld(d.message)) return true;
     } catch {
@@ -246,23 +268,30 @@ export class Deliveries {
     this.state.deps.queue.schedule();
   }
 
+  /**
+   * The handler's context. Its AbortSignal and its bound LLM client are made when first used
+   * (most handlers use neither; see Cancellation).
+   */
   private context(d: Delivery): HandlerContext {
-    const { message, runtime, controller } = d;
+    const { message, runtime, cancellation } = d;
     const { deps } = this.state;
-    const bound = deps.llm.bind(
-      {
-        threadId: message.threadId,
-        agent: runtime.name,
-        messageId: message.id,
-        metadata: { ...message.metadata },
-        signal: controller.signal,
-        // Token deltas go to live watchers only: never journaled.
-        onDelta: (callId, text) => deps.bus.emit({ type: 'llm_delta', threadId: message.threadId, messageId: message.id, agent: runtime.name, callId, text }),
-      },
-      { model: runtime.config.model, maxOutputTokens: runtime.config.maxOutputTokens },
-    );
+    let bound: BoundLlmClient | null = null;
+    const bind = (): BoundLlmClient =>
+      deps.llm.bind(
+        {
+          threadId: message.threadId,
+          agent: runtime.name,
+          messageId: message.id,
+          metadata: { ...message.metadata },
+          signal: cancellation.signal,
+          // Token deltas go to live watchers only: never journaled.
+          onDelta: (callId, text) => deps.bus.emit({ type: 'llm_delta', threadId: message.threadId, messageId: message.id, agent: runtime.name, callId, text }),
+        },
+        { model: runtime.config.model, maxOutputTokens: runtime.config.maxOutputTokens },
+      );
     const llm: BoundLlmClient = {
       complete: async (request) => {
+        bound ??= bind();
         runtime.waiting++;
         this.state.reportState(runtime);
         try {
@@ -281,7 +310,9 @@ export class Deliveries {
       payloadType: message.payloadType,
       attempt: message.attempt,
       metadata: message.metadata,
-      signal: controller.signal,
+      get signal() {
+        return cancellation.signal;
+      },
       llm,
       log: handlerLogger(deps.logger, runtime.name, message, d.watch),
       peers: runtime.config.peers,
@@ -291,6 +322,8 @@ export class Deliveries {
 }
 
 const ACKED: DeliveryOutcome = { acked: true };
+/** What one run of a handler came to: its result, or what it threw (or the abort's cause). */
+type HandlerOutcome = { ok: true; result: unknown } | { ok: false; error: unknown };
 /** A handler that met the store unreachable runs again after this long, doubling up to the max. */
 const OUTAGE_RETRY_MS = 250;
 const OUTAGE_RETRY_MAX_MS = 5_000;

@@ -12,6 +12,7 @@ import type { LlmRouter } from '../llm/router.js';
 import type { PayloadRegistry } from '../payload/index.js';
 import type { UsageTracker } from '../usage/tracker.js';
 import type { Logger } from '../util/logger.js';
+import type { Cancellation } from './cancellation.js';
 import { ListenerRuntime } from './listener-runtime.js';
 import type { DeliveryObservers, DeliveryOutcome, DeliveryWatch } from './observer.js';
 import { ThreadTracker, type LiveThread } from './thread-tracker.js';
@@ -46,7 +47,8 @@ export interface Delivery {
   readonly message: Message;
   readonly runtime: ListenerRuntime;
   readonly thread: LiveThread;
-  readonly controller: AbortController;
+  /** Cuts the delivery short (a kill, its timeout, a shutdown); its AbortSignal is made only if read. */
+  readonly cancellation: Cancellation;
   readonly usage: UsageEvent[];
   /** The handler has returned (or was cut short): its concurrency slot is free again. */
   handlerDone: boolean;
@@ -54,9 +56,6 @@ export interface Delivery {
   /** How it ended, for the watch (unset: cut short by shutdown, it stays DISPATCHED). */
   outcome: DeliveryOutcome | null;
 }
-
-/** Abort reasons the pump gives, so a delivery knows why it was cut short. */
-export type AbortCause = 'killed' | 'timeout' | 'shutdown';
 
 /**
  * What every part of the pump reads and changes: its dependencies and limits, the registered

@@ -2,7 +2,7 @@ import type { ThreadRecord } from '../core/thread.js';
 import { Errors } from '../errors/catalogue.js';
 import type { Admission } from './admission.js';
 import type { Outcomes } from './outcomes.js';
-import type { AbortCause, PumpState } from './state.js';
+import type { PumpState } from './state.js';
 import type { LiveThread } from './thread-tracker.js';
 
 /**
@@ -126,7 +126,7 @@ export class ThreadLifecycle {
       if (runtime) state.reportState(runtime);
     }
     this.admission.wakeSpaceWaiters();
-    for (const controller of live.controllers) controller.abort('killed' satisfies AbortCause);
+    for (const cancellation of live.cancellations) cancellation.abort('killed');
     state.deps.budgets.finish(threadId);
     const record = state.threads.snapshot(live);
     // The kill is stored by the process it was made on (kill), not from here.

@@ -1,5 +1,6 @@
 import type { EventBus } from '../events/bus.js';
 import type { ThreadRecord, ThreadStatus, ThreadStore } from '../core/thread.js';
+import type { Cancellation } from './cancellation.js';
 
 /** A thread with work queued or in flight, held in memory until it drains. */
 export interface LiveThread {
@@ -15,7 +16,8 @@ export interface LiveThread {
   metadata: Readonly<Record<string, string>>;
   queued: number;
   inFlight: number;
-  readonly controllers: Set<AbortController>;
+  /** Its deliveries' cancellations (a kill cuts them all short). */
+  readonly cancellations: Set<Cancellation>;
 }
 
 /** Kills remembered (a claim in flight outlives a kill by a round trip; these are hours of kills). */
@@ -84,7 +86,7 @@ export class ThreadTracker {
           metadata: { ...stored.metadata, ...metadata },
           queued: 0,
           inFlight: 0,
-          controllers: new Set(),
+          cancellations: new Set(),
         }
       : {
           id,
@@ -98,7 +100,7 @@ export class ThreadTracker {
           metadata,
           queued: 0,
           inFlight: 0,
-          controllers: new Set(),
+          cancellations: new Set(),
         };
     this.live.set(id, thread);
     const record = toRecord(thread);

@@ -88,4 +88,28 @@ describe('SQLite thread records when a write fails', () => {
     threads.put({ ...record('active'), id: 't-2' });
     await until(async () => (await threads!.get('t-1'))?.status === 'error', 'the record written again after a commit');
   });
+
+  it('a write that failed before it ran (its transaction could not begin) does not swallow the records put after it', async () => {
+    const db = new Database(':memory:');
+    open.push(db);
+    migrate(db);
+    const errors: unknown[] = [];
+    const writer = new GroupWriter(db, (err) => errors.push(err));
+    let refuse = true;
+    writer.addHook({
+      begin: () => {
+        if (refuse) throw new Error('cannot begin');
+      },
+      commit: () => undefined,
+    });
+    const threads = new SqliteThreadStore(db, writer);
+    threads.put(record('active'));
+    await until(async () => errors.length > 0, 'the failed write');
+    refuse = false;
+    const other = { ...record('completed'), id: 't-2' };
+    threads.put(other);
+    expect(await threads.get('t-2')).toEqual(other);
+    // The failed one is written again too.
+    await until(async () => (await threads.get('t-1'))?.status === 'active', 'the record written again');
+  });
 });

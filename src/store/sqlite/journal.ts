@@ -34,6 +34,18 @@ export const TEXT_MATCH = `(payload LIKE ? ESCAPE '\\' OR error LIKE ? ESCAPE '\
 const FROM_FOR_DISPATCH: readonly DeliveryState[] = ['PENDING', 'DISPATCHED'];
 const FROM_FOR_ACK: readonly DeliveryState[] = ['DISPATCHED', 'PENDING', 'FAILED', 'ACKED'];
 const FROM_FOR_FAIL: readonly DeliveryState[] = ['DISPATCHED', 'PENDING', 'ACKED', 'FAILED'];
+/** An outcome whose DISPATCHED mark it carries: the entry is most likely PENDING still. */
+const FOLDED_FROM_FOR_ACK: readonly DeliveryState[] = ['PENDING', 'DISPATCHED', 'FAILED', 'ACKED'];
+const FOLDED_FROM_FOR_FAIL: readonly DeliveryState[] = ['PENDING', 'DISPATCHED', 'ACKED', 'FAILED'];
+/** The states a DISPATCHED mark moves an entry from (the states a folded outcome writes the mark's columns from). */
+const dispatchable = (state: DeliveryState) => state === 'PENDING' || state === 'DISPATCHED';
+
+/** A delivery's DISPATCHED mark, queued in the group writer and not run yet. */
+interface QueuedDispatch {
+  readonly attempt: number;
+  /** Its outcome was queued behind it in the same group commit and writes the mark's columns too. */
+  folded: boolean;
+}
 
 /** A list's time range as WHERE terms: `startColumn >= startTime`, `endColumn < endTime` (each when given). */
 export function timeRange(where: string[], params: unknown[], q: { startTime?: number; endTime?: number }, startColumn: string, endColumn: string): void {
@@ -63,6 +75,10 @@ export class SqliteJournal implements Journal {
   private readonly setDispatched: Database.Statement;
   private readonly setAcked: Database.Statement;
   private readonly setFailed: Database.Statement;
+  private readonly setDispatchedAcked: Database.Statement;
+  private readonly setDispatchedFailed: Database.Statement;
+  /** DISPATCHED marks queued in the group writer and not run yet, by message id. */
+  private readonly queuedDispatches = new Map<string, QueuedDispatch>();
   private readonly insertUsage: (events: readonly UsageEvent[]) => void;
   private readonly counts: JournalCounts;
   private lastRecovery: RecoveryReport | null;
@@ -80,6 +96,10 @@ export class SqliteJournal implements Journal {
     this.setDispatched = db.prepare(`UPDATE journal SET state = 'DISPATCHED', attempts = ?, attempt = ?, dispatched_at = ? WHERE id = ? AND state = ?`);
     this.setAcked = db.prepare(`UPDATE journal SET state = 'ACKED', acked_at = ? WHERE id = ? AND state = ?`);
     this.setFailed = db.prepare(`UPDATE journal SET state = 'FAILED', failed_at = ?, failure_reason = ?, error = ? WHERE id = ? AND state = ?`);
+    // An outcome with its DISPATCHED mark folded in: the columns both updates would have set.
+    const mark = 'attempts = @attempt, attempt = @attempt, dispatched_at = @now';
+    this.setDispatchedAcked = db.prepare(`UPDATE journal SET state = 'ACKED', acked_at = @now, ${mark} WHERE id = @id AND state = @from`);
+    this.setDispatchedFailed = db.prepare(`UPDATE journal SET state = 'FAILED', failed_at = @now, failure_reason = @reason, error = @error, ${mark} WHERE id = @id AND state = @from`);
     this.insertUsage = usageInserter(db);
     this.counts = new JournalCounts(db);
     writer.addHook(this.counts);
@@ -92,29 +112,92 @@ export class SqliteJournal implements Journal {
     return this.writer.write(() => this.insertAll(messages));
   }
 
+  /**
+   * The DISPATCHED mark, written by the group commit it is queued in, unless the delivery's
+   * outcome (acked or failed) is queued in that same commit: the outcome's update then sets the
+   * mark's columns too (attempts, attempt, dispatched_at) and the mark writes nothing. Both
+   * would commit in one transaction, so no reader and no crash can see the entry DISPATCHED in
+   * between: a crash sees the entry as before both (PENDING, its attempt redelivered as the
+   * same attempt, as when neither committed) or after both (the outcome, with the attempt count
+   * the mark would have written). An outcome in a later commit finds the mark written as before.
+   * When the writer redoes a failed batch write by write, nothing is folded (see GroupWriter).
+   * (A delivery that waits for a person before its outcome, once that exists, commits its mark
+   * first: its outcome is never in the same commit.)
+   */
   dispatched(message: Message): Promise<void> {
-    return this.writer.write(() => {
+    const queued: QueuedDispatch = { attempt: message.attempt, folded: false };
+    this.queuedDispatches.set(message.id, queued);
+    return this.writer.write((alone) => {
+      if (this.queuedDispatches.get(message.id) === queued) this.queuedDispatches.delete(message.id);
+      if (queued.folded && !alone) return;
       const now = this.now();
       this.transition(message, 'DISPATCHED', FROM_FOR_DISPATCH, (from) => this.setDispatched.run(message.attempt, message.attempt, now, message.id, from).changes);
     });
   }
 
+  /** The delivery's DISPATCHED mark, if it is queued in the writer's next commit: the outcome queued now carries it. */
+  private foldDispatch(message: Message): QueuedDispatch | null {
+    const queued = this.queuedDispatches.get(message.id);
+    if (!queued || queued.attempt !== message.attempt) return null;
+    this.queuedDispatches.delete(message.id);
+    queued.folded = true;
+    return queued;
+  }
+
+  /**
+   * The outcome's guard as the writer checks it: an outcome it drops gives its folded mark back
+   * (the writer checks every job before the batch runs, so the mark, queued earlier, is then
+   * written by its own job and the attempt stays counted).
+   */
+  private unfoldIfDropped(guard: OutcomeGuard | undefined, folded: QueuedDispatch | null): OutcomeGuard | undefined {
+    if (!guard || !folded) return guard;
+    return () => {
+      const refused = guard();
+      if (refused) folded.folded = false;
+      return refused;
+    };
+  }
+
   acked(message: Message, outgoing: readonly Message[], usage: readonly UsageEvent[], guard?: OutcomeGuard): Promise<void> {
-    return this.writer.write(() => {
-      const now = this.now();
-      this.transition(message, 'ACKED', FROM_FOR_ACK, (from) => this.setAcked.run(now, message.id, from).changes);
-      this.insertAll(outgoing);
-      this.insertUsage(usage);
-    }, guard);
+    const folded = this.foldDispatch(message);
+    return this.writer.write(
+      (alone) => {
+        const now = this.now();
+        if (folded && !alone) {
+          const attempt = message.attempt;
+          this.transition(message, 'ACKED', FOLDED_FROM_FOR_ACK, (from) =>
+            dispatchable(from) ? this.setDispatchedAcked.run({ now, attempt, id: message.id, from }).changes : this.setAcked.run(now, message.id, from).changes,
+          );
+        } else {
+          this.transition(message, 'ACKED', FROM_FOR_ACK, (from) => this.setAcked.run(now, message.id, from).changes);
+        }
+        this.insertAll(outgoing);
+        this.insertUsage(usage);
+      },
+      this.unfoldIfDropped(guard, folded),
+    );
   }
 
   failed(message: Message, reason: FailureReason, error: string, outgoing: readonly Message[], usage: readonly UsageEvent[], guard?: OutcomeGuard): Promise<void> {
-    return this.writer.write(() => {
-      const now = this.now();
-      this.transition(message, 'FAILED', FROM_FOR_FAIL, (from) => this.setFailed.run(now, reason, error, message.id, from).changes);
-      this.insertAll(outgoing);
-      this.insertUsage(usage);
-    }, guard);
+    const folded = this.foldDispatch(message);
+    return this.writer.write(
+      (alone) => {
+        const now = this.now();
+        if (folded && !alone) {
+          const attempt = message.attempt;
+          this.transition(message, 'FAILED', FOLDED_FROM_FOR_FAIL, (from) =>
+            dispatchable(from)
+              ? this.setDispatchedFailed.run({ now, reason, error, attempt, id: message.id, from }).changes
+              : this.setFailed.run(now, reason, error, message.id, from).changes,
+          );
+        } else {
+          this.transition(message, 'FAILED', FROM_FOR_FAIL, (from) => this.setFailed.run(now, reason, error, message.id, from).changes);
+        }
+        this.insertAll(outgoing);
+        this.insertUsage(usage);
+      },
+      this.unfoldIfDropped(guard, folded),
+    );
   }
 
   /**

@@ -31,9 +31,21 @@ const recordOf = (r: ThreadRow): ThreadRecord => ({
 /** A thread record whose write failed (a full disk) is written again after this long. */
 const RETRY_MS = 500;
 
+/** Every queued record in one statement: the batch is a JSON array of ThreadRecords. */
+const UPSERT_BATCH_SQL = `INSERT INTO threads (id, status, participants, message_count, created_at, last_activity, error, metadata)
+  SELECT value ->> 'id', value ->> 'status', value -> 'participants', value ->> 'messageCount', value ->> 'createdAt', value ->> 'lastActivity',
+    value ->> 'error', value -> 'metadata'
+  FROM json_each(?) WHERE true
+  ON CONFLICT (id) DO UPDATE SET status = excluded.status, participants = excluded.participants,
+    message_count = excluded.message_count, last_activity = excluded.last_activity, error = excluded.error, metadata = excluded.metadata`;
+
 /**
- * Thread records on SQLite, written through the group writer (one transaction per tick). A
- * write that fails (the disk full) is tried again until it commits, unless a newer record of
+ * Thread records on SQLite, written through the group writer: the records put during one tick
+ * are one write of that tick's transaction, the last record of each thread only, all of them in
+ * one statement (a thread's record is put several times per message; each upsert re-serialised
+ * its participants and metadata). Reads flush the writer first, so they see every record put.
+ *
+ * A write that fails (the disk full) is tried again until it commits, unless a newer record of
  * the thread came meanwhile: the pump writes a finished thread's record once, and nothing else
  * would ever correct a thread left `active` in the store while its work had ended.
  */
@@ -41,6 +53,8 @@ export class SqliteThreadStore implements ThreadStore {
   private readonly upsert: Database.Statement;
   /** Records written but not committed yet, the latest per thread. */
   private readonly uncommitted = new Map<string, ThreadRecord>();
+  /** The records of the write queued in the writer and not run yet (null: none is queued). */
+  private queued: Map<string, ThreadRecord> | null = null;
   private readonly toRetry = new Set<string>();
   private retryTimer: NodeJS.Timeout | null = null;
 
@@ -48,37 +62,35 @@ export class SqliteThreadStore implements ThreadStore {
     private readonly db: Database.Database,
     private readonly writer: GroupWriter,
   ) {
-    this.upsert = db.prepare(`INSERT INTO threads (id, status, participants, message_count, created_at, last_activity, error, metadata)
-      VALUES (@id, @status, @participants, @messageCount, @createdAt, @lastActivity, @error, @metadata)
-      ON CONFLICT (id) DO UPDATE SET status = excluded.status, participants = excluded.participants,
-        message_count = excluded.message_count, last_activity = excluded.last_activity, error = excluded.error, metadata = excluded.metadata`);
+    this.upsert = db.prepare(UPSERT_BATCH_SQL);
   }
 
   put(t: ThreadRecord): void {
     this.uncommitted.set(t.id, t);
     this.toRetry.delete(t.id);
+    if (this.queued) {
+      this.queued.set(t.id, t);
+      return;
+    }
+    const batch = new Map([[t.id, t]]);
+    this.queued = batch;
     this.writer
       .write(() => {
-        this.upsert.run({
-          id: t.id,
-          status: t.status,
-          participants: JSON.stringify(t.participants),
-          messageCount: t.messageCount,
-          createdAt: t.createdAt,
-          lastActivity: t.lastActivity,
-          error: t.error,
-          metadata: JSON.stringify(t.metadata),
-        });
+        // From here on a record put goes to the next write (this one may be running in the commit).
+        if (this.queued === batch) this.queued = null;
+        this.upsert.run(JSON.stringify([...batch.values()]));
       })
       .then(
         () => {
-          if (this.uncommitted.get(t.id) === t) this.uncommitted.delete(t.id);
+          for (const record of batch.values()) if (this.uncommitted.get(record.id) === record) this.uncommitted.delete(record.id);
         },
         () => {
+          // The write may have failed before it ran (the transaction could not begin): records
+          // put since go to a new write, and those put into this one are retried with the rest.
+          if (this.queued === batch) this.queued = null;
           // Reported by the writer's error handler; tried again unless a newer record came.
-          if (this.uncommitted.get(t.id) !== t) return;
-          this.toRetry.add(t.id);
-          this.scheduleRetry();
+          for (const record of batch.values()) if (this.uncommitted.get(record.id) === record) this.toRetry.add(record.id);
+          if (this.toRetry.size > 0) this.scheduleRetry();
         },
       );
   }

@@ -7,8 +7,14 @@ export interface TransactionHook {
   commit(): void;
 }
 
+/**
+ * A queued write. `alone`: false when it runs in the batch of its tick (with the writes queued
+ * beside it), true when the batch failed and each write is redone in a transaction of its own.
+ */
+export type WriteJob = (alone: boolean) => void;
+
 interface Job {
-  run: () => void;
+  run: WriteJob;
   /** Checked as the job's transaction is about to start: an error drops the job (it rejects with it). */
   check: (() => Error | null) | undefined;
   resolve: () => void;
@@ -45,7 +51,7 @@ export class GroupWriter {
     })();
   }
 
-  write(run: () => void, check?: () => Error | null): Promise<void> {
+  write(run: WriteJob, check?: () => Error | null): Promise<void> {
     return new Promise((resolve, reject) => {
       this.queue.push({ run, check, resolve, reject });
       if (!this.scheduled) {
@@ -64,13 +70,13 @@ export class GroupWriter {
     if (jobs.length === 0) return;
     try {
       this.transaction(() => {
-        for (const job of jobs) job.run();
+        for (const job of jobs) job.run(false);
       });
     } catch {
       // One bad write must not sink the batch: redo each on its own to find it.
       for (const job of jobs) {
         try {
-          this.transaction(job.run);
+          this.transaction(() => job.run(true));
           this.onCommit();
           job.resolve();
         } catch (jobErr) {

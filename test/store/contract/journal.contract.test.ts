@@ -175,6 +175,20 @@ eachBackend('journal contract', (backend) => {
     expect((await s.journal.stats()).counts).toEqual({ PENDING: 0, DISPATCHED: 0, ACKED: 0, FAILED: 1 });
   });
 
+  it('an outcome its guard drops, queued in the same commit as its DISPATCHED mark, leaves the mark written with the attempt counted', async () => {
+    const s = await backend.place().open();
+    const m = msg({ attempt: 2 });
+    await s.journal.pending([m]);
+    let killed = false;
+    const dispatched = s.journal.dispatched(m); // not awaited: the mark and the outcome share a group commit
+    const ack = s.journal.acked(m, [], [usage(m.id)], () => (killed ? Errors.THREAD_KILLED(m.threadId) : null));
+    killed = true;
+    await dispatched;
+    await expect(ack).rejects.toMatchObject({ code: 'THREAD_KILLED' });
+    expect(await s.journal.get(m.id)).toMatchObject({ state: 'DISPATCHED', attempts: 2 });
+    expect((await s.journal.stats()).counts).toEqual({ PENDING: 0, DISPATCHED: 1, ACKED: 0, FAILED: 0 });
+  });
+
   it('a redelivered ack does not bill its usage twice', async () => {
     const s = await backend.place().open();
     const m = msg();

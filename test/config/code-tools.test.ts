@@ -1,8 +1,8 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { checkOrganism, isPayloadTypeDef, isToolDef, loadOrganismFromString, sanitizeConfig } from '../../src/index.js';
+import { checkOrganism, isPayloadTypeDef, isToolDef, loadOrganism, loadOrganismFromString, sanitizeConfig } from '../../src/index.js';
 import { CONFIG_PATH, FIXTURES, problemsOf, y } from './helpers.js';
 
 /** An organism whose LLM agent `desk` lists `tools` (one item a line; the first on line 17), `extra` lines before them. */
@@ -232,5 +232,26 @@ describe('tools: of an LLM agent', () => {
         message: 'agent `desk` has `tools` but answers with `reply_format: xml`, where no tools are offered; use `reply_format: tools` (the default) or remove `tools`',
       }),
     ]);
+  });
+
+  it('the example of docs/configuration.md loads as written (organism.yaml and tools.ts)', async () => {
+    const doc = readFileSync(path.join(FIXTURES, '..', '..', '..', 'docs', 'configuration.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('## Code tools (`tools:`)'));
+    const yaml = /```yaml\n([\s\S]*?)```/.exec(section)?.[1];
+    const ts = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
+    expect(yaml && ts).toBeTruthy();
+    const dir = mkdtempSync(path.join(tmpdir(), 'code-tools-doc-'));
+    dirs.push(dir);
+    const head = 'organism: {name: docs}\nllm:\n  providers:\n    - {name: openai, type: openai, models: [gpt-4o]}\n';
+    const outbox = '  - {name: outbox, handler: ./tools.ts#findOrder, payload: OrderQuery}\n';
+    writeFileSync(path.join(dir, 'organism.yaml'), head + yaml! + outbox);
+    writeFileSync(path.join(dir, 'tools.ts'), ts!);
+    const loaded = await loadOrganism(path.join(dir, 'organism.yaml'));
+    const tools = loaded.listeners.find((l) => l.config.name === 'desk')!.tools!;
+    expect(tools.map((t) => [t.name, t.description, t.input.name, t.timeoutSeconds])).toEqual([
+      ['lookupOrder', 'Looks an order up by its id', 'OrderLookup', 10],
+      ['findOrder', 'Finds an order by its id', 'OrderQuery', 5],
+    ]);
+    expect(await tools[1]!.run({ orderId: 'A-1' }, {} as never)).toBe('order A-1 is on its way');
   });
 });

@@ -11,11 +11,13 @@ export interface ToolContext {
    * agent does not wait for a tool past its abort.
    */
   readonly signal: AbortSignal;
+  /** The thread the agent works in. */
   readonly threadId: string;
   /** The message the agent is handling. */
   readonly messageId: string;
   /** The agent (listener) whose model called the tool. */
   readonly agent: string;
+  /** The agent's logger (lines carry the thread and message ids). */
   readonly log: HandlerLogger;
 }
 
@@ -32,6 +34,7 @@ export interface ToolDef<I = Record<string, unknown>, R = unknown> {
   readonly description: string;
   /** The type of its arguments: a `definePayload` type; its JSON Schema is the tool's parameters. */
   readonly input: PayloadTypeDef;
+  /** The function: called with validated arguments; its result goes back to the model. */
   readonly run: ToolFunction<I, R>;
   /** Per call; absent: bounded by the agent's `timeout_seconds` (organism.yaml may set it per tool). */
   readonly timeoutSeconds?: number;
@@ -69,8 +72,11 @@ export function isToolDef(value: unknown): value is ToolDef {
 export interface CodeTool {
   /** The name the model calls it by. */
   readonly name: string;
+  /** What it does, as the model is told. */
   readonly description: string;
+  /** The type of its arguments (the tool's parameters are its JSON Schema). */
   readonly input: PayloadTypeDef;
+  /** The function that runs. */
   readonly run: ToolFunction;
   /** null: bounded by the agent's timeout only. */
   readonly timeoutSeconds: number | null;

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -131,7 +131,7 @@ async function start(provider: string, extra: string[] = []) {
   organism.bus.on((e) => events.push(e));
   await organism.start();
   cleanup.push(() => organism.stop({ timeoutMs: 2_000 }));
-  return { organism, events };
+  return { organism, events, dir };
 }
 
 const openAi = (url: string) => `{name: local, type: openai, base_url: ${url}, models: [gpt-4o], max_retries: 0}`;
@@ -239,6 +239,24 @@ describe('code tools inside the turn (OpenAI Chat Completions)', () => {
     expect(thread.status).toBe('error');
     expect(thread.error).toContain('Agent desk used more than 2 rounds of tool calls (max_tool_rounds) in one delivery');
     expect(probe.calls).toHaveLength(2);
+  });
+
+  it('a reload loads edited tool code: the agent is updated (handler code) and its next delivery runs the new function', async () => {
+    const reply = [openAiCalls(call('c1', 'lookupOrder', { orderId: 'H-8' })), { body: openAiOk('Done.') }];
+    const s = await server(startOpenAiServer({ replies: [...reply, ...reply] }));
+    const { organism, dir } = await start(openAi(s.url));
+    const first = await organism.inject('desk', { text: 'H-8?' });
+    expect((await settled(organism, first.threadId)).status).toBe('completed');
+    expect((s.seen[1]!.body as OpenAiBody).messages.at(-1)).toMatchObject({ content: '{"orderId":"H-8","status":"shipped","items":2}' });
+
+    const file = path.join(dir, 'tools.ts');
+    writeFileSync(file, readFileSync(file, 'utf8').replace("status: 'shipped'", "status: 'delivered'"));
+    const result = organism.reload(await loadOrganism(path.join(dir, 'organism.yaml')));
+    expect(result.updated).toEqual(['desk', 'outbox']); // outbox's handler is in the same module
+    expect(result.updatedFields['desk']).toEqual(['handler code']);
+    const second = await organism.inject('desk', { text: 'H-8 again?' });
+    expect((await settled(organism, second.threadId)).status).toBe('completed');
+    expect((s.seen[3]!.body as OpenAiBody).messages.at(-1)).toMatchObject({ content: '{"orderId":"H-8","status":"delivered","items":2}' });
   });
 
   it('killing the thread mid-call aborts the tool (its signal fires) and the call is recorded as aborted', async () => {

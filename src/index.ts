@@ -22,6 +22,9 @@ export type { FieldDef, FieldError, FieldType, PayloadTypeDef, ScalarKind, Valid
 export { escapeXml, unescapeXml } from './payload/xml-text.js';
 export type { XmlElement, XmlNode, XmlText } from './payload/xml-tree.js';
 
+// Code tools: functions an LLM agent calls inside its turn (`tools:` in organism.yaml).
+export { defineTool, isToolDef, type CodeTool, type ToolContext, type ToolDef, type ToolFunction } from './agent/code-tool.js';
+
 // organism.yaml: load, check and show a config.
 export { checkOrganism, checkOrganismReport, loadOrganism, loadOrganismFromString, type LoadOptions } from './config/load.js';
 export { ConfigInvalidError, formatConfigProblem } from './config/errors.js';

@@ -9,21 +9,23 @@ import type { PeerCard } from './prompt.js';
 import { buildToolSystemPrompt } from './tool-prompt.js';
 import { toolTurns } from './tool-turns.js';
 import { buildTools, type AgentTools, type ToolTarget } from './tools.js';
-import type { PayloadType } from '../payload/index.js';
+import { PayloadType, type PayloadRegistry } from '../payload/index.js';
 import { Defaults } from '../config/schema.js';
+import type { CodeTool } from './code-tool.js';
 
 const HISTORY_LIMIT = 40;
 
-/** What became of one tool call: a message to send, an MCP result, or a refusal with its reasons. */
+/** What became of one tool call: a message to send, the result of a tool that ran (MCP or code), or a refusal with its reasons. */
 type Handled =
   | { readonly kind: 'send'; readonly outgoing: Outgoing; readonly result: ChatMessage }
-  | { readonly kind: 'mcp'; readonly result: ChatMessage }
+  | { readonly kind: 'ran'; readonly result: ChatMessage }
   | { readonly kind: 'refused'; readonly errors: readonly string[]; readonly result: ChatMessage };
 
 /**
  * A `builtin:llm` delivery in `tools` mode. The model calls `send_to_<peer>` / `reply` tools
- * (each call one outgoing message, several calls = several messages) and its MCP tools (run
- * here, their results sent back, at most `max_tool_rounds` rounds); a plain answer ends the
+ * (each call one outgoing message, several calls = several messages), its code tools and its
+ * MCP tools (run here, their results sent back, at most `max_tool_rounds` rounds: no hop, no
+ * new delivery); a plain answer ends the
  * delivery, as does an answer whose calls are all valid messages. Calls with invalid
  * arguments or unknown names get their errors back as tool results for one repair round; a
  * second invalid answer fails the delivery (the sender gets a SystemError).
@@ -37,8 +39,9 @@ export async function runToolAgent(
   replyType: PayloadType | null,
 ): Promise<Outgoing[]> {
   const mcpTools = listener.mcpServers && listener.mcpServers.length > 0 ? await view.mcpTools(listener.mcpServers) : [];
-  const tools = buildTools({ peers, sender: ctx.from, replyType, registry: view.registry, mcp: mcpTools });
-  const system = buildToolSystemPrompt({ listener, peers, sender: ctx.from, replyType, hasOtherTools: mcpTools.length > 0 });
+  const code = view.codeTools(listener.name).map((tool) => ({ tool, type: inputType(tool, view.registry) }));
+  const tools = buildTools({ peers, sender: ctx.from, replyType, registry: view.registry, code, mcp: mcpTools });
+  const system = buildToolSystemPrompt({ listener, peers, sender: ctx.from, replyType, hasOtherTools: mcpTools.length > 0 || code.length > 0 });
   const messages: ChatMessage[] = toolTurns(await ctx.history(HISTORY_LIMIT), ctx, payload);
   const maxRounds = listener.maxToolRounds ?? Defaults.maxToolRounds;
   const maxCallsPerRound = listener.maxToolCallsPerRound ?? Defaults.maxToolCallsPerRound;
@@ -46,7 +49,7 @@ export async function runToolAgent(
   const outgoing: Outgoing[] = [];
   let repairUsed = false;
   let repairing = false;
-  let mcpRounds = 0;
+  let toolRounds = 0;
   for (;;) {
     const answer = await ctx.llm.complete({ system, messages, tools: tools.specs, repair: repairing });
     // The caps of the XML format hold here too, checked before any argument is parsed.
@@ -54,9 +57,9 @@ export async function runToolAgent(
     if (bytes > view.replyLimits.maxReplyBytes) throw Errors.LLM_REPLY_TOO_LARGE(listener.name, bytes, view.replyLimits.maxReplyBytes);
     if (answer.toolCalls.length === 0) return outgoing; // a plain answer: nothing (more) to send
     messages.push({ role: 'assistant', content: answer.content, toolCalls: answer.toolCalls });
-    const usesMcp = answer.toolCalls.some((c) => tools.resolve(c.name)?.kind === 'mcp');
-    if (usesMcp && ++mcpRounds > maxRounds) throw Errors.LLM_TOOL_ROUNDS_EXCEEDED(listener.name, maxRounds);
-    const sends = answer.toolCalls.filter((c) => tools.resolve(c.name)?.kind !== 'mcp').length;
+    const runsTools = answer.toolCalls.some((c) => runs(tools, c));
+    if (runsTools && ++toolRounds > maxRounds) throw Errors.LLM_TOOL_ROUNDS_EXCEEDED(listener.name, maxRounds);
+    const sends = answer.toolCalls.filter((c) => !runs(tools, c)).length;
     if (outgoing.length + sends > maxMessages) {
       // Refused whole, as in the XML format: the model is told and gets the repair round.
       const error = `the answer sends ${outgoing.length + sends} messages; at most ${maxMessages} are allowed in one reply`;
@@ -66,12 +69,10 @@ export async function runToolAgent(
       repairing = true;
       continue;
     }
-    // MCP calls past the round's cap are not run: the model is told, and the turn goes on.
-    let mcpCalls = 0;
+    // Tool calls (MCP and code) past the round's cap are not run: the model is told, and the turn goes on.
+    let toolCalls = 0;
     const handled = await Promise.all(
-      answer.toolCalls.map((call) =>
-        tools.resolve(call.name)?.kind === 'mcp' && ++mcpCalls > maxCallsPerRound ? notRun(call, maxCallsPerRound) : handle(call, tools, ctx, view, answer, listener),
-      ),
+      answer.toolCalls.map((call) => (runs(tools, call) && ++toolCalls > maxCallsPerRound ? notRun(call, maxCallsPerRound) : handle(call, tools, ctx, view, answer, listener))),
     );
     const errors: string[] = [];
     for (const h of handled) {
@@ -86,7 +87,7 @@ export async function runToolAgent(
       continue;
     }
     repairing = false;
-    if (!usesMcp) return outgoing; // every call was a valid message: the answer is complete
+    if (!runsTools) return outgoing; // every call was a valid message: the answer is complete
   }
 }
 
@@ -100,10 +101,23 @@ async function handle(call: ToolCall, tools: AgentTools, ctx: HandlerContext, vi
   const args = parseArguments(call);
   if (!args.ok) return refused(call, [args.error]);
   if (target.kind === 'mcp') return runMcp(call, target.tool, args.value, ctx, view, answer.callId, listener);
+  if (target.kind === 'code') return runCode(call, target, args.value, ctx, view, answer.callId, listener);
   return message(call, target, args.value);
 }
 
-function message(call: ToolCall, target: Exclude<ToolTarget, { kind: 'mcp' }>, args: Record<string, unknown>): Handled {
+/** True when the call is of a tool that runs here (MCP or code), not a message. */
+function runs(tools: AgentTools, call: ToolCall): boolean {
+  const kind = tools.resolve(call.name)?.kind;
+  return kind === 'mcp' || kind === 'code';
+}
+
+/** A code tool's input type, compiled with the organism's types (for the references in it). */
+function inputType(tool: CodeTool, registry: PayloadRegistry): PayloadType {
+  const known = registry.get(tool.input.name);
+  return known && known.def === tool.input ? known : new PayloadType(tool.input, (name) => registry.get(name)?.def);
+}
+
+function message(call: ToolCall, target: Extract<ToolTarget, { kind: 'peer' | 'reply' }>, args: Record<string, unknown>): Handled {
   if (target.kind === 'peer') {
     const checked = target.peer.type.validate(args);
     if (!checked.ok) return refused(call, fieldErrors(call.name, checked.errors));
@@ -136,7 +150,34 @@ async function runMcp(
   listener: ListenerConfig,
 ): Promise<Handled> {
   const outcome = await view.callMcp({ tool, arguments: args, signal: ctx.signal, llmCallId, threadId: ctx.threadId, messageId: ctx.messageId, agent: listener.name });
-  return { kind: 'mcp', result: { role: 'tool', toolCallId: call.id, name: call.name, content: outcome.text, ...(outcome.isError ? { isError: true } : {}) } };
+  return ran(call, outcome);
+}
+
+async function runCode(
+  call: ToolCall,
+  target: Extract<ToolTarget, { kind: 'code' }>,
+  args: Record<string, unknown>,
+  ctx: HandlerContext,
+  view: AgentWorldView,
+  llmCallId: string,
+  listener: ListenerConfig,
+): Promise<Handled> {
+  const outcome = await view.callCode({
+    tool: target.tool,
+    type: target.type,
+    arguments: args,
+    signal: ctx.signal,
+    llmCallId,
+    threadId: ctx.threadId,
+    messageId: ctx.messageId,
+    agent: listener.name,
+    log: ctx.log,
+  });
+  return ran(call, outcome);
+}
+
+function ran(call: ToolCall, outcome: { readonly text: string; readonly isError: boolean }): Handled {
+  return { kind: 'ran', result: { role: 'tool', toolCallId: call.id, name: call.name, content: outcome.text, ...(outcome.isError ? { isError: true } : {}) } };
 }
 
 function parseArguments(call: ToolCall): { ok: true; value: Record<string, unknown> } | { ok: false; error: string } {
@@ -154,10 +195,10 @@ function fieldErrors(tool: string, errors: readonly FieldError[]): string[] {
   return errors.map((e) => `${tool}: ${e.path || '(root)'}: ${e.message}`);
 }
 
-/** An MCP call past `max_tool_calls_per_round`: an error result, so the model may call it again next round. */
+/** A tool call past `max_tool_calls_per_round`: an error result, so the model may call it again next round. */
 function notRun(call: ToolCall, cap: number): Handled {
   return {
-    kind: 'mcp',
+    kind: 'ran',
     result: {
       role: 'tool',
       toolCallId: call.id,

@@ -3,12 +3,14 @@ import { peerToolName, REPLY_TOOL, toolName } from '../llm/tool-names.js';
 import type { ToolSpec } from '../llm/types.js';
 import type { PayloadRegistry, PayloadType } from '../payload/index.js';
 import { BUDGET_WARNING_TYPE, SYSTEM_ERROR_TYPE } from '../core/message.js';
+import type { CodeTool } from './code-tool.js';
 import type { PeerCard } from './prompt.js';
 
 /** What a tool name stands for. */
 export type ToolTarget =
   | { readonly kind: 'peer'; readonly peer: PeerCard }
   | { readonly kind: 'reply'; readonly type: PayloadType | null }
+  | { readonly kind: 'code'; readonly tool: CodeTool; readonly type: PayloadType }
   | { readonly kind: 'mcp'; readonly tool: McpTool };
 
 export interface AgentTools {
@@ -24,11 +26,18 @@ function parametersOf(type: PayloadType): Record<string, unknown> {
 
 /**
  * The tools of one delivery: one `send_to_<peer>` per declared peer (and nothing for any other
- * listener: peer isolation is the tool list), `reply` to the current sender, then the tools of
- * the agent's MCP servers (`<server>_<tool>`). A name that would repeat an earlier one is
- * dropped.
+ * listener: peer isolation is the tool list), `reply` to the current sender, the agent's code
+ * tools (`tools:`, by their names), then the tools of its MCP servers (`<server>_<tool>`). A name
+ * that would repeat an earlier one is dropped (the config refuses code tools that would).
  */
-export function buildTools(input: { peers: readonly PeerCard[]; sender: string; replyType: PayloadType | null; registry: PayloadRegistry; mcp: readonly McpTool[] }): AgentTools {
+export function buildTools(input: {
+  peers: readonly PeerCard[];
+  sender: string;
+  replyType: PayloadType | null;
+  registry: PayloadRegistry;
+  code?: readonly { readonly tool: CodeTool; readonly type: PayloadType }[];
+  mcp: readonly McpTool[];
+}): AgentTools {
   const specs: ToolSpec[] = [];
   const targets = new Map<string, ToolTarget>();
   const add = (spec: ToolSpec, target: ToolTarget) => {
@@ -48,6 +57,9 @@ export function buildTools(input: { peers: readonly PeerCard[]; sender: string; 
     );
   }
   add(replySpec(input.sender, input.replyType, input.registry), { kind: 'reply', type: input.replyType });
+  for (const { tool, type } of input.code ?? []) {
+    add({ name: tool.name, description: tool.description, parameters: parametersOf(type) }, { kind: 'code', tool, type });
+  }
   for (const tool of input.mcp) {
     add({ name: toolName(`${tool.server}_${tool.name}`), description: tool.description || `${tool.name} (MCP server ${tool.server})`, parameters: tool.inputSchema }, { kind: 'mcp', tool });
   }

@@ -1,6 +1,8 @@
 import type { ListenerConfig, ReplyFormat } from '../config/types.js';
 import type { McpTool, McpToolResult } from '../mcp/hub.js';
-import type { PayloadRegistry } from '../payload/index.js';
+import type { PayloadRegistry, PayloadType } from '../payload/index.js';
+import type { HandlerLogger } from '../core/handler.js';
+import type { CodeTool } from './code-tool.js';
 
 /** What an agent can see of the organism: listeners by name (only its peers are asked for). */
 export interface AgentWorldView {
@@ -14,4 +16,18 @@ export interface AgentWorldView {
   mcpTools(servers: readonly string[]): Promise<McpTool[]>;
   /** Runs one MCP tool call (timed and recorded); a failure comes back as an error result, an abort as ABORTED. */
   callMcp(call: { tool: McpTool; arguments: Record<string, unknown>; signal: AbortSignal; llmCallId: string; threadId: string; messageId: string; agent: string }): Promise<McpToolResult>;
+  /** The code tools (`tools:`) of the named agent, as the running configuration loaded them. */
+  codeTools(agent: string): readonly CodeTool[];
+  /** Runs one code tool call (validated, timed and recorded); a failure comes back as an error result, an abort as ABORTED. */
+  callCode(call: {
+    tool: CodeTool;
+    type: PayloadType;
+    arguments: Record<string, unknown>;
+    signal: AbortSignal;
+    llmCallId: string;
+    threadId: string;
+    messageId: string;
+    agent: string;
+    log: HandlerLogger;
+  }): Promise<McpToolResult>;
 }

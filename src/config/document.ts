@@ -9,6 +9,7 @@ import type {
   MockStep,
   ModelPrice,
   ProviderConfig,
+  ReplyFormat,
   TelemetryConfig,
   TopLevelSettings,
 } from './types.js';
@@ -17,6 +18,7 @@ import { readPayloadDrafts, type PayloadDraft } from './payloads.js';
 import { MapReader, type ProblemSink } from './reader.js';
 import { BUILTIN_LLM, Defaults, Keys, LLM_RECORD_MODES, MAX_TOKENS_PARAMS, OTLP_PROTOCOLS, PROVIDER_TYPES, REPLY_FORMATS, TOKEN_ROLES } from './schema.js';
 import { closest } from './suggest.js';
+import { checkAgentTools, readToolEntries } from './tools.js';
 
 /** A section read from YAML, kept with its reader so later checks can point into the file. */
 export interface Located<T> {
@@ -246,6 +248,7 @@ function readListener(r: MapReader): ListenerConfig {
     timeoutSeconds: r.number('timeout_seconds', Defaults.listenerTimeoutSeconds, true),
     replyFormat: r.enumeration('reply_format', REPLY_FORMATS, false),
     mcpServers: r.stringList('mcp_servers'),
+    ...(r.has('tools') ? { tools: readToolEntries(r) } : {}),
     maxToolRounds: r.integer('max_tool_rounds', Defaults.maxToolRounds, 1),
     maxToolCallsPerRound: r.integer('max_tool_calls_per_round', Defaults.maxToolCallsPerRound, 1),
     maxMessagesPerReply: r.has('max_messages_per_reply') ? r.integer('max_messages_per_reply', Defaults.maxMessagesPerReply, 1) : null,
@@ -302,6 +305,14 @@ export function checkCrossReferences(sink: ProblemSink, draft: ConfigDraft): voi
         l,
         draft.providers.map((p) => p.value),
       );
+    checkAgentTools(
+      { value: l, at },
+      draft.mcpServers.map((m) => m.value),
+      agentReplyFormat(
+        l,
+        draft.providers.map((p) => p.value),
+      ),
+    );
   }
 
   for (const { value: p, at } of draft.providers) {
@@ -350,6 +361,15 @@ function checkPeers(at: MapReader, l: ListenerConfig, names: readonly string[]):
 /** True when a provider serves `model`: listed by exact name or prefix, or it lists no models. */
 export function providerServes(p: ProviderConfig, model: string): boolean {
   return p.models.length === 0 || p.models.some((m) => model === m || model.startsWith(m));
+}
+
+/** The reply format of an agent: its own, else that of the provider serving its model (first by priority), else `tools`. */
+export function agentReplyFormat(listener: ListenerConfig, providers: readonly ProviderConfig[]): ReplyFormat {
+  if (listener.replyFormat) return listener.replyFormat;
+  const model = listener.model;
+  const sorted = [...providers].sort((a, b) => a.priority - b.priority);
+  const provider = model === null ? sorted[0] : sorted.find((p) => providerServes(p, model));
+  return provider?.replyFormat ?? 'tools';
 }
 
 function checkLlmListener(sink: ProblemSink, at: MapReader, l: ListenerConfig, providers: readonly ProviderConfig[]): void {

@@ -33,7 +33,15 @@ export function parseHandlerRef(ref: string): HandlerRef | { readonly error: str
 /** A handler module after loading: its exports, or why it could not be loaded. */
 export type LoadedModule =
   | { readonly ok: true; readonly resolved: string; readonly exports: Readonly<Record<string, unknown>>; readonly hash: string }
-  | { readonly ok: false; readonly resolved: string; readonly error: string };
+  | {
+      readonly ok: false;
+      readonly resolved: string;
+      /** The problem as a handler module's (what a listener's `handler` reports). */
+      readonly error: string;
+      /** The parts, for other uses of the module (an agent's `tools`): not found, or why it failed to load. */
+      readonly notFound: boolean;
+      readonly reason: string;
+    };
 
 /**
  * Loads handler modules (.ts or .js) without a build step, through tsx. Each module gets a
@@ -64,7 +72,7 @@ async function loadModule(baseDir: string, modulePath: string, cachedLocalFiles:
   try {
     await readFile(resolved);
   } catch {
-    return { ok: false, resolved, error: ConfigMessages.moduleNotFound(modulePath, resolved) };
+    return { ok: false, resolved, error: ConfigMessages.moduleNotFound(modulePath, resolved), notFound: true, reason: '' };
   }
   const url = pathToFileURL(resolved).href;
   const imported = new Set<string>([url]);
@@ -80,7 +88,8 @@ async function loadModule(baseDir: string, modulePath: string, cachedLocalFiles:
       .filter((u) => u.startsWith('file:') && !u.includes('/node_modules/'))
       .map((u) => fileURLToPath(u.split('?')[0] ?? u))
       .reverse();
-    return { ok: false, resolved, error: ConfigMessages.moduleFailed(modulePath, describeLoadError(err, baseDir, [...new Set(reached)])) };
+    const reason = describeLoadError(err, baseDir, [...new Set(reached)]);
+    return { ok: false, resolved, error: ConfigMessages.moduleFailed(modulePath, reason), notFound: false, reason };
   }
 }
 

@@ -12,6 +12,7 @@ import { BUILTIN_PAYLOAD_TYPES, buildPayloadDefs, checkPayloadTypes, type TypeOr
 import { ProblemSink } from './reader.js';
 import { BUILTIN_LLM } from './schema.js';
 import { closest } from './suggest.js';
+import { findToolExports, resolveAgentTools, toolModulePaths, toolsVersion, type FoundTools } from './tools.js';
 import type { ConfigProblem, ListenerConfig, LoadedOrganism, OrganismConfig, ResolvedListener } from './types.js';
 
 /** Options of `loadOrganism`, `loadOrganismFromString` and `checkOrganism`. */
@@ -90,13 +91,13 @@ export async function loadOrganismFromString(yamlText: string, virtualPath: stri
 
   const baseDir = path.dirname(path.resolve(virtualPath));
   const refs = draft.listeners.map((l) => readHandlerRef(l));
-  const modules = await loadModules(
-    baseDir,
-    refs.flatMap((r) => (r?.kind === 'module' ? [r.modulePath] : [])),
-  );
-  const listeners = draft.listeners.map((l, i) => resolveListener(l, refs[i] ?? null, modules));
-  const payloadTypes = collectPayloadTypes(sink, draft, refs, modules);
+  const handlerModules = refs.flatMap((r) => (r?.kind === 'module' ? [r.modulePath] : []));
+  const modules = await loadModules(baseDir, [...handlerModules, ...toolModulePaths(draft.listeners)]);
+  const resolved = draft.listeners.map((l, i) => resolveListener(l, refs[i] ?? null, modules));
+  const tools = findToolExports(draft.listeners, modules, new Set(handlerModules));
+  const payloadTypes = collectPayloadTypes(sink, draft, refs, modules, tools.types);
   checkListenerPayloads(draft, payloadTypes);
+  const listeners = resolved.map((r, i) => (r && draft.listeners[i] ? withTools(r, draft.listeners[i], tools, payloadTypes) : r));
 
   if (sink.problems.length > 0) throw new ConfigInvalidError(sortProblems(sink.problems));
   const env = options.env ?? process.env;
@@ -181,8 +182,23 @@ function resolveListener(l: Located<ListenerConfig>, ref: HandlerRef | null, mod
   return { config: l.value, handler: found.handler, handlerVersion: handlerVersion(mod, ref.exportName) };
 }
 
-/** YAML types first, then each module's exported types (located at the first handler using it). */
-function collectPayloadTypes(sink: ProblemSink, draft: ConfigDraft, refs: readonly (HandlerRef | null)[], modules: ReadonlyMap<string, LoadedModule>): TypeOrigin[] {
+/** An LLM agent with its code tools, ready to run; its handler version changes with their code. */
+function withTools(r: ResolvedListener, l: Located<ListenerConfig>, tools: FoundTools, types: readonly TypeOrigin[]): ResolvedListener {
+  const found = tools.byListener.get(l);
+  if (!found || found.length === 0) return r;
+  const known = [...types.map((t) => t.def.name), ...BUILTIN_PAYLOAD_TYPES];
+  const codeTools = resolveAgentTools(l, found, (name) => types.find((t) => t.def.name === name)?.def, known);
+  return { ...r, handlerVersion: `${r.handlerVersion}+${toolsVersion(found)}`, tools: codeTools };
+}
+
+/** YAML types first, then each module's exported types (located at the first handler using it), then those of the agents' tools. */
+function collectPayloadTypes(
+  sink: ProblemSink,
+  draft: ConfigDraft,
+  refs: readonly (HandlerRef | null)[],
+  modules: ReadonlyMap<string, LoadedModule>,
+  toolTypes: FoundTools['types'],
+): TypeOrigin[] {
   const source = path.basename(sink.file);
   const origins: TypeOrigin[] = buildPayloadDefs(draft.payloads).map((def, i) => ({
     def,
@@ -202,6 +218,7 @@ function collectPayloadTypes(sink: ProblemSink, draft: ConfigDraft, refs: readon
       origins.push({ def, fromYaml: false, source: ref.modulePath, node: at.nodeFor('handler'), path: at.pathOf('handler') });
     }
   });
+  for (const t of toolTypes) origins.push({ def: t.def, fromYaml: false, source: t.source, node: t.node, path: t.path });
   checkPayloadTypes(sink, draft.payloads, origins);
   // Keep one definition per name (duplicates were reported above).
   const byName = new Map<string, TypeOrigin>();

@@ -56,6 +56,32 @@ export const ConfigMessages = {
   exportNotFunction: (modulePath: string, exportName: string, got: string) =>
     `export ${quote(exportName)} of ${quote(modulePath)} is not a function (got ${got}); export a handler \`(payload, ctx) => ...\` under that name or name another export`,
 
+  toolsOnlyForLlm: () => '`tools` is only valid for `builtin:llm` listeners (a code handler calls its functions itself); remove it',
+  toolsNeedToolCalls: (agent: string) =>
+    `agent ${quote(agent)} has \`tools\` but answers with \`reply_format: xml\`, where no tools are offered; use \`reply_format: tools\` (the default) or remove \`tools\``,
+  malformedTool: (use: string) => `malformed tool ${quote(use)}: expected \`./path/to/module.ts#exportName\` (relative to the config file)`,
+  invalidToolName: (agent: string, name: string) =>
+    `tool name ${quote(name)} of agent ${quote(agent)} is not a valid tool name: use 1 to 64 letters, digits, \`_\` and \`-\` (set \`name\` to rename it)`,
+  toolNameReserved: (agent: string, name: string) =>
+    `tool ${quote(name)} of agent ${quote(agent)} collides with the agent's own tools (\`reply\` and \`send_to_<peer>\` send its messages); give it another \`name\``,
+  toolNameIsMcpTool: (agent: string, name: string, server: string, tool: string) =>
+    `tool ${quote(name)} of agent ${quote(agent)} collides with tool ${quote(tool)} of MCP server ${quote(server)}, which the agent is offered as ${quote(name)}; give it another \`name\``,
+  toolNameMayBeMcpTool: (agent: string, name: string, server: string) =>
+    `tool ${quote(name)} of agent ${quote(agent)} starts with ${quote(`${server}_`)}, the prefix of the tools of MCP server ${quote(server)} (which lists no \`tools\`, so any of its tools may take that name); give it another \`name\` or list the server's \`tools\``,
+  duplicateToolName: (agent: string, name: string) => `agent ${quote(agent)} has two tools named ${quote(name)}; give one of them another \`name\``,
+  toolModuleNotFound: (agent: string, modulePath: string, resolved: string) =>
+    `tool module ${quote(modulePath)} of agent ${quote(agent)} not found (looked for ${resolved}); fix the path, which is relative to the config file`,
+  toolModuleFailed: (agent: string, modulePath: string, reason: string) => `tool module ${quote(modulePath)} of agent ${quote(agent)} failed to load: ${reason}`,
+  toolExportNotFound: (agent: string, modulePath: string, exportName: string, suggestion: string | null, candidates: readonly string[]) =>
+    `tool ${quote(exportName)} of agent ${quote(agent)}: module ${quote(modulePath)} has no export ${quote(exportName)}${
+      suggestion ? didYouMean(suggestion) : candidates.length > 0 ? `; its function and tool exports: ${candidates.join(', ')}` : '; export it (the module exports no function)'
+    }`,
+  toolNotFunction: (agent: string, use: string, got: string) =>
+    `tool ${quote(use)} of agent ${quote(agent)} is not a function or a \`defineTool\` tool (got ${got}); export \`async (input, ctx) => ...\` or \`defineTool({description, input, run})\``,
+  toolNeedsInput: (agent: string, use: string) =>
+    `tool ${quote(use)} of agent ${quote(agent)} is a plain function, so its input type must be given: write \`{use: ${use}, input: <payload type>}\`, or export it made with \`defineTool({description, input, run})\``,
+  toolHasInput: (agent: string, use: string) => `tool ${quote(use)} of agent ${quote(agent)} is made with \`defineTool\`, which carries its input type; remove \`input\` here`,
+
   llmNeedsPrompt: () => "a `builtin:llm` listener needs a `prompt`; add `prompt:` with the agent's instructions",
   llmNeedsModel: () => 'a `builtin:llm` listener needs a `model` when `llm.providers` are declared; add `model:` naming a model a provider serves',
   modelNotServed: (model: string, providers: readonly string[]) =>
@@ -125,4 +151,5 @@ export const Expected = {
   list: 'a list',
   stringList: 'a list of strings',
   fieldType: 'a type expression or a mapping with `type`',
+  toolEntry: '`./module.ts#export` or a mapping with `use`',
 } as const;

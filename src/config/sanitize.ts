@@ -90,6 +90,7 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
       timeoutSeconds: l.timeoutSeconds,
       replyFormat: l.replyFormat ?? null,
       mcpServers: [...(l.mcpServers ?? [])],
+      ...(l.tools ? { tools: l.tools.map((t) => ({ ...t })) } : {}),
       maxToolRounds: l.maxToolRounds ?? null,
       maxToolCallsPerRound: l.maxToolCallsPerRound ?? null,
       maxMessagesPerReply: l.maxMessagesPerReply,

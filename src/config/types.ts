@@ -1,5 +1,6 @@
 import type { Handler } from '../core/handler.js';
 import type { PayloadTypeDef } from '../payload/types.js';
+import type { CodeTool } from '../agent/code-tool.js';
 
 /** The LLM provider kinds a `llm.providers[]` entry may name. */
 export type ProviderType = 'mock' | 'openai' | 'anthropic';
@@ -85,12 +86,28 @@ export interface ListenerConfig {
   readonly replyFormat?: ReplyFormat | null;
   /** Names of MCP servers (organism.yaml `mcp_servers`) whose tools this agent is given. */
   readonly mcpServers?: readonly string[];
-  /** Rounds of MCP tool calls one delivery may make. */
+  /** LLM agents: functions of the developer's modules offered to the model as tools (`tools:`); absent when not given. */
+  readonly tools?: readonly CodeToolConfig[];
+  /** Rounds of tool calls (MCP and code) one delivery may make. */
   readonly maxToolRounds?: number;
-  /** MCP tool calls one answer (round) may run; the calls past it are answered with an error result. */
+  /** Tool calls (MCP and code) one answer (round) may run; the calls past it are answered with an error result. */
   readonly maxToolCallsPerRound?: number;
   /** LLM agents: messages one answer may send; null = `llm.max_messages_per_reply`. */
   readonly maxMessagesPerReply: number | null;
+}
+
+/** One entry of an LLM agent's `tools:`, as written: a function of the developer's, run inside the agent's turn. */
+export interface CodeToolConfig {
+  /** `./path/to/module.ts#exportName`, relative to the config file. */
+  readonly use: string;
+  /** The payload type of its arguments (for a plain function); null: the export carries its schema (`defineTool`). */
+  readonly input: string | null;
+  /** The name the model calls it by; null: the export's name. */
+  readonly name: string | null;
+  /** What it does, for the model; null: the `defineTool` description, else the input type's. */
+  readonly description: string | null;
+  /** Per call; null: the `defineTool` value, else bounded by the listener's `timeout_seconds`. */
+  readonly timeoutSeconds: number | null;
 }
 
 /** One `auth.tokens[]` entry: a named bearer token read from an environment variable. */
@@ -165,6 +182,8 @@ export interface ResolvedListener {
   readonly handler: Handler | null;
   /** Identity of the handler code (module path + export + file mtime), to detect updates on reload. */
   readonly handlerVersion: string;
+  /** LLM agents: their code tools (`tools:`), loaded; absent: none. */
+  readonly tools?: readonly CodeTool[];
 }
 
 /** Everything `loadOrganism` produces: the config, loaded handlers and all payload types. */

@@ -123,20 +123,24 @@ export interface LlmCallRecord {
   readonly record?: 'full' | 'metadata';
 }
 
-/** One MCP tool call an agent made inside a delivery (requested by the LLM call `llmCallId`). */
+/** One tool call (MCP or code) an agent made inside a delivery (requested by the LLM call `llmCallId`). */
 export interface ToolCallRecord {
   readonly id: string;
   readonly llmCallId: string;
   readonly threadId: string;
   readonly messageId: string | null;
   readonly agent: string;
+  /** `mcp`: a tool of an MCP server; `code`: a function of the agent's `tools:` (absent on records made before code tools: `mcp`). */
+  readonly kind?: 'mcp' | 'code';
+  /** The MCP server, or the code tool's module (`./tools.ts`). */
   readonly server: string;
+  /** The MCP server's name of the tool, or the code tool's name. */
   readonly tool: string;
   /** null in `metadata` mode. */
   readonly arguments: unknown;
   /** The tool's text result; null in `metadata` mode or when it failed. */
   readonly result: string | null;
-  /** The tool reported an error (MCP `isError`) or the call failed. */
+  /** The tool reported an error (MCP `isError`) or the call failed (a code tool threw, timed out or got invalid arguments). */
   readonly isError: boolean;
   readonly error: string | null;
   readonly startedAt: number;

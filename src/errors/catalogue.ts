@@ -111,6 +111,11 @@ export const Errors = {
   LLM_TOOL_ROUNDS_EXCEEDED: define('LLM_TOOL_ROUNDS_EXCEEDED', 502, 'Agent %s used more than %s rounds of tool calls (max_tool_rounds) in one delivery'),
   MCP_UNAVAILABLE: define('MCP_UNAVAILABLE', 502, 'MCP server %s is unavailable: %s'),
   MCP_TOOL_FAILED: define('MCP_TOOL_FAILED', 502, 'MCP tool %s of server %s failed: %s'),
+  /** Code tools (an agent's `tools:`): what the model gets back as the tool's error result, and what is recorded. */
+  CODE_TOOL_INVALID_INPUT: define('CODE_TOOL_INVALID_INPUT', 422, 'Tool %s was called with invalid arguments: %s'),
+  CODE_TOOL_FAILED: define('CODE_TOOL_FAILED', 502, 'Tool %s failed: %s'),
+  CODE_TOOL_TIMEOUT: define('CODE_TOOL_TIMEOUT', 504, 'Tool %s timed out after %s s'),
+  CODE_TOOL_BAD_RESULT: define('CODE_TOOL_BAD_RESULT', 502, 'Tool %s returned a result that cannot be sent as JSON: %s'),
   CONFIG_INVALID: define('CONFIG_INVALID', 400, 'Configuration is invalid: %s'),
 
   // --- storage (the data directory) ---

@@ -73,6 +73,7 @@ export class McpCalls {
       threadId: call.threadId,
       messageId: call.messageId,
       agent: call.agent,
+      kind: 'mcp',
       server: call.tool.server,
       tool: call.tool.name,
       arguments: call.arguments,

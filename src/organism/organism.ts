@@ -36,6 +36,7 @@ import { fingerprint } from '../config/fingerprint.js';
 import { BudgetKeeper } from './budget-keeper.js';
 import { Follower } from './follower.js';
 import { McpCalls } from './mcp-calls.js';
+import { CodeToolCalls } from './code-tool-calls.js';
 import { organismQueries, type OrganismQueries } from './queries.js';
 import { replyFormatOf } from './reply-format.js';
 
@@ -70,6 +71,7 @@ export class Organism {
   /** Where every LLM call and MCP tool call is recorded (llm.record). */
   readonly llmCalls: LlmCallStore;
   private readonly mcp: McpCalls;
+  private readonly codeTools: CodeToolCalls;
   /** Telemetry hooks: delivery and LLM call observers (metrics and traces attach here). */
   readonly observers: { readonly deliveries: DeliveryObservers; readonly llm: LlmObservers };
   private readonly pump: Pump;
@@ -102,6 +104,7 @@ export class Organism {
     this.outputCap = new OutputCapWatch(this.logger);
     this.router = this.makeRouter(loaded.config);
     this.mcp = new McpCalls(loaded, this.llmCalls, () => this.config.llm.record ?? 'full', this.logger);
+    this.codeTools = new CodeToolCalls(this.llmCalls, () => this.config.llm.record ?? 'full');
     this.storage.usage.attach(this.tracker);
     this.budgetKeeper.watch(this.tracker);
     this.pump = new Pump(
@@ -470,6 +473,8 @@ export class Organism {
       replyFormat: (listener) => replyFormatOf(listener, this.config),
       mcpTools: (servers): Promise<McpTool[]> => this.mcp.tools(servers),
       callMcp: (call) => this.mcp.call(call),
+      codeTools: (agent) => this.loaded.listeners.find((l) => l.config.name === agent)?.tools ?? [],
+      callCode: (call) => this.codeTools.call(call),
     };
   }
 }

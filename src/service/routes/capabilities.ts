@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { codeToolName } from '../../config/tools.js';
 import { Errors } from '../../errors/catalogue.js';
 import { peerToolName, REPLY_TOOL } from '../../llm/tool-names.js';
 import { replyFormatOf } from '../../organism/reply-format.js';
@@ -57,7 +58,10 @@ export const capabilityRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async
         prompt: listener?.agent ? listener.prompt : null,
         replyFormat: listener?.agent ? replyFormatOf(listener, config) : null,
         toolCall: { name: peerToolName(name), arguments: type.exampleValue() },
-        tools: listener?.agent && replyFormatOf(listener, config) === 'tools' ? [...listener.peers.map(peerToolName), REPLY_TOOL, ...(listener.mcpServers ?? []).map((m) => `${m}_*`)] : [],
+        tools:
+          listener?.agent && replyFormatOf(listener, config) === 'tools'
+            ? [...listener.peers.map(peerToolName), REPLY_TOOL, ...(listener.tools ?? []).map(codeToolName), ...(listener.mcpServers ?? []).map((m) => `${m}_*`)]
+            : [],
         senders,
       };
     },

@@ -12,6 +12,7 @@ import { iso } from '../time.js';
 function toolView(t: ToolCallRecord) {
   return {
     id: t.id,
+    kind: t.kind ?? ('mcp' as const),
     server: t.server,
     tool: t.tool,
     arguments: t.arguments ?? null,

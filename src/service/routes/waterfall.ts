@@ -42,7 +42,16 @@ function callView(c: LlmCallRecord, tools: readonly ToolCallRecord[]) {
     error: c.error,
     toolExecutions: tools
       .filter((t) => t.llmCallId === c.id)
-      .map((t) => ({ id: t.id, server: t.server, tool: t.tool, startedAt: iso(t.startedAt), durationMs: t.durationMs, isError: t.isError, error: t.error })),
+      .map((t) => ({
+        id: t.id,
+        kind: t.kind ?? ('mcp' as const),
+        server: t.server,
+        tool: t.tool,
+        startedAt: iso(t.startedAt),
+        durationMs: t.durationMs,
+        isError: t.isError,
+        error: t.error,
+      })),
   };
 }
 

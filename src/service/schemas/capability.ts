@@ -26,7 +26,8 @@ export const CapabilityDetail = Type.Object(
       { description: 'An example call of that tool: its arguments are one payload of the accepted type' },
     ),
     tools: Type.Array(Type.String(), {
-      description: 'The tools this LLM agent answers with, when it answers with tool calls: send_to_<peer> per peer, reply, and <server>_* for the tools of each MCP server it is given',
+      description:
+        'The tools this LLM agent answers with, when it answers with tool calls: send_to_<peer> per peer, reply, its code tools (tools: in organism.yaml) by name, and <server>_* for the tools of each MCP server it is given',
     }),
     senders: Type.Array(
       Type.Object({

@@ -19,8 +19,9 @@ export const TokenUsageInfo = Type.Object(
 export const ToolExecutionInfo = Type.Object(
   {
     id: Type.String(),
-    server: Type.String({ description: 'MCP server (mcp_servers)' }),
-    tool: Type.String(),
+    kind: Type.Enum(['mcp', 'code'], { description: "mcp: a tool of an MCP server; code: a function of the agent's tools (organism.yaml)" }),
+    server: Type.String({ description: "The MCP server (mcp_servers), or the code tool's module (./tools.ts)" }),
+    tool: Type.String({ description: "The MCP server's name of the tool, or the code tool's name" }),
     arguments: Type.Unknown({ description: 'As the model gave them; null when llm.record is metadata' }),
     result: Nullable(Type.String({ description: "The tool's text result; null when llm.record is metadata or it failed" })),
     isError: Type.Boolean(),
@@ -63,7 +64,7 @@ export const LlmCallInfo = Type.Object(
     record: Type.Union([Type.Literal('full'), Type.Literal('metadata')], {
       description: 'What llm.record kept: full, or metadata (no prompt, answer text, tool arguments or results)',
     }),
-    toolExecutions: Type.Array(ToolExecutionInfo, { description: 'MCP tool calls this call requested, in order' }),
+    toolExecutions: Type.Array(ToolExecutionInfo, { description: 'The tool calls (MCP and code) this call requested, in order' }),
   },
   { title: 'LlmCall' },
 );

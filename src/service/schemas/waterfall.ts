@@ -27,7 +27,8 @@ export const WaterfallDelivery = Type.Object(
 export const WaterfallToolExecution = Type.Object(
   {
     id: Type.String(),
-    server: Type.String(),
+    kind: Type.Enum(['mcp', 'code'], { description: "mcp: a tool of an MCP server; code: a function of the agent's tools (organism.yaml)" }),
+    server: Type.String({ description: "The MCP server, or the code tool's module" }),
     tool: Type.String(),
     startedAt: Timestamp,
     durationMs: Type.Number(),
@@ -52,7 +53,7 @@ export const WaterfallCall = Type.Object(
     cost: Nullable(Type.Number()),
     finishReason: NullableString,
     error: NullableString,
-    toolExecutions: Type.Array(WaterfallToolExecution, { description: 'MCP tool calls this call requested, in order' }),
+    toolExecutions: Type.Array(WaterfallToolExecution, { description: 'The tool calls (MCP and code) this call requested, in order' }),
   },
   { title: 'WaterfallCall' },
 );

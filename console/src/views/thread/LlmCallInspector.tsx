@@ -277,7 +277,7 @@ function TurnView({ turn: t }: { turn: Turn }) {
   );
 }
 
-/** MCP tool calls, and the deliveries of the messages this call's send/reply calls became (code tools run there). */
+/** Tool calls (MCP and the agent's code tools), and the deliveries of the messages this call's send/reply calls became (code listeners run there). */
 function Executions({ call: c, calls }: { call: LlmCall; calls: readonly LlmCall[] }) {
   const journal = useQuery({ queryKey: ['thread-journal', c.threadId], queryFn: () => api.journal({ threadId: c.threadId, limit: 100, offset: 0 }) });
   const agents = useQuery({ queryKey: ['agents'], queryFn: api.agents });
@@ -288,10 +288,18 @@ function Executions({ call: c, calls }: { call: LlmCall; calls: readonly LlmCall
     <Section title="Tool executions">
       <ul className="llm-execs">
         {c.toolExecutions.map((t) => (
-          <li key={t.id} aria-label={`MCP ${t.server}.${t.tool}`}>
+          <li key={t.id} aria-label={t.kind === 'code' ? `Code tool ${t.tool}` : `MCP ${t.server}.${t.tool}`}>
             <div>
-              <span className="badge">MCP</span> <strong>{t.server}</strong>.<strong>{t.tool}</strong> <span className="muted">{Math.round(t.durationMs)} ms</span>{' '}
-              {t.isError && <span className="badge state-failed">error</span>}
+              {t.kind === 'code' ? (
+                <>
+                  <span className="badge">code</span> <strong>{t.tool}</strong> <code className="muted">{t.server}</code>
+                </>
+              ) : (
+                <>
+                  <span className="badge">MCP</span> <strong>{t.server}</strong>.<strong>{t.tool}</strong>
+                </>
+              )}{' '}
+              <span className="muted">{Math.round(t.durationMs)} ms</span> {t.isError && <span className="badge state-failed">error</span>}
             </div>
             <h5>Arguments</h5>
             {t.arguments === null ? <p className="muted">not recorded</p> : <Block value={t.arguments} label={`${t.tool} arguments`} />}

@@ -136,8 +136,9 @@ function callRow(c: Call): Row {
 function toolRow(x: Tool): Row {
   const start = t(x.startedAt)!;
   const failed = x.isError || x.error !== null;
+  const name = x.kind === 'code' ? x.tool : `${x.server}.${x.tool}`;
   const details: Array<[string, string]> = [
-    ['Tool', `${x.server} · ${x.tool} (MCP)`],
+    ['Tool', x.kind === 'code' ? `${x.tool} (code, ${x.server})` : `${x.server} · ${x.tool} (MCP)`],
     ['Started', new Date(start).toISOString().slice(11, 23)],
     ['Duration', ms(x.durationMs)],
   ];
@@ -146,8 +147,8 @@ function toolRow(x: Tool): Row {
   return {
     key: x.id,
     kind: 'tool',
-    label: `${x.server}.${x.tool}`,
-    segments: [{ start, end: start + x.durationMs, kind: failed ? 'tool-failed' : 'tool', title: `Tool ${x.server}.${x.tool} ${failed ? 'failed ' : ''}${ms(x.durationMs)}` }],
+    label: name,
+    segments: [{ start, end: start + x.durationMs, kind: failed ? 'tool-failed' : 'tool', title: `Tool ${name} ${failed ? 'failed ' : ''}${ms(x.durationMs)}` }],
     marks: failed ? [{ text: 'tool failed', bad: true }] : [],
     details,
   };

@@ -32,8 +32,8 @@ export function parseHandlerRef(ref: string): HandlerRef | { readonly error: str
 
 /** A handler module after loading: its exports, or why it could not be loaded. */
 export type LoadedModule =
-  | { readonly ok: true; readonly resolved: string; readonly exports: Readonly<Record<string, unknown>>; readonly hash: string }
-  | { readonly ok: false; readonly resolved: string; readonly error: string };
+  | { readonly ok: true; readonly resolved: string; readonly exports: Readonly<Record<string, unknown>>; readonly hash: string; readonly files: readonly string[] }
+  | { readonly ok: false; readonly resolved: string; readonly error: string; readonly files: readonly string[] };
 
 /**
  * Loads handler modules (.ts or .js) without a build step, through tsx. Each module gets a
@@ -64,7 +64,7 @@ async function loadModule(baseDir: string, modulePath: string, cachedLocalFiles:
   try {
     await readFile(resolved);
   } catch {
-    return { ok: false, resolved, error: ConfigMessages.moduleNotFound(modulePath, resolved) };
+    return { ok: false, resolved, error: ConfigMessages.moduleNotFound(modulePath, resolved), files: [resolved] };
   }
   const url = pathToFileURL(resolved).href;
   const imported = new Set<string>([url]);
@@ -72,7 +72,8 @@ async function loadModule(baseDir: string, modulePath: string, cachedLocalFiles:
     const ns = (await tsImport(url, { parentURL: import.meta.url, onImport: (u) => imported.add(u) })) as Record<string, unknown>;
     await importNoticesSettled(imported);
     for (const file of cachedLocalFiles()) imported.add(pathToFileURL(file).href);
-    return { ok: true, resolved, exports: ns, hash: await hashLocalFiles(imported) };
+    const files = localFiles(imported);
+    return { ok: true, resolved, exports: ns, hash: await hashFiles(files), files };
   } catch (err) {
     await importNoticesSettled(imported);
     // The files the import reached, latest first (the failing one is usually the last), then the module.
@@ -80,7 +81,8 @@ async function loadModule(baseDir: string, modulePath: string, cachedLocalFiles:
       .filter((u) => u.startsWith('file:') && !u.includes('/node_modules/'))
       .map((u) => fileURLToPath(u.split('?')[0] ?? u))
       .reverse();
-    return { ok: false, resolved, error: ConfigMessages.moduleFailed(modulePath, describeLoadError(err, baseDir, [...new Set(reached)])) };
+    const error = ConfigMessages.moduleFailed(modulePath, describeLoadError(err, baseDir, [...new Set(reached)]));
+    return { ok: false, resolved, error, files: localFiles(imported) };
   }
 }
 
@@ -98,14 +100,16 @@ async function importNoticesSettled(imported: ReadonlySet<string>): Promise<void
   }
 }
 
-/** Hash of the module and the local files it imports (packages under node_modules excluded). */
-async function hashLocalFiles(urls: Iterable<string>): Promise<string> {
-  const files = [...urls]
-    .filter((u) => u.startsWith('file:') && !u.includes('/node_modules/'))
-    .map((u) => fileURLToPath(u.split('?')[0] ?? u))
-    .sort();
+/** The module and the local files it imports (packages under node_modules excluded), sorted. */
+function localFiles(urls: Iterable<string>): string[] {
+  const files = [...urls].filter((u) => u.startsWith('file:') && !u.includes('/node_modules/')).map((u) => fileURLToPath(u.split('?')[0] ?? u));
+  return [...new Set(files)].sort();
+}
+
+/** Hash of the files' paths and contents: the identity of a module's code. */
+async function hashFiles(files: readonly string[]): Promise<string> {
   const hash = createHash('sha256');
-  for (const file of new Set(files)) {
+  for (const file of files) {
     hash.update(file).update('\0');
     hash.update(await readFile(file).catch(() => Buffer.alloc(0))).update('\0');
   }

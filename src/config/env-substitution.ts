@@ -45,7 +45,9 @@ export function expandEnvironment(sink: ProblemSink, root: Node | null, env: Nod
         visit((pair.value as Node | null) ?? null, joinPath(keyPath, key));
       }
     } else if (isSeq(node)) {
-      node.items.forEach((item, i) => visit(isPair(item) ? null : (item as Node), `${keyPath}[${i}]`));
+      node.items.forEach((item, i) => {
+        visit(isPair(item) ? null : (item as Node), `${keyPath}[${i}]`);
+      });
     } else if (isScalar(node) && typeof node.value === 'string') {
       const expanded = expandString(node.value, env);
       if ('problem' in expanded) {

@@ -1,6 +1,7 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: organism.yaml substitutions are written in plain strings on purpose.
 import { describe, expect, it } from 'vitest';
 import { ConfigInvalidError, loadOrganismFromString, sanitizeConfig, sanitizedConfigYaml, type ConfigProblem } from '../../src/config/index.js';
+import { fingerprint } from '../../src/config/fingerprint.js';
 import { CONFIG_PATH, y } from './helpers.js';
 
 const load = (text: string, env: Record<string, string>) => loadOrganismFromString(text, CONFIG_PATH, { env });
@@ -129,5 +130,15 @@ describe('${VAR} substitution in organism.yaml', () => {
     expect(found[0]!.keyPath).toBe('llm.providers[0].base_url');
     expect(found[0]!.message).not.toContain(secret);
     expect(found[0]!.message).toContain('[redacted]');
+  });
+
+  it("the configuration's fingerprint (stored in a cluster's database, named in logs) holds a secret's reference, not its value", async () => {
+    const text = config(listener(), 'mcp_servers:\n  - {name: gh, command: "node gh.js --token ${GITHUB_TOKEN}"}');
+    const mine = { GITHUB_TOKEN: 'ghp_first0123456789abcdefghijklmnopq' };
+    const theirs = { GITHUB_TOKEN: 'ghp_second0123456789abcdefghijklmno' };
+    const here = fingerprint((await load(text, mine)).config, mine);
+    expect(here.text).not.toContain(mine.GITHUB_TOKEN);
+    expect(here.text).toContain('--token","${GITHUB_TOKEN}"');
+    expect(fingerprint((await load(text, theirs)).config, theirs).hash).toBe(here.hash);
   });
 });

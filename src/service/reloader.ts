@@ -1,4 +1,5 @@
 import { ConfigInvalidError, formatConfigProblem, loadOrganismToRun } from '../config/index.js';
+import { fingerprint } from '../config/fingerprint.js';
 import type { LoadedOrganism } from '../config/types.js';
 import { Errors, OrganismError } from '../errors/catalogue.js';
 import type { ReloadResult } from '../events/types.js';
@@ -62,7 +63,10 @@ export class Reloader {
       const problems = tokens.problems.map((message) => ({ location: 'config', field: 'auth.tokens', message }));
       throw Errors.RELOAD_INVALID.withData(problems, `Configuration is invalid: ${tokens.problems.join('; ')}`);
     }
-    if (options.dryRun || (options.whenChanged && changesNothing(plan))) return { result: plan, applied: false, loaded };
+    // Nothing to apply: no listener or key differs, and the configuration is the running one
+    // to the last default (a key the plan does not name is never taken for no change).
+    const unchanged = () => changesNothing(plan) && fingerprint(loaded.config).hash === organism.configIdentity.hash;
+    if (options.dryRun || (options.whenChanged && unchanged())) return { result: plan, applied: false, loaded };
     let result: ReloadResult;
     try {
       result = organism.reload(loaded);

@@ -91,8 +91,14 @@ describe('${VAR} substitution in organism.yaml', () => {
     expect(bad[0]!.message).toContain('malformed substitution `${1X}`');
     expect(bad[1]!.message).toContain('has no closing `}`');
 
-    const { config: c } = await load(config(listener(), 'llm: {providers: [{name: m, type: mock, script: {writer: ["Costs $${PRICE} (${CUR:-EUR})"]}}]}'), { PRICE: 'no' });
+    const text = config(listener(), 'llm: {providers: [{name: m, type: mock, script: {writer: ["Costs $${PRICE} (${CUR:-EUR})"]}}]}');
+    const { config: c } = await load(text, { PRICE: 'no' });
     expect(c.llm.providers[0]!.script['writer']).toEqual(['Costs ${PRICE} (EUR)']);
+    // The YAML view reads back as the same values: the literal is written escaped again.
+    const view = sanitizedConfigYaml(c, {});
+    expect(view).toContain('Costs $${PRICE} (EUR)');
+    const again = await loadOrganismFromString(view, CONFIG_PATH, { env: { PRICE: 'no' } });
+    expect(again.config.llm.providers[0]!.script['writer']).toEqual(['Costs ${PRICE} (EUR)']);
   });
 
   it('the sanitized view shows expanded values, but never a value a secret variable went into', async () => {

@@ -14,8 +14,18 @@ import { joinPath, type ProblemSink } from './reader.js';
 /** `$${`, or `${` then a variable name and an optional `:-default`, up to the first `}`. */
 const TOKEN = /\$\$\{|\$\{([^}]*)\}?/g;
 const REFERENCE = /^([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?$/s;
-/** Variable names that announce a secret (OPENAI_API_KEY, GITHUB_TOKEN, DB_PASSWORD, ...). */
-const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|PRIVATE/i;
+/**
+ * Words (between `_`) of variable names that announce a secret: OPENAI_API_KEY, GITHUB_TOKEN,
+ * DB_PASSWORD, ... but not MAX_TOKENS or THREAD_TOKENS, which are numbers.
+ */
+const SECRET_WORDS = new Set(['KEY', 'APIKEY', 'TOKEN', 'SECRET', 'PASSWORD', 'PASSWD', 'PASSPHRASE', 'CREDENTIAL', 'CREDENTIALS', 'PRIVATE']);
+const secretName = (name: string): boolean =>
+  name
+    .toUpperCase()
+    .split('_')
+    .some((word) => SECRET_WORDS.has(word));
+/** A value that looks like a key: one long random-looking word (not a URL, a path or a sentence). */
+const secretValue = (value: string): boolean => !/[\s/:]/.test(value) && looksLikeSecret(value);
 /** Keys whose value names a variable that holds a secret. */
 const SECRET_NAMING_KEYS = new Set(['api_key_env', 'token_env']);
 /** Always a secret: the operator token `serve` reads. */
@@ -57,7 +67,7 @@ export function expandEnvironment(sink: ProblemSink, root: Node | null, env: Nod
       if (expanded.variables.length === 0 && !expanded.escaped) return;
       for (const name of expanded.variables) {
         const value = env[name] ?? '';
-        if (!secretNamed.has(name) && !SECRET_NAME.test(name) && !looksLikeSecret(value)) continue;
+        if (!secretNamed.has(name) && !secretName(name) && !secretValue(value)) continue;
         secretVariables.add(name);
         if (value !== '') secretValues.add(value);
       }

@@ -110,9 +110,11 @@ describe('${VAR} substitution in organism.yaml', () => {
       '  providers:',
       '    - {name: m, type: mock, base_url: "https://${LLM_HOST}/v1?key=${PASS:-x}", api_key_env: "${KEY_VAR:-MY_KEY}"}',
       '    - {name: o, type: openai, base_url: "https://${MY_KEY}.example.com/v1", models: [gpt-]}',
+      'max_tokens_per_thread: ${THREAD_TOKENS:-20000}',
     ].join('\n');
     const text = config(listener(), top);
-    const env = { GITHUB_TOKEN: token, ORG: 'acme', LLM_HOST: 'llm.acme.dev', MY_KEY: 'short' };
+    // WHAT looks random enough, but is a sentence; THREAD_TOKENS is a number: neither is a secret.
+    const env = { GITHUB_TOKEN: token, ORG: 'acme', LLM_HOST: 'llm.acme.dev', MY_KEY: 'short', WHAT: 'Writes For Team42 in Region WestEurope' };
     const loaded = await load(text, env);
     expect(loaded.config.mcpServers![0]!.command).toEqual(['node', 'gh.js', '--token', token, '--org', 'acme']);
     expect(loaded.config.secretVariables).toEqual(['GITHUB_TOKEN', 'KEY_VAR', 'MY_KEY']);
@@ -123,6 +125,7 @@ describe('${VAR} substitution in organism.yaml', () => {
     expect(view.llm.providers[1]!.baseUrl).toBe('[redacted]');
     expect(view.llm.providers[0]!.baseUrl).toBe('https://llm.acme.dev/v1?key=%5Bredacted%5D');
     expect(view.llm.providers[0]!.apiKeyEnv).toBe('MY_KEY');
+    expect(view).toMatchObject({ maxTokensPerThread: 20000, listeners: [{ description: env.WHAT }, {}] });
     const yamlView = sanitizedConfigYaml(loaded.config, env);
     expect(yamlView).toContain('acme');
     expect(yamlView).not.toContain(token);

@@ -56,6 +56,7 @@ program
   .option('--no-supervisor', 'run the server in this process (no same-PID restarts)')
   .option('--slow-request <seconds>', 'log requests that take this long or longer at warn (0: never; every request is logged at debug)', secondsOption(0, 86_400), 1)
   .option('--demo-traffic [seconds]', 'inject a demo question into the first agent every N seconds (default 3)', secondsOption(0.05, 86_400))
+  .option('--watch', 'reload when organism.yaml or a handler module it names changes (as POST /organism/reload; an edit that does not load is logged and the running configuration kept)')
   .addOption(new Option('--handlers <on|off>', 'PostgreSQL store: run handlers here (on, the default) or serve the API only (off)').choices(['on', 'off']))
   .option('--concurrency <n>', 'PostgreSQL store: handlers this process runs at once at most (default: limits.max_concurrent_handlers)', concurrencyOption)
   .option('--name <name>', "PostgreSQL store: this process's name in /api/v1/workers (default: host:pid)")
@@ -97,6 +98,7 @@ program
           auth: opts.auth,
           drainTimeoutMs: opts.drainTimeout * 1000,
           ...(opts.demoTraffic !== undefined ? { demoTrafficMs: (opts.demoTraffic === true ? 3 : opts.demoTraffic) * 1000 } : {}),
+          watch: opts.watch === true,
           cluster: { handlers: opts.handlers, concurrency: opts.concurrency, name: opts.name, leaseSeconds: opts.leaseSeconds, exclusive: opts.exclusive },
         }),
       );

@@ -14,6 +14,7 @@ import { createLogger, type LogLevel } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import { resolveConfigPath, resolveDataDir } from './config-path.js';
 import { startDemoTraffic, type DemoTraffic } from './demo-traffic.js';
+import { ConfigWatcher } from './watch.js';
 import { checkBindable, ServeError } from './bind.js';
 import { ExitCode } from './exit-codes.js';
 import { resolveTokens } from './tokens.js';
@@ -38,6 +39,8 @@ export interface ServeOptions {
   readonly demoTrafficMs?: number;
   /** `--handlers`, `--concurrency`, `--name`, `--lease-seconds`, `--exclusive` (PostgreSQL store only). */
   readonly cluster?: ClusterFlags;
+  /** `--watch`: reload when organism.yaml or a handler module changes (see ConfigWatcher). */
+  readonly watch?: boolean;
 }
 
 /** Open connections may finish their requests this long once the organism has drained. */
@@ -124,6 +127,7 @@ export async function serveProcess(configArg: string | undefined, options: Serve
   const consoleDir = fileURLToPath(new URL('../console/', import.meta.url));
   const hasConsole = consoleBuilt(consoleDir);
   let demo: DemoTraffic | null = null;
+  let watcher: ConfigWatcher | null = null;
 
   let exitCode: number = ExitCode.OK;
   let shuttingDown: Promise<void> | null = null;
@@ -136,6 +140,7 @@ export async function serveProcess(configArg: string | undefined, options: Serve
     shuttingDown = (async () => {
       logger.info({ restart }, 'shutting down gracefully');
       demo?.stop();
+      watcher?.close();
       // The HTTP server stays up while draining: reads answer, new injections get a clear 503.
       const stopped = await organism.stop({ timeoutMs: options.drainTimeoutMs });
       logger.info({ journal: stopped.journal, abortedInFlight: stopped.abortedInFlight }, 'journal at shutdown');
@@ -154,6 +159,7 @@ export async function serveProcess(configArg: string | undefined, options: Serve
     // Nobody will hand this process connections or restart it: stop accepting first, then
     // give in-flight work a short bound (what is aborted stays in the journal for recovery).
     shuttingDown = (async () => {
+      watcher?.close();
       await app.close();
       await organism.stop({ timeoutMs: ORPHAN_DRAIN_MS });
     })();
@@ -237,6 +243,13 @@ export async function serveProcess(configArg: string | undefined, options: Serve
       : '  Token:     authentication DISABLED (loopback only)',
     ...telemetryLines(loaded.config, tracingSettings, base),
   ];
+  if (options.watch) {
+    // In the server process (supervised or not), beside the organism it reloads: a restart
+    // starts a new server process, and with it a new watcher.
+    watcher = new ConfigWatcher({ configPath: path, sources: loaded.sources ?? [], reload: (o) => app.reloadOrganism(o), logger });
+    const modules = watcher.watched().length - 1;
+    lines.push(`  Watching:  ${path}${modules > 0 ? ` and ${modules} handler file${modules === 1 ? '' : 's'}` : ''} (reloads on change)`);
+  }
   if (options.demoTrafficMs !== undefined) {
     demo = startDemoTraffic(organism, options.demoTrafficMs, logger);
     lines.push(demo.target ? `  Demo:      a question to ${demo.target} every ${options.demoTrafficMs / 1000} s` : '  Demo:      no agent to send demo questions to');

@@ -37,7 +37,7 @@ interface SanitizedField {
 
 /**
  * The sanitized configuration (the same view as GET /organism/config: env var names, never
- * values) as organism.yaml is written: snake_case keys, `organism: {name}`, payload types as a
+ * values; substitutions expanded, a literal `${` written `$${`) as organism.yaml is written: snake_case keys, `organism: {name}`, payload types as a
  * map of `field: type` (`string?` for an optional one). What organism.yaml left to a default is
  * shown with that default.
  */
@@ -67,5 +67,13 @@ export function sanitizedConfigYaml(config: OrganismConfig, env: NodeJS.ProcessE
     if (key === 'listeners') doc['payloads'] = types;
   }
   doc['payloads'] ??= types;
-  return stringify(doc, { lineWidth: 0 });
+  return stringify(literalDollars(doc), { lineWidth: 0 });
+}
+
+/** A `${` in a value is written `$${`, so the text read back as organism.yaml has the same values (no substitution). */
+function literalDollars(value: unknown): unknown {
+  if (typeof value === 'string') return value.replaceAll('${', () => '$${');
+  if (Array.isArray(value)) return value.map(literalDollars);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, literalDollars(v)]));
 }

@@ -13,22 +13,30 @@ export interface ConfigFingerprint {
   readonly text: string;
 }
 
-export function fingerprint(config: OrganismConfig): ConfigFingerprint {
-  const text = canonicalJson(config);
+/**
+ * A secret substituted into organism.yaml (`${GITHUB_TOKEN}`, see OrganismConfig.secretVariables)
+ * counts as its reference, `${GITHUB_TOKEN}`: the text is stored in the database and named in
+ * logs, which must never hold the secret, and each process may have its own.
+ */
+export function fingerprint(config: OrganismConfig, env: NodeJS.ProcessEnv = process.env): ConfigFingerprint {
+  const secrets = (config.secretVariables ?? []).flatMap((name) => {
+    const value = env[name];
+    return value ? [{ value, reference: `\${${name}}` }] : [];
+  });
+  // The longest first: a secret that contains another is replaced whole.
+  secrets.sort((a, b) => b.value.length - a.value.length);
+  const text = JSON.stringify(sorted(config, secrets));
   return { hash: createHash('sha256').update(text).digest('hex').slice(0, 16), text };
 }
 
-function canonicalJson(value: unknown): string {
-  return JSON.stringify(sorted(value));
-}
-
-function sorted(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sorted);
+function sorted(value: unknown, secrets: ReadonlyArray<{ value: string; reference: string }>): unknown {
+  if (typeof value === 'string') return secrets.reduce((s, secret) => s.split(secret.value).join(secret.reference), value);
+  if (Array.isArray(value)) return value.map((v) => sorted(v, secrets));
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {};
     for (const key of Object.keys(value).sort()) {
       const v = (value as Record<string, unknown>)[key];
-      if (v !== undefined) out[key] = sorted(v);
+      if (v !== undefined) out[key] = sorted(v, secrets);
     }
     return out;
   }

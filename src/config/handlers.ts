@@ -32,7 +32,13 @@ export function parseHandlerRef(ref: string): HandlerRef | { readonly error: str
 
 /** A handler module after loading: its exports, or why it could not be loaded. */
 export type LoadedModule =
-  | { readonly ok: true; readonly resolved: string; readonly exports: Readonly<Record<string, unknown>>; readonly hash: string }
+  | {
+      readonly ok: true;
+      readonly resolved: string;
+      readonly exports: Readonly<Record<string, unknown>>;
+      readonly hash: string;
+      readonly files: readonly string[];
+    }
   | {
       readonly ok: false;
       readonly resolved: string;
@@ -41,6 +47,7 @@ export type LoadedModule =
       /** The parts, for other uses of the module (an agent's `tools`): not found, or why it failed to load. */
       readonly notFound: boolean;
       readonly reason: string;
+      readonly files: readonly string[];
     };
 
 /**
@@ -72,7 +79,7 @@ async function loadModule(baseDir: string, modulePath: string, cachedLocalFiles:
   try {
     await readFile(resolved);
   } catch {
-    return { ok: false, resolved, error: ConfigMessages.moduleNotFound(modulePath, resolved), notFound: true, reason: '' };
+    return { ok: false, resolved, error: ConfigMessages.moduleNotFound(modulePath, resolved), notFound: true, reason: '', files: [resolved] };
   }
   const url = pathToFileURL(resolved).href;
   const imported = new Set<string>([url]);
@@ -80,7 +87,8 @@ async function loadModule(baseDir: string, modulePath: string, cachedLocalFiles:
     const ns = (await tsImport(url, { parentURL: import.meta.url, onImport: (u) => imported.add(u) })) as Record<string, unknown>;
     await importNoticesSettled(imported);
     for (const file of cachedLocalFiles()) imported.add(pathToFileURL(file).href);
-    return { ok: true, resolved, exports: ns, hash: await hashLocalFiles(imported) };
+    const files = localFiles(imported);
+    return { ok: true, resolved, exports: ns, hash: await hashFiles(files), files };
   } catch (err) {
     await importNoticesSettled(imported);
     // The files the import reached, latest first (the failing one is usually the last), then the module.
@@ -89,7 +97,7 @@ async function loadModule(baseDir: string, modulePath: string, cachedLocalFiles:
       .map((u) => fileURLToPath(u.split('?')[0] ?? u))
       .reverse();
     const reason = describeLoadError(err, baseDir, [...new Set(reached)]);
-    return { ok: false, resolved, error: ConfigMessages.moduleFailed(modulePath, reason), notFound: false, reason };
+    return { ok: false, resolved, error: ConfigMessages.moduleFailed(modulePath, reason), notFound: false, reason, files: localFiles(imported) };
   }
 }
 
@@ -107,14 +115,16 @@ async function importNoticesSettled(imported: ReadonlySet<string>): Promise<void
   }
 }
 
-/** Hash of the module and the local files it imports (packages under node_modules excluded). */
-async function hashLocalFiles(urls: Iterable<string>): Promise<string> {
-  const files = [...urls]
-    .filter((u) => u.startsWith('file:') && !u.includes('/node_modules/'))
-    .map((u) => fileURLToPath(u.split('?')[0] ?? u))
-    .sort();
+/** The module and the local files it imports (packages under node_modules excluded), sorted. */
+function localFiles(urls: Iterable<string>): string[] {
+  const files = [...urls].filter((u) => u.startsWith('file:') && !u.includes('/node_modules/')).map((u) => fileURLToPath(u.split('?')[0] ?? u));
+  return [...new Set(files)].sort();
+}
+
+/** Hash of the files' paths and contents: the identity of a module's code. */
+async function hashFiles(files: readonly string[]): Promise<string> {
   const hash = createHash('sha256');
-  for (const file of new Set(files)) {
+  for (const file of files) {
     hash.update(file).update('\0');
     hash.update(await readFile(file).catch(() => Buffer.alloc(0))).update('\0');
   }

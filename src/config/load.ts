@@ -3,6 +3,7 @@ import { LineCounter, parseDocument, visit, type Node } from 'yaml';
 import type { PayloadTypeDef } from '../payload/types.js';
 import { derivedListenerTimeout, missingProviderKeys, timeoutWarnings, unsetEnvWarnings } from './advice.js';
 import { checkCrossReferences, readDocument, type ConfigDraft, type Located } from './document.js';
+import { expandEnvironment, redactSecrets } from './env-substitution.js';
 import { ConfigInvalidError } from './errors.js';
 import { maxConfigBytes, readConfigText } from './file-size.js';
 import { yamlSyntaxProblem } from './yaml-errors.js';
@@ -17,7 +18,7 @@ import type { ConfigProblem, ListenerConfig, LoadedOrganism, OrganismConfig, Res
 
 /** Options of `loadOrganism`, `loadOrganismFromString` and `checkOrganism`. */
 export interface LoadOptions {
-  /** Where \`api_key_env\` and \`token_env\` are looked up (default: process.env). */
+  /** Where `${VAR}` substitutions, `api_key_env` and `token_env` are looked up (default: process.env). */
   readonly env?: NodeJS.ProcessEnv;
 }
 
@@ -84,8 +85,14 @@ export async function loadOrganismFromString(yamlText: string, virtualPath: stri
     sink.addAt(pos?.line ?? null, pos?.col ?? null, '', ConfigMessages.yamlAlias(alias.source, alias.more));
     throw new ConfigInvalidError(sink.problems);
   }
-  const read = readDocument(sink, (doc.contents as Node | null) ?? null);
-  if (!read) throw new ConfigInvalidError(sink.problems);
+  const env = options.env ?? process.env;
+  const root = (doc.contents as Node | null) ?? null;
+  // `${VAR}` values are expanded first: what is validated and run is the expanded text.
+  const substituted = expandEnvironment(sink, root, env);
+  const redacted = (problems: readonly ConfigProblem[]) => withoutSecrets(problems, substituted.secretValues);
+  const envProblems = sink.problems.length;
+  const read = readDocument(sink, root);
+  if (!read) throw new ConfigInvalidError(redacted(sink.problems));
   const { draft, explicitTimeout } = withDerivedTimeouts(read);
   checkCrossReferences(sink, draft);
 
@@ -99,24 +106,39 @@ export async function loadOrganismFromString(yamlText: string, virtualPath: stri
   checkListenerPayloads(draft, payloadTypes);
   const listeners = resolved.map((r, i) => (r && draft.listeners[i] ? withTools(r, draft.listeners[i], tools, payloadTypes) : r));
 
-  if (sink.problems.length > 0) throw new ConfigInvalidError(sortProblems(sink.problems));
-  const env = options.env ?? process.env;
+  if (sink.problems.length > 0) throw new ConfigInvalidError(redacted(sortProblems(oncePerSubstitution(sink.problems, envProblems))));
   const warnings = new ProblemSink(virtualPath, lines);
   timeoutWarnings(warnings, draft, explicitTimeout);
   unsetEnvWarnings(warnings, draft, env);
   const missing = new ProblemSink(virtualPath, lines);
   missingProviderKeys(missing, draft, env);
+  const config = buildConfig(
+    draft,
+    payloadTypes.filter((t) => t.fromYaml).map((t) => t.def),
+  );
   return {
-    warnings: sortProblems(warnings.problems),
-    missingKeys: missing.problems,
+    warnings: redacted(sortProblems(warnings.problems)),
+    missingKeys: redacted(missing.problems),
     path: path.resolve(virtualPath),
-    config: buildConfig(
-      draft,
-      payloadTypes.filter((t) => t.fromYaml).map((t) => t.def),
-    ),
+    config: substituted.secretVariables.length > 0 ? { ...config, secretVariables: substituted.secretVariables } : config,
     listeners: listeners.filter((l): l is ResolvedListener => l !== null),
     payloadTypes: payloadTypes.map((t) => t.def),
+    sources: [path.resolve(virtualPath), ...new Set([...modules.values()].flatMap((m) => m.files))],
   };
+}
+
+/** Problems with the value of every secret variable substituted into the file replaced by `[redacted]`. */
+function withoutSecrets(problems: readonly ConfigProblem[], secrets: readonly string[]): ConfigProblem[] {
+  return secrets.length === 0 ? [...problems] : problems.map((p) => ({ ...p, message: redactSecrets(p.message, secrets) }));
+}
+
+/**
+ * A value whose substitution failed keeps its `${...}` text, which its key then refuses too
+ * (`expected a positive integer`): only the substitution's problem is kept for that key.
+ */
+function oncePerSubstitution(problems: readonly ConfigProblem[], envProblems: number): ConfigProblem[] {
+  const failed = new Set(problems.slice(0, envProblems).map((p) => p.keyPath));
+  return problems.filter((p, i) => i < envProblems || !failed.has(p.keyPath));
 }
 
 /**

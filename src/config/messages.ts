@@ -94,6 +94,11 @@ export const ConfigMessages = {
   latencyRange: (min: number, max: number) => `\`latency_ms.min\` (${min}) is greater than \`latency_ms.max\` (${max})`,
   scriptUnknownListener: (name: string, suggestion: string | null) => `script for unknown listener ${quote(name)}${didYouMean(suggestion)}`,
 
+  envUnsetNoDefault: (variable: string) =>
+    `environment variable ${quote(variable)} is not set and \`\${${variable}}\` has no default; export it, or give a default: \`\${${variable}:-value}\` (write \`$\${\` for a literal \`\${\`)`,
+  envMalformed: (token: string) =>
+    `malformed substitution ${quote(token)}: expected \`\${NAME}\` or \`\${NAME:-default}\`, NAME made of letters, digits and \`_\` (write \`$\${\` for a literal \`\${\`)`,
+  envUnclosed: (token: string) => `substitution ${quote(token)} has no closing \`}\`; close it, or write \`$\${\` for a literal \`\${\``,
   secretInsteadOfEnvName: (key: string) =>
     `${quote(key)} looks like an actual secret, not the name of an environment variable: put the key in an env var and name the variable (the value has not been printed)`,
   badEnvName: (key: string) => `${quote(key)} must be the name of an environment variable (letters, digits and \`_\`, not starting with a digit)`,

@@ -52,8 +52,10 @@ function scrub(value: unknown, secrets: readonly string[]): unknown {
 
 /**
  * The config as operators may see it (GET /organism/config): camelCase JSON, env var names
- * only. The config holds no secrets by construction; as a second line of defence, the values
- * of the env vars it names are scrubbed from every string, wherever they might have been pasted.
+ * only, `${VAR}` substitutions shown expanded. Keys name the variables that hold secrets; a
+ * value that a secret variable was substituted into is withheld whole (`[redacted]`); as a
+ * second line of defence, the values of the env vars it names are scrubbed from every string,
+ * wherever they might have been pasted.
  */
 export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = process.env): Record<string, unknown> {
   const view = {
@@ -122,5 +124,18 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
   const names = [...config.llm.providers.flatMap((p) => (p.apiKeyEnv ? [p.apiKeyEnv] : [])), ...config.auth.tokens.map((t) => t.tokenEnv), 'ORGANISM_API_TOKEN'];
   // Very short values would scrub ordinary words; real keys and tokens are long.
   const secrets = names.map((n) => env[n]).filter((v): v is string => typeof v === 'string' && v.length >= 8);
-  return scrub(view, secrets) as Record<string, unknown>;
+  // A value that a secret was substituted into (`${GITHUB_TOKEN}`) is not shown at all, whatever the secret's length.
+  const substituted = (config.secretVariables ?? []).map((n) => env[n]).filter((v): v is string => typeof v === 'string' && v !== '');
+  return scrub(withheld(view, substituted), secrets) as Record<string, unknown>;
+}
+
+/** Replaces every string of a JSON value that holds one of the given secret values by `[redacted]`. */
+function withheld(value: unknown, secrets: readonly string[]): unknown {
+  if (secrets.length === 0) return value;
+  if (typeof value === 'string') return secrets.some((secret) => value.includes(secret)) ? REDACTED : value;
+  if (Array.isArray(value)) return value.map((v) => withheld(v, secrets));
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withheld(v, secrets)]));
+  }
+  return value;
 }

@@ -174,6 +174,12 @@ export interface OrganismConfig extends TopLevelSettings {
   readonly metrics?: MetricsConfig;
   /** Absent (configs built in code): no traces unless the OTEL_* variables ask for them. */
   readonly telemetry?: TelemetryConfig;
+  /**
+   * Variables substituted into organism.yaml (`${VAR}`) that hold secrets (named by
+   * `api_key_env`/`token_env`, or named like one: `*_KEY`, `*TOKEN*`, `*SECRET*`, ...): the
+   * sanitized view never shows a value holding one. Absent: none.
+   */
+  readonly secretVariables?: readonly string[];
 }
 
 /** A listener ready to run: its config plus the loaded handler (null for builtin:llm). */
@@ -197,6 +203,8 @@ export interface LoadedOrganism {
   readonly warnings?: readonly ConfigProblem[];
   /** Provider keys (api_key_env) that listeners' models need and that were unset at load: serve and run refuse to start. */
   readonly missingKeys?: readonly ConfigProblem[];
+  /** The files it was read from: organism.yaml and every local file its handler modules import (what `serve --watch` watches). */
+  readonly sources?: readonly string[];
 }
 
 /** One problem found in a config file. */

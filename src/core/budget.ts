@@ -97,7 +97,7 @@ export interface BudgetArchive {
  * thread's whole life) are BudgetManager's.
  */
 export interface BudgetLedger {
-  /** The ceiling of budgets created from now on (a reload may change it). */
+  /** The ceiling of budgets created from now on (a reload changes it through changeDefault). */
   defaultMaxTokens: number;
   /** Whether the thread has a budget, live or finished. */
   has(threadId: string): Promise<boolean>;
@@ -113,6 +113,13 @@ export interface BudgetLedger {
   /** Real usage replaces the reservation; returns the thresholds this call crossed (also told to onThreshold listeners). */
   settle(r: Reservation, usage: { promptTokens: number; completionTokens: number }, agent: string): Promise<BudgetThresholdEvent[]>;
   cancel(r: Reservation): Promise<void>;
+  /**
+   * The default ceiling changed (a reload of `max_tokens_per_thread`): threads whose budget is
+   * created from now on get it, and so does every live budget whose ceiling is the previous
+   * default, its spend kept (one the operator set to another value keeps it). Resolves to how
+   * many live budgets took it.
+   */
+  changeDefault(maxTokens: number): Promise<number>;
   /** A finished thread's budget takes the ceiling and stays finished. */
   setCeiling(threadId: string, maxTokens: number, options?: { create?: boolean }): Promise<BudgetView>;
   /**

@@ -54,6 +54,11 @@ export function configChanges(before: OrganismConfig, after: OrganismConfig): Co
   }
   changed.push(...namedListChanges('llm.providers', before.llm.providers, after.llm.providers));
   changed.push(...recordChanges('llm.pricing', before.llm.pricing, after.llm.pricing));
+  if ((before.llm.record ?? 'full') !== (after.llm.record ?? 'full')) changed.push('llm.record');
+  for (const key of ['maxReplyBytes', 'maxMessagesPerReply'] as const) {
+    if (before.llm[key] !== after.llm[key]) changed.push(`llm.${yamlName(key)}`);
+  }
+  changed.push(...namedListChanges('mcp_servers', before.mcpServers ?? [], after.mcpServers ?? []));
   const payloads = (c: OrganismConfig) => Object.fromEntries(c.payloads.map((p) => [p.name, p]));
   changed.push(...recordChanges('payloads', payloads(before), payloads(after)));
   changed.push(...namedListChanges('auth.tokens', before.auth.tokens, after.auth.tokens));

@@ -314,7 +314,8 @@ export class Organism {
 
   /**
    * Applies an already validated configuration: listeners, payload types, limits, providers and
-   * pricing (a new router), and the default budget of threads that start from now on. Keys read
+   * pricing (a new router), and the thread budget ceiling (`max_tokens_per_thread`: new threads
+   * and live ones at the previous default, see applyDefaultCeiling). Keys read
    * only at start (journal, metrics, telemetry) are reported in `restartRequired`.
    */
   reload(next: LoadedOrganism): ReloadResult {
@@ -323,7 +324,7 @@ export class Organism {
     const registry = new PayloadRegistry(next.payloadTypes);
     const router = this.makeRouter(next.config);
     const listeners = this.pump.reload(next.listeners, limitsOf(next.config), { registry, llm: router });
-    this.budgets.defaultMaxTokens = next.config.maxTokensPerThread;
+    this.applyDefaultCeiling(next.config.maxTokensPerThread);
     this.mcp.reload(next, this.loaded);
     this.reapplyPauses(); // a listener removed and added back is still the one the operator paused
     this.loaded = next;
@@ -333,6 +334,24 @@ export class Organism {
     this.bus.emit({ type: 'reload', result });
     this.logger.info({ added: result.added, removed: result.removed, updated: result.updated, changed: result.changed, restartRequired: result.restartRequired }, 'configuration reloaded');
     return result;
+  }
+
+  /**
+   * A reloaded `max_tokens_per_thread`: new threads and the live budgets at the previous
+   * default take it (spend kept). The embedded ledger applies it before this returns; a shared
+   * one in one statement shortly after (a failure is logged: the running threads keep their
+   * ceilings, new ones get the new default all the same).
+   */
+  private applyDefaultCeiling(maxTokens: number): void {
+    const before = this.budgets.defaultMaxTokens;
+    if (before === maxTokens) return;
+    this.budgets.changeDefault(maxTokens).then(
+      (threads) => {
+        this.logger.info({ before, after: maxTokens, threads }, 'max_tokens_per_thread reloaded: live threads at the previous default take the new ceiling');
+        if (threads > 0) void this.budgetKeeper.save();
+      },
+      (err: unknown) => this.logger.error({ err, before, after: maxTokens }, 'applying the reloaded max_tokens_per_thread to live threads failed; new threads get it'),
+    );
   }
 
   /** Stops the pump (draining in-flight work), then flushes and closes storage. */

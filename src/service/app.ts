@@ -15,6 +15,7 @@ import { registerJsonParser } from './json-parser.js';
 import { registerMetrics } from './metrics.js';
 import { registerTracing, type HttpTracingOptions } from './tracing.js';
 import { registerQueryCheck } from './query-check.js';
+import { Reloader, type ReloadOptions } from './reloader.js';
 import { lazyRequestLogger, RequestLog, type RequestLogSettings } from './request-log.js';
 import { openApiOptions } from './openapi.js';
 import { agentRoutes } from './routes/agents.js';
@@ -94,14 +95,21 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   }).withTypeProvider<TypeBoxTypeProvider>();
   const base = app as unknown as FastifyInstance;
 
-  const ctx: ServiceContext = {
+  const hooks = {
     organism: options.organism,
-    version: options.version,
-    ...(options.onStop ? { onStop: options.onStop } : {}),
-    ...(options.onRestart ? { onRestart: options.onRestart } : {}),
     ...(options.reloadConfig ? { reloadConfig: options.reloadConfig } : {}),
     ...(options.resolveTokens ? { resolveTokens: options.resolveTokens } : {}),
   };
+  // setAuthTokens is decorated by registerAuth below, before any reload can run.
+  const reloader = new Reloader(hooks, (tokens) => base.setAuthTokens(tokens));
+  const ctx: ServiceContext = {
+    ...hooks,
+    version: options.version,
+    ...(options.onStop ? { onStop: options.onStop } : {}),
+    ...(options.onRestart ? { onRestart: options.onRestart } : {}),
+    reloader,
+  };
+  base.decorate('reloadOrganism', (reloadOptions?: ReloadOptions) => reloader.run(reloadOptions));
 
   if (options.tracing) await registerTracing(base, options.tracing);
   registerErrorHandling(base, bodyLimit);

@@ -1,6 +1,7 @@
 import type { LoadedOrganism, OrganismConfig } from '../config/types.js';
 import type { ApiToken } from './auth.js';
 import type { Organism } from '../organism/organism.js';
+import type { Reloader } from './reloader.js';
 
 /**
  * The organism as routes see it: its operations and `queries`, never the storage, the budget
@@ -23,6 +24,8 @@ export interface ServiceContext {
    * `auth.tokens` applies them. Problems (an unset variable) refuse the reload.
    */
   readonly resolveTokens?: (config: OrganismConfig) => { readonly tokens: readonly ApiToken[]; readonly problems: readonly string[] };
+  /** The one reload path (POST /organism/reload, `serve --watch`), one at a time. */
+  readonly reloader: Reloader;
 }
 
 /** Seconds since the organism started (0 before it has). */

@@ -62,7 +62,7 @@ interface Budget {
  * above to fire at its next settle (there is no agent to address them to before that).
  */
 export class BudgetManager {
-  /** The ceiling of budgets created from now on (a reload may change it; existing ones keep theirs). */
+  /** The ceiling of budgets created from now on (a reload changes it through changeDefault). */
   defaultMaxTokens: number;
   private readonly budgets = new Map<string, Budget>();
   private readonly listeners = new Set<(e: BudgetThresholdEvent) => void>();
@@ -191,6 +191,28 @@ export class BudgetManager {
     if (kept) this.archive.put(snapshotOf(threadId, b), false);
     else if (b.finished) this.keep(threadId, b);
     return { ...info(threadId, b), active: !kept && !b.finished };
+  }
+
+  /**
+   * A new default ceiling (a reload of `max_tokens_per_thread`): budgets created from now on
+   * get it, and so does every live budget at the previous default, its spend untouched (one
+   * set to another value by the operator keeps it). A ceiling now below a thread's spend is
+   * taken all the same: the thread's next call is refused, as it would be at the new limit.
+   * Thresholds follow the setCeiling rule. Returns how many live budgets took it.
+   */
+  changeDefault(maxTokens: number): number {
+    if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new RangeError(`a ceiling must be a positive integer, not ${maxTokens}`);
+    const previous = this.defaultMaxTokens;
+    this.defaultMaxTokens = maxTokens;
+    if (previous === maxTokens) return 0;
+    let moved = 0;
+    for (const b of this.budgets.values()) {
+      if (b.finished || b.maxTokens !== previous) continue;
+      b.maxTokens = maxTokens;
+      for (const t of thresholdsAbove(b.promptTokens + b.completionTokens, maxTokens)) b.fired.delete(t);
+      moved++;
+    }
+    return moved;
   }
 
   /**
@@ -393,6 +415,7 @@ export function localBudgetLedger(manager: BudgetManager): BudgetLedger {
     reserve: async (threadId, tokens) => manager.reserve(threadId, tokens),
     settle: async (r, usage, agent) => manager.settle(r, usage, agent),
     cancel: async (r) => manager.cancel(r),
+    changeDefault: async (maxTokens) => manager.changeDefault(maxTokens),
     setCeiling: async (threadId, maxTokens, options) => manager.setCeiling(threadId, maxTokens, options),
     finish: (threadId) => manager.finish(threadId),
     onThreshold: (fn) => manager.onThreshold(fn),

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ConfigInvalidError, formatConfigProblem, loadOrganismToRun, sanitizeConfig, sanitizedConfigYaml } from '../../config/index.js';
-import type { LoadedOrganism } from '../../config/types.js';
-import { Errors, OrganismError } from '../../errors/catalogue.js';
+import { sanitizeConfig, sanitizedConfigYaml } from '../../config/index.js';
+import { Errors } from '../../errors/catalogue.js';
 import { uptimeSeconds, type ServiceContext } from '../context.js';
 import { errorResponses } from '../schemas/error.js';
 import { ConfigQuery, EdgeTrafficResponse, OrganismConfig, OrganismInfo, ReloadQuery, ReloadResponse, RestartResponse, StopResponse } from '../schemas/organism.js';
@@ -10,7 +9,6 @@ import { journalStatsView } from '../views.js';
 
 export const organismRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app, ctx) => {
   const { organism } = ctx;
-  let reloading: Promise<unknown> = Promise.resolve();
 
   app.get('/organism', { schema: { tags: ['organism'], summary: 'Organism overview', response: { 200: OrganismInfo, ...errorResponses } } }, async () => {
     const [stats, activeThreads] = await Promise.all([organism.queries.journal.stats(), organism.activeThreadTotal()]);
@@ -80,33 +78,9 @@ export const organismRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (
     },
     async (request) => {
       const dryRun = request.query.dryRun === true;
-      // One reload at a time: two concurrent diffs against the same state would race.
-      const run = reloading.then(async () => {
-        const next = await readConfig(ctx);
-        const plan = organism.planReload(next);
-        // Tokens are checked before anything is applied: an unset variable refuses the whole reload.
-        const tokens = plan.changed.some((k) => k.startsWith('auth.tokens')) && ctx.resolveTokens ? ctx.resolveTokens(next.config) : null;
-        if (tokens && tokens.problems.length > 0) {
-          const problems = tokens.problems.map((message) => ({ location: 'config', field: 'auth.tokens', message }));
-          throw Errors.RELOAD_INVALID.withData(problems, `Configuration is invalid: ${tokens.problems.join('; ')}`);
-        }
-        if (dryRun) return plan;
-        let result;
-        try {
-          result = organism.reload(next);
-          if (tokens) app.setAuthTokens(tokens.tokens);
-        } catch (err) {
-          throw reloadError(err);
-        }
-        // The other processes of a clustered organism follow (nothing to do alone); a database
-        // that refuses is its own error (a storage fault), not a bad configuration.
-        await organism.shareReload();
-        return result;
-      });
-      reloading = run.catch(() => undefined);
       let result;
       try {
-        result = await run;
+        ({ result } = await ctx.reloader.run({ dryRun }));
       } catch (err) {
         // Reporting on a file is not a reload that failed: the dry run keeps the client error.
         throw dryRun && Errors.RELOAD_INVALID.is(err) ? err.withStatus(422) : err;
@@ -147,26 +121,3 @@ export const organismRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (
     },
   );
 };
-
-/** Loads the configuration again; a failure is the reload's 500 with the loader's text. */
-async function readConfig(ctx: ServiceContext): Promise<LoadedOrganism> {
-  try {
-    if (ctx.reloadConfig) return await ctx.reloadConfig();
-    const path = ctx.organism.configPath;
-    if (!path) throw Errors.RELOAD_NO_SOURCE();
-    return await loadOrganismToRun(path);
-  } catch (err) {
-    throw reloadError(err);
-  }
-}
-
-function reloadError(err: unknown): OrganismError {
-  if (err instanceof ConfigInvalidError) {
-    // Every problem, file and line included (500 as the spec asks; the dry run answers 422).
-    const problems = err.problems.map((p) => ({ location: 'config', field: p.keyPath, message: formatConfigProblem(p) }));
-    return Errors.RELOAD_INVALID.withData(problems, err.detail);
-  }
-  if (err instanceof OrganismError && err.status === 500) return err;
-  const text = err instanceof Error ? err.message : typeof err === 'string' ? err : '';
-  return text ? Errors.RELOAD_FAILED(text) : Errors.RELOAD_FAILED_DEFAULT();
-}

@@ -265,6 +265,24 @@ export class PgBudgetLedger implements BudgetLedger {
     }
   }
 
+  /** One statement for every live row at the previous default (each process of a cluster runs it at its reload: the later ones find none). */
+  async changeDefault(maxTokens: number): Promise<number> {
+    if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new RangeError(`a ceiling must be a positive integer, not ${maxTokens}`);
+    const previous = this.defaultMaxTokens;
+    this.defaultMaxTokens = maxTokens;
+    if (previous === maxTokens) return 0;
+    return this.retrying(async () => {
+      // Thresholds the spend is now below are re-armed (setCeiling's rule); spend is not touched.
+      const r = await this.query(
+        `UPDATE thread_budgets SET max_tokens = $2,
+           fired = ARRAY(SELECT t FROM unnest(fired) AS t WHERE (prompt_tokens + completion_tokens) * 100 >= t * $2::bigint)
+         WHERE live AND max_tokens = $1`,
+        [previous, maxTokens],
+      );
+      return r.rowCount ?? 0;
+    });
+  }
+
   async setCeiling(threadId: string, maxTokens: number, options: { create?: boolean } = {}): Promise<BudgetView> {
     if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new RangeError(`a ceiling must be a positive integer, not ${maxTokens}`);
     return this.mapped(() =>

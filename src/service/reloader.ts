@@ -4,7 +4,8 @@ import type { LoadedOrganism } from '../config/types.js';
 import { Errors, OrganismError } from '../errors/catalogue.js';
 import type { ReloadResult } from '../events/types.js';
 import type { ApiToken } from './auth.js';
-import type { ServiceContext } from './context.js';
+import type { ServiceOrganism } from './service-organism.js';
+import type { OrganismConfig } from '../config/types.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -33,6 +34,18 @@ export function changesNothing(plan: ReloadResult): boolean {
   return plan.added.length === 0 && plan.removed.length === 0 && plan.updated.length === 0 && plan.changed.length === 0;
 }
 
+/** What a reload reads: the running organism and the CLI's hooks (see ServiceContext). */
+export interface ReloadSources {
+  readonly organism: ServiceOrganism;
+  /** Re-reads and validates the configuration file; throws with the reason when it is invalid. */
+  readonly reloadConfig?: () => Promise<LoadedOrganism>;
+  /**
+   * Resolves the API tokens a configuration names (from env); a reload that changes
+   * `auth.tokens` applies them. Problems (an unset variable) refuse the reload.
+   */
+  readonly resolveTokens?: (config: OrganismConfig) => { readonly tokens: readonly ApiToken[]; readonly problems: readonly string[] };
+}
+
 /**
  * Re-reads organism.yaml and the handler modules, plans the change and applies it: the one
  * reload path of POST /organism/reload and of `serve --watch`, one reload at a time (two
@@ -43,7 +56,7 @@ export class Reloader {
   private running: Promise<unknown> = Promise.resolve();
 
   constructor(
-    private readonly ctx: Pick<ServiceContext, 'organism' | 'reloadConfig' | 'resolveTokens'>,
+    private readonly ctx: ReloadSources,
     private readonly setAuthTokens: (tokens: readonly ApiToken[]) => void,
   ) {}
 

@@ -1,5 +1,6 @@
 import type { LlmRecordMode } from '../config/types.js';
 import type { CallRecordSink, LlmCallRecord, ToolCallRecord } from '../core/llm.js';
+import { newId } from '../util/ids.js';
 
 export type { CallRecordSink, LlmCallRecord, ToolCallRecord } from '../core/llm.js';
 
@@ -31,5 +32,17 @@ export class CallRecorder {
   tool(record: ToolCallRecord): void {
     if (this.mode === 'off') return;
     this.sink.recordTool(this.mode === 'full' ? record : { ...record, arguments: null, result: null });
+  }
+
+  /** A tool run inside a turn (MCP or code): what was called, where, and how it ended, timed from `started` (performance.now()). */
+  toolRun(
+    call: Pick<ToolCallRecord, 'llmCallId' | 'threadId' | 'messageId' | 'agent' | 'arguments'>,
+    target: Pick<ToolCallRecord, 'kind' | 'server' | 'tool'>,
+    outcome: Pick<ToolCallRecord, 'result' | 'isError' | 'error'>,
+    startedAt: number,
+    started: number,
+  ): void {
+    const { llmCallId, threadId, messageId, agent, arguments: args } = call;
+    this.tool({ id: newId(), llmCallId, threadId, messageId, agent, ...target, arguments: args, ...outcome, startedAt, durationMs: performance.now() - started });
   }
 }

@@ -4,7 +4,6 @@ import type { LlmRecordMode } from '../config/types.js';
 import type { LlmCallStore } from '../core/storage.js';
 import { Errors } from '../errors/catalogue.js';
 import { CallRecorder } from '../llm/call-record.js';
-import { newId } from '../util/ids.js';
 
 type CodeCall = Parameters<AgentWorldView['callCode']>[0];
 
@@ -42,21 +41,7 @@ export class CodeToolCalls {
   }
 
   private record(call: CodeCall, startedAt: number, started: number, outcome: CodeToolOutcome): void {
-    new CallRecorder(this.calls, this.recordMode()).tool({
-      id: newId(),
-      llmCallId: call.llmCallId,
-      threadId: call.threadId,
-      messageId: call.messageId,
-      agent: call.agent,
-      kind: 'code',
-      server: call.tool.module,
-      tool: call.tool.name,
-      arguments: call.arguments,
-      result: outcome.error === null ? outcome.text : null,
-      isError: outcome.isError,
-      error: outcome.error,
-      startedAt,
-      durationMs: performance.now() - started,
-    });
+    const outcomeOf = { result: outcome.error === null ? outcome.text : null, isError: outcome.isError, error: outcome.error };
+    new CallRecorder(this.calls, this.recordMode()).toolRun(call, { kind: 'code', server: call.tool.module, tool: call.tool.name }, outcomeOf, startedAt, started);
   }
 }

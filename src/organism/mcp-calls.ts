@@ -4,7 +4,6 @@ import { CallRecorder } from '../llm/call-record.js';
 import { McpHub, mcpBaseDir, type McpTool, type McpToolResult } from '../mcp/hub.js';
 import type { AgentWorldView } from '../agent/llm-agent.js';
 import type { LlmCallStore } from '../core/storage.js';
-import { newId } from '../util/ids.js';
 import type { Logger } from '../util/logger.js';
 
 type McpCall = Parameters<AgentWorldView['callMcp']>[0];
@@ -67,21 +66,7 @@ export class McpCalls {
   }
 
   private record(call: McpCall, startedAt: number, started: number, result: McpToolResult | null, error: string | null): void {
-    new CallRecorder(this.calls, this.recordMode()).tool({
-      id: newId(),
-      llmCallId: call.llmCallId,
-      threadId: call.threadId,
-      messageId: call.messageId,
-      agent: call.agent,
-      kind: 'mcp',
-      server: call.tool.server,
-      tool: call.tool.name,
-      arguments: call.arguments,
-      result: error === null ? (result?.text ?? null) : null,
-      isError: error !== null || (result?.isError ?? false),
-      error,
-      startedAt,
-      durationMs: performance.now() - started,
-    });
+    const outcome = { result: error === null ? (result?.text ?? null) : null, isError: error !== null || (result?.isError ?? false), error };
+    new CallRecorder(this.calls, this.recordMode()).toolRun(call, { kind: 'mcp', server: call.tool.server, tool: call.tool.name }, outcome, startedAt, started);
   }
 }

@@ -159,40 +159,36 @@ export class SqliteJournal implements Journal {
   }
 
   acked(message: Message, outgoing: readonly Message[], usage: readonly UsageEvent[], guard?: OutcomeGuard): Promise<void> {
-    const folded = this.foldDispatch(message);
-    return this.writer.write(
-      (alone) => {
-        const now = this.now();
-        if (folded && !alone) {
-          const attempt = message.attempt;
-          this.transition(message, 'ACKED', FOLDED_FROM_FOR_ACK, (from) =>
-            dispatchable(from) ? this.setDispatchedAcked.run({ now, attempt, id: message.id, from }).changes : this.setAcked.run(now, message.id, from).changes,
-          );
-        } else {
-          this.transition(message, 'ACKED', FROM_FOR_ACK, (from) => this.setAcked.run(now, message.id, from).changes);
-        }
-        this.insertAll(outgoing);
-        this.insertUsage(usage);
-      },
-      this.unfoldIfDropped(guard, folded),
+    return this.settle(message, 'ACKED', outgoing, usage, guard, (now, from, mark) =>
+      mark ? this.setDispatchedAcked.run({ now, attempt: message.attempt, id: message.id, from }) : this.setAcked.run(now, message.id, from),
     );
   }
 
   failed(message: Message, reason: FailureReason, error: string, outgoing: readonly Message[], usage: readonly UsageEvent[], guard?: OutcomeGuard): Promise<void> {
+    return this.settle(message, 'FAILED', outgoing, usage, guard, (now, from, mark) =>
+      mark ? this.setDispatchedFailed.run({ now, reason, error, attempt: message.attempt, id: message.id, from }) : this.setFailed.run(now, reason, error, message.id, from),
+    );
+  }
+
+  /**
+   * An outcome with what it caused, its DISPATCHED mark folded in when that is queued in the
+   * same commit (`update` gets `mark` true when its statement is to set the mark's columns too).
+   */
+  private settle(
+    message: Message,
+    to: 'ACKED' | 'FAILED',
+    outgoing: readonly Message[],
+    usage: readonly UsageEvent[],
+    guard: OutcomeGuard | undefined,
+    update: (now: number, from: DeliveryState, mark: boolean) => { changes: number },
+  ): Promise<void> {
     const folded = this.foldDispatch(message);
     return this.writer.write(
       (alone) => {
         const now = this.now();
-        if (folded && !alone) {
-          const attempt = message.attempt;
-          this.transition(message, 'FAILED', FOLDED_FROM_FOR_FAIL, (from) =>
-            dispatchable(from)
-              ? this.setDispatchedFailed.run({ now, reason, error, attempt, id: message.id, from }).changes
-              : this.setFailed.run(now, reason, error, message.id, from).changes,
-          );
-        } else {
-          this.transition(message, 'FAILED', FROM_FOR_FAIL, (from) => this.setFailed.run(now, reason, error, message.id, from).changes);
-        }
+        const fold = folded !== null && !alone;
+        const from = to === 'ACKED' ? (fold ? FOLDED_FROM_FOR_ACK : FROM_FOR_ACK) : fold ? FOLDED_FROM_FOR_FAIL : FROM_FOR_FAIL;
+        this.transition(message, to, from, (state) => update(now, state, fold && dispatchable(state)).changes);
         this.insertAll(outgoing);
         this.insertUsage(usage);
       },

@@ -4,8 +4,7 @@
  */
 const quote = (s: string): string => `\`${s}\``;
 /** ` (of listeners `a`, `b` and `c`)` for a module several listeners use; nothing for one. */
-const usedBy = (users: readonly string[]): string =>
-  users.length < 2 ? '' : ` (of listeners ${users.slice(0, -1).map(quote).join(', ')} and ${quote(users[users.length - 1]!)})`;
+const usedBy = (users: readonly string[]): string => (users.length < 2 ? '' : ` (of listeners ${users.slice(0, -1).map(quote).join(', ')} and ${quote(users[users.length - 1]!)})`);
 const didYouMean = (suggestion: string | null): string => (suggestion ? `; did you mean ${quote(suggestion)}?` : '');
 
 export const ConfigMessages = {

@@ -148,7 +148,11 @@ export function initCommand(dirArg: string | undefined): number {
   const config = path.join(dir, 'organism.yaml');
   process.stdout.write(
     `Wrote ${written.map(([name]) => name).join(', ')} in ${dir}.\n` +
-      (kept.includes('package.json') ? `Kept your package.json: add "organism": "file:${INSTALLATION_ROOT}" to its dependencies for editor types.\n` : '') +
+      (kept.includes('package.json')
+        ? `Kept your package.json: add "organism": "file:${INSTALLATION_ROOT}" to its dependencies for editor types, and ${Object.entries(typecheckTools())
+            .map(([name, range]) => `"${name}": "${range}"`)
+            .join(', ')} to its devDependencies for tsc.\n`
+        : '') +
       `Next: organism check ${config} && organism serve ${config}\n` +
       `(npm install in ${dir} links this organism installation and installs typescript for editor types, npx and npm run typecheck; it is not needed to run.)\n`,
   );

@@ -51,6 +51,8 @@ describe('your own organism, from an empty directory outside the clone', () => {
     expect(init.status, init.stderr).toBe(0);
     expect(readFileSync(path.join(dir, 'package.json'), 'utf8')).toBe(mine);
     expect(init.stdout).toContain(`Kept your package.json: add "organism": "file:${ROOT}"`);
+    const own = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+    expect(init.stdout).toContain(`and "typescript": "${own.devDependencies.typescript}", "@types/node": "${own.devDependencies['@types/node']}" to its devDependencies for tsc`);
     expect(existsSync(path.join(dir, 'tsconfig.json'))).toBe(true);
   });
 });

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -60,6 +60,21 @@ export const countWords: Handler = (payload, ctx) => {
 `;
 
 /**
+ * The type-checking tools of the starter (\`npm run typecheck\`): the versions this installation
+ * is built and tested with, read from its own package.json so they never drift. Without them
+ * \`tsc\` is not found, and \`npx tsc\` would fetch an unrelated package of that name.
+ */
+function typecheckTools(): Record<string, string> {
+  const own = JSON.parse(readFileSync(path.join(INSTALLATION_ROOT, 'package.json'), 'utf8')) as { devDependencies?: Record<string, string> };
+  const tools: Record<string, string> = {};
+  for (const name of ['typescript', '@types/node']) {
+    const range = own.devDependencies?.[name];
+    if (range !== undefined) tools[name] = range;
+  }
+  return tools;
+}
+
+/**
  * The project's package.json. organism is a \`file:\` dependency on the installation that ran
  * init, never a registry range: the name \`organism\` on the npm registry is not ours, and a
  * range would install whatever someone publishes under it. organism itself does not need
@@ -83,6 +98,7 @@ function starterPackage(dir: string): string {
       typecheck: 'tsc --noEmit',
     },
     dependencies: { organism: `file:${INSTALLATION_ROOT}` },
+    devDependencies: typecheckTools(),
   };
   return JSON.stringify(pkg, null, 2) + '\n';
 }
@@ -132,9 +148,13 @@ export function initCommand(dirArg: string | undefined): number {
   const config = path.join(dir, 'organism.yaml');
   process.stdout.write(
     `Wrote ${written.map(([name]) => name).join(', ')} in ${dir}.\n` +
-      (kept.includes('package.json') ? `Kept your package.json: add "organism": "file:${INSTALLATION_ROOT}" to its dependencies for editor types.\n` : '') +
+      (kept.includes('package.json')
+        ? `Kept your package.json: add "organism": "file:${INSTALLATION_ROOT}" to its dependencies for editor types, and ${Object.entries(typecheckTools())
+            .map(([name, range]) => `"${name}": "${range}"`)
+            .join(', ')} to its devDependencies for tsc.\n`
+        : '') +
       `Next: organism check ${config} && organism serve ${config}\n` +
-      `(npm install in ${dir} links this organism installation for editor types and npx; it is not needed to run.)\n`,
+      `(npm install in ${dir} links this organism installation and installs typescript for editor types, npx and npm run typecheck; it is not needed to run.)\n`,
   );
   return 0;
 }

@@ -156,10 +156,11 @@ program
   .command('check')
   .description('validate an organism.yaml and print every problem')
   .argument('[config]', 'organism.yaml (default: ./organism.yaml, else the bundled demo)')
-  .action(async (config: string | undefined) => {
+  .option('--probe', 'also start each MCP server of mcp_servers and list its tools (check is offline without it)')
+  .action(async (config: string | undefined, opts: { probe?: boolean }) => {
     try {
       const { checkCommand } = await import('./check.js');
-      process.exit(await checkCommand(config));
+      process.exit(await checkCommand(config, { probe: opts.probe === true }));
     } catch (err) {
       process.exit(report(err));
     }

@@ -100,6 +100,7 @@ export async function loadOrganismFromString(yamlText: string, virtualPath: stri
   const refs = draft.listeners.map((l) => readHandlerRef(l));
   const handlerModules = refs.flatMap((r) => (r?.kind === 'module' ? [r.modulePath] : []));
   const modules = await loadModules(baseDir, [...handlerModules, ...toolModulePaths(draft.listeners)]);
+  reportBrokenModules(draft.listeners, refs, modules);
   const resolved = draft.listeners.map((l, i) => resolveListener(l, refs[i] ?? null, modules));
   const tools = findToolExports(draft.listeners, modules, new Set(handlerModules));
   const payloadTypes = collectPayloadTypes(sink, draft, refs, modules, tools.types);
@@ -182,15 +183,32 @@ function readHandlerRef(l: Located<ListenerConfig>): HandlerRef | null {
   return ref;
 }
 
+/**
+ * A handler module that is missing or fails to load, reported once, at the first listener
+ * naming it, with the names of all the listeners that do (not once per listener).
+ */
+function reportBrokenModules(listeners: readonly Located<ListenerConfig>[], refs: readonly (HandlerRef | null)[], modules: ReadonlyMap<string, LoadedModule>): void {
+  const users = new Map<string, { first: Located<ListenerConfig>; names: string[] }>();
+  refs.forEach((ref, i) => {
+    const l = listeners[i];
+    if (ref?.kind !== 'module' || !l || modules.get(ref.modulePath)?.ok !== false) return;
+    const entry = users.get(ref.modulePath) ?? { first: l, names: [] };
+    entry.names.push(l.value.name);
+    users.set(ref.modulePath, entry);
+  });
+  for (const [modulePath, { first, names }] of users) {
+    const mod = modules.get(modulePath);
+    if (!mod || mod.ok) continue;
+    first.at.problem('handler', mod.notFound ? ConfigMessages.moduleNotFound(modulePath, mod.resolved, names) : ConfigMessages.moduleFailed(modulePath, mod.reason, names));
+  }
+}
+
 function resolveListener(l: Located<ListenerConfig>, ref: HandlerRef | null, modules: ReadonlyMap<string, LoadedModule>): ResolvedListener | null {
   if (ref === null) return null;
   if (ref.kind === 'builtin') return { config: l.value, handler: null, handlerVersion: BUILTIN_LLM };
   const mod = modules.get(ref.modulePath);
   if (!mod) return null;
-  if (!mod.ok) {
-    l.at.problem('handler', mod.error);
-    return null;
-  }
+  if (!mod.ok) return null; // reported once for all its listeners (reportBrokenModules)
   const found = resolveExport(mod, ref.modulePath, ref.exportName);
   if ('missing' in found) {
     const functions = functionExports(mod);

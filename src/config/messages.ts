@@ -3,6 +3,8 @@
  * `organism check` and in failed reloads; tests assert them verbatim.
  */
 const quote = (s: string): string => `\`${s}\``;
+/** ` (of listeners `a`, `b` and `c`)` for a module several listeners use; nothing for one. */
+const usedBy = (users: readonly string[]): string => (users.length < 2 ? '' : ` (of listeners ${users.slice(0, -1).map(quote).join(', ')} and ${quote(users[users.length - 1]!)})`);
 const didYouMean = (suggestion: string | null): string => (suggestion ? `; did you mean ${quote(suggestion)}?` : '');
 
 export const ConfigMessages = {
@@ -43,8 +45,10 @@ export const ConfigMessages = {
   malformedHandler: (ref: string) => `malformed handler ${quote(ref)}: expected \`./path/to/module.ts#exportName\` (relative to the config file) or \`builtin:llm\``,
   handlerExtension: (ref: string) => `handler module in ${quote(ref)} must be a .ts or .js file`,
   unknownBuiltin: (ref: string) => `unknown built-in handler ${quote(ref)}; the only built-in is \`builtin:llm\``,
-  moduleNotFound: (modulePath: string, resolved: string) => `handler module ${quote(modulePath)} not found (looked for ${resolved}); fix the path, which is relative to the config file`,
-  moduleFailed: (modulePath: string, reason: string) => `handler module ${quote(modulePath)} failed to load: ${reason}`,
+  /** `users`: the listeners whose `handler` names the module, when more than one (the problem is reported once, at the first). */
+  moduleNotFound: (modulePath: string, resolved: string, users: readonly string[] = []) =>
+    `handler module ${quote(modulePath)}${usedBy(users)} not found (looked for ${resolved}); fix the path, which is relative to the config file`,
+  moduleFailed: (modulePath: string, reason: string, users: readonly string[] = []) => `handler module ${quote(modulePath)}${usedBy(users)} failed to load: ${reason}`,
   exportNotFound: (modulePath: string, exportName: string, suggestion: string | null, functions: readonly string[]) =>
     `handler module ${quote(modulePath)} has no export ${quote(exportName)}${
       suggestion

@@ -21,6 +21,19 @@ export interface McpToolResult {
   readonly isError: boolean;
 }
 
+/** What `organism check --probe` learns of one server: its tools, or why it could not be reached and what it wrote to stderr. */
+export type McpProbe =
+  | { readonly server: string; readonly ok: true; readonly tools: readonly string[] }
+  | {
+      readonly server: string;
+      readonly ok: false;
+      readonly reason: string;
+      /** What was run (`command: ...`, stdio) or reached (`url: ...`, HTTP). */
+      readonly target: string;
+      /** The server's last stderr lines (stdio only), oldest first. */
+      readonly stderr: readonly string[];
+    };
+
 interface Connection {
   readonly client: Client;
   readonly tools: readonly McpTool[];
@@ -87,6 +100,21 @@ export class McpHub {
     } catch (err) {
       if (signal.aborted) throw Errors.ABORTED(String(signal.reason ?? 'aborted'));
       throw Errors.MCP_TOOL_FAILED(tool, server, err instanceof Error ? err.message : String(err));
+    }
+  }
+
+  /** Connects to one server now and lists its tools; a failure is returned with the server's last stderr lines, not thrown. */
+  async probe(name: string): Promise<McpProbe> {
+    const config = this.config(name);
+    try {
+      const { tools } = await this.connect(name);
+      return { server: name, ok: true, tools: tools.map((t) => t.name) };
+    } catch (err) {
+      // A turn later: stderr the server wrote just before it exited may still be on its way.
+      await new Promise((resolve) => setImmediate(resolve));
+      const target = config.command ? `command: ${config.command.join(' ')}` : `url: ${config.url ?? ''}`;
+      const reason = err instanceof Error ? err.message : String(err);
+      return { server: name, ok: false, reason, target, stderr: this.states.get(name)?.stderr?.lines() ?? [] };
     }
   }
 

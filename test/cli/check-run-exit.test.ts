@@ -69,6 +69,56 @@ describe('organism check: warnings', () => {
   }, 120_000);
 });
 
+describe('organism check --probe: starts each MCP server and lists its tools', () => {
+  const SERVER = path.resolve('test/mcp/fixtures/mcp-server.ts');
+  // tsx by its URL: the server runs in the project's directory, where the bare name would not resolve.
+  const TSX = import.meta.resolve('tsx');
+  const probed = (servers: string) => `organism: {name: probed}
+payloads:
+  Question: {fields: {text: string}}
+mcp_servers:
+${servers}
+listeners:
+  - name: noop
+    handler: ./noop.ts#noop
+    payload: Question
+`;
+  const files = {
+    'noop.ts': 'export const noop = () => {};\n',
+    // Says why on stderr and exits before speaking MCP, as a server missing its settings does.
+    'broken-server.js': "process.stderr.write('broken-server: starting\\nbroken-server: FACTS_TOKEN is not set\\n', () => process.exit(1));\n",
+  };
+  const facts = `  - name: facts\n    command: [${JSON.stringify(process.execPath)}, --import, ${JSON.stringify(TSX)}, ${JSON.stringify(SERVER)}, ./marker]\n`;
+
+  it('a server that connects: its tools are listed, exit 0', async () => {
+    const config = project(probed(facts), files);
+    const probe = startCli(['check', '--probe', config]);
+    expect(await probe.exited, probe.output()).toBe(ExitCode.OK);
+    expect(probe.output()).toContain('mcp_servers[0] `facts`: connected, 3 tools: lookup, fail, slow');
+    expect(probe.output()).toContain(`${config}: OK`);
+  }, 120_000);
+
+  it('a command with a typo and a server that exits: each reported with what it ran and its stderr, exit non-zero; check alone stays offline and passes', async () => {
+    const config = project(probed(`${facts}  - name: typo\n    command: [nodde, ./broken-server.js]\n  - name: broken\n    command: [node, ./broken-server.js]\n`), files);
+    const offline = startCli(['check', config]);
+    expect(await offline.exited, offline.output()).toBe(ExitCode.OK);
+    expect(offline.output()).not.toContain('mcp_servers');
+
+    const probe = startCli(['check', '--probe', config]);
+    expect(await probe.exited, probe.output()).toBe(ExitCode.CONFIG_INVALID);
+    const out = probe.output();
+    expect(out).toContain('mcp_servers[0] `facts`: connected, 3 tools');
+    expect(out).toContain(
+      `${config}: mcp_servers[1] \`typo\`: could not connect: MCP server typo is unavailable: spawn nodde ENOENT\n  command: nodde ./broken-server.js\n  it wrote nothing to stderr\n  \`nodde\` was not found`,
+    );
+    expect(out).toContain(
+      `${config}: mcp_servers[2] \`broken\`: could not connect: MCP server broken is unavailable: MCP error -32000: Connection closed\n  command: node ./broken-server.js\n  its stderr (last 2 lines):\n    broken-server: starting\n    broken-server: FACTS_TOKEN is not set\n`,
+    );
+    expect(out).toContain('2 MCP servers could not be reached');
+    expect(out).not.toContain(': OK');
+  }, 120_000);
+});
+
 describe('serve and run refuse an unset provider key an agent needs', () => {
   it('serve exits with the configuration code, naming the variable and the provider, and never listens', async () => {
     const config = project(KEYED.replace(/auth:[\s\S]*$/, ''));

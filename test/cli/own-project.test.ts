@@ -27,6 +27,11 @@ describe('your own organism, from an empty directory outside the clone', () => {
     // A file: dependency on the running installation, never a registry range.
     expect(pkg.dependencies).toEqual({ organism: `file:${ROOT}` });
     expect(pkg.type).toBe('module');
+    // `npm run typecheck` finds tsc (and node's types for handlers using node:*) once installed:
+    // the versions this repository is built with.
+    const own = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+    expect(pkg.scripts.typecheck).toBe('tsc --noEmit');
+    expect(pkg.devDependencies).toEqual({ typescript: own.devDependencies.typescript, '@types/node': own.devDependencies['@types/node'] });
     expect(JSON.parse(readFileSync(path.join(dir, 'tsconfig.json'), 'utf8')).compilerOptions).toMatchObject({ module: 'NodeNext', strict: true, noEmit: true });
     expect(existsSync(path.join(dir, 'node_modules'))).toBe(false); // nothing installed
 
@@ -46,6 +51,8 @@ describe('your own organism, from an empty directory outside the clone', () => {
     expect(init.status, init.stderr).toBe(0);
     expect(readFileSync(path.join(dir, 'package.json'), 'utf8')).toBe(mine);
     expect(init.stdout).toContain(`Kept your package.json: add "organism": "file:${ROOT}"`);
+    const own = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+    expect(init.stdout).toContain(`and "typescript": "${own.devDependencies.typescript}", "@types/node": "${own.devDependencies['@types/node']}" to its devDependencies for tsc`);
     expect(existsSync(path.join(dir, 'tsconfig.json'))).toBe(true);
   });
 });

@@ -76,6 +76,36 @@ describe('organism check: a handler with a syntax error shows the compiler messa
   });
 });
 
+describe('organism check: one report per broken module, not one per listener', () => {
+  const shared = (module: string, other: string) => `organism: {name: t}
+payloads:
+  Job: {fields: {n: integer}}
+listeners:
+${['intake', 'billing', 'tech', 'review'].map((name) => `  - name: ${name}\n    handler: ${module}#${name}\n    payload: Job\n`).join('')}  - name: other
+    handler: ${other}
+    payload: Job
+`;
+
+  it('a syntax error in a module four listeners use: reported once, at the first, naming the four', async () => {
+    writeFileSync(path.join(dir, 'shared-syntax.ts'), 'export const intake = (p: unknown) => {\n  const x = ;\n};\n');
+    writeFileSync(path.join(dir, 'other-syntax.ts'), 'export const work = ( => 1;\n');
+    const problems = await problemsOf(shared('./shared-syntax.ts', './other-syntax.ts#work'), CONFIG);
+    expect(problems.map((p) => [p.keyPath, p.message.replace(/: syntax error at .*/, '')])).toEqual([
+      ['listeners[0].handler', 'handler module `./shared-syntax.ts` (of listeners `intake`, `billing`, `tech` and `review`) failed to load'],
+      // A module of one listener keeps its message as it was.
+      ['listeners[4].handler', 'handler module `./other-syntax.ts` failed to load'],
+    ]);
+    expect(problems[0]!.message).toContain('syntax error at shared-syntax.ts:2:13');
+  });
+
+  it('a missing module four listeners name: reported once', async () => {
+    const problems = await problemsOf(shared('./no-such-module.ts', 'builtin:llm'), CONFIG);
+    const missing = problems.filter((p) => p.message.includes('no-such-module'));
+    expect(missing.map((p) => p.keyPath)).toEqual(['listeners[0].handler']);
+    expect(missing[0]!.message).toMatch(/^handler module `\.\/no-such-module\.ts` \(of listeners `intake`, `billing`, `tech` and `review`\) not found/);
+  });
+});
+
 describe('organism check: one mis-indented YAML line gives one clear error', () => {
   it('the first error alone, on the mis-indented line, with what to do and the cascade counted', async () => {
     const yaml = [

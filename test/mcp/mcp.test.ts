@@ -124,6 +124,40 @@ describe('MCP tools', () => {
     expect(http.calls).toEqual(['lookup', 'lookup']);
     expect(events.some((e) => e.type === 'message' && e.message.payloadType === SYSTEM_ERROR_TYPE && e.message.to === 'api')).toBe(true);
   });
+  it("the mock's script: each step once, in order, across deliveries of the thread (a tool round of an earlier delivery counts as a turn)", async () => {
+    const http = await startHttpMcpServer();
+    cleanup.push(() => http.close());
+    const got: unknown[] = [];
+    // researcher: 1. looks up (MCP), 2. reports to the writer, 3. once the writer answers, ends.
+    const script: ProviderConfig['script'] = {
+      researcher: [
+        { calls: [{ name: 'facts_lookup', arguments: { topic: '{{text}}' } }] },
+        { calls: [{ name: 'send_to_writer', arguments: { text: 'Report: {{result}}' } }] },
+        'Thanks, all done.',
+      ],
+    };
+    const { organism } = await startOrganism(
+      [
+        listener('researcher', { handler: null, agent: true, peers: ['writer'], prompt: 'Research, then report.', model: 'mock-1', mcpServers: ['facts'] }),
+        // The writer answers the researcher: a second delivery for it in the same thread.
+        listener('writer', { payload: 'Report', handler: (p) => (got.push(p), [{ payloadType: 'Text', payload: { text: 'noted' } }]) }),
+      ],
+      { llm: { providers: [{ ...mockProvider(), script }], pricing: {} }, mcpServers: [{ name: 'facts', command: null, url: http.url, tools: null, timeoutSeconds: 20 }] },
+      {},
+      [Text, Report],
+    );
+    cleanup.push(() => organism.stop({ timeoutMs: 2_000 }).then(() => undefined));
+    const { threadId } = await organism.inject('researcher', { text: 'tides' });
+    const thread = await settled(organism, threadId);
+    expect(thread.status).toBe('completed');
+    expect(http.calls).toEqual(['lookup']);
+    expect(got).toEqual([{ text: 'Report: Facts about tides: it is well documented.' }]);
+    // The researcher's answers (the thread's calls come oldest first): steps 1, 2 and 3, each once.
+    const { calls } = await organism.llmCalls.forThread(threadId, { limit: 10, offset: 0 });
+    const answers = calls.map((c) => c.response?.toolCalls.map((t) => t.name).join(',') || c.response?.text);
+    expect(answers).toEqual(['facts_lookup', 'send_to_writer', 'Thanks, all done.']);
+  });
+
   describe('max_tool_calls_per_round', () => {
     const many = (n: number): ProviderConfig['script'] => ({
       researcher: [

@@ -14,8 +14,9 @@ const ENVELOPE = /<(send|reply)\b([^>]*)>([\s\S]*?)<\/\1\s*>/g;
 const TO_ATTR = /\bto\s*=\s*(?:"([^"]*)"|'([^']*)')/;
 
 /**
- * Offline and deterministic. Each agent's calls use its scripted steps in turn (turn = the
- * number of assistant turns in the request; the last step repeats from then on), with
+ * Offline and deterministic. Each agent's calls use its scripted steps in turn (turn N = the
+ * N-th time the agent answers in the thread, tool rounds of earlier deliveries included; the
+ * last step repeats from then on), with
  * `{{field}}` / `{{field|upper}}` filled from the payload being handled. An agent without a
  * script gets a derived reply that acknowledges its input and ends its branch.
  *
@@ -28,6 +29,7 @@ export class MockProvider extends ConfiguredProvider {
   readonly type = 'mock' as const;
 
   private readonly nextLatency = latencySequence(this.config.mockLatencyMs ?? 0, this.config.mockLatencyMaxMs, this.config.mockLatencySeed ?? 1);
+  private readonly answered = new AnswerCounts();
 
   async complete(request: CompletionRequest, signal: AbortSignal, observer: CallObserver = {}): Promise<ProviderResponse> {
     // Copies: the caller goes on adding turns to its arrays after the call.
@@ -37,7 +39,10 @@ export class MockProvider extends ConfiguredProvider {
     if (signal.aborted) throw Errors.ABORTED(String(signal.reason ?? 'aborted'));
     const fields = lastFields(request);
     const script = request.agent ? this.config.script[request.agent] : undefined;
-    const turn = request.messages.filter((m) => m.role === 'assistant').length;
+    // The request's assistant turns alone undercount: a delivery's tool rounds (and answers that
+    // sent nothing) leave no trace in the history of the next delivery. They are the floor when
+    // this provider has not seen the thread (a restart, another worker).
+    const turn = Math.max(request.messages.filter((m) => m.role === 'assistant').length, this.answered.get(request.threadId, request.agent));
     const step: MockStep =
       script && script.length > 0
         ? script[Math.min(turn, script.length - 1)]!
@@ -50,12 +55,34 @@ export class MockProvider extends ConfiguredProvider {
     const completionTokens = Math.min(estimateTokens(written), request.maxOutputTokens);
     const usage = { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens, cacheReadTokens: null, cacheWriteTokens: null, reasoningTokens: null };
     observer.onUsage?.(usage);
+    this.answered.set(request.threadId, request.agent, turn + 1);
     return {
       ...answer,
       finishReason: answer.toolCalls.length > 0 ? 'tool_calls' : 'stop',
       model: request.model,
       usage,
     };
+  }
+}
+
+/**
+ * How many times each agent has answered in each thread, for the most recent threads (a bound
+ * that keeps a long demo's memory flat; a forgotten thread falls back on its history's turns).
+ */
+class AnswerCounts {
+  private static readonly MAX_THREADS = 10_000;
+  private readonly counts = new Map<string, number>();
+
+  get(threadId: string | undefined, agent: string | undefined): number {
+    return threadId === undefined ? 0 : (this.counts.get(`${threadId}\0${agent ?? ''}`) ?? 0);
+  }
+
+  set(threadId: string | undefined, agent: string | undefined, answers: number): void {
+    if (threadId === undefined) return;
+    const key = `${threadId}\0${agent ?? ''}`;
+    this.counts.delete(key); // re-inserted last: the oldest threads are forgotten first
+    this.counts.set(key, answers);
+    if (this.counts.size > AnswerCounts.MAX_THREADS) this.counts.delete(this.counts.keys().next().value!);
   }
 }
 

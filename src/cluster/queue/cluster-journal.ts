@@ -13,6 +13,7 @@ import { PgJournal, pgKeepAttemptSql } from '../../store/postgres/journal.js';
 import { pgRuntimeError, type Reader } from '../../store/postgres/pool.js';
 import { countInThreads, lockThreads, settleThreads, type FinishedStatus } from './cluster-threads.js';
 import { insertUsage } from '../../store/postgres/usage-writes.js';
+import { FinishedBudgets } from '../../store/postgres/budget-ledger.js';
 import type { PgWriter, Tx } from '../../store/postgres/writer.js';
 
 /**
@@ -62,6 +63,8 @@ export class PgClusterJournal extends PgJournal {
   private readonly outcomes: PgLots<FencedOutcome, FencedResult>;
   /** Injects under limits.max_queue, admitted in lots (see admitInjects). */
   private readonly injects: PgLots<{ messages: readonly Message[]; maxQueue: number }, boolean>;
+  /** Threads whose budget an outcome's transaction finished with them (the budget ledger reads it). */
+  readonly finishedBudgets = new FinishedBudgets();
 
   constructor(
     pool: Reader,
@@ -206,12 +209,19 @@ export class PgClusterJournal extends PgJournal {
 
   /** The ack of a claimed delivery, fenced: written only while the claim is `workerId`'s, at this attempt. */
   ackClaimed(workerId: string, message: Message, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
-    return this.outcomes.submit({ workerId, message, to: 'ACKED', reason: null, error: null, outcome });
+    return this.settled(message, this.outcomes.submit({ workerId, message, to: 'ACKED', reason: null, error: null, outcome }));
   }
 
   failClaimed(workerId: string, message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
     const threadError = reason === 'killed' ? outcome.threadError : (outcome.threadError ?? error);
-    return this.outcomes.submit({ workerId, message, to: 'FAILED', reason, error, outcome: { ...outcome, threadError } });
+    return this.settled(message, this.outcomes.submit({ workerId, message, to: 'FAILED', reason, error, outcome: { ...outcome, threadError } }));
+  }
+
+  /** An outcome that finished its thread finished its budget in the same commit (see settleThreads): the ledger is told. */
+  private async settled(message: Message, result: Promise<FencedResult>): Promise<FencedResult> {
+    const r = await result;
+    if (r.threadFinished) this.finishedBudgets.add(message.threadId);
+    return r;
   }
 
   /**

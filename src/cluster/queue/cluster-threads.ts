@@ -12,14 +12,26 @@ import type { Tx } from '../../store/postgres/writer.js';
 /** Open entries of thread t: while one is left, the thread is not finished. */
 const OPEN_ENTRY = `SELECT 1 FROM journal o WHERE o.thread_id = t.id AND o.state IN ('PENDING', 'DISPATCHED')`;
 
-/** Settles threads ($1, with the error each outcome leaves, $2) at $3 (see settleThreads). */
+/**
+ * Settles threads ($1, with the error each outcome leaves, $2) at $3 (see settleThreads). The
+ * budget of a thread it finishes (completed or error) stops being live in the same statement:
+ * its row stays, spend, ceiling and fired thresholds untouched (a thread's budget is its whole
+ * life's, never reset), and the thread's next reservation makes it live again. This is the
+ * ledger's finish (PgBudgetLedger.finish) done where the thread is found finished, under the
+ * thread's lock, instead of one more statement per thread after the commit.
+ */
 const SETTLE_SQL = `
-  UPDATE threads t SET error = COALESCE(t.error, s.error), last_activity = GREATEST(t.last_activity, $3::bigint),
-    status = CASE WHEN t.status = 'killed' OR EXISTS (${OPEN_ENTRY}) THEN t.status
-                  WHEN COALESCE(t.error, s.error) IS NOT NULL THEN 'error' ELSE 'completed' END
-  FROM unnest($1::text[], $2::text[]) AS s(id, error)
-  WHERE t.id = s.id
-  RETURNING t.id, t.status, NOT EXISTS (${OPEN_ENTRY}) AS finished`;
+  WITH settled AS (
+    UPDATE threads t SET error = COALESCE(t.error, s.error), last_activity = GREATEST(t.last_activity, $3::bigint),
+      status = CASE WHEN t.status = 'killed' OR EXISTS (${OPEN_ENTRY}) THEN t.status
+                    WHEN COALESCE(t.error, s.error) IS NOT NULL THEN 'error' ELSE 'completed' END
+    FROM unnest($1::text[], $2::text[]) AS s(id, error)
+    WHERE t.id = s.id
+    RETURNING t.id, t.status, NOT EXISTS (${OPEN_ENTRY}) AS finished),
+  released AS (
+    UPDATE thread_budgets b SET live = false FROM settled
+    WHERE b.thread_id = settled.id AND b.live AND settled.finished AND settled.status IN ('completed', 'error'))
+  SELECT id, status, finished FROM settled`;
 
 /**
  * Counts messages into stored threads, one row per thread ($1, participants as JSON arrays
@@ -66,8 +78,8 @@ export async function lockThreads(tx: Tx, ids: readonly string[]): Promise<void>
 
 /**
  * Records each thread's error (the first since its inject) and, when no PENDING or DISPATCHED
- * entry of it is left, finishes it (a killed thread stays killed). Returns the threads it
- * finished. The rows are locked first (here, or by the caller), so the check of their entries
+ * entry of it is left, finishes it (a killed thread stays killed) and its budget (see
+ * SETTLE_SQL). Returns the threads it finished. The rows are locked first (here, or by the caller), so the check of their entries
  * (a statement of its own, with a fresh snapshot) sees any inject that committed while this
  * transaction waited for them.
  */

@@ -6,7 +6,7 @@ import type { AgentLoad, ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedR
 import { messageOf, type JournalRow } from '../../store/rows.js';
 import type { RecoveredMessages, RecoveryReport } from '../../core/journal.js';
 import { notify, type Channels } from '../bus/channels.js';
-import { claimTransaction } from './claim-sql.js';
+import { CLAIM_RESULT, claimTransaction } from './claim-sql.js';
 import { PgLots } from './lots.js';
 import { COUNT_SQL, FOLD_SLOTS_SQL } from '../../store/postgres/journal-counts.js';
 import { PgJournal, pgKeepAttemptSql } from '../../store/postgres/journal.js';
@@ -153,7 +153,7 @@ export class PgClusterJournal extends PgJournal {
         client.escapeLiteral(v),
       );
       const results = (await client.query(sql)) as unknown as Array<pg.QueryResult<JournalRow & { thread_row: ThreadRow | null }>>;
-      const rows = results[2]!.rows;
+      const rows = results[CLAIM_RESULT]!.rows;
       return rows.map((r) => ({ message: messageOf(r), thread: r.thread_row ? recordOf(r.thread_row) : null }));
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {

@@ -5,30 +5,39 @@ import { EXTERNAL_SENDER, type Message } from '../../core/message.js';
 import type { AgentLoad, ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedResult, TakenBack } from '../../core/work-source.js';
 import { messageOf, type JournalRow } from '../../store/rows.js';
 import type { RecoveredMessages, RecoveryReport } from '../../core/journal.js';
-import { notify, type Channels } from '../bus/channels.js';
+import type { Channels } from '../bus/channels.js';
 import { CLAIM_RESULT, claimTransaction } from './claim-sql.js';
 import { PgLots } from './lots.js';
 import { COUNT_SQL, FOLD_SLOTS_SQL } from '../../store/postgres/journal-counts.js';
 import { PgJournal, pgKeepAttemptSql } from '../../store/postgres/journal.js';
 import { pgRuntimeError, type Reader } from '../../store/postgres/pool.js';
-import { countInThreads, lockThreads, settleThreads, type FinishedStatus } from './cluster-threads.js';
+import { countInThreads, settleThreads, type FinishedStatus } from './cluster-threads.js';
 import { insertUsage } from '../../store/postgres/usage-writes.js';
 import { FinishedBudgets } from '../../store/postgres/budget-ledger.js';
-import type { PgWriter, Tx } from '../../store/postgres/writer.js';
+import { sqlLiteral, type PgWriter, type Tx } from '../../store/postgres/writer.js';
 
 /**
  * Fenced outcomes, set-based: each entry moves to its state ($4) only while DISPATCHED to its
- * worker ($2) at its attempt ($3); returns those that moved.
+ * worker ($2) at its attempt ($3); returns those that moved. Then, in the same statement (one
+ * round trip), the threads the moved ones touch ($9 for outcome $8: its own, its outgoing
+ * messages') are locked in id order, as every transaction here takes them: after the journal
+ * rows, as before, in a statement of their own.
  */
 const FENCED_SQL = `
-  UPDATE journal j SET state = o.state,
-    acked_at = CASE WHEN o.state = 'ACKED' THEN $7::bigint ELSE j.acked_at END,
-    failed_at = CASE WHEN o.state = 'FAILED' THEN $7::bigint ELSE j.failed_at END,
-    failure_reason = CASE WHEN o.state = 'FAILED' THEN o.reason ELSE j.failure_reason END,
-    error = CASE WHEN o.state = 'FAILED' THEN o.error ELSE j.error END
-  FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[]) AS o(id, worker, attempt, state, reason, error)
-  WHERE j.id = o.id AND j.state = 'DISPATCHED' AND j.claimed_by = o.worker AND j.attempt = o.attempt
-  RETURNING j.id, j.state`;
+  WITH moved AS (
+    UPDATE journal j SET state = o.state,
+      acked_at = CASE WHEN o.state = 'ACKED' THEN $7::bigint ELSE j.acked_at END,
+      failed_at = CASE WHEN o.state = 'FAILED' THEN $7::bigint ELSE j.failed_at END,
+      failure_reason = CASE WHEN o.state = 'FAILED' THEN o.reason ELSE j.failure_reason END,
+      error = CASE WHEN o.state = 'FAILED' THEN o.error ELSE j.error END
+    FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[]) AS o(id, worker, attempt, state, reason, error)
+    WHERE j.id = o.id AND j.state = 'DISPATCHED' AND j.claimed_by = o.worker AND j.attempt = o.attempt
+    RETURNING j.id, j.state),
+  locked AS (
+    SELECT t.id FROM threads t
+    WHERE t.id IN (SELECT l.thread FROM unnest($8::text[], $9::text[]) AS l(outcome, thread) JOIN moved ON moved.id = l.outcome)
+    ORDER BY t.id FOR UPDATE)
+  SELECT m.id, m.state, (SELECT COUNT(*) FROM locked) AS locked FROM moved m`;
 
 const NOT_OURS: FencedResult = { committed: false, threadFinished: null };
 
@@ -254,7 +263,7 @@ export class PgClusterJournal extends PgJournal {
           now,
         ]);
         for (let i = 0; i < retry.length; i++) this.counts.moved('DISPATCHED', 'PENDING');
-        await notify(tx, this.channels.work);
+        notifyAtCommit(tx, this.channels.work);
       }
       if (give.length > 0) {
         const error = `Gave up after the worker holding it stopped or lost its lease ${maxAttempts} time(s) (journal.max_attempts = ${maxAttempts})`;
@@ -292,12 +301,12 @@ export class PgClusterJournal extends PgJournal {
       for (let i = 0; i < (r.rowCount ?? 0); i++) this.counts.moved('PENDING', 'ACKED');
     }
     await countInThreads(tx, messages, { locked: threadsLocked, slot: this.counts.slot });
-    if (external.length < messages.length) await notify(tx, this.channels.work, [...new Set(messages.filter((m) => m.to !== EXTERNAL_SENDER).map((m) => m.to))].join(','));
+    if (external.length < messages.length) notifyAtCommit(tx, this.channels.work, [...new Set(messages.filter((m) => m.to !== EXTERNAL_SENDER).map((m) => m.to))].join(','));
   }
 
   /** A redelivered entry is claimable: wake the claimers now, not at their next poll. */
   protected override async requeued(tx: Tx, recipients: readonly string[]): Promise<void> {
-    await notify(tx, this.channels.work, [...new Set(recipients)].join(','));
+    notifyAtCommit(tx, this.channels.work, [...new Set(recipients)].join(','));
   }
 
   /**
@@ -309,6 +318,7 @@ export class PgClusterJournal extends PgJournal {
    */
   private async commitOutcomes(tx: Tx, list: readonly FencedOutcome[]): Promise<FencedResult[]> {
     const now = this.now();
+    const touched = list.flatMap((o) => [o.message.threadId, ...o.outcome.outgoing.map((m) => m.threadId)].map((thread) => [o.message.id, thread] as const));
     const moved = (
       await tx.query<{ id: string; state: 'ACKED' | 'FAILED' }>({
         name: 'journal-fenced',
@@ -321,6 +331,8 @@ export class PgClusterJournal extends PgJournal {
           list.map((o) => o.reason),
           list.map((o) => o.error),
           now,
+          touched.map(([outcome]) => outcome),
+          touched.map(([, thread]) => thread),
         ],
       })
     ).rows;
@@ -332,9 +344,12 @@ export class PgClusterJournal extends PgJournal {
     const done = list.filter((o) => committed.has(o.message.id));
     const finished = new Map<string, FinishedStatus | null>();
     if (done.length > 0) {
-      const outgoing = done.flatMap((o) => o.outcome.outgoing);
-      await lockThreads(tx, [...done.map((o) => o.message.threadId), ...outgoing.map((m) => m.threadId)]);
-      await this.insertAll(tx, outgoing, true);
+      // Their threads were locked by the fenced statement.
+      await this.insertAll(
+        tx,
+        done.flatMap((o) => o.outcome.outgoing),
+        true,
+      );
       await insertUsage(
         tx,
         done.flatMap((o) => o.outcome.usage),
@@ -349,6 +364,11 @@ export class PgClusterJournal extends PgJournal {
       committed.has(o.message.id) ? { committed: true, threadFinished: last.get(o.message.threadId) === o ? (finished.get(o.message.threadId) ?? null) : null } : NOT_OURS,
     );
   }
+}
+
+/** Wakes the claimers (NOTIFY, delivered at commit anyway): sent with the transaction's COMMIT. */
+function notifyAtCommit(tx: Tx, channel: string, payload = ''): void {
+  tx.atCommit(`SELECT pg_notify(${sqlLiteral(channel)}, ${sqlLiteral(payload)})`);
 }
 
 /** What reclaimExpired took back: in all, and per process that held it. */

@@ -1,12 +1,30 @@
-import type pg from 'pg';
+import pg from 'pg';
 
-/** The client of the transaction under way (every statement of a job goes through it). */
-export type Tx = pg.PoolClient;
+/** The transaction under way: every statement of a job goes through it. */
+export interface Tx {
+  readonly query: pg.PoolClient['query'];
+  /**
+   * A statement whose result nobody needs, sent with the COMMIT in one simple-protocol query (one
+   * round trip for the end of the transaction, not one per statement). Its values must be
+   * written in as literals (`sqlLiteral`): nothing of a caller's data is ever read as SQL.
+   */
+  atCommit(sql: string): void;
+}
 
-/** Joins every transaction of the writer: `begin` as it starts, `commit` just before COMMIT (it may write). */
+/** A string, number or null as an SQL literal (strings through the pg client's escaping). */
+export function sqlLiteral(value: string | number | null): string {
+  if (value === null) return 'NULL';
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new RangeError(`not a finite number: ${value}`);
+    return String(value);
+  }
+  return pg.escapeLiteral(value);
+}
+
+/** Joins every transaction of the writer: `begin` as it starts, `commit` just before COMMIT (it may write, with the COMMIT: Tx.atCommit). */
 export interface PgTransactionHook {
   begin(): void;
-  commit(tx: Tx): Promise<void>;
+  commit(tx: Tx): void | Promise<void>;
   /** The transaction committed (what `commit` wrote is now visible). */
   committed?(): void;
 }
@@ -141,10 +159,15 @@ export class PgWriter {
     try {
       await client.query('BEGIN');
       for (const h of this.hooks) h.begin();
+      const tail: string[] = [];
+      const tx: Tx = { query: client.query.bind(client) as Tx['query'], atCommit: (sql) => void tail.push(sql) };
       try {
-        await work(client);
-        for (const h of this.hooks) await h.commit(client);
-        await client.query('COMMIT');
+        await work(tx);
+        for (const h of this.hooks) await h.commit(tx);
+        // The statements nobody waits on go with the COMMIT: should one fail, the rest and the
+        // COMMIT are not run, and the transaction rolls back below.
+        tail.push('COMMIT');
+        await client.query(tail.join('; '));
       } catch (err) {
         await client.query('ROLLBACK').catch(() => {
           broken = true; // the connection is gone: do not return it to the pool

@@ -11,7 +11,7 @@ import { PgLots } from './lots.js';
 import { COUNT_SQL, FOLD_SLOTS_SQL } from '../../store/postgres/journal-counts.js';
 import { PgJournal, pgKeepAttemptSql } from '../../store/postgres/journal.js';
 import { pgRuntimeError, type Reader } from '../../store/postgres/pool.js';
-import { countInThreads, settleThreads, type FinishedStatus } from './cluster-threads.js';
+import { countInThreads, settleThreads, settleThreadsAtCommit } from './cluster-threads.js';
 import { insertUsage } from '../../store/postgres/usage-writes.js';
 import { FinishedBudgets } from '../../store/postgres/budget-ledger.js';
 import { sqlLiteral, type PgWriter, type Tx } from '../../store/postgres/writer.js';
@@ -342,7 +342,11 @@ export class PgClusterJournal extends PgJournal {
       this.counts.moved('DISPATCHED', r.state);
     }
     const done = list.filter((o) => committed.has(o.message.id));
-    const finished = new Map<string, FinishedStatus | null>();
+    const last = new Map(done.map((o) => [o.message.threadId, o]));
+    // Filled in place once the lot committed (a caller may hold a result already: PgLots.alone).
+    const results = list.map((o): { committed: boolean; threadFinished: FencedResult['threadFinished'] } =>
+      committed.has(o.message.id) ? { committed: true, threadFinished: null } : { ...NOT_OURS },
+    );
     if (done.length > 0) {
       // Their threads were locked by the fenced statement.
       await this.insertAll(
@@ -357,12 +361,15 @@ export class PgClusterJournal extends PgJournal {
       // Per thread, the first error of the lot (COALESCE keeps one recorded before it).
       const errors = new Map<string, string | null>();
       for (const o of done) errors.set(o.message.threadId, errors.get(o.message.threadId) ?? o.outcome.threadError);
-      for (const [id, status] of await settleThreads(tx, errors, now)) finished.set(id, status);
+      // Settled with the COMMIT; the results say which threads finished once it committed.
+      await settleThreadsAtCommit(tx, errors, now, (finished) => {
+        list.forEach((o, i) => {
+          const status = last.get(o.message.threadId) === o ? finished.get(o.message.threadId) : undefined;
+          if (status) results[i]!.threadFinished = status;
+        });
+      });
     }
-    const last = new Map(done.map((o) => [o.message.threadId, o]));
-    return list.map((o) =>
-      committed.has(o.message.id) ? { committed: true, threadFinished: last.get(o.message.threadId) === o ? (finished.get(o.message.threadId) ?? null) : null } : NOT_OURS,
-    );
+    return results;
   }
 }
 

@@ -1,7 +1,7 @@
 import type { Message } from '../../core/message.js';
 import { isSystemName } from '../../core/message.js';
 import type { ThreadStatus } from '../../core/thread.js';
-import type { Tx } from '../../store/postgres/writer.js';
+import { inlineParams, type Tx } from '../../store/postgres/writer.js';
 
 /**
  * Thread records in a clustered organism, kept by the journal's own transactions (no process
@@ -86,13 +86,36 @@ export async function lockThreads(tx: Tx, ids: readonly string[]): Promise<void>
 export async function settleThreads(tx: Tx, errors: ReadonlyMap<string, string | null>, now: number, locked = true): Promise<Map<string, FinishedStatus>> {
   const ids = [...errors.keys()];
   if (!locked) await lockThreads(tx, ids);
-  const r = await tx.query<{ id: string; status: ThreadStatus; finished: boolean }>({
+  const r = await tx.query<SettledRow>({
     name: 'threads-settle',
     text: SETTLE_SQL,
     values: [ids, ids.map((id) => errors.get(id) ?? null), now],
   });
+  return finishedOf(r.rows);
+}
+
+/**
+ * settleThreads with the statement sent with the COMMIT (Tx.atCommit: one round trip less per
+ * lot of outcomes); `finished` hears the threads it finished once the transaction committed.
+ * The caller has locked the rows. A statement that cannot be written with its values in goes
+ * at once, as settleThreads.
+ */
+export async function settleThreadsAtCommit(tx: Tx, errors: ReadonlyMap<string, string | null>, now: number, finished: (threads: Map<string, FinishedStatus>) => void): Promise<void> {
+  const ids = [...errors.keys()];
+  const sql = inlineParams(SETTLE_SQL, [ids, ids.map((id) => errors.get(id) ?? null), now]);
+  if (sql === null) return finished(await settleThreads(tx, errors, now));
+  tx.atCommit(sql, (r) => finished(finishedOf(r.rows as SettledRow[])));
+}
+
+interface SettledRow {
+  id: string;
+  status: ThreadStatus;
+  finished: boolean;
+}
+
+function finishedOf(rows: readonly SettledRow[]): Map<string, FinishedStatus> {
   const finished = new Map<string, FinishedStatus>();
-  for (const row of r.rows) if (row.finished && (row.status === 'completed' || row.status === 'error')) finished.set(row.id, row.status);
+  for (const row of rows) if (row.finished && (row.status === 'completed' || row.status === 'error')) finished.set(row.id, row.status);
   return finished;
 }
 

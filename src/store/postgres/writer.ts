@@ -4,11 +4,12 @@ import pg from 'pg';
 export interface Tx {
   readonly query: pg.PoolClient['query'];
   /**
-   * A statement whose result nobody needs, sent with the COMMIT in one simple-protocol query (one
-   * round trip for the end of the transaction, not one per statement). Its values must be
-   * written in as literals (`sqlLiteral`): nothing of a caller's data is ever read as SQL.
+   * A statement sent with the COMMIT in one simple-protocol query (one round trip for the end of
+   * the transaction, not one per statement), in the order given; `onResult` hears its result
+   * once the transaction committed. Its values must be written in as literals (`sqlLiteral`,
+   * `inlineParams`): nothing of a caller's data is ever read as SQL.
    */
-  atCommit(sql: string): void;
+  atCommit(sql: string, onResult?: (result: pg.QueryResult) => void): void;
 }
 
 /** A string, number or null as an SQL literal (strings through the pg client's escaping). */
@@ -202,7 +203,7 @@ export class PgWriter {
     client.on('error', lost);
     try {
       for (const h of this.hooks) h.begin();
-      const tail: string[] = [];
+      const tail: Array<{ sql: string; onResult: ((result: pg.QueryResult) => void) | undefined }> = [];
       // BEGIN goes with the transaction's first statement (see opening), or with its end.
       let begun = false;
       const tx: Tx = {
@@ -211,19 +212,33 @@ export class PgWriter {
           begun = true;
           return opening(client, config, values);
         }) as Tx['query'],
-        atCommit: (sql) => void tail.push(sql),
+        atCommit: (sql, onResult) => void tail.push({ sql, onResult }),
       };
+      const head: string[] = [];
+      let results: pg.QueryResult[] = [];
       try {
         await work(tx);
         for (const h of this.hooks) await h.commit(tx);
-        // The statements nobody waits on go with the COMMIT: should one fail, the rest and the
-        // COMMIT are not run, and the transaction rolls back below.
-        if (begun || tail.length > 0) await client.query([...(begun ? [] : ['BEGIN']), ...tail, 'COMMIT'].join('; '));
+        // The statements sent with the COMMIT: should one fail, the rest and the COMMIT are not
+        // run, and the transaction rolls back below.
+        if (begun || tail.length > 0) {
+          if (!begun) head.push('BEGIN');
+          const answer = (await client.query([...head, ...tail.map((t) => t.sql), 'COMMIT'].join('; '))) as unknown as pg.QueryResult | pg.QueryResult[];
+          results = Array.isArray(answer) ? answer : [answer];
+        }
       } catch (err) {
         await client.query('ROLLBACK').catch(() => {
           broken = true; // the connection is gone: do not return it to the pool
         });
         throw err;
+      }
+      // Committed: nothing from here on may fail the transaction (its jobs would run again).
+      for (const [i, t] of tail.entries()) {
+        try {
+          t.onResult?.(results[head.length + i]!);
+        } catch (err) {
+          this.onError(err);
+        }
       }
       for (const h of this.hooks) h.committed?.();
     } catch (err) {

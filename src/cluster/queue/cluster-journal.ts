@@ -37,7 +37,7 @@ const FENCED_SQL = `
     SELECT t.id FROM threads t
     WHERE t.id IN (SELECT l.thread FROM unnest($8::text[], $9::text[]) AS l(outcome, thread) JOIN moved ON moved.id = l.outcome)
     ORDER BY t.id FOR UPDATE)
-  SELECT m.id, m.state, (SELECT COUNT(*) FROM locked) AS locked FROM moved m`;
+  SELECT m.id, m.state, (SELECT array_agg(id) FROM locked) AS locked FROM moved m`;
 
 const NOT_OURS: FencedResult = { committed: false, threadFinished: null };
 
@@ -290,8 +290,12 @@ export class PgClusterJournal extends PgJournal {
     });
   }
 
-  /** Journals messages PENDING (an external recipient's at once ACKED), counts them in their threads, and wakes claimers. */
-  protected override async insertAll(tx: Tx, messages: readonly Message[], threadsLocked = false): Promise<void> {
+  /**
+   * Journals messages PENDING (an external recipient's at once ACKED), counts them in their
+   * threads, and wakes claimers. `lockedThreads`: threads this transaction holds locked (they
+   * exist); when every message's thread is one of them, their count goes with the COMMIT.
+   */
+  protected override async insertAll(tx: Tx, messages: readonly Message[], lockedThreads: ReadonlySet<string> | null = null): Promise<void> {
     if (messages.length === 0) return;
     await super.insertAll(tx, messages);
     // Nobody claims what is addressed to the outside world: it ends here, recorded and acknowledged.
@@ -300,7 +304,8 @@ export class PgClusterJournal extends PgJournal {
       const r = await tx.query(`UPDATE journal SET state = 'ACKED', acked_at = $2 WHERE id = ANY($1::text[]) AND state = 'PENDING'`, [external, this.now()]);
       for (let i = 0; i < (r.rowCount ?? 0); i++) this.counts.moved('PENDING', 'ACKED');
     }
-    await countInThreads(tx, messages, { locked: threadsLocked, slot: this.counts.slot });
+    const allLocked = lockedThreads !== null && messages.every((m) => lockedThreads.has(m.threadId));
+    await countInThreads(tx, messages, { locked: lockedThreads !== null, slot: this.counts.slot, atCommit: allLocked });
     if (external.length < messages.length) notifyAtCommit(tx, this.channels.work, [...new Set(messages.filter((m) => m.to !== EXTERNAL_SENDER).map((m) => m.to))].join(','));
   }
 
@@ -320,7 +325,7 @@ export class PgClusterJournal extends PgJournal {
     const now = this.now();
     const touched = list.flatMap((o) => [o.message.threadId, ...o.outcome.outgoing.map((m) => m.threadId)].map((thread) => [o.message.id, thread] as const));
     const moved = (
-      await tx.query<{ id: string; state: 'ACKED' | 'FAILED' }>({
+      await tx.query<{ id: string; state: 'ACKED' | 'FAILED'; locked: string[] | null }>({
         name: 'journal-fenced',
         text: FENCED_SQL,
         values: [
@@ -352,7 +357,7 @@ export class PgClusterJournal extends PgJournal {
       await this.insertAll(
         tx,
         done.flatMap((o) => o.outcome.outgoing),
-        true,
+        new Set(moved[0]?.locked ?? []),
       );
       await insertUsage(
         tx,

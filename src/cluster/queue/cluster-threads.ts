@@ -124,7 +124,7 @@ function finishedOf(rows: readonly SettledRow[]): Map<string, FinishedStatus> {
  * message count, last activity. An inject (no parent, not from the pump) makes its thread
  * active again with its error cleared and its metadata; a thread not stored yet is created.
  */
-export async function countInThreads(tx: Tx, messages: readonly Message[], o: { locked: boolean; slot: string }): Promise<void> {
+export async function countInThreads(tx: Tx, messages: readonly Message[], o: { locked: boolean; slot: string; atCommit?: boolean }): Promise<void> {
   const byThread = new Map<string, ThreadTally>();
   for (const m of messages) {
     let t = byThread.get(m.threadId);
@@ -135,6 +135,10 @@ export async function countInThreads(tx: Tx, messages: readonly Message[], o: { 
     if (m.parentId === null && !isSystemName(m.from)) t.inject = m;
   }
   const entries = [...byThread].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const values = [...threadColumns(entries), entries.map(([, t]) => t.inject !== null)];
+  // Threads the caller holds locked, so stored: counted with the COMMIT (one round trip less).
+  const atCommit = o.atCommit ? inlineParams(COUNT_IN_THREADS_SQL, values) : null;
+  if (atCommit !== null) return tx.atCommit(atCommit);
   // Two transactions touching the same threads must lock them in the same order (id order).
   if (!o.locked && entries.length > 1)
     await lockThreads(
@@ -144,7 +148,7 @@ export async function countInThreads(tx: Tx, messages: readonly Message[], o: { 
   const updated = await tx.query<{ id: string }>({
     name: 'threads-count',
     text: COUNT_IN_THREADS_SQL,
-    values: [...threadColumns(entries), entries.map(([, t]) => t.inject !== null)],
+    values,
   });
   const stored = new Set(updated.rows.map((r) => r.id));
   const missing = entries.filter(([id]) => !stored.has(id));
@@ -161,7 +165,7 @@ export async function countInThreads(tx: Tx, messages: readonly Message[], o: { 
   await countInThreads(
     tx,
     messages.filter((m) => !stored.has(m.threadId) && !made.has(m.threadId)),
-    { ...o, locked: true },
+    { ...o, locked: true, atCommit: false },
   );
 }
 

@@ -58,6 +58,12 @@ describe.skipIf(!run)('inlineParams (PostgreSQL)', () => {
     expect(empty.inlined).toEqual([{ n: 0 }]);
   });
 
+  it('keeps a negative number one (no comment made of a minus and a minus sign)', async () => {
+    const r = await both('SELECT 10-$1 AS a, $2::int AS b, 3 - $1 AS c', [-2, -7]);
+    expect(r.inlined).toEqual(r.params);
+    expect(r.inlined).toEqual([{ a: 12, b: -7, c: 5 }]);
+  });
+
   it('leaves alone what it cannot write in plainly: comments, dollar quotes, other kinds of values, missing parameters', () => {
     expect(inlineParams('SELECT $1 -- a comment', ['x'])).toBeNull();
     expect(inlineParams('SELECT $1 /* a comment */', ['x'])).toBeNull();

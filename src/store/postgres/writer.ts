@@ -25,7 +25,8 @@ export function sqlLiteral(value: string | number | null): string {
 /** A parameter's value as an SQL literal, as pg would have sent it (arrays as array literals); null: not one we write in. */
 function paramLiteral(value: unknown): string | null {
   if (value === null || value === undefined) return 'NULL';
-  if (typeof value === 'number') return Number.isFinite(value) ? String(value) : null;
+  // A negative number in parentheses: `x-$1` must not become `x--1`, a comment.
+  if (typeof value === 'number') return Number.isFinite(value) ? (value < 0 || Object.is(value, -0) ? `(${value})` : String(value)) : null;
   if (typeof value === 'boolean') return value ? 'true' : 'false';
   if (typeof value === 'string') return pg.escapeLiteral(value);
   if (Array.isArray(value)) {

@@ -297,14 +297,15 @@ export class PgClusterJournal extends PgJournal {
    */
   protected override async insertAll(tx: Tx, messages: readonly Message[], lockedThreads: ReadonlySet<string> | null = null): Promise<void> {
     if (messages.length === 0) return;
-    await super.insertAll(tx, messages);
     // Nobody claims what is addressed to the outside world: it ends here, recorded and acknowledged.
     const external = messages.filter((m) => m.to === EXTERNAL_SENDER).map((m) => m.id);
+    const allLocked = lockedThreads !== null && messages.every((m) => lockedThreads.has(m.threadId));
+    // Into stored threads this transaction holds, nothing to ack at once: journaled with the COMMIT.
+    if (!(allLocked && external.length === 0 && this.insertAllAtCommit(tx, messages))) await super.insertAll(tx, messages);
     if (external.length > 0) {
       const r = await tx.query(`UPDATE journal SET state = 'ACKED', acked_at = $2 WHERE id = ANY($1::text[]) AND state = 'PENDING'`, [external, this.now()]);
       for (let i = 0; i < (r.rowCount ?? 0); i++) this.counts.moved('PENDING', 'ACKED');
     }
-    const allLocked = lockedThreads !== null && messages.every((m) => lockedThreads.has(m.threadId));
     await countInThreads(tx, messages, { locked: lockedThreads !== null, slot: this.counts.slot, atCommit: allLocked });
     if (external.length < messages.length) notifyAtCommit(tx, this.channels.work, [...new Set(messages.filter((m) => m.to !== EXTERNAL_SENDER).map((m) => m.to))].join(','));
   }

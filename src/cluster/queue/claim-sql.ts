@@ -69,9 +69,26 @@ export interface ClaimRequest {
 }
 
 /**
- * BEGIN, the claim lock, the claim and COMMIT as one simple-protocol query (its third result
- * holds the claimed rows). Names go through `escapeLiteral` (the pg client's), limits as
- * clamped integers: nothing of a request is ever read as SQL.
+ * A claim commits asynchronously (`synchronous_commit = off`): the server answers before its
+ * WAL is flushed, so a claim costs no disk flush. What a claim lost that way costs: only a
+ * crash of the database server (not of an organism process) can lose it, and then the entry
+ * is PENDING again at the same attempt, as if never claimed. The process that claimed it may
+ * be running it: if another process claims it, the first one's ack fails the fence
+ * (`claimed_by`, `attempt`) and is dropped whole, so the delivery's outcome commits once, but
+ * its handler has run twice (the at-least-once of any redelivery after a crash); if the same
+ * process claims it again, it does not start it a second time (ClusterQueue.startClaimed) and
+ * the delivery it runs acks against the new claim. Nothing else depends on a claim being
+ * durable: every later write (the ack, a synchronous commit) flushes the WAL past it.
+ */
+const ASYNC_COMMIT_SQL = 'SET LOCAL synchronous_commit = off';
+
+/** Where the claimed rows are among the results of claimTransaction's query. */
+export const CLAIM_RESULT = 3;
+
+/**
+ * BEGIN, asynchronous commit, the claim lock, the claim and COMMIT as one simple-protocol
+ * query (result CLAIM_RESULT holds the claimed rows). Names go through `escapeLiteral` (the pg
+ * client's), limits as clamped integers: nothing of a request is ever read as SQL.
  */
 export function claimTransaction(r: ClaimRequest, escapeLiteral: (v: string) => string): string {
   const values = [
@@ -83,5 +100,5 @@ export function claimTransaction(r: ClaimRequest, escapeLiteral: (v: string) => 
     `${Math.trunc(r.now)}::bigint`,
     escapeLiteral(r.slot),
   ];
-  return `BEGIN; ${CLAIM_LOCK_SQL}; ${CLAIM_SQL.replace(/\$(\d)/g, (_, i: string) => values[Number(i) - 1]!)}; COMMIT`;
+  return `BEGIN; ${ASYNC_COMMIT_SQL}; ${CLAIM_LOCK_SQL}; ${CLAIM_SQL.replace(/\$(\d)/g, (_, i: string) => values[Number(i) - 1]!)}; COMMIT`;
 }

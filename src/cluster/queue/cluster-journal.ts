@@ -5,29 +5,39 @@ import { EXTERNAL_SENDER, type Message } from '../../core/message.js';
 import type { AgentLoad, ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedResult, TakenBack } from '../../core/work-source.js';
 import { messageOf, type JournalRow } from '../../store/rows.js';
 import type { RecoveredMessages, RecoveryReport } from '../../core/journal.js';
-import { notify, type Channels } from '../bus/channels.js';
-import { claimTransaction } from './claim-sql.js';
+import type { Channels } from '../bus/channels.js';
+import { CLAIM_RESULT, claimTransaction } from './claim-sql.js';
 import { PgLots } from './lots.js';
 import { COUNT_SQL, FOLD_SLOTS_SQL } from '../../store/postgres/journal-counts.js';
 import { PgJournal, pgKeepAttemptSql } from '../../store/postgres/journal.js';
 import { pgRuntimeError, type Reader } from '../../store/postgres/pool.js';
-import { countInThreads, lockThreads, settleThreads, type FinishedStatus } from './cluster-threads.js';
+import { countInThreads, settleThreads, settleThreadsAtCommit } from './cluster-threads.js';
 import { insertUsage } from '../../store/postgres/usage-writes.js';
-import type { PgWriter, Tx } from '../../store/postgres/writer.js';
+import { FinishedBudgets } from '../../store/postgres/budget-ledger.js';
+import { sqlLiteral, type PgWriter, type Tx } from '../../store/postgres/writer.js';
 
 /**
  * Fenced outcomes, set-based: each entry moves to its state ($4) only while DISPATCHED to its
- * worker ($2) at its attempt ($3); returns those that moved.
+ * worker ($2) at its attempt ($3); returns those that moved. Then, in the same statement (one
+ * round trip), the threads the moved ones touch ($9 for outcome $8: its own, its outgoing
+ * messages') are locked in id order, as every transaction here takes them: after the journal
+ * rows, as before, in a statement of their own.
  */
 const FENCED_SQL = `
-  UPDATE journal j SET state = o.state,
-    acked_at = CASE WHEN o.state = 'ACKED' THEN $7::bigint ELSE j.acked_at END,
-    failed_at = CASE WHEN o.state = 'FAILED' THEN $7::bigint ELSE j.failed_at END,
-    failure_reason = CASE WHEN o.state = 'FAILED' THEN o.reason ELSE j.failure_reason END,
-    error = CASE WHEN o.state = 'FAILED' THEN o.error ELSE j.error END
-  FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[]) AS o(id, worker, attempt, state, reason, error)
-  WHERE j.id = o.id AND j.state = 'DISPATCHED' AND j.claimed_by = o.worker AND j.attempt = o.attempt
-  RETURNING j.id, j.state`;
+  WITH moved AS (
+    UPDATE journal j SET state = o.state,
+      acked_at = CASE WHEN o.state = 'ACKED' THEN $7::bigint ELSE j.acked_at END,
+      failed_at = CASE WHEN o.state = 'FAILED' THEN $7::bigint ELSE j.failed_at END,
+      failure_reason = CASE WHEN o.state = 'FAILED' THEN o.reason ELSE j.failure_reason END,
+      error = CASE WHEN o.state = 'FAILED' THEN o.error ELSE j.error END
+    FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[]) AS o(id, worker, attempt, state, reason, error)
+    WHERE j.id = o.id AND j.state = 'DISPATCHED' AND j.claimed_by = o.worker AND j.attempt = o.attempt
+    RETURNING j.id, j.state),
+  locked AS (
+    SELECT t.id FROM threads t
+    WHERE t.id IN (SELECT l.thread FROM unnest($8::text[], $9::text[]) AS l(outcome, thread) JOIN moved ON moved.id = l.outcome)
+    ORDER BY t.id FOR UPDATE)
+  SELECT m.id, m.state, (SELECT array_agg(id) FROM locked) AS locked FROM moved m`;
 
 const NOT_OURS: FencedResult = { committed: false, threadFinished: null };
 
@@ -62,6 +72,8 @@ export class PgClusterJournal extends PgJournal {
   private readonly outcomes: PgLots<FencedOutcome, FencedResult>;
   /** Injects under limits.max_queue, admitted in lots (see admitInjects). */
   private readonly injects: PgLots<{ messages: readonly Message[]; maxQueue: number }, boolean>;
+  /** Threads whose budget an outcome's transaction finished with them (the budget ledger reads it). */
+  readonly finishedBudgets = new FinishedBudgets();
 
   constructor(
     pool: Reader,
@@ -150,7 +162,7 @@ export class PgClusterJournal extends PgJournal {
         client.escapeLiteral(v),
       );
       const results = (await client.query(sql)) as unknown as Array<pg.QueryResult<JournalRow & { thread_row: ThreadRow | null }>>;
-      const rows = results[2]!.rows;
+      const rows = results[CLAIM_RESULT]!.rows;
       return rows.map((r) => ({ message: messageOf(r), thread: r.thread_row ? recordOf(r.thread_row) : null }));
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {
@@ -206,12 +218,19 @@ export class PgClusterJournal extends PgJournal {
 
   /** The ack of a claimed delivery, fenced: written only while the claim is `workerId`'s, at this attempt. */
   ackClaimed(workerId: string, message: Message, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
-    return this.outcomes.submit({ workerId, message, to: 'ACKED', reason: null, error: null, outcome });
+    return this.settled(message, this.outcomes.submit({ workerId, message, to: 'ACKED', reason: null, error: null, outcome }));
   }
 
   failClaimed(workerId: string, message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
     const threadError = reason === 'killed' ? outcome.threadError : (outcome.threadError ?? error);
-    return this.outcomes.submit({ workerId, message, to: 'FAILED', reason, error, outcome: { ...outcome, threadError } });
+    return this.settled(message, this.outcomes.submit({ workerId, message, to: 'FAILED', reason, error, outcome: { ...outcome, threadError } }));
+  }
+
+  /** An outcome that finished its thread finished its budget in the same commit (see settleThreads): the ledger is told. */
+  private async settled(message: Message, result: Promise<FencedResult>): Promise<FencedResult> {
+    const r = await result;
+    if (r.threadFinished) this.finishedBudgets.add(message.threadId);
+    return r;
   }
 
   /**
@@ -244,7 +263,7 @@ export class PgClusterJournal extends PgJournal {
           now,
         ]);
         for (let i = 0; i < retry.length; i++) this.counts.moved('DISPATCHED', 'PENDING');
-        await notify(tx, this.channels.work);
+        notifyAtCommit(tx, this.channels.work);
       }
       if (give.length > 0) {
         const error = `Gave up after the worker holding it stopped or lost its lease ${maxAttempts} time(s) (journal.max_attempts = ${maxAttempts})`;
@@ -271,23 +290,29 @@ export class PgClusterJournal extends PgJournal {
     });
   }
 
-  /** Journals messages PENDING (an external recipient's at once ACKED), counts them in their threads, and wakes claimers. */
-  protected override async insertAll(tx: Tx, messages: readonly Message[], threadsLocked = false): Promise<void> {
+  /**
+   * Journals messages PENDING (an external recipient's at once ACKED), counts them in their
+   * threads, and wakes claimers. `lockedThreads`: threads this transaction holds locked (they
+   * exist); when every message's thread is one of them, their count goes with the COMMIT.
+   */
+  protected override async insertAll(tx: Tx, messages: readonly Message[], lockedThreads: ReadonlySet<string> | null = null): Promise<void> {
     if (messages.length === 0) return;
-    await super.insertAll(tx, messages);
     // Nobody claims what is addressed to the outside world: it ends here, recorded and acknowledged.
     const external = messages.filter((m) => m.to === EXTERNAL_SENDER).map((m) => m.id);
+    const allLocked = lockedThreads !== null && messages.every((m) => lockedThreads.has(m.threadId));
+    // Into stored threads this transaction holds, nothing to ack at once: journaled with the COMMIT.
+    if (!(allLocked && external.length === 0 && this.insertAllAtCommit(tx, messages))) await super.insertAll(tx, messages);
     if (external.length > 0) {
       const r = await tx.query(`UPDATE journal SET state = 'ACKED', acked_at = $2 WHERE id = ANY($1::text[]) AND state = 'PENDING'`, [external, this.now()]);
       for (let i = 0; i < (r.rowCount ?? 0); i++) this.counts.moved('PENDING', 'ACKED');
     }
-    await countInThreads(tx, messages, { locked: threadsLocked, slot: this.counts.slot });
-    if (external.length < messages.length) await notify(tx, this.channels.work, [...new Set(messages.filter((m) => m.to !== EXTERNAL_SENDER).map((m) => m.to))].join(','));
+    await countInThreads(tx, messages, { locked: lockedThreads !== null, slot: this.counts.slot, atCommit: allLocked });
+    if (external.length < messages.length) notifyAtCommit(tx, this.channels.work, [...new Set(messages.filter((m) => m.to !== EXTERNAL_SENDER).map((m) => m.to))].join(','));
   }
 
   /** A redelivered entry is claimable: wake the claimers now, not at their next poll. */
   protected override async requeued(tx: Tx, recipients: readonly string[]): Promise<void> {
-    await notify(tx, this.channels.work, [...new Set(recipients)].join(','));
+    notifyAtCommit(tx, this.channels.work, [...new Set(recipients)].join(','));
   }
 
   /**
@@ -299,8 +324,9 @@ export class PgClusterJournal extends PgJournal {
    */
   private async commitOutcomes(tx: Tx, list: readonly FencedOutcome[]): Promise<FencedResult[]> {
     const now = this.now();
+    const touched = list.flatMap((o) => [o.message.threadId, ...o.outcome.outgoing.map((m) => m.threadId)].map((thread) => [o.message.id, thread] as const));
     const moved = (
-      await tx.query<{ id: string; state: 'ACKED' | 'FAILED' }>({
+      await tx.query<{ id: string; state: 'ACKED' | 'FAILED'; locked: string[] | null }>({
         name: 'journal-fenced',
         text: FENCED_SQL,
         values: [
@@ -311,6 +337,8 @@ export class PgClusterJournal extends PgJournal {
           list.map((o) => o.reason),
           list.map((o) => o.error),
           now,
+          touched.map(([outcome]) => outcome),
+          touched.map(([, thread]) => thread),
         ],
       })
     ).rows;
@@ -320,11 +348,18 @@ export class PgClusterJournal extends PgJournal {
       this.counts.moved('DISPATCHED', r.state);
     }
     const done = list.filter((o) => committed.has(o.message.id));
-    const finished = new Map<string, FinishedStatus | null>();
+    const last = new Map(done.map((o) => [o.message.threadId, o]));
+    // Filled in place once the lot committed (a caller may hold a result already: PgLots.alone).
+    const results = list.map((o): { committed: boolean; threadFinished: FencedResult['threadFinished'] } =>
+      committed.has(o.message.id) ? { committed: true, threadFinished: null } : { ...NOT_OURS },
+    );
     if (done.length > 0) {
-      const outgoing = done.flatMap((o) => o.outcome.outgoing);
-      await lockThreads(tx, [...done.map((o) => o.message.threadId), ...outgoing.map((m) => m.threadId)]);
-      await this.insertAll(tx, outgoing, true);
+      // Their threads were locked by the fenced statement.
+      await this.insertAll(
+        tx,
+        done.flatMap((o) => o.outcome.outgoing),
+        new Set(moved[0]?.locked ?? []),
+      );
       await insertUsage(
         tx,
         done.flatMap((o) => o.outcome.usage),
@@ -332,13 +367,21 @@ export class PgClusterJournal extends PgJournal {
       // Per thread, the first error of the lot (COALESCE keeps one recorded before it).
       const errors = new Map<string, string | null>();
       for (const o of done) errors.set(o.message.threadId, errors.get(o.message.threadId) ?? o.outcome.threadError);
-      for (const [id, status] of await settleThreads(tx, errors, now)) finished.set(id, status);
+      // Settled with the COMMIT; the results say which threads finished once it committed.
+      await settleThreadsAtCommit(tx, errors, now, (finished) => {
+        list.forEach((o, i) => {
+          const status = last.get(o.message.threadId) === o ? finished.get(o.message.threadId) : undefined;
+          if (status) results[i]!.threadFinished = status;
+        });
+      });
     }
-    const last = new Map(done.map((o) => [o.message.threadId, o]));
-    return list.map((o) =>
-      committed.has(o.message.id) ? { committed: true, threadFinished: last.get(o.message.threadId) === o ? (finished.get(o.message.threadId) ?? null) : null } : NOT_OURS,
-    );
+    return results;
   }
+}
+
+/** Wakes the claimers (NOTIFY, delivered at commit anyway): sent with the transaction's COMMIT. */
+function notifyAtCommit(tx: Tx, channel: string, payload = ''): void {
+  tx.atCommit(`SELECT pg_notify(${sqlLiteral(channel)}, ${sqlLiteral(payload)})`);
 }
 
 /** What reclaimExpired took back: in all, and per process that held it. */

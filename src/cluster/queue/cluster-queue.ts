@@ -15,6 +15,9 @@ import {
 } from '../../core/work-source.js';
 import { Errors } from '../../errors/catalogue.js';
 
+/** How many claimed deliveries' outcomes (and started deliveries) a queue remembers, at most. */
+const BOOKED_KEPT = 1_000;
+
 /**
  * The queue of a clustered organism (several processes on one PostgreSQL store, see
  * work-source.ts): a journaled message waits PENDING in the store, where any process may claim
@@ -32,6 +35,10 @@ export class ClusterQueue implements DeliveryQueue {
   private unlisten: (() => void) | null = null;
   private claimTrouble = false;
   private offTakenBack: (() => void) | null = null;
+  /** The attempt of each claimed delivery this process started (while the pump holds it, see startClaimed). */
+  private readonly running = new Map<string, number>();
+  /** Claimed deliveries whose outcome this process committed lately, as `id:attempt` (oldest first, bounded). */
+  private readonly booked = new Set<string>();
 
   constructor(
     private readonly work: WorkSource,
@@ -100,11 +107,22 @@ export class ClusterQueue implements DeliveryQueue {
   release(): void {}
 
   ack(message: Message, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
-    return this.work.ack(message, outcome);
+    return this.ended(message, this.work.ack(message, outcome));
   }
 
   fail(message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
-    return this.work.fail(message, reason, error, outcome);
+    return this.ended(message, this.work.fail(message, reason, error, outcome));
+  }
+
+  /** A claimed delivery's outcome was written (or found not ours): it is no longer started here. */
+  private async ended(message: Message, result: Promise<FencedResult>): Promise<FencedResult> {
+    const r = await result;
+    if (this.running.get(message.id) === message.attempt) this.running.delete(message.id);
+    if (r.committed) {
+      this.booked.add(`${message.id}:${message.attempt}`);
+      if (this.booked.size > BOOKED_KEPT) this.booked.delete(this.booked.values().next().value as string);
+    }
+    return r;
   }
 
   /** One transaction journals it FAILED at once (a PENDING entry could be claimed before it fails). */
@@ -198,6 +216,18 @@ export class ClusterQueue implements DeliveryQueue {
   }
 
   private startClaimed(host: QueueHost, claimed: ClaimedWork): void {
+    const { message } = claimed;
+    if (this.runsAlready(host, message)) {
+      // A claim of a delivery this process runs (or has just ended) at this very attempt: its
+      // first claim was lost by the database (an asynchronous commit, see claim-sql.ts) and it
+      // was claimed again, here. It is not run twice: the delivery under way acks against this
+      // claim (same worker, same attempt).
+      host.logger.warn(
+        { messageId: message.id, threadId: message.threadId, to: message.to, attempt: message.attempt },
+        'claimed again a delivery this process runs (the database lost its first claim); not started twice',
+      );
+      return;
+    }
     if (!this.work.claimCertain(claimed.claimedAt)) {
       // This process was frozen or starved past a good part of its lease since it last renewed
       // it (the claim's answer may have waited in the socket meanwhile): another process may
@@ -205,7 +235,23 @@ export class ClusterQueue implements DeliveryQueue {
       void this.confirmThenStart(host, claimed);
       return;
     }
-    host.take(claimed.message, { thread: claimed.thread, claimedAt: claimed.claimedAt });
+    this.running.set(message.id, message.attempt);
+    if (this.running.size > BOOKED_KEPT) this.forgetEnded(host);
+    host.take(message, { thread: claimed.thread, claimedAt: claimed.claimedAt });
+  }
+
+  /** Whether this process runs the delivery at this attempt, or committed its outcome lately. */
+  private runsAlready(host: QueueHost, message: Message): boolean {
+    if (this.booked.has(`${message.id}:${message.attempt}`)) return true;
+    if (this.running.get(message.id) !== message.attempt) return false;
+    for (const id of host.held()) if (id === message.id) return true;
+    return false;
+  }
+
+  /** Drops started deliveries the pump no longer holds (ended without an outcome written: a shutdown). */
+  private forgetEnded(host: QueueHost): void {
+    const held = new Set(host.held());
+    for (const id of this.running.keys()) if (!held.has(id)) this.running.delete(id);
   }
 
   private async confirmThenStart(host: QueueHost, claimed: ClaimedWork): Promise<void> {

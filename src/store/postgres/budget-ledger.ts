@@ -86,6 +86,30 @@ const DB_NOW = `(extract(epoch from clock_timestamp()) * 1000)::bigint`;
 const RETRY_MS = 250;
 const RETRY_MAX_MS = 5_000;
 
+/**
+ * Threads whose budget the store finished in the transaction that found the thread finished
+ * (a clustered organism's settle, see cluster-threads.ts), told by the journal once that
+ * transaction committed: the ledger's finish of such a thread sends nothing (it was one
+ * statement and one commit per thread). Each is taken once; bounded (the oldest go first), a
+ * thread dropped here is finished by its statement as before, which finds nothing to do.
+ */
+export class FinishedBudgets {
+  private readonly ids = new Set<string>();
+
+  constructor(private readonly max = 10_000) {}
+
+  add(threadId: string): void {
+    this.ids.delete(threadId);
+    this.ids.add(threadId);
+    if (this.ids.size > this.max) this.ids.delete(this.ids.values().next().value as string);
+  }
+
+  /** Whether the store finished the thread's budget since it was last asked. */
+  take(threadId: string): boolean {
+    return this.ids.delete(threadId);
+  }
+}
+
 export interface PgBudgetLedgerOptions {
   readonly defaultMaxTokens: number;
   /** Hears what a throwing listener threw. */
@@ -98,6 +122,8 @@ export interface PgBudgetLedgerOptions {
   /** Who holds this process's reservations (a worker id); default host:pid:random. */
   readonly holder?: string;
   readonly logger?: Logger;
+  /** Budgets the store finished with their threads (see FinishedBudgets). */
+  readonly finished?: FinishedBudgets;
 }
 
 interface BudgetRow {
@@ -309,6 +335,8 @@ export class PgBudgetLedger implements BudgetLedger {
    * thread's last delivery finishes it. A call that settles later still bills the row.
    */
   finish(threadId: string): void {
+    // Already done in the transaction that finished the thread (its last outcome's).
+    if (this.opts.finished?.take(threadId)) return;
     void this.finishWhenDone(threadId);
   }
 

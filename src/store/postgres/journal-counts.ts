@@ -1,6 +1,6 @@
 import type { DeliveryState } from '../../core/journal.js';
 import { DELIVERY_STATES } from '../../core/journal.js';
-import type { PgTransactionHook, Tx } from './writer.js';
+import { sqlLiteral, type PgTransactionHook, type Tx } from './writer.js';
 
 /**
  * The journal's row counts in `row_counts` (all entries, entries per state) and
@@ -50,29 +50,19 @@ export class PgJournalCounts implements PgTransactionHook {
     if (recipient !== sender) this.listeners.set(recipient, (this.listeners.get(recipient) ?? 0) + delta);
   }
 
-  async commit(tx: Tx): Promise<void> {
-    const names: string[] = [];
-    const deltas: number[] = [];
-    if (this.total !== 0) names.push('journal'), deltas.push(this.total);
-    for (const k of DELIVERY_STATES) if (this.states[k] !== 0) names.push(`journal:${k}`), deltas.push(this.states[k]);
-    if (names.length > 0) {
-      await tx.query({
-        name: 'counts-add',
-        text: `INSERT INTO row_counts (name, slot, n) SELECT d.name, $3, d.delta FROM unnest($1::text[], $2::bigint[]) AS d(name, delta)
-         ON CONFLICT (name, slot) DO UPDATE SET n = row_counts.n + excluded.n`,
-        values: [names, deltas, this.slot],
-      });
-    }
+  /** Adds the sums to this process's slots, with the COMMIT (one round trip with it, see Tx.atCommit). */
+  commit(tx: Tx): void {
+    const rows: string[] = [];
+    const slot = sqlLiteral(this.slot);
+    if (this.total !== 0) rows.push(`('journal', ${slot}, ${this.total})`);
+    for (const k of DELIVERY_STATES) if (this.states[k] !== 0) rows.push(`(${sqlLiteral(`journal:${k}`)}, ${slot}, ${this.states[k]})`);
+    if (rows.length > 0) tx.atCommit(`INSERT INTO row_counts (name, slot, n) VALUES ${rows.join(', ')} ON CONFLICT (name, slot) DO UPDATE SET n = row_counts.n + excluded.n`);
     const listeners = [...this.listeners].filter(([, d]) => d !== 0);
     if (listeners.length > 0) {
       // Sorted, so two processes committing at once lock the rows in the same order.
       listeners.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-      await tx.query({
-        name: 'counts-agents',
-        text: `INSERT INTO journal_agent_counts (agent, slot, n) SELECT d.agent, $3, d.n FROM unnest($1::text[], $2::bigint[]) AS d(agent, n)
-         ON CONFLICT (agent, slot) DO UPDATE SET n = journal_agent_counts.n + excluded.n`,
-        values: [listeners.map(([a]) => a), listeners.map(([, d]) => d), this.slot],
-      });
+      const values = listeners.map(([agent, n]) => `(${sqlLiteral(agent)}, ${slot}, ${n})`).join(', ');
+      tx.atCommit(`INSERT INTO journal_agent_counts (agent, slot, n) VALUES ${values} ON CONFLICT (agent, slot) DO UPDATE SET n = journal_agent_counts.n + excluded.n`);
     }
     this.begin();
   }

@@ -220,7 +220,7 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
       new PgBudgetLedger(pool, where, {
         ...o,
         ...(logger ? { logger } : {}),
-        ...(cluster ? { holder: cluster.storage.workerId, leaseMs: options.cluster?.leaseMs ?? DEFAULT_LEASE_MS } : {}),
+        ...(cluster ? { holder: cluster.storage.workerId, leaseMs: options.cluster?.leaseMs ?? DEFAULT_LEASE_MS, finished: (journal as PgClusterJournal).finishedBudgets } : {}),
       }),
     problem: () => reach?.problem() ?? null,
     budgets: {

@@ -35,6 +35,9 @@ export const recordOf = (r: ThreadRow): ThreadRecord => ({
  * transaction, in order, and reads wait for it.
  */
 export class PgThreadStore implements ThreadStore {
+  /** Gets waiting for the next read, by thread id (see get). */
+  private gets = new Map<string, Array<{ resolve(t: ThreadRecord | null): void; reject(err: unknown): void }>>();
+
   constructor(
     private readonly pool: Reader,
     private readonly writer: PgWriter,
@@ -77,10 +80,29 @@ export class PgThreadStore implements ThreadStore {
     });
   }
 
-  async get(id: string): Promise<ThreadRecord | null> {
-    await this.writer.flush();
-    const row = (await this.pool.query<ThreadRow>('SELECT * FROM threads WHERE id = $1', [id])).rows[0];
-    return row ? recordOf(row) : null;
+  /**
+   * Gets asked within one turn of the event loop are read together: one flush and one query
+   * for a batch of injects naming their threads (the pump reads each such thread), not one
+   * round trip and one transaction each.
+   */
+  get(id: string): Promise<ThreadRecord | null> {
+    return new Promise((resolve, reject) => {
+      const waiting = this.gets.get(id);
+      if (waiting) waiting.push({ resolve, reject });
+      else this.gets.set(id, [{ resolve, reject }]);
+      if (this.gets.size === 1 && waiting === undefined) setImmediate(() => void this.readGets());
+    });
+  }
+
+  private async readGets(): Promise<void> {
+    const batch = this.gets;
+    this.gets = new Map();
+    try {
+      const found = await this.getMany([...batch.keys()]);
+      for (const [id, waiting] of batch) for (const w of waiting) w.resolve(found.get(id) ?? null);
+    } catch (err) {
+      for (const waiting of batch.values()) for (const w of waiting) w.reject(err);
+    }
   }
 
   async getMany(ids: readonly string[]): Promise<Map<string, ThreadRecord>> {

@@ -1,13 +1,77 @@
-import type pg from 'pg';
+import pg from 'pg';
 import { wanted } from '../guarded-jobs.js';
 
-/** The client of the transaction under way (every statement of a job goes through it). */
-export type Tx = pg.PoolClient;
+/** The transaction under way: every statement of a job goes through it. */
+export interface Tx {
+  readonly query: pg.PoolClient['query'];
+  /**
+   * A statement sent with the COMMIT in one simple-protocol query (one round trip for the end of
+   * the transaction, not one per statement), in the order given; `onResult` hears its result
+   * once the transaction committed. Its values must be written in as literals (`sqlLiteral`,
+   * `inlineParams`): nothing of a caller's data is ever read as SQL.
+   */
+  atCommit(sql: string, onResult?: (result: pg.QueryResult) => void): void;
+}
 
-/** Joins every transaction of the writer: `begin` as it starts, `commit` just before COMMIT (it may write). */
+/** A string, number or null as an SQL literal (strings through the pg client's escaping). */
+export function sqlLiteral(value: string | number | null): string {
+  if (value === null) return 'NULL';
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new RangeError(`not a finite number: ${value}`);
+    return String(value);
+  }
+  return pg.escapeLiteral(value);
+}
+
+/** A parameter's value as an SQL literal, as pg would have sent it (arrays as array literals); null: not one we write in. */
+function paramLiteral(value: unknown): string | null {
+  if (value === null || value === undefined) return 'NULL';
+  // A negative number in parentheses: `x-$1` must not become `x--1`, a comment.
+  if (typeof value === 'number') return Number.isFinite(value) ? (value < 0 || Object.is(value, -0) ? `(${value})` : String(value)) : null;
+  if (typeof value === 'boolean') return value ? 'true' : 'false';
+  if (typeof value === 'string') return pg.escapeLiteral(value);
+  if (Array.isArray(value)) {
+    const items: string[] = [];
+    for (const v of value) {
+      if (v === null || v === undefined) items.push('NULL');
+      else if (typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v))) items.push(`"${String(v).replace(/[\\"]/g, (c) => `\\${c}`)}"`);
+      else return null;
+    }
+    return pg.escapeLiteral(`{${items.join(',')}}`);
+  }
+  return null;
+}
+
+/** Quoted literals of a statement (parameters are never inside them). */
+const QUOTED = /'(?:[^']|'')*'/g;
+
+/**
+ * The statement with its parameters written in as literals, for a simple-protocol query; null
+ * when it cannot be done plainly (a comment, a dollar quote, a value of another kind).
+ */
+export function inlineParams(text: string, values: readonly unknown[]): string | null {
+  if (/--|\/\*|\$\$|\\/.test(text.replace(QUOTED, "''"))) return null;
+  let failed = false;
+  const outside = (part: string) =>
+    part.replace(/\$(\d+)/g, (_, n: string) => {
+      const literal = paramLiteral(values[Number(n) - 1]);
+      if (literal === null || Number(n) > values.length) failed = true;
+      return literal ?? '';
+    });
+  let out = '';
+  let at = 0;
+  for (const m of text.matchAll(QUOTED)) {
+    out += outside(text.slice(at, m.index)) + m[0];
+    at = m.index + m[0].length;
+  }
+  out += outside(text.slice(at));
+  return failed ? null : out;
+}
+
+/** Joins every transaction of the writer: `begin` as it starts, `commit` just before COMMIT (it may write, with the COMMIT: Tx.atCommit). */
 export interface PgTransactionHook {
   begin(): void;
-  commit(tx: Tx): Promise<void>;
+  commit(tx: Tx): void | Promise<void>;
   /** The transaction committed (what `commit` wrote is now visible). */
   committed?(): void;
 }
@@ -143,17 +207,43 @@ export class PgWriter {
     };
     client.on('error', lost);
     try {
-      await client.query('BEGIN');
       for (const h of this.hooks) h.begin();
+      const tail: Array<{ sql: string; onResult: ((result: pg.QueryResult) => void) | undefined }> = [];
+      // BEGIN goes with the transaction's first statement (see opening), or with its end.
+      let begun = false;
+      const tx: Tx = {
+        query: ((config: string | pg.QueryConfig, values?: unknown[]) => {
+          if (begun) return client.query(config, values);
+          begun = true;
+          return opening(client, config, values);
+        }) as Tx['query'],
+        atCommit: (sql, onResult) => void tail.push({ sql, onResult }),
+      };
+      const head: string[] = [];
+      let results: pg.QueryResult[] = [];
       try {
-        await work(client);
-        for (const h of this.hooks) await h.commit(client);
-        await client.query('COMMIT');
+        await work(tx);
+        for (const h of this.hooks) await h.commit(tx);
+        // The statements sent with the COMMIT: should one fail, the rest and the COMMIT are not
+        // run, and the transaction rolls back below.
+        if (begun || tail.length > 0) {
+          if (!begun) head.push('BEGIN');
+          const answer = (await client.query([...head, ...tail.map((t) => t.sql), 'COMMIT'].join('; '))) as unknown as pg.QueryResult | pg.QueryResult[];
+          results = Array.isArray(answer) ? answer : [answer];
+        }
       } catch (err) {
         await client.query('ROLLBACK').catch(() => {
           broken = true; // the connection is gone: do not return it to the pool
         });
         throw err;
+      }
+      // Committed: nothing from here on may fail the transaction (its jobs would run again).
+      for (const [i, t] of tail.entries()) {
+        try {
+          t.onResult?.(results[head.length + i]!);
+        } catch (err) {
+          this.onError(err);
+        }
       }
       for (const h of this.hooks) h.committed?.();
     } catch (err) {
@@ -167,6 +257,22 @@ export class PgWriter {
 }
 
 const noop = () => {};
+
+/**
+ * A transaction's first statement, with its BEGIN in one simple-protocol query (one round trip
+ * less per transaction): its values written in as literals, as pg would have sent them. One
+ * that cannot be written so plainly (see inlineParams) goes after a BEGIN of its own.
+ */
+async function opening(client: pg.PoolClient, config: string | pg.QueryConfig, values?: unknown[]): Promise<pg.QueryResult> {
+  const text = typeof config === 'string' ? config : config.text;
+  const inlined = inlineParams(text, (typeof config === 'string' ? values : (config.values ?? values)) ?? []);
+  if (inlined === null) {
+    await client.query('BEGIN');
+    return client.query(config, values);
+  }
+  const results = (await client.query(`BEGIN; ${inlined}`)) as unknown as pg.QueryResult[];
+  return results[1]!;
+}
 
 /** The pool could not hand out a connection (nothing of the transaction ran). */
 class NoConnection extends Error {

@@ -1,0 +1,119 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { pino } from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Organism } from '../../src/organism/organism.js';
+import { openPostgresStorage, type PostgresStorage } from '../../src/store/postgres/index.js';
+import { deferred, eventually, listener, loaded } from '../pump/harness.js';
+import { createTestDatabase, testPool, withPostgres } from '../store/contract/backends.js';
+
+/**
+ * Claims commit asynchronously (synchronous_commit = off, see src/cluster/queue/claim-sql.ts):
+ * a crash of the database server may lose a claim the claimer was told had committed. The
+ * entry is then PENDING again, at the same attempt, while the process that claimed it runs it.
+ * Claimed again by that process, it must not start a second time: the delivery under way acks
+ * against the new claim, and the handler runs once.
+ */
+const run = withPostgres('asynchronous claims');
+
+describe.skipIf(!run)('asynchronous claims (cluster mode, PostgreSQL)', () => {
+  let db: { url: string; drop(): Promise<void> };
+  let admin: pg.Pool;
+  let schema = '';
+  const organisms: Organism[] = [];
+  const stores: PostgresStorage[] = [];
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterEach(async () => {
+    await Promise.all(organisms.splice(0).map((o) => o.stop({ timeoutMs: 1_000 }).catch(() => undefined)));
+    await Promise.all(stores.splice(0).map((s) => s.close().catch(() => undefined)));
+    await admin?.end();
+  });
+  afterAll(async () => {
+    await db.drop();
+  });
+
+  const place = () => {
+    schema = `s_${randomBytes(5).toString('hex')}`;
+    admin = testPool({ connectionString: db.url, max: 2, options: `-c search_path=${schema}` });
+  };
+
+  it('sends each claim with synchronous_commit off, inside its transaction', async () => {
+    place();
+    const sent: string[] = [];
+    const Client = pg.Client as unknown as { prototype: { query: (...args: unknown[]) => unknown } };
+    const original = Client.prototype.query;
+    Client.prototype.query = function (this: unknown, ...args: unknown[]) {
+      if (typeof args[0] === 'string' && args[0].includes('organism:claim:')) sent.push(args[0]);
+      return original.apply(this, args);
+    };
+    try {
+      const storage = await openPostgresStorage({ url: db.url, schema, cluster: { maxAttempts: 3 } });
+      stores.push(storage);
+      await storage.work!.claim(['a'], 1, { global: 10, perAgent: 10 });
+    } finally {
+      Client.prototype.query = original;
+    }
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatch(/^BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_advisory_xact_lock\(hashtext\('organism:claim:'/);
+  });
+
+  it('a claim the database lost is claimed again by the process running it, which does not start it twice: the handler runs once, the entry is acked once', async () => {
+    place();
+    const lines: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+    const gate = deferred();
+    const started = deferred();
+    let runs = 0;
+    const config = loaded([
+      listener('slow', {
+        handler: async () => {
+          runs++;
+          started.resolve();
+          await gate.promise;
+        },
+      }),
+    ]);
+    const storage = await openPostgresStorage({ url: db.url, schema, cluster: { maxAttempts: 3 } });
+    stores.push(storage);
+    const organism = new Organism(config, { storage, logger });
+    await organism.start();
+    organisms.push(organism);
+    const workerId = storage.cluster!.workerId;
+
+    const { threadId, messageId } = await organism.inject('slow', { text: 'once' });
+    await started.promise;
+    // The database lost the claim (its commit never reached the disk before a server crash):
+    // the entry and the kept counts are as before it, PENDING at the same attempt.
+    await admin.query(`UPDATE journal SET state = 'PENDING', claimed_by = NULL, dispatched_at = NULL, attempts = attempt - 1 WHERE id = $1 AND state = 'DISPATCHED'`, [messageId]);
+    await admin.query(`UPDATE row_counts SET n = n + CASE name WHEN 'journal:PENDING' THEN 1 ELSE -1 END WHERE slot = $1 AND name IN ('journal:PENDING', 'journal:DISPATCHED')`, [
+      `${workerId}/claim`,
+    ]);
+    await admin.query('SELECT pg_notify($1, $2)', [storage.cluster!.channels.work, 'slow']);
+
+    // Claimed again, by the only process there is: the one still running it.
+    await eventually(
+      async () => (await admin.query(`SELECT 1 FROM journal WHERE id = $1 AND state = 'DISPATCHED' AND claimed_by = $2`, [messageId, workerId])).rowCount === 1,
+      20_000,
+      'the entry to be claimed again',
+    );
+    const guarded = () => lines.some((l) => l.includes('not started twice'));
+    await eventually(() => guarded() || runs > 1, 20_000, 'the claim to come back to the process');
+    gate.resolve();
+
+    await eventually(async () => (await organism.thread(threadId))?.status === 'completed', 20_000, 'the thread to complete');
+    expect(runs).toBe(1);
+    expect(guarded()).toBe(true);
+    const entries = (await admin.query(`SELECT id, state, attempt, attempts, claimed_by FROM journal ORDER BY seq`)).rows;
+    expect(entries).toEqual([{ id: messageId, state: 'ACKED', attempt: 1, attempts: 1, claimed_by: workerId }]);
+    const counts = (await admin.query(`SELECT name, SUM(n)::int AS n FROM row_counts WHERE name LIKE 'journal:%' GROUP BY name ORDER BY name`)).rows;
+    expect(counts).toEqual([
+      { name: 'journal:ACKED', n: 1 },
+      { name: 'journal:DISPATCHED', n: 0 },
+      { name: 'journal:FAILED', n: 0 },
+      { name: 'journal:PENDING', n: 0 },
+    ]);
+  }, 90_000);
+});

@@ -1,0 +1,76 @@
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inlineParams } from '../../src/store/postgres/writer.js';
+import { createTestDatabase, testPool, withPostgres } from './contract/backends.js';
+
+/**
+ * The PostgreSQL writer sends a transaction's first statement with its BEGIN as one
+ * simple-protocol query, its parameters written in as literals (inlineParams): the server must
+ * read exactly the values it would have received as parameters, whatever they hold.
+ */
+const run = withPostgres('parameters written in as literals');
+
+const NASTY = ["it's", 'back\\slash', '"quoted"', '{braces},commas', 'NULL', '$1 and $2', "'; DROP TABLE x; --", 'tab\there\nnewline', 'emoji 🧪 and ü', '', " E'\\x'"];
+
+describe.skipIf(!run)('inlineParams (PostgreSQL)', () => {
+  let db: { url: string; drop(): Promise<void> };
+  let pool: pg.Pool;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    pool = testPool({ connectionString: db.url, max: 2 });
+  });
+  afterAll(async () => {
+    await pool.end();
+    await db.drop();
+  });
+
+  /** The rows of `text` with `values` sent as parameters, and written in. */
+  const both = async (text: string, values: unknown[]) => {
+    const inlined = inlineParams(text, values);
+    expect(inlined).not.toBeNull();
+    return { params: (await pool.query(text, values)).rows, inlined: (await pool.query(inlined!)).rows };
+  };
+
+  it('reads strings, numbers, booleans and nulls as their parameters would be read', async () => {
+    for (const s of NASTY) {
+      const r = await both(`SELECT $1::text AS s, length($1) AS n, $2::bigint AS big, $3::float8 AS f, $4::bool AS b, $5::text AS nothing, '$1' AS kept`, [
+        s,
+        1_732_740_000_123,
+        -0.125,
+        true,
+        null,
+      ]);
+      expect(r.inlined).toEqual(r.params);
+      expect(r.inlined[0]).toMatchObject({ s, kept: '$1' });
+    }
+  });
+
+  it('reads arrays (text with every awkward character, ints, booleans, nulls in them) as their parameters would be read', async () => {
+    const r = await both(`SELECT a, i, b FROM unnest($1::text[], $2::int[], $3::bool[]) WITH ORDINALITY AS u(a, i, b, o) ORDER BY o`, [
+      [...NASTY, null],
+      NASTY.map((_, k) => k - 3).concat([0]),
+      NASTY.map((_, k) => k % 2 === 0).concat([false]),
+    ]);
+    expect(r.inlined).toEqual(r.params);
+    expect(r.inlined.map((row) => row.a)).toEqual([...NASTY, null]);
+    const empty = await both(`SELECT cardinality($1::text[]) AS n`, [[]]);
+    expect(empty.inlined).toEqual([{ n: 0 }]);
+  });
+
+  it('keeps a negative number one (no comment made of a minus and a minus sign)', async () => {
+    const r = await both('SELECT 10-$1 AS a, $2::int AS b, 3 - $1 AS c', [-2, -7]);
+    expect(r.inlined).toEqual(r.params);
+    expect(r.inlined).toEqual([{ a: 12, b: -7, c: 5 }]);
+  });
+
+  it('leaves alone what it cannot write in plainly: comments, dollar quotes, other kinds of values, missing parameters', () => {
+    expect(inlineParams('SELECT $1 -- a comment', ['x'])).toBeNull();
+    expect(inlineParams('SELECT $1 /* a comment */', ['x'])).toBeNull();
+    expect(inlineParams('SELECT $$x$$, $1', ['x'])).toBeNull();
+    expect(inlineParams('SELECT $1', [{ an: 'object' }])).toBeNull();
+    expect(inlineParams('SELECT $1', [Number.NaN])).toBeNull();
+    expect(inlineParams('SELECT $1, $2', ['x'])).toBeNull();
+    expect(inlineParams("SELECT '--', $1", ['x'])).toBe("SELECT '--', 'x'");
+  });
+});

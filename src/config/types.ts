@@ -74,8 +74,10 @@ export interface ListenerConfig {
   readonly description: string;
   readonly agent: boolean;
   readonly peers: readonly string[];
-  /** Name of the payload type it accepts. */
+  /** Name of the payload type it accepts (with `payload: [A, B]`: the first of them). */
   readonly payload: string;
+  /** `payload: [A, B]`: every type it accepts, in the order written; absent for `payload: A` (see `acceptedTypes`). */
+  readonly payloadTypes?: readonly string[];
   /** As written: `./path.ts#export` or `builtin:llm`. */
   readonly handlerRef: string;
   readonly prompt: string | null;
@@ -216,4 +218,9 @@ export interface ConfigProblem {
   /** e.g. `listeners[2].peers[0]` */
   readonly keyPath: string;
   readonly message: string;
+}
+
+/** The payload types a listener accepts: `payload: [A, B]` as written, or the one type of `payload: A`. */
+export function acceptedTypes(listener: Pick<ListenerConfig, 'payload' | 'payloadTypes'>): readonly string[] {
+  return listener.payloadTypes ?? [listener.payload];
 }

@@ -1,4 +1,4 @@
-import type { LoadedOrganism, OrganismConfig } from '../config/types.js';
+import { acceptedTypes, type LoadedOrganism, type OrganismConfig } from '../config/types.js';
 import { Errors } from '../errors/catalogue.js';
 import { EventBus } from '../events/bus.js';
 import { EdgeTraffic } from './edge-traffic.js';
@@ -487,7 +487,7 @@ export class Organism {
       listener: (name: string) => {
         const runtime = this.pump.listener(name);
         if (!runtime) return null;
-        return { name, description: runtime.config.description, payloadType: runtime.config.payload };
+        return { name, description: runtime.config.description, payloadTypes: acceptedTypes(runtime.config) };
       },
       replyFormat: (listener) => replyFormatOf(listener, this.config),
       mcpTools: (servers): Promise<McpTool[]> => this.mcp.tools(servers),

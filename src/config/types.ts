@@ -219,8 +219,3 @@ export interface ConfigProblem {
   readonly keyPath: string;
   readonly message: string;
 }
-
-/** The payload types a listener accepts: `payload: [A, B]` as written, or the one type of `payload: A`. */
-export function acceptedTypes(listener: Pick<ListenerConfig, 'payload' | 'payloadTypes'>): readonly string[] {
-  return listener.payloadTypes ?? [listener.payload];
-}

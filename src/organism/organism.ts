@@ -1,4 +1,5 @@
-import { acceptedTypes, type LoadedOrganism, type OrganismConfig } from '../config/types.js';
+import { acceptedTypes } from '../config/accepted-types.js';
+import type { LoadedOrganism, OrganismConfig } from '../config/types.js';
 import { Errors } from '../errors/catalogue.js';
 import { EventBus } from '../events/bus.js';
 import { EdgeTraffic } from './edge-traffic.js';

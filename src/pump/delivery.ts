@@ -12,7 +12,7 @@ import type { ListenerRuntime } from './listener-runtime.js';
 import type { DeliveryOutcome, DeliveryWatch } from './observer.js';
 import { traced, type Outcomes } from './outcomes.js';
 import { normalizeResult, routeOutgoing } from './routing.js';
-import { acceptedTypes } from '../config/types.js';
+import { acceptedTypes } from '../config/accepted-types.js';
 import type { Delivery, PumpState } from './state.js';
 import { systemErrorMessage } from './system-messages.js';
 import type { ThreadLifecycle } from './thread-lifecycle.js';

@@ -1,4 +1,5 @@
-import { acceptedTypes, type ResolvedListener } from '../config/types.js';
+import { acceptedTypes } from '../config/accepted-types.js';
+import type { ResolvedListener } from '../config/types.js';
 import { EXTERNAL_SENDER, type Message } from '../core/message.js';
 import type { QueueHost } from '../core/queue.js';
 import type { ThreadRecord } from '../core/thread.js';

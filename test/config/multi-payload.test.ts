@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadOrganismFromString } from '../../src/config/index.js';
 import { sanitizeConfig } from '../../src/config/sanitize.js';
-import { acceptedTypes } from '../../src/config/types.js';
+import { acceptedTypes } from '../../src/config/accepted-types.js';
 import { CONFIG_PATH, problemsOf, y } from './helpers.js';
 
 /** A shout listener whose `payload:` is `list`, beside the YAML type Approval and Announcement (exported by tools.ts). */

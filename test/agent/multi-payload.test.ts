@@ -106,6 +106,21 @@ describe('an LLM agent with a peer of several payload types', () => {
     await organism.stop();
   });
 
+  it('the mock provider turns a scripted <send> of either type into the keyed send_to_ call', async () => {
+    const got: Got[] = [];
+    const script = {
+      boss: ['<send to="desk"><Approval><task>count sheep</task><approved>true</approved></Approval></send><send to="desk"><Task><goal>g</goal><priority>3</priority></Task></send>'],
+    };
+    const { organism } = await organismWith(mockProvider(script), got);
+    const { threadId } = await organism.inject('boss', { text: 'go' });
+    expect((await settled(organism, threadId)).status).toBe('completed');
+    expect(byType(got)).toEqual([
+      { type: 'Approval', payload: { task: 'count sheep', approved: true } },
+      { type: 'Task', payload: { goal: 'g', priority: 3 } },
+    ]);
+    await organism.stop();
+  });
+
   it('a reply validates against the sender’s types: a keyed reply of its second type reaches it as that type', async () => {
     const s = await server([{ body: openAiOk(null, {}, 'gpt-4o', [call('call_1', 'reply', { Approval: { task: 'count sheep', approved: true } })]) }]);
     const got: Got[] = [];

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadOrganismFromString } from '../../src/config/index.js';
 import { sanitizeConfig } from '../../src/config/sanitize.js';
+import { listenerFieldChanges } from '../../src/organism/config-changes.js';
 import { acceptedTypes } from '../../src/config/accepted-types.js';
 import { CONFIG_PATH, problemsOf, y } from './helpers.js';
 
@@ -51,5 +52,14 @@ describe('payload: [A, B] (several payload types per listener)', () => {
   it('an empty list and a non-string item are refused', async () => {
     expect(await problemsOf(withPayload('[]'))).toEqual([expect.objectContaining({ keyPath: 'listeners[0].payload', message: expect.stringContaining('at least one payload type') })]);
     expect(await problemsOf(withPayload('[Approval, {x: 1}]'))).toEqual([expect.objectContaining({ keyPath: 'listeners[0].payload[1]' })]);
+  });
+});
+
+describe('a reload changing payload: names the key once, as organism.yaml spells it', () => {
+  it('Announcement -> [Announcement, Approval] is a change of `payload`', async () => {
+    const before = await loadOrganismFromString(withPayload('Announcement'), CONFIG_PATH);
+    const after = await loadOrganismFromString(withPayload('[Announcement, Approval]'), CONFIG_PATH);
+    expect(listenerFieldChanges(before.config.listeners[0]!, after.config.listeners[0]!, false)).toEqual(['payload']);
+    expect(listenerFieldChanges(after.config.listeners[0]!, after.config.listeners[0]!, false)).toEqual([]);
   });
 });

@@ -3,6 +3,7 @@ import type { ProviderConfig } from '../../src/config/types.js';
 import type { HandlerContext } from '../../src/core/handler.js';
 import { send } from '../../src/core/handler.js';
 import { definePayload } from '../../src/payload/define.js';
+import { anthropicOk, startAnthropicServer } from '../llm/servers/anthropic-server.js';
 import { openAiOk, startOpenAiServer } from '../llm/servers/openai-server.js';
 import type { ScriptedServer } from '../llm/servers/scripted-server.js';
 import { listener, mockProvider, settled, startOrganism, Text } from '../pump/harness.js';
@@ -103,6 +104,27 @@ describe('an LLM agent with a peer of several payload types', () => {
     const system = JSON.stringify((s.seen[0]!.body as Body).messages[0]);
     expect(system).toContain('Accepts payload types `Task`, `Approval`');
     expect(system).toContain('<xs:element name=\\"Approval\\"');
+    await organism.stop();
+  });
+
+  it('Anthropic: the keyed send_to_ tool is a top-level object input_schema, and tool_use blocks of each type are delivered', async () => {
+    const toolUse = (id: string, input: unknown) => ({ type: 'tool_use', id, name: 'send_to_desk', input });
+    const s = await startAnthropicServer({
+      replies: [{ body: anthropicOk([toolUse('toolu_1', { Approval: { task: 't', approved: false } }), toolUse('toolu_2', { Task: { goal: 't' } })]) }],
+    });
+    servers.push(s);
+    const got: Got[] = [];
+    const { organism } = await organismWith(provider(s.url, { name: 'anthropic', type: 'anthropic', models: [] }), got);
+    const { threadId } = await organism.inject('boss', { text: 'go' });
+    expect((await settled(organism, threadId)).status).toBe('completed');
+    expect(byType(got)).toEqual([
+      { type: 'Approval', payload: { task: 't', approved: false } },
+      { type: 'Task', payload: { goal: 't' } },
+    ]);
+    const tool = (s.seen[0]!.body as { tools: Array<{ name: string; input_schema: Record<string, unknown> }> }).tools[0]!;
+    expect(tool.name).toBe('send_to_desk');
+    expect(tool.input_schema).toMatchObject({ type: 'object', maxProperties: 1 });
+    expect(tool.input_schema).not.toHaveProperty('oneOf');
     await organism.stop();
   });
 

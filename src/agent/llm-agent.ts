@@ -1,7 +1,7 @@
 import type { ListenerConfig } from '../config/types.js';
 import { Errors } from '../errors/catalogue.js';
 import type { ChatMessage } from '../llm/types.js';
-import type { PayloadRegistry } from '../payload/index.js';
+import type { PayloadRegistry, PayloadType } from '../payload/index.js';
 import type { Handler, HandlerContext, Outgoing } from '../core/handler.js';
 import type { Message } from '../core/message.js';
 import { buildSystemPrompt, type PeerCard } from './prompt.js';
@@ -26,12 +26,12 @@ export function createLlmAgentHandler(listener: ListenerConfig, world: () => Age
     const peers: PeerCard[] = [];
     for (const name of listener.peers) {
       const peer = view.listener(name);
-      const type = peer ? view.registry.get(peer.payloadType) : undefined;
-      if (peer && type) peers.push({ name: peer.name, description: peer.description, type });
+      const types = peer ? known(peer.payloadTypes, view.registry) : null;
+      if (peer && types) peers.push({ name: peer.name, description: peer.description, types });
     }
-    const senderType = replyTypeFor(ctx, view);
+    const senderType = replyTypesFor(ctx, view);
     if (view.replyFormat(listener) === 'tools') return runToolAgent(listener, payload, ctx, view, peers, senderType);
-    const system = buildSystemPrompt({ listener, peers, sender: ctx.from, replyType: senderType });
+    const system = buildSystemPrompt({ listener, peers, sender: ctx.from, replyTypes: senderType });
     const history = await ctx.history(HISTORY_LIMIT);
     const messages = toTurns(history, ctx, payload, view.registry);
 
@@ -40,7 +40,7 @@ export function createLlmAgentHandler(listener: ListenerConfig, world: () => Age
       // Checked before any parsing: the size alone bounds the work a reply can cause.
       const bytes = Buffer.byteLength(content, 'utf8');
       if (bytes > view.replyLimits.maxReplyBytes) throw Errors.LLM_REPLY_TOO_LARGE(listener.name, bytes, view.replyLimits.maxReplyBytes);
-      return parseAgentReply(content, { peers, replyType: senderType, registry: view.registry, maxMessages });
+      return parseAgentReply(content, { peers, replyTypes: senderType, registry: view.registry, maxMessages });
     };
 
     const first = await ctx.llm.complete({ system, messages });
@@ -62,10 +62,21 @@ export function createLlmAgentHandler(listener: ListenerConfig, world: () => Age
   };
 }
 
-/** The payload type a reply to the current sender must have (null: free, e.g. to `api`). */
-function replyTypeFor(ctx: HandlerContext, view: AgentWorldView) {
+/** The payload types a reply to the current sender may have (null: free, e.g. to `api`). */
+function replyTypesFor(ctx: HandlerContext, view: AgentWorldView): PayloadType[] | null {
   const sender = view.listener(ctx.from);
-  return sender ? (view.registry.get(sender.payloadType) ?? null) : null;
+  return sender ? known(sender.payloadTypes, view.registry) : null;
+}
+
+/** The named types, compiled; null when one of them is not (or no longer) registered. */
+function known(names: readonly string[], registry: PayloadRegistry): PayloadType[] | null {
+  const types: PayloadType[] = [];
+  for (const name of names) {
+    const type = registry.get(name);
+    if (!type) return null;
+    types.push(type);
+  }
+  return types.length > 0 ? types : null;
 }
 
 /** The thread as chat turns: what this agent received (user) and sent (assistant). */

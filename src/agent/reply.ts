@@ -19,7 +19,10 @@ const MAX_LISTED_ERRORS = 20;
  * problem is reported (they are shown to the model in the repair round). An answer sending
  * more than `maxMessages` messages is refused whole, before any payload is parsed.
  */
-export function parseAgentReply(content: string, ctx: { peers: readonly PeerCard[]; replyType: PayloadType | null; registry: PayloadRegistry; maxMessages: number }): ParsedReply {
+export function parseAgentReply(
+  content: string,
+  ctx: { peers: readonly PeerCard[]; replyTypes: readonly PayloadType[] | null; registry: PayloadRegistry; maxMessages: number },
+): ParsedReply {
   const outgoing: Outgoing[] = [];
   const errors: string[] = [];
   const text = stripCodeFences(content);
@@ -48,17 +51,18 @@ export function parseAgentReply(content: string, ctx: { peers: readonly PeerCard
         errors.push(`"${target}" is not one of your peers (${ctx.peers.map((p) => p.name).join(', ') || 'none'})`);
         continue;
       }
-      if (rootTag !== peer.type.name) {
-        errors.push(`${target} accepts <${peer.type.name}>, not <${rootTag}>`);
+      const type = peer.types.find((t) => t.name === rootTag);
+      if (!type) {
+        errors.push(`${target} accepts ${elements(peer.types)}, not <${rootTag}>`);
         continue;
       }
-      const checked = peer.type.fromXml(inner.trim());
+      const checked = type.fromXml(inner.trim());
       if (!checked.ok) errors.push(...checked.errors.map((e) => `<${rootTag}> for ${target}: ${e.path || '(root)'}: ${e.message}`));
       else outgoing.push({ to: target, payloadType: rootTag, payload: checked.value });
     } else {
-      const type = ctx.replyType ?? ctx.registry.get(rootTag);
-      if (ctx.replyType && rootTag !== ctx.replyType.name) {
-        errors.push(`a reply must be <${ctx.replyType.name}>, not <${rootTag}>`);
+      const type = ctx.replyTypes ? ctx.replyTypes.find((t) => t.name === rootTag) : ctx.registry.get(rootTag);
+      if (ctx.replyTypes && !type) {
+        errors.push(`a reply must be ${elements(ctx.replyTypes)}, not <${rootTag}>`);
         continue;
       }
       if (!type) {
@@ -72,6 +76,12 @@ export function parseAgentReply(content: string, ctx: { peers: readonly PeerCard
   }
   if (found === 0 && !DONE.test(text)) errors.push('no <send>, <reply> or <done/> element found');
   return errors.length > 0 ? { ok: false, errors: listed(errors) } : { ok: true, outgoing };
+}
+
+/** `<Ticket>`, or `<Ticket> or <Approval>`: the elements a target accepts. */
+function elements(types: readonly PayloadType[]): string {
+  const tags = types.map((t) => `<${t.name}>`);
+  return tags.length <= 1 ? (tags[0] ?? '') : `${tags.slice(0, -1).join(', ')} or ${tags[tags.length - 1]}`;
 }
 
 /** The first problems, then a count of the rest: they go into a prompt and a failure reason. */

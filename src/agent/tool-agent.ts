@@ -10,6 +10,7 @@ import { buildToolSystemPrompt } from './tool-prompt.js';
 import { toolTurns } from './tool-turns.js';
 import { buildTools, type AgentTools, type ToolTarget } from './tools.js';
 import { PayloadType, type PayloadRegistry } from '../payload/index.js';
+import { unionMember } from '../payload/union.js';
 import { Defaults } from '../config/schema.js';
 import type { CodeTool } from './code-tool.js';
 
@@ -36,13 +37,14 @@ export async function runToolAgent(
   ctx: HandlerContext,
   view: AgentWorldView,
   peers: readonly PeerCard[],
-  replyType: PayloadType | null,
+  replyTypes: readonly PayloadType[] | null,
 ): Promise<Outgoing[]> {
   const mcpTools = listener.mcpServers && listener.mcpServers.length > 0 ? await view.mcpTools(listener.mcpServers) : [];
   const code = view.codeTools(listener.name).map((tool) => ({ tool, type: inputType(tool, view.registry) }));
-  const tools = buildTools({ peers, sender: ctx.from, replyType, registry: view.registry, code, mcp: mcpTools });
-  const system = buildToolSystemPrompt({ listener, peers, sender: ctx.from, replyType, hasOtherTools: mcpTools.length > 0 || code.length > 0 });
-  const messages: ChatMessage[] = toolTurns(await ctx.history(HISTORY_LIMIT), ctx, payload);
+  const tools = buildTools({ peers, sender: ctx.from, replyTypes, registry: view.registry, code, mcp: mcpTools });
+  const system = buildToolSystemPrompt({ listener, peers, sender: ctx.from, replyTypes, hasOtherTools: mcpTools.length > 0 || code.length > 0 });
+  const keyed = new Set(peers.filter((p) => p.types.length > 1).map((p) => p.name));
+  const messages: ChatMessage[] = toolTurns(await ctx.history(HISTORY_LIMIT), ctx, payload, keyed);
   const maxRounds = listener.maxToolRounds ?? Defaults.maxToolRounds;
   const maxCallsPerRound = listener.maxToolCallsPerRound ?? Defaults.maxToolCallsPerRound;
   const maxMessages = listener.maxMessagesPerReply ?? view.replyLimits.maxMessagesPerReply;
@@ -119,18 +121,18 @@ function inputType(tool: CodeTool, registry: PayloadRegistry): PayloadType {
 
 function message(call: ToolCall, target: Extract<ToolTarget, { kind: 'peer' | 'reply' }>, args: Record<string, unknown>): Handled {
   if (target.kind === 'peer') {
-    const checked = target.peer.type.validate(args);
-    if (!checked.ok) return refused(call, fieldErrors(call.name, checked.errors));
+    const checked = validated(call, target.peer.types, args);
+    if (!checked.ok) return checked.refused;
     return {
       kind: 'send',
-      outgoing: { to: target.peer.name, payloadType: target.peer.type.name, payload: checked.value },
+      outgoing: { to: target.peer.name, payloadType: checked.type, payload: checked.payload },
       result: accepted(call, `will be sent to ${target.peer.name} when your answer is complete`),
     };
   }
-  if (target.type) {
-    const checked = target.type.validate(args);
-    if (!checked.ok) return refused(call, fieldErrors(call.name, checked.errors));
-    return { kind: 'send', outgoing: { payloadType: target.type.name, payload: checked.value }, result: accepted(call, 'reply will be sent when your answer is complete') };
+  if (target.types) {
+    const checked = validated(call, target.types, args);
+    if (!checked.ok) return checked.refused;
+    return { kind: 'send', outgoing: { payloadType: checked.type, payload: checked.payload }, result: accepted(call, 'reply will be sent when your answer is complete') };
   }
   // A free reply (the sender is outside the organism): `{payloadType, payload}`.
   const { payloadType, payload } = args;
@@ -138,6 +140,26 @@ function message(call: ToolCall, target: Extract<ToolTarget, { kind: 'peer' | 'r
     return refused(call, [`${call.name}: expected {"payloadType": "<type>", "payload": {...}}`]);
   }
   return { kind: 'send', outgoing: { payloadType, payload: payload as Record<string, unknown> }, result: accepted(call, 'reply will be sent when your answer is complete') };
+}
+
+/** A send call's arguments checked against the target's type, or for several types the one its key names (`{"Ticket": {...}}`). */
+function validated(
+  call: ToolCall,
+  types: readonly PayloadType[],
+  args: Record<string, unknown>,
+): { ok: true; type: string; payload: Record<string, unknown> } | { ok: false; refused: Handled } {
+  const [only] = types;
+  let type = only;
+  let payload: unknown = args;
+  if (types.length > 1) {
+    const member = unionMember(types, args);
+    if ('error' in member) return { ok: false, refused: refused(call, [`${call.name}: ${member.error}`]) };
+    ({ type, payload } = member);
+  }
+  if (!type) return { ok: false, refused: refused(call, [`${call.name}: the target accepts no payload type`]) };
+  const checked = type.validate(payload);
+  if (!checked.ok) return { ok: false, refused: refused(call, fieldErrors(types.length > 1 ? `${call.name} ${type.name}` : call.name, checked.errors)) };
+  return { ok: true, type: type.name, payload: checked.value };
 }
 
 async function runMcp(

@@ -11,9 +11,10 @@ export function incomingTurn(from: string, payloadType: string, payload: unknown
 /**
  * The thread as chat turns in `tools` mode: what this agent received (user turns) and what it
  * sent (its tool calls, each answered by a "sent" result), oldest first, ending with the
- * message being handled.
+ * message being handled. A call to a peer of several types (`keyedPeers`) names its type as
+ * the tool's parameters do: `{"Ticket": {...}}`.
  */
-export function toolTurns(history: readonly Message[], ctx: HandlerContext, payload: Record<string, unknown>): ChatMessage[] {
+export function toolTurns(history: readonly Message[], ctx: HandlerContext, payload: Record<string, unknown>, keyedPeers: ReadonlySet<string> = new Set()): ChatMessage[] {
   const turns: ChatMessage[] = [];
   let calls: ToolCall[] = [];
   const flushCalls = () => {
@@ -36,7 +37,7 @@ export function toolTurns(history: readonly Message[], ctx: HandlerContext, payl
       calls.push({
         id: `hist_${m.id}`.replace(/[^A-Za-z0-9_-]/g, '_'),
         name: isPeer ? peerToolName(m.to) : REPLY_TOOL,
-        arguments: JSON.stringify(isPeer ? m.payload : { payloadType: m.payloadType, payload: m.payload }),
+        arguments: JSON.stringify(isPeer ? (keyedPeers.has(m.to) ? { [m.payloadType]: m.payload } : m.payload) : { payloadType: m.payloadType, payload: m.payload }),
       });
     }
   }

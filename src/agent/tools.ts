@@ -2,6 +2,7 @@ import type { McpTool } from '../mcp/hub.js';
 import { peerToolName, REPLY_TOOL, toolName } from '../llm/tool-names.js';
 import type { ToolSpec } from '../llm/types.js';
 import type { PayloadRegistry, PayloadType } from '../payload/index.js';
+import { unionParameters } from '../payload/union.js';
 import { BUDGET_WARNING_TYPE, SYSTEM_ERROR_TYPE } from '../core/message.js';
 import type { CodeTool } from './code-tool.js';
 import type { PeerCard } from './prompt.js';
@@ -9,7 +10,7 @@ import type { PeerCard } from './prompt.js';
 /** What a tool name stands for. */
 export type ToolTarget =
   | { readonly kind: 'peer'; readonly peer: PeerCard }
-  | { readonly kind: 'reply'; readonly type: PayloadType | null }
+  | { readonly kind: 'reply'; readonly types: readonly PayloadType[] | null }
   | { readonly kind: 'code'; readonly tool: CodeTool; readonly type: PayloadType }
   | { readonly kind: 'mcp'; readonly tool: McpTool };
 
@@ -25,6 +26,23 @@ function parametersOf(type: PayloadType): Record<string, unknown> {
 }
 
 /**
+ * The parameters of a tool that sends one payload: the type's own schema, or for a target of
+ * several types `{"<Type>": {...}}` with one key (payload/union.ts says why not a top-level oneOf).
+ */
+function sendParameters(types: readonly PayloadType[]): Record<string, unknown> {
+  const [only] = types;
+  return types.length === 1 && only ? parametersOf(only) : unionParameters(types);
+}
+
+/** What a send tool's arguments are: `one Ticket payload (...)`, or one of several types under its name. */
+function argumentsText(types: readonly PayloadType[]): string {
+  const [only] = types;
+  if (types.length === 1 && only) return `one ${only.name} payload${only.description ? ` (${only.description})` : ''}`;
+  const each = types.map((t) => `${t.name}${t.description ? ` (${t.description})` : ''}`).join(', ');
+  return `one payload of one of these types, under its type's name ({"${types[0]?.name}": {...}}): ${each}`;
+}
+
+/**
  * The tools of one delivery: one `send_to_<peer>` per declared peer (and nothing for any other
  * listener: peer isolation is the tool list), `reply` to the current sender, the agent's code
  * tools (`tools:`, by their names), then the tools of its MCP servers (`<server>_<tool>`). A name
@@ -33,7 +51,7 @@ function parametersOf(type: PayloadType): Record<string, unknown> {
 export function buildTools(input: {
   peers: readonly PeerCard[];
   sender: string;
-  replyType: PayloadType | null;
+  replyTypes: readonly PayloadType[] | null;
   registry: PayloadRegistry;
   code?: readonly { readonly tool: CodeTool; readonly type: PayloadType }[];
   mcp: readonly McpTool[];
@@ -46,17 +64,16 @@ export function buildTools(input: {
     specs.push(spec);
   };
   for (const peer of input.peers) {
-    const about = peer.type.description ? ` (${peer.type.description})` : '';
     add(
       {
         name: peerToolName(peer.name),
-        description: `Send a message to ${peer.name}: ${peer.description || 'no description'}. The arguments are one ${peer.type.name} payload${about}.`,
-        parameters: parametersOf(peer.type),
+        description: `Send a message to ${peer.name}: ${peer.description || 'no description'}. The arguments are ${argumentsText(peer.types)}.`,
+        parameters: sendParameters(peer.types),
       },
       { kind: 'peer', peer },
     );
   }
-  add(replySpec(input.sender, input.replyType, input.registry), { kind: 'reply', type: input.replyType });
+  add(replySpec(input.sender, input.replyTypes, input.registry), { kind: 'reply', types: input.replyTypes });
   for (const { tool, type } of input.code ?? []) {
     add({ name: tool.name, description: tool.description, parameters: parametersOf(type) }, { kind: 'code', tool, type });
   }
@@ -66,12 +83,20 @@ export function buildTools(input: {
   return { specs, resolve: (name) => targets.get(name) ?? null };
 }
 
-function replySpec(sender: string, type: PayloadType | null, registry: PayloadRegistry): ToolSpec {
-  if (type) {
+function replySpec(sender: string, types: readonly PayloadType[] | null, registry: PayloadRegistry): ToolSpec {
+  const [only] = types ?? [];
+  if (types && types.length > 1) {
     return {
       name: REPLY_TOOL,
-      description: `Reply to ${sender}, the sender of the message you are handling. The arguments are one ${type.name} payload.`,
-      parameters: parametersOf(type),
+      description: `Reply to ${sender}, the sender of the message you are handling. The arguments are ${argumentsText(types)}.`,
+      parameters: sendParameters(types),
+    };
+  }
+  if (only) {
+    return {
+      name: REPLY_TOOL,
+      description: `Reply to ${sender}, the sender of the message you are handling. The arguments are one ${only.name} payload.`,
+      parameters: parametersOf(only),
     };
   }
   // The sender is outside the organism (e.g. `api`): it takes any payload type, named in the call.

@@ -9,7 +9,8 @@ export interface AgentWorldView {
   readonly registry: PayloadRegistry;
   /** The organism's `llm.max_reply_bytes` and `llm.max_messages_per_reply`. */
   readonly replyLimits: { readonly maxReplyBytes: number; readonly maxMessagesPerReply: number };
-  listener(name: string): { name: string; description: string; payloadType: string } | null;
+  /** A listener's name, description and the payload types it accepts (one, or those of `payload: [A, B]`). */
+  listener(name: string): { name: string; description: string; payloadTypes: readonly string[] } | null;
   /** `tools` or `xml`: the listener's own `reply_format`, else its provider's. */
   replyFormat(listener: ListenerConfig): ReplyFormat;
   /** Tools of the named MCP servers. */

@@ -1,4 +1,4 @@
-import { isMap, isScalar, type Node } from 'yaml';
+import { isMap, isScalar, isSeq, type Node } from 'yaml';
 import type {
   AuthTokenConfig,
   JournalConfig,
@@ -13,9 +13,9 @@ import type {
   TelemetryConfig,
   TopLevelSettings,
 } from './types.js';
-import { ConfigMessages } from './messages.js';
+import { ConfigMessages, Expected } from './messages.js';
 import { readPayloadDrafts, type PayloadDraft } from './payloads.js';
-import { MapReader, type ProblemSink } from './reader.js';
+import { describeNode, MapReader, type ProblemSink } from './reader.js';
 import { BUILTIN_LLM, Defaults, Keys, LLM_RECORD_MODES, MAX_TOKENS_PARAMS, OTLP_PROTOCOLS, PROVIDER_TYPES, REPLY_FORMATS, TOKEN_ROLES } from './schema.js';
 import { closest } from './suggest.js';
 import { checkAgentTools, readToolEntries } from './tools.js';
@@ -235,12 +235,13 @@ function readPricing(pricing: MapReader | null): Record<string, ModelPrice> {
 
 function readListener(r: MapReader): ListenerConfig {
   const handlerRef = r.string('handler', true) ?? '';
+  const payloadTypes = isSeq(r.valueNode('payload')) ? readPayloadList(r) : null;
   return {
     name: r.string('name', true) ?? '',
     description: r.string('description') ?? '',
     agent: r.boolean('agent', handlerRef === BUILTIN_LLM),
     peers: r.stringList('peers'),
-    payload: r.string('payload', true) ?? '',
+    ...(payloadTypes ? { payload: payloadTypes[0] ?? '', payloadTypes } : { payload: r.string('payload', true) ?? '' }),
     handlerRef,
     prompt: r.string('prompt'),
     model: r.string('model'),
@@ -253,6 +254,23 @@ function readListener(r: MapReader): ListenerConfig {
     maxToolCallsPerRound: r.integer('max_tool_calls_per_round', Defaults.maxToolCallsPerRound, 1),
     maxMessagesPerReply: r.has('max_messages_per_reply') ? r.integer('max_messages_per_reply', Defaults.maxMessagesPerReply, 1) : null,
   };
+}
+
+/**
+ * `payload: [A, B]`: the types as written (each a string, none repeated, at least one). The
+ * names are checked against the known types later, once every type is known.
+ */
+function readPayloadList(r: MapReader): string[] {
+  const items = r.list('payload', true) ?? [];
+  if (items.length === 0) r.problem('payload', ConfigMessages.emptyPayloadList());
+  const out: string[] = [];
+  for (const item of items) {
+    const v = isScalar(item.node) ? item.node.value : undefined;
+    if (typeof v !== 'string') r.sink.add(item.node, item.path, ConfigMessages.wrongType(Expected.string, describeNode(item.node)));
+    else if (out.includes(v)) r.sink.add(item.node, item.path, ConfigMessages.duplicateListenerPayload(v));
+    else out.push(v);
+  }
+  return out;
 }
 
 function readToken(r: MapReader): AuthTokenConfig {

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { LineCounter, parseDocument, visit, type Node } from 'yaml';
+import { isScalar, LineCounter, parseDocument, visit, type Node } from 'yaml';
 import type { PayloadTypeDef } from '../payload/types.js';
 import { derivedListenerTimeout, missingProviderKeys, timeoutWarnings, unsetEnvWarnings } from './advice.js';
 import { checkCrossReferences, readDocument, type ConfigDraft, type Located } from './document.js';
@@ -271,8 +271,14 @@ function collectPayloadTypes(
 function checkListenerPayloads(draft: ConfigDraft, types: readonly TypeOrigin[]): void {
   const known = [...types.map((t) => t.def.name), ...BUILTIN_PAYLOAD_TYPES];
   for (const { value: l, at } of draft.listeners) {
-    if (l.payload !== '' && !known.includes(l.payload)) {
-      at.problem('payload', ConfigMessages.unknownPayloadType(l.payload, closest(l.payload, known), known));
+    if (!l.payloadTypes) {
+      if (l.payload !== '' && !known.includes(l.payload)) at.problem('payload', ConfigMessages.unknownPayloadType(l.payload, closest(l.payload, known), known));
+      continue;
+    }
+    // `payload: [A, B]`: each unknown name at its own item (`listeners[0].payload[1]`).
+    for (const item of at.list('payload', false) ?? []) {
+      const name = isScalar(item.node) ? item.node.value : undefined;
+      if (typeof name === 'string' && !known.includes(name)) at.sink.add(item.node, item.path, ConfigMessages.unknownPayloadType(name, closest(name, known), known));
     }
   }
 }

@@ -142,6 +142,8 @@ export const ConfigMessages = {
     `payload type ${quote(typeName)} exported by ${quote(modulePath)} has field ${quote(field)} of unknown type ${quote(ref)}${
       suggestion ? didYouMean(suggestion) : '; use string, integer, number, boolean or a payload type name'
     }`,
+  emptyPayloadList: () => 'a listener must accept at least one payload type: write `payload: Type` or `payload: [TypeA, TypeB]`',
+  duplicateListenerPayload: (name: string) => `payload type ${quote(name)} is listed twice; list each type once`,
   duplicatePayloadType: (name: string, first: string, second: string) => `duplicate payload type ${quote(name)}: declared by ${first} and by ${second}; rename or remove one`,
   builtinPayloadType: (name: string) => `payload type name ${quote(name)} is reserved for a built-in type; choose another name`,
   recursivePayloadType: (name: string) => `payload type ${quote(name)} contains itself through required fields; make one of them optional or a list`,

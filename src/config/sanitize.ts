@@ -84,7 +84,7 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
       description: l.description,
       agent: l.agent,
       peers: [...l.peers],
-      payload: l.payload,
+      payload: l.payloadTypes ? [...l.payloadTypes] : l.payload,
       handler: l.handlerRef,
       prompt: l.prompt,
       model: l.model,

@@ -74,8 +74,10 @@ export interface ListenerConfig {
   readonly description: string;
   readonly agent: boolean;
   readonly peers: readonly string[];
-  /** Name of the payload type it accepts. */
+  /** Name of the payload type it accepts (with `payload: [A, B]`: the first of them). */
   readonly payload: string;
+  /** `payload: [A, B]`: every type it accepts, in the order written; absent for `payload: A` (see `acceptedTypes`). */
+  readonly payloadTypes?: readonly string[];
   /** As written: `./path.ts#export` or `builtin:llm`. */
   readonly handlerRef: string;
   readonly prompt: string | null;

@@ -17,6 +17,7 @@ export interface HandlerContext {
   readonly from: string;
   /** This listener's name. */
   readonly self: string;
+  /** The type of the payload handed over: the listener's one type, or which of `payload: [A, B]` this message is. */
   readonly payloadType: string;
   /** 1 on first delivery; higher after a crash recovery redelivered it. */
   readonly attempt: number;
@@ -35,7 +36,7 @@ export interface HandlerContext {
 /** One message a handler wants sent. `to` omitted means: reply to the sender. */
 export interface Outgoing {
   readonly to?: string;
-  /** Defaults to the payload type the target accepts. */
+  /** Defaults to the payload type the target accepts; required when it accepts several (`payload: [A, B]`). */
   readonly payloadType?: string;
   readonly payload: Record<string, unknown>;
 }

@@ -89,6 +89,7 @@ export const Errors = {
   INVALID_PAYLOAD: define('INVALID_PAYLOAD', 422, 'Invalid %s payload: %s'),
   UNKNOWN_PAYLOAD_TYPE: define('UNKNOWN_PAYLOAD_TYPE', 422, 'Unknown payload type: %s'),
   WRONG_PAYLOAD_TYPE: define('WRONG_PAYLOAD_TYPE', 422, 'Listener %s accepts %s, not %s'),
+  PAYLOAD_TYPE_REQUIRED: define('PAYLOAD_TYPE_REQUIRED', 422, 'Listener %s accepts several payload types (%s): name the type, e.g. {"%s": {...}}'),
   ORGANISM_BUSY: define('ORGANISM_BUSY', 503, 'Organism busy: the message queue is full (%s messages); retry later'),
   ORGANISM_NOT_ACCEPTING: define('ORGANISM_NOT_ACCEPTING', 503, 'Organism is %s and accepts no new messages'),
   SERVER_CLOSING: define('SERVER_CLOSING', 503, 'The server is %s; retry in a moment'),

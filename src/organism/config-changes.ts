@@ -15,7 +15,7 @@ export interface ConfigChanges {
 const AT_START = [/^journal\./, /^metrics(\.|$)/, /^telemetry(\.|$)/];
 
 /** Config field names as organism.yaml spells them. */
-const YAML_NAMES: Record<string, string> = { mockLatencyMs: 'latency_ms', tokenEnv: 'token_env', handlerRef: 'handler' };
+const YAML_NAMES: Record<string, string> = { mockLatencyMs: 'latency_ms', tokenEnv: 'token_env', handlerRef: 'handler', payloadTypes: 'payload' };
 const yamlName = (key: string): string => YAML_NAMES[key] ?? key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
@@ -77,7 +77,8 @@ export function configChanges(before: OrganismConfig, after: OrganismConfig): Co
  */
 export function listenerFieldChanges(before: ListenerConfig, after: ListenerConfig, codeChanged: boolean): string[] {
   const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
-  const out = [...keys].filter((k) => !same((before as unknown as Record<string, unknown>)[k], (after as unknown as Record<string, unknown>)[k])).map(yamlName);
+  // `payload` and `payloadTypes` both come from `payload:`: named once.
+  const out = [...new Set([...keys].filter((k) => !same((before as unknown as Record<string, unknown>)[k], (after as unknown as Record<string, unknown>)[k])).map(yamlName))];
   if (codeChanged && !out.includes('handler')) out.push('handler code');
   return out;
 }

@@ -1,3 +1,4 @@
+import { acceptedTypes } from '../config/accepted-types.js';
 import type { LoadedOrganism, OrganismConfig } from '../config/types.js';
 import { Errors } from '../errors/catalogue.js';
 import { EventBus } from '../events/bus.js';
@@ -487,7 +488,7 @@ export class Organism {
       listener: (name: string) => {
         const runtime = this.pump.listener(name);
         if (!runtime) return null;
-        return { name, description: runtime.config.description, payloadType: runtime.config.payload };
+        return { name, description: runtime.config.description, payloadTypes: acceptedTypes(runtime.config) };
       },
       replyFormat: (listener) => replyFormatOf(listener, this.config),
       mcpTools: (servers): Promise<McpTool[]> => this.mcp.tools(servers),

@@ -10,6 +10,8 @@ export interface AgentInfo {
   readonly isAgent: boolean;
   readonly peers: readonly string[];
   readonly payloadClass: string;
+  /** `payload: [A, B]`: every type it accepts, in order (payloadClass is the first); absent for one type. */
+  readonly payloadClasses?: readonly string[];
   readonly state: AgentState;
   readonly currentThread: string | null;
   readonly queueDepth: number;
@@ -29,6 +31,7 @@ export function listenerInfo(runtime: ListenerRuntime, queued: number, elsewhere
     isAgent: c.agent,
     peers: c.peers,
     payloadClass: c.payload,
+    ...(c.payloadTypes ? { payloadClasses: c.payloadTypes } : {}),
     state: runtime.state,
     currentThread: runtime.currentThread,
     queueDepth: queued,

@@ -12,29 +12,47 @@ export function summarizeFieldErrors(errors: readonly FieldError[]): string {
 /**
  * The inject rule: a JSON mapping whose first key names the payload type
  * (`{"Greeting": {"name": "Dan"}}`), or the bare fields of the one type the target accepts.
+ * A target of several types (`payload: [A, B]`) takes the first form only: the key says which.
  * Returns the validated payload or throws an error naming every bad field.
  */
-export function resolveInjectPayload(body: unknown, accepted: PayloadType, registry: PayloadRegistry, target = '(target)'): { payloadType: string; payload: Record<string, unknown> } {
+export function resolveInjectPayload(
+  body: unknown,
+  accepts: PayloadType | readonly PayloadType[],
+  registry: PayloadRegistry,
+  target = '(target)',
+): { payloadType: string; payload: Record<string, unknown> } {
+  const types: readonly PayloadType[] = Array.isArray(accepts) ? accepts : [accepts as PayloadType];
+  const names = types.map((t) => t.name);
+  const accepted = types[0] as PayloadType;
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     const errors = [{ path: '', message: 'payload must be a JSON object' }];
-    throw Errors.INVALID_PAYLOAD.withData(errors, accepted.name, summarizeFieldErrors(errors));
+    throw Errors.INVALID_PAYLOAD.withData(errors, names.join('|'), summarizeFieldErrors(errors));
   }
   const mapping = body as Record<string, unknown>;
   const first = Object.keys(mapping)[0];
   let fields: unknown = mapping;
-  if (first !== undefined && registry.has(first) && !accepted.fields.some((f) => f.name === first)) {
-    if (first !== accepted.name) throw Errors.WRONG_PAYLOAD_TYPE(target, accepted.name, first);
+  let type: PayloadType | undefined = types.length === 1 ? accepted : undefined;
+  // A key naming a type, unless the one accepted type has a field of that name (bare fields).
+  if (first !== undefined && registry.has(first) && !(types.length === 1 && accepted.fields.some((f) => f.name === first))) {
+    type = types.find((t) => t.name === first);
+    if (!type) throw Errors.WRONG_PAYLOAD_TYPE(target, typeList(names), first);
     if (Object.keys(mapping).length > 1) {
       const errors = Object.keys(mapping)
         .slice(1)
         .map((k) => ({ path: k, message: `unexpected key beside the payload type key ${first}` }));
-      throw Errors.INVALID_PAYLOAD.withData(errors, accepted.name, summarizeFieldErrors(errors));
+      throw Errors.INVALID_PAYLOAD.withData(errors, type.name, summarizeFieldErrors(errors));
     }
     fields = mapping[first];
   }
-  const checked = accepted.validate(fields);
-  if (!checked.ok) throw Errors.INVALID_PAYLOAD.withData(checked.errors, accepted.name, summarizeFieldErrors(checked.errors));
-  return { payloadType: accepted.name, payload: checked.value };
+  if (!type) throw Errors.PAYLOAD_TYPE_REQUIRED(target, typeList(names), accepted.name);
+  const checked = type.validate(fields);
+  if (!checked.ok) throw Errors.INVALID_PAYLOAD.withData(checked.errors, type.name, summarizeFieldErrors(checked.errors));
+  return { payloadType: type.name, payload: checked.value };
+}
+
+/** `Ticket`, `Ticket or Approval`, `Ticket, Approval or Lookup`: the types a listener accepts, for an error text. */
+export function typeList(types: readonly string[]): string {
+  return types.length <= 1 ? (types[0] ?? '') : `${types.slice(0, -1).join(', ')} or ${types[types.length - 1]}`;
 }
 
 /**

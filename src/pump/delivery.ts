@@ -12,6 +12,7 @@ import type { ListenerRuntime } from './listener-runtime.js';
 import type { DeliveryOutcome, DeliveryWatch } from './observer.js';
 import { traced, type Outcomes } from './outcomes.js';
 import { normalizeResult, routeOutgoing } from './routing.js';
+import { acceptedTypes } from '../config/accepted-types.js';
 import type { Delivery, PumpState } from './state.js';
 import { systemErrorMessage } from './system-messages.js';
 import type { ThreadLifecycle } from './thread-lifecycle.js';
@@ -175,7 +176,10 @@ export class Deliveries {
           maxHops: state.limits.maxHops,
           now: state.now(),
           registry: state.deps.registry,
-          acceptedType: (name) => state.listeners.get(name)?.config.payload,
+          acceptedTypes: (name) => {
+            const listener = state.listeners.get(name)?.config;
+            return listener ? acceptedTypes(listener) : undefined;
+          },
           traceContext: normalized.items.length > 0 ? (d.watch?.traceContext ?? null) : null,
         })
       : ({ ok: false, error: normalized.error } as const);

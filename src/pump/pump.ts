@@ -1,3 +1,4 @@
+import { acceptedTypes } from '../config/accepted-types.js';
 import type { ResolvedListener } from '../config/types.js';
 import { EXTERNAL_SENDER, type Message } from '../core/message.js';
 import type { QueueHost } from '../core/queue.js';
@@ -152,8 +153,7 @@ export class Pump {
     assertStorableInject(to, body, options.threadId, options.metadata);
     const runtime = state.listeners.get(to);
     if (!runtime) throw Errors.UNKNOWN_TARGET(to);
-    const accepted = deps.registry.get(runtime.config.payload);
-    if (!accepted) throw Errors.UNKNOWN_PAYLOAD_TYPE(runtime.config.payload);
+    const accepted = acceptedTypes(runtime.config).map((name) => deps.registry.get(name) ?? unknownType(name));
     const { payloadType, payload } = resolveInjectPayload(body, accepted, deps.registry, to);
 
     const threadId = options.threadId ?? newId();
@@ -267,4 +267,8 @@ export class Pump {
     const { status } = this.state;
     if (status !== 'running' && status !== 'starting') throw Errors.ORGANISM_NOT_ACCEPTING(status);
   }
+}
+
+function unknownType(name: string): never {
+  throw Errors.UNKNOWN_PAYLOAD_TYPE(name);
 }

@@ -1,6 +1,7 @@
 import { Errors } from '../errors/catalogue.js';
 import type { FieldError } from '../payload/types.js';
 import type { PayloadRegistry } from '../payload/index.js';
+import { typeList } from '../payload/inject.js';
 import { newId } from '../util/ids.js';
 import { identifierReason, unstorableText } from '../util/storable-text.js';
 import type { FailureReason } from '../core/delivery.js';
@@ -22,8 +23,8 @@ export interface RoutingContext {
   readonly maxHops: number;
   readonly now: number;
   readonly registry: PayloadRegistry;
-  /** The payload type a listener accepts; undefined when no such listener is registered. */
-  acceptedType(listener: string): string | undefined;
+  /** The payload types a listener accepts (one, or those of `payload: [A, B]`); undefined when no such listener is registered. */
+  acceptedTypes(listener: string): readonly string[] | undefined;
   /** The sending delivery's trace context, carried by the messages it sends (not by refused ones); null or absent: none. */
   readonly traceContext?: string | null;
 }
@@ -87,15 +88,19 @@ export function routeOutgoing(items: readonly Outgoing[], ctx: RoutingContext): 
       refused.push({ message, reason: 'peer_denied', error: Errors.PEER_DENIED(sender.name, to).detail });
       continue;
     }
-    const accepted = to === EXTERNAL_SENDER ? undefined : ctx.acceptedType(to);
+    const accepted = to === EXTERNAL_SENDER ? undefined : ctx.acceptedTypes(to);
     if (to !== EXTERNAL_SENDER && accepted === undefined) {
       const message: Message = { ...base, payloadType: item.payloadType ?? 'Payload', payload: item.payload };
       refused.push({ message, reason: 'unknown_target', error: Errors.UNKNOWN_TARGET(to).detail });
       continue;
     }
-    const payloadType = item.payloadType ?? accepted ?? inferType(item.payload, ctx.registry);
-    if (accepted !== undefined && payloadType !== accepted) {
-      return { ok: false, error: Errors.WRONG_PAYLOAD_TYPE(to, accepted, payloadType).detail };
+    // A target of several types cannot be guessed for: the handler names the type (`send(to, payload, 'Approval')`).
+    if (item.payloadType === undefined && accepted !== undefined && accepted.length > 1) {
+      return { ok: false, error: Errors.PAYLOAD_TYPE_REQUIRED(to, typeList(accepted), accepted[0] ?? '').detail };
+    }
+    const payloadType = item.payloadType ?? accepted?.[0] ?? inferType(item.payload, ctx.registry);
+    if (accepted !== undefined && !accepted.includes(payloadType)) {
+      return { ok: false, error: Errors.WRONG_PAYLOAD_TYPE(to, typeList(accepted), payloadType).detail };
     }
     let payload = item.payload;
     const type = ctx.registry.get(payloadType);

@@ -16,6 +16,7 @@ export function listenerView(a: AgentInfo) {
     isAgent: a.isAgent,
     peers: [...a.peers],
     payloadClass: a.payloadClass,
+    ...payloadClasses(a),
     state: a.state,
     currentThread: a.currentThread,
     queueDepth: a.queueDepth,
@@ -26,7 +27,12 @@ export function listenerView(a: AgentInfo) {
 }
 
 export function listenerConfigView(a: AgentInfo) {
-  return { name: a.name, description: a.description, isAgent: a.isAgent, peers: [...a.peers], payloadClass: a.payloadClass };
+  return { name: a.name, description: a.description, isAgent: a.isAgent, peers: [...a.peers], payloadClass: a.payloadClass, ...payloadClasses(a) };
+}
+
+/** `payloadClasses` for a listener of several types only: a single-type listener's view is as it always was. */
+function payloadClasses(a: AgentInfo): { payloadClasses?: string[] } {
+  return a.payloadClasses ? { payloadClasses: [...a.payloadClasses] } : {};
 }
 
 export function threadView(t: ThreadRecord) {

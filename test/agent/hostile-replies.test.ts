@@ -8,8 +8,8 @@ import { parseXmlElement } from '../../src/payload/xml-tree.js';
 
 const Task = definePayload('Task', { goal: 'string', priority: 'integer?' });
 const registry = new PayloadRegistry([Task]);
-const peers = [{ name: 'worker', description: 'does tasks', type: registry.get('Task')! }];
-const read = (text: string, maxMessages = 20) => parseAgentReply(text, { peers, replyType: null, registry, maxMessages });
+const peers = [{ name: 'worker', description: 'does tasks', types: [registry.get('Task')!] }];
+const read = (text: string, maxMessages = 20) => parseAgentReply(text, { peers, replyTypes: null, registry, maxMessages });
 
 const MB = 1 << 20;
 /** `unit` repeated between `prefix` and `suffix` to about 1 MB. */

@@ -54,7 +54,7 @@ describe('docs: how a builtin:llm agent answers', () => {
       .trim();
     const loaded = await loadOrganismFromString(/```yaml\n([\s\S]*?)```/.exec(section('### A complete example'))![1]!, path.join(ROOT, 'x.yaml'));
     const planner = loaded.listeners.find((l) => l.config.name === 'planner')!;
-    const prompt = buildSystemPrompt({ listener: planner.config, peers: [], sender: 'api', replyType: null });
+    const prompt = buildSystemPrompt({ listener: planner.config, peers: [], sender: 'api', replyTypes: null });
     expect(prompt).toContain(text);
   });
 
@@ -63,7 +63,7 @@ describe('docs: how a builtin:llm agent answers', () => {
     const registry = new PayloadRegistry(loaded.payloadTypes);
     const booking = registry.get('Booking')!;
     const answer = '<send to="booker"><Booking><traveller><name>Ada</name></traveller><stops>Lisbon</stops><stops>Porto</stops><nights>3</nights></Booking></send>';
-    const parsed = parseAgentReply(answer, { peers: [{ name: 'booker', description: '', type: booking }], replyType: null, registry, maxMessages: 20 });
+    const parsed = parseAgentReply(answer, { peers: [{ name: 'booker', description: '', types: [booking] }], replyTypes: null, registry, maxMessages: 20 });
     expect(parsed.ok).toBe(false);
     const documented = /refused as `([^`]+)`/.exec(section('### The answer'))?.[1];
     expect(documented).toBe('stops: <stops> appears 2 times; expected once');

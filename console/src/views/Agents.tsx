@@ -140,7 +140,7 @@ export function AgentDetailView() {
           <dd>{a.peers.join(', ') || '—'}</dd>
           <dt>Accepts</dt>
           <dd>
-            <code>{a.payloadClass}</code>
+            <code>{(a.payloadClasses ?? [a.payloadClass]).join(' | ')}</code>
           </dd>
         </dl>
         <PauseResume agent={a} />
@@ -247,7 +247,14 @@ function AgentCalls({ cap }: { cap: Capability }) {
       )}
       <Card title="How it is called" className="span-all">
         <p>
-          Accepts <code>{cap.payloadClass}</code>.{' '}
+          Accepts{' '}
+          {(cap.payloadTypes?.map((t) => t.name) ?? [cap.payloadClass]).map((t, i) => (
+            <span key={t}>
+              {i > 0 && ' or '}
+              <code>{t}</code>
+            </span>
+          ))}
+          .{' '}
           {senders.length === 0 ? (
             <span className="muted">No listener has it as a peer: it is reached by inject (POST /inject).</span>
           ) : (

@@ -167,17 +167,22 @@ export function InjectView() {
   const [threadId, setThreadId] = useState('');
   const [orgId, setOrgId] = useState('');
   const [userId, setUserId] = useState('');
+  // A target of several payload types (`payload: [A, B]`): the one the operator chose ('' = the first).
+  const [typeName, setTypeName] = useState('');
 
   useEffect(() => {
     if (!target && caps.data?.capabilities[0]) setTarget(caps.data.capabilities[0].name);
   }, [caps.data, target]);
-  const schema = cap.data?.jsonSchema;
+  const types = cap.data?.payloadTypes;
+  const chosen = types?.find((t) => t.name === typeName) ?? types?.[0];
+  const schema = chosen ? (chosen.jsonSchema as JsonSchema) : cap.data?.jsonSchema;
+  const rootTag = chosen?.name ?? cap.data?.rootTag ?? '';
   useEffect(() => {
     if (!schema) return;
     const v = initial(schema, schema);
     setValue(v);
-    setRawText(JSON.stringify({ [cap.data!.rootTag]: v }, null, 2));
-  }, [schema, cap.data]);
+    setRawText(JSON.stringify({ [rootTag]: v }, null, 2));
+  }, [schema, rootTag]);
 
   const inject = useMutation({
     mutationFn: api.inject,
@@ -206,7 +211,7 @@ export function InjectView() {
         return;
       }
     } else {
-      payload = { [cap.data.rootTag]: finalize(schema, schema, value) };
+      payload = { [rootTag]: finalize(schema, schema, value) };
     }
     const metadata: Record<string, string> = {};
     if (orgId.trim()) metadata['orgId'] = orgId.trim();
@@ -221,15 +226,33 @@ export function InjectView() {
       <form onSubmit={submit} className="inject" aria-label="Inject a message">
         <label>
           Target
-          <select value={target} onChange={(e) => setTarget(e.target.value)}>
+          <select
+            value={target}
+            onChange={(e) => {
+              setTarget(e.target.value);
+              setTypeName('');
+            }}
+          >
             {(caps.data?.capabilities ?? []).map((c) => (
               <option key={c.name} value={c.name}>
-                {c.name} ({c.rootTag})
+                {c.name} ({(c.rootTags ?? [c.rootTag]).join(' | ')})
               </option>
             ))}
           </select>
         </label>
         {cap.data && <p className="muted">{cap.data.description}</p>}
+        {types && (
+          <label>
+            Payload type
+            <select value={chosen?.name ?? ''} onChange={(e) => setTypeName(e.target.value)}>
+              {types.map((t) => (
+                <option key={t.name} value={t.name}>
+                  {t.name}
+                </option>
+              ))}
+            </select>
+          </label>
+        )}
         <label className="check">
           <input type="checkbox" checked={raw} onChange={(e) => setRaw(e.target.checked)} /> Raw JSON
         </label>
@@ -241,7 +264,7 @@ export function InjectView() {
             <textarea rows={10} value={rawText} onChange={(e) => setRawText(e.target.value)} spellCheck={false} />
           </label>
         ) : (
-          <Field name={cap.data!.rootTag} path={cap.data!.rootTag} schema={schema} root={schema} value={value} required onChange={setValue} />
+          <Field key={rootTag} name={rootTag} path={rootTag} schema={schema} root={schema} value={value} required onChange={setValue} />
         )}
         {rawError && (
           <p className="error" role="alert">

@@ -132,6 +132,9 @@ function argumentsFromXml(xml: string, schema: Record<string, unknown>): unknown
   const props = (schema['properties'] ?? {}) as Record<string, Record<string, unknown>>;
   // The free reply tool takes {payloadType, payload}: the element's name is the type.
   if (props['payloadType'] && props['payload']) return { payloadType: Object.keys(doc)[0] ?? '', payload: coerce(root, {}, defs) };
+  // A target of several types takes {"<Type>": {...}}: one property per type, the element's name picks it.
+  const tag = Object.keys(doc)[0] ?? '';
+  if (schema['maxProperties'] === 1 && props[tag]) return { [tag]: coerce(root, props[tag], defs) };
   return coerce(root, schema, defs);
 }
 

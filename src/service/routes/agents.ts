@@ -4,6 +4,8 @@ import type { ServiceContext } from '../context.js';
 import { AgentConfig, AgentInfo, AgentListResponse, AgentParams, AgentSchemaResponse, PauseResponse, ResumeResponse } from '../schemas/agent.js';
 import { errorResponses } from '../schemas/error.js';
 import { listenerConfigView, listenerView } from '../views.js';
+import type { PayloadType } from '../../payload/index.js';
+import { unionXsd } from '../../payload/union.js';
 
 export const agentRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app, { organism }) => {
   const tags = ['agents'];
@@ -27,9 +29,10 @@ export const agentRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app
     async (request) => {
       const { name } = request.params;
       const listener = organism.agents().find((a) => a.name === name);
-      const type = listener ? organism.registry.get(listener.payloadClass) : undefined;
-      if (!type) throw Errors.SCHEMA_NOT_FOUND(name);
-      return { schema: type.xsd(), contentType: 'application/xml' as const };
+      const types = listener ? (listener.payloadClasses ?? [listener.payloadClass]).map((t) => organism.registry.get(t)) : [];
+      const [type] = types;
+      if (!type || types.some((t) => !t)) throw Errors.SCHEMA_NOT_FOUND(name);
+      return { schema: types.length > 1 ? unionXsd(types as PayloadType[]) : type.xsd(), contentType: 'application/xml' as const };
     },
   );
 

@@ -3,6 +3,8 @@ import { codeToolName } from '../../config/tools.js';
 import { Errors } from '../../errors/catalogue.js';
 import { peerToolName, REPLY_TOOL } from '../../llm/tool-names.js';
 import { replyFormatOf } from '../../organism/reply-format.js';
+import type { PayloadType } from '../../payload/index.js';
+import { unionExample } from '../../payload/union.js';
 import type { ServiceContext } from '../context.js';
 import { CapabilityDetail, CapabilityListResponse, CapabilityParams } from '../schemas/capability.js';
 import { errorResponses } from '../schemas/error.js';
@@ -19,6 +21,7 @@ export const capabilityRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async
       isAgent: a.isAgent,
       peers: [...a.peers],
       rootTag: a.payloadClass,
+      ...(a.payloadClasses ? { rootTags: [...a.payloadClasses] } : {}),
     }));
     return { capabilities, count: capabilities.length };
   });
@@ -38,8 +41,10 @@ export const capabilityRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async
       const { name } = request.params;
       const a = organism.agents().find((x) => x.name === name);
       if (!a) throw Errors.CAPABILITY_NOT_FOUND(name);
-      const type = organism.registry.get(a.payloadClass);
-      if (!type) throw Errors.SCHEMA_NOT_FOUND(name);
+      const types = (a.payloadClasses ?? [a.payloadClass]).map((t) => organism.registry.get(t));
+      const type = types[0];
+      if (!type || types.some((t) => !t)) throw Errors.SCHEMA_NOT_FOUND(name);
+      const several = a.payloadClasses ? (types as PayloadType[]) : null;
       const config = organism.config;
       const listener = config.listeners.find((l) => l.name === name);
       // How each listener that may send here does it: an LLM agent by its reply format (a tool
@@ -51,13 +56,25 @@ export const capabilityRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async
         isAgent: a.isAgent,
         peers: [...a.peers],
         rootTag: a.payloadClass,
+        ...(several ? { rootTags: several.map((t) => t.name) } : {}),
         payloadClass: a.payloadClass,
         schemaXsd: type.xsd(),
         exampleXml: type.exampleXml(),
         jsonSchema: type.jsonSchema() as Record<string, unknown>,
         prompt: listener?.agent ? listener.prompt : null,
         replyFormat: listener?.agent ? replyFormatOf(listener, config) : null,
-        toolCall: { name: peerToolName(name), arguments: type.exampleValue() },
+        toolCall: { name: peerToolName(name), arguments: several ? unionExample(several) : type.exampleValue() },
+        ...(several
+          ? {
+              payloadTypes: several.map((t) => ({
+                name: t.name,
+                schemaXsd: t.xsd(),
+                exampleXml: t.exampleXml(),
+                jsonSchema: t.jsonSchema() as Record<string, unknown>,
+                example: t.exampleValue(),
+              })),
+            }
+          : {}),
         tools:
           listener?.agent && replyFormatOf(listener, config) === 'tools'
             ? [...listener.peers.map(peerToolName), REPLY_TOOL, ...(listener.tools ?? []).map(codeToolName), ...(listener.mcpServers ?? []).map((m) => `${m}_*`)]

@@ -9,7 +9,10 @@ export const AgentConfig = Type.Object(
     description: Type.String(),
     isAgent: Type.Boolean(),
     peers: Type.Array(Type.String()),
-    payloadClass: Type.String({ description: 'Name of the payload type it accepts' }),
+    payloadClass: Type.String({ description: 'Name of the payload type it accepts (with several: the first)' }),
+    payloadClasses: Type.Optional(
+      Type.Array(Type.String(), { description: 'Every payload type it accepts, in order; present only when it accepts several (`payload: [A, B]` in organism.yaml)' }),
+    ),
   },
   { title: 'AgentConfig' },
 );
@@ -30,7 +33,7 @@ export const AgentInfo = Type.Object(
 export const AgentListResponse = Type.Object({ agents: Type.Array(AgentInfo), count: Type.Integer() }, { title: 'AgentListResponse' });
 
 export const AgentSchemaResponse = Type.Object(
-  { schema: Type.String({ description: 'XSD of the payload type' }), contentType: Type.Literal('application/xml') },
+  { schema: Type.String({ description: 'XSD of the payload type (of several: one root element per type)' }), contentType: Type.Literal('application/xml') },
   { title: 'AgentSchemaResponse' },
 );
 

@@ -7,7 +7,8 @@ export const CapabilityInfo = Type.Object(
     description: Type.String(),
     isAgent: Type.Boolean(),
     peers: Type.Array(Type.String()),
-    rootTag: Type.String({ description: 'XML root tag of the payload it accepts' }),
+    rootTag: Type.String({ description: 'XML root tag of the payload it accepts (with several types: the first)' }),
+    rootTags: Type.Optional(Type.Array(Type.String(), { description: 'The root tag of each payload type it accepts; present only when it accepts several' })),
   },
   { title: 'CapabilityInfo' },
 );
@@ -29,6 +30,12 @@ export const CapabilityDetail = Type.Object(
       description:
         'The tools this LLM agent answers with, when it answers with tool calls: send_to_<peer> per peer, reply, its code tools (tools: in organism.yaml) by name, and <server>_* for the tools of each MCP server it is given',
     }),
+    payloadTypes: Type.Optional(
+      Type.Array(Type.Object({ name: Type.String(), schemaXsd: Type.String(), exampleXml: Type.String(), jsonSchema: AnyObject, example: AnyObject }), {
+        description:
+          'Present only when it accepts several payload types: each with its schemas and an example payload. The top-level schemaXsd, exampleXml and jsonSchema then describe the first type; an inject names the type ({"<Type>": {...}}), and so does the toolCall',
+      }),
+    ),
     senders: Type.Array(
       Type.Object({
         name: Type.String(),

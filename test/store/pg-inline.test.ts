@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inlineParams } from '../../src/store/postgres/writer.js';
+import { isRefusedWrite } from '../../src/store/postgres/pool.js';
+import { inlineParams, sqlLiteral } from '../../src/store/postgres/writer.js';
 import { createTestDatabase, testPool, withPostgres } from './contract/backends.js';
 
 /**
@@ -72,5 +73,20 @@ describe.skipIf(!run)('inlineParams (PostgreSQL)', () => {
     expect(inlineParams('SELECT $1', [Number.NaN])).toBeNull();
     expect(inlineParams('SELECT $1, $2', ['x'])).toBeNull();
     expect(inlineParams("SELECT '--', $1", ['x'])).toBe("SELECT '--', 'x'");
+  });
+
+  it('never writes a NUL into a query (the server would read the query only up to it): such values go as parameters, and a literal of one is refused as data', async () => {
+    expect(inlineParams('SELECT $1', ['a\u0000b'])).toBeNull();
+    expect(inlineParams('SELECT $1', [['ok', 'a\u0000b']])).toBeNull();
+    let refused: unknown = null;
+    try {
+      sqlLiteral('a\u0000b');
+    } catch (err) {
+      refused = err;
+    }
+    expect(isRefusedWrite((refused as { code: string }).code)).toBe(true);
+    // What the parameter path answers, for comparison: the same class of refusal.
+    const err = await pool.query('SELECT $1::text AS t', ['a\u0000b']).catch((e: unknown) => e);
+    expect(isRefusedWrite((err as { code: string }).code)).toBe(true);
   });
 });

@@ -13,13 +13,22 @@ export interface Tx {
   atCommit(sql: string, onResult?: (result: pg.QueryResult) => void): void;
 }
 
-/** A string, number or null as an SQL literal (strings through the pg client's escaping). */
+/**
+ * A NUL cannot be written in as a literal: the server reads a simple-protocol query as a C
+ * string, so the query would end at it (a syntax error, retried as a fault: the wedge a NUL
+ * once caused). Sent as a parameter the server refuses it as data (22021, STORAGE_REJECTED);
+ * a literal of one is refused the same way here.
+ */
+const hasNul = (text: string) => text.includes('\u0000');
+
+/** A string, number or null as an SQL literal (strings through the pg client's escaping); a NUL in a string is refused as the server refuses it (SQLSTATE 22021). */
 export function sqlLiteral(value: string | number | null): string {
   if (value === null) return 'NULL';
   if (typeof value === 'number') {
     if (!Number.isFinite(value)) throw new RangeError(`not a finite number: ${value}`);
     return String(value);
   }
+  if (hasNul(value)) throw Object.assign(new Error('invalid byte sequence for encoding "UTF8": 0x00'), { code: '22021' });
   return pg.escapeLiteral(value);
 }
 
@@ -29,12 +38,13 @@ function paramLiteral(value: unknown): string | null {
   // A negative number in parentheses: `x-$1` must not become `x--1`, a comment.
   if (typeof value === 'number') return Number.isFinite(value) ? (value < 0 || Object.is(value, -0) ? `(${value})` : String(value)) : null;
   if (typeof value === 'boolean') return value ? 'true' : 'false';
-  if (typeof value === 'string') return pg.escapeLiteral(value);
+  if (typeof value === 'string') return hasNul(value) ? null : pg.escapeLiteral(value);
   if (Array.isArray(value)) {
     const items: string[] = [];
     for (const v of value) {
       if (v === null || v === undefined) items.push('NULL');
-      else if (typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v))) items.push(`"${String(v).replace(/[\\"]/g, (c) => `\\${c}`)}"`);
+      else if ((typeof v === 'string' && !hasNul(v)) || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v)))
+        items.push(`"${String(v).replace(/[\\"]/g, (c) => `\\${c}`)}"`);
       else return null;
     }
     return pg.escapeLiteral(`{${items.join(',')}}`);

@@ -7,5 +7,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // Two files at once: vitest's default (cores - 1) runs one file at a time on a 2-core
+    // machine, and most files spend their time waiting on child processes (servers, workers,
+    // Chromium, PostgreSQL), not on the CPU. ORGANISM_TEST_WORKERS overrides it.
+    maxWorkers: Number(process.env['ORGANISM_TEST_WORKERS'] ?? 2),
   },
 });

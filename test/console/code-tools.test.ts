@@ -3,9 +3,8 @@
 // module, arguments and result) and the waterfall gives it a tool bar named after it.
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, launchBrowser, OP_TOKEN, signIn, startServer, watchErrors, type Server } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { consoleFile, eventually, OP_TOKEN } from './harness.js';
 
 const YAML = `organism: {name: code-tools-console}
 auth:
@@ -48,38 +47,22 @@ export const collect: Handler = () => undefined;
 
 const poll = <T>(fn: () => Promise<T> | T) => expect.poll(fn, { timeout: 20_000, interval: 100 });
 
-let server: Server;
-let browser: { context: BrowserContext; close: () => Promise<void> };
-let page: Page;
-let watch: ReturnType<typeof watchErrors>;
 let threadId: string;
 
-beforeAll(async () => {
-  server = await startServer([], {
-    prepare: (dir) => {
-      writeFileSync(path.join(dir, 'organism.yaml'), YAML);
-      writeFileSync(path.join(dir, 'order-tools.ts'), TOOLS);
-    },
-  });
-  browser = await launchBrowser();
-  threadId = (await server.api('POST', '/inject', { to: 'desk', payload: { text: 'A-1' } })).body.threadId as string;
-  await eventually(async () => (await server.api('GET', `/threads/${threadId}`)).body.status === 'completed', 'the thread to complete', 60_000);
-}, 120_000);
-afterAll(async () => {
-  await browser?.close();
-  await server?.stop();
-});
-afterEach(async () => {
-  const unexpected = watch?.unexpected() ?? [];
-  await page?.close();
-  expect(unexpected, 'page errors and console errors').toEqual([]);
+const file = consoleFile({
+  prepare: (dir) => {
+    writeFileSync(path.join(dir, 'organism.yaml'), YAML);
+    writeFileSync(path.join(dir, 'order-tools.ts'), TOOLS);
+  },
+  ready: async (server) => {
+    threadId = (await server.api('POST', '/inject', { to: 'desk', payload: { text: 'A-1' } })).body.threadId as string;
+    await eventually(async () => (await server.api('GET', `/threads/${threadId}`)).body.status === 'completed', 'the thread to complete', 60_000);
+  },
 });
 
 describe('code tools in the console', () => {
   it('the LLM call inspector shows the code tool execution; the waterfall has its bar', async () => {
-    page = await browser.context.newPage();
-    watch = watchErrors(page);
-    await signIn(page, server.url, OP_TOKEN, `/threads/${threadId}`);
+    const page = await file.open(OP_TOKEN, `/threads/${threadId}`);
     const inspector = page.getByRole('region', { name: 'LLM call inspector' });
     const calls = inspector.locator('li.llm-call');
     await poll(() => calls.count()).toBe(2);

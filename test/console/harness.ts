@@ -6,6 +6,7 @@ import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 
 export const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 export const OP_TOKEN = 'console-operator-token-7f3a';
@@ -149,4 +150,44 @@ export async function signIn(page: Page, url: string, token: string, at = '/'): 
   await page.getByLabel('Token').fill(token);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('button', { name: 'Sign out' }).waitFor();
+}
+
+/**
+ * A test file's server and browser, started once (`ready` runs after both, e.g. to make data),
+ * and a page per test whose page and console errors fail it: the lifecycle every console test
+ * file repeats.
+ */
+export function consoleFile(options: { prepare?: (dir: string) => void; ready?: (server: Server) => Promise<void>; setupMs?: number } = {}) {
+  let server: Server;
+  let browser: { context: BrowserContext; close: () => Promise<void> };
+  let page: Page | null = null;
+  let watch: ReturnType<typeof watchErrors> | null = null;
+  beforeAll(async () => {
+    server = await startServer([], options.prepare ? { prepare: options.prepare } : {});
+    browser = await launchBrowser();
+    await options.ready?.(server);
+  }, options.setupMs ?? 120_000);
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+  afterEach(async () => {
+    const unexpected = watch?.unexpected() ?? [];
+    await page?.close();
+    page = null;
+    watch = null;
+    expect(unexpected, 'page errors and console errors').toEqual([]);
+  });
+  return {
+    get server(): Server {
+      return server;
+    },
+    /** A new page, signed in with `token`, at `at`. */
+    async open(token: string, at: string): Promise<Page> {
+      page = await browser.context.newPage();
+      watch = watchErrors(page);
+      await signIn(page, server.url, token, at);
+      return page;
+    },
+  };
 }

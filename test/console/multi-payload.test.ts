@@ -3,9 +3,8 @@
 // fields from the chosen type's schema and injects a message of that type.
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, OP_TOKEN, signIn, startServer, watchErrors, type Server } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import { consoleFile, OP_TOKEN } from './harness.js';
 
 const YAML = `organism: {name: multi-payload-console}
 auth:
@@ -22,35 +21,16 @@ listeners:
     payload: [Ticket, Approval]
 `;
 
-let server: Server;
-let browser: { context: BrowserContext; close: () => Promise<void> };
-let page: Page;
-let watch: ReturnType<typeof watchErrors>;
-
-beforeAll(async () => {
-  server = await startServer([], {
-    prepare: (dir) => {
-      writeFileSync(path.join(dir, 'organism.yaml'), YAML);
-      writeFileSync(path.join(dir, 'desk.ts'), 'export const take = () => undefined;\n');
-    },
-  });
-  browser = await launchBrowser();
-}, 120_000);
-afterAll(async () => {
-  await browser?.close();
-  await server?.stop();
-});
-afterEach(async () => {
-  const unexpected = watch?.unexpected() ?? [];
-  await page?.close();
-  expect(unexpected, 'page errors and console errors').toEqual([]);
+const file = consoleFile({
+  prepare: (dir) => {
+    writeFileSync(path.join(dir, 'organism.yaml'), YAML);
+    writeFileSync(path.join(dir, 'desk.ts'), 'export const take = () => undefined;\n');
+  },
 });
 
 describe('inject form for a listener of several payload types', () => {
   it('the operator chooses the type; the form shows that type’s fields and the message is of that type', async () => {
-    page = await browser.context.newPage();
-    watch = watchErrors(page);
-    await signIn(page, server.url, OP_TOKEN, '/inject');
+    const page = await file.open(OP_TOKEN, '/inject');
     const target = page.getByRole('combobox', { name: 'Target' });
     await target.selectOption('desk');
     expect(await target.locator('option:checked').textContent()).toBe('desk (Ticket | Approval)');
@@ -66,7 +46,7 @@ describe('inject form for a listener of several payload types', () => {
     await page.getByRole('button', { name: 'Inject', exact: true }).click();
     await page.waitForURL(/\/threads\/[0-9a-f-]+$/);
     const threadId = page.url().split('/').pop()!;
-    const messages = (await server.api('GET', `/threads/${threadId}/messages`)).body.messages;
+    const messages = (await file.server.api('GET', `/threads/${threadId}/messages`)).body.messages;
     expect(messages[0]).toMatchObject({ to: 'desk', payloadType: 'Approval', payload: { ticket: 'T-7', approved: true } });
   });
 });

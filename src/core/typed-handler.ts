@@ -20,31 +20,34 @@ export interface ListenerTypes {
   readonly replies: string;
 }
 
-type Loose = Record<string, unknown>;
-type ListenerMap = OrganismTypes extends { readonly listeners: infer L extends { readonly [name: string]: ListenerTypes } } ? L : { readonly [name: string]: ListenerTypes };
-type PayloadMap = OrganismTypes extends { readonly payloads: infer P extends { readonly [name: string]: object } } ? P : { readonly [name: string]: Loose };
+/** The listeners in effect: those of the generated file, else any name with loose types. */
+export type KnownListeners = OrganismTypes extends { readonly listeners: infer L extends { readonly [name: string]: ListenerTypes } } ? L : { readonly [name: string]: ListenerTypes };
+/** The payload types in effect: those of the generated file, else any name with `Record<string, unknown>` data. */
+export type KnownPayloads = OrganismTypes extends { readonly payloads: infer P extends { readonly [name: string]: object } } ? P : { readonly [name: string]: Record<string, unknown> };
 
 /** The listeners of organism.yaml (any string without the generated file). */
-export type ListenerName = keyof ListenerMap & string;
+export type ListenerName = keyof KnownListeners & string;
 /** The payload types of organism.yaml and of the handler modules (any string without the generated file). */
-export type PayloadTypeName = keyof PayloadMap & string;
+export type PayloadTypeName = keyof KnownPayloads & string;
 /** The data of the payload type named `T` (a union for a union of names); loose for an unknown name. */
-export type Payload<T extends string> = T extends keyof PayloadMap ? PayloadMap[T] : Loose;
+export type Payload<T extends string> = T extends keyof KnownPayloads ? KnownPayloads[T] : Record<string, unknown>;
 /** The payload type name(s) listener `L` accepts. */
-export type AcceptedType<L extends ListenerName> = ListenerMap[L]['payload'] & string;
+export type AcceptedType<L extends ListenerName> = KnownListeners[L]['payload'] & string;
 /** The declared peers of listener `L`. */
-export type PeerName<L extends ListenerName> = keyof ListenerMap[L]['peers'] & string;
-type PeerTypes<L extends ListenerName, P extends PeerName<L>> = ListenerMap[L]['peers'][P] & string;
-type ReplyPayload<L extends ListenerName> = [ListenerMap[L]['replies']] extends [never] ? Loose : Payload<ListenerMap[L]['replies'] & string>;
+export type PeerName<L extends ListenerName> = keyof KnownListeners[L]['peers'] & string;
+/** The payload type name(s) peer `P` of listener `L` accepts. */
+export type PeerAcceptedType<L extends ListenerName, P extends PeerName<L>> = KnownListeners[L]['peers'][P] & string;
+/** What a reply of `L` may carry: the data of a type its senders accept (loose when no listener names it as a peer). */
+export type ReplyPayload<L extends ListenerName> = [KnownListeners[L]['replies']] extends [never] ? Record<string, unknown> : Payload<KnownListeners[L]['replies'] & string>;
 
 /** A message to peer `P` of `L`: one variant per payload type the peer accepts. */
-type ToPeer<L extends ListenerName, P extends PeerName<L>, T extends string = PeerTypes<L, P>> = T extends unknown
+export type PeerMessage<L extends ListenerName, P extends PeerName<L>, T extends string = PeerAcceptedType<L, P>> = T extends unknown
   ? { readonly to: P; readonly payload: Payload<T>; readonly payloadType?: T }
   : never;
 
 /** What a typed handler of `L` may send: a message to one of its peers, or a reply to its sender. */
 export type TypedOutgoing<L extends ListenerName> =
-  | { [P in PeerName<L>]: ToPeer<L, P> }[PeerName<L>]
+  | { [P in PeerName<L>]: PeerMessage<L, P> }[PeerName<L>]
   | { readonly to?: undefined; readonly payload: ReplyPayload<L>; readonly payloadType?: string };
 
 /** What a typed handler of `L` returns: nothing, one message, or a list of them. */
@@ -62,7 +65,7 @@ export type TypedContext<L extends ListenerName, T extends string = AcceptedType
       /** The payload handed over (the handler's first argument); `ctx.payloadType` narrows it. */
       readonly payload: Payload<T>;
       /** A message to the declared peer `to`; return it. `payloadType` is needed when the peer accepts several. */
-      send<P extends PeerName<L>, K extends PeerTypes<L, P> = PeerTypes<L, P>>(to: P, payload: Payload<K>, payloadType?: K): TypedOutgoing<L>;
+      send<P extends PeerName<L>, K extends PeerAcceptedType<L, P> = PeerAcceptedType<L, P>>(to: P, payload: Payload<K>, payloadType?: K): TypedOutgoing<L>;
       /** A reply to the sender; return it. */
       reply(payload: ReplyPayload<L>, payloadType?: string): TypedOutgoing<L>;
     }
@@ -98,7 +101,7 @@ export function defineHandler<L extends ListenerName>(listener: L, handler: Type
   const typed: Handler = (payload, ctx) => {
     const fn = byType === null ? handler : byType[ctx.payloadType];
     if (typeof fn !== 'function') throw new TypeError(`defineHandler(${listener}): no function for payload type ${ctx.payloadType}`);
-    return (fn as (p: Loose, c: unknown) => HandlerResult | Promise<HandlerResult>)(payload, typedContext(ctx, payload));
+    return (fn as (p: Record<string, unknown>, c: unknown) => HandlerResult | Promise<HandlerResult>)(payload, typedContext(ctx, payload));
   };
   Object.defineProperty(typed, HANDLER_FOR, { value: listener, enumerable: false });
   return typed;
@@ -112,9 +115,9 @@ export function handlerListener(value: unknown): string | undefined {
 }
 
 /** The runtime context, seen through (not copied), with the payload and the two builders added. */
-function typedContext(ctx: HandlerContext, payload: Loose): HandlerContext {
-  const send = (to: string, data: Loose, payloadType?: string): Outgoing => (payloadType === undefined ? { to, payload: data } : { to, payload: data, payloadType });
-  const reply = (data: Loose, payloadType?: string): Outgoing => (payloadType === undefined ? { payload: data } : { payload: data, payloadType });
+function typedContext(ctx: HandlerContext, payload: Record<string, unknown>): HandlerContext {
+  const send = (to: string, data: Record<string, unknown>, payloadType?: string): Outgoing => (payloadType === undefined ? { to, payload: data } : { to, payload: data, payloadType });
+  const reply = (data: Record<string, unknown>, payloadType?: string): Outgoing => (payloadType === undefined ? { payload: data } : { payload: data, payloadType });
   return Object.create(ctx, {
     payload: { value: payload, enumerable: true },
     send: { value: send, enumerable: false },

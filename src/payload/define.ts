@@ -49,13 +49,11 @@ export interface PayloadDef<T = Record<string, unknown>> extends PayloadTypeDef 
 /** The TypeScript type of the data of a code-declared payload type: `StaticPayload<typeof Greeting>`. */
 export type StaticPayload<D> = D extends PayloadDef<infer T> ? T : never;
 
-type Trim<S extends string> = S extends ` ${infer R}` ? Trim<R> : S extends `${infer R} ` ? Trim<R> : S;
-type Unmarked<S extends string> = Trim<S> extends `${infer R}?` ? Trim<R> : Trim<S>;
-/** The TypeScript type of a field type expression (`integer`, `string[]`, `list<Address>`); another payload type reads as an object. */
-type ExprType<S extends string> = S extends `${infer I}[]`
-  ? ExprType<Trim<I>>[]
+/** The TypeScript type of a field type expression (`integer`, `string[]`, `list<Address>`); another payload type reads as a record. */
+export type FieldExprType<S extends string> = S extends `${infer I}[]`
+  ? FieldExprType<I>[]
   : S extends `list<${infer I}>`
-    ? ExprType<Trim<I>>[]
+    ? FieldExprType<I>[]
     : S extends 'string'
       ? string
       : S extends 'integer' | 'number'
@@ -63,16 +61,29 @@ type ExprType<S extends string> = S extends `${infer I}[]`
         : S extends 'boolean'
           ? boolean
           : Record<string, unknown>;
-type SpecExpr<F> = F extends string ? F : F extends { readonly type: infer T extends string } ? T : string;
-type SpecOptional<F> = F extends { readonly optional: true } ? true : Trim<SpecExpr<F>> extends `${string}?` ? true : false;
-type Flatten<T> = { [K in keyof T]: T[K] } & {};
+
+/** The TypeScript type of one field spec of `definePayload` (`'string[]?'`, `{ type: 'integer' }`). */
+export type FieldSpecType<F> = F extends `${infer E}?`
+  ? FieldExprType<E>
+  : F extends string
+    ? FieldExprType<F>
+    : F extends { readonly type: `${infer E}?` }
+      ? FieldExprType<E>
+      : F extends { readonly type: infer E extends string }
+        ? FieldExprType<E>
+        : unknown;
+
+/** True when a field spec is optional: a trailing `?` or `optional: true`. */
+export type FieldSpecOptional<F> = F extends `${string}?` ? true : F extends { readonly optional: true } ? true : F extends { readonly type: `${string}?` } ? true : false;
 
 /** The data of a payload type declared with field specs: `{ name: 'string', tags: 'string[]?' }` is `{ name: string; tags?: string[] }`. */
-export type FieldsData<F extends Readonly<Record<string, FieldSpec>>> = Flatten<
-  { -readonly [K in keyof F as SpecOptional<F[K]> extends true ? never : K]: ExprType<Unmarked<SpecExpr<F[K]>>> } & {
-    -readonly [K in keyof F as SpecOptional<F[K]> extends true ? K : never]?: ExprType<Unmarked<SpecExpr<F[K]>>>;
-  }
->;
+export type FieldsData<F extends Readonly<Record<string, FieldSpec>>> = {
+  [K in keyof ({ -readonly [P in keyof F as FieldSpecOptional<F[P]> extends true ? never : P]: FieldSpecType<F[P]> } & {
+    -readonly [P in keyof F as FieldSpecOptional<F[P]> extends true ? P : never]?: FieldSpecType<F[P]>;
+  })]: ({ -readonly [P in keyof F as FieldSpecOptional<F[P]> extends true ? never : P]: FieldSpecType<F[P]> } & {
+    -readonly [P in keyof F as FieldSpecOptional<F[P]> extends true ? P : never]?: FieldSpecType<F[P]>;
+  })[K];
+};
 
 /**
  * Declares a payload type in TypeScript. Handler modules export the result; the config
@@ -88,6 +99,7 @@ export type FieldsData<F extends Readonly<Record<string, FieldSpec>>> = Flatten<
  * Anything else (enums, unions, nested objects) is refused: payload fields have no such kinds.
  */
 export function definePayload<const F extends Readonly<Record<string, FieldSpec>>>(name: string, fields: F, options?: { description?: string }): PayloadDef<FieldsData<F>>;
+/** Declares a payload type from a TypeBox `Type.Object`: the schema gives its fields and its data type (`Static<S>`). */
 export function definePayload<S extends TObject>(name: string, schema: S, options?: { description?: string }): PayloadDef<Static<S>>;
 export function definePayload(name: string, fields: Readonly<Record<string, FieldSpec>> | TObject, options: { description?: string } = {}): PayloadDef {
   if (isObjectSchema(fields)) return fromSchema(name, fields, options);

@@ -36,7 +36,17 @@ export {
 export { BUDGET_SENDER, BUDGET_WARNING_TYPE, EXTERNAL_SENDER, SYSTEM_ERROR_TYPE, SYSTEM_SENDER, type Message } from './core/message.js';
 
 // Payload types: declared in code beside handlers, validated and rendered by the runtime.
-export { definePayload, isPayloadTypeDef, type FieldExprType, type FieldSpec, type FieldSpecOptional, type FieldSpecType, type FieldsData, type PayloadDef, type StaticPayload } from './payload/define.js';
+export {
+  definePayload,
+  isPayloadTypeDef,
+  type FieldExprType,
+  type FieldSpec,
+  type FieldSpecOptional,
+  type FieldSpecType,
+  type FieldsData,
+  type PayloadDef,
+  type StaticPayload,
+} from './payload/define.js';
 export { BUDGET_WARNING_DEF, SYSTEM_ERROR_DEF } from './payload/builtin.js';
 export { PayloadType, type DefResolver } from './payload/payload-type.js';
 export { PayloadRegistry, type PayloadProblem } from './payload/registry.js';

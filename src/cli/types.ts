@@ -117,7 +117,9 @@ export async function checkHandlerTypes(loaded: LoadedOrganism, typesFile: strin
     const self = (file: string) => (file.endsWith('.js') ? file.replace(/\.js$/, '.d.ts') : file);
     options = { ...options, paths: { ...options.paths, organism: [self(SELF_ENTRIES['organism'] as string)], 'organism/client': [self(SELF_ENTRIES['organism/client'] as string)] } };
   }
-  const program = ts.createProgram({ rootNames: [...files, typesFile], options });
+  // JavaScript modules only where the project checks JavaScript (else tsc itself would refuse them).
+  const checked = files.filter((f) => /\.[mc]?ts$/.test(f) || (options.allowJs === true && options.checkJs === true));
+  const program = ts.createProgram({ rootNames: [...checked, typesFile], options });
   const own = (file: string) => !file.includes(`${path.sep}node_modules${path.sep}`) && !isInstallationFile(file);
   const problems = ts
     .getPreEmitDiagnostics(program)
@@ -128,7 +130,7 @@ export async function checkHandlerTypes(loaded: LoadedOrganism, typesFile: strin
       const { line, character } = d.file.getLineAndCharacterOfPosition(d.start);
       return { file: d.file.fileName, line: line + 1, column: character + 1, message };
     });
-  return { checked: true, files, problems };
+  return { checked: true, files: checked, problems };
 }
 
 /** organism's own sources or build (reached through `organism` when nothing is installed): not the project's to fix. */

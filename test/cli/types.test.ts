@@ -198,6 +198,17 @@ describe('types from organism.yaml in a project outside the clone', () => {
     expect(readFileSync(path.join(dir, 'organism-env.d.ts'), 'utf8')).toContain('  tags?: string[];\n  priority: number;\n}');
   }, 60_000);
 
+  it('JavaScript handler modules are not compiled unless the tsconfig checks JavaScript (tsc would refuse them)', () => {
+    const dir = project();
+    install(dir);
+    writeFileSync(path.join(dir, 'handlers.js'), 'export const intake = () => undefined;\nexport const billing = () => undefined;\nexport const tech = () => undefined;\n');
+    writeFileSync(path.join(dir, 'organism.yaml'), CONFIG.replaceAll('./handlers.ts#', './handlers.js#'));
+    const checked = organism(dir, 'check', 'organism.yaml');
+    expect(checked.stderr).toBe('');
+    expect(checked.stdout).toContain('organism-env.d.ts written; 0 handler modules type-check');
+    expect(checked.status).toBe(0);
+  }, 60_000);
+
   it('a defineHandler handler named by another listener is a problem of that listener', () => {
     const dir = project();
     writeFileSync(path.join(dir, 'organism.yaml'), CONFIG.replace('handler: ./handlers.ts#billing', 'handler: ./handlers.ts#tech'));

@@ -65,7 +65,7 @@ export type TypedContext<L extends ListenerName, T extends string = AcceptedType
       /** The payload handed over (the handler's first argument); `ctx.payloadType` narrows it. */
       readonly payload: Payload<T>;
       /** A message to the declared peer `to`; return it. `payloadType` is needed when the peer accepts several. */
-      send<P extends PeerName<L>, K extends PeerAcceptedType<L, P> = PeerAcceptedType<L, P>>(to: P, payload: Payload<K>, payloadType?: K): TypedOutgoing<L>;
+      send<P extends keyof KnownListeners[L]['peers'] & string, K extends PeerAcceptedType<L, P> = PeerAcceptedType<L, P>>(to: P, payload: Payload<K>, payloadType?: K): TypedOutgoing<L>;
       /** A reply to the sender; return it. */
       reply(payload: ReplyPayload<L>, payloadType?: string): TypedOutgoing<L>;
     }

@@ -156,7 +156,9 @@ describe('types from organism.yaml in a project outside the clone', () => {
     writeFileSync(path.join(dir, 'handlers.ts'), handlers(MISSPELT_PEER));
     const badPeer = tsc(dir);
     expect(badPeer.status).toBe(2);
-    expect(badPeer.stdout).toBe(`handlers.ts(${peer.line},${peer.column}): error TS2345: Argument of type '"tech-suport"' is not assignable to parameter of type '"billing" | "tech-support"'.\n`);
+    expect(badPeer.stdout).toBe(
+      `handlers.ts(${peer.line},${peer.column}): error TS2345: Argument of type '"tech-suport"' is not assignable to parameter of type '"billing" | "tech-support"'.\n`,
+    );
     const checkPeer = organism(dir, 'check', 'organism.yaml');
     expect(checkPeer.status).toBe(3);
     expect(checkPeer.stderr).toBe(

@@ -11,10 +11,42 @@
 
 // Writing handlers: the function, its context, what it returns, and the messages it sees.
 export { reply, send, type Handler, type HandlerContext, type HandlerLogger, type HandlerResult, type Outgoing } from './core/handler.js';
+// Typed handlers: types from organism.yaml (organism-env.d.ts, written by `organism types`).
+export {
+  defineHandler,
+  handlerListener,
+  type AcceptedType,
+  type KnownListeners,
+  type KnownPayloads,
+  type ListenerName,
+  type ListenerTypes,
+  type OrganismTypes,
+  type Payload,
+  type PayloadTypeName,
+  type PeerAcceptedType,
+  type PeerMessage,
+  type PeerName,
+  type ReplyPayload,
+  type TypedContext,
+  type TypedHandler,
+  type TypedHandlerMap,
+  type TypedOutgoing,
+  type TypedResult,
+} from './core/typed-handler.js';
 export { BUDGET_SENDER, BUDGET_WARNING_TYPE, EXTERNAL_SENDER, SYSTEM_ERROR_TYPE, SYSTEM_SENDER, type Message } from './core/message.js';
 
 // Payload types: declared in code beside handlers, validated and rendered by the runtime.
-export { definePayload, isPayloadTypeDef, type FieldSpec } from './payload/define.js';
+export {
+  definePayload,
+  isPayloadTypeDef,
+  type FieldExprType,
+  type FieldSpec,
+  type FieldSpecOptional,
+  type FieldSpecType,
+  type FieldsData,
+  type PayloadDef,
+  type StaticPayload,
+} from './payload/define.js';
 export { BUDGET_WARNING_DEF, SYSTEM_ERROR_DEF } from './payload/builtin.js';
 export { PayloadType, type DefResolver } from './payload/payload-type.js';
 export { PayloadRegistry, type PayloadProblem } from './payload/registry.js';

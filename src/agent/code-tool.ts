@@ -1,4 +1,5 @@
 import type { HandlerLogger } from '../core/handler.js';
+import type { PayloadDef } from '../payload/define.js';
 import type { PayloadTypeDef } from '../payload/types.js';
 
 const TOOL_BRAND = Symbol.for('organism.tool');
@@ -32,8 +33,8 @@ export type ToolFunction<I = Record<string, unknown>, R = unknown> = (input: I, 
 export interface ToolDef<I = Record<string, unknown>, R = unknown> {
   /** What the tool does, for the model (the tool's description). */
   readonly description: string;
-  /** The type of its arguments: a `definePayload` type; its JSON Schema is the tool's parameters. */
-  readonly input: PayloadTypeDef;
+  /** The type of its arguments: a `definePayload` type (whose data type `run` is given); its JSON Schema is the tool's parameters. */
+  readonly input: PayloadDef<I>;
   /** The function: called with validated arguments; its result goes back to the model. */
   readonly run: ToolFunction<I, R>;
   /** Per call; absent: bounded by the agent's `timeout_seconds` (organism.yaml may set it per tool). */

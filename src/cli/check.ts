@@ -4,6 +4,7 @@ import { mcpBaseDir, McpHub, type McpProbe } from '../mcp/hub.js';
 import { silentLogger } from '../util/logger.js';
 import { resolveConfigPath } from './config-path.js';
 import { ExitCode } from './exit-codes.js';
+import { checkHandlerTypes, formatTypeProblem, keepsTypes, writeTypes } from './types.js';
 
 export function formatProblem(p: ConfigProblem): string {
   const where = p.line === null ? p.file : `${p.file}:${p.line}${p.column === null ? '' : `:${p.column}`}`;
@@ -15,6 +16,8 @@ const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' 
 export interface CheckOptions {
   /** Also start each MCP server of `mcp_servers` and list its tools (check is offline without it). */
   readonly probe?: boolean;
+  /** false: neither write organism-env.d.ts nor type-check the handler modules (\`--no-types\`). */
+  readonly types?: boolean;
 }
 
 /**
@@ -41,8 +44,31 @@ export async function checkCommand(configArg: string | undefined, options: Check
     process.stderr.write(`${plural(failed, 'MCP server')} could not be reached\n`);
     return ExitCode.CONFIG_INVALID;
   }
+  if (options.types !== false && keepsTypes(path)) {
+    const typeErrors = await checkTypes(loaded);
+    if (typeErrors > 0) {
+      process.stderr.write(`${plural(typeErrors, 'type error')} in the handler modules\n`);
+      return ExitCode.CONFIG_INVALID;
+    }
+  }
   process.stdout.write(`${path}: OK${warnings.length > 0 ? ` (${plural(warnings.length, 'warning')})` : ''}\n`);
   return ExitCode.OK;
+}
+
+/**
+ * A TypeScript project (organism-env.d.ts or tsconfig.json beside organism.yaml): refreshes the
+ * declarations, then type-checks the handler modules with them; returns how many errors.
+ */
+async function checkTypes(loaded: LoadedOrganism): Promise<number> {
+  const { file, changed } = writeTypes(loaded);
+  const outcome = await checkHandlerTypes(loaded, file);
+  if (!outcome.checked) {
+    process.stdout.write(`types: ${file} ${changed ? 'written' : 'up to date'}; handler modules not type-checked: ${outcome.reason}\n`);
+    return 0;
+  }
+  for (const p of outcome.problems) process.stderr.write(`${formatTypeProblem(p)}\n`);
+  if (outcome.problems.length === 0) process.stdout.write(`types: ${file} ${changed ? 'written' : 'up to date'}; ${plural(outcome.files.length, 'handler module')} type-check\n`);
+  return outcome.problems.length;
 }
 
 /** Starts (or reaches) every MCP server of the config at once, prints what each gave, stops them; returns how many failed. */

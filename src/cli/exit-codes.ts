@@ -5,7 +5,7 @@ export const ExitCode = {
   FAILURE: 1,
   /** Bad command line (also: `worker`, `--handlers`, `--concurrency`, `--name`, `--lease-seconds`, `--exclusive` without a PostgreSQL store; `--exclusive` with one of the others). */
   USAGE: 2,
-  /** organism.yaml is invalid (every problem is printed), or a worker's differs from the organism its database runs, or (`check --probe`) an MCP server could not be started or reached. */
+  /** organism.yaml is invalid (every problem is printed), or a worker's differs from the organism its database runs, or (`check --probe`) an MCP server could not be started or reached, or (`check` in a TypeScript project) a handler module fails to type-check. */
   CONFIG_INVALID: 3,
   /** The data directory is locked by another process, unwritable, or its database is corrupt; the PostgreSQL store unreachable, or its schema held (`--exclusive`) or shared (a cluster) against this process. */
   STORAGE: 4,

@@ -1,6 +1,8 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { loadOrganism } from '../config/index.js';
+import { writeTypes } from './types.js';
 
 /** This installation's root (the directory of its package.json), from dist/cli or src/cli alike. */
 export const INSTALLATION_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -50,13 +52,17 @@ listeners:
     peers: []
 `;
 
-const STARTER_HANDLERS = `import type { Handler } from 'organism';
+const STARTER_HANDLERS = `import { defineHandler } from 'organism';
 
-/** A code tool: counts words and logs the result. It has no peers, so its branch ends here. */
-export const countWords: Handler = (payload, ctx) => {
-  const words = String(payload['text'] ?? '').split(/\\s+/).filter(Boolean).length;
+/**
+ * A code tool: counts words and logs the result. It has no peers, so its branch ends here.
+ * \`payload\` is typed from organism.yaml (organism-env.d.ts, rewritten by \`organism types\`
+ * and \`organism check\`): \`payload.text\` is a string.
+ */
+export const countWords = defineHandler('counter', (payload, ctx) => {
+  const words = payload.text.split(/\\s+/).filter(Boolean).length;
   ctx.log.info('counted', { words });
-};
+});
 `;
 
 /**
@@ -124,8 +130,8 @@ const STARTER_TSCONFIG =
     2,
   ) + '\n';
 
-/** \`organism init [DIR]\`: writes a runnable starter organism; never overwrites. */
-export function initCommand(dirArg: string | undefined): number {
+/** \`organism init [DIR]\`: writes a runnable starter organism and its types (organism-env.d.ts); never overwrites. */
+export async function initCommand(dirArg: string | undefined): Promise<number> {
   const dir = path.resolve(dirArg ?? '.');
   mkdirSync(dir, { recursive: true });
   const files: Array<[string, string]> = [
@@ -146,6 +152,9 @@ export function initCommand(dirArg: string | undefined): number {
   const written = [...files, ...project.filter(([name]) => !kept.includes(name))];
   for (const [name, text] of written) writeFileSync(path.join(dir, name), text);
   const config = path.join(dir, 'organism.yaml');
+  // The starter's own types, so its handler type-checks before anything else runs.
+  const { file: typesFile } = writeTypes(await loadOrganism(config));
+  written.push([path.basename(typesFile), '']);
   process.stdout.write(
     `Wrote ${written.map(([name]) => name).join(', ')} in ${dir}.\n` +
       (kept.includes('package.json')

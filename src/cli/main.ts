@@ -157,10 +157,25 @@ program
   .description('validate an organism.yaml and print every problem')
   .argument('[config]', 'organism.yaml (default: ./organism.yaml, else the bundled demo)')
   .option('--probe', 'also start each MCP server of mcp_servers and list its tools (check is offline without it)')
-  .action(async (config: string | undefined, opts: { probe?: boolean }) => {
+  .option('--no-types', 'do not refresh organism-env.d.ts nor type-check the handler modules (done when it or a tsconfig.json is beside organism.yaml)')
+  .action(async (config: string | undefined, opts: { probe?: boolean; types?: boolean }) => {
     try {
       const { checkCommand } = await import('./check.js');
-      process.exit(await checkCommand(config, { probe: opts.probe === true }));
+      process.exit(await checkCommand(config, { probe: opts.probe === true, types: opts.types !== false }));
+    } catch (err) {
+      process.exit(report(err));
+    }
+  });
+
+program
+  .command('types')
+  .description('write organism-env.d.ts beside organism.yaml: TypeScript types of its payloads, listeners and peers for defineHandler')
+  .argument('[config]', 'organism.yaml (default: ./organism.yaml)')
+  .option('-o, --out <file>', 'write the declarations here instead')
+  .action(async (config: string | undefined, opts: { out?: string }) => {
+    try {
+      const { typesCommand } = await import('./types.js');
+      process.exit(await typesCommand(config, opts.out !== undefined ? { out: opts.out } : {}));
     } catch (err) {
       process.exit(report(err));
     }
@@ -171,8 +186,12 @@ program
   .description('write a starter organism (organism.yaml, a TypeScript handler, package.json, tsconfig.json)')
   .argument('[dir]', 'target directory', '.')
   .action(async (dir: string) => {
-    const { initCommand } = await import('./init.js');
-    process.exit(initCommand(dir));
+    try {
+      const { initCommand } = await import('./init.js');
+      process.exit(await initCommand(dir));
+    } catch (err) {
+      process.exit(report(err));
+    }
   });
 
 await program.parseAsync(process.argv);

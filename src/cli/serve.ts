@@ -1,5 +1,5 @@
 import { loadOrganismToRun } from '../config/index.js';
-import type { OrganismConfig } from '../config/types.js';
+import type { LoadedOrganism, OrganismConfig } from '../config/types.js';
 import type { TracingSettings } from '../telemetry/settings.js';
 import type { Server } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
@@ -10,11 +10,12 @@ import { resolveTracing, traceLogFields, tracesDestination } from '../telemetry/
 import { bootOrganism } from '../organism/boot.js';
 import { resolveStore } from './store-option.js';
 import { resolveCluster, type ClusterFlags } from './cluster-options.js';
-import { createLogger, type LogLevel } from '../util/logger.js';
+import { createLogger, type Logger, type LogLevel } from '../util/logger.js';
 import { VERSION } from '../version.js';
 import { resolveConfigPath, resolveDataDir } from './config-path.js';
 import { startDemoTraffic, type DemoTraffic } from './demo-traffic.js';
 import { ConfigWatcher } from './watch.js';
+import { keepsTypes, writeTypes } from './types.js';
 import { checkBindable, ServeError } from './bind.js';
 import { ExitCode } from './exit-codes.js';
 import { resolveTokens } from './tokens.js';
@@ -246,7 +247,10 @@ export async function serveProcess(configArg: string | undefined, options: Serve
   if (options.watch) {
     // In the server process (supervised or not), beside the organism it reloads: a restart
     // starts a new server process, and with it a new watcher.
-    watcher = new ConfigWatcher({ configPath: path, sources: loaded.sources ?? [], reload: (o) => app.reloadOrganism(o), logger });
+    // A TypeScript project's organism-env.d.ts follows organism.yaml and the modules' payload types.
+    const types = keepsTypes(path) ? (l: LoadedOrganism) => refreshTypes(l, logger) : undefined;
+    types?.(loaded);
+    watcher = new ConfigWatcher({ configPath: path, sources: loaded.sources ?? [], reload: (o) => app.reloadOrganism(o), logger, ...(types ? { onLoaded: types } : {}) });
     const modules = watcher.watched().length - 1;
     lines.push(`  Watching:  ${path}${modules > 0 ? ` and ${modules} handler file${modules === 1 ? '' : 's'}` : ''} (reloads on change)`);
   }
@@ -289,4 +293,14 @@ async function closeGently(server: Server, connections: ReadonlySet<Socket>, gra
   const deadline = Date.now() + graceMs;
   if (server.listening) NetServer.prototype.close.call(server);
   while (connections.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
+/** Rewrites organism-env.d.ts when what it declares changed; a failure to write is logged, never fatal. */
+function refreshTypes(loaded: LoadedOrganism, logger: Logger): void {
+  try {
+    const { file, changed } = writeTypes(loaded);
+    if (changed) logger.info({ file }, `watch: ${file} rewritten (the organism's types changed)`);
+  } catch (err) {
+    logger.warn({ err }, 'watch: could not write organism-env.d.ts');
+  }
 }

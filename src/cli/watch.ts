@@ -1,6 +1,7 @@
 import { watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
 import type { ReloadResult } from '../events/types.js';
+import type { LoadedOrganism } from '../config/types.js';
 import type { ReloadOptions, ReloadOutcome } from '../service/reloader.js';
 import type { Logger } from '../util/logger.js';
 
@@ -18,6 +19,8 @@ export interface ConfigWatcherOptions {
   readonly reload: (options: ReloadOptions) => Promise<ReloadOutcome>;
   readonly logger: Logger;
   readonly debounceMs?: number;
+  /** After each reload that loaded (applied or not): e.g. rewriting organism-env.d.ts. */
+  readonly onLoaded?: (loaded: LoadedOrganism) => void;
 }
 
 /**
@@ -87,7 +90,8 @@ export class ConfigWatcher {
   private heard(dir: string, name: string | null): void {
     if (this.closed) return;
     const file = name === null ? null : path.join(dir, name);
-    const relevant = file === null || this.files.has(file) || (dir === path.dirname(this.configPath) && MODULE_EXTENSIONS.has(path.extname(file)));
+    // Declaration files are never handler modules (and organism-env.d.ts is written on reload).
+    const relevant = file === null || this.files.has(file) || (dir === path.dirname(this.configPath) && MODULE_EXTENSIONS.has(path.extname(file)) && !file.endsWith('.d.ts'));
     if (!relevant) return;
     if (file) this.changed.add(file);
     if (this.timer) clearTimeout(this.timer);
@@ -110,6 +114,7 @@ export class ConfigWatcher {
       const outcome = await this.options.reload({ whenChanged: true });
       if (this.closed) return;
       this.follow(outcome.loaded.sources ?? []);
+      this.options.onLoaded?.(outcome.loaded);
       const recovered = this.lastFailure !== null;
       this.lastFailure = null;
       if (outcome.applied) {

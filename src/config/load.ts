@@ -7,6 +7,7 @@ import { expandEnvironment, redactSecrets } from './env-substitution.js';
 import { ConfigInvalidError } from './errors.js';
 import { maxConfigBytes, readConfigText } from './file-size.js';
 import { yamlSyntaxProblem } from './yaml-errors.js';
+import { handlerListener } from '../core/typed-handler.js';
 import { exportedPayloadTypes, functionExports, handlerVersion, loadModules, parseHandlerRef, resolveExport, type HandlerRef, type LoadedModule } from './handlers.js';
 import { ConfigMessages } from './messages.js';
 import { BUILTIN_PAYLOAD_TYPES, buildPayloadDefs, checkPayloadTypes, type TypeOrigin } from './payloads.js';
@@ -217,6 +218,11 @@ function resolveListener(l: Located<ListenerConfig>, ref: HandlerRef | null, mod
   }
   if ('error' in found) {
     l.at.problem('handler', found.error);
+    return null;
+  }
+  const declaredFor = handlerListener(found.handler);
+  if (declaredFor !== undefined && declaredFor !== l.value.name) {
+    l.at.problem('handler', ConfigMessages.handlerForOtherListener(ref.modulePath, ref.exportName, declaredFor, l.value.name));
     return null;
   }
   return { config: l.value, handler: found.handler, handlerVersion: handlerVersion(mod, ref.exportName) };

@@ -60,6 +60,9 @@ export const ConfigMessages = {
   exportNotFunction: (modulePath: string, exportName: string, got: string) =>
     `export ${quote(exportName)} of ${quote(modulePath)} is not a function (got ${got}); export a handler \`(payload, ctx) => ...\` under that name or name another export`,
 
+  handlerForOtherListener: (modulePath: string, exportName: string, declaredFor: string, listener: string) =>
+    `export ${quote(exportName)} of ${quote(modulePath)} is declared for listener ${quote(declaredFor)} (defineHandler('${declaredFor}', ...)), so it is typed for that listener's payload and peers, not this one's; write defineHandler('${listener}', ...) or name the right export`,
+
   toolsOnlyForLlm: () => '`tools` is only valid for `builtin:llm` listeners (a code handler calls its functions itself); remove it',
   toolsNeedToolCalls: (agent: string) =>
     `agent ${quote(agent)} has \`tools\` but answers with \`reply_format: xml\`, where no tools are offered; use \`reply_format: tools\` (the default) or remove \`tools\``,

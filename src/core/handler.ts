@@ -47,7 +47,15 @@ export type HandlerResult = void | undefined | null | Outgoing | readonly Outgoi
 /** A handler: called with a validated payload and its context; what it returns is sent on. */
 export type Handler = (payload: Record<string, unknown>, ctx: HandlerContext) => HandlerResult | Promise<HandlerResult>;
 
-/** Helpers for handler authors: `reply` answers the sender with `payload`. */
-export const reply = (payload: Record<string, unknown>, payloadType?: string): Outgoing => (payloadType === undefined ? { payload } : { payload, payloadType });
-/** Addresses `payload` to the declared peer `to`. */
-export const send = (to: string, payload: Record<string, unknown>, payloadType?: string): Outgoing => (payloadType === undefined ? { to, payload } : { to, payload, payloadType });
+/**
+ * Helpers for handler authors: `reply` answers the sender with `payload`. Generic only so that
+ * a typed handler (`defineHandler`) checks what it returns; the value is a plain `Outgoing`.
+ */
+export const reply = <P extends Record<string, unknown>, K extends string = never>(payload: P, payloadType?: K): { readonly payload: P; readonly payloadType?: NoInfer<K> } =>
+  payloadType === undefined ? { payload } : { payload, payloadType };
+/** Addresses `payload` to the declared peer `to` (generic like `reply`, for typed handlers). */
+export const send = <T extends string, P extends Record<string, unknown>, K extends string = never>(
+  to: T,
+  payload: P,
+  payloadType?: K,
+): { readonly to: T; readonly payload: P; readonly payloadType?: NoInfer<K> } => (payloadType === undefined ? { to, payload } : { to, payload, payloadType });

@@ -88,6 +88,28 @@ describe('ConfigWatcher', () => {
     expect(watcher.watched()).toEqual([yaml]);
   });
 
+  it('hands each loaded configuration to onLoaded (organism-env.d.ts is rewritten there) and does not hear .d.ts files', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'organism-watch-'));
+    const yaml = path.join(dir, 'organism.yaml');
+    writeFileSync(yaml, 'v1');
+    const lines: Line[] = [];
+    const loaded: unknown[] = [];
+    const organism = { sources: [yaml] } as never;
+    watcher = new ConfigWatcher({
+      configPath: yaml,
+      sources: [yaml],
+      logger: recordingLogger(lines),
+      reload: async () => ({ applied: false, loaded: organism, result: result() }),
+      onLoaded: (l) => loaded.push(l),
+    });
+    // Written first, in the same window as the edit: had it been heard, it would be among the files.
+    writeFileSync(path.join(dir, 'organism-env.d.ts'), 'export {};');
+    writeFileSync(yaml, 'v2');
+    await until(() => loaded.length === 1, 'the reload', 15_000);
+    expect(loaded[0]).toBe(organism);
+    expect(lines.filter((l) => l.msg.startsWith('watch:')).map((l) => l.fields['files'])).toEqual([['organism.yaml']]);
+  });
+
   it('describes a reload the way the log line says it', () => {
     expect(
       describeChanges(

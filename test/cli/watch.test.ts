@@ -1,4 +1,4 @@
-import { renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { killAll, organismDir, startServer, stopProcess, until, type ServerProcess } from './processes.js';
@@ -101,6 +101,23 @@ describe('organism serve --watch (supervised: the watcher runs in the server pro
     await until(() => count(server, /reloaded: writer \(prompt\)/) === 2, 'the reload after the fix');
     expect(count(server, broken)).toBe(1);
     expect((await deliver(server, 'five')).sunk).toBe('v2 third five');
+
+    expect(await stopProcess(server)).toBe(0);
+  });
+
+  it('in a TypeScript project, rewrites organism-env.d.ts at start and when a reload changes the types, without reloading for it', async () => {
+    const dir = organismDir(config('Prompt.', 'first'), { 'handlers.ts': handlers('v1'), 'tsconfig.json': '{"include": ["**/*.ts"]}\n' });
+    const yaml = path.join(dir, 'organism.yaml');
+    const types = path.join(dir, 'organism-env.d.ts');
+    const server = await startServer(yaml, ['--watch', '--log-level', 'info'], { supervisor: false });
+    await until(() => existsSync(types) && readFileSync(types, 'utf8').includes('export interface Text {\n  text: string;\n}'), 'organism-env.d.ts at start');
+
+    save(yaml, config('Prompt.', 'first').replace('{fields: {text: string}}', '{fields: {text: string, lang: string?}}'));
+    await until(() => readFileSync(types, 'utf8').includes('  text: string;\n  lang?: string;\n}'), 'organism-env.d.ts after the reload');
+    await until(() => count(server, /organism-env\.d\.ts rewritten/) === 2, 'the rewrite to be logged (at start, then after the reload)');
+    expect((await deliver(server, 'one')).sunk).toBe('v1 first one');
+    // Its own write was not taken for an edit.
+    expect(server.output()).not.toContain('organism-env.d.ts changed');
 
     expect(await stopProcess(server)).toBe(0);
   });

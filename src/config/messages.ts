@@ -98,12 +98,13 @@ export const ConfigMessages = {
   latencyRange: (min: number, max: number) => `\`latency_ms.min\` (${min}) is greater than \`latency_ms.max\` (${max})`,
   mockBranchesMixed: (agent: string) =>
     `the script of ${quote(agent)} mixes branches (\`{when, steps}\`) and steps: once one entry is a branch, every entry must be; put plain steps in a last branch without \`when\``,
-  mockBranchSteps: () => 'a script branch needs `steps`: a reply template or a list of steps, as for an unbranched script',
+  mockBranchSteps: () => 'a script branch needs `steps`; give it a reply template or a list of steps, as an unbranched script has',
   mockBranchDefaultNotLast: (agent: string) =>
     `a branch without \`when\` answers every payload, so the branches of ${quote(agent)} after it would never answer: give it a \`when\` or move it last`,
-  mockWhenEmpty: () => '`when` needs at least one payload field to match (`when: {category: billing}`); leave `when` out for a branch that answers every payload',
+  mockWhenEmpty: () => '`when` needs at least one payload field to match; give one (`when: {category: billing}`), or remove `when` for a branch that answers every payload',
   mockWhenValue: (field: string) => `\`when.${field}\` must be a value, a \`/regex/\` or a list of them, not a mapping (a nested field is written \`a.b: value\`)`,
-  mockWhenRegex: (field: string, text: string, problem: string) => `\`when.${field}\`: ${JSON.stringify(text)} is not a valid regular expression (${problem})`,
+  mockWhenRegex: (field: string, text: string, problem: string) =>
+    `\`when.${field}\`: ${JSON.stringify(text)} is not a valid regular expression (${problem}); fix it, or write the value without the slashes to match it as text`,
   scriptUnknownListener: (name: string, suggestion: string | null) => `script for unknown listener ${quote(name)}${didYouMean(suggestion)}`,
 
   envUnsetNoDefault: (variable: string) =>

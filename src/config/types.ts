@@ -30,6 +30,7 @@ export type MockMatch = string | number | boolean | null | ReadonlyArray<string 
 export interface MockBranch {
   /** Payload field (dotted path for nested fields) -> what it must match; every entry must. */
   readonly when?: Readonly<Record<string, MockMatch>>;
+  /** Taken in turn as an unbranched script's are (turn N = the agent's N-th answer in the thread). */
   readonly steps: readonly MockStep[];
 }
 

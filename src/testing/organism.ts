@@ -129,7 +129,7 @@ export interface TestOrganism extends AsyncDisposable {
   kill(threadId: string): Promise<void>;
   /** Everything logged since start (debug and up). */
   readonly logs: readonly LogLine[];
-  /** Stops the organism (in-flight handlers are aborted) and removes its temporary store. */
+  /** Stops the organism (in-flight handlers get a second to finish, then are aborted) and removes its temporary store; again: nothing more. */
   close(): Promise<void>;
 }
 

@@ -29,7 +29,7 @@ export interface ScriptedRequest {
   readonly lastMessage: ChatMessage | null;
   /** The results of the tool calls the agent made in its previous answer (empty on a first call). */
   readonly toolResults: ReadonlyArray<{ readonly name: string; readonly content: string; readonly isError: boolean }>;
-  /** Answers already given in this delivery: 0 for its first call, 1 after one tool round (or repair), ... */
+  /** Answers already given in this delivery: 0 for its first call, 1 after one round of tool calls (in the tools format a repair round counts too), ... */
   readonly round: number;
   /** Answers this agent gave in this thread before this one (earlier deliveries and rounds included). */
   readonly turn: number;

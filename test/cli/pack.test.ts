@@ -83,7 +83,7 @@ function lockfileFor(tarball: string, name: string, devDependencies: Record<stri
 }
 
 describe('npm pack of this repository', () => {
-  it('installs into a fresh directory and runs organism init, check and serve there', async () => {
+  it("installs into a fresh directory and runs organism init, check and serve there; the starter's typecheck and tests pass", async () => {
     // 1. The tarball, as `npm publish` would make it (prepare builds dist/ first).
     const packed = run('npm', ['pack', '--pack-destination', work], ROOT);
     expect(packed.status, packed.stderr).toBe(0);

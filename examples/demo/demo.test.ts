@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestOrganism, runHandler, scripted, send, type TestOrganism } from 'organism/testing';
 import { uppercase } from './tools.js';
@@ -38,7 +39,7 @@ describe('the demo organism', () => {
 
   it('runs the same script in the XML reply format', async () => {
     const yaml = readFileSync(config, 'utf8').replace('# reply_format: xml', 'reply_format: xml');
-    org = await createTestOrganism({ config: { yaml, dir: new URL('.', config).pathname } });
+    org = await createTestOrganism({ config: { yaml, dir: fileURLToPath(new URL('.', config)) } });
     const thread = await org.run('researcher', { text: 'bees' });
     expect(thread.status).toBe('completed');
     expect(thread.messages.at(-1)?.payload).toEqual({ text: 'News on bees: Three sources agree on bees.' });

@@ -251,8 +251,9 @@ function readBranches(sink: ProblemSink, agent: string, items: readonly SeqItem[
       if (stepsNode === null || list?.length === 0) branch.problem('steps', ConfigMessages.mockBranchSteps());
       steps = readSteps(sink, list ?? []);
     }
-    const when = branch.valueNode('when') === null ? null : readWhen(branch);
-    if (when === null && i < items.length - 1) sink.add(item.node, item.path, ConfigMessages.mockBranchDefaultNotLast(agent));
+    const hasWhen = branch.valueNode('when') !== null;
+    const when = hasWhen ? readWhen(branch) : null; // a `when` that is no mapping is reported there
+    if (!hasWhen && i < items.length - 1) sink.add(item.node, item.path, ConfigMessages.mockBranchDefaultNotLast(agent));
     out.push(when === null ? { steps } : { when, steps });
   });
   return out;

@@ -550,6 +550,25 @@ const rows: Row[] = [
     message: '`when.customer` must be a value, a `/regex/` or a list of them, not a mapping (a nested field is written `a.b: value`)',
   },
   {
+    name: 'mock script when that is not a mapping',
+    yaml: y`
+      organism: {name: t}
+      llm:
+        providers:
+          - name: mock
+            type: mock
+            script:
+              shout:
+                - when: billing
+                  steps: ["a"]
+                - steps: ["b"]
+      listeners:${SHOUT}
+    `,
+    keyPath: 'llm.providers[0].script.shout[0].when',
+    line: 8,
+    message: 'expected a mapping, got "billing"',
+  },
+  {
     name: 'mock script with an empty when',
     yaml: y`
       organism: {name: t}

@@ -10,8 +10,9 @@
  *   3. src/pump
  *   4. src/cluster                             cluster mode: claim queue, leases, bus, workers
  *   5. src/organism
- *   6. src/telemetry, src/service              telemetry observes the organism and the pump
- *                                              (metrics.ts, tracing.ts read their types)
+ *   6. src/telemetry, src/service, src/testing telemetry observes the organism and the pump
+ *                                              (metrics.ts, tracing.ts read their types);
+ *                                              testing: the test kit (`organism/testing`)
  *   7. src/cli
  * Beside them: src/client (the API client) imports only core, errors and its own files;
  * console/src imports only src/client. src/index.ts (the public entry) may import anything
@@ -32,7 +33,7 @@ const layers = [
   ['pump'],
   ['cluster'],
   ['organism'],
-  ['telemetry', 'service'],
+  ['telemetry', 'service', 'testing'],
   ['cli'],
 ];
 
@@ -91,6 +92,13 @@ module.exports = {
       severity: 'error',
       from: { path: '^console/src/' },
       to: { path: '^src/', pathNot: '^src/client/' },
+    },
+    {
+      name: 'testing-runs-the-runtime',
+      comment: 'src/testing (organism/testing) starts organisms in the test process: never through the service, the CLI or telemetry.',
+      severity: 'error',
+      from: { path: '^src/testing/' },
+      to: { path: '^src/(service|cli|telemetry)/' },
     },
     {
       name: 'entry-below-service',

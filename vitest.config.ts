@@ -1,8 +1,14 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  resolve: {
+    // The examples' own tests import the test kit by its package name, as a project would: here
+    // it is the source, so they run without a build.
+    alias: [{ find: /^organism\/testing$/, replacement: fileURLToPath(new URL('./src/testing/index.ts', import.meta.url)) }],
+  },
   test: {
-    include: ['test/**/*.test.ts'],
+    include: ['test/**/*.test.ts', 'examples/**/*.test.ts'],
     // Crash and restart tests spawn child processes; give them room on a 2-core machine.
     testTimeout: 30_000,
     hookTimeout: 30_000,

@@ -1,4 +1,4 @@
-// The API reports (etc/*.api.md) of `organism` and `organism/client`, made by api-extractor
+// The API reports (etc/*.api.md) of `organism`, `organism/client` and `organism/testing`, made by api-extractor
 // from dist/*.d.ts. `node scripts/api-report.mjs` (npm run api:check) fails when a report
 // differs from what the code exports, or when an export has no doc comment;
 // `--update` (npm run api:update) rewrites the reports instead: commit them with the change.
@@ -10,7 +10,7 @@ import { Extractor, ExtractorConfig } from '@microsoft/api-extractor';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const update = process.argv.includes('--update');
-const configs = ['etc/api-extractor.json', 'etc/api-extractor.client.json'];
+const configs = ['etc/api-extractor.json', 'etc/api-extractor.client.json', 'etc/api-extractor.testing.json'];
 
 /** Newest modification time of the .ts files under dir. */
 function newest(dir) {
@@ -21,7 +21,7 @@ function newest(dir) {
 }
 
 // The declarations come from the build: make it when dist is absent or older than src.
-const dts = ['dist/index.d.ts', 'dist/client/index.d.ts'].map((f) => path.join(root, f));
+const dts = ['dist/index.d.ts', 'dist/client/index.d.ts', 'dist/testing/index.d.ts'].map((f) => path.join(root, f));
 if (dts.some((f) => !existsSync(f) || statSync(f).mtimeMs < newest(path.join(root, 'src')))) {
   execFileSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', path.join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
 }

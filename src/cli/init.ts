@@ -7,7 +7,8 @@ import { writeTypes } from './types.js';
 /** This installation's root (the directory of its package.json), from dist/cli or src/cli alike. */
 export const INSTALLATION_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-const STARTER_YAML = `# A starter organism: one LLM agent (on the offline mock provider) and one code tool.
+const STARTER_YAML = `# A starter organism: one LLM agent (on the offline mock provider) and one code tool;
+# organism.test.ts tests it (npm test).
 # Every key is documented in docs/configuration.md of the organism package.
 organism:
   name: starter
@@ -65,15 +66,53 @@ export const countWords = defineHandler('counter', (payload, ctx) => {
 });
 `;
 
+const STARTER_TEST = `import { afterEach, describe, expect, it } from 'vitest';
+import { createTestOrganism, runHandler, scripted, send, type TestOrganism } from 'organism/testing';
+import { countWords } from './handlers.js';
+
+// The organism runs in this process (no server), on a memory store; its mock provider's script
+// plays the model, or a scripted model replaces it. See "Testing" in docs/developing.md.
+const config = new URL('./organism.yaml', import.meta.url);
+
+let org: TestOrganism | undefined;
+afterEach(async () => {
+  await org?.close();
+  org = undefined;
+});
+
+describe('the starter organism', () => {
+  it('the assistant asks the counter to count the words of a question', async () => {
+    org = await createTestOrganism({ config });
+    const thread = await org.run('assistant', { text: 'how many words are in here' });
+    expect(thread.status).toBe('completed');
+    expect(thread.messages.map((m) => \`\${m.from} -> \${m.to}\`)).toContain('assistant -> counter');
+    expect(thread.logs).toContainEqual(expect.objectContaining({ listener: 'counter', msg: 'counted', words: 6 }));
+  });
+
+  it('routes as a scripted model decides', async () => {
+    const llm = scripted({ assistant: (request) => send('counter', { text: \`\${request.payload['text']} twice\` }) });
+    org = await createTestOrganism({ config, llm });
+    const thread = await org.run('assistant', { text: 'one two' });
+    expect(thread.logs).toContainEqual(expect.objectContaining({ msg: 'counted', words: 3 }));
+  });
+
+  it('countWords logs how many words it was sent', async () => {
+    const run = await runHandler(countWords, { text: 'a b c' }, { self: 'counter' });
+    expect(run.outgoing).toEqual([]);
+    expect(run.ctx.logs).toEqual([expect.objectContaining({ msg: 'counted', words: 3 })]);
+  });
+});
+`;
+
 /**
- * The type-checking tools of the starter (\`npm run typecheck\`): the versions this installation
- * is built and tested with, read from its own package.json so they never drift. Without them
- * \`tsc\` is not found, and \`npx tsc\` would fetch an unrelated package of that name.
+ * The starter's development tools (\`npm run typecheck\`, \`npm test\`): the versions this
+ * installation is built and tested with, read from its own package.json so they never drift.
+ * Without them \`tsc\` is not found, and \`npx tsc\` would fetch an unrelated package of that name.
  */
-function typecheckTools(): Record<string, string> {
+function devTools(): Record<string, string> {
   const own = JSON.parse(readFileSync(path.join(INSTALLATION_ROOT, 'package.json'), 'utf8')) as { devDependencies?: Record<string, string> };
   const tools: Record<string, string> = {};
-  for (const name of ['typescript', '@types/node']) {
+  for (const name of ['typescript', '@types/node', 'vitest']) {
     const range = own.devDependencies?.[name];
     if (range !== undefined) tools[name] = range;
   }
@@ -102,9 +141,10 @@ function starterPackage(dir: string): string {
       check: 'organism check organism.yaml',
       serve: 'organism serve organism.yaml',
       typecheck: 'tsc --noEmit',
+      test: 'vitest run',
     },
     dependencies: { organism: `file:${INSTALLATION_ROOT}` },
-    devDependencies: typecheckTools(),
+    devDependencies: devTools(),
   };
   return JSON.stringify(pkg, null, 2) + '\n';
 }
@@ -137,6 +177,7 @@ export async function initCommand(dirArg: string | undefined): Promise<number> {
   const files: Array<[string, string]> = [
     ['organism.yaml', STARTER_YAML],
     ['handlers.ts', STARTER_HANDLERS],
+    ['organism.test.ts', STARTER_TEST],
   ];
   const clash = files.map(([name]) => path.join(dir, name)).filter((f) => existsSync(f));
   if (clash.length > 0) {
@@ -158,12 +199,12 @@ export async function initCommand(dirArg: string | undefined): Promise<number> {
   process.stdout.write(
     `Wrote ${written.map(([name]) => name).join(', ')} in ${dir}.\n` +
       (kept.includes('package.json')
-        ? `Kept your package.json: add "organism": "file:${INSTALLATION_ROOT}" to its dependencies for editor types, and ${Object.entries(typecheckTools())
+        ? `Kept your package.json: add "organism": "file:${INSTALLATION_ROOT}" to its dependencies for editor types, ${Object.entries(devTools())
             .map(([name, range]) => `"${name}": "${range}"`)
-            .join(', ')} to its devDependencies for tsc.\n`
+            .join(', ')} to its devDependencies for tsc and the tests, and the scripts "typecheck": "tsc --noEmit" and "test": "vitest run".\n`
         : '') +
       `Next: organism check ${config} && organism serve ${config}\n` +
-      `(npm install in ${dir} links this organism installation and installs typescript for editor types, npx and npm run typecheck; it is not needed to run.)\n`,
+      `(npm install in ${dir} links this organism installation and installs typescript and vitest: editor types, npm run typecheck and npm test, whose organism.test.ts runs the organism in-process; it is not needed to run.)\n`,
   );
   return 0;
 }

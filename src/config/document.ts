@@ -6,6 +6,9 @@ import type {
   LlmRecordMode,
   McpServerConfig,
   MetricsConfig,
+  MockBranch,
+  MockMatch,
+  MockScript,
   MockStep,
   ModelPrice,
   ProviderConfig,
@@ -15,7 +18,8 @@ import type {
 } from './types.js';
 import { ConfigMessages, Expected } from './messages.js';
 import { readPayloadDrafts, type PayloadDraft } from './payloads.js';
-import { describeNode, MapReader, type ProblemSink } from './reader.js';
+import { describeNode, MapReader, type ProblemSink, type SeqItem } from './reader.js';
+import { parseSlashRegex } from '../llm/providers/mock-match.js';
 import { BUILTIN_LLM, Defaults, Keys, LLM_RECORD_MODES, MAX_TOKENS_PARAMS, OTLP_PROTOCOLS, PROVIDER_TYPES, REPLY_FORMATS, TOKEN_ROLES } from './schema.js';
 import { closest } from './suggest.js';
 import { checkAgentTools, readToolEntries } from './tools.js';
@@ -183,38 +187,117 @@ function readMcpServer(r: MapReader): McpServerConfig {
   };
 }
 
-/** Mock script: agent name -> steps (a single string counts as a one-item list). */
-function readScript(script: MapReader): Record<string, readonly MockStep[]> {
-  const out: Record<string, readonly MockStep[]> = {};
-
+/**
+ * Mock script: agent name -> steps (a single string counts as a one-item list), or a list of
+ * branches (`{when: {field: match}, steps: [...]}`), the first whose `when` the incoming
+ * payload matches answering (a branch without `when`, last, answers the rest).
+ */
+function readScript(script: MapReader): Record<string, MockScript> {
+  const out: Record<string, MockScript> = {};
   for (const agent of script.keys()) {
     const node = script.valueNode(agent);
     if (node !== null && isScalar(node) && typeof node.value === 'string') {
       out[agent] = [node.value];
       continue;
     }
-    out[agent] = (script.list(agent, false) ?? []).flatMap((item): MockStep[] => {
-      if (isScalar(item.node) && typeof item.node.value === 'string') return [item.node.value];
-      const step = isMap(item.node) ? MapReader.open(script.sink, item.node, item.path, Keys.mockStep) : null;
-      const calls = step?.list('calls', true) ?? null;
-      if (!step || calls === null) {
-        if (!step) script.sink.add(item.node, item.path, ConfigMessages.mockStepCalls());
-        return [];
-      }
-      return [
-        {
-          ...(step.has('text') ? { text: step.string('text') ?? '' } : {}),
-          calls: calls.flatMap((c) => {
-            const call = MapReader.open(script.sink, c.node, c.path, Keys.mockCall);
-            if (!call) return [];
-            const args = call.valueNode('arguments');
-            return [{ name: call.string('name', true) ?? '', arguments: args === null ? {} : (args.toJSON() as unknown) }];
-          }),
-        },
-      ];
-    });
+    const items = script.list(agent, false) ?? [];
+    const branches = items.filter((item) => isMap(item.node) && (item.node.has('steps') || item.node.has('when')));
+    if (branches.length === 0) {
+      out[agent] = readSteps(script.sink, items);
+      continue;
+    }
+    if (branches.length < items.length) {
+      const step = items.find((item) => !branches.includes(item))!;
+      script.sink.add(step.node, step.path, ConfigMessages.mockBranchesMixed(agent));
+    }
+    out[agent] = readBranches(script.sink, agent, branches);
   }
   return out;
+}
+
+function readSteps(sink: ProblemSink, items: readonly SeqItem[]): MockStep[] {
+  return items.flatMap((item): MockStep[] => {
+    if (isScalar(item.node) && typeof item.node.value === 'string') return [item.node.value];
+    const step = isMap(item.node) ? MapReader.open(sink, item.node, item.path, Keys.mockStep) : null;
+    const calls = step?.list('calls', true) ?? null;
+    if (!step || calls === null) {
+      if (!step) sink.add(item.node, item.path, ConfigMessages.mockStepCalls());
+      return [];
+    }
+    return [
+      {
+        ...(step.has('text') ? { text: step.string('text') ?? '' } : {}),
+        calls: calls.flatMap((c) => {
+          const call = MapReader.open(sink, c.node, c.path, Keys.mockCall);
+          if (!call) return [];
+          const args = call.valueNode('arguments');
+          return [{ name: call.string('name', true) ?? '', arguments: args === null ? {} : (args.toJSON() as unknown) }];
+        }),
+      },
+    ];
+  });
+}
+
+function readBranches(sink: ProblemSink, agent: string, items: readonly SeqItem[]): MockBranch[] {
+  const out: MockBranch[] = [];
+  items.forEach((item, i) => {
+    const branch = MapReader.open(sink, item.node, item.path, Keys.mockBranch);
+    if (!branch) return;
+    const stepsNode = branch.valueNode('steps');
+    let steps: MockStep[] = [];
+    if (stepsNode !== null && isScalar(stepsNode) && typeof stepsNode.value === 'string') steps = [stepsNode.value];
+    else {
+      const list = stepsNode === null ? null : branch.list('steps', true);
+      if (stepsNode === null || list?.length === 0) branch.problem('steps', ConfigMessages.mockBranchSteps());
+      steps = readSteps(sink, list ?? []);
+    }
+    const hasWhen = branch.valueNode('when') !== null;
+    const when = hasWhen ? readWhen(branch) : null; // a `when` that is no mapping is reported there
+    if (!hasWhen && i < items.length - 1) sink.add(item.node, item.path, ConfigMessages.mockBranchDefaultNotLast(agent));
+    out.push(when === null ? { steps } : { when, steps });
+  });
+  return out;
+}
+
+/** `when: {field: value | /regex/flags | [alternatives]}`: each value checked (a regex must compile). */
+function readWhen(branch: MapReader): Record<string, MockMatch> | null {
+  const when = branch.map('when', null);
+  if (!when) return null;
+  const out: Record<string, MockMatch> = {};
+  for (const field of when.keys()) {
+    const node = when.valueNode(field);
+    const value: unknown = node === null ? null : node.toJSON();
+    const alternatives = Array.isArray(value) ? value : [value];
+    let ok = alternatives.length > 0;
+    for (const v of alternatives) {
+      if (v !== null && typeof v === 'object') {
+        when.problem(field, ConfigMessages.mockWhenValue(field));
+        ok = false;
+        break;
+      }
+      const problem = typeof v === 'string' ? regexProblem(v) : null;
+      if (problem !== null) {
+        when.problem(field, ConfigMessages.mockWhenRegex(field, v as string, problem));
+        ok = false;
+        break;
+      }
+    }
+    if (ok) out[field] = value as MockMatch;
+  }
+  if (when.keys().length === 0) branch.problem('when', ConfigMessages.mockWhenEmpty());
+  return out;
+}
+
+/** Why a `/pattern/flags` string does not compile (null: it does, or it is no regex). */
+function regexProblem(text: string): string | null {
+  const parsed = parseSlashRegex(text);
+  if (parsed === null) return null;
+  try {
+    new RegExp(parsed.source, parsed.flags);
+    return null;
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
+  }
 }
 
 function readPricing(pricing: MapReader | null): Record<string, ModelPrice> {

@@ -99,6 +99,15 @@ export const ConfigMessages = {
   maxTokensParamOnlyForOpenAi: () => '`max_tokens_param` is only valid for providers of type `openai`; remove it',
   mockStepCalls: () => 'a scripted step is a text template or a mapping with `calls` (a list of `{name, arguments}`)',
   latencyRange: (min: number, max: number) => `\`latency_ms.min\` (${min}) is greater than \`latency_ms.max\` (${max})`,
+  mockBranchesMixed: (agent: string) =>
+    `the script of ${quote(agent)} mixes branches (\`{when, steps}\`) and steps: once one entry is a branch, every entry must be; put plain steps in a last branch without \`when\``,
+  mockBranchSteps: () => 'a script branch needs `steps`; give it a reply template or a list of steps, as an unbranched script has',
+  mockBranchDefaultNotLast: (agent: string) =>
+    `a branch without \`when\` answers every payload, so the branches of ${quote(agent)} after it would never answer: give it a \`when\` or move it last`,
+  mockWhenEmpty: () => '`when` needs at least one payload field to match; give one (`when: {category: billing}`), or remove `when` for a branch that answers every payload',
+  mockWhenValue: (field: string) => `\`when.${field}\` must be a value, a \`/regex/\` or a list of them, not a mapping (a nested field is written \`a.b: value\`)`,
+  mockWhenRegex: (field: string, text: string, problem: string) =>
+    `\`when.${field}\`: ${JSON.stringify(text)} is not a valid regular expression (${problem}); fix it, or write the value without the slashes to match it as text`,
   scriptUnknownListener: (name: string, suggestion: string | null) => `script for unknown listener ${quote(name)}${didYouMean(suggestion)}`,
 
   envUnsetNoDefault: (variable: string) =>

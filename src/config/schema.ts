@@ -41,6 +41,7 @@ export const Keys = {
   mcpServer: ['name', 'command', 'url', 'tools', 'timeout_seconds'],
   codeTool: ['use', 'input', 'name', 'description', 'timeout_seconds'],
   mockStep: ['text', 'calls'],
+  mockBranch: ['when', 'steps'],
   mockCall: ['name', 'arguments'],
   payloadType: ['description', 'fields'],
   field: ['type', 'optional', 'description'],

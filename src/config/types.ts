@@ -20,6 +20,23 @@ export type MockStep =
       readonly calls: ReadonlyArray<{ readonly name: string; readonly arguments?: unknown }>;
     };
 
+/**
+ * What a `when:` field of a mock script branch matches: a value (compared as text), a
+ * `/regular expression/flags` string (tested against the text), or a list of either (any).
+ */
+export type MockMatch = string | number | boolean | null | ReadonlyArray<string | number | boolean | null>;
+
+/** One branch of a mock script: its steps answer the payloads whose fields match `when` (absent: every payload). */
+export interface MockBranch {
+  /** Payload field (dotted path for nested fields) -> what it must match; every entry must. */
+  readonly when?: Readonly<Record<string, MockMatch>>;
+  /** Taken in turn as an unbranched script's are (turn N = the agent's N-th answer in the thread). */
+  readonly steps: readonly MockStep[];
+}
+
+/** An agent's mock script: steps taken in turn, or branches chosen by the incoming payload. */
+export type MockScript = readonly MockStep[] | readonly MockBranch[];
+
 /** An MCP server whose tools agents may be given (stdio child process or Streamable HTTP). */
 export interface McpServerConfig {
   readonly name: string;
@@ -46,8 +63,8 @@ export interface ProviderConfig {
   readonly priority: number;
   readonly timeoutSeconds: number;
   readonly maxRetries: number;
-  /** Mock only: scripted replies per agent name (templates; see docs/configuration.md). */
-  readonly script: Readonly<Record<string, readonly MockStep[]>>;
+  /** Mock only: scripted replies per agent name (templates, or branches on the payload; see docs/configuration.md). */
+  readonly script: Readonly<Record<string, MockScript>>;
   /** Mock only: simulated response time (key `latency_ms`), to watch agents in the `waiting` state. */
   readonly mockLatencyMs?: number;
   /** The reply format of agents whose model this provider serves, unless the listener says (default `tools`). */

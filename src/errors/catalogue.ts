@@ -220,6 +220,18 @@ export const Errors = {
   INTERNAL_ERROR: define('INTERNAL_ERROR', 500, 'Internal server error'),
   RELOAD_NO_SOURCE: define('RELOAD_NO_SOURCE', 500, 'Reload failed: the organism was not loaded from a configuration file'),
   RESTART_UNAVAILABLE: define('RESTART_UNAVAILABLE', 501, 'Restart is not available: the server runs without a supervisor'),
+
+  // --- test kit (organism/testing): a test's own mistakes, named for its author ---
+  TEST_SCRIPT_NO_AGENT: define('TEST_SCRIPT_NO_AGENT', 400, 'no scripted reply for agent "%s" (the script answers %s)'),
+  TEST_SCRIPT_EMPTY: define('TEST_SCRIPT_EMPTY', 400, 'the script of agent "%s" is an empty list of replies'),
+  TEST_SCRIPT_CALLS_IN_XML: define(
+    'TEST_SCRIPT_CALLS_IN_XML',
+    400,
+    'the scripted reply of agent "%s" makes tool calls, but the agent answers in the xml reply format (no tools are offered): answer with XML text or send()/reply()',
+  ),
+  TEST_SCRIPT_TYPE_NEEDED: define('TEST_SCRIPT_TYPE_NEEDED', 400, 'the scripted reply of agent "%s" sends to %s, %s: name the type, %s'),
+  TEST_THREAD_NOT_SETTLED: define('TEST_THREAD_NOT_SETTLED', 408, 'thread %s did not settle within %s ms (status %s; %s)'),
+  TEST_HANDLER_NO_LLM: define('TEST_HANDLER_NO_LLM', 400, 'the handler called ctx.llm, but the test gave no llm: pass createHandlerContext({llm: scripted({%s: ...})})'),
 } as const;
 
 /** The code of an error of the catalogue. */

@@ -8,7 +8,8 @@ import { WorkerWatch } from './worker-watch.js';
 import type { OrganismStatus, ReloadResult } from '../events/types.js';
 import { CallRecorder } from '../llm/call-record.js';
 import { LlmObservers } from '../llm/observer.js';
-import { LlmRouter } from '../llm/router.js';
+import { LlmRouter, type RouterDeps } from '../llm/router.js';
+import type { LlmProvider } from '../llm/types.js';
 import { OutputCapWatch } from '../llm/usage-check.js';
 import type { McpTool } from '../mcp/hub.js';
 import { PayloadRegistry } from '../payload/index.js';
@@ -48,6 +49,11 @@ export interface OrganismOptions {
   readonly storage?: StorageParts;
   readonly logger?: Logger;
   readonly now?: () => number;
+  /**
+   * Providers that answer every LLM call instead of the configured ones (`llm.providers`), kept
+   * across reloads: the test kit's scripted model (organism/testing). Pricing still applies.
+   */
+  readonly providers?: readonly LlmProvider[];
 }
 
 /**
@@ -86,9 +92,11 @@ export class Organism {
   private readonly operator: OperatorStateStore;
   /** Following the other processes of a clustered organism (alone: nobody to follow). */
   private readonly follower: Follower;
+  private readonly providerOverride: readonly LlmProvider[] | null;
 
   constructor(loaded: LoadedOrganism, options: OrganismOptions = {}) {
     this.loaded = loaded;
+    this.providerOverride = options.providers ?? null;
     this.logger = options.logger ?? silentLogger();
     this.bus = new EventBus((err) => this.logger.error({ err }, 'event listener failed'));
     this.bus.on((event) => this.traffic.record(event), { relayed: true });
@@ -468,7 +476,7 @@ export class Organism {
   }
 
   private makeRouter(config: OrganismConfig): LlmRouter {
-    return LlmRouter.fromConfig(config.llm, {
+    const deps: RouterDeps = {
       pricing: new Pricing(config.llm.pricing),
       tracker: this.tracker,
       budgets: this.budgets,
@@ -476,7 +484,8 @@ export class Organism {
       observer: this.observers.llm,
       maxReplyBytes: config.llm.maxReplyBytes,
       outputCap: this.outputCap,
-    });
+    };
+    return this.providerOverride ? new LlmRouter({ ...deps, providers: this.providerOverride }) : LlmRouter.fromConfig(config.llm, deps);
   }
 
   /** What an LLM agent may know: its peers (looked up by name) and the payload types. */

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { addRelay, run, serveAndRelay } from './own-project.js';
+import { addRelay, ensureBuilt, linkDevModules, run, serveAndRelay, starterChecksPass } from './own-project.js';
 
 const ROOT = path.resolve('.');
 // tsx by its URL: the child runs in a directory where the bare name would not resolve.
@@ -16,7 +16,7 @@ afterEach(() => {
 });
 
 describe('your own organism, from an empty directory outside the clone', () => {
-  it("init, a handler importing send from 'organism', check, serve, inject: the handler's message is delivered", async () => {
+  it("init, a handler importing send from 'organism', check, serve, inject: the handler's message is delivered; the starter's typecheck and tests pass", async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'my-organism-'));
     dirs.push(dir);
     expect(dir.startsWith(ROOT)).toBe(false);
@@ -31,7 +31,9 @@ describe('your own organism, from an empty directory outside the clone', () => {
     // the versions this repository is built with.
     const own = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
     expect(pkg.scripts.typecheck).toBe('tsc --noEmit');
-    expect(pkg.devDependencies).toEqual({ typescript: own.devDependencies.typescript, '@types/node': own.devDependencies['@types/node'] });
+    expect(pkg.scripts.test).toBe('vitest run');
+    expect(pkg.devDependencies).toEqual({ typescript: own.devDependencies.typescript, '@types/node': own.devDependencies['@types/node'], vitest: own.devDependencies.vitest });
+    expect(readFileSync(path.join(dir, 'organism.test.ts'), 'utf8')).toContain("from 'organism/testing'");
     expect(JSON.parse(readFileSync(path.join(dir, 'tsconfig.json'), 'utf8')).compilerOptions).toMatchObject({ module: 'NodeNext', strict: true, noEmit: true });
     expect(existsSync(path.join(dir, 'node_modules'))).toBe(false); // nothing installed
 
@@ -40,7 +42,12 @@ describe('your own organism, from an empty directory outside the clone', () => {
     expect(check.status, check.stdout + check.stderr).toBe(0);
 
     await serveAndRelay(process.execPath, CLI, dir, children);
-  }, 180_000);
+
+    // npm install's result, offline: organism (this checkout, as its exports give it) and the dev tools.
+    ensureBuilt(ROOT);
+    linkDevModules(dir, ROOT);
+    starterChecksPass(dir);
+  }, 240_000);
 
   it('init keeps an existing package.json and tsconfig.json and says how to add the dependency', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'my-organism-'));
@@ -52,7 +59,10 @@ describe('your own organism, from an empty directory outside the clone', () => {
     expect(readFileSync(path.join(dir, 'package.json'), 'utf8')).toBe(mine);
     expect(init.stdout).toContain(`Kept your package.json: add "organism": "file:${ROOT}"`);
     const own = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
-    expect(init.stdout).toContain(`and "typescript": "${own.devDependencies.typescript}", "@types/node": "${own.devDependencies['@types/node']}" to its devDependencies for tsc`);
+    expect(init.stdout).toContain(
+      `"typescript": "${own.devDependencies.typescript}", "@types/node": "${own.devDependencies['@types/node']}", "vitest": "${own.devDependencies.vitest}" to its devDependencies for tsc and the tests, and the scripts "typecheck": "tsc --noEmit" and "test": "vitest run"`,
+    );
+    expect(existsSync(path.join(dir, 'organism.test.ts'))).toBe(true);
     expect(existsSync(path.join(dir, 'tsconfig.json'))).toBe(true);
   });
 });

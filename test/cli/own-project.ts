@@ -1,5 +1,5 @@
 import { spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
-import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'vitest';
 import { createClient } from '../../src/client/index.js';
@@ -73,4 +73,47 @@ export async function serveAndRelay(command: string, args: string[], dir: string
   await client.organism.stop();
   expect(await exited).toBe(0);
   return output();
+}
+
+/** Newest modification time of the .ts files under dir. */
+function newest(dir: string): number {
+  return readdirSync(dir, { withFileTypes: true }).reduce((max, e) => {
+    const p = path.join(dir, e.name);
+    return Math.max(max, e.isDirectory() ? newest(p) : e.name.endsWith('.ts') ? statSync(p).mtimeMs : 0);
+  }, 0);
+}
+
+/**
+ * dist/ as a project importing `organism/testing` gets it (the package's exports): built when
+ * absent or older than src/, as scripts/api-report.mjs does for the API reports.
+ */
+export function ensureBuilt(root: string): void {
+  const entry = path.join(root, 'dist/testing/index.js');
+  if (existsSync(entry) && statSync(entry).mtimeMs >= newest(path.join(root, 'src'))) return;
+  const build = run(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', path.join(root, 'tsconfig.build.json')], root);
+  expect(build.status, build.stdout + build.stderr).toBe(0);
+}
+
+/**
+ * What \`npm install\` would give the starter, without the network: node_modules linking organism
+ * to this checkout and its devDependencies (typescript, @types/node, vitest) to this checkout's
+ * copies, with their bins.
+ */
+export function linkDevModules(dir: string, root: string): void {
+  const modules = path.join(dir, 'node_modules');
+  mkdirSync(path.join(modules, '.bin'), { recursive: true });
+  mkdirSync(path.join(modules, '@types'), { recursive: true });
+  symlinkSync(root, path.join(modules, 'organism'));
+  for (const name of ['typescript', 'vitest', '@types/node']) symlinkSync(path.join(root, 'node_modules', name), path.join(modules, name));
+  symlinkSync('../vitest/vitest.mjs', path.join(modules, '.bin/vitest'));
+  symlinkSync('../typescript/bin/tsc', path.join(modules, '.bin/tsc'));
+}
+
+/** The starter's own scripts: \`npm run typecheck\` and \`npm test\` (its organism.test.ts) pass. */
+export function starterChecksPass(dir: string): void {
+  const typecheck = run('npm', ['run', 'typecheck'], dir);
+  expect(typecheck.status, typecheck.stdout + typecheck.stderr).toBe(0);
+  const test = run('npm', ['test'], dir, { CI: '1', NO_COLOR: '1', FORCE_COLOR: '0' });
+  expect(test.status, test.stdout + test.stderr).toBe(0);
+  expect(test.stdout).toMatch(/Tests\s+3 passed/);
 }

@@ -458,6 +458,135 @@ const rows: Row[] = [
     message: 'script for unknown listener `shuot`; did you mean `shout`?',
   },
   {
+    name: 'mock script mixing branches and steps',
+    yaml: y`
+      organism: {name: t}
+      llm:
+        providers:
+          - name: mock
+            type: mock
+            script:
+              shout:
+                - when: {text: hi}
+                  steps: ["a"]
+                - "b"
+      listeners:${SHOUT}
+    `,
+    keyPath: 'llm.providers[0].script.shout[1]',
+    line: 10,
+    message: 'the script of `shout` mixes branches (`{when, steps}`) and steps: once one entry is a branch, every entry must be; put plain steps in a last branch without `when`',
+  },
+  {
+    name: 'mock script branch without steps',
+    yaml: y`
+      organism: {name: t}
+      llm:
+        providers:
+          - name: mock
+            type: mock
+            script:
+              shout:
+                - when: {text: hi}
+      listeners:${SHOUT}
+    `,
+    keyPath: 'llm.providers[0].script.shout[0].steps',
+    line: 8,
+    message: 'a script branch needs `steps`; give it a reply template or a list of steps, as an unbranched script has',
+  },
+  {
+    name: 'mock script branch without when before others',
+    yaml: y`
+      organism: {name: t}
+      llm:
+        providers:
+          - name: mock
+            type: mock
+            script:
+              shout:
+                - steps: ["any"]
+                - when: {text: hi}
+                  steps: ["hi"]
+      listeners:${SHOUT}
+    `,
+    keyPath: 'llm.providers[0].script.shout[0]',
+    line: 8,
+    message: 'a branch without `when` answers every payload, so the branches of `shout` after it would never answer: give it a `when` or move it last',
+  },
+  {
+    name: 'mock script when with an invalid regex',
+    yaml: y`
+      organism: {name: t}
+      llm:
+        providers:
+          - name: mock
+            type: mock
+            script:
+              shout:
+                - when: {text: "/refund(/i"}
+                  steps: ["a"]
+      listeners:${SHOUT}
+    `,
+    keyPath: 'llm.providers[0].script.shout[0].when.text',
+    line: 8,
+    message:
+      '`when.text`: "/refund(/i" is not a valid regular expression (Invalid regular expression: /refund(/i: Unterminated group); fix it, or write the value without the slashes to match it as text',
+  },
+  {
+    name: 'mock script when with a mapping value',
+    yaml: y`
+      organism: {name: t}
+      llm:
+        providers:
+          - name: mock
+            type: mock
+            script:
+              shout:
+                - when: {customer: {tier: gold}}
+                  steps: ["a"]
+      listeners:${SHOUT}
+    `,
+    keyPath: 'llm.providers[0].script.shout[0].when.customer',
+    line: 8,
+    message: '`when.customer` must be a value, a `/regex/` or a list of them, not a mapping (a nested field is written `a.b: value`)',
+  },
+  {
+    name: 'mock script when that is not a mapping',
+    yaml: y`
+      organism: {name: t}
+      llm:
+        providers:
+          - name: mock
+            type: mock
+            script:
+              shout:
+                - when: billing
+                  steps: ["a"]
+                - steps: ["b"]
+      listeners:${SHOUT}
+    `,
+    keyPath: 'llm.providers[0].script.shout[0].when',
+    line: 8,
+    message: 'expected a mapping, got "billing"',
+  },
+  {
+    name: 'mock script with an empty when',
+    yaml: y`
+      organism: {name: t}
+      llm:
+        providers:
+          - name: mock
+            type: mock
+            script:
+              shout:
+                - when: {}
+                  steps: ["a"]
+      listeners:${SHOUT}
+    `,
+    keyPath: 'llm.providers[0].script.shout[0].when',
+    line: 8,
+    message: '`when` needs at least one payload field to match; give one (`when: {category: billing}`), or remove `when` for a branch that answers every payload',
+  },
+  {
     name: 'api_key_env holding an actual key',
     yaml: y`
       organism: {name: t}

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { checkOrganism, loadOrganismFromString } from '../../src/config/index.js';
+import { checkOrganism, loadOrganismFromString, sanitizedConfigYaml } from '../../src/config/index.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const DEMO = path.join(ROOT, 'examples', 'demo', 'organism.yaml');
@@ -21,5 +21,37 @@ describe('documented examples', () => {
       const loaded = await loadOrganismFromString(block, DEMO);
       expect(loaded.listeners.length).toBeGreaterThan(0);
     }
+  });
+
+  it('the when: branches example of docs/configuration.md loads in an organism', async () => {
+    const doc = readFileSync(path.join(ROOT, 'docs', 'configuration.md'), 'utf8');
+    const block = [...doc.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1] ?? '').find((b) => b.includes('when: {category: billing}'));
+    expect(block).toBeDefined();
+    const yaml = [
+      'organism: {name: t}',
+      'llm:',
+      '  providers:',
+      '    - name: mock',
+      '      type: mock',
+      ...block!.split('\n').map((line) => `      ${line}`),
+      'payloads:',
+      '  Customer: {fields: {tier: string}}',
+      '  Ticket: {fields: {text: string, category: {type: string, optional: true}, priority: {type: integer, optional: true}, customer: {type: Customer, optional: true}}}',
+      'listeners:',
+      '  - {name: triage, handler: builtin:llm, model: mock-1, prompt: Route., payload: Ticket, peers: [billing, tech]}',
+      '  - {name: billing, handler: ./tools.ts#uppercase, payload: Ticket}',
+      '  - {name: tech, handler: ./tools.ts#uppercase, payload: Ticket}',
+    ].join('\n');
+    const loaded = await loadOrganismFromString(yaml, DEMO);
+    const script = loaded.config.llm.providers[0]!.script['triage'] as readonly { when?: unknown; steps: unknown[] }[];
+    expect(script.map((b) => [b.when ?? null, b.steps.length])).toEqual([
+      [{ category: 'billing' }, 1],
+      [{ text: '/refund|invoice/i', priority: [1, 2] }, 1],
+      [{ 'customer.tier': 'gold' }, 2],
+      [null, 1],
+    ]);
+    // The sanitized view (GET /organism/config as YAML) writes the branches as organism.yaml does.
+    const again = await loadOrganismFromString(sanitizedConfigYaml(loaded.config, {}), DEMO);
+    expect(again.config.llm.providers[0]!.script).toEqual(loaded.config.llm.providers[0]!.script);
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Errors } from '../../src/errors/catalogue.js';
 import { latencySequence, MockProvider } from '../../src/llm/providers/mock.js';
+import type { ProviderConfig } from '../../src/config/types.js';
 import type { ChatMessage, CompletionRequest } from '../../src/llm/types.js';
 import { call, makeRouter, providerConfig, rejection } from './helpers.js';
 
@@ -197,5 +198,48 @@ describe('mock provider with tools', () => {
       { tools },
     );
     expect(JSON.parse(second.toolCalls![0]!.arguments)).toEqual({ topic: 'high at noon' });
+  });
+});
+
+describe('mock provider script branches (when:)', () => {
+  const branched = (script: ProviderConfig['script']) => new MockProvider(providerConfig({ name: 'mock', type: 'mock', script }));
+  const triage = branched({
+    triage: [
+      { when: { category: 'billing' }, steps: ['<send to="billing"><Ticket><text>{{text}}</text></Ticket></send>'] },
+      { when: { text: '/refund|invoice/i' }, steps: ['billing by text'] },
+      { when: { priority: [1, 2] }, steps: ['urgent'] },
+      { when: { 'customer.tier': 'gold' }, steps: ['gold', 'gold again'] },
+      { steps: ['<send to="tech"><Ticket><text>{{text}}</text></Ticket></send>'] },
+    ],
+  });
+  const ticket = (fields: string) => [user(`<message from="api" type="Ticket">\n${fields}\n</message>`)];
+
+  it('answers with the steps of the first branch whose when the incoming payload matches; a branch without when takes the rest', async () => {
+    expect((await ask(triage, ticket('{"category":"billing","text":"card declined"}'), 'triage')).content).toBe('<send to="billing"><Ticket><text>card declined</text></Ticket></send>');
+    expect((await ask(triage, ticket('{"category":"other","text":"Please send my INVOICE"}'), 'triage')).content).toBe('billing by text');
+    expect((await ask(triage, ticket('{"category":"other","text":"x","priority":2}'), 'triage')).content).toBe('urgent');
+    expect((await ask(triage, ticket('{"category":"other","text":"x","customer":{"tier":"gold"}}'), 'triage')).content).toBe('gold');
+    expect((await ask(triage, ticket('{"category":"other","text":"my screen is black"}'), 'triage')).content).toBe('<send to="tech"><Ticket><text>my screen is black</text></Ticket></send>');
+  });
+
+  it('matches the XML format by text (3 matches "3"), and counts turns within the thread for the chosen steps', async () => {
+    const xml = [user(incoming('<Ticket><category>x</category><text>t</text><customer><tier>gold</tier></customer></Ticket>'))];
+    expect((await ask(triage, xml, 'triage', { threadId: 'th-1' })).content).toBe('gold');
+    expect((await ask(triage, xml, 'triage', { threadId: 'th-1' })).content).toBe('gold again');
+    const numeric = [user(incoming('<Ticket><category>x</category><text>t</text><priority>1</priority></Ticket>'))];
+    expect((await ask(triage, numeric, 'triage')).content).toBe('urgent');
+  });
+
+  it('falls back on the derived reply when no branch matches', async () => {
+    const p = branched({ triage: [{ when: { category: 'billing' }, steps: ['billing'] }] });
+    expect((await ask(p, ticket('{"category":"tech"}'), 'triage')).content).toBe('Noted 1 field(s): tech\n<done/>');
+  });
+
+  it('routes a triage agent in tools mode: the chosen branch becomes the call of that peer', async () => {
+    const tools = ['billing', 'tech'].map((peer) => ({ name: `send_to_${peer}`, description: peer, parameters: { type: 'object', properties: { text: { type: 'string' } } } }));
+    const billing = await ask(triage, ticket('{"category":"billing","text":"refund"}'), 'triage', { tools });
+    const tech = await ask(triage, ticket('{"category":"hardware","text":"broken fan"}'), 'triage', { tools });
+    expect(billing.toolCalls!.map((c) => [c.name, JSON.parse(c.arguments)])).toEqual([['send_to_billing', { text: 'refund' }]]);
+    expect(tech.toolCalls!.map((c) => [c.name, JSON.parse(c.arguments)])).toEqual([['send_to_tech', { text: 'broken fan' }]]);
   });
 });

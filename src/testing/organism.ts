@@ -1,0 +1,358 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ConfigInvalidError } from '../config/errors.js';
+import { loadOrganism, loadOrganismFromString } from '../config/load.js';
+import type { LoadedOrganism } from '../config/types.js';
+import type { DeliveryState, JournalEntry } from '../core/journal.js';
+import type { LlmCallRecord, ToolCallRecord } from '../core/llm.js';
+import type { StorageParts } from '../core/storage.js';
+import type { ThreadRecord, ThreadStatus } from '../core/thread.js';
+import type { LlmProvider } from '../llm/types.js';
+import { Errors } from '../errors/catalogue.js';
+import { Organism } from '../organism/organism.js';
+import { memoryLogger, type LogLine } from './logs.js';
+import { bindScriptTypes } from './scripted.js';
+
+/** Where `createTestOrganism` reads organism.yaml: a path or file URL, or the text itself. */
+export type TestConfig =
+  | string
+  | URL
+  | {
+      /** organism.yaml's text. */
+      readonly yaml: string;
+      /** The directory relative handler modules resolve from (default: the working directory). */
+      readonly dir?: string;
+    };
+
+/** Options of `createTestOrganism`. */
+export interface TestOrganismOptions {
+  /** organism.yaml: a path (relative handler modules resolve from its directory), a file URL, or `{yaml, dir}`. */
+  readonly config: TestConfig;
+  /** Answers every LLM call instead of the configured providers (see `scripted`). Omitted: the configured ones (mock providers run offline). */
+  readonly llm?: LlmProvider;
+  /** `memory` (default), or `sqlite`: a store in a temporary directory, removed by `close()`. */
+  readonly store?: 'memory' | 'sqlite';
+  /** Values for `${VAR}` in organism.yaml, over process.env. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** How long `settled()` waits before it rejects (default 10 000 ms). */
+  readonly timeoutMs?: number;
+  /** Keep the mock providers' `latency_ms` (default false: scripted answers come at once). */
+  readonly mockLatency?: boolean;
+}
+
+/** A message of a thread with its delivery record. */
+export interface TestMessage {
+  readonly id: string;
+  readonly from: string;
+  readonly to: string;
+  readonly payloadType: string;
+  readonly payload: Readonly<Record<string, unknown>>;
+  /** ACKED: handled; FAILED: its handler failed (see `error`); PENDING/DISPATCHED: not handled yet. */
+  readonly state: DeliveryState;
+  readonly error: string | null;
+  readonly attempts: number;
+  readonly parentId: string | null;
+  readonly hops: number;
+  readonly metadata: Readonly<Record<string, string>>;
+}
+
+/** What a thread's LLM calls used, from the usage records. */
+export interface TestUsage {
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+  readonly totalTokens: number;
+  /** USD; calls of models without a price count 0 (see `unpricedCalls`). */
+  readonly cost: number;
+  readonly calls: number;
+  readonly unpricedCalls: number;
+}
+
+/** A thread once it stopped: how it ended and everything it did. */
+export interface SettledThread {
+  readonly id: string;
+  readonly status: Exclude<ThreadStatus, 'active'>;
+  readonly error: string | null;
+  readonly messages: readonly TestMessage[];
+  /** Every LLM call (provider attempt) made in it, oldest first. */
+  readonly llmCalls: readonly LlmCallRecord[];
+  /** Every tool call (code and MCP) its agents made inside their turns, oldest first. */
+  readonly toolCalls: readonly ToolCallRecord[];
+  readonly usage: TestUsage;
+  /** What its handlers logged (`ctx.log`) and the organism logged about it. */
+  readonly logs: readonly LogLine[];
+}
+
+/** A thread started by `inject`: wait for it with `settled()`, or read it as it goes. */
+export interface TestThread {
+  readonly id: string;
+  /** The injected message's id. */
+  readonly messageId: string;
+  /**
+   * Resolves once the thread has completed, failed or been killed (on its events, not by
+   * polling); rejects after `timeoutMs` naming the deliveries still open.
+   */
+  settled(options?: { readonly timeoutMs?: number }): Promise<SettledThread>;
+  messages(): Promise<readonly TestMessage[]>;
+  llmCalls(): Promise<readonly LlmCallRecord[]>;
+  toolCalls(): Promise<readonly ToolCallRecord[]>;
+  usage(): Promise<TestUsage>;
+  /** Lines logged about this thread so far. */
+  readonly logs: readonly LogLine[];
+}
+
+/** Options of `TestOrganism.inject`. */
+export interface TestInjectOptions {
+  /** Continue this thread (default: a new one). */
+  readonly threadId?: string;
+  readonly metadata?: Readonly<Record<string, string>>;
+  /** The sender (default `api`). */
+  readonly from?: string;
+}
+
+/** An organism running in this process for a test, on a temporary store. */
+export interface TestOrganism extends AsyncDisposable {
+  /** The organism's name (`organism.name`). */
+  readonly name: string;
+  /**
+   * Sends `payload` to listener `to` as the API would: the bare fields of the type it accepts,
+   * or `{"Type": {...}}`. Throws the API's error when the payload is invalid.
+   */
+  inject(to: string, payload: Readonly<Record<string, unknown>>, options?: TestInjectOptions): Promise<TestThread>;
+  /** `inject`, then `settled()`. */
+  run(to: string, payload: Readonly<Record<string, unknown>>, options?: TestInjectOptions): Promise<SettledThread>;
+  /** A thread by id (one injected earlier, or one a handler continued). */
+  thread(id: string): TestThread;
+  pause(listener: string): Promise<void>;
+  resume(listener: string): Promise<void>;
+  kill(threadId: string): Promise<void>;
+  /** Everything logged since start (debug and up). */
+  readonly logs: readonly LogLine[];
+  /** Stops the organism (in-flight handlers get a second to finish, then are aborted) and removes its temporary store; again: nothing more. */
+  close(): Promise<void>;
+}
+
+const PAGE = 500;
+
+/**
+ * Starts an organism from organism.yaml in this process, for a test: a memory store (or a
+ * temporary SQLite one), nothing listening on the network, LLM calls answered by `llm` when
+ * given. Close it when done (`await org.close()`, or `await using org = ...`).
+ */
+export async function createTestOrganism(options: TestOrganismOptions): Promise<TestOrganism> {
+  const env = { ...process.env, ...(options.env ?? {}) };
+  const loaded = withoutLatency(await load(options.config, env), options.mockLatency === true);
+  if (!options.llm && loaded.missingKeys && loaded.missingKeys.length > 0) throw new ConfigInvalidError(loaded.missingKeys);
+  const { logger, lines } = memoryLogger();
+  let dataDir: string | null = null;
+  let storage: StorageParts | undefined;
+  if (options.store === 'sqlite') {
+    dataDir = mkdtempSync(path.join(os.tmpdir(), 'organism-test-'));
+    const { openSqliteStorage } = await import('../store/sqlite/storage.js');
+    storage = openSqliteStorage({ dataDir, logger });
+  }
+  const organism = new Organism(loaded, { logger, ...(storage ? { storage } : {}), ...(options.llm ? { providers: [options.llm] } : {}) });
+  if (options.llm) {
+    bindScriptTypes(options.llm, {
+      registry: () => organism.registry,
+      acceptedTypes: (name) => {
+        if (!organism.hasListener(name)) return null;
+        const agent = organism.agent(name);
+        return agent.payloadClasses ?? [agent.payloadClass];
+      },
+    });
+  }
+  const threads = new ThreadWatch();
+  organism.bus.on((event) => {
+    if (event.type === 'thread_created' || event.type === 'thread_updated') threads.saw(event.thread);
+  });
+  try {
+    await organism.start();
+  } catch (err) {
+    await organism.stop().catch(() => undefined);
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  }
+  const defaultTimeout = options.timeoutMs ?? 10_000;
+  let closed: Promise<void> | null = null;
+
+  const handle = (id: string, messageId: string): TestThread => {
+    const read = threadReader(organism, id);
+    return {
+      id,
+      messageId,
+      ...read,
+      get logs() {
+        return lines.filter((l) => l.threadId === id);
+      },
+      async settled(settleOptions = {}) {
+        const timeoutMs = settleOptions.timeoutMs ?? defaultTimeout;
+        const record = await threads.settled(id, timeoutMs, () => openDeliveries(organism, id));
+        await organism.storage.flush();
+        await organism.storage.usage.flush();
+        const [messages, llmCalls, toolCalls, usage] = await Promise.all([read.messages(), read.llmCalls(), read.toolCalls(), read.usage()]);
+        return {
+          id,
+          status: record.status as SettledThread['status'],
+          error: record.error,
+          messages,
+          llmCalls,
+          toolCalls,
+          usage,
+          logs: lines.filter((l) => l.threadId === id),
+        };
+      },
+    };
+  };
+
+  const org: TestOrganism = {
+    name: organism.name,
+    logs: lines,
+    async inject(to, payload, injectOptions = {}) {
+      const { threadId, messageId } = await organism.inject(to, payload, injectOptions);
+      return handle(threadId, messageId);
+    },
+    async run(to, payload, injectOptions) {
+      return (await org.inject(to, payload, injectOptions)).settled();
+    },
+    thread: (id) => handle(id, ''),
+    pause: (listener) => organism.pauseListener(listener),
+    resume: (listener) => organism.resumeListener(listener),
+    async kill(threadId) {
+      await organism.killThread(threadId);
+    },
+    close() {
+      closed ??= (async () => {
+        try {
+          await organism.stop({ timeoutMs: 1_000 });
+        } finally {
+          if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+        }
+      })();
+      return closed;
+    },
+    [Symbol.asyncDispose]: () => org.close(),
+  };
+  return org;
+}
+
+async function load(config: TestConfig, env: NodeJS.ProcessEnv): Promise<LoadedOrganism> {
+  if (typeof config === 'string' || config instanceof URL) {
+    const file = config instanceof URL ? fileURLToPath(config) : path.resolve(config);
+    return loadOrganism(file, { env });
+  }
+  return loadOrganismFromString(config.yaml, path.join(path.resolve(config.dir ?? '.'), 'organism.yaml'), { env });
+}
+
+/** The mock providers without their simulated response time: a test waits for nothing. */
+function withoutLatency(loaded: LoadedOrganism, keep: boolean): LoadedOrganism {
+  if (keep) return loaded;
+  const providers = loaded.config.llm.providers.map((p) => (p.type === 'mock' ? { ...p, mockLatencyMs: 0, mockLatencyMaxMs: 0 } : p));
+  return { ...loaded, config: { ...loaded.config, llm: { ...loaded.config.llm, providers } } };
+}
+
+/** Reads one thread's messages, calls and usage from the store. */
+function threadReader(organism: Organism, id: string) {
+  const messages = async (): Promise<TestMessage[]> => {
+    const out: TestMessage[] = [];
+    for (let offset = 0; ; offset += PAGE) {
+      const page = await organism.queries.journal.list({ threadId: id, order: 'oldest', limit: PAGE, offset });
+      out.push(...page.items.map(testMessage));
+      if (page.items.length < PAGE || out.length >= page.total) return out;
+    }
+  };
+  const recorded = async () => {
+    const calls: LlmCallRecord[] = [];
+    const tools: ToolCallRecord[] = [];
+    for (let offset = 0; ; offset += PAGE) {
+      const page = await organism.queries.llmCalls.forThread(id, { limit: PAGE, offset });
+      calls.push(...page.calls);
+      tools.push(...page.tools);
+      if (page.calls.length < PAGE || calls.length >= page.total) break;
+    }
+    const byId = new Map<string, ToolCallRecord>(tools.map((t) => [t.id, t]));
+    return {
+      calls: calls.sort((a, b) => a.startedAt - b.startedAt),
+      tools: [...byId.values()].sort((a, b) => a.startedAt - b.startedAt),
+    };
+  };
+  return {
+    messages,
+    llmCalls: async () => (await recorded()).calls,
+    toolCalls: async () => (await recorded()).tools,
+    async usage(): Promise<TestUsage> {
+      const totals = await organism.threadUsage(id);
+      return {
+        promptTokens: totals?.promptTokens ?? 0,
+        completionTokens: totals?.completionTokens ?? 0,
+        totalTokens: totals?.totalTokens ?? 0,
+        cost: totals?.totalCost ?? 0,
+        calls: totals?.requestCount ?? 0,
+        unpricedCalls: totals?.unpricedRequests ?? 0,
+      };
+    },
+  };
+}
+
+function testMessage(entry: JournalEntry): TestMessage {
+  const m = entry.message;
+  return {
+    id: m.id,
+    from: m.from,
+    to: m.to,
+    payloadType: m.payloadType,
+    payload: m.payload,
+    state: entry.state,
+    error: entry.error,
+    attempts: entry.attempts,
+    parentId: m.parentId,
+    hops: m.hops,
+    metadata: m.metadata,
+  };
+}
+
+/** `writer (DISPATCHED), announcer (PENDING)`: what a thread that did not settle still waits on. */
+async function openDeliveries(organism: Organism, id: string): Promise<string> {
+  const page = await organism.queries.journal.list({ threadId: id, order: 'oldest', limit: PAGE, offset: 0 }).catch(() => null);
+  const open = (page?.items ?? []).filter((e) => e.state === 'PENDING' || e.state === 'DISPATCHED');
+  if (open.length === 0) return 'no delivery is open';
+  const paused = new Set(
+    organism
+      .agents()
+      .filter((a) => a.state === 'paused')
+      .map((a) => a.name),
+  );
+  return `open deliveries: ${open.map((e) => `${e.message.from} -> ${e.message.to} (${e.state}${paused.has(e.message.to) ? ', listener paused' : ''})`).join(', ')}`;
+}
+
+/** The threads' latest records, from their events, and who waits for which to settle. */
+class ThreadWatch {
+  private readonly latest = new Map<string, ThreadRecord>();
+  private readonly waiters = new Map<string, Set<(record: ThreadRecord) => void>>();
+
+  saw(record: ThreadRecord): void {
+    this.latest.set(record.id, record);
+    if (record.status === 'active') return;
+    for (const wake of this.waiters.get(record.id) ?? []) wake(record);
+    this.waiters.delete(record.id);
+  }
+
+  settled(id: string, timeoutMs: number, open: () => Promise<string>): Promise<ThreadRecord> {
+    const known = this.latest.get(id);
+    if (known && known.status !== 'active') return Promise.resolve(known);
+    return new Promise((resolve, reject) => {
+      const wake = (record: ThreadRecord) => {
+        clearTimeout(timer);
+        resolve(record);
+      };
+      const timer = setTimeout(() => {
+        this.waiters.get(id)?.delete(wake);
+        void open().then((what) => reject(Errors.TEST_THREAD_NOT_SETTLED(id, timeoutMs, this.latest.get(id)?.status ?? 'unknown', what)));
+      }, timeoutMs);
+      let set = this.waiters.get(id);
+      if (!set) this.waiters.set(id, (set = new Set()));
+      set.add(wake);
+    });
+  }
+}

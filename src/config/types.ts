@@ -96,6 +96,19 @@ export interface ListenerConfig {
   readonly maxToolCallsPerRound?: number;
   /** LLM agents: messages one answer may send; null = `llm.max_messages_per_reply`. */
   readonly maxMessagesPerReply: number | null;
+  /** `retry:` for thrown handler errors and timeouts; absent: no retry (a failure is final). */
+  readonly retry?: RetryPolicy;
+  /** `on_error:` the peer whose handler receives the final SystemError of a failed delivery; absent: none. */
+  readonly onError?: string;
+}
+
+/** A listener's `retry:` block, resolved. */
+export interface RetryPolicy {
+  /** Tries in all (the first included); replaces `journal.max_attempts` for this listener. */
+  readonly maxAttempts: number;
+  readonly backoff: 'exponential' | 'fixed';
+  readonly initialSeconds: number;
+  readonly maxSeconds: number;
 }
 
 /** One entry of an LLM agent's `tools:`, as written: a function of the developer's, run inside the agent's turn. */

@@ -1,4 +1,5 @@
-import type { DispatchHook, FailureReason } from './delivery.js';
+import type { DispatchHook, FailureReason, OutcomeGuard } from './delivery.js';
+import type { UsageEvent } from './usage.js';
 import type { Message } from './message.js';
 import type { Page } from './page.js';
 import type { TextSearch } from './search.js';
@@ -41,6 +42,8 @@ export interface JournalEntry {
   readonly error: string | null;
   /** The attempts before the latest one, oldest first (empty for most entries). */
   readonly earlierAttempts: readonly EarlierAttempt[];
+  /** A PENDING retry waiting out its backoff: not delivered before this time (ms). Null or absent: as soon as it can. */
+  readonly nextAttemptAt?: number | null;
 }
 
 export interface JournalQuery {
@@ -102,6 +105,14 @@ export interface Journal extends DispatchHook {
   stats(): Promise<JournalStats>;
   /** Counts kept as entries move (no scan of the journal). */
   keptStats(): Promise<KeptJournalStats>;
+  /**
+   * A delivery whose handler failed goes back to PENDING for its listener's `retry:` (in one
+   * write, with the usage the failed try caused): this attempt kept in `earlierAttempts`
+   * (`failed`, with its reason and error), attempt + 1, and `nextAttemptAt` = `notBefore`,
+   * which a restart honours (recovery hands the message back with its `notBefore`). Returns
+   * the message to place, its `notBefore` set.
+   */
+  retried(message: Message, reason: FailureReason, error: string, notBefore: number, usage: readonly UsageEvent[], guard?: OutcomeGuard): Promise<Message>;
   /** FAILED -> PENDING with a new attempt; returns the message to enqueue. */
   redeliver(messageId: string): Promise<Message>;
   /** Messages of a thread (oldest first) that involve `agent` (sender or receiver), last `limit`. */

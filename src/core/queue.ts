@@ -55,6 +55,14 @@ export interface DeliveryQueue {
   ack(message: Message, outcome: DeliveryOutcomeWrite): Promise<FencedResult>;
   /** Books a delivery's failure, like `ack`. */
   fail(message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult>;
+  /**
+   * Books a failed try for a retry (see Journal.retried): PENDING again at attempt + 1, not to
+   * start before `notBefore`, and placed so (embedded: it waits at the head of its thread on its
+   * listener's queue, holding no handler slot; cluster: claimers pass it over until then).
+   * The message to count as queued (embedded) or waiting elsewhere; null: the claim was no
+   * longer ours (cluster), nothing was written.
+   */
+  retry(message: Message, reason: FailureReason, error: string, notBefore: number, outcome: DeliveryOutcomeWrite): Promise<Message | null>;
   /** Journals FAILED a message the pump refused to deliver (a peer denied, a hop limit, no such listener). */
   refuse(message: Message, reason: FailureReason, error: string): Promise<void>;
   /** Whether a delivery that waited out a store outage may still run here (cluster: its claim was not taken back meanwhile). */

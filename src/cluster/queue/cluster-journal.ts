@@ -9,7 +9,7 @@ import type { Channels } from '../bus/channels.js';
 import { CLAIM_RESULT, claimTransaction } from './claim-sql.js';
 import { PgLots } from './lots.js';
 import { COUNT_SQL, FOLD_SLOTS_SQL } from '../../store/postgres/journal-counts.js';
-import { PgJournal, pgKeepAttemptSql } from '../../store/postgres/journal.js';
+import { PgJournal, pgKeepAttemptSql, pgRetrySet } from '../../store/postgres/journal.js';
 import { pgRuntimeError, type Reader } from '../../store/postgres/pool.js';
 import { countInThreads, settleThreads, settleThreadsAtCommit } from './cluster-threads.js';
 import { insertUsage } from '../../store/postgres/usage-writes.js';
@@ -224,6 +224,27 @@ export class PgClusterJournal extends PgJournal {
   failClaimed(workerId: string, message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
     const threadError = reason === 'killed' ? outcome.threadError : (outcome.threadError ?? error);
     return this.settled(message, this.outcomes.submit({ workerId, message, to: 'FAILED', reason, error, outcome: { ...outcome, threadError } }));
+  }
+
+  /**
+   * A failed try of a claimed delivery back to PENDING for a retry, fenced like an outcome:
+   * only while the claim is `workerId`'s at this attempt. Claimers pass the entry over until
+   * its next_attempt_at (see claim-sql.ts); it blocks its thread's later messages to the same
+   * listener meanwhile, as any oldest PENDING entry of the pair does. Null: not ours any more.
+   */
+  retryClaimed(workerId: string, message: Message, reason: FailureReason, error: string, notBefore: number, outcome: DeliveryOutcomeWrite): Promise<Message | null> {
+    const now = this.now();
+    return this.writer.transaction(async (tx) => {
+      const r = await tx.query(
+        `UPDATE journal SET state = 'PENDING', ${pgRetrySet('$4', '$5', '$6', '$7', '$8')}
+         WHERE id = $1 AND state = 'DISPATCHED' AND claimed_by = $2 AND attempt = $3`,
+        [message.id, workerId, message.attempt, message.attempt, now, reason, error, notBefore],
+      );
+      if ((r.rowCount ?? 0) === 0) return null;
+      this.counts.moved('DISPATCHED', 'PENDING');
+      await insertUsage(tx, outcome.usage);
+      return { ...message, attempt: message.attempt + 1, notBefore };
+    });
   }
 
   /** An outcome that finished its thread finished its budget in the same commit (see settleThreads): the ledger is told. */

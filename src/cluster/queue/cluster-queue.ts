@@ -114,6 +114,16 @@ export class ClusterQueue implements DeliveryQueue {
     return this.ended(message, this.work.fail(message, reason, error, outcome));
   }
 
+  /**
+   * Fenced by the claim; the entry waits PENDING in the store, passed over by every claimer
+   * until its time (a claimer's poll, every POLL_MS, finds it then).
+   */
+  async retry(message: Message, reason: FailureReason, error: string, notBefore: number, outcome: DeliveryOutcomeWrite): Promise<Message | null> {
+    const next = await this.work.retry(message, reason, error, notBefore, outcome);
+    if (this.running.get(message.id) === message.attempt) this.running.delete(message.id);
+    return next;
+  }
+
   /** A claimed delivery's outcome was written (or found not ours): it is no longer started here. */
   private async ended(message: Message, result: Promise<FencedResult>): Promise<FencedResult> {
     const r = await result;

@@ -107,6 +107,10 @@ export class PgWorkSource implements WorkSource {
     return this.o.journal.failClaimed(this.workerId, message, reason, error, outcome);
   }
 
+  retry(message: Message, reason: FailureReason, error: string, notBefore: number, outcome: DeliveryOutcomeWrite): Promise<Message | null> {
+    return this.o.journal.retryClaimed(this.workerId, message, reason, error, notBefore, outcome);
+  }
+
   claimCertain(claimedAt: number): boolean {
     return claimedAt >= this.unbrokenSince && this.renewedAt !== null && Date.now() < this.renewedAt + this.certainMs();
   }

@@ -48,6 +48,7 @@ export class MemoryJournal implements Journal {
     const e = this.entries.get(message.id) ?? this.put(message);
     this.move(e, 'DISPATCHED');
     e.attempts = message.attempt;
+    e.nextAttemptAt = null;
     e.dispatchedAt = this.now();
     return DONE;
   }
@@ -75,6 +76,19 @@ export class MemoryJournal implements Journal {
     this.bounded.finished(message.id, e);
     for (const m of outgoing) this.put(m);
     return DONE;
+  }
+
+  retried(message: Message, reason: FailureReason, error: string, notBefore: number, _usage?: readonly UsageEvent[], guard?: OutcomeGuard): Promise<Message> {
+    const refused = guard?.();
+    if (refused) return Promise.reject(refused);
+    const e = this.entries.get(message.id) ?? this.put(message);
+    const now = this.now();
+    const next: Message = { ...e.message, attempt: message.attempt + 1, notBefore };
+    const earlier: EarlierAttempt = { attempt: message.attempt, dispatchedAt: e.dispatchedAt, endedAt: now, outcome: 'failed', failureReason: reason, error, requeuedAt: now };
+    this.move(e, 'PENDING');
+    // The entry keeps its message without notBefore (what history and the API show); nextAttemptAt says when.
+    Object.assign(e, { message: { ...e.message, attempt: next.attempt }, dispatchedAt: null, nextAttemptAt: notBefore, earlierAttempts: [...e.earlierAttempts, earlier] });
+    return Promise.resolve(next);
   }
 
   async recover(bootId: string): Promise<RecoveredMessages> {
@@ -180,6 +194,7 @@ export class MemoryJournal implements Journal {
       failureReason: null,
       error: null,
       earlierAttempts: [],
+      nextAttemptAt: null,
     };
     const replaced = this.entries.get(message.id);
     if (replaced) {

@@ -3,7 +3,7 @@ import type { FailureReason, OutcomeGuard } from '../../core/delivery.js';
 import type { Message } from '../../core/message.js';
 import type { UsageEvent } from '../../usage/types.js';
 import type { TextSearch } from '../../core/search.js';
-import { entryOf, messageOf, textParams, type JournalRow } from '../rows.js';
+import { entryOf, messageOf, pendingMessageOf, textParams, type JournalRow } from '../rows.js';
 import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, RecoveredMessages, RecoveryReport } from '../../core/journal.js';
 import type { Page } from '../../core/page.js';
 import { DELIVERY_STATES } from '../../core/journal.js';
@@ -26,6 +26,16 @@ export const pgKeepAttemptSql = (outcome: 'failed' | 'interrupted', now: string)
   `earlier_attempts = (COALESCE(earlier_attempts::jsonb, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('attempt', attempt, 'dispatchedAt', dispatched_at,
     'endedAt', ${outcome === 'failed' ? `COALESCE(failed_at, ${now}::bigint)` : `${now}::bigint`}, 'outcome', '${outcome}', 'failureReason', failure_reason, 'error', error,
     'requeuedAt', ${now}::bigint)))::text, dispatched_at = NULL`;
+
+/**
+ * The SET of a failed try going back to PENDING for a retry: kept in earlier_attempts with its
+ * reason and error (the row's own are empty while DISPATCHED), attempt + 1, due at `notBefore`.
+ * Parameters: the try's attempt, now, reason, error, notBefore.
+ */
+export const pgRetrySet = (attempt: string, now: string, reason: string, error: string, notBefore: string) =>
+  `attempt = ${attempt}::int + 1, next_attempt_at = ${notBefore}::bigint, claimed_by = NULL,
+    earlier_attempts = (COALESCE(earlier_attempts::jsonb, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('attempt', ${attempt}::int, 'dispatchedAt', dispatched_at,
+    'endedAt', ${now}::bigint, 'outcome', 'failed', 'failureReason', ${reason}::text, 'error', ${error}::text, 'requeuedAt', ${now}::bigint)))::text, dispatched_at = NULL`;
 
 const JOURNAL_COLUMNS = `id, thread_id, sender, recipient, payload_type, payload, metadata, hops, parent_id, msg_timestamp, attempt, state, attempts, created_at, trace_context`;
 
@@ -89,7 +99,9 @@ export class PgJournal implements Journal {
   }
 
   dispatched(message: Message): Promise<void> {
-    return this.writer.write((tx) => this.transition(tx, message, 'DISPATCHED', FROM_FOR_DISPATCH, `attempts = $3, attempt = $3, dispatched_at = $4`, [message.attempt, this.now()]));
+    return this.writer.write((tx) =>
+      this.transition(tx, message, 'DISPATCHED', FROM_FOR_DISPATCH, `attempts = $3, attempt = $3, dispatched_at = $4, next_attempt_at = NULL`, [message.attempt, this.now()]),
+    );
   }
 
   acked(message: Message, outgoing: readonly Message[], usage: readonly UsageEvent[], guard?: OutcomeGuard): Promise<void> {
@@ -106,6 +118,16 @@ export class PgJournal implements Journal {
       await this.insertAll(tx, outgoing);
       await insertUsage(tx, usage);
     }, guard);
+  }
+
+  /** A failed try back to PENDING for a retry (see Journal.retried), with the usage it caused. */
+  retried(message: Message, reason: FailureReason, error: string, notBefore: number, usage: readonly UsageEvent[], guard?: OutcomeGuard): Promise<Message> {
+    return this.writer
+      .write(async (tx) => {
+        await this.transition(tx, message, 'PENDING', ['DISPATCHED', 'PENDING'], pgRetrySet('$3', '$4', '$5', '$6', '$7'), [message.attempt, this.now(), reason, error, notBefore]);
+        await insertUsage(tx, usage);
+      }, guard)
+      .then(() => ({ ...message, attempt: message.attempt + 1, notBefore }));
   }
 
   /**
@@ -138,7 +160,8 @@ export class PgJournal implements Journal {
     };
     this.lastRecovery = report;
     await this.pool.query(`INSERT INTO meta (key, value) VALUES ('last_recovery', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [JSON.stringify(report)]);
-    return { messages: rows.map(messageOf), report };
+    // A retry waiting out its backoff keeps its time (pendingMessageOf): not run early.
+    return { messages: rows.map(pendingMessageOf), report };
   }
 
   async get(messageId: string): Promise<JournalEntry | null> {

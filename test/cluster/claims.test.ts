@@ -415,6 +415,35 @@ describe.skipIf(!run)('cluster-mode PostgreSQL journal: claims, leases, fenced o
     expect(claimed.map((c) => c.message.to)).toEqual([odd]);
     expect(await rows(`SELECT recipient, state FROM journal`)).toEqual([{ recipient: odd, state: 'DISPATCHED' }]);
   });
+
+  it("passes a retry over until its next try time (its thread's later message to the listener waits behind it, other threads go on); the retry is fenced by the claim", async () => {
+    place();
+    const [p, q] = [await open({ name: 'p' }), await open({ name: 'q' })];
+    const first = message('t1', 'a', 'first');
+    const later = message('t1', 'a', 'later');
+    await p.journal.pending([first, later]);
+    const [claimed] = await p.work!.claim(['a'], 1, { global: 10, perAgent: 10 });
+    expect(claimed!.message.id).toBe(first.id);
+    // Not q's claim: its retry writes nothing.
+    expect(await q.work!.retry(claimed!.message, 'handler_error', 'boom', Date.now(), NO_OUTCOME)).toBeNull();
+    const notBefore = Date.now() + 1_500;
+    const next = await p.work!.retry(claimed!.message, 'handler_error', 'boom', notBefore, NO_OUTCOME);
+    expect(next).toMatchObject({ id: first.id, attempt: 2, notBefore });
+    expect(await rows(`SELECT state, attempt, attempts, next_attempt_at::float8 AS at, claimed_by FROM journal WHERE id = $1`, [first.id])).toEqual([
+      { state: 'PENDING', attempt: 2, attempts: 1, at: notBefore, claimed_by: null },
+    ]);
+    await p.journal.pending([message('t2', 'a', 'other thread')]);
+    // Before its time only the other thread's message is claimable (t1's later one waits behind the retry).
+    const early = await q.work!.claim(['a'], 10, { global: 10, perAgent: 10 });
+    expect(early.map((w) => w.message.threadId)).toEqual(['t2']);
+    const again = await waitFor(async () => (await q.work!.claim(['a'], 10, { global: 10, perAgent: 10 }))[0]);
+    expect(Date.now()).toBeGreaterThanOrEqual(notBefore);
+    expect(again.message).toMatchObject({ id: first.id, attempt: 2 });
+    expect(await rows(`SELECT state, attempts, next_attempt_at FROM journal WHERE id = $1`, [first.id])).toEqual([{ state: 'DISPATCHED', attempts: 2, next_attempt_at: null }]);
+    expect((await q.journal.get(first.id))!.earlierAttempts).toEqual([
+      { attempt: 1, dispatchedAt: expect.any(Number), endedAt: expect.any(Number), outcome: 'failed', failureReason: 'handler_error', error: 'boom', requeuedAt: expect.any(Number) },
+    ]);
+  });
 });
 
 async function waitFor<T>(fn: () => Promise<T | undefined>): Promise<T> {

@@ -88,6 +88,20 @@ export interface KeptJournalStats {
   readonly oldestPendingAgeMs: number | null;
 }
 
+/**
+ * How many attempts a delivery gets before an interrupted one (a crash, a lost lease) fails
+ * max_attempts: `journal.max_attempts`, or per listener its `retry.max_attempts`, which
+ * replaces it for that listener's deliveries.
+ */
+export type MaxAttempts = number | { readonly default: number; readonly byListener: Readonly<Record<string, number>> };
+
+/** The attempt limit of deliveries to `recipient`, and the organism.yaml key that sets it. */
+export function attemptLimitOf(limit: MaxAttempts, recipient: string): { max: number; key: string } {
+  const own = typeof limit === 'number' ? undefined : limit.byListener[recipient];
+  if (own !== undefined) return { max: own, key: `listeners.${recipient}.retry.max_attempts` };
+  return { max: typeof limit === 'number' ? limit : limit.default, key: 'journal.max_attempts' };
+}
+
 /** What recovery hands the pump to re-enqueue, in original order. */
 export interface RecoveredMessages {
   readonly messages: readonly Message[];
@@ -99,7 +113,7 @@ export interface RecoveredMessages {
  * the default; the SQLite one (store/sqlite) makes it durable.
  */
 export interface Journal extends DispatchHook {
-  recover(bootId: string, maxAttempts: number): Promise<RecoveredMessages>;
+  recover(bootId: string, maxAttempts: MaxAttempts): Promise<RecoveredMessages>;
   get(messageId: string): Promise<JournalEntry | null>;
   list(query: JournalQuery): Promise<Page<JournalEntry>>;
   stats(): Promise<JournalStats>;

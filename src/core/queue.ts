@@ -1,6 +1,6 @@
 import type { FailureReason } from './delivery.js';
 import type { Message } from './message.js';
-import type { RecoveredMessages } from './journal.js';
+import type { MaxAttempts, RecoveredMessages } from './journal.js';
 import type { ThreadRecord, ThreadStatus, ThreadStore } from './thread.js';
 import type { AgentLoad, DeliveryOutcomeWrite, FencedResult, ProcessList, TakenBack, WorkerRecord } from './work-source.js';
 import type { Logger } from '../util/logger.js';
@@ -29,7 +29,7 @@ export interface DeliveryQueue {
    * `maxAttempts` fails), and the messages this process is to deliver again, in order (cluster:
    * none; a dead process's claims come back to any claimer when its lease lapses).
    */
-  recover(bootId: string, maxAttempts: number): Promise<RecoveredMessages>;
+  recover(bootId: string, maxAttempts: MaxAttempts): Promise<RecoveredMessages>;
   /** Journals injected messages PENDING unless the organism's queue already holds `maxQueue`: then false, nothing written. */
   admit(messages: readonly Message[], maxQueue: number): Promise<boolean>;
   /**

@@ -1,7 +1,7 @@
 import type { FailureReason } from '../core/delivery.js';
 import { EXTERNAL_SENDER, type Message } from '../core/message.js';
 import type { DeliveryQueue, Placement, QueueHost } from '../core/queue.js';
-import type { Journal, RecoveredMessages } from '../core/journal.js';
+import type { Journal, MaxAttempts, RecoveredMessages } from '../core/journal.js';
 import type { ThreadRecord, ThreadStore } from '../core/thread.js';
 import type { AgentLoad, DeliveryOutcomeWrite, FencedResult, ProcessList, WorkerRecord } from '../core/work-source.js';
 import { ListenerQueue } from './listener-queue.js';
@@ -56,7 +56,7 @@ export class EmbeddedQueue implements DeliveryQueue {
     this.wakeUps.clear();
   }
 
-  recover(bootId: string, maxAttempts: number): Promise<RecoveredMessages> {
+  recover(bootId: string, maxAttempts: MaxAttempts): Promise<RecoveredMessages> {
     return this.journal.recover(bootId, maxAttempts);
   }
 

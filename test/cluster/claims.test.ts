@@ -216,6 +216,21 @@ describe.skipIf(!run)('cluster-mode PostgreSQL journal: claims, leases, fenced o
     expect(entry.dispatchedAt).toBeGreaterThanOrEqual(entry.earlierAttempts[0]!.requeuedAt);
   });
 
+  it("takes a claim back under its listener's retry.max_attempts, which replaces journal.max_attempts for it", async () => {
+    place();
+    const limits = { default: 1, byListener: { a: 3 } };
+    const p = await open({ leaseMs: 60_000, maxAttempts: limits, name: 'dead' });
+    const [toA, toB] = [message('t1', 'a', 'kept'), message('t2', 'b', 'doomed')];
+    await p.journal.pending([toA, toB]);
+    await p.work!.claim(['a', 'b'], 2, { global: 10, perAgent: 10 });
+    await rows(`UPDATE workers SET heartbeat_at = 0 WHERE name = 'dead'`);
+    await open({ leaseMs: 300, maxAttempts: limits }); // notices at its start
+    expect(await rows(`SELECT recipient, state, attempt, error FROM journal ORDER BY recipient`)).toEqual([
+      { recipient: 'a', state: 'PENDING', attempt: 2, error: null },
+      { recipient: 'b', state: 'FAILED', attempt: 1, error: 'Gave up after the worker holding it stopped or lost its lease 1 time(s) (journal.max_attempts = 1)' },
+    ]);
+  });
+
   it('fails a claim taken back past journal.max_attempts, and the thread ends in error', async () => {
     place();
     const p = await open({ leaseMs: 60_000, maxAttempts: 1, name: 'dead' });

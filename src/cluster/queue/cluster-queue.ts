@@ -1,7 +1,7 @@
 import type { FailureReason } from '../../core/delivery.js';
 import { EXTERNAL_SENDER, type Message } from '../../core/message.js';
 import type { DeliveryQueue, Placement, QueueHost } from '../../core/queue.js';
-import type { Journal, RecoveredMessages } from '../../core/journal.js';
+import type { Journal, MaxAttempts, RecoveredMessages } from '../../core/journal.js';
 import type { ThreadRecord, ThreadStore } from '../../core/thread.js';
 import {
   recordsKeptByStore,
@@ -63,7 +63,7 @@ export class ClusterQueue implements DeliveryQueue {
   }
 
   /** The journal's recovery of a clustered store returns nothing to deliver: claims that outlived their process come back by lease. */
-  recover(bootId: string, maxAttempts: number): Promise<RecoveredMessages> {
+  recover(bootId: string, maxAttempts: MaxAttempts): Promise<RecoveredMessages> {
     return this.journal.recover(bootId, maxAttempts);
   }
 

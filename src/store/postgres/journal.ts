@@ -4,7 +4,7 @@ import type { Message } from '../../core/message.js';
 import type { UsageEvent } from '../../usage/types.js';
 import type { TextSearch } from '../../core/search.js';
 import { entryOf, messageOf, pendingMessageOf, textParams, type JournalRow } from '../rows.js';
-import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, RecoveredMessages, RecoveryReport } from '../../core/journal.js';
+import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, MaxAttempts, RecoveredMessages, RecoveryReport } from '../../core/journal.js';
 import type { Page } from '../../core/page.js';
 import { DELIVERY_STATES } from '../../core/journal.js';
 import { AGENT_COUNT_SQL, COUNT_SQL, PgJournalCounts, RECOUNT_STATES_SQL } from './journal-counts.js';
@@ -135,14 +135,18 @@ export class PgJournal implements Journal {
    * process died mid-handler) go out with attempt + 1, or FAIL once past `maxAttempts`. The
    * per-state counts are recounted from the rows in the same transaction.
    */
-  async recover(bootId: string, maxAttempts: number): Promise<RecoveredMessages> {
+  async recover(bootId: string, maxAttempts: MaxAttempts): Promise<RecoveredMessages> {
     const started = performance.now();
     const { rows, redelivered, failedMaxAttempts } = await this.writer.transaction(async (tx) => {
+      // A listener's retry.max_attempts ($3, by recipient) replaces journal.max_attempts ($2) for it.
+      const byListener = typeof maxAttempts === 'number' ? {} : maxAttempts.byListener;
       const failed = await tx.query(
         `UPDATE journal SET state = 'FAILED', failed_at = $1, failure_reason = 'max_attempts',
-           error = 'Gave up after ' || attempt || ' interrupted attempt(s) (journal.max_attempts = ' || $2::int || ')'
-         WHERE state = 'DISPATCHED' AND attempt + 1 > $2`,
-        [this.now(), maxAttempts],
+           error = 'Gave up after ' || attempt || ' interrupted attempt(s) (' ||
+             CASE WHEN $3::jsonb ? recipient THEN 'listeners.' || recipient || '.retry.max_attempts = ' || ($3::jsonb ->> recipient)
+               ELSE 'journal.max_attempts = ' || $2::int END || ')'
+         WHERE state = 'DISPATCHED' AND attempt + 1 > COALESCE(($3::jsonb ->> recipient)::int, $2::int)`,
+        [this.now(), typeof maxAttempts === 'number' ? maxAttempts : maxAttempts.default, JSON.stringify(byListener)],
       );
       const retried = await tx.query(`UPDATE journal SET state = 'PENDING', attempt = attempt + 1, ${pgKeepAttemptSql('interrupted', '$1')} WHERE state = 'DISPATCHED'`, [this.now()]);
       await tx.query(RECOUNT_STATES_SQL);

@@ -3,7 +3,18 @@ import { Errors } from '../../errors/catalogue.js';
 import type { FailureReason, OutcomeGuard } from '../../core/delivery.js';
 import type { Message } from '../../core/message.js';
 import type { UsageEvent } from '../../usage/types.js';
-import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, RecoveredMessages, RecoveryReport } from '../../core/journal.js';
+import {
+  attemptLimitOf,
+  type DeliveryState,
+  type Journal,
+  type JournalEntry,
+  type JournalQuery,
+  type JournalStats,
+  type KeptJournalStats,
+  type MaxAttempts,
+  type RecoveredMessages,
+  type RecoveryReport,
+} from '../../core/journal.js';
 import type { Page } from '../../core/page.js';
 import type { TextSearch } from '../../core/search.js';
 import { entryOf, messageOf, pendingMessageOf, textParams, type JournalRow } from '../rows.js';
@@ -224,7 +235,7 @@ export class SqliteJournal implements Journal {
    * After a crash: PENDING entries go out again in their original order; DISPATCHED ones (the
    * process died mid-handler) go out with attempt + 1, or FAIL once past `maxAttempts`.
    */
-  async recover(bootId: string, maxAttempts: number): Promise<RecoveredMessages> {
+  async recover(bootId: string, maxAttempts: MaxAttempts): Promise<RecoveredMessages> {
     this.writer.flush();
     const started = performance.now();
     let redelivered = 0;
@@ -235,8 +246,9 @@ export class SqliteJournal implements Journal {
       const retry = prepared(this.db, `UPDATE journal SET state = 'PENDING', attempt = @next, ${keepAttemptSql('interrupted')} WHERE id = @id`);
       for (const row of interrupted) {
         const next = row.attempt + 1;
-        if (next > maxAttempts) {
-          this.setFailed.run(this.now(), 'max_attempts', `Gave up after ${row.attempt} interrupted attempt(s) (journal.max_attempts = ${maxAttempts})`, row.id, 'DISPATCHED');
+        const limit = attemptLimitOf(maxAttempts, row.recipient);
+        if (next > limit.max) {
+          this.setFailed.run(this.now(), 'max_attempts', `Gave up after ${row.attempt} interrupted attempt(s) (${limit.key} = ${limit.max})`, row.id, 'DISPATCHED');
           failedMaxAttempts++;
         } else {
           retry.run({ next, id: row.id, now: this.now() });

@@ -124,4 +124,31 @@ eachBackend('retries', (backend) => {
     expect(await s.journal.get(m.id)).toMatchObject({ state: 'PENDING', attempts: 0, nextAttemptAt: expect.any(Number) });
     expect((await s.journal.keptStats()).counts).toMatchObject({ PENDING: 1, DISPATCHED: 0 });
   });
+
+  it("recovers an interrupted delivery under its listener's retry.max_attempts, which replaces journal.max_attempts for it", async () => {
+    const place = backend.place();
+    const s = await place.open();
+    const toA = msg({ to: 'a' });
+    const toB = msg({ to: 'b', threadId: 't2' });
+    await s.journal.pending([toA, toB]);
+    await s.journal.dispatched(toA);
+    await s.journal.dispatched(toB);
+    await s.close(); // both die mid-handler at attempt 1
+
+    const t = await place.open();
+    const { messages, report } = await t.journal.recover('boot-2', { default: 1, byListener: { a: 4 } });
+    expect(report).toMatchObject({ redelivered: 1, failedMaxAttempts: 1 });
+    expect(messages.map((m) => [m.to, m.attempt])).toEqual([['a', 2]]);
+    expect(await t.journal.get(toB.id)).toMatchObject({ state: 'FAILED', failureReason: 'max_attempts', error: 'Gave up after 1 interrupted attempt(s) (journal.max_attempts = 1)' });
+    await t.journal.dispatched(messages[0]!);
+    await t.close();
+
+    const u = await place.open();
+    await u.journal.recover('boot-3', { default: 1, byListener: { a: 2 } });
+    expect(await u.journal.get(toA.id)).toMatchObject({
+      state: 'FAILED',
+      failureReason: 'max_attempts',
+      error: 'Gave up after 2 interrupted attempt(s) (listeners.a.retry.max_attempts = 2)',
+    });
+  });
 });

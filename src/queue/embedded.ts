@@ -211,8 +211,15 @@ export class EmbeddedQueue implements DeliveryQueue {
    */
   private sleep(queue: ListenerQueue, message: Message, wait: number): void {
     queue.defer(message);
+    this.wakeAt(queue, message, wait);
+  }
+
+  /** Wakes the retry at its time; a timer may fire a little before the wall clock says so, then it waits the rest. */
+  private wakeAt(queue: ListenerQueue, message: Message, wait: number): void {
     const timer = setTimeout(() => {
       this.wakeUps.delete(timer);
+      const left = (message.notBefore ?? 0) - this.now();
+      if (left > 0) return this.wakeAt(queue, message, left);
       queue.wake(message.threadId);
       this.schedule();
     }, wait);

@@ -44,8 +44,6 @@ describe('listener retry', () => {
       [2, 'failed', 'handler_error'],
     ]);
     expect(entry.earlierAttempts[0]!.error).toContain('try 1 broke');
-    // Each retry was due no earlier than its backoff after its try ended.
-    expect(entry.earlierAttempts[1]!.dispatchedAt! - entry.earlierAttempts[0]!.requeuedAt).toBeGreaterThanOrEqual(retryDelayMs(retry, 1));
     await organism.stop();
   });
 

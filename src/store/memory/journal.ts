@@ -48,7 +48,6 @@ export class MemoryJournal implements Journal {
     const e = this.entries.get(message.id) ?? this.put(message);
     this.move(e, 'DISPATCHED');
     e.attempts = message.attempt;
-    e.nextAttemptAt = null;
     e.dispatchedAt = this.now();
     return DONE;
   }
@@ -151,7 +150,7 @@ export class MemoryJournal implements Journal {
       requeuedAt: now,
     };
     this.move(e, 'PENDING');
-    Object.assign(e, { message, dispatchedAt: null, failedAt: null, failureReason: null, error: null, earlierAttempts: [...e.earlierAttempts, earlier] });
+    Object.assign(e, { message, dispatchedAt: null, failedAt: null, failureReason: null, error: null, nextAttemptAt: null, earlierAttempts: [...e.earlierAttempts, earlier] });
     return message;
   }
 
@@ -170,6 +169,7 @@ export class MemoryJournal implements Journal {
     this.counts[to]++;
     if (e.state === 'PENDING') this.pendingIds.delete(e.message.id);
     if (to === 'PENDING') this.pendingIds.add(e.message.id);
+    else e.nextAttemptAt = null; // a retry's next try time is a PENDING entry's only
     e.state = to;
   }
 

@@ -263,7 +263,7 @@ export class PgJournal implements Journal {
     const attempt = row.attempt + 1;
     await this.writer.write(async (tx) => {
       const r = await tx.query(
-        `UPDATE journal SET state = 'PENDING', attempt = $1, ${pgKeepAttemptSql('failed', '$3')}, failed_at = NULL, failure_reason = NULL, error = NULL WHERE id = $2 AND state = 'FAILED'`,
+        `UPDATE journal SET state = 'PENDING', attempt = $1, ${pgKeepAttemptSql('failed', '$3')}, failed_at = NULL, failure_reason = NULL, error = NULL, next_attempt_at = NULL WHERE id = $2 AND state = 'FAILED'`,
         [attempt, messageId, this.now()],
       );
       if ((r.rowCount ?? 0) > 0) {

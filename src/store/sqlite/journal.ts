@@ -392,7 +392,7 @@ export class SqliteJournal implements Journal {
     await this.writer.write(() => {
       const { changes } = prepared(
         this.db,
-        `UPDATE journal SET state = 'PENDING', attempt = @attempt, ${keepAttemptSql('failed')}, failed_at = NULL, failure_reason = NULL, error = NULL WHERE id = @id AND state = 'FAILED'`,
+        `UPDATE journal SET state = 'PENDING', attempt = @attempt, ${keepAttemptSql('failed')}, failed_at = NULL, failure_reason = NULL, error = NULL, next_attempt_at = NULL WHERE id = @id AND state = 'FAILED'`,
       ).run({ attempt, id: messageId, now: this.now() });
       if (changes > 0) this.counts.moved('FAILED', 'PENDING');
     });

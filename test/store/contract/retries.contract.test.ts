@@ -79,7 +79,34 @@ describe('retries (memory journal)', () => {
   });
 });
 
+/** A waiting retry failed (a kill) then redelivered by an operator: its old wait is gone. */
+async function killedThenRedelivered(journal: Journal): Promise<Message> {
+  const { m, next } = await retriedTry(journal);
+  await journal.failed(next, 'killed', 'Thread killed', [], []);
+  expect(await journal.get(m.id)).toMatchObject({ state: 'FAILED', nextAttemptAt: null });
+  const again = await journal.redeliver(m.id);
+  expect(again.notBefore).toBeUndefined();
+  expect(await journal.get(m.id)).toMatchObject({ state: 'PENDING', nextAttemptAt: null });
+  return again;
+}
+
+describe('retries (memory journal): a retry failed while it waits', () => {
+  it('shows no next try time once FAILED, nor after an operator redelivers it', async () => {
+    await killedThenRedelivered(new MemoryJournal());
+  });
+});
+
 eachBackend('retries', (backend) => {
+  it('shows no next try time for a waiting retry once it FAILED (a kill), nor after an operator redelivers it, nor in recovery', async () => {
+    const place = backend.place();
+    const s = await place.open();
+    const again = await killedThenRedelivered(s.journal);
+    await s.close();
+    const t = await place.open();
+    const { messages } = await t.journal.recover('boot-2', 3);
+    expect(messages.map((m) => [m.id, m.notBefore])).toEqual([[again.id, undefined]]);
+  });
+
   it('puts a failed try back PENDING at the next attempt with its next try time and the usage it caused, in one write', async () => {
     const s = await backend.place().open();
     const m = msg();

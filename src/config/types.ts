@@ -106,8 +106,11 @@ export interface ListenerConfig {
 export interface RetryPolicy {
   /** Tries in all (the first included); replaces `journal.max_attempts` for this listener. */
   readonly maxAttempts: number;
+  /** `exponential`: the wait doubles after each failed try; `fixed`: always `initialSeconds`. */
   readonly backoff: 'exponential' | 'fixed';
+  /** The wait after the first failed try. */
   readonly initialSeconds: number;
+  /** No wait is longer. */
   readonly maxSeconds: number;
 }
 

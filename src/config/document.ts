@@ -20,9 +20,11 @@ import { ConfigMessages, Expected } from './messages.js';
 import { readPayloadDrafts, type PayloadDraft } from './payloads.js';
 import { describeNode, MapReader, type ProblemSink, type SeqItem } from './reader.js';
 import { parseSlashRegex } from '../llm/providers/mock-match.js';
-import { BUILTIN_LLM, Defaults, Keys, LLM_RECORD_MODES, MAX_TOKENS_PARAMS, OTLP_PROTOCOLS, PROVIDER_TYPES, REPLY_FORMATS, TOKEN_ROLES } from './schema.js';
+import { BUILTIN_LLM, Defaults, Keys, LLM_RECORD_MODES, MAX_TOKENS_PARAMS, OTLP_PROTOCOLS, PROVIDER_TYPES, REPLY_FORMATS, RETRY_BACKOFFS, TOKEN_ROLES } from './schema.js';
 import { closest } from './suggest.js';
 import { checkAgentTools, readToolEntries } from './tools.js';
+import { acceptedTypes } from './accepted-types.js';
+import { SYSTEM_ERROR_TYPE } from '../core/message.js';
 
 /** A section read from YAML, kept with its reader so later checks can point into the file. */
 export interface Located<T> {
@@ -336,6 +338,25 @@ function readListener(r: MapReader): ListenerConfig {
     maxToolRounds: r.integer('max_tool_rounds', Defaults.maxToolRounds, 1),
     maxToolCallsPerRound: r.integer('max_tool_calls_per_round', Defaults.maxToolCallsPerRound, 1),
     maxMessagesPerReply: r.has('max_messages_per_reply') ? r.integer('max_messages_per_reply', Defaults.maxMessagesPerReply, 1) : null,
+    ...readRetry(r),
+    ...(r.has('on_error') ? { onError: r.string('on_error') ?? '' } : {}),
+  };
+}
+
+/** `retry: {max_attempts, backoff, initial_seconds, max_seconds}` (absent: no retries). */
+function readRetry(r: MapReader): Pick<ListenerConfig, 'retry'> {
+  const retry = r.map('retry', Keys.retry);
+  if (!retry) return {};
+  const initialSeconds = retry.number('initial_seconds', Defaults.retryInitialSeconds, false);
+  const maxSeconds = retry.number('max_seconds', Math.max(Defaults.retryMaxSeconds, initialSeconds), false);
+  if (maxSeconds < initialSeconds) retry.problem('max_seconds', ConfigMessages.retryMaxBelowInitial(initialSeconds, maxSeconds));
+  return {
+    retry: {
+      maxAttempts: retry.integer('max_attempts', Defaults.journalMaxAttempts, 1),
+      backoff: retry.enumeration('backoff', RETRY_BACKOFFS, false) ?? Defaults.retryBackoff,
+      initialSeconds,
+      maxSeconds: Math.max(initialSeconds, maxSeconds),
+    },
   };
 }
 
@@ -395,6 +416,11 @@ export function checkCrossReferences(sink: ProblemSink, draft: ConfigDraft): voi
     if (l.name !== '' && !LISTENER_NAME.test(l.name)) at.problem('name', ConfigMessages.invalidName('listener', l.name));
     else if (l.name.startsWith('system.')) at.problem('name', ConfigMessages.reservedSystemName(l.name));
     checkPeers(at, l, names);
+    checkOnError(
+      at,
+      l,
+      draft.listeners.map((x) => x.value),
+    );
     for (const item of at.items('mcp_servers')) {
       const server = isScalar(item.node) ? item.node.value : undefined;
       if (typeof server === 'string' && !mcpNames.includes(server)) at.sink.add(item.node, item.path, ConfigMessages.unknownMcpServer(server, closest(server, mcpNames)));
@@ -457,6 +483,34 @@ function checkPeers(at: MapReader, l: ListenerConfig, names: readonly string[]):
     else if (seen.has(peer)) at.sink.add(item.node, item.path, ConfigMessages.duplicatePeer(peer));
     seen.add(peer);
   });
+}
+
+/**
+ * `on_error`: a declared peer of the listener (a failure is something the listener sends on,
+ * under the same rules as its messages) that accepts SystemError, and not the listener itself
+ * (its own failures would feed it).
+ */
+function checkOnError(at: MapReader, l: ListenerConfig, listeners: readonly ListenerConfig[]): void {
+  const target = l.onError;
+  if (target === undefined || target === '') return;
+  const peer = listeners.find((x) => x.name === target);
+  const problem =
+    target === l.name
+      ? ConfigMessages.onErrorSelf(target)
+      : !peer
+        ? ConfigMessages.onErrorUnknown(
+            target,
+            closest(
+              target,
+              listeners.map((x) => x.name),
+            ),
+          )
+        : !l.peers.includes(target)
+          ? ConfigMessages.onErrorNotPeer(target, l.name)
+          : !acceptedTypes(peer).includes(SYSTEM_ERROR_TYPE)
+            ? ConfigMessages.onErrorNotAccepting(target)
+            : null;
+  if (problem) at.problem('on_error', problem);
 }
 
 /** True when a provider serves `model`: listed by exact name or prefix, or it lists no models. */

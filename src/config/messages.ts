@@ -40,6 +40,12 @@ export const ConfigMessages = {
       suggestion ? didYouMean(suggestion) : names.length > 0 ? `; the other listeners: ${names.join(', ')}` : `; declare a listener named ${quote(peer)} or remove it from \`peers\``
     }`,
   selfPeer: (name: string) => `listener ${quote(name)} lists itself as a peer; remove it from \`peers\` (a listener may always reply to its sender)`,
+  retryMaxBelowInitial: (initial: number, max: number) => `\`retry.max_seconds\` (${max}) is less than \`retry.initial_seconds\` (${initial})`,
+  onErrorSelf: (name: string) => `\`on_error\` names the listener itself (${quote(name)}): its own failures would be routed back to it; name another listener`,
+  onErrorUnknown: (name: string, suggestion: string | null) => `\`on_error\`: no listener is named ${quote(name)}${didYouMean(suggestion)}`,
+  onErrorNotPeer: (target: string, name: string) =>
+    `\`on_error\` target ${quote(target)} is not a peer of ${quote(name)}: add it to \`peers\` (the final failure is routed to it like a message ${quote(name)} sends)`,
+  onErrorNotAccepting: (target: string) => `\`on_error\` target ${quote(target)} does not accept SystemError: add it to its \`payload\` (e.g. \`payload: [Order, SystemError]\`)`,
   duplicatePeer: (peer: string) => `peer ${quote(peer)} is listed more than once; remove the repetition`,
 
   malformedHandler: (ref: string) => `malformed handler ${quote(ref)}: expected \`./path/to/module.ts#exportName\` (relative to the config file) or \`builtin:llm\``,

@@ -96,6 +96,8 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
       maxToolRounds: l.maxToolRounds ?? null,
       maxToolCallsPerRound: l.maxToolCallsPerRound ?? null,
       maxMessagesPerReply: l.maxMessagesPerReply,
+      ...(l.retry ? { retry: { ...l.retry } } : {}),
+      ...(l.onError ? { onError: l.onError } : {}),
     })),
     payloads: config.payloads.map((p) => ({
       name: p.name,

@@ -37,7 +37,10 @@ export const Keys = {
     'tools',
     'max_tool_rounds',
     'max_tool_calls_per_round',
+    'retry',
+    'on_error',
   ],
+  retry: ['max_attempts', 'backoff', 'initial_seconds', 'max_seconds'],
   mcpServer: ['name', 'command', 'url', 'tools', 'timeout_seconds'],
   codeTool: ['use', 'input', 'name', 'description', 'timeout_seconds'],
   mockStep: ['text', 'calls'],
@@ -74,7 +77,12 @@ export const Defaults = {
   maxToolRounds: 8,
   maxToolCallsPerRound: 16,
   mcpTimeoutSeconds: 30,
+  retryBackoff: 'exponential',
+  retryInitialSeconds: 1,
+  retryMaxSeconds: 300,
 } as const;
+
+export const RETRY_BACKOFFS = ['exponential', 'fixed'] as const;
 
 export const REPLY_FORMATS = ['tools', 'xml'] as const;
 export const LLM_RECORD_MODES = ['full', 'metadata', 'off'] as const;

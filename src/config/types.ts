@@ -113,6 +113,22 @@ export interface ListenerConfig {
   readonly maxToolCallsPerRound?: number;
   /** LLM agents: messages one answer may send; null = `llm.max_messages_per_reply`. */
   readonly maxMessagesPerReply: number | null;
+  /** `retry:` for thrown handler errors and timeouts; absent: no retry (a failure is final). */
+  readonly retry?: RetryPolicy;
+  /** `on_error:` the peer whose handler receives the final SystemError of a failed delivery; absent: none. */
+  readonly onError?: string;
+}
+
+/** A listener's `retry:` block, resolved. */
+export interface RetryPolicy {
+  /** Tries in all (the first included); replaces `journal.max_attempts` for this listener. */
+  readonly maxAttempts: number;
+  /** `exponential`: the wait doubles after each failed try; `fixed`: always `initialSeconds`. */
+  readonly backoff: 'exponential' | 'fixed';
+  /** The wait after the first failed try. */
+  readonly initialSeconds: number;
+  /** No wait is longer. */
+  readonly maxSeconds: number;
 }
 
 /** One entry of an LLM agent's `tools:`, as written: a function of the developer's, run inside the agent's turn. */

@@ -1,4 +1,5 @@
-import type { DispatchHook, FailureReason } from './delivery.js';
+import type { DispatchHook, FailureReason, OutcomeGuard } from './delivery.js';
+import type { UsageEvent } from './usage.js';
 import type { Message } from './message.js';
 import type { Page } from './page.js';
 import type { TextSearch } from './search.js';
@@ -41,6 +42,8 @@ export interface JournalEntry {
   readonly error: string | null;
   /** The attempts before the latest one, oldest first (empty for most entries). */
   readonly earlierAttempts: readonly EarlierAttempt[];
+  /** A PENDING retry waiting out its backoff: not delivered before this time (ms). Null or absent: as soon as it can. */
+  readonly nextAttemptAt?: number | null;
 }
 
 export interface JournalQuery {
@@ -85,6 +88,20 @@ export interface KeptJournalStats {
   readonly oldestPendingAgeMs: number | null;
 }
 
+/**
+ * How many attempts a delivery gets before an interrupted one (a crash, a lost lease) fails
+ * max_attempts: `journal.max_attempts`, or per listener its `retry.max_attempts`, which
+ * replaces it for that listener's deliveries.
+ */
+export type MaxAttempts = number | { readonly default: number; readonly byListener: Readonly<Record<string, number>> };
+
+/** The attempt limit of deliveries to `recipient`, and the organism.yaml key that sets it. */
+export function attemptLimitOf(limit: MaxAttempts, recipient: string): { max: number; key: string } {
+  const own = typeof limit === 'number' ? undefined : limit.byListener[recipient];
+  if (own !== undefined) return { max: own, key: `listeners.${recipient}.retry.max_attempts` };
+  return { max: typeof limit === 'number' ? limit : limit.default, key: 'journal.max_attempts' };
+}
+
 /** What recovery hands the pump to re-enqueue, in original order. */
 export interface RecoveredMessages {
   readonly messages: readonly Message[];
@@ -96,12 +113,20 @@ export interface RecoveredMessages {
  * the default; the SQLite one (store/sqlite) makes it durable.
  */
 export interface Journal extends DispatchHook {
-  recover(bootId: string, maxAttempts: number): Promise<RecoveredMessages>;
+  recover(bootId: string, maxAttempts: MaxAttempts): Promise<RecoveredMessages>;
   get(messageId: string): Promise<JournalEntry | null>;
   list(query: JournalQuery): Promise<Page<JournalEntry>>;
   stats(): Promise<JournalStats>;
   /** Counts kept as entries move (no scan of the journal). */
   keptStats(): Promise<KeptJournalStats>;
+  /**
+   * A delivery whose handler failed goes back to PENDING for its listener's `retry:` (in one
+   * write, with the usage the failed try caused): this attempt kept in `earlierAttempts`
+   * (`failed`, with its reason and error), attempt + 1, and `nextAttemptAt` = `notBefore`,
+   * which a restart honours (recovery hands the message back with its `notBefore`). Returns
+   * the message to place, its `notBefore` set.
+   */
+  retried(message: Message, reason: FailureReason, error: string, notBefore: number, usage: readonly UsageEvent[], guard?: OutcomeGuard): Promise<Message>;
   /** FAILED -> PENDING with a new attempt; returns the message to enqueue. */
   redeliver(messageId: string): Promise<Message>;
   /** Messages of a thread (oldest first) that involve `agent` (sender or receiver), last `limit`. */

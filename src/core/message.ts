@@ -23,6 +23,12 @@ export interface Message {
    * caller's span): journaled with the message, so a thread stays one trace across restarts.
    */
   readonly traceContext?: string | null;
+  /**
+   * A retry waiting out its backoff (listener `retry:`): the delivery must not start before
+   * this time (ms). Set on the message the journal hands back for a retry and on a recovered
+   * one whose wait was not over; the journal keeps it as the entry's `nextAttemptAt`.
+   */
+  readonly notBefore?: number;
 }
 
 /** Senders that are not listeners. */

@@ -1,6 +1,6 @@
 import type { FailureReason } from './delivery.js';
 import type { Message } from './message.js';
-import type { RecoveredMessages } from './journal.js';
+import type { MaxAttempts, RecoveredMessages } from './journal.js';
 import type { ThreadRecord, ThreadStatus, ThreadStore } from './thread.js';
 import type { AgentLoad, DeliveryOutcomeWrite, FencedResult, ProcessList, TakenBack, WorkerRecord } from './work-source.js';
 import type { Logger } from '../util/logger.js';
@@ -29,7 +29,7 @@ export interface DeliveryQueue {
    * `maxAttempts` fails), and the messages this process is to deliver again, in order (cluster:
    * none; a dead process's claims come back to any claimer when its lease lapses).
    */
-  recover(bootId: string, maxAttempts: number): Promise<RecoveredMessages>;
+  recover(bootId: string, maxAttempts: MaxAttempts): Promise<RecoveredMessages>;
   /** Journals injected messages PENDING unless the organism's queue already holds `maxQueue`: then false, nothing written. */
   admit(messages: readonly Message[], maxQueue: number): Promise<boolean>;
   /**
@@ -55,6 +55,14 @@ export interface DeliveryQueue {
   ack(message: Message, outcome: DeliveryOutcomeWrite): Promise<FencedResult>;
   /** Books a delivery's failure, like `ack`. */
   fail(message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult>;
+  /**
+   * Books a failed try for a retry (see Journal.retried): PENDING again at attempt + 1, not to
+   * start before `notBefore`, and placed so (embedded: it waits at the head of its thread on its
+   * listener's queue, holding no handler slot; cluster: claimers pass it over until then).
+   * The message to count as queued (embedded) or waiting elsewhere; null: the claim was no
+   * longer ours (cluster), nothing was written.
+   */
+  retry(message: Message, reason: FailureReason, error: string, notBefore: number, outcome: DeliveryOutcomeWrite): Promise<Message | null>;
   /** Journals FAILED a message the pump refused to deliver (a peer denied, a hop limit, no such listener). */
   refuse(message: Message, reason: FailureReason, error: string): Promise<void>;
   /** Whether a delivery that waited out a store outage may still run here (cluster: its claim was not taken back meanwhile). */

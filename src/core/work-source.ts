@@ -35,6 +35,8 @@ export interface WorkSource {
   ack(message: Message, outcome: DeliveryOutcomeWrite): Promise<FencedResult>;
   /** The fenced failure, like `ack`. */
   fail(message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult>;
+  /** The fenced retry (see DeliveryQueue.retry): the next attempt's message, or null when the claim was no longer ours. */
+  retry(message: Message, reason: FailureReason, error: string, notBefore: number, outcome: DeliveryOutcomeWrite): Promise<Message | null>;
   /**
    * True while no other process can have taken back a claim sent at `claimedAt` (this
    * process's clock): the lease was renewed recently enough and without a lapse since the claim

@@ -7,6 +7,7 @@ import type { ClusterStorage, ClusterStorageOptions } from '../store/postgres/in
 import type { Logger } from '../util/logger.js';
 import { Organism } from './organism.js';
 import type { StorageParts } from '../core/storage.js';
+import { attemptLimits } from '../pump/retry-policy.js';
 
 /** Where the organism's state lives. */
 export type BootStore =
@@ -93,7 +94,7 @@ export async function bootOrganism(options: BootOptions): Promise<BootedOrganism
       cluster: {
         ...store.cluster,
         configHash: mine.hash,
-        maxAttempts: loaded.config.journal.maxAttempts,
+        maxAttempts: attemptLimits(loaded.config),
         ...(worker
           ? {
               checkConfig: (stored: { hash: string; text: string } | null) => {

@@ -40,6 +40,7 @@ import { Follower } from './follower.js';
 import { McpCalls } from './mcp-calls.js';
 import { CodeToolCalls } from './code-tool-calls.js';
 import { organismQueries, type OrganismQueries } from './queries.js';
+import { attemptLimits } from '../pump/retry-policy.js';
 import { replyFormatOf } from './reply-format.js';
 
 export type { OrganismStorage, StorageParts } from '../core/storage.js';
@@ -194,7 +195,7 @@ export class Organism {
     // Heard before anything stored is read: a pause or kill stored meanwhile is not missed.
     await this.follower.start();
     await this.operator.refresh?.();
-    const { messages, report } = await this.storage.queue.recover(this.bootId, this.config.journal.maxAttempts);
+    const { messages, report } = await this.storage.queue.recover(this.bootId, attemptLimits(this.config));
     await this.budgetKeeper.restore(messages.map((m) => m.threadId));
     const pausedAgents = this.reapplyPauses();
     this.recovery = { ...report, pausedAgents };

@@ -11,6 +11,7 @@ export const SYSTEM_ERROR_DEF: PayloadTypeDef = definePayload(
     reason: { type: 'string?', description: 'Failure reason' },
     messageId: { type: 'string?', description: 'The message the error is about' },
     to: { type: 'string?', description: 'The intended recipient of that message' },
+    attempts: { type: 'integer?', description: 'A failure routed by `on_error`: the tries the failed delivery had' },
   },
   { description: 'An error reported by the organism' },
 );

@@ -1,6 +1,8 @@
 import type { HandlerContext, HandlerLogger } from '../core/handler.js';
 import type { BoundLlmClient } from '../llm/types.js';
-import { BUDGET_WARNING_TYPE, SYSTEM_ERROR_TYPE, type Message } from '../core/message.js';
+import { BUDGET_WARNING_TYPE, isSystemName, SYSTEM_ERROR_TYPE, type Message } from '../core/message.js';
+import type { FailureReason } from '../core/delivery.js';
+import { retryDelayMs } from './retry-policy.js';
 import type { Claim } from '../core/queue.js';
 import { Errors, OrganismError } from '../errors/catalogue.js';
 import type { Logger } from '../util/logger.js';
@@ -91,9 +93,10 @@ export class Deliveries {
     this.books.step(() => deps.queue.started(message), false);
 
     try {
-      if (SYSTEM_PAYLOADS.has(message.payloadType)) {
+      if (SYSTEM_PAYLOADS.has(message.payloadType) && isSystemName(message.from)) {
         // System notices are recorded in the listener's history (an LLM agent sees them in its
-        // next prompt) without running the handler, so they can never start a loop.
+        // next prompt) without running the handler, so they can never start a loop. A
+        // SystemError a listener sent (its failure routed by `on_error`) runs the handler.
         this.handlerDone(delivery);
         const { acked, notices } = await this.outcomes.ack(delivery, [], null);
         this.send(notices, thread);
@@ -155,7 +158,9 @@ export class Deliveries {
       return;
     }
     if (cause === 'timeout') {
-      this.send(await this.outcomes.fail(d, 'timeout', Errors.HANDLER_TIMEOUT(runtime.name, timeoutMs).detail, message.from), thread);
+      const error = Errors.HANDLER_TIMEOUT(runtime.name, timeoutMs).detail;
+      if (await this.retried(d, 'timeout', error)) return;
+      this.send(await this.outcomes.fail(d, 'timeout', error, message.from), thread);
       return;
     }
     if (!outcome.ok) {
@@ -165,7 +170,9 @@ export class Deliveries {
         return;
       }
       const text = outcome.error instanceof OrganismError ? outcome.error.detail : errorText(outcome.error);
-      this.send(await this.outcomes.fail(d, 'handler_error', Errors.HANDLER_FAILED(runtime.name, text).detail, message.from), thread);
+      const error = Errors.HANDLER_FAILED(runtime.name, text).detail;
+      if (await this.retried(d, 'handler_error', error)) return;
+      this.send(await this.outcomes.fail(d, 'handler_error', error, message.from), thread);
       return;
     }
     const normalized = normalizeResult(outcome.result);
@@ -202,6 +209,35 @@ export class Deliveries {
       thread.error ??= r.error;
     }
     this.send(outgoing, thread);
+  }
+
+  /**
+   * The listener's `retry:` for a thrown error or a timeout: while the delivery has attempts
+   * left, the try is booked failed and the entry goes back to PENDING, due after the backoff
+   * (the message waits on its queue or in the store, holding no handler slot). True when the
+   * delivery ended so (retried, or left for the next start by a shutdown); false: it fails now.
+   */
+  private async retried(d: Delivery, reason: FailureReason, error: string): Promise<boolean> {
+    const { message, runtime, thread } = d;
+    const policy = runtime.config.retry;
+    if (!policy || message.attempt >= policy.maxAttempts || thread.status === 'killed') return false;
+    const { state } = this;
+    const delayMs = retryDelayMs(policy, message.attempt);
+    const booked = await this.outcomes.retry(d, reason, error, state.now() + delayMs);
+    if (booked === null) return true;
+    if ('redirect' in booked) {
+      const { redirect } = booked;
+      this.send(await this.outcomes.fail(d, redirect.reason, redirect.error, redirect.reason === 'killed' ? null : message.from), thread);
+      return true;
+    }
+    const retry = booked.next;
+    d.outcome = { acked: false, reason, error };
+    state.deps.logger.info(
+      { ...d.watch?.logFields, messageId: message.id, threadId: message.threadId, to: message.to, attempt: message.attempt, nextAttemptAt: retry.notBefore, reason },
+      `${error}; retried as attempt ${retry.attempt} of ${policy.maxAttempts} in ${delayMs} ms`,
+    );
+    this.intake.requeue(retry, thread);
+    return true;
   }
 
   /**

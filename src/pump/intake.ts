@@ -47,4 +47,18 @@ export class Intake {
     }
     this.lifecycle.settle(thread);
   }
+
+  /**
+   * Places the next attempt of a retried delivery (the same message, journaled already): not a
+   * new message of its thread, so nothing is counted but its wait.
+   */
+  requeue(message: Message, thread: LiveThread): void {
+    const { state } = this;
+    state.deps.bus.emit({ type: 'message', message, state: 'PENDING' });
+    if (state.deps.queue.place(message) === 'queued') {
+      state.threads.touch(thread);
+      state.queued++;
+      thread.queued++;
+    }
+  }
 }

@@ -1,12 +1,12 @@
 import type { FailureReason } from '../core/delivery.js';
-import { isSystemName, type Message } from '../core/message.js';
+import { isSystemName, SYSTEM_ERROR_TYPE, type Message } from '../core/message.js';
 import type { FencedResult } from '../core/work-source.js';
 import { storableText } from '../util/storable-text.js';
 import type { Bookkeeping, Redirect } from './bookkeeping.js';
 import type { DeliveryWatch } from './observer.js';
 import type { Refused } from './routing.js';
 import type { Delivery, PumpState } from './state.js';
-import { systemErrorMessage } from './system-messages.js';
+import { routedFailureMessage, systemErrorMessage } from './system-messages.js';
 
 /**
  * How deliveries end in the journal, through the queue: a delivery's ack or failure (retried
@@ -36,7 +36,7 @@ export class Outcomes {
       thread.error ??= error;
     }
     const target = !bare && notify !== null && !isSystemName(notify) && thread.status !== 'killed' ? notify : null;
-    const notice = target ? traced([systemErrorMessage(message, target, reason, error, this.state.now())], d.watch) : [];
+    const notice = traced([...(target ? [systemErrorMessage(message, target, reason, error, this.state.now())] : []), ...(bare ? [] : this.routedFailure(d, reason, error))], d.watch);
     if (bare) d.usage.length = 0;
     const booked = await this.book(d, { reason, error }, notice, reason === 'killed' ? null : error);
     if (typeof booked === 'object') {
@@ -58,6 +58,51 @@ export class Outcomes {
     deps.bus.emit({ type: 'journal_failed', message, reason, error });
     deps.logger.warn({ ...d.watch?.logFields, messageId: message.id, threadId: message.threadId, to: message.to, reason }, error);
     return notice;
+  }
+
+  /**
+   * The final failure routed to the listener's `on_error` handler, if it names one: not for a
+   * kill (nothing of the thread is to run), and never for a delivery that was itself a routed
+   * failure (any SystemError a handler ran on): a failing error handler's failure goes to
+   * nobody's handler, so error routing cannot loop.
+   */
+  private routedFailure(d: Delivery, reason: FailureReason, error: string): Message[] {
+    const { message, runtime, thread } = d;
+    const target = runtime.config.onError;
+    if (!target || reason === 'killed' || thread.status === 'killed' || message.payloadType === SYSTEM_ERROR_TYPE) return [];
+    return [routedFailureMessage(message, runtime.name, target, reason, error, this.state.now())];
+  }
+
+  /**
+   * Books a failed try for a retry: the entry back to PENDING at the next attempt, due at
+   * `notBefore`, with the usage the try caused. The next attempt's message to place; null
+   * when nothing is to be placed (a shutdown came first: the entry stays DISPATCHED and the
+   * next start delivers it; or the claim was lost); a Redirect when the store refused the write
+   * or the thread was killed meanwhile (the delivery fails as it says instead).
+   */
+  async retry(d: Delivery, reason: FailureReason, error: string, notBefore: number): Promise<{ next: Message } | { redirect: Redirect } | null> {
+    const { message } = d;
+    const { deps } = this.state;
+    let next: Message | null = null;
+    const written = { outgoing: [], usage: d.usage, threadError: null };
+    const booked = await this.books.write(
+      d,
+      async (guard) => {
+        next = await deps.queue.retry(message, reason, storableText(error), notBefore, guard ? { ...written, guard } : written);
+      },
+      true,
+    );
+    if (typeof booked === 'object') return { redirect: booked };
+    if (!booked) return null;
+    const placed = next as Message | null;
+    if (placed === null) {
+      deps.logger.warn(
+        { messageId: message.id, threadId: message.threadId, to: message.to, attempt: message.attempt },
+        'lease lost: another process took this delivery over; its retry is dropped',
+      );
+      return null;
+    }
+    return { next: placed };
   }
 
   /**

@@ -24,3 +24,16 @@ export function systemErrorMessage(cause: Message, to: string, reason: FailureRe
     attempt: 1,
   };
 }
+
+/**
+ * The final failure of a delivery of `listener`, routed to its `on_error` listener: a
+ * SystemError sent by the listener itself (not by `system.*`), so the target's handler runs
+ * on it (see Deliveries.deliver). `attempts`: the tries the delivery had.
+ */
+export function routedFailureMessage(cause: Message, listener: string, target: string, reason: FailureReason, error: string, now: number): Message {
+  return {
+    ...systemErrorMessage(cause, target, reason, error, now, { messageId: cause.id, to: listener }),
+    from: listener,
+    payload: { error, code: reason, reason, messageId: cause.id, to: listener, attempts: cause.attempt },
+  };
+}

@@ -1,7 +1,7 @@
 import type { FailureReason } from '../core/delivery.js';
 import { EXTERNAL_SENDER, type Message } from '../core/message.js';
 import type { DeliveryQueue, Placement, QueueHost } from '../core/queue.js';
-import type { Journal, RecoveredMessages } from '../core/journal.js';
+import type { Journal, MaxAttempts, RecoveredMessages } from '../core/journal.js';
 import type { ThreadRecord, ThreadStore } from '../core/thread.js';
 import type { AgentLoad, DeliveryOutcomeWrite, FencedResult, ProcessList, WorkerRecord } from '../core/work-source.js';
 import { ListenerQueue } from './listener-queue.js';
@@ -38,19 +38,25 @@ export class EmbeddedQueue implements DeliveryQueue {
   private turnStartedAt: number | null = null;
   /** A turn ran out of budget with work left: the next macrotask dispatches again. */
   private turnExhausted = false;
+  /** Timers of the retries waiting out their backoff on a listener's queue (see place). */
+  private readonly wakeUps = new Set<NodeJS.Timeout>();
 
   constructor(
     private readonly journal: Journal,
     readonly threadRecords: ThreadStore,
+    private readonly now: () => number = Date.now,
   ) {}
 
   open(host: QueueHost): void {
     this.host = host;
   }
 
-  close(): void {}
+  close(): void {
+    for (const timer of this.wakeUps) clearTimeout(timer);
+    this.wakeUps.clear();
+  }
 
-  recover(bootId: string, maxAttempts: number): Promise<RecoveredMessages> {
+  recover(bootId: string, maxAttempts: MaxAttempts): Promise<RecoveredMessages> {
     return this.journal.recover(bootId, maxAttempts);
   }
 
@@ -77,7 +83,10 @@ export class EmbeddedQueue implements DeliveryQueue {
     }
     let queue = this.queues.get(message.to);
     if (!queue) this.queues.set(message.to, (queue = new ListenerQueue()));
-    queue.push(message);
+    const wait = message.notBefore === undefined ? 0 : message.notBefore - this.now();
+    if (wait > 0) this.sleep(queue, message, wait);
+    else if (message.notBefore !== undefined) queue.unshift(message);
+    else queue.push(message);
     if (!this.admitted.delete(message.id)) this.waiting++;
     return 'queued';
   }
@@ -116,6 +125,10 @@ export class EmbeddedQueue implements DeliveryQueue {
   async fail(message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
     await this.journal.failed(message, reason, error, outcome.outgoing, outcome.usage, outcome.guard);
     return COMMITTED;
+  }
+
+  async retry(message: Message, reason: FailureReason, error: string, notBefore: number, outcome: DeliveryOutcomeWrite): Promise<Message> {
+    return this.journal.retried(message, reason, error, notBefore, outcome.usage, outcome.guard);
   }
 
   async refuse(message: Message, reason: FailureReason, error: string): Promise<void> {
@@ -189,6 +202,28 @@ export class EmbeddedQueue implements DeliveryQueue {
   async thread(id: string, live: ThreadRecord | null): Promise<ThreadRecord | null> {
     // The live view first: the store's record is written behind it.
     return live ?? (await this.threadRecords.get(id));
+  }
+
+  /**
+   * A retry waits at the head of its thread on its listener's queue, its thread not ready
+   * until its time: no handler slot is held, other threads and listeners go on. A timer (no
+   * sleep anywhere) wakes it; the journal keeps the time, so a restart waits it out too.
+   */
+  private sleep(queue: ListenerQueue, message: Message, wait: number): void {
+    queue.defer(message);
+    this.wakeAt(queue, message, wait);
+  }
+
+  /** Wakes the retry at its time; a timer may fire a little before the wall clock says so, then it waits the rest. */
+  private wakeAt(queue: ListenerQueue, message: Message, wait: number): void {
+    const timer = setTimeout(() => {
+      this.wakeUps.delete(timer);
+      const left = (message.notBefore ?? 0) - this.now();
+      if (left > 0) return this.wakeAt(queue, message, left);
+      queue.wake(message.threadId);
+      this.schedule();
+    }, wait);
+    this.wakeUps.add(timer);
   }
 
   private forget(messages: readonly Message[]): void {

@@ -12,6 +12,8 @@ export class ListenerQueue {
   private readyHead = 0;
   private readonly readySet = new Set<string>();
   private readonly busy = new Set<string>();
+  /** Threads whose head is a retry waiting out its backoff: not ready until woken. */
+  private readonly sleeping = new Set<string>();
   private count = 0;
 
   get size(): number {
@@ -33,6 +35,22 @@ export class ListenerQueue {
     else this.byThread.set(message.threadId, [message]);
     this.count++;
     this.markReady(message.threadId);
+  }
+
+  /**
+   * Puts a retry at the head of its thread (it is older than whatever of the thread came for
+   * this listener since) and keeps the thread from being taken until `wake`: the thread's later
+   * messages wait behind it, other threads go on.
+   */
+  defer(message: Message): void {
+    this.sleeping.add(message.threadId);
+    this.unshift(message);
+  }
+
+  /** A deferred retry's time came: its thread may be taken again. */
+  wake(threadId: string): void {
+    if (!this.sleeping.delete(threadId)) return;
+    if (this.byThread.has(threadId)) this.markReady(threadId);
   }
 
   hasReady(): boolean {
@@ -66,6 +84,7 @@ export class ListenerQueue {
   drainThread(threadId: string): Message[] {
     const list = this.byThread.get(threadId) ?? [];
     this.byThread.delete(threadId);
+    this.sleeping.delete(threadId);
     this.count -= list.length;
     return list;
   }
@@ -75,6 +94,7 @@ export class ListenerQueue {
     const all: Message[] = [];
     for (const list of this.byThread.values()) all.push(...list);
     this.byThread.clear();
+    this.sleeping.clear();
     this.ready.length = 0;
     this.readyHead = 0;
     this.readySet.clear();
@@ -83,7 +103,7 @@ export class ListenerQueue {
   }
 
   private markReady(threadId: string): void {
-    if (this.busy.has(threadId) || this.readySet.has(threadId)) return;
+    if (this.busy.has(threadId) || this.sleeping.has(threadId) || this.readySet.has(threadId)) return;
     this.readySet.add(threadId);
     this.ready.push(threadId);
   }

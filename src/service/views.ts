@@ -84,6 +84,7 @@ export function deliveryTimesView(e: JournalEntry) {
     failureReason: e.failureReason,
     error: e.error,
     earlierAttempts: e.earlierAttempts.map(earlierAttemptView),
+    nextAttemptAt: isoOrNull(e.nextAttemptAt ?? null),
   };
 }
 

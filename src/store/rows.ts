@@ -28,6 +28,8 @@ export interface JournalRow {
   trace_context: string | null;
   /** JSON array of EarlierAttempt; null until the entry is first sent again. */
   earlier_attempts: string | null;
+  /** A PENDING retry's backoff: not delivered before this time (ms); null otherwise (absent before the column existed). */
+  next_attempt_at?: number | null;
 }
 
 export function messageOf(r: JournalRow): Message {
@@ -47,6 +49,12 @@ export function messageOf(r: JournalRow): Message {
   };
 }
 
+/** A PENDING entry as recovery hands it back: with its retry's `notBefore` when it waits out a backoff. */
+export function pendingMessageOf(r: JournalRow): Message {
+  const m = messageOf(r);
+  return r.next_attempt_at != null ? { ...m, notBefore: Number(r.next_attempt_at) } : m;
+}
+
 export function entryOf(r: JournalRow): JournalEntry {
   return {
     message: messageOf(r),
@@ -59,6 +67,7 @@ export function entryOf(r: JournalRow): JournalEntry {
     failureReason: r.failure_reason as FailureReason | null,
     error: r.error,
     earlierAttempts: r.earlier_attempts ? (JSON.parse(r.earlier_attempts) as EarlierAttempt[]) : [],
+    nextAttemptAt: r.state === 'PENDING' && r.next_attempt_at != null ? Number(r.next_attempt_at) : null,
   };
 }
 

@@ -216,6 +216,21 @@ describe.skipIf(!run)('cluster-mode PostgreSQL journal: claims, leases, fenced o
     expect(entry.dispatchedAt).toBeGreaterThanOrEqual(entry.earlierAttempts[0]!.requeuedAt);
   });
 
+  it("takes a claim back under its listener's retry.max_attempts, which replaces journal.max_attempts for it", async () => {
+    place();
+    const limits = { default: 1, byListener: { a: 3 } };
+    const p = await open({ leaseMs: 60_000, maxAttempts: limits, name: 'dead' });
+    const [toA, toB] = [message('t1', 'a', 'kept'), message('t2', 'b', 'doomed')];
+    await p.journal.pending([toA, toB]);
+    await p.work!.claim(['a', 'b'], 2, { global: 10, perAgent: 10 });
+    await rows(`UPDATE workers SET heartbeat_at = 0 WHERE name = 'dead'`);
+    await open({ leaseMs: 300, maxAttempts: limits }); // notices at its start
+    expect(await rows(`SELECT recipient, state, attempt, error FROM journal ORDER BY recipient`)).toEqual([
+      { recipient: 'a', state: 'PENDING', attempt: 2, error: null },
+      { recipient: 'b', state: 'FAILED', attempt: 1, error: 'Gave up after the worker holding it stopped or lost its lease 1 time(s) (journal.max_attempts = 1)' },
+    ]);
+  });
+
   it('fails a claim taken back past journal.max_attempts, and the thread ends in error', async () => {
     place();
     const p = await open({ leaseMs: 60_000, maxAttempts: 1, name: 'dead' });
@@ -414,6 +429,35 @@ describe.skipIf(!run)('cluster-mode PostgreSQL journal: claims, leases, fenced o
     const claimed = await p.work!.claim([odd, 'b'], 5, { global: Number.POSITIVE_INFINITY, perAgent: 10 });
     expect(claimed.map((c) => c.message.to)).toEqual([odd]);
     expect(await rows(`SELECT recipient, state FROM journal`)).toEqual([{ recipient: odd, state: 'DISPATCHED' }]);
+  });
+
+  it("passes a retry over until its next try time (its thread's later message to the listener waits behind it, other threads go on); the retry is fenced by the claim", async () => {
+    place();
+    const [p, q] = [await open({ name: 'p' }), await open({ name: 'q' })];
+    const first = message('t1', 'a', 'first');
+    const later = message('t1', 'a', 'later');
+    await p.journal.pending([first, later]);
+    const [claimed] = await p.work!.claim(['a'], 1, { global: 10, perAgent: 10 });
+    expect(claimed!.message.id).toBe(first.id);
+    // Not q's claim: its retry writes nothing.
+    expect(await q.work!.retry(claimed!.message, 'handler_error', 'boom', Date.now(), NO_OUTCOME)).toBeNull();
+    const notBefore = Date.now() + 1_500;
+    const next = await p.work!.retry(claimed!.message, 'handler_error', 'boom', notBefore, NO_OUTCOME);
+    expect(next).toMatchObject({ id: first.id, attempt: 2, notBefore });
+    expect(await rows(`SELECT state, attempt, attempts, next_attempt_at::float8 AS at, claimed_by FROM journal WHERE id = $1`, [first.id])).toEqual([
+      { state: 'PENDING', attempt: 2, attempts: 1, at: notBefore, claimed_by: null },
+    ]);
+    await p.journal.pending([message('t2', 'a', 'other thread')]);
+    // Before its time only the other thread's message is claimable (t1's later one waits behind the retry).
+    const early = await q.work!.claim(['a'], 10, { global: 10, perAgent: 10 });
+    expect(early.map((w) => w.message.threadId)).toEqual(['t2']);
+    const again = await waitFor(async () => (await q.work!.claim(['a'], 10, { global: 10, perAgent: 10 }))[0]);
+    expect(Date.now()).toBeGreaterThanOrEqual(notBefore);
+    expect(again.message).toMatchObject({ id: first.id, attempt: 2 });
+    expect(await rows(`SELECT state, attempts, next_attempt_at FROM journal WHERE id = $1`, [first.id])).toEqual([{ state: 'DISPATCHED', attempts: 2, next_attempt_at: null }]);
+    expect((await q.journal.get(first.id))!.earlierAttempts).toEqual([
+      { attempt: 1, dispatchedAt: expect.any(Number), endedAt: expect.any(Number), outcome: 'failed', failureReason: 'handler_error', error: 'boom', requeuedAt: expect.any(Number) },
+    ]);
   });
 });
 

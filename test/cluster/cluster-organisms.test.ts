@@ -43,6 +43,32 @@ describe.skipIf(!run)('organisms sharing PostgreSQL', () => {
     return organism;
   };
 
+  it('a retry in a cluster: the try that threw goes back to the store, due after its backoff, and a worker runs it then, up to ctx.attempt 3', async () => {
+    place();
+    const tries: Array<{ attempt: number; at: number }> = [];
+    const retry = { maxAttempts: 3, backoff: 'exponential' as const, initialSeconds: 0.2, maxSeconds: 5 };
+    const flaky = listener('w', {
+      retry,
+      handler: (_p, ctx) => {
+        tries.push({ attempt: ctx.attempt, at: Date.now() });
+        if (tries.length < 3) throw new Error(`try ${tries.length} broke`);
+      },
+    });
+    const api = await process([listener('w')], { handlers: false });
+    await process([flaky], { kind: 'worker', name: 'w1' });
+    const { threadId, messageId } = await api.inject('w', { text: 'x' });
+    await eventually(async () => (await api.thread(threadId))?.status === 'completed', 20_000, 'the thread to complete');
+    expect(tries.map((t) => t.attempt)).toEqual([1, 2, 3]);
+    expect(tries[1]!.at - tries[0]!.at).toBeGreaterThanOrEqual(200);
+    expect(tries[2]!.at - tries[1]!.at).toBeGreaterThanOrEqual(400);
+    const entry = (await api.storage.journal.get(messageId))!;
+    expect(entry).toMatchObject({ state: 'ACKED', attempts: 3, nextAttemptAt: null });
+    expect(entry.earlierAttempts.map((a) => [a.attempt, a.outcome, a.failureReason])).toEqual([
+      [1, 'failed', 'handler_error'],
+      [2, 'failed', 'handler_error'],
+    ]);
+  });
+
   it('limits.max_queue bounds the organism-wide queue: injects past it are refused busy whichever API process takes them, and a waiting one gets in once a worker claims', async () => {
     place();
     const api = { handlers: false } as const;

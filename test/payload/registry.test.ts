@@ -14,6 +14,8 @@ describe('PayloadRegistry', () => {
       ['reason', 'string', true],
       ['messageId', 'string', true],
       ['to', 'string', true],
+      // A failure routed by a listener's `on_error`: how many tries the delivery had.
+      ['attempts', 'integer', true],
     ]);
     expect(BUDGET_WARNING_DEF.fields.map((f) => [f.name, f.type.kind, f.optional])).toEqual([
       ['percentUsed', 'number', false],

@@ -32,6 +32,8 @@ export function listener(name: string, spec: ListenerSpec = {}): ResolvedListene
     ...(rest.maxToolRounds !== undefined ? { maxToolRounds: rest.maxToolRounds } : {}),
     ...(rest.maxToolCallsPerRound !== undefined ? { maxToolCallsPerRound: rest.maxToolCallsPerRound } : {}),
     maxMessagesPerReply: rest.maxMessagesPerReply ?? null,
+    ...(rest.retry !== undefined ? { retry: rest.retry } : {}),
+    ...(rest.onError !== undefined ? { onError: rest.onError } : {}),
   };
   return { config, handler, handlerVersion: `v1:${name}` };
 }

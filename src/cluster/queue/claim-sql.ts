@@ -31,6 +31,8 @@ const CLAIM_SQL = `
     SELECT c.seq FROM agents a CROSS JOIN LATERAL (
       SELECT j.seq FROM journal j
       WHERE j.state = 'PENDING' AND j.recipient = a.name
+        -- A retry waiting out its backoff is not claimed before its time (it still heads its pair).
+        AND (j.next_attempt_at IS NULL OR j.next_attempt_at <= $6::bigint)
         -- The pair's DISPATCHED entry if any, else its oldest PENDING one, must be this one. A
         -- scalar subquery: run per candidate on journal_open by (thread, recipient), whatever the
         -- planner's estimates (as an anti join on a freshly filled table it scanned the recipient).
@@ -44,7 +46,7 @@ const CLAIM_SQL = `
   chosen AS (SELECT seq FROM candidates ORDER BY seq LIMIT (SELECT n FROM room)),
   locked AS (SELECT j.seq FROM journal j WHERE j.seq IN (SELECT seq FROM chosen) AND j.state = 'PENDING' FOR UPDATE SKIP LOCKED),
   claimed AS (
-    UPDATE journal j SET state = 'DISPATCHED', claimed_by = $1, attempts = j.attempt, dispatched_at = $6
+    UPDATE journal j SET state = 'DISPATCHED', claimed_by = $1, attempts = j.attempt, dispatched_at = $6, next_attempt_at = NULL
     FROM locked WHERE j.seq = locked.seq
     RETURNING j.*),
   -- The kept counts, in this claimer's slot: PENDING -n, DISPATCHED +n.

@@ -4,12 +4,12 @@ import type { FailureReason } from '../../core/delivery.js';
 import { EXTERNAL_SENDER, type Message } from '../../core/message.js';
 import type { AgentLoad, ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedResult, TakenBack } from '../../core/work-source.js';
 import { messageOf, type JournalRow } from '../../store/rows.js';
-import type { RecoveredMessages, RecoveryReport } from '../../core/journal.js';
+import { attemptLimitOf, type MaxAttempts, type RecoveredMessages, type RecoveryReport } from '../../core/journal.js';
 import type { Channels } from '../bus/channels.js';
 import { CLAIM_RESULT, claimTransaction } from './claim-sql.js';
 import { PgLots } from './lots.js';
 import { COUNT_SQL, FOLD_SLOTS_SQL } from '../../store/postgres/journal-counts.js';
-import { PgJournal, pgKeepAttemptSql } from '../../store/postgres/journal.js';
+import { PgJournal, pgKeepAttemptSql, pgRetrySet } from '../../store/postgres/journal.js';
 import { pgRuntimeError, type Reader } from '../../store/postgres/pool.js';
 import { countInThreads, settleThreads, settleThreadsAtCommit } from './cluster-threads.js';
 import { insertUsage } from '../../store/postgres/usage-writes.js';
@@ -104,7 +104,7 @@ export class PgClusterJournal extends PgJournal {
    * expired-lease rule takes claims back (PgWorkSource, every heartbeat). Nothing is handed
    * back to queue in memory: the pump claims what is PENDING.
    */
-  override async recover(bootId: string, _maxAttempts: number): Promise<RecoveredMessages> {
+  override async recover(bootId: string, _maxAttempts: MaxAttempts): Promise<RecoveredMessages> {
     const started = performance.now();
     await this.writer.flush();
     const pending = (await this.pool.query<{ n: number }>(COUNT_SQL, ['journal:PENDING'])).rows[0]!.n;
@@ -226,6 +226,27 @@ export class PgClusterJournal extends PgJournal {
     return this.settled(message, this.outcomes.submit({ workerId, message, to: 'FAILED', reason, error, outcome: { ...outcome, threadError } }));
   }
 
+  /**
+   * A failed try of a claimed delivery back to PENDING for a retry, fenced like an outcome:
+   * only while the claim is `workerId`'s at this attempt. Claimers pass the entry over until
+   * its next_attempt_at (see claim-sql.ts); it blocks its thread's later messages to the same
+   * listener meanwhile, as any oldest PENDING entry of the pair does. Null: not ours any more.
+   */
+  retryClaimed(workerId: string, message: Message, reason: FailureReason, error: string, notBefore: number, outcome: DeliveryOutcomeWrite): Promise<Message | null> {
+    const now = this.now();
+    return this.writer.transaction(async (tx) => {
+      const r = await tx.query(
+        `UPDATE journal SET state = 'PENDING', ${pgRetrySet('$4', '$5', '$6', '$7', '$8')}
+         WHERE id = $1 AND state = 'DISPATCHED' AND claimed_by = $2 AND attempt = $3`,
+        [message.id, workerId, message.attempt, message.attempt, now, reason, error, notBefore],
+      );
+      if ((r.rowCount ?? 0) === 0) return null;
+      this.counts.moved('DISPATCHED', 'PENDING');
+      await insertUsage(tx, outcome.usage);
+      return { ...message, attempt: message.attempt + 1, notBefore };
+    });
+  }
+
   /** An outcome that finished its thread finished its budget in the same commit (see settleThreads): the ledger is told. */
   private async settled(message: Message, result: Promise<FencedResult>): Promise<FencedResult> {
     const r = await result;
@@ -239,7 +260,7 @@ export class PgClusterJournal extends PgJournal {
    * max_attempts once past `maxAttempts`. Returns how many went back to PENDING and FAILED, in
    * all and per process that held them.
    */
-  reclaimExpired(maxAttempts: number, onlyWorker?: string, orphans?: OrphanedClaims): Promise<Reclaimed> {
+  reclaimExpired(maxAttempts: MaxAttempts, onlyWorker?: string, orphans?: OrphanedClaims): Promise<Reclaimed> {
     const now = this.now();
     return this.writer.transaction(async (tx) => {
       const holders = orphans
@@ -249,14 +270,15 @@ export class PgClusterJournal extends PgJournal {
           : `(j.claimed_by IS NULL OR j.claimed_by NOT IN (SELECT id FROM workers WHERE stopped_at IS NULL AND heartbeat_at >= $1::bigint - lease_ms))`;
       const params = orphans ? [orphans.worker, orphans.claimedBefore, [...orphans.held]] : [onlyWorker ?? now];
       const taken = (
-        await tx.query<{ seq: number; thread_id: string; attempt: number; claimed_by: string | null }>(
-          `SELECT j.seq, j.thread_id, j.attempt, j.claimed_by FROM journal j WHERE j.state = 'DISPATCHED' AND ${holders} FOR UPDATE SKIP LOCKED`,
+        await tx.query<{ seq: number; thread_id: string; recipient: string; attempt: number; claimed_by: string | null }>(
+          `SELECT j.seq, j.thread_id, j.recipient, j.attempt, j.claimed_by FROM journal j WHERE j.state = 'DISPATCHED' AND ${holders} FOR UPDATE SKIP LOCKED`,
           params,
         )
       ).rows;
       if (taken.length === 0) return { retried: 0, failed: 0, from: [] };
-      const give = taken.filter((r) => r.attempt + 1 > maxAttempts);
-      const retry = taken.filter((r) => r.attempt + 1 <= maxAttempts);
+      const outOfAttempts = (r: { recipient: string; attempt: number }) => r.attempt + 1 > attemptLimitOf(maxAttempts, r.recipient).max;
+      const give = taken.filter(outOfAttempts);
+      const retry = taken.filter((r) => !outOfAttempts(r));
       if (retry.length > 0) {
         await tx.query(`UPDATE journal SET state = 'PENDING', attempt = attempt + 1, claimed_by = NULL, ${pgKeepAttemptSql('interrupted', '$2')} WHERE seq = ANY($1::bigint[])`, [
           retry.map((r) => r.seq),
@@ -266,14 +288,24 @@ export class PgClusterJournal extends PgJournal {
         notifyAtCommit(tx, this.channels.work);
       }
       if (give.length > 0) {
-        const error = `Gave up after the worker holding it stopped or lost its lease ${maxAttempts} time(s) (journal.max_attempts = ${maxAttempts})`;
-        await tx.query(`UPDATE journal SET state = 'FAILED', failed_at = $2, failure_reason = 'max_attempts', error = $3 WHERE seq = ANY($1::bigint[])`, [
-          give.map((r) => r.seq),
-          now,
-          error,
-        ]);
+        // One error per limit (journal.max_attempts, or a listener's retry.max_attempts).
+        const errors = new Map<string, typeof give>();
+        for (const r of give) {
+          const limit = attemptLimitOf(maxAttempts, r.recipient);
+          const error = `Gave up after the worker holding it stopped or lost its lease ${limit.max} time(s) (${limit.key} = ${limit.max})`;
+          errors.set(error, [...(errors.get(error) ?? []), r]);
+        }
+        const threadErrors = new Map<string, string>();
+        for (const [error, rows] of errors) {
+          await tx.query(`UPDATE journal SET state = 'FAILED', failed_at = $2, failure_reason = 'max_attempts', error = $3 WHERE seq = ANY($1::bigint[])`, [
+            rows.map((r) => r.seq),
+            now,
+            error,
+          ]);
+          for (const r of rows) if (!threadErrors.has(r.thread_id)) threadErrors.set(r.thread_id, error);
+        }
         for (let i = 0; i < give.length; i++) this.counts.moved('DISPATCHED', 'FAILED');
-        await settleThreads(tx, new Map(give.map((r) => [r.thread_id, error])), now, false);
+        await settleThreads(tx, threadErrors, now, false);
       }
       const holderIds = [...new Set(taken.map((r) => r.claimed_by).filter((id): id is string => id !== null))];
       const names = new Map(
@@ -283,7 +315,7 @@ export class PgClusterJournal extends PgJournal {
       for (const r of taken) {
         let one = from.get(r.claimed_by);
         if (!one) from.set(r.claimed_by, (one = { worker: r.claimed_by, name: r.claimed_by === null ? null : (names.get(r.claimed_by) ?? null), retried: 0, failed: 0 }));
-        if (r.attempt + 1 > maxAttempts) one.failed++;
+        if (outOfAttempts(r)) one.failed++;
         else one.retried++;
       }
       return { retried: retry.length, failed: give.length, from: [...from.values()] };

@@ -1,7 +1,7 @@
 import type { FailureReason } from '../../core/delivery.js';
 import { EXTERNAL_SENDER, type Message } from '../../core/message.js';
 import type { DeliveryQueue, Placement, QueueHost } from '../../core/queue.js';
-import type { Journal, RecoveredMessages } from '../../core/journal.js';
+import type { Journal, MaxAttempts, RecoveredMessages } from '../../core/journal.js';
 import type { ThreadRecord, ThreadStore } from '../../core/thread.js';
 import {
   recordsKeptByStore,
@@ -63,7 +63,7 @@ export class ClusterQueue implements DeliveryQueue {
   }
 
   /** The journal's recovery of a clustered store returns nothing to deliver: claims that outlived their process come back by lease. */
-  recover(bootId: string, maxAttempts: number): Promise<RecoveredMessages> {
+  recover(bootId: string, maxAttempts: MaxAttempts): Promise<RecoveredMessages> {
     return this.journal.recover(bootId, maxAttempts);
   }
 
@@ -112,6 +112,16 @@ export class ClusterQueue implements DeliveryQueue {
 
   fail(message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
     return this.ended(message, this.work.fail(message, reason, error, outcome));
+  }
+
+  /**
+   * Fenced by the claim; the entry waits PENDING in the store, passed over by every claimer
+   * until its time (a claimer's poll, every POLL_MS, finds it then).
+   */
+  async retry(message: Message, reason: FailureReason, error: string, notBefore: number, outcome: DeliveryOutcomeWrite): Promise<Message | null> {
+    const next = await this.work.retry(message, reason, error, notBefore, outcome);
+    if (this.running.get(message.id) === message.attempt) this.running.delete(message.id);
+    return next;
   }
 
   /** A claimed delivery's outcome was written (or found not ours): it is no longer started here. */

@@ -2,6 +2,7 @@ import type { FailureReason } from '../../core/delivery.js';
 import type { Message } from '../../core/message.js';
 import type { AgentLoad, ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedResult, TakenBack, WorkSource } from '../../core/work-source.js';
 import type { Logger } from '../../util/logger.js';
+import type { MaxAttempts } from '../../core/journal.js';
 import type { WorkerRecord } from '../../core/work-source.js';
 import type { Channels, PgListener } from '../bus/channels.js';
 import type { PgClusterJournal } from './cluster-journal.js';
@@ -19,8 +20,8 @@ export interface PgWorkSourceOptions {
   readonly listener: PgListener;
   readonly channels: Channels;
   readonly me: WorkerIdentity;
-  /** journal.max_attempts: a claim taken back past it FAILS (max_attempts). */
-  readonly maxAttempts: number;
+  /** journal.max_attempts (per listener, its retry.max_attempts): a claim taken back past it FAILS (max_attempts). */
+  readonly maxAttempts: MaxAttempts;
   readonly logger?: Logger;
 }
 
@@ -105,6 +106,10 @@ export class PgWorkSource implements WorkSource {
 
   fail(message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
     return this.o.journal.failClaimed(this.workerId, message, reason, error, outcome);
+  }
+
+  retry(message: Message, reason: FailureReason, error: string, notBefore: number, outcome: DeliveryOutcomeWrite): Promise<Message | null> {
+    return this.o.journal.retryClaimed(this.workerId, message, reason, error, notBefore, outcome);
   }
 
   claimCertain(claimedAt: number): boolean {

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Name, NullableString, NullableTimestamp, PageFields, PageQuery, SuccessFlag, Timestamp } from './common.js';
+import { Name, Nullable, NullableString, NullableTimestamp, PageFields, PageQuery, SuccessFlag, Timestamp } from './common.js';
 import { DeliveryState, MessageRecord } from './message.js';
 import { FindFields, SearchTruncated } from './find.js';
 
@@ -30,6 +30,9 @@ export const JournalEntryInfo = Type.Object(
     failureReason: NullableString,
     error: NullableString,
     earlierAttempts: Type.Array(EarlierAttemptInfo, { description: 'The attempts before the latest one, oldest first; the fields above describe the latest' }),
+    nextAttemptAt: Nullable(
+      Type.String({ format: 'date-time', description: "A PENDING retry waiting out its listener's backoff (`retry:`): not delivered before this time; null otherwise" }),
+    ),
   },
   { title: 'JournalEntry' },
 );

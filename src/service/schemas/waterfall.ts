@@ -20,6 +20,9 @@ export const WaterfallDelivery = Type.Object(
     failureReason: NullableString,
     error: NullableString,
     earlierAttempts: Type.Array(EarlierAttemptInfo, { description: 'Attempts before the latest one, oldest first' }),
+    nextAttemptAt: Nullable(
+      Type.String({ format: 'date-time', description: "A PENDING retry waiting out its listener's backoff (`retry:`): not delivered before this time; null otherwise" }),
+    ),
   },
   { title: 'WaterfallDelivery' },
 );

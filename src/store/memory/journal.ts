@@ -77,6 +77,19 @@ export class MemoryJournal implements Journal {
     return DONE;
   }
 
+  retried(message: Message, reason: FailureReason, error: string, notBefore: number, _usage?: readonly UsageEvent[], guard?: OutcomeGuard): Promise<Message> {
+    const refused = guard?.();
+    if (refused) return Promise.reject(refused);
+    const e = this.entries.get(message.id) ?? this.put(message);
+    const now = this.now();
+    const next: Message = { ...e.message, attempt: message.attempt + 1, notBefore };
+    const earlier: EarlierAttempt = { attempt: message.attempt, dispatchedAt: e.dispatchedAt, endedAt: now, outcome: 'failed', failureReason: reason, error, requeuedAt: now };
+    this.move(e, 'PENDING');
+    // The entry keeps its message without notBefore (what history and the API show); nextAttemptAt says when.
+    Object.assign(e, { message: { ...e.message, attempt: next.attempt }, dispatchedAt: null, nextAttemptAt: notBefore, earlierAttempts: [...e.earlierAttempts, earlier] });
+    return Promise.resolve(next);
+  }
+
   async recover(bootId: string): Promise<RecoveredMessages> {
     return { messages: [], report: { bootId, at: this.now(), durationMs: 0, pending: 0, redelivered: 0, failedMaxAttempts: 0 } };
   }
@@ -137,7 +150,7 @@ export class MemoryJournal implements Journal {
       requeuedAt: now,
     };
     this.move(e, 'PENDING');
-    Object.assign(e, { message, dispatchedAt: null, failedAt: null, failureReason: null, error: null, earlierAttempts: [...e.earlierAttempts, earlier] });
+    Object.assign(e, { message, dispatchedAt: null, failedAt: null, failureReason: null, error: null, nextAttemptAt: null, earlierAttempts: [...e.earlierAttempts, earlier] });
     return message;
   }
 
@@ -156,6 +169,7 @@ export class MemoryJournal implements Journal {
     this.counts[to]++;
     if (e.state === 'PENDING') this.pendingIds.delete(e.message.id);
     if (to === 'PENDING') this.pendingIds.add(e.message.id);
+    else e.nextAttemptAt = null; // a retry's next try time is a PENDING entry's only
     e.state = to;
   }
 
@@ -180,6 +194,7 @@ export class MemoryJournal implements Journal {
       failureReason: null,
       error: null,
       earlierAttempts: [],
+      nextAttemptAt: null,
     };
     const replaced = this.entries.get(message.id);
     if (replaced) {

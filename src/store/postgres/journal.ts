@@ -3,8 +3,8 @@ import type { FailureReason, OutcomeGuard } from '../../core/delivery.js';
 import type { Message } from '../../core/message.js';
 import type { UsageEvent } from '../../usage/types.js';
 import type { TextSearch } from '../../core/search.js';
-import { entryOf, messageOf, textParams, type JournalRow } from '../rows.js';
-import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, RecoveredMessages, RecoveryReport } from '../../core/journal.js';
+import { entryOf, messageOf, pendingMessageOf, textParams, type JournalRow } from '../rows.js';
+import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, MaxAttempts, RecoveredMessages, RecoveryReport } from '../../core/journal.js';
 import type { Page } from '../../core/page.js';
 import { DELIVERY_STATES } from '../../core/journal.js';
 import { AGENT_COUNT_SQL, COUNT_SQL, PgJournalCounts, RECOUNT_STATES_SQL } from './journal-counts.js';
@@ -26,6 +26,16 @@ export const pgKeepAttemptSql = (outcome: 'failed' | 'interrupted', now: string)
   `earlier_attempts = (COALESCE(earlier_attempts::jsonb, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('attempt', attempt, 'dispatchedAt', dispatched_at,
     'endedAt', ${outcome === 'failed' ? `COALESCE(failed_at, ${now}::bigint)` : `${now}::bigint`}, 'outcome', '${outcome}', 'failureReason', failure_reason, 'error', error,
     'requeuedAt', ${now}::bigint)))::text, dispatched_at = NULL`;
+
+/**
+ * The SET of a failed try going back to PENDING for a retry: kept in earlier_attempts with its
+ * reason and error (the row's own are empty while DISPATCHED), attempt + 1, due at `notBefore`.
+ * Parameters: the try's attempt, now, reason, error, notBefore.
+ */
+export const pgRetrySet = (attempt: string, now: string, reason: string, error: string, notBefore: string) =>
+  `attempt = ${attempt}::int + 1, next_attempt_at = ${notBefore}::bigint, claimed_by = NULL,
+    earlier_attempts = (COALESCE(earlier_attempts::jsonb, '[]'::jsonb) || jsonb_build_array(jsonb_build_object('attempt', ${attempt}::int, 'dispatchedAt', dispatched_at,
+    'endedAt', ${now}::bigint, 'outcome', 'failed', 'failureReason', ${reason}::text, 'error', ${error}::text, 'requeuedAt', ${now}::bigint)))::text, dispatched_at = NULL`;
 
 const JOURNAL_COLUMNS = `id, thread_id, sender, recipient, payload_type, payload, metadata, hops, parent_id, msg_timestamp, attempt, state, attempts, created_at, trace_context`;
 
@@ -89,7 +99,9 @@ export class PgJournal implements Journal {
   }
 
   dispatched(message: Message): Promise<void> {
-    return this.writer.write((tx) => this.transition(tx, message, 'DISPATCHED', FROM_FOR_DISPATCH, `attempts = $3, attempt = $3, dispatched_at = $4`, [message.attempt, this.now()]));
+    return this.writer.write((tx) =>
+      this.transition(tx, message, 'DISPATCHED', FROM_FOR_DISPATCH, `attempts = $3, attempt = $3, dispatched_at = $4, next_attempt_at = NULL`, [message.attempt, this.now()]),
+    );
   }
 
   acked(message: Message, outgoing: readonly Message[], usage: readonly UsageEvent[], guard?: OutcomeGuard): Promise<void> {
@@ -108,19 +120,33 @@ export class PgJournal implements Journal {
     }, guard);
   }
 
+  /** A failed try back to PENDING for a retry (see Journal.retried), with the usage it caused. */
+  retried(message: Message, reason: FailureReason, error: string, notBefore: number, usage: readonly UsageEvent[], guard?: OutcomeGuard): Promise<Message> {
+    return this.writer
+      .write(async (tx) => {
+        await this.transition(tx, message, 'PENDING', ['DISPATCHED', 'PENDING'], pgRetrySet('$3', '$4', '$5', '$6', '$7'), [message.attempt, this.now(), reason, error, notBefore]);
+        await insertUsage(tx, usage);
+      }, guard)
+      .then(() => ({ ...message, attempt: message.attempt + 1, notBefore }));
+  }
+
   /**
    * After a crash: PENDING entries go out again in their original order; DISPATCHED ones (the
    * process died mid-handler) go out with attempt + 1, or FAIL once past `maxAttempts`. The
    * per-state counts are recounted from the rows in the same transaction.
    */
-  async recover(bootId: string, maxAttempts: number): Promise<RecoveredMessages> {
+  async recover(bootId: string, maxAttempts: MaxAttempts): Promise<RecoveredMessages> {
     const started = performance.now();
     const { rows, redelivered, failedMaxAttempts } = await this.writer.transaction(async (tx) => {
+      // A listener's retry.max_attempts ($3, by recipient) replaces journal.max_attempts ($2) for it.
+      const byListener = typeof maxAttempts === 'number' ? {} : maxAttempts.byListener;
       const failed = await tx.query(
         `UPDATE journal SET state = 'FAILED', failed_at = $1, failure_reason = 'max_attempts',
-           error = 'Gave up after ' || attempt || ' interrupted attempt(s) (journal.max_attempts = ' || $2::int || ')'
-         WHERE state = 'DISPATCHED' AND attempt + 1 > $2`,
-        [this.now(), maxAttempts],
+           error = 'Gave up after ' || attempt || ' interrupted attempt(s) (' ||
+             CASE WHEN $3::jsonb ? recipient THEN 'listeners.' || recipient || '.retry.max_attempts = ' || ($3::jsonb ->> recipient)
+               ELSE 'journal.max_attempts = ' || $2::int END || ')'
+         WHERE state = 'DISPATCHED' AND attempt + 1 > COALESCE(($3::jsonb ->> recipient)::int, $2::int)`,
+        [this.now(), typeof maxAttempts === 'number' ? maxAttempts : maxAttempts.default, JSON.stringify(byListener)],
       );
       const retried = await tx.query(`UPDATE journal SET state = 'PENDING', attempt = attempt + 1, ${pgKeepAttemptSql('interrupted', '$1')} WHERE state = 'DISPATCHED'`, [this.now()]);
       await tx.query(RECOUNT_STATES_SQL);
@@ -138,7 +164,8 @@ export class PgJournal implements Journal {
     };
     this.lastRecovery = report;
     await this.pool.query(`INSERT INTO meta (key, value) VALUES ('last_recovery', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [JSON.stringify(report)]);
-    return { messages: rows.map(messageOf), report };
+    // A retry waiting out its backoff keeps its time (pendingMessageOf): not run early.
+    return { messages: rows.map(pendingMessageOf), report };
   }
 
   async get(messageId: string): Promise<JournalEntry | null> {
@@ -236,7 +263,7 @@ export class PgJournal implements Journal {
     const attempt = row.attempt + 1;
     await this.writer.write(async (tx) => {
       const r = await tx.query(
-        `UPDATE journal SET state = 'PENDING', attempt = $1, ${pgKeepAttemptSql('failed', '$3')}, failed_at = NULL, failure_reason = NULL, error = NULL WHERE id = $2 AND state = 'FAILED'`,
+        `UPDATE journal SET state = 'PENDING', attempt = $1, ${pgKeepAttemptSql('failed', '$3')}, failed_at = NULL, failure_reason = NULL, error = NULL, next_attempt_at = NULL WHERE id = $2 AND state = 'FAILED'`,
         [attempt, messageId, this.now()],
       );
       if ((r.rowCount ?? 0) > 0) {

@@ -199,6 +199,10 @@ export const PG_MIGRATIONS: readonly string[] = [
   `,
   // An agent's recent LLM calls (GET /agents/{name}/llm-calls).
   PG_LLM_CALLS_AGENT_MIGRATION,
+  // A retry waiting out its listener's backoff (issue 26): not claimed before this time (ms).
+  `
+  ALTER TABLE journal ADD COLUMN next_attempt_at BIGINT;
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;

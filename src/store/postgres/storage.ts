@@ -4,6 +4,7 @@ import type pg from 'pg';
 import { Errors } from '../../errors/catalogue.js';
 import type { Logger } from '../../util/logger.js';
 import { PgJournal } from './journal.js';
+import type { MaxAttempts } from '../../core/journal.js';
 import { PgLlmCallStore } from './llm-calls.js';
 import { migratePg } from './migrations.js';
 import { PgOperatorState } from './operator-state.js';
@@ -60,8 +61,8 @@ export interface ClusterStorageOptions {
   readonly configHash?: string;
   /** Default 30 s (`--lease-seconds`, ORGANISM_LEASE_SECONDS). */
   readonly leaseMs?: number;
-  /** journal.max_attempts (a claim taken back past it FAILS); default 3. */
-  readonly maxAttempts?: number;
+  /** journal.max_attempts, per listener its retry.max_attempts (a claim taken back past it FAILS); default 3. */
+  readonly maxAttempts?: MaxAttempts;
   /**
    * Called with the organism the database runs (null: none stored yet) before this process
    * registers: throwing refuses the open with that error (a worker started with another

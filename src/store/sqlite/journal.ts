@@ -3,10 +3,21 @@ import { Errors } from '../../errors/catalogue.js';
 import type { FailureReason, OutcomeGuard } from '../../core/delivery.js';
 import type { Message } from '../../core/message.js';
 import type { UsageEvent } from '../../usage/types.js';
-import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, RecoveredMessages, RecoveryReport } from '../../core/journal.js';
+import {
+  attemptLimitOf,
+  type DeliveryState,
+  type Journal,
+  type JournalEntry,
+  type JournalQuery,
+  type JournalStats,
+  type KeptJournalStats,
+  type MaxAttempts,
+  type RecoveredMessages,
+  type RecoveryReport,
+} from '../../core/journal.js';
 import type { Page } from '../../core/page.js';
 import type { TextSearch } from '../../core/search.js';
-import { entryOf, messageOf, textParams, type JournalRow } from '../rows.js';
+import { entryOf, messageOf, pendingMessageOf, textParams, type JournalRow } from '../rows.js';
 import { usageInserter } from './usage-writes.js';
 import { JournalCounts } from './journal-counts.js';
 import type { GroupWriter } from './writer.js';
@@ -32,6 +43,7 @@ export const keepAttemptSql = (outcome: 'failed' | 'interrupted') =>
 /** A journal row whose payload or error contains the searched text (two parameters: textParams). */
 export const TEXT_MATCH = `(payload LIKE ? ESCAPE '\\' OR error LIKE ? ESCAPE '\\')`;
 const FROM_FOR_DISPATCH: readonly DeliveryState[] = ['PENDING', 'DISPATCHED'];
+const FROM_FOR_RETRY: readonly DeliveryState[] = ['DISPATCHED', 'PENDING'];
 const FROM_FOR_ACK: readonly DeliveryState[] = ['DISPATCHED', 'PENDING', 'FAILED', 'ACKED'];
 const FROM_FOR_FAIL: readonly DeliveryState[] = ['DISPATCHED', 'PENDING', 'ACKED', 'FAILED'];
 /** An outcome whose DISPATCHED mark it carries: the entry is most likely PENDING still. */
@@ -93,11 +105,11 @@ export class SqliteJournal implements Journal {
       (id, thread_id, sender, recipient, payload_type, payload, metadata, hops, parent_id, msg_timestamp, attempt, state, attempts, created_at, trace_context)
       VALUES (@id, @threadId, @from, @to, @payloadType, @payload, @metadata, @hops, @parentId, @timestamp, @attempt, 'PENDING', @attempts, @createdAt, @traceContext)`);
     // Each transition names the state it leaves, so the kept per-state counts know what moved.
-    this.setDispatched = db.prepare(`UPDATE journal SET state = 'DISPATCHED', attempts = ?, attempt = ?, dispatched_at = ? WHERE id = ? AND state = ?`);
+    this.setDispatched = db.prepare(`UPDATE journal SET state = 'DISPATCHED', attempts = ?, attempt = ?, dispatched_at = ?, next_attempt_at = NULL WHERE id = ? AND state = ?`);
     this.setAcked = db.prepare(`UPDATE journal SET state = 'ACKED', acked_at = ? WHERE id = ? AND state = ?`);
     this.setFailed = db.prepare(`UPDATE journal SET state = 'FAILED', failed_at = ?, failure_reason = ?, error = ? WHERE id = ? AND state = ?`);
     // An outcome with its DISPATCHED mark folded in: the columns both updates would have set.
-    const mark = 'attempts = @attempt, attempt = @attempt, dispatched_at = @now';
+    const mark = 'attempts = @attempt, attempt = @attempt, dispatched_at = @now, next_attempt_at = NULL';
     this.setDispatchedAcked = db.prepare(`UPDATE journal SET state = 'ACKED', acked_at = @now, ${mark} WHERE id = @id AND state = @from`);
     this.setDispatchedFailed = db.prepare(`UPDATE journal SET state = 'FAILED', failed_at = @now, failure_reason = @reason, error = @error, ${mark} WHERE id = @id AND state = @from`);
     this.insertUsage = usageInserter(db);
@@ -197,10 +209,33 @@ export class SqliteJournal implements Journal {
   }
 
   /**
+   * The failed try kept in earlier_attempts with its reason and error (the row's own columns
+   * are empty while DISPATCHED), back to PENDING at the next attempt, due at `notBefore`. From
+   * PENDING too: the try's DISPATCHED mark is not retried when its write fails.
+   */
+  retried(message: Message, reason: FailureReason, error: string, notBefore: number, usage: readonly UsageEvent[], guard?: OutcomeGuard): Promise<Message> {
+    const next = message.attempt + 1;
+    return this.writer
+      .write(() => {
+        const update = prepared(
+          this.db,
+          `UPDATE journal SET state = 'PENDING', attempt = @next, next_attempt_at = @notBefore,
+            earlier_attempts = json_insert(COALESCE(earlier_attempts, '[]'), '$[#]', json_object('attempt', @attempt, 'dispatchedAt', dispatched_at,
+              'endedAt', @now, 'outcome', 'failed', 'failureReason', @reason, 'error', @error, 'requeuedAt', @now)), dispatched_at = NULL
+           WHERE id = @id AND state = @from AND attempt = @attempt`,
+        );
+        const params = { next, notBefore, attempt: message.attempt, now: this.now(), reason, error, id: message.id };
+        this.transition(message, 'PENDING', FROM_FOR_RETRY, (from) => update.run({ ...params, from }).changes);
+        this.insertUsage(usage);
+      }, guard)
+      .then(() => ({ ...message, attempt: next, notBefore }));
+  }
+
+  /**
    * After a crash: PENDING entries go out again in their original order; DISPATCHED ones (the
    * process died mid-handler) go out with attempt + 1, or FAIL once past `maxAttempts`.
    */
-  async recover(bootId: string, maxAttempts: number): Promise<RecoveredMessages> {
+  async recover(bootId: string, maxAttempts: MaxAttempts): Promise<RecoveredMessages> {
     this.writer.flush();
     const started = performance.now();
     let redelivered = 0;
@@ -211,8 +246,9 @@ export class SqliteJournal implements Journal {
       const retry = prepared(this.db, `UPDATE journal SET state = 'PENDING', attempt = @next, ${keepAttemptSql('interrupted')} WHERE id = @id`);
       for (const row of interrupted) {
         const next = row.attempt + 1;
-        if (next > maxAttempts) {
-          this.setFailed.run(this.now(), 'max_attempts', `Gave up after ${row.attempt} interrupted attempt(s) (journal.max_attempts = ${maxAttempts})`, row.id, 'DISPATCHED');
+        const limit = attemptLimitOf(maxAttempts, row.recipient);
+        if (next > limit.max) {
+          this.setFailed.run(this.now(), 'max_attempts', `Gave up after ${row.attempt} interrupted attempt(s) (${limit.key} = ${limit.max})`, row.id, 'DISPATCHED');
           failedMaxAttempts++;
         } else {
           retry.run({ next, id: row.id, now: this.now() });
@@ -220,7 +256,8 @@ export class SqliteJournal implements Journal {
         }
       }
       const rows = prepared(this.db, `SELECT * FROM journal WHERE state = 'PENDING' ORDER BY seq`).all() as JournalRow[];
-      messages = rows.map(messageOf);
+      // A retry waiting out its backoff keeps its time (pendingMessageOf): not run early.
+      messages = rows.map(pendingMessageOf);
       const report: RecoveryReport = {
         bootId,
         at: this.now(),
@@ -355,7 +392,7 @@ export class SqliteJournal implements Journal {
     await this.writer.write(() => {
       const { changes } = prepared(
         this.db,
-        `UPDATE journal SET state = 'PENDING', attempt = @attempt, ${keepAttemptSql('failed')}, failed_at = NULL, failure_reason = NULL, error = NULL WHERE id = @id AND state = 'FAILED'`,
+        `UPDATE journal SET state = 'PENDING', attempt = @attempt, ${keepAttemptSql('failed')}, failed_at = NULL, failure_reason = NULL, error = NULL, next_attempt_at = NULL WHERE id = @id AND state = 'FAILED'`,
       ).run({ attempt, id: messageId, now: this.now() });
       if (changes > 0) this.counts.moved('FAILED', 'PENDING');
     });

@@ -196,6 +196,11 @@ export const MIGRATIONS: readonly string[] = [
   `,
   // An agent's recent LLM calls (GET /agents/{name}/llm-calls).
   LLM_CALLS_AGENT_MIGRATION,
+  // A retry waiting out its listener's backoff (issue 26): not delivered before this time (ms);
+  // recovery after a restart hands it back with it, so it is neither run early nor lost.
+  `
+  ALTER TABLE journal ADD COLUMN next_attempt_at INTEGER;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -37,6 +37,7 @@ export const Keys = {
     'tools',
     'max_tool_rounds',
     'max_tool_calls_per_round',
+    'on_timeout',
   ],
   mcpServer: ['name', 'command', 'url', 'tools', 'timeout_seconds'],
   codeTool: ['use', 'input', 'name', 'description', 'timeout_seconds'],
@@ -83,3 +84,5 @@ export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
 export const PROVIDER_TYPES = ['mock', 'openai', 'anthropic'] as const;
 export const TOKEN_ROLES = ['operator', 'viewer'] as const;
 export const BUILTIN_LLM = 'builtin:llm';
+/** A listener answered by people (issue 25): a message to it is an ask, answered through the inbox. */
+export const BUILTIN_HUMAN = 'builtin:human';

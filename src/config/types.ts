@@ -96,6 +96,16 @@ export interface ListenerConfig {
   readonly maxToolCallsPerRound?: number;
   /** LLM agents: messages one answer may send; null = `llm.max_messages_per_reply`. */
   readonly maxMessagesPerReply: number | null;
+  /** `handler: builtin:human`: answered by people (absent on every other listener). */
+  readonly human?: HumanListenerConfig;
+}
+
+/** A `builtin:human` listener's asks: how long one waits, and what happens then. */
+export interface HumanListenerConfig {
+  /** `timeout_seconds`; null: an ask waits until someone answers it (the listener default does not apply). */
+  readonly timeoutSeconds: number | null;
+  /** `on_timeout`: `fail` (the ask fails, reason `timeout`) or `{reply: payload}` (answered with that payload, inject form). */
+  readonly onTimeout: 'fail' | { readonly reply: Readonly<Record<string, unknown>> };
 }
 
 /** One entry of an LLM agent's `tools:`, as written: a function of the developer's, run inside the agent's turn. */

@@ -40,6 +40,7 @@ import { McpCalls } from './mcp-calls.js';
 import { CodeToolCalls } from './code-tool-calls.js';
 import { organismQueries, type OrganismQueries } from './queries.js';
 import { replyFormatOf } from './reply-format.js';
+import { Inbox } from './inbox.js';
 
 export type { OrganismStorage, StorageParts } from '../core/storage.js';
 
@@ -86,6 +87,8 @@ export class Organism {
   private readonly operator: OperatorStateStore;
   /** Following the other processes of a clustered organism (alone: nobody to follow). */
   private readonly follower: Follower;
+  /** Asks to people (builtin:human listeners): listed, answered, rejected, expired. */
+  readonly inbox: Inbox;
 
   constructor(loaded: LoadedOrganism, options: OrganismOptions = {}) {
     this.loaded = loaded;
@@ -126,6 +129,15 @@ export class Organism {
       limitsOf(loaded.config),
       loaded.listeners,
     );
+    this.inbox = new Inbox({
+      journal: this.storage.journal,
+      pump: this.pump,
+      bus: this.bus,
+      logger: this.logger,
+      registry: () => this.registryValue,
+      maxHops: () => this.config.maxHops,
+      now: options.now ?? Date.now,
+    });
     this.follower = new Follower({
       pump: this.pump,
       bus: this.bus,
@@ -192,7 +204,9 @@ export class Organism {
     this.recovery = { ...report, pausedAgents };
     this.started = Date.now();
     this.budgetKeeper.startSaving();
+    await this.inbox.load();
     await this.pump.start(messages);
+    this.inbox.start();
     this.logger.info({ recovery: this.recovery }, 'organism started');
     return this.recovery;
   }
@@ -240,6 +254,7 @@ export class Organism {
   /** Kills a thread here and, once it is stored as killed, in every other process of a clustered organism. */
   async killThread(threadId: string) {
     const record = await this.pump.killThread(threadId);
+    await this.inbox.threadKilled(threadId);
     await this.storage.flush();
     await this.follower.publishCommand({ kind: 'kill', threadId });
     return record;
@@ -358,6 +373,7 @@ export class Organism {
   /** Stops the pump (draining in-flight work), then flushes and closes storage. */
   async stop(options?: StopOptions): Promise<StopReport & { journal: JournalStats | null }> {
     this.follower.stop();
+    this.inbox.stop();
     const report = await this.pump.stop(options);
     await this.follower.close();
     await this.mcp.close();

@@ -28,6 +28,10 @@ export interface JournalRow {
   trace_context: string | null;
   /** JSON array of EarlierAttempt; null until the entry is first sent again. */
   earlier_attempts: string | null;
+  /** Asks (builtin:human): when it expires, who closed it and their note (columns added by a later migration). */
+  expires_at?: number | string | null;
+  closed_by?: string | null;
+  closed_note?: string | null;
 }
 
 export function messageOf(r: JournalRow): Message {
@@ -59,6 +63,9 @@ export function entryOf(r: JournalRow): JournalEntry {
     failureReason: r.failure_reason as FailureReason | null,
     error: r.error,
     earlierAttempts: r.earlier_attempts ? (JSON.parse(r.earlier_attempts) as EarlierAttempt[]) : [],
+    // Only on asks: the entries of every other delivery keep their shape.
+    ...(r.expires_at != null ? { expiresAt: Number(r.expires_at) } : {}),
+    ...(r.closed_by != null ? { closedBy: r.closed_by, closedNote: r.closed_note ?? null } : {}),
   };
 }
 

@@ -375,7 +375,7 @@ const rows: Row[] = [
     `,
     keyPath: 'listeners[1].handler',
     line: 7,
-    message: 'unknown built-in handler `builtin:gpt`; the only built-in is `builtin:llm`',
+    message: 'unknown built-in handler `builtin:gpt`; the built-ins are `builtin:llm` and `builtin:human`',
   },
   {
     name: 'builtin:llm without a prompt',

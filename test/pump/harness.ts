@@ -22,7 +22,7 @@ export function listener(name: string, spec: ListenerSpec = {}): ResolvedListene
     peers: rest.peers ?? [],
     payload: rest.payloadTypes?.[0] ?? rest.payload ?? 'Text',
     ...(rest.payloadTypes !== undefined ? { payloadTypes: rest.payloadTypes } : {}),
-    handlerRef: handler === null ? 'builtin:llm' : `test#${name}`,
+    handlerRef: rest.human !== undefined ? 'builtin:human' : handler === null ? 'builtin:llm' : `test#${name}`,
     prompt: rest.prompt ?? null,
     model: rest.model ?? null,
     maxOutputTokens: rest.maxOutputTokens ?? 256,
@@ -32,6 +32,7 @@ export function listener(name: string, spec: ListenerSpec = {}): ResolvedListene
     ...(rest.maxToolRounds !== undefined ? { maxToolRounds: rest.maxToolRounds } : {}),
     ...(rest.maxToolCallsPerRound !== undefined ? { maxToolCallsPerRound: rest.maxToolCallsPerRound } : {}),
     maxMessagesPerReply: rest.maxMessagesPerReply ?? null,
+    ...(rest.human !== undefined ? { human: rest.human } : {}),
   };
   return { config, handler, handlerVersion: `v1:${name}` };
 }

@@ -21,6 +21,7 @@ export const JournalStats = Type.Object(
     counts: Type.Object({
       PENDING: Type.Integer(),
       DISPATCHED: Type.Integer(),
+      AWAITING: Type.Integer({ description: 'Asks waiting for a person (an extension of the spec)' }),
       ACKED: Type.Integer(),
       FAILED: Type.Integer(),
     }),

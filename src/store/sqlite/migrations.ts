@@ -196,6 +196,12 @@ export const MIGRATIONS: readonly string[] = [
   `,
   // An agent's recent LLM calls (GET /agents/{name}/llm-calls).
   LLM_CALLS_AGENT_MIGRATION,
+  // Asks to people (issue 25): an AWAITING entry's expiry, and who closed it with what note.
+  `
+  ALTER TABLE journal ADD COLUMN expires_at INTEGER;
+  ALTER TABLE journal ADD COLUMN closed_by TEXT;
+  ALTER TABLE journal ADD COLUMN closed_note TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

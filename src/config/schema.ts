@@ -82,7 +82,7 @@ export const MAX_TOKENS_PARAMS = ['max_completion_tokens', 'max_tokens'] as cons
 
 export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
 export const PROVIDER_TYPES = ['mock', 'openai', 'anthropic'] as const;
-export const TOKEN_ROLES = ['operator', 'viewer'] as const;
+export const TOKEN_ROLES = ['operator', 'viewer', 'approver'] as const;
 export const BUILTIN_LLM = 'builtin:llm';
 /** A listener answered by people (issue 25): a message to it is an ask, answered through the inbox. */
 export const BUILTIN_HUMAN = 'builtin:human';

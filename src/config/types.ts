@@ -125,7 +125,8 @@ export interface CodeToolConfig {
 /** One `auth.tokens[]` entry: a named bearer token read from an environment variable. */
 export interface AuthTokenConfig {
   readonly name: string;
-  readonly role: 'operator' | 'viewer';
+  /** approver: reads what a viewer reads, and may answer, approve and reject inbox items. */
+  readonly role: 'operator' | 'viewer' | 'approver';
   readonly tokenEnv: string;
 }
 

@@ -183,6 +183,7 @@ export const Errors = {
   // --- control service (HTTP layer) ---
   AUTH_REQUIRED: define('AUTH_REQUIRED', 401, 'Authentication required'),
   OPERATOR_REQUIRED: define('OPERATOR_REQUIRED', 403, 'Operator role required'),
+  APPROVER_REQUIRED: define('APPROVER_REQUIRED', 403, 'Approver or operator role required'),
   AUTH_SCHEME: define('AUTH_SCHEME', 401, 'Authorization must be "Bearer <token>"'),
   AUTH_AMBIGUOUS: define('AUTH_AMBIGUOUS', 400, 'Send one Authorization header, not %s'),
 

@@ -71,6 +71,9 @@ export function journalEntryView(e: JournalEntry) {
     ...messageView(e.message, e.state),
     metadata: { ...e.message.metadata },
     ...deliveryTimesView(e),
+    // Asks only (builtin:human): when it expires, who closed it and their note.
+    ...(e.expiresAt !== undefined ? { expiresAt: isoOrNull(e.expiresAt) } : {}),
+    ...(e.closedBy !== undefined ? { closedBy: e.closedBy, closedNote: e.closedNote ?? null } : {}),
   };
 }
 

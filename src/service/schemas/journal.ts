@@ -30,6 +30,9 @@ export const JournalEntryInfo = Type.Object(
     failureReason: NullableString,
     error: NullableString,
     earlierAttempts: Type.Array(EarlierAttemptInfo, { description: 'The attempts before the latest one, oldest first; the fields above describe the latest' }),
+    expiresAt: Type.Optional(NullableTimestamp),
+    closedBy: Type.Optional(NullableString),
+    closedNote: Type.Optional(NullableString),
   },
   { title: 'JournalEntry' },
 );

@@ -1,3 +1,4 @@
+import { InboxCounts } from './inbox.js';
 import { Type } from 'typebox';
 import { Nullable, NullableString, NullableTimestamp, SuccessFlag, Timestamp } from './common.js';
 
@@ -43,6 +44,7 @@ export const OrganismInfo = Type.Object(
     startedAt: NullableTimestamp,
     bootId: Type.String({ description: 'New on every process start' }),
     journal: JournalStats,
+    inbox: InboxCounts,
   },
   { title: 'OrganismInfo' },
 );

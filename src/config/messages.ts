@@ -44,7 +44,7 @@ export const ConfigMessages = {
 
   malformedHandler: (ref: string) => `malformed handler ${quote(ref)}: expected \`./path/to/module.ts#exportName\` (relative to the config file) or \`builtin:llm\``,
   handlerExtension: (ref: string) => `handler module in ${quote(ref)} must be a .ts or .js file`,
-  unknownBuiltin: (ref: string) => `unknown built-in handler ${quote(ref)}; the built-ins are \`builtin:llm\` and \`builtin:human\``,
+  unknownBuiltin: (ref: string) => `unknown built-in handler ${quote(ref)}; use \`builtin:llm\` or \`builtin:human\``,
   onTimeoutNotHuman: () => '`on_timeout` applies to `handler: builtin:human` listeners only; remove it',
   onTimeoutWithoutTimeout: () => '`on_timeout` needs `timeout_seconds` on a `builtin:human` listener (an ask waits for ever without one); set `timeout_seconds` or remove `on_timeout`',
   onTimeoutShape: () => '`on_timeout` must be `fail` or `{reply: {...payload}}` (the answer given when nobody answers in time)',

@@ -68,6 +68,8 @@ export class MemoryJournal implements Journal {
     const refused = guard?.();
     if (refused) return Promise.reject(refused);
     const e = this.entries.get(message.id) ?? this.put(message);
+    // An open ask is closed by closeAsk only (as the SQL journals' transitions leave it alone).
+    if (e.state === 'AWAITING') return DONE;
     this.move(e, 'ACKED');
     e.ackedAt = this.now();
     this.bounded.finished(message.id, e);
@@ -79,6 +81,7 @@ export class MemoryJournal implements Journal {
     const refused = guard?.();
     if (refused) return Promise.reject(refused);
     const e = this.entries.get(message.id) ?? this.put(message);
+    if (e.state === 'AWAITING') return DONE;
     this.move(e, 'FAILED');
     e.failedAt = this.now();
     e.failureReason = reason;

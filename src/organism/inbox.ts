@@ -62,6 +62,7 @@ export class Inbox {
       (event, origin) => {
         if (origin === null && event.type === 'message' && event.state === 'AWAITING') void this.opened(event.message);
         else if (origin !== null && event.type === 'inbox_opened' && event.item.expiresAt !== null) this.schedule(event.item.expiresAt);
+        else if (origin !== null && event.type === 'inbox_closed') host.pump.forgetAsk(event.closed.threadId, event.closed.id);
       },
       { relayed: true },
     );

@@ -244,6 +244,13 @@ export class Pump {
     open.add(messageId);
   }
 
+  /** An ask another process closed (cluster mode): no longer open here. */
+  forgetAsk(threadId: string, messageId: string): void {
+    const open = this.state.asks.get(threadId);
+    open?.delete(messageId);
+    if (open?.size === 0) this.state.asks.delete(threadId);
+  }
+
   /**
    * Closes an open ask (answered, rejected, expired, its thread killed): the store's conditional
    * AWAITING -> ACKED/FAILED with what the close sends, in one transaction; then what it sent
@@ -254,9 +261,7 @@ export class Pump {
     const { deps, threads } = this.state;
     const ask = entry.message;
     if (!(await deps.journal.closeAsk(ask.id, closing))) return false;
-    const open = this.state.asks.get(ask.threadId);
-    open?.delete(ask.id);
-    if (open?.size === 0) this.state.asks.delete(ask.threadId);
+    this.forgetAsk(ask.threadId, ask.id);
     deps.bus.emit({ type: 'message', message: ask, state: closing.state });
     if (closing.state === 'FAILED' && closing.reason) deps.bus.emit({ type: 'journal_failed', message: ask, reason: closing.reason, error: closing.error ?? closing.reason });
     if (closing.reason === 'killed' || threads.wasKilled(ask.threadId)) return true;

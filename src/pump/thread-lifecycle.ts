@@ -50,6 +50,11 @@ export class ThreadLifecycle {
   async closeOrphans(): Promise<void> {
     const { threads, deps } = this.state;
     for await (const t of deps.queue.orphans((id) => threads.get(id) !== undefined)) {
+      // Its ask was parked but the crash came before its record said `waiting`: it still waits.
+      if (this.state.asks.has(t.id)) {
+        deps.threads.put({ ...t, status: 'waiting' });
+        continue;
+      }
       const error = t.error ?? (await this.failureSinceInject(t.id));
       deps.threads.put({ ...t, status: error ? 'error' : 'completed', error });
       deps.budgets.finish(t.id);

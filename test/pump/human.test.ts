@@ -220,6 +220,33 @@ describe('builtin:human listeners across a restart (sqlite)', () => {
     expect(entry!.failedAt! - Math.max(item.expiresAt!, second.organism.startedAt!)).toBeLessThan(1_000);
   });
 
+  it('a crash between the park and the thread record: the thread is found waiting at start, not completed', async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'organism-human-'));
+    dirs.push(dataDir);
+    const pre = openSqliteStorage({ dataDir });
+    const threadId = 'crashed-thread';
+    const ask = {
+      id: 'ask-1',
+      threadId,
+      from: 'intake',
+      to: 'desk',
+      payloadType: 'Text',
+      payload: { text: 'approve?' },
+      timestamp: Date.now(),
+      parentId: 'root',
+      hops: 1,
+      metadata: {},
+      attempt: 1,
+    };
+    pre.threads.put({ id: threadId, status: 'active', participants: ['api', 'intake', 'desk'], messageCount: 2, createdAt: Date.now(), lastActivity: Date.now(), error: null, metadata: {} });
+    await pre.journal.pending([ask]);
+    await pre.journal.awaiting(ask, null);
+    pre.close();
+    const { organism } = await start('sqlite', undefined, dataDir);
+    await eventually(async () => (await organism.thread(threadId))?.status === 'waiting', 5_000, 'the thread waiting');
+    expect((await organism.inbox.list({ limit: 10, offset: 0 })).items.map((i) => i.id)).toEqual(['ask-1']);
+  });
+
   it('an open ask is listed after a restart and its thread is still waiting', async () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'organism-human-'));
     dirs.push(dataDir);

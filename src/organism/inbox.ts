@@ -11,6 +11,7 @@ import type { PayloadType } from '../payload/payload-type.js';
 import type { Pump } from '../pump/pump.js';
 import { systemErrorMessage } from '../pump/system-messages.js';
 import { newId } from '../util/ids.js';
+import { unstorableText } from '../util/storable-text.js';
 import type { Logger } from '../util/logger.js';
 
 /** What the inbox works with (the organism's parts; it knows nothing of HTTP). */
@@ -115,8 +116,8 @@ export class Inbox {
    */
   async answer(id: string, answer: InboxAnswer, by: string): Promise<Message> {
     const entry = await this.openEntry(id);
+    const note = storableNote(answer.note ?? null);
     const message = this.answerMessage(entry.message, answer.to, answer.payload);
-    const note = answer.note ?? null;
     await this.close(entry, { state: 'ACKED', reason: null, error: null, by, note, outgoing: [message] }, 'answered');
     return message;
   }
@@ -124,6 +125,7 @@ export class Inbox {
   /** Rejects an ask: FAILED `rejected` with the note; the asker gets the SystemError a failed delivery sends. */
   async reject(id: string, note: string, by: string): Promise<InboxClosed> {
     const entry = await this.openEntry(id);
+    storableNote(note);
     const error = Errors.ASK_REJECTED(entry.message.to, by, note).detail;
     return this.close(entry, this.failing(entry.message, 'rejected', error, by, note), 'rejected');
   }
@@ -350,6 +352,13 @@ export class Inbox {
     const seconds = human?.timeoutSeconds ?? Math.round(((entry.expiresAt ?? 0) - (entry.dispatchedAt ?? entry.createdAt)) / 1000);
     await this.close(entry, this.failing(ask, 'timeout', Errors.ASK_EXPIRED(ask.to, seconds).detail, 'timeout', null), 'expired');
   }
+}
+
+/** A person's note, refused (422 naming `note`) when no store could keep it as given. */
+function storableNote(note: string | null): string | null {
+  const problem = note === null ? null : unstorableText(note, 'note');
+  if (problem) throw Errors.INVALID_REQUEST.withData([{ location: 'body', ...problem }], `${problem.field} ${problem.message}`);
+  return note;
 }
 
 /** How a closed ask ended, for a 409's text. */

@@ -97,6 +97,9 @@ for (const storage of STORAGE_KINDS) {
       const bad = await s.request('POST', `/api/v1/inbox/${item.id}/answer`, { token: APPROVER, body: { payload: { Decision: { approved: 'yes', comment: '' } } } });
       expect(bad.status).toBe(422);
       expect(JSON.stringify(bad.body)).toContain('approved');
+      const nul = await s.request('POST', `/api/v1/inbox/${item.id}/answer`, { token: APPROVER, body: { payload: { Decision: { approved: true, comment: '' } }, note: 'a\u0000b' } });
+      expect(nul.status).toBe(422);
+      expect(JSON.stringify(nul.body)).toContain('note');
       const notPeer = await s.request('POST', `/api/v1/inbox/${item.id}/answer`, { token: APPROVER, body: { payload: { text: 'x' }, to: 'someone' } });
       expect(notPeer.status).toBe(422);
 

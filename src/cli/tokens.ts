@@ -5,7 +5,7 @@ import type { OrganismConfig } from '../config/types.js';
 
 export interface ResolvedToken {
   readonly name: string;
-  readonly role: 'operator' | 'viewer';
+  readonly role: 'operator' | 'viewer' | 'approver';
   readonly token: string;
 }
 

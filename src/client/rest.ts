@@ -179,4 +179,12 @@ export class RestClient {
     /** Recorded LLM calls (and MCP tool calls) of one delivery (operator). */
     llmCalls: (messageId: string): Promise<T.DeliveryLlmCalls> => this.#api('GET', `/journal/${seg(messageId)}/llm-calls`),
   };
+
+  /** Asks waiting for people (`builtin:human` listeners); answering and rejecting take an approver or operator token. */
+  readonly inbox = {
+    list: (query: T.InboxListQuery = {}): Promise<T.InboxList> => this.#api('GET', '/inbox', { query: { ...query } }),
+    /** The first answer wins: a later one is a 409 (`INBOX_ITEM_CLOSED`). */
+    answer: (id: string, answer: T.InboxAnswer): Promise<T.InboxAnswered> => this.#api('POST', `/inbox/${seg(id)}/answer`, { body: answer }),
+    reject: (id: string, note: string): Promise<T.InboxClosed> => this.#api('POST', `/inbox/${seg(id)}/reject`, { body: { note } }),
+  };
 }

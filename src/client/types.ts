@@ -14,6 +14,7 @@ import type { WorkerListResponse } from '../service/schemas/worker.js';
 import type { InjectRequest, InjectResponse } from '../service/schemas/inject.js';
 import type { JournalEntryInfo, JournalListResponse, JournalQuery, RedeliverResponse } from '../service/schemas/journal.js';
 import type { WaterfallResponse } from '../service/schemas/waterfall.js';
+import type { AnswerRequest, AnswerResponse, InboxClosed as InboxClosedSchema, InboxItem as InboxItemSchema, InboxListResponse, InboxQuery } from '../service/schemas/inbox.js';
 import type { AgentLlmCallsResponse, DeliveryLlmCallsResponse, LlmCallInfo, ThreadLlmCallsResponse } from '../service/schemas/llm-call.js';
 import type { MessageListResponse, MessageQuery, MessageRecord } from '../service/schemas/message.js';
 import type { EdgeTrafficResponse, JournalStats, OrganismInfo, ReloadQuery, ReloadResponse, RestartResponse, StopResponse } from '../service/schemas/organism.js';
@@ -191,3 +192,15 @@ export type ErrorFrame = Static<typeof F.ErrorFrame>;
 export type WsFilter = Static<typeof F.WsFilter>;
 /** A frame by its `event` name. */
 export type FrameOf<E extends ServerFrame['event']> = Extract<ServerFrame, { event: E }>;
+/** One open item of the inbox (an ask to a `builtin:human` listener). */
+export type InboxItem = Static<typeof InboxItemSchema>;
+/** The answer of `GET /api/v1/inbox`. */
+export type InboxList = Static<typeof InboxListResponse>;
+/** The query of `GET /api/v1/inbox`. */
+export type InboxListQuery = Static<typeof InboxQuery>;
+/** The body of `POST /api/v1/inbox/{id}/answer`. */
+export type InboxAnswer = Static<typeof AnswerRequest>;
+/** The answer of `POST /api/v1/inbox/{id}/answer`: the message sent. */
+export type InboxAnswered = Static<typeof AnswerResponse>;
+/** How an item closed: the answer of `POST /api/v1/inbox/{id}/reject`, and `inbox_closed` frames. */
+export type InboxClosed = Static<typeof InboxClosedSchema>;

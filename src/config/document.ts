@@ -2,6 +2,7 @@ import { isMap, isScalar, isSeq, type Node } from 'yaml';
 import type {
   AuthTokenConfig,
   JournalConfig,
+  HumanListenerConfig,
   ListenerConfig,
   LlmRecordMode,
   McpServerConfig,
@@ -20,7 +21,7 @@ import { ConfigMessages, Expected } from './messages.js';
 import { readPayloadDrafts, type PayloadDraft } from './payloads.js';
 import { describeNode, MapReader, type ProblemSink, type SeqItem } from './reader.js';
 import { parseSlashRegex } from '../llm/providers/mock-match.js';
-import { BUILTIN_LLM, Defaults, Keys, LLM_RECORD_MODES, MAX_TOKENS_PARAMS, OTLP_PROTOCOLS, PROVIDER_TYPES, REPLY_FORMATS, RETRY_BACKOFFS, TOKEN_ROLES } from './schema.js';
+import { BUILTIN_HUMAN, BUILTIN_LLM, Defaults, Keys, LLM_RECORD_MODES, MAX_TOKENS_PARAMS, OTLP_PROTOCOLS, PROVIDER_TYPES, REPLY_FORMATS, RETRY_BACKOFFS, TOKEN_ROLES } from './schema.js';
 import { closest } from './suggest.js';
 import { checkAgentTools, readToolEntries } from './tools.js';
 import { acceptedTypes } from './accepted-types.js';
@@ -340,6 +341,7 @@ function readListener(r: MapReader): ListenerConfig {
     maxMessagesPerReply: r.has('max_messages_per_reply') ? r.integer('max_messages_per_reply', Defaults.maxMessagesPerReply, 1) : null,
     ...readRetry(r),
     ...(r.has('on_error') ? { onError: r.string('on_error') ?? '' } : {}),
+    ...readHuman(r, handlerRef),
   };
 }
 
@@ -358,6 +360,32 @@ function readRetry(r: MapReader): Pick<ListenerConfig, 'retry'> {
       maxSeconds: Math.max(initialSeconds, maxSeconds),
     },
   };
+}
+
+/** `builtin:human`: its own `timeout_seconds` (none unless set) and `on_timeout`; checks what does not apply. */
+function readHuman(r: MapReader, handlerRef: string): { human?: HumanListenerConfig } {
+  if (handlerRef !== BUILTIN_HUMAN) {
+    if (r.has('on_timeout')) r.problem('on_timeout', ConfigMessages.onTimeoutNotHuman());
+    return {};
+  }
+  for (const key of ['prompt', 'model', 'tools', 'mcp_servers', 'reply_format', 'max_tool_rounds', 'max_tool_calls_per_round', 'max_messages_per_reply'])
+    if (r.has(key)) r.problem(key, ConfigMessages.humanNotAgentKey(key));
+  const timeoutSeconds = r.has('timeout_seconds') ? r.number('timeout_seconds', 1, true) : null;
+  let onTimeout: HumanListenerConfig['onTimeout'] = 'fail';
+  const node = r.valueNode('on_timeout');
+  if (node !== null) {
+    const value: unknown = node.toJSON();
+    const reply = isPlainObject(value) && Object.keys(value).length === 1 ? value['reply'] : undefined;
+    if (value === 'fail') onTimeout = 'fail';
+    else if (isPlainObject(reply)) onTimeout = { reply };
+    else r.problem('on_timeout', ConfigMessages.onTimeoutShape());
+    if (timeoutSeconds === null) r.problem('on_timeout', ConfigMessages.onTimeoutWithoutTimeout());
+  }
+  return { human: { timeoutSeconds, onTimeout } };
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /**

@@ -9,17 +9,18 @@ import type { PayloadTypeDef } from '../payload/types.js';
 import type { Handler } from '../core/handler.js';
 import { describeLoadError } from './load-error.js';
 import { ConfigMessages } from './messages.js';
-import { BUILTIN_LLM } from './schema.js';
+import { BUILTIN_HUMAN, BUILTIN_LLM } from './schema.js';
 import { resolveOrganismToSelf } from './self-reference.js';
 
-export type HandlerRef = { readonly kind: 'builtin'; readonly name: 'llm' } | { readonly kind: 'module'; readonly modulePath: string; readonly exportName: string };
+export type HandlerRef = { readonly kind: 'builtin'; readonly name: 'llm' | 'human' } | { readonly kind: 'module'; readonly modulePath: string; readonly exportName: string };
 
 const MODULE_EXTENSIONS = ['.ts', '.js', '.mts', '.mjs'];
 const EXPORT_NAME = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
-/** Parses `./path/to/module.ts#exportName` or `builtin:llm`; returns the problem text when malformed. */
+/** Parses `./path/to/module.ts#exportName`, `builtin:llm` or `builtin:human`; returns the problem text when malformed. */
 export function parseHandlerRef(ref: string): HandlerRef | { readonly error: string } {
   if (ref === BUILTIN_LLM) return { kind: 'builtin', name: 'llm' };
+  if (ref === BUILTIN_HUMAN) return { kind: 'builtin', name: 'human' };
   if (ref.startsWith('builtin:')) return { error: ConfigMessages.unknownBuiltin(ref) };
   const hash = ref.lastIndexOf('#');
   const modulePath = hash < 0 ? '' : ref.slice(0, hash);

@@ -12,7 +12,7 @@ import { exportedPayloadTypes, functionExports, handlerVersion, loadModules, par
 import { ConfigMessages } from './messages.js';
 import { BUILTIN_PAYLOAD_TYPES, buildPayloadDefs, checkPayloadTypes, type TypeOrigin } from './payloads.js';
 import { ProblemSink } from './reader.js';
-import { BUILTIN_LLM } from './schema.js';
+import { BUILTIN_HUMAN, BUILTIN_LLM } from './schema.js';
 import { closest } from './suggest.js';
 import { findToolExports, resolveAgentTools, toolModulePaths, toolsVersion, type FoundTools } from './tools.js';
 import type { ConfigProblem, ListenerConfig, LoadedOrganism, OrganismConfig, ResolvedListener } from './types.js';
@@ -152,7 +152,8 @@ function withDerivedTimeouts(read: ConfigDraft): { draft: ConfigDraft; explicitT
   const providers = read.providers.map((p) => p.value);
   const listeners = read.listeners.map((l) => {
     if (l.at.has('timeout_seconds')) {
-      explicitTimeout.add(l);
+      // A human listener's own timeout is its asks' (config.human), not a handler's.
+      if (l.value.human === undefined) explicitTimeout.add(l);
       return l;
     }
     return { value: { ...l.value, timeoutSeconds: derivedListenerTimeout(providers, l.value.model) }, at: l.at };
@@ -206,7 +207,7 @@ function reportBrokenModules(listeners: readonly Located<ListenerConfig>[], refs
 
 function resolveListener(l: Located<ListenerConfig>, ref: HandlerRef | null, modules: ReadonlyMap<string, LoadedModule>): ResolvedListener | null {
   if (ref === null) return null;
-  if (ref.kind === 'builtin') return { config: l.value, handler: null, handlerVersion: BUILTIN_LLM };
+  if (ref.kind === 'builtin') return { config: l.value, handler: null, handlerVersion: ref.name === 'human' ? BUILTIN_HUMAN : BUILTIN_LLM };
   const mod = modules.get(ref.modulePath);
   if (!mod) return null;
   if (!mod.ok) return null; // reported once for all its listeners (reportBrokenModules)

@@ -50,7 +50,11 @@ export const ConfigMessages = {
 
   malformedHandler: (ref: string) => `malformed handler ${quote(ref)}: expected \`./path/to/module.ts#exportName\` (relative to the config file) or \`builtin:llm\``,
   handlerExtension: (ref: string) => `handler module in ${quote(ref)} must be a .ts or .js file`,
-  unknownBuiltin: (ref: string) => `unknown built-in handler ${quote(ref)}; the only built-in is \`builtin:llm\``,
+  unknownBuiltin: (ref: string) => `unknown built-in handler ${quote(ref)}; use \`builtin:llm\` or \`builtin:human\``,
+  onTimeoutNotHuman: () => '`on_timeout` applies to `handler: builtin:human` listeners only; remove it',
+  onTimeoutWithoutTimeout: () => '`on_timeout` needs `timeout_seconds` on a `builtin:human` listener (an ask waits for ever without one); set `timeout_seconds` or remove `on_timeout`',
+  onTimeoutShape: () => '`on_timeout` must be `fail` or `{reply: {...payload}}` (the answer given when nobody answers in time)',
+  humanNotAgentKey: (key: string) => `\`${key}\` does not apply to a \`builtin:human\` listener (people answer it); remove it`,
   /** `users`: the listeners whose `handler` names the module, when more than one (the problem is reported once, at the first). */
   moduleNotFound: (modulePath: string, resolved: string, users: readonly string[] = []) =>
     `handler module ${quote(modulePath)}${usedBy(users)} not found (looked for ${resolved}); fix the path, which is relative to the config file`,

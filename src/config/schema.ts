@@ -39,6 +39,7 @@ export const Keys = {
     'max_tool_calls_per_round',
     'retry',
     'on_error',
+    'on_timeout',
   ],
   retry: ['max_attempts', 'backoff', 'initial_seconds', 'max_seconds'],
   mcpServer: ['name', 'command', 'url', 'tools', 'timeout_seconds'],
@@ -90,5 +91,7 @@ export const MAX_TOKENS_PARAMS = ['max_completion_tokens', 'max_tokens'] as cons
 
 export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
 export const PROVIDER_TYPES = ['mock', 'openai', 'anthropic'] as const;
-export const TOKEN_ROLES = ['operator', 'viewer'] as const;
+export const TOKEN_ROLES = ['operator', 'viewer', 'approver'] as const;
 export const BUILTIN_LLM = 'builtin:llm';
+/** A listener answered by people (issue 25): a message to it is an ask, answered through the inbox. */
+export const BUILTIN_HUMAN = 'builtin:human';

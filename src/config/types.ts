@@ -117,6 +117,8 @@ export interface ListenerConfig {
   readonly retry?: RetryPolicy;
   /** `on_error:` the peer whose handler receives the final SystemError of a failed delivery; absent: none. */
   readonly onError?: string;
+  /** `handler: builtin:human`: answered by people (absent on every other listener). */
+  readonly human?: HumanListenerConfig;
 }
 
 /** A listener's `retry:` block, resolved. */
@@ -129,6 +131,14 @@ export interface RetryPolicy {
   readonly initialSeconds: number;
   /** No wait is longer. */
   readonly maxSeconds: number;
+}
+
+/** A `builtin:human` listener's asks: how long one waits, and what happens then. */
+export interface HumanListenerConfig {
+  /** `timeout_seconds`; null: an ask waits until someone answers it (the listener default does not apply). */
+  readonly timeoutSeconds: number | null;
+  /** `on_timeout`: `fail` (the ask fails, reason `timeout`) or `{reply: payload}` (answered with that payload, inject form). */
+  readonly onTimeout: 'fail' | { readonly reply: Readonly<Record<string, unknown>> };
 }
 
 /** One entry of an LLM agent's `tools:`, as written: a function of the developer's, run inside the agent's turn. */
@@ -148,7 +158,8 @@ export interface CodeToolConfig {
 /** One `auth.tokens[]` entry: a named bearer token read from an environment variable. */
 export interface AuthTokenConfig {
   readonly name: string;
-  readonly role: 'operator' | 'viewer';
+  /** approver: reads what a viewer reads, and may answer, approve and reject inbox items. */
+  readonly role: 'operator' | 'viewer' | 'approver';
   readonly tokenEnv: string;
 }
 

@@ -14,6 +14,8 @@ export type FailureReason =
   | 'unknown_target'
   | 'max_attempts'
   | 'shutdown'
+  /** A person rejected an ask (builtin:human); the error is their note. */
+  | 'rejected'
   /** The store refused to write the delivery's outcome for what it held (see STORAGE_REJECTED). */
   | 'storage_rejected';
 

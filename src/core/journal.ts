@@ -6,9 +6,36 @@ import type { TextSearch } from './search.js';
 
 /** The message journal: every delivery's record, its states and the queries on it. */
 
-export type DeliveryState = 'PENDING' | 'DISPATCHED' | 'ACKED' | 'FAILED';
+/**
+ * AWAITING (an extension of the spec's journal table): a message to a `builtin:human` listener
+ * (an ask) waits for a person, holding no handler slot, lease or connection, until it is
+ * answered (ACKED), rejected, expired or its thread killed (FAILED).
+ */
+export type DeliveryState = 'PENDING' | 'DISPATCHED' | 'AWAITING' | 'ACKED' | 'FAILED';
 
-export const DELIVERY_STATES: readonly DeliveryState[] = ['PENDING', 'DISPATCHED', 'ACKED', 'FAILED'];
+export const DELIVERY_STATES: readonly DeliveryState[] = ['PENDING', 'DISPATCHED', 'AWAITING', 'ACKED', 'FAILED'];
+
+/** Per-state counts, all zero. */
+export function zeroStateCounts(): Record<DeliveryState, number> {
+  return { PENDING: 0, DISPATCHED: 0, AWAITING: 0, ACKED: 0, FAILED: 0 };
+}
+
+/**
+ * How an open ask (an AWAITING entry) ends: `ACKED` (answered: `outgoing` is the answer) or
+ * `FAILED` (rejected, expired, killed: `outgoing` is the SystemError to the asker, if any).
+ * Written only while the entry is still AWAITING, with `outgoing` in the same transaction.
+ */
+export interface AskClosing {
+  readonly state: 'ACKED' | 'FAILED';
+  readonly reason: FailureReason | null;
+  /** FAILED: the error text (a rejection's note). */
+  readonly error: string | null;
+  /** Who closed it (a token's name, `timeout`, `kill`). */
+  readonly by: string;
+  /** The person's note (answers and rejections). */
+  readonly note: string | null;
+  readonly outgoing: readonly Message[];
+}
 
 /**
  * An attempt of a delivery that did not end it: it failed and an operator sent it again, or the
@@ -44,6 +71,12 @@ export interface JournalEntry {
   readonly earlierAttempts: readonly EarlierAttempt[];
   /** A PENDING retry waiting out its backoff: not delivered before this time (ms). Null or absent: as soon as it can. */
   readonly nextAttemptAt?: number | null;
+  /** An ask (to a `builtin:human` listener): when it expires unanswered (null or absent: never). */
+  readonly expiresAt?: number | null;
+  /** An ask that was closed: who closed it (a token's name, `timeout`, `kill`). */
+  readonly closedBy?: string | null;
+  /** An ask that was closed: the person's note. */
+  readonly closedNote?: string | null;
 }
 
 export interface JournalQuery {
@@ -131,4 +164,16 @@ export interface Journal extends DispatchHook {
   redeliver(messageId: string): Promise<Message>;
   /** Messages of a thread (oldest first) that involve `agent` (sender or receiver), last `limit`. */
   threadHistory(threadId: string, agent: string, limit: number): Promise<readonly Message[]>;
+  /**
+   * An ask's delivery stops to wait for a person: PENDING or DISPATCHED -> AWAITING (embedded:
+   * one process owns the journal; a cluster parks it through its queue, fenced by the claim).
+   */
+  awaiting(message: Message, expiresAt: number | null): Promise<void>;
+  /**
+   * Closes an open ask: AWAITING -> `closing.state`, its outgoing messages journaled PENDING in the
+   * same transaction. False (nothing written) when it was no longer AWAITING: the first close wins.
+   */
+  closeAsk(messageId: string, closing: AskClosing): Promise<boolean>;
+  /** Every AWAITING entry, oldest first. */
+  openAsks(): Promise<readonly JournalEntry[]>;
 }

@@ -53,6 +53,11 @@ export interface DeliveryQueue {
   release(message: Message): void;
   /** Books a delivery's ack with what it caused; cluster: fenced by the claim. */
   ack(message: Message, outcome: DeliveryOutcomeWrite): Promise<FencedResult>;
+  /**
+   * An ask's delivery (builtin:human) stops to wait for a person: AWAITING until it expires at
+   * `expiresAt` (null: never); cluster: fenced by the claim, which it releases.
+   */
+  park(message: Message, expiresAt: number | null): Promise<FencedResult>;
   /** Books a delivery's failure, like `ack`. */
   fail(message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult>;
   /**

@@ -1,9 +1,10 @@
 import type { Page } from './page.js';
 import type { TextSearch } from './search.js';
 
-export type ThreadStatus = 'active' | 'completed' | 'error' | 'killed';
+/** `waiting` (an extension of the spec's list): nothing runs, and an ask waits for a person (an AWAITING entry). */
+export type ThreadStatus = 'active' | 'waiting' | 'completed' | 'error' | 'killed';
 
-export const THREAD_STATUSES: readonly ThreadStatus[] = ['active', 'completed', 'error', 'killed'];
+export const THREAD_STATUSES: readonly ThreadStatus[] = ['active', 'waiting', 'completed', 'error', 'killed'];
 
 export interface ThreadRecord {
   readonly id: string;

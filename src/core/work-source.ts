@@ -33,6 +33,8 @@ export interface WorkSource {
   admit(messages: readonly Message[], maxQueue: number): Promise<boolean>;
   /** The fenced ack: the outcome (outgoing messages PENDING, usage) commits with it, or nothing does. */
   ack(message: Message, outcome: DeliveryOutcomeWrite): Promise<FencedResult>;
+  /** The fenced park of an ask (DISPATCHED -> AWAITING, the claim released), like `ack`. */
+  park(message: Message, expiresAt: number | null): Promise<FencedResult>;
   /** The fenced failure, like `ack`. */
   fail(message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult>;
   /** The fenced retry (see DeliveryQueue.retry): the next attempt's message, or null when the claim was no longer ours. */

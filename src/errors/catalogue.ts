@@ -82,6 +82,10 @@ export const Errors = {
   RELOAD_INVALID: define('RELOAD_INVALID', 500, '%s'),
 
   // --- decided by the issues ---
+  INBOX_ITEM_NOT_FOUND: define('INBOX_ITEM_NOT_FOUND', 404, 'Inbox item not found: %s'),
+  INBOX_ITEM_CLOSED: define('INBOX_ITEM_CLOSED', 409, 'Inbox item %s is already closed (%s); the first answer won'),
+  ASK_REJECTED: define('ASK_REJECTED', 422, '%s rejected the ask (%s): %s'),
+  ASK_EXPIRED: define('ASK_EXPIRED', 504, 'Nobody at %s answered the ask within %s s'),
   JOURNAL_ENTRY_NOT_FOUND: define('JOURNAL_ENTRY_NOT_FOUND', 404, 'Journal entry not found: %s'),
   JOURNAL_NOT_REDELIVERABLE: define('JOURNAL_NOT_REDELIVERABLE', 409, 'Journal entry %s is %s; only FAILED entries can be redelivered'),
   THREAD_KILLED: define('THREAD_KILLED', 409, 'Thread %s was killed; it accepts no more messages'),
@@ -179,6 +183,7 @@ export const Errors = {
   // --- control service (HTTP layer) ---
   AUTH_REQUIRED: define('AUTH_REQUIRED', 401, 'Authentication required'),
   OPERATOR_REQUIRED: define('OPERATOR_REQUIRED', 403, 'Operator role required'),
+  APPROVER_REQUIRED: define('APPROVER_REQUIRED', 403, 'Approver or operator role required'),
   AUTH_SCHEME: define('AUTH_SCHEME', 401, 'Authorization must be "Bearer <token>"'),
   AUTH_AMBIGUOUS: define('AUTH_AMBIGUOUS', 400, 'Send one Authorization header, not %s'),
 

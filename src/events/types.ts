@@ -4,6 +4,7 @@ import type { DeliveryState } from '../core/journal.js';
 import type { ThreadRecord } from '../core/thread.js';
 import type { UsageEvent } from '../usage/types.js';
 import type { WorkerRecord } from '../core/work-source.js';
+import type { InboxClosed, InboxItem } from '../core/inbox.js';
 
 export type AgentState = 'idle' | 'processing' | 'waiting' | 'error' | 'paused';
 export const AGENT_STATES: readonly AgentState[] = ['idle', 'processing', 'waiting', 'error', 'paused'];
@@ -84,7 +85,11 @@ export type OrganismEvent =
       readonly name: string | null;
       readonly retried: number;
       readonly failed: number;
-    };
+    }
+  /** An ask started to wait for a person (issue 25). */
+  | { readonly type: 'inbox_opened'; readonly item: InboxItem }
+  /** An ask was answered, rejected, expired or closed by its thread's kill. */
+  | { readonly type: 'inbox_closed'; readonly closed: InboxClosed };
 
 /** joined: a new process; stopped: it stopped gracefully; lost: silent past its lease; back: heartbeating again after it was lost. */
 export type WorkerChange = 'joined' | 'stopped' | 'lost' | 'back';
@@ -104,4 +109,6 @@ export const ORGANISM_EVENT_TYPES: readonly OrganismEventType[] = [
   'llm_delta',
   'worker',
   'deliveries_taken_back',
+  'inbox_opened',
+  'inbox_closed',
 ];

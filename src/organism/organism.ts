@@ -42,6 +42,7 @@ import { CodeToolCalls } from './code-tool-calls.js';
 import { organismQueries, type OrganismQueries } from './queries.js';
 import { attemptLimits } from '../pump/retry-policy.js';
 import { replyFormatOf } from './reply-format.js';
+import { Inbox } from './inbox.js';
 
 export type { OrganismStorage, StorageParts } from '../core/storage.js';
 
@@ -94,6 +95,8 @@ export class Organism {
   /** Following the other processes of a clustered organism (alone: nobody to follow). */
   private readonly follower: Follower;
   private readonly providerOverride: readonly LlmProvider[] | null;
+  /** Asks to people (builtin:human listeners): listed, answered, rejected, expired. */
+  readonly inbox: Inbox;
 
   constructor(loaded: LoadedOrganism, options: OrganismOptions = {}) {
     this.loaded = loaded;
@@ -135,6 +138,15 @@ export class Organism {
       limitsOf(loaded.config),
       loaded.listeners,
     );
+    this.inbox = new Inbox({
+      journal: this.storage.journal,
+      pump: this.pump,
+      bus: this.bus,
+      logger: this.logger,
+      registry: () => this.registryValue,
+      maxHops: () => this.config.maxHops,
+      now: options.now ?? Date.now,
+    });
     this.follower = new Follower({
       pump: this.pump,
       bus: this.bus,
@@ -201,7 +213,9 @@ export class Organism {
     this.recovery = { ...report, pausedAgents };
     this.started = Date.now();
     this.budgetKeeper.startSaving();
+    await this.inbox.load();
     await this.pump.start(messages);
+    this.inbox.start();
     this.logger.info({ recovery: this.recovery }, 'organism started');
     return this.recovery;
   }
@@ -249,6 +263,7 @@ export class Organism {
   /** Kills a thread here and, once it is stored as killed, in every other process of a clustered organism. */
   async killThread(threadId: string) {
     const record = await this.pump.killThread(threadId);
+    await this.inbox.threadKilled(threadId);
     await this.storage.flush();
     await this.follower.publishCommand({ kind: 'kill', threadId });
     return record;
@@ -367,6 +382,7 @@ export class Organism {
   /** Stops the pump (draining in-flight work), then flushes and closes storage. */
   async stop(options?: StopOptions): Promise<StopReport & { journal: JournalStats | null }> {
     this.follower.stop();
+    this.inbox.stop();
     const report = await this.pump.stop(options);
     await this.follower.close();
     await this.mcp.close();

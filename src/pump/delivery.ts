@@ -103,6 +103,8 @@ export class Deliveries {
         if (!acked) return;
         delivery.outcome = ACKED;
         deps.bus.emit({ type: 'message', message, state: 'ACKED' });
+      } else if (runtime.config.human) {
+        await this.park(delivery);
       } else {
         await this.runHandler(delivery);
       }
@@ -238,6 +240,37 @@ export class Deliveries {
     );
     this.intake.requeue(retry, thread);
     return true;
+  }
+
+  /**
+   * A delivery to a `builtin:human` listener is an ask: instead of running a handler it becomes
+   * AWAITING (expiring after the listener's own timeout, if it has one) and frees its slot at
+   * once; the inbox (organism layer) lists it and closes it with a person's answer.
+   */
+  private async park(d: Delivery): Promise<void> {
+    const { message, runtime, thread, cancellation } = d;
+    const { state } = this;
+    const { deps } = state;
+    this.handlerDone(d);
+    if (cancellation.reason === 'killed' || thread.status === 'killed') {
+      this.send(await this.outcomes.fail(d, 'killed', Errors.THREAD_KILLED(thread.id).detail, null), thread);
+      return;
+    }
+    const seconds = runtime.config.human?.timeoutSeconds ?? null;
+    const expiresAt = seconds === null ? null : state.now() + seconds * 1000;
+    let parked = false;
+    const booked = await this.books.write(d, async () => {
+      parked = (await deps.queue.park(message, expiresAt)).committed;
+    });
+    // A shutdown came first (it stays DISPATCHED: parked again after the restart), or the claim
+    // was taken back (it parks elsewhere).
+    if (booked !== true || !parked) return;
+    let open = state.asks.get(thread.id);
+    if (!open) state.asks.set(thread.id, (open = new Set()));
+    open.add(message.id);
+    d.outcome = ACKED;
+    runtime.lastFailed = false;
+    deps.bus.emit({ type: 'message', message, state: 'AWAITING' });
   }
 
   /**

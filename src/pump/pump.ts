@@ -3,6 +3,7 @@ import type { ResolvedListener } from '../config/types.js';
 import { EXTERNAL_SENDER, type Message } from '../core/message.js';
 import type { QueueHost } from '../core/queue.js';
 import type { ThreadRecord } from '../core/thread.js';
+import type { AskClosing, JournalEntry } from '../core/journal.js';
 import { Errors } from '../errors/catalogue.js';
 import type { OrganismStatus, ReloadResult } from '../events/types.js';
 import { assertStorableInject, resolveInjectPayload } from '../payload/index.js';
@@ -226,6 +227,56 @@ export class Pump {
     const thread = threads.activate(message.threadId, this.state.now(), message.metadata, stored);
     this.intake.enqueue(message, thread, true);
     deps.queue.schedule();
+  }
+
+  // ---------------------------------------------------------------- asks (builtin:human)
+
+  /** Open asks as the store holds them (at start): their threads settle as `waiting`. */
+  knowAsks(entries: readonly JournalEntry[]): void {
+    for (const e of entries) this.rememberAsk(e.message.threadId, e.message.id);
+  }
+
+  /** An ask parked by another process (cluster mode: its thread's record is the store's anyway). */
+  rememberAsk(threadId: string, messageId: string): void {
+    const { asks } = this.state;
+    let open = asks.get(threadId);
+    if (!open) asks.set(threadId, (open = new Set()));
+    open.add(messageId);
+  }
+
+  /** An ask another process closed (cluster mode): no longer open here. */
+  forgetAsk(threadId: string, messageId: string): void {
+    const open = this.state.asks.get(threadId);
+    open?.delete(messageId);
+    if (open?.size === 0) this.state.asks.delete(threadId);
+  }
+
+  /**
+   * Closes an open ask (answered, rejected, expired, its thread killed): the store's conditional
+   * AWAITING -> ACKED/FAILED with what the close sends, in one transaction; then what it sent
+   * goes on its way and the thread goes on (or settles). False: it was already closed (the
+   * first close wins), nothing was written.
+   */
+  async closeAsk(entry: JournalEntry, closing: AskClosing): Promise<boolean> {
+    const { deps, threads } = this.state;
+    const ask = entry.message;
+    if (!(await deps.journal.closeAsk(ask.id, closing))) return false;
+    this.forgetAsk(ask.threadId, ask.id);
+    deps.bus.emit({ type: 'message', message: ask, state: closing.state });
+    if (closing.state === 'FAILED' && closing.reason) deps.bus.emit({ type: 'journal_failed', message: ask, reason: closing.reason, error: closing.error ?? closing.reason });
+    if (closing.reason === 'killed' || threads.wasKilled(ask.threadId)) return true;
+    const live = threads.get(ask.threadId);
+    const stored = live ? null : await deps.threads.get(ask.threadId);
+    if (stored?.status === 'killed') return true;
+    const thread = threads.activate(ask.threadId, this.state.now(), ask.metadata, stored);
+    if (closing.state === 'FAILED' && closing.error !== null) {
+      thread.failed = true;
+      thread.error ??= closing.error;
+    }
+    for (const m of closing.outgoing) this.intake.enqueue(m, thread, true);
+    this.lifecycle.settle(thread);
+    deps.queue.schedule();
+    return true;
   }
 
   // ---------------------------------------------------------------- views

@@ -57,6 +57,10 @@ export interface Delivery {
   outcome: DeliveryOutcome | null;
 }
 
+const answeredByPeople: Handler = () => {
+  throw new Error('a builtin:human listener is answered by people, through the inbox');
+};
+
 /**
  * What every part of the pump reads and changes: its dependencies and limits, the registered
  * listeners, the live threads and deliveries, the counters the limits are checked against, and
@@ -84,6 +88,11 @@ export class PumpState {
    */
   running = 0;
   totalMessages = 0;
+  /**
+   * Open asks (AWAITING entries) per thread, as this process knows them (embedded: all of them,
+   * loaded at start): a thread that settles with one open is `waiting`, not finished.
+   */
+  readonly asks = new Map<string, Set<string>>();
 
   constructor(deps: PumpDeps, limits: PumpLimits) {
     this.deps = deps;
@@ -107,6 +116,8 @@ export class PumpState {
   }
 
   handlerFor(l: ResolvedListener): Handler {
+    // A human listener's deliveries never run a handler: they park as asks (Deliveries.park).
+    if (l.config.human) return answeredByPeople;
     return l.handler ?? this.deps.llmHandler(l.config);
   }
 

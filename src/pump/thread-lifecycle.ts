@@ -27,7 +27,11 @@ export class ThreadLifecycle {
     if (thread.queued > 0 || thread.inFlight > 0) return;
     if (thread.status !== 'killed') {
       const end = deps.queue.endOf(thread.failed);
-      if (end !== null) {
+      if (end !== null && this.state.asks.has(thread.id)) {
+        // An ask of it waits for a person: not finished (its budget stays live).
+        thread.status = 'waiting';
+        thread.lastActivity = this.state.now();
+      } else if (end !== null) {
         thread.status = end;
         thread.lastActivity = this.state.now();
         // The budget is kept, spend and all: an inject (or a redelivery) into the thread goes on
@@ -46,6 +50,11 @@ export class ThreadLifecycle {
   async closeOrphans(): Promise<void> {
     const { threads, deps } = this.state;
     for await (const t of deps.queue.orphans((id) => threads.get(id) !== undefined)) {
+      // Its ask was parked but the crash came before its record said `waiting`: it still waits.
+      if (this.state.asks.has(t.id)) {
+        deps.threads.put({ ...t, status: 'waiting' });
+        continue;
+      }
       const error = t.error ?? (await this.failureSinceInject(t.id));
       deps.threads.put({ ...t, status: error ? 'error' : 'completed', error });
       deps.budgets.finish(t.id);
@@ -79,8 +88,9 @@ export class ThreadLifecycle {
     live ??= threads.get(threadId);
     if (!live) {
       if (!stored) throw Errors.THREAD_NOT_FOUND(threadId);
-      // Completed, failed or killed: its status is history and stays as it was.
-      if (stored.status !== 'active') throw Errors.THREAD_FINISHED(threadId);
+      // Completed, failed or killed: its status is history and stays as it was (a waiting
+      // thread's asks are closed by the caller: Inbox.threadKilled).
+      if (stored.status !== 'active' && stored.status !== 'waiting') throw Errors.THREAD_FINISHED(threadId);
       // From here a claim of it that comes back (sent before this kill commits) is refused.
       threads.markKilled(threadId);
       const record: ThreadRecord = { ...stored, status: 'killed', lastActivity: this.state.now() };

@@ -122,6 +122,11 @@ export class EmbeddedQueue implements DeliveryQueue {
     return COMMITTED;
   }
 
+  async park(message: Message, expiresAt: number | null): Promise<FencedResult> {
+    await this.journal.awaiting(message, expiresAt);
+    return COMMITTED;
+  }
+
   async fail(message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
     await this.journal.failed(message, reason, error, outcome.outgoing, outcome.usage, outcome.guard);
     return COMMITTED;

@@ -23,6 +23,7 @@ import { capabilityRoutes } from './routes/capabilities.js';
 import { healthRoutes } from './routes/health.js';
 import { injectRoutes } from './routes/inject.js';
 import { journalRoutes } from './routes/journal.js';
+import { inboxRoutes } from './routes/inbox.js';
 import { llmCallRoutes } from './routes/llm-calls.js';
 import { waterfallRoutes } from './routes/waterfall.js';
 import { messageRoutes } from './routes/messages.js';
@@ -134,6 +135,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       await api.register(injectRoutes, ctx);
       await api.register(usageRoutes, ctx);
       await api.register(journalRoutes, ctx);
+      await api.register(inboxRoutes, ctx);
       await api.register(llmCallRoutes, ctx);
       await api.register(waterfallRoutes, ctx);
       await api.register(whoamiRoutes, ctx);

@@ -3,7 +3,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Errors } from '../errors/catalogue.js';
 
-export type Role = 'operator' | 'viewer';
+/** approver (issue 25): reads what a viewer reads, and may answer, approve and reject inbox items; nothing else. */
+export type Role = 'operator' | 'viewer' | 'approver';
 
 export interface ApiToken {
   readonly name: string;
@@ -203,4 +204,5 @@ function authorize(request: FastifyRequest, reply: FastifyReply, authenticate: (
   }
   request.principal = principal;
   if (access === 'operator' && principal.role !== 'operator') throw Errors.OPERATOR_REQUIRED();
+  if (access === 'approver' && principal.role === 'viewer') throw Errors.APPROVER_REQUIRED();
 }

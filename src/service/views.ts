@@ -1,4 +1,5 @@
 import type { EarlierAttempt, RecoveryReport, JournalEntry, JournalStats } from '../core/journal.js';
+import type { InboxClosed, InboxItem } from '../core/inbox.js';
 import type { ThreadRecord } from '../core/thread.js';
 import type { ThreadUsageTotals, UsageCountersRow } from '../core/usage.js';
 import { zeroCounters } from '../usage/tracker.js';
@@ -70,6 +71,9 @@ export function journalEntryView(e: JournalEntry) {
     ...messageView(e.message, e.state),
     metadata: { ...e.message.metadata },
     ...deliveryTimesView(e),
+    // Asks only (builtin:human): when it expires, who closed it and their note.
+    ...(e.expiresAt !== undefined ? { expiresAt: isoOrNull(e.expiresAt) } : {}),
+    ...(e.closedBy !== undefined ? { closedBy: e.closedBy, closedNote: e.closedNote ?? null } : {}),
   };
 }
 
@@ -133,4 +137,14 @@ export function threadUsageView(u: ThreadUsageTotals | null) {
   });
   if (!u) return { ...counts(zeroCounters()), byModel: {} };
   return { ...counts(u), byModel: Object.fromEntries(Object.entries(u.byModel).map(([model, c]) => [model, counts(c)])) };
+}
+
+/** An open inbox item as the API shows it (times as ISO 8601). */
+export function inboxItemView(item: InboxItem) {
+  return { ...item, createdAt: iso(item.createdAt), expiresAt: item.expiresAt === null ? null : iso(item.expiresAt) };
+}
+
+/** A closed inbox item, as the `inbox_closed` frame tells it. */
+export function inboxClosedView(c: InboxClosed) {
+  return { ...c, at: iso(c.at) };
 }

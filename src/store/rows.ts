@@ -30,6 +30,10 @@ export interface JournalRow {
   earlier_attempts: string | null;
   /** A PENDING retry's backoff: not delivered before this time (ms); null otherwise (absent before the column existed). */
   next_attempt_at?: number | null;
+  /** Asks (builtin:human): when it expires, who closed it and their note (columns added by a later migration). */
+  expires_at?: number | string | null;
+  closed_by?: string | null;
+  closed_note?: string | null;
 }
 
 export function messageOf(r: JournalRow): Message {
@@ -68,6 +72,9 @@ export function entryOf(r: JournalRow): JournalEntry {
     error: r.error,
     earlierAttempts: r.earlier_attempts ? (JSON.parse(r.earlier_attempts) as EarlierAttempt[]) : [],
     nextAttemptAt: r.state === 'PENDING' && r.next_attempt_at != null ? Number(r.next_attempt_at) : null,
+    // Only on asks: the entries of every other delivery keep their shape.
+    ...(r.expires_at != null ? { expiresAt: Number(r.expires_at) } : {}),
+    ...(r.closed_by != null ? { closedBy: r.closed_by, closedNote: r.closed_note ?? null } : {}),
   };
 }
 

@@ -5,7 +5,7 @@ import type { CompletionResult } from '../llm/types.js';
 import type { Organism } from '../organism/organism.js';
 import type { DeliveryOutcome, DeliveryWatch } from '../pump/observer.js';
 import { EXTERNAL_SENDER } from '../core/message.js';
-import type { DeliveryState, KeptJournalStats } from '../core/journal.js';
+import { DELIVERY_STATES, type DeliveryState, type KeptJournalStats } from '../core/journal.js';
 import type { ThreadStatus } from '../core/thread.js';
 import { GEN_AI_OPERATION_CHAT, GenAiTokenType } from './conventions.js';
 
@@ -20,7 +20,7 @@ const TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048
 const GEN_AI_DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
 const DELIVERY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
-const JOURNAL_STATES: readonly DeliveryState[] = ['PENDING', 'DISPATCHED', 'ACKED', 'FAILED'];
+const JOURNAL_STATES: readonly DeliveryState[] = DELIVERY_STATES;
 
 /**
  * The organism's Prometheus metrics (prom-client). Values come from counters the runtime keeps
@@ -117,7 +117,7 @@ export class OrganismMetrics {
         .finally(() => setImmediate(() => (kept = null))));
     new Gauge({
       name: 'organism_journal_entries',
-      help: 'Journal entries by delivery state (PENDING, DISPATCHED, ACKED, FAILED).',
+      help: 'Journal entries by delivery state (PENDING, DISPATCHED, AWAITING, ACKED, FAILED).',
       labelNames: ['state'],
       registers,
       async collect() {

@@ -3,7 +3,7 @@ import { Value } from 'typebox/value';
 import WebSocket from 'ws';
 import { createClient, OrganismApiError, OrganismCommandError, type OrganismSocket, type ServerFrame, type WebSocketFactory, type WebSocketLike } from '../../src/client/index.js';
 import { ServerFrame as ServerFrameSchema } from '../../src/service/schemas/frames.js';
-import { eventually, OPERATOR, probe, startService, VIEWER, type Service } from '../service/fixture.js';
+import { BASE_LISTENERS, eventually, OPERATOR, organismYaml, probe, startService, VIEWER, type Service } from '../service/fixture.js';
 
 /** Every frame the client hands out must match the schema its types are derived from. */
 const mismatched: string[] = [];
@@ -39,7 +39,8 @@ describe('organism/client against the real server (SQLite storage)', () => {
   const opened: OrganismSocket[] = [];
 
   beforeAll(async () => {
-    svc = await startService({ storage: 'sqlite', app: { ws: { replayBuffer: 8 } } });
+    const desk = { name: 'desk', yaml: '  - name: desk\n    description: People\n    payload: Text\n    handler: builtin:human' };
+    svc = await startService({ storage: 'sqlite', yaml: organismYaml([...BASE_LISTENERS, desk]), app: { ws: { replayBuffer: 8 } } });
   });
   afterEach(() => {
     expect(mismatched).toEqual([]);
@@ -72,7 +73,7 @@ describe('organism/client against the real server (SQLite storage)', () => {
     expect(await c.workers()).toMatchObject({ shared: false, count: 1, workers: [{ kind: 'serve', pid: process.pid, alive: true, leaseSeconds: null }] });
     expect((await c.whoami()).role).toBe('operator');
     expect(await c.organism.reload({ dryRun: true })).toMatchObject({ success: true, dryRun: true });
-    expect((await c.capabilities.list()).count).toBe(5);
+    expect((await c.capabilities.list()).count).toBe(6);
     expect((await c.capabilities.get('greeter')).rootTag).toBe('Greeting');
     expect((await c.agents.list()).agents.map((a) => a.name)).toContain('echo');
     expect((await c.agents.get('echo')).payloadClass).toBe('Text');
@@ -135,6 +136,13 @@ describe('organism/client against the real server (SQLite storage)', () => {
     const held2 = await c.inject({ to: 'slow', payload: { Text: { text: 'client-held-2' } } });
     await eventually(() => probe().release.get('client-held-2'), 'slow to start again');
     expect(await c.threads.killMany({ threadIds: [held2.threadId] })).toMatchObject({ matched: 1, attempted: 1, killed: 1, skipped: [] });
+
+    // The inbox: two asks from the outside world, one answered, one rejected.
+    const asks = [await c.inject({ to: 'desk', payload: { text: 'one' } }), await c.inject({ to: 'desk', payload: { text: 'two' } })];
+    const open = await eventually(async () => ((await c.inbox.list({ listener: 'desk' })).total === 2 ? c.inbox.list({ listener: 'desk' }) : null), 'two asks');
+    expect(open.items.map((i) => i.messageId)).toEqual(asks.map((a) => a.messageId));
+    expect((await c.inbox.answer(asks[0]!.messageId, { payload: { Text: { text: 'yes' } } })).message).toMatchObject({ from: 'desk', to: 'api', payloadType: 'Text' });
+    expect(await c.inbox.reject(asks[1]!.messageId, 'no')).toMatchObject({ outcome: 'rejected', note: 'no', by: 'ops' });
 
     expect(await c.usage.reset()).toEqual({ success: true, message: 'Usage tracking reset' });
     expect(await c.organism.restart()).toEqual({ success: true, status: 'restarting' });

@@ -176,7 +176,7 @@ const rows: Row[] = [
     `,
     keyPath: 'auth.tokens[0].role',
     line: 4,
-    message: 'expected one of operator, viewer, got "operater"; did you mean `operator`?',
+    message: 'expected one of operator, viewer, approver, got "operater"; did you mean `operator`?',
   },
   {
     name: 'unknown peer',
@@ -365,6 +365,60 @@ const rows: Row[] = [
     message: 'handler module in `./tools.py#uppercase` must be a .ts or .js file',
   },
   {
+    name: 'on_timeout without timeout_seconds on a human listener',
+    yaml: y`
+      organism: {name: t}
+      listeners:${SHOUT}
+        - name: desk
+          handler: builtin:human
+          payload: Announcement
+          on_timeout: fail
+    `,
+    keyPath: 'listeners[1].on_timeout',
+    line: 9,
+    message: '`on_timeout` needs `timeout_seconds` on a `builtin:human` listener (an ask waits for ever without one); set `timeout_seconds` or remove `on_timeout`',
+  },
+  {
+    name: 'on_timeout of the wrong shape',
+    yaml: y`
+      organism: {name: t}
+      listeners:${SHOUT}
+        - name: desk
+          handler: builtin:human
+          payload: Announcement
+          timeout_seconds: 60
+          on_timeout: later
+    `,
+    keyPath: 'listeners[1].on_timeout',
+    line: 10,
+    message: '`on_timeout` must be `fail` or `{reply: {...payload}}` (the answer given when nobody answers in time)',
+  },
+  {
+    name: 'on_timeout on a listener people do not answer',
+    yaml: y`
+      organism: {name: t}
+      listeners:${SHOUT}
+          on_timeout: fail
+    `,
+    keyPath: 'listeners[0].on_timeout',
+    line: 6,
+    message: '`on_timeout` applies to `handler: builtin:human` listeners only; remove it',
+  },
+  {
+    name: 'a prompt on a human listener',
+    yaml: y`
+      organism: {name: t}
+      listeners:${SHOUT}
+        - name: desk
+          handler: builtin:human
+          payload: Announcement
+          prompt: You are a person.
+    `,
+    keyPath: 'listeners[1].prompt',
+    line: 9,
+    message: '`prompt` does not apply to a `builtin:human` listener (people answer it); remove it',
+  },
+  {
     name: 'unknown built-in handler',
     yaml: y`
       organism: {name: t}
@@ -375,7 +429,7 @@ const rows: Row[] = [
     `,
     keyPath: 'listeners[1].handler',
     line: 7,
-    message: 'unknown built-in handler `builtin:gpt`; the only built-in is `builtin:llm`',
+    message: 'unknown built-in handler `builtin:gpt`; use `builtin:llm` or `builtin:human`',
   },
   {
     name: 'builtin:llm without a prompt',

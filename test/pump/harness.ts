@@ -22,7 +22,7 @@ export function listener(name: string, spec: ListenerSpec = {}): ResolvedListene
     peers: rest.peers ?? [],
     payload: rest.payloadTypes?.[0] ?? rest.payload ?? 'Text',
     ...(rest.payloadTypes !== undefined ? { payloadTypes: rest.payloadTypes } : {}),
-    handlerRef: handler === null ? 'builtin:llm' : `test#${name}`,
+    handlerRef: rest.human !== undefined ? 'builtin:human' : handler === null ? 'builtin:llm' : `test#${name}`,
     prompt: rest.prompt ?? null,
     model: rest.model ?? null,
     maxOutputTokens: rest.maxOutputTokens ?? 256,
@@ -34,6 +34,7 @@ export function listener(name: string, spec: ListenerSpec = {}): ResolvedListene
     maxMessagesPerReply: rest.maxMessagesPerReply ?? null,
     ...(rest.retry !== undefined ? { retry: rest.retry } : {}),
     ...(rest.onError !== undefined ? { onError: rest.onError } : {}),
+    ...(rest.human !== undefined ? { human: rest.human } : {}),
   };
   return { config, handler, handlerVersion: `v1:${name}` };
 }

@@ -11,7 +11,7 @@ beforeAll(async () => {
   svc = await startService();
   const res = await svc.request('POST', '/api/v1/inject', { body: { to: 'echo', payload: { Text: { text: 'auth' } } } });
   await eventually(async () => (await svc.request('GET', `/api/v1/threads/${res.body.threadId}`)).status === 200 || null, 'thread');
-  ids = { name: 'echo', threadId: res.body.threadId, agentId: 'echo', model: 'mock-small', messageId: res.body.messageId };
+  ids = { name: 'echo', threadId: res.body.threadId, agentId: 'echo', model: 'mock-small', messageId: res.body.messageId, id: res.body.messageId };
 });
 afterAll(async () => {
   await svc?.close();
@@ -50,6 +50,9 @@ describe('auth matrix: no token / viewer / operator x every route', () => {
     if (route.access === 'operator') {
       expect(viewer.status).toBe(403);
       expect(viewer.body.detail).toBe('Operator role required');
+    } else if (route.access === 'approver') {
+      expect(viewer.status).toBe(403);
+      expect(viewer.body.detail).toBe('Approver or operator role required');
     } else {
       expect([401, 403]).not.toContain(viewer.status);
       expect(viewer.status, JSON.stringify(viewer.body)).toBeLessThan(500);

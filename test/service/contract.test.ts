@@ -39,11 +39,13 @@ describe.each<StorageKind>(STORAGE_KINDS)('contract with %s storage', (kind) => 
         agentCount: 5,
         version: '9.9.9-test',
         bootId: svc.organism.bootId,
-        journal: { counts: { PENDING: expect.any(Number), DISPATCHED: expect.any(Number), ACKED: expect.any(Number), FAILED: expect.any(Number) } },
+        journal: { counts: { PENDING: expect.any(Number), DISPATCHED: expect.any(Number), AWAITING: expect.any(Number), ACKED: expect.any(Number), FAILED: expect.any(Number) } },
       });
       expect(info.startedAt).toMatch(/Z$/);
       expect(info.journal.lastRecovery).toMatchObject({ bootId: svc.organism.bootId });
-      expect(Object.keys(info).sort()).toEqual(['activeThreads', 'agentCount', 'bootId', 'journal', 'name', 'startedAt', 'status', 'totalMessages', 'uptimeSeconds', 'version'].sort());
+      expect(Object.keys(info).sort()).toEqual(
+        ['activeThreads', 'agentCount', 'bootId', 'inbox', 'journal', 'name', 'startedAt', 'status', 'totalMessages', 'uptimeSeconds', 'version'].sort(),
+      );
     });
 
     it('GET /organism/config is the sanitized configuration', async () => {
@@ -238,7 +240,7 @@ describe.each<StorageKind>(STORAGE_KINDS)('contract with %s storage', (kind) => 
     it('invalid status -> 400 with the valid values', async () => {
       const res = await svc.request('GET', '/api/v1/threads?status=bogus');
       expect(res.status).toBe(400);
-      expect(res.body.detail).toBe('Invalid status: bogus. Valid values: active, completed, error, killed');
+      expect(res.body.detail).toBe('Invalid status: bogus. Valid values: active, waiting, completed, error, killed');
     });
 
     it.each([
@@ -314,7 +316,7 @@ describe.each<StorageKind>(STORAGE_KINDS)('contract with %s storage', (kind) => 
       expect(missing.body.detail).toBe('Journal entry not found: nope');
       const bad = await svc.request('GET', '/api/v1/journal?state=LOST');
       expect(bad.status).toBe(422);
-      expect(bad.body.detail).toBe('state must be one of PENDING, DISPATCHED, ACKED, FAILED');
+      expect(bad.body.detail).toBe('state must be one of PENDING, DISPATCHED, AWAITING, ACKED, FAILED');
     });
 
     it('redelivers FAILED entries only', async () => {

@@ -278,7 +278,7 @@ describe('reload of keys beyond the listeners', () => {
 
   it('auth tokens: a new token works after reload and the removed one stops; an unset variable is 500 RELOAD_INVALID and changes nothing', async () => {
     const env: Record<string, string> = { FIRST_TOKEN: 'first-token-123456', SECOND_TOKEN: 'second-token-654321' };
-    const resolve = (config: { auth: { tokens: readonly { name: string; role: 'operator' | 'viewer'; tokenEnv: string }[] } }) => {
+    const resolve = (config: { auth: { tokens: readonly { name: string; role: 'operator' | 'viewer' | 'approver'; tokenEnv: string }[] } }) => {
       const problems: string[] = [];
       const tokens = [{ name: 'ops', role: 'operator' as const, token: OPS }];
       for (const t of config.auth.tokens) {

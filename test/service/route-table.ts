@@ -1,4 +1,5 @@
-export type Access = 'public' | 'viewer' | 'operator';
+/** approver: an approver or an operator (a viewer is refused). */
+export type Access = 'public' | 'viewer' | 'operator' | 'approver';
 
 export interface RouteCase {
   readonly method: 'GET' | 'POST' | 'PUT';
@@ -55,6 +56,9 @@ export const ROUTES: readonly RouteCase[] = [
   { method: 'POST', template: '/api/v1/journal/redeliver', access: 'operator', body: { messageIds: ['no-such-entry'] } },
   { method: 'POST', template: '/api/v1/journal/{messageId}/redeliver', access: 'operator' },
   { method: 'GET', template: '/api/v1/journal/{messageId}/llm-calls', access: 'operator' },
+  { method: 'GET', template: '/api/v1/inbox', access: 'viewer' },
+  { method: 'POST', template: '/api/v1/inbox/{id}/answer', access: 'approver', body: { payload: { Text: { text: 'x' } } } },
+  { method: 'POST', template: '/api/v1/inbox/{id}/reject', access: 'approver', body: { note: 'no' } },
 ];
 
 export function fill(template: string, values: Record<string, string>): string {

@@ -30,7 +30,7 @@ describe('SQLite journal and thread counts', () => {
     db.close();
     const s = openSqliteStorage({ dataDir });
     opened.push(s);
-    expect((await s.journal.stats()).counts).toEqual({ PENDING: 1, DISPATCHED: 0, ACKED: 2, FAILED: 0 });
+    expect((await s.journal.stats()).counts).toEqual({ PENDING: 1, DISPATCHED: 0, AWAITING: 0, ACKED: 2, FAILED: 0 });
     expect((await s.journal.list({ limit: 10, offset: 0 })).total).toBe(3);
     expect((await s.journal.list({ agent: 'a', limit: 10, offset: 0 })).total).toBe(3);
     expect((await s.journal.list({ agent: 'b', limit: 10, offset: 0 })).total).toBe(1);

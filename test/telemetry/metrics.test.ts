@@ -119,7 +119,7 @@ describe('GET /metrics after a scripted workload', () => {
 
   it('reports the journal from its kept counts, equal to a count of its rows', async () => {
     const stats = await w.service.organism.storage.journal.stats();
-    expect(stats.counts).toEqual({ PENDING: 1, DISPATCHED: 0, ACKED: 15, FAILED: 4 });
+    expect(stats.counts).toEqual({ PENDING: 1, DISPATCHED: 0, AWAITING: 0, ACKED: 15, FAILED: 4 });
     for (const state of ['PENDING', 'DISPATCHED', 'ACKED', 'FAILED'] as const) {
       expect(value('organism_journal_entries', { state }), state).toBe(stats.counts[state]);
     }

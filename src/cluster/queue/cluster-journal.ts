@@ -4,7 +4,7 @@ import type { FailureReason } from '../../core/delivery.js';
 import { EXTERNAL_SENDER, type Message } from '../../core/message.js';
 import type { AgentLoad, ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedResult, TakenBack } from '../../core/work-source.js';
 import { messageOf, type JournalRow } from '../../store/rows.js';
-import { attemptLimitOf, type MaxAttempts, type RecoveredMessages, type RecoveryReport } from '../../core/journal.js';
+import { attemptLimitOf, type AskClosing, type MaxAttempts, type RecoveredMessages, type RecoveryReport } from '../../core/journal.js';
 import type { Channels } from '../bus/channels.js';
 import { CLAIM_RESULT, claimTransaction } from './claim-sql.js';
 import { PgLots } from './lots.js';
@@ -252,6 +252,34 @@ export class PgClusterJournal extends PgJournal {
     const r = await result;
     if (r.threadFinished) this.finishedBudgets.add(message.threadId);
     return r;
+  }
+
+  /**
+   * An ask's claimed delivery stops to wait for a person, fenced like an outcome: DISPATCHED to
+   * `workerId` at its attempt -> AWAITING, the claim released (no lease holds it: a lease taken
+   * back never touches it), and its thread settled (`waiting` while nothing else of it is open).
+   */
+  parkClaimed(workerId: string, message: Message, expiresAt: number | null): Promise<FencedResult> {
+    return this.writer.transaction(async (tx) => {
+      const now = this.now();
+      const r = await tx.query(`UPDATE journal SET state = 'AWAITING', claimed_by = NULL, expires_at = $4 WHERE id = $1 AND state = 'DISPATCHED' AND claimed_by = $2 AND attempt = $3`, [
+        message.id,
+        workerId,
+        message.attempt,
+        expiresAt,
+      ]);
+      if ((r.rowCount ?? 0) === 0) return { ...NOT_OURS };
+      this.counts.moved('DISPATCHED', 'AWAITING');
+      const finished = await settleThreads(tx, new Map([[message.threadId, null]]), now, false);
+      return { committed: true, threadFinished: finished.get(message.threadId) ?? null };
+    });
+  }
+
+  /** The thread of a closed ask is active again while what the close sent runs; settled as any outcome's. */
+  protected override async askClosed(tx: Tx, threadId: string, closing: AskClosing): Promise<void> {
+    await tx.query(`UPDATE threads SET status = 'active' WHERE id = $1 AND status = 'waiting'`, [threadId]);
+    const error = closing.state === 'FAILED' && closing.reason !== 'killed' ? closing.error : null;
+    await settleThreads(tx, new Map([[threadId, error]]), this.now(), false);
   }
 
   /**

@@ -110,6 +110,10 @@ export class ClusterQueue implements DeliveryQueue {
     return this.ended(message, this.work.ack(message, outcome));
   }
 
+  park(message: Message, expiresAt: number | null): Promise<FencedResult> {
+    return this.ended(message, this.work.park(message, expiresAt));
+  }
+
   fail(message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
     return this.ended(message, this.work.fail(message, reason, error, outcome));
   }

@@ -12,6 +12,9 @@ import { inlineParams, type Tx } from '../../store/postgres/writer.js';
 /** Open entries of thread t: while one is left, the thread is not finished. */
 const OPEN_ENTRY = `SELECT 1 FROM journal o WHERE o.thread_id = t.id AND o.state IN ('PENDING', 'DISPATCHED')`;
 
+/** An open ask of thread t (issue 25): with nothing else left, the thread is `waiting`, not finished. */
+const OPEN_ASK = `SELECT 1 FROM journal a WHERE a.thread_id = t.id AND a.state = 'AWAITING'`;
+
 /**
  * Settles threads ($1, with the error each outcome leaves, $2) at $3 (see settleThreads). The
  * budget of a thread it finishes (completed or error) stops being live in the same statement:
@@ -24,10 +27,11 @@ const SETTLE_SQL = `
   WITH settled AS (
     UPDATE threads t SET error = COALESCE(t.error, s.error), last_activity = GREATEST(t.last_activity, $3::bigint),
       status = CASE WHEN t.status = 'killed' OR EXISTS (${OPEN_ENTRY}) THEN t.status
+                    WHEN EXISTS (${OPEN_ASK}) THEN 'waiting'
                     WHEN COALESCE(t.error, s.error) IS NOT NULL THEN 'error' ELSE 'completed' END
     FROM unnest($1::text[], $2::text[]) AS s(id, error)
     WHERE t.id = s.id
-    RETURNING t.id, t.status, NOT EXISTS (${OPEN_ENTRY}) AS finished),
+    RETURNING t.id, t.status, NOT EXISTS (${OPEN_ENTRY}) AND NOT EXISTS (${OPEN_ASK}) AS finished),
   released AS (
     UPDATE thread_budgets b SET live = false FROM settled
     WHERE b.thread_id = settled.id AND b.live AND settled.finished AND settled.status IN ('completed', 'error'))

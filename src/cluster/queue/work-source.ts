@@ -104,6 +104,10 @@ export class PgWorkSource implements WorkSource {
     return this.o.journal.ackClaimed(this.workerId, message, outcome);
   }
 
+  park(message: Message, expiresAt: number | null): Promise<FencedResult> {
+    return this.o.journal.parkClaimed(this.workerId, message, expiresAt);
+  }
+
   fail(message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
     return this.o.journal.failClaimed(this.workerId, message, reason, error, outcome);
   }

@@ -11,7 +11,7 @@ export const organismRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (
   const { organism } = ctx;
 
   app.get('/organism', { schema: { tags: ['organism'], summary: 'Organism overview', response: { 200: OrganismInfo, ...errorResponses } } }, async () => {
-    const [stats, activeThreads] = await Promise.all([organism.queries.journal.stats(), organism.activeThreadTotal()]);
+    const [stats, activeThreads, inbox] = await Promise.all([organism.queries.journal.stats(), organism.activeThreadTotal(), organism.inbox.counts()]);
     return {
       name: organism.name,
       status: organism.status,
@@ -23,6 +23,7 @@ export const organismRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (
       startedAt: isoOrNull(organism.startedAt),
       bootId: organism.bootId,
       journal: journalStatsView({ ...stats, lastRecovery: organism.lastRecovery ?? stats.lastRecovery }),
+      inbox,
     };
   });
 

@@ -1,3 +1,4 @@
+import { InboxClosed, InboxCounts, InboxItem } from './inbox.js';
 import { Type, type Static } from 'typebox';
 import { AgentInfo, AgentState } from './agent.js';
 import { MessageRecord } from './message.js';
@@ -52,6 +53,7 @@ export const ConnectedFrame = Type.Object({
   threads: Type.Optional(Type.Array(ThreadInfo)),
   usage: Type.Optional(UsageTotals),
   journal: Type.Optional(JournalStats),
+  inbox: Type.Optional(InboxCounts),
   filter: Type.Optional(WsFilter),
   resync: Type.Optional(Type.Literal(true)),
   resumed: Type.Optional(Type.Literal(true)),
@@ -156,6 +158,12 @@ export const DeliveriesTakenBackFrame = Type.Object({
   failed: Type.Integer({ description: 'FAILED max_attempts (out of attempts)' }),
 });
 
+/** An ask started to wait for a person (issue 25). */
+export const InboxOpenedFrame = Type.Object({ ...head('inbox_opened'), item: InboxItem });
+
+/** An ask was answered, rejected, expired, or closed by its thread's kill. */
+export const InboxClosedFrame = Type.Object({ ...head('inbox_closed'), ...InboxClosed.properties });
+
 export const SubscribedFrame = Type.Object({ ...head('subscribed'), ...replyId, filter: WsFilter });
 export const InjectedFrame = Type.Object({ ...head('injected'), ...replyId, threadId: Type.String(), messageId: Type.String() });
 export const PongFrame = Type.Object({ ...head('pong'), ...replyId });
@@ -182,6 +190,8 @@ export const ServerFrame = Type.Union([
   LlmDeltaFrame,
   WorkerFrame,
   DeliveriesTakenBackFrame,
+  InboxOpenedFrame,
+  InboxClosedFrame,
   SubscribedFrame,
   InjectedFrame,
   PongFrame,

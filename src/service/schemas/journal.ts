@@ -33,6 +33,9 @@ export const JournalEntryInfo = Type.Object(
     nextAttemptAt: Nullable(
       Type.String({ format: 'date-time', description: "A PENDING retry waiting out its listener's backoff (`retry:`): not delivered before this time; null otherwise" }),
     ),
+    expiresAt: Type.Optional(NullableTimestamp),
+    closedBy: Type.Optional(NullableString),
+    closedNote: Type.Optional(NullableString),
   },
   { title: 'JournalEntry' },
 );

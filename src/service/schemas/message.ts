@@ -1,7 +1,8 @@
 import { Type } from 'typebox';
 import { AnyObject, NullableString, PageFields, PageQuery, Timestamp } from './common.js';
 
-export const DeliveryState = Type.Enum(['PENDING', 'DISPATCHED', 'ACKED', 'FAILED']);
+/** AWAITING: an ask waiting for a person (an extension of the spec's journal table). */
+export const DeliveryState = Type.Enum(['PENDING', 'DISPATCHED', 'AWAITING', 'ACKED', 'FAILED']);
 
 export const MessageRecord = Type.Object(
   {

@@ -1,3 +1,4 @@
+import { InboxCounts } from './inbox.js';
 import { Type } from 'typebox';
 import { Nullable, NullableString, NullableTimestamp, SuccessFlag, Timestamp } from './common.js';
 
@@ -21,6 +22,7 @@ export const JournalStats = Type.Object(
     counts: Type.Object({
       PENDING: Type.Integer(),
       DISPATCHED: Type.Integer(),
+      AWAITING: Type.Integer({ description: 'Asks waiting for a person (an extension of the spec)' }),
       ACKED: Type.Integer(),
       FAILED: Type.Integer(),
     }),
@@ -42,6 +44,7 @@ export const OrganismInfo = Type.Object(
     startedAt: NullableTimestamp,
     bootId: Type.String({ description: 'New on every process start' }),
     journal: JournalStats,
+    inbox: InboxCounts,
   },
   { title: 'OrganismInfo' },
 );

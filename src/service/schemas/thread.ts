@@ -4,7 +4,8 @@ import { Name, NullableString, PageFields, PageQuery, SuccessFlag, Timestamp } f
 import { MessageRecord } from './message.js';
 import { FindFields, SearchTruncated } from './find.js';
 
-export const ThreadStatus = Type.Enum(['active', 'completed', 'error', 'killed']);
+/** waiting: an ask waits for a person (an extension of the spec). */
+export const ThreadStatus = Type.Enum(['active', 'waiting', 'completed', 'error', 'killed']);
 
 export const ThreadInfo = Type.Object(
   {
@@ -32,7 +33,7 @@ export const ThreadListResponse = Type.Object({ threads: Type.Array(ThreadInfo),
 
 /** `status` is a plain string here: the spec answers a bad value with 400 and its own text. */
 export const ThreadQuery = Type.Object({
-  status: Type.Optional(Type.String({ description: 'active, completed, error or killed' })),
+  status: Type.Optional(Type.String({ description: 'active, waiting, completed, error or killed' })),
   agent: Type.Optional(Type.String({ maxLength: 256, description: 'Participant' })),
   startTime: Type.Optional(Type.String({ maxLength: 64, description: 'Threads active at or after this time: last activity not earlier (ISO 8601)' })),
   endTime: Type.Optional(Type.String({ maxLength: 64, description: 'Threads created before this time (ISO 8601)' })),

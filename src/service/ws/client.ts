@@ -30,7 +30,7 @@ export class WsClient {
   constructor(
     readonly socket: WebSocket,
     readonly channel: Channel,
-    readonly role: 'operator' | 'viewer',
+    readonly role: 'operator' | 'viewer' | 'approver',
     filter: WsFilter,
     private readonly sendBufferBytes: number,
   ) {

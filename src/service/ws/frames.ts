@@ -1,7 +1,7 @@
 import type { OrganismEvent, OrganismEventType } from '../../events/types.js';
 import type { UsageEvent } from '../../usage/types.js';
 import { iso } from '../time.js';
-import { messageView, threadView } from '../views.js';
+import { inboxClosedView, inboxItemView, messageView, threadView } from '../views.js';
 import { workerView } from '../worker-view.js';
 
 /** What filters look at, beside the frame itself. */
@@ -116,6 +116,10 @@ function metaOf(e: OrganismEvent): FrameMeta {
       return meta(e.threadId, [e.from, e.to]);
     case 'llm_delta':
       return meta(e.threadId, [e.agent]);
+    case 'inbox_opened':
+      return meta(e.item.threadId, [e.item.listener, e.item.from]);
+    case 'inbox_closed':
+      return meta(e.closed.threadId, [e.closed.listener]);
     case 'reload':
     case 'organism_status':
     case 'worker':
@@ -163,6 +167,10 @@ function bodyOf(e: OrganismEvent): Record<string, unknown> {
       return { change: e.change, worker: workerView(e.worker) };
     case 'deliveries_taken_back':
       return { worker: e.worker, name: e.name, retried: e.retried, failed: e.failed };
+    case 'inbox_opened':
+      return { item: inboxItemView(e.item) };
+    case 'inbox_closed':
+      return inboxClosedView(e.closed);
   }
 }
 

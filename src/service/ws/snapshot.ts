@@ -11,11 +11,12 @@ export const SNAPSHOT_THREADS = 100;
  */
 export async function snapshotBody(organism: ServiceOrganism, version: string | null): Promise<Record<string, unknown>> {
   // Listeners as the whole organism runs them (in cluster mode, queue depth and in flight from the store, as /api/v1/agents).
-  const [threads, stats, listeners, activeThreads] = await Promise.all([
+  const [threads, stats, listeners, activeThreads, inbox] = await Promise.all([
     organism.queries.threads.list({ limit: SNAPSHOT_THREADS, offset: 0 }),
     organism.queries.journal.stats(),
     organism.liveAgents(),
     organism.activeThreadTotal(),
+    organism.inbox.counts(),
   ]);
   const startedAt = organism.startedAt;
   return {
@@ -34,5 +35,6 @@ export async function snapshotBody(organism: ServiceOrganism, version: string | 
     threads: threads.items.map(threadView),
     usage: organism.tracker.totals(),
     journal: journalStatsView({ ...stats, lastRecovery: organism.lastRecovery ?? stats.lastRecovery }),
+    inbox,
   };
 }

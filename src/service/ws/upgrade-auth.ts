@@ -4,7 +4,7 @@ import { isWebSocketUpgrade, subprotocolToken } from '../auth.js';
 
 export interface WsPrincipal {
   readonly name: string;
-  readonly role: 'operator' | 'viewer';
+  readonly role: 'operator' | 'viewer' | 'approver';
 }
 
 /** Resolves a bare token to a principal, or null when it is missing or unknown. */

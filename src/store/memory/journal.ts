@@ -2,7 +2,18 @@ import { Errors } from '../../errors/catalogue.js';
 import type { FailureReason, OutcomeGuard } from '../../core/delivery.js';
 import type { UsageEvent } from '../../core/usage.js';
 import type { Message } from '../../core/message.js';
-import type { DeliveryState, EarlierAttempt, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, RecoveredMessages } from '../../core/journal.js';
+import {
+  zeroStateCounts,
+  type AskClosing,
+  type DeliveryState,
+  type EarlierAttempt,
+  type Journal,
+  type JournalEntry,
+  type JournalQuery,
+  type JournalStats,
+  type KeptJournalStats,
+  type RecoveredMessages,
+} from '../../core/journal.js';
 import type { Page } from '../../core/page.js';
 import { entryMatches, type TextSearch } from '../../core/search.js';
 import { BoundedMap } from './bounded-map.js';
@@ -23,7 +34,7 @@ export class MemoryJournal implements Journal {
   private readonly bounded: BoundedMap<Mutable<JournalEntry>>;
   private readonly entries: Map<string, Mutable<JournalEntry>>;
   /** Entries per state, kept as they move (read by /metrics without a scan). */
-  private readonly counts: Record<DeliveryState, number> = { PENDING: 0, DISPATCHED: 0, ACKED: 0, FAILED: 0 };
+  private readonly counts: Record<DeliveryState, number> = zeroStateCounts();
   /** PENDING entries in the order they became PENDING: the first is the oldest. */
   private readonly pendingIds = new Set<string>();
 
@@ -57,6 +68,8 @@ export class MemoryJournal implements Journal {
     const refused = guard?.();
     if (refused) return Promise.reject(refused);
     const e = this.entries.get(message.id) ?? this.put(message);
+    // An open ask is closed by closeAsk only (as the SQL journals' transitions leave it alone).
+    if (e.state === 'AWAITING') return DONE;
     this.move(e, 'ACKED');
     e.ackedAt = this.now();
     this.bounded.finished(message.id, e);
@@ -68,6 +81,7 @@ export class MemoryJournal implements Journal {
     const refused = guard?.();
     if (refused) return Promise.reject(refused);
     const e = this.entries.get(message.id) ?? this.put(message);
+    if (e.state === 'AWAITING') return DONE;
     this.move(e, 'FAILED');
     e.failedAt = this.now();
     e.failureReason = reason;
@@ -88,6 +102,33 @@ export class MemoryJournal implements Journal {
     // The entry keeps its message without notBefore (what history and the API show); nextAttemptAt says when.
     Object.assign(e, { message: { ...e.message, attempt: next.attempt }, dispatchedAt: null, nextAttemptAt: notBefore, earlierAttempts: [...e.earlierAttempts, earlier] });
     return Promise.resolve(next);
+  }
+
+  awaiting(message: Message, expiresAt: number | null): Promise<void> {
+    const e = this.entries.get(message.id) ?? this.put(message);
+    if (e.state !== 'PENDING' && e.state !== 'DISPATCHED') return DONE;
+    this.move(e, 'AWAITING');
+    e.attempts = message.attempt;
+    e.dispatchedAt ??= this.now();
+    e.expiresAt = expiresAt;
+    return DONE;
+  }
+
+  async closeAsk(messageId: string, closing: AskClosing): Promise<boolean> {
+    const e = this.entries.get(messageId);
+    if (!e || e.state !== 'AWAITING') return false;
+    this.move(e, closing.state);
+    if (closing.state === 'ACKED') e.ackedAt = this.now();
+    else Object.assign(e, { failedAt: this.now(), failureReason: closing.reason, error: closing.error });
+    e.closedBy = closing.by;
+    e.closedNote = closing.note;
+    this.bounded.finished(messageId, e);
+    for (const m of closing.outgoing) this.put(m);
+    return true;
+  }
+
+  async openAsks(): Promise<readonly JournalEntry[]> {
+    return [...this.entries.values()].filter((e) => e.state === 'AWAITING').map((e) => ({ ...e }));
   }
 
   async recover(bootId: string): Promise<RecoveredMessages> {
@@ -125,7 +166,7 @@ export class MemoryJournal implements Journal {
   }
 
   async stats(): Promise<JournalStats> {
-    const counts: Record<DeliveryState, number> = { PENDING: 0, DISPATCHED: 0, ACKED: 0, FAILED: 0 };
+    const counts: Record<DeliveryState, number> = zeroStateCounts();
     let oldestPending: number | null = null;
     for (const e of this.entries.values()) {
       counts[e.state]++;

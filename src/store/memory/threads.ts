@@ -13,7 +13,7 @@ export class MemoryThreadStore implements ThreadStore {
     /** Which threads a text search matches (the journal's entries); without it, none. */
     private readonly textMatches: (search: TextSearch) => { ids: ReadonlySet<string>; truncated: boolean } = () => ({ ids: new Set(), truncated: false }),
   ) {
-    this.bounded = new BoundedMap(maxThreads, (t) => t.status !== 'active');
+    this.bounded = new BoundedMap(maxThreads, (t) => t.status !== 'active' && t.status !== 'waiting');
     this.threads = this.bounded.entries;
   }
 

@@ -1,5 +1,5 @@
 import type { DeliveryState } from '../../core/journal.js';
-import { DELIVERY_STATES } from '../../core/journal.js';
+import { DELIVERY_STATES, zeroStateCounts } from '../../core/journal.js';
 import { sqlLiteral, type PgTransactionHook, type Tx } from './writer.js';
 
 /**
@@ -19,7 +19,7 @@ export class PgJournalCounts implements PgTransactionHook {
   slot = '';
   private total = 0;
   private readonly listeners = new Map<string, number>();
-  private readonly states: Record<DeliveryState, number> = { PENDING: 0, DISPATCHED: 0, ACKED: 0, FAILED: 0 };
+  private readonly states: Record<DeliveryState, number> = zeroStateCounts();
 
   begin(): void {
     this.total = 0;
@@ -99,7 +99,7 @@ export const FOLD_SLOTS_SQL = [
 export const RECOUNT_STATES_SQL = `
   WITH small AS (
     SELECT s.state, (SELECT COUNT(*) FROM journal j WHERE j.state = s.state) AS n
-    FROM (VALUES ('PENDING'), ('DISPATCHED'), ('FAILED')) AS s(state)
+    FROM (VALUES ('PENDING'), ('DISPATCHED'), ('AWAITING'), ('FAILED')) AS s(state)
   ), total AS (SELECT COALESCE(SUM(n), 0) AS n FROM row_counts WHERE name = 'journal'),
   cleared AS (DELETE FROM row_counts WHERE name LIKE 'journal:%' AND slot <> '')
   INSERT INTO row_counts (name, slot, n) SELECT c.name, '', c.n FROM (

@@ -4,9 +4,9 @@ import type { Message } from '../../core/message.js';
 import type { UsageEvent } from '../../usage/types.js';
 import type { TextSearch } from '../../core/search.js';
 import { entryOf, messageOf, pendingMessageOf, textParams, type JournalRow } from '../rows.js';
-import type { DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, MaxAttempts, RecoveredMessages, RecoveryReport } from '../../core/journal.js';
+import type { AskClosing, DeliveryState, Journal, JournalEntry, JournalQuery, JournalStats, KeptJournalStats, MaxAttempts, RecoveredMessages, RecoveryReport } from '../../core/journal.js';
 import type { Page } from '../../core/page.js';
-import { DELIVERY_STATES } from '../../core/journal.js';
+import { DELIVERY_STATES, zeroStateCounts } from '../../core/journal.js';
 import { AGENT_COUNT_SQL, COUNT_SQL, PgJournalCounts, RECOUNT_STATES_SQL } from './journal-counts.js';
 import { insertUsage } from './usage-writes.js';
 import type { Reader } from './pool.js';
@@ -15,7 +15,8 @@ import { inlineParams, sqlLiteral, type PgWriter, type Tx } from './writer.js';
 const PRUNE_BATCH = 1_000;
 const DAY_MS = 86_400_000;
 const FROM_FOR_DISPATCH: readonly DeliveryState[] = ['PENDING', 'DISPATCHED'];
-const ANY_STATE: readonly DeliveryState[] = DELIVERY_STATES;
+/** An outcome moves an entry from any state but AWAITING (an ask only a person's answer, or its close, ends). */
+const ANY_STATE: readonly DeliveryState[] = DELIVERY_STATES.filter((s) => s !== 'AWAITING');
 
 /**
  * Keeps the entry's latest attempt in earlier_attempts as it goes back to PENDING (SET
@@ -130,6 +131,49 @@ export class PgJournal implements Journal {
       .then(() => ({ ...message, attempt: message.attempt + 1, notBefore }));
   }
 
+  awaiting(message: Message, expiresAt: number | null): Promise<void> {
+    return this.writer.write((tx) =>
+      this.transition(tx, message, 'AWAITING', FROM_FOR_DISPATCH, `attempts = $3, attempt = $3, dispatched_at = COALESCE(j.dispatched_at, $4), expires_at = $5`, [
+        message.attempt,
+        this.now(),
+        expiresAt,
+      ]),
+    );
+  }
+
+  /**
+   * The guard of "first answer wins": the conditional update AWAITING -> closed. Two processes
+   * closing it at once: the second waits on the row's lock, then finds it no longer AWAITING.
+   */
+  async closeAsk(messageId: string, closing: AskClosing): Promise<boolean> {
+    let closed = false;
+    await this.writer.write(async (tx) => {
+      closed = false;
+      const now = this.now();
+      const r = await tx.query<{ thread_id: string }>(
+        `UPDATE journal SET state = $2, acked_at = CASE WHEN $2 = 'ACKED' THEN $3::bigint ELSE acked_at END,
+           failed_at = CASE WHEN $2 = 'FAILED' THEN $3::bigint ELSE failed_at END, failure_reason = $4, error = $5, closed_by = $6, closed_note = $7
+         WHERE id = $1 AND state = 'AWAITING' RETURNING thread_id`,
+        [messageId, closing.state, now, closing.reason, closing.error, closing.by, closing.note],
+      );
+      const row = r.rows[0];
+      if (!row) return;
+      closed = true;
+      this.counts.moved('AWAITING', closing.state);
+      await this.insertAll(tx, closing.outgoing);
+      await this.askClosed(tx, row.thread_id, closing);
+    });
+    return closed;
+  }
+
+  /** An ask of the thread was closed in `tx`. Nothing to do when one process owns the journal (its pump keeps the thread's record). */
+  protected async askClosed(_tx: Tx, _threadId: string, _closing: AskClosing): Promise<void> {}
+
+  async openAsks(): Promise<readonly JournalEntry[]> {
+    await this.writer.flush();
+    return (await this.pool.query<JournalRow>(`SELECT * FROM journal WHERE state = 'AWAITING' ORDER BY seq`)).rows.map(entryOf);
+  }
+
   /**
    * After a crash: PENDING entries go out again in their original order; DISPATCHED ones (the
    * process died mid-handler) go out with attempt + 1, or FAIL once past `maxAttempts`. The
@@ -231,7 +275,7 @@ export class PgJournal implements Journal {
 
   /** Entries per state from the kept counts. */
   private async stateCounts(): Promise<Record<DeliveryState, number>> {
-    const counts: Record<DeliveryState, number> = { PENDING: 0, DISPATCHED: 0, ACKED: 0, FAILED: 0 };
+    const counts: Record<DeliveryState, number> = zeroStateCounts();
     const rows = (await this.pool.query<{ name: string; n: number }>(`SELECT name, SUM(n) AS n FROM row_counts WHERE name LIKE 'journal:%' GROUP BY name`)).rows;
     for (const r of rows) counts[r.name.slice('journal:'.length) as DeliveryState] = r.n;
     return counts;

@@ -203,6 +203,12 @@ export const PG_MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE journal ADD COLUMN next_attempt_at BIGINT;
   `,
+  // Asks to people (issue 25): the AWAITING state, an ask's expiry, and who closed it with what note.
+  `
+  ALTER TABLE journal DROP CONSTRAINT journal_state_check;
+  ALTER TABLE journal ADD CONSTRAINT journal_state_check CHECK (state IN ('PENDING', 'DISPATCHED', 'AWAITING', 'ACKED', 'FAILED'));
+  ALTER TABLE journal ADD COLUMN expires_at BIGINT, ADD COLUMN closed_by TEXT, ADD COLUMN closed_note TEXT;
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;

@@ -156,6 +156,6 @@ export class PgThreadStore implements ThreadStore {
     const countWhere = async (where: string, args: readonly unknown[]) => (await this.pool.query<{ n: number }>(`SELECT COUNT(*) AS n FROM threads ${where}`, [...args])).rows[0]!.n;
     if (q.agent || q.startTime !== undefined || q.endTime !== undefined || q.text || (q.status && q.status !== 'completed')) return countWhere(clause, params);
     const all = (await this.pool.query<{ n: number }>(COUNT_SQL, ['threads'])).rows[0]!.n;
-    return q.status === 'completed' ? all - (await countWhere(`WHERE status IN ('active', 'error', 'killed')`, [])) : all;
+    return q.status === 'completed' ? all - (await countWhere(`WHERE status IN ('active', 'waiting', 'error', 'killed')`, [])) : all;
   }
 }

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import type { DeliveryState } from '../../core/journal.js';
+import { DELIVERY_STATES, zeroStateCounts, type DeliveryState } from '../../core/journal.js';
 import type { TransactionHook } from './writer.js';
 
 /** Recounts the journal's row counts from its rows (at migration, or after rows were written by other means). */
@@ -22,8 +22,8 @@ export const RECOUNT_JOURNAL_SQL = `
 export class JournalCounts implements TransactionHook {
   private total = 0;
   private readonly listeners = new Map<string, number>();
-  private readonly stateDelta: Record<DeliveryState, number> = { PENDING: 0, DISPATCHED: 0, ACKED: 0, FAILED: 0 };
-  private readonly kept: Record<DeliveryState, number> = { PENDING: 0, DISPATCHED: 0, ACKED: 0, FAILED: 0 };
+  private readonly stateDelta: Record<DeliveryState, number> = zeroStateCounts();
+  private readonly kept: Record<DeliveryState, number> = zeroStateCounts();
   private readonly addTotal: Database.Statement;
   private readonly addListener: Database.Statement;
 
@@ -71,4 +71,4 @@ export class JournalCounts implements TransactionHook {
   }
 }
 
-const STATES: readonly DeliveryState[] = ['PENDING', 'DISPATCHED', 'ACKED', 'FAILED'];
+const STATES: readonly DeliveryState[] = DELIVERY_STATES;

@@ -5,6 +5,8 @@ import type { Message } from '../../core/message.js';
 import type { UsageEvent } from '../../usage/types.js';
 import {
   attemptLimitOf,
+  zeroStateCounts,
+  type AskClosing,
   type DeliveryState,
   type Journal,
   type JournalEntry,
@@ -208,6 +210,46 @@ export class SqliteJournal implements Journal {
     );
   }
 
+  awaiting(message: Message, expiresAt: number | null): Promise<void> {
+    return this.writer.write(() => {
+      const now = this.now();
+      this.transition(
+        message,
+        'AWAITING',
+        FROM_FOR_DISPATCH,
+        (from) =>
+          prepared(
+            this.db,
+            `UPDATE journal SET state = 'AWAITING', attempts = @attempt, attempt = @attempt, dispatched_at = COALESCE(dispatched_at, @now), expires_at = @expiresAt WHERE id = @id AND state = @from`,
+          ).run({ attempt: message.attempt, now, expiresAt, id: message.id, from }).changes,
+      );
+    });
+  }
+
+  async closeAsk(messageId: string, closing: AskClosing): Promise<boolean> {
+    let closed = false;
+    await this.writer.write(() => {
+      const now = this.now();
+      const { changes } = prepared(
+        this.db,
+        `UPDATE journal SET state = @state, acked_at = CASE WHEN @state = 'ACKED' THEN @now ELSE acked_at END,
+           failed_at = CASE WHEN @state = 'FAILED' THEN @now ELSE failed_at END, failure_reason = @reason, error = @error,
+           closed_by = @by, closed_note = @note
+         WHERE id = @id AND state = 'AWAITING'`,
+      ).run({ state: closing.state, now, reason: closing.reason, error: closing.error, by: closing.by, note: closing.note, id: messageId });
+      if (changes === 0) return;
+      closed = true;
+      this.counts.moved('AWAITING', closing.state);
+      this.insertAll(closing.outgoing);
+    });
+    return closed;
+  }
+
+  async openAsks(): Promise<readonly JournalEntry[]> {
+    this.writer.flush();
+    return (prepared(this.db, `SELECT * FROM journal INDEXED BY journal_state WHERE state = 'AWAITING' ORDER BY seq`).all() as JournalRow[]).map(entryOf);
+  }
+
   /**
    * The failed try kept in earlier_attempts with its reason and error (the row's own columns
    * are empty while DISPATCHED), back to PENDING at the next attempt, due at `notBefore`. From
@@ -355,8 +397,8 @@ export class SqliteJournal implements Journal {
 
   /** Entries per state: the small states counted on the state index, ACKED the remainder of all. */
   private stateCounts(): Record<DeliveryState, number> {
-    const counts: Record<DeliveryState, number> = { PENDING: 0, DISPATCHED: 0, ACKED: 0, FAILED: 0 };
-    const small = prepared(this.db, `SELECT state, COUNT(*) AS n FROM journal INDEXED BY journal_state WHERE state IN ('PENDING', 'DISPATCHED', 'FAILED') GROUP BY state`);
+    const counts: Record<DeliveryState, number> = zeroStateCounts();
+    const small = prepared(this.db, `SELECT state, COUNT(*) AS n FROM journal INDEXED BY journal_state WHERE state IN ('PENDING', 'DISPATCHED', 'AWAITING', 'FAILED') GROUP BY state`);
     let rest = this.entryCount();
     for (const r of small.all() as Array<{ state: DeliveryState; n: number }>) {
       counts[r.state] = r.n;

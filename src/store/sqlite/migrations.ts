@@ -201,6 +201,12 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE journal ADD COLUMN next_attempt_at INTEGER;
   `,
+  // Asks to people (issue 25): an AWAITING entry's expiry, and who closed it with what note.
+  `
+  ALTER TABLE journal ADD COLUMN expires_at INTEGER;
+  ALTER TABLE journal ADD COLUMN closed_by TEXT;
+  ALTER TABLE journal ADD COLUMN closed_note TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -172,6 +172,6 @@ export class SqliteThreadStore implements ThreadStore {
     const countWhere = (where: string, ...args: unknown[]) => (prepared(this.db, `SELECT COUNT(*) AS n FROM threads ${where}`).get(...args) as { n: number }).n;
     if (q.agent || q.startTime !== undefined || q.endTime !== undefined || q.text || (q.status && q.status !== 'completed')) return countWhere(clause, ...params);
     const all = (prepared(this.db, `SELECT n FROM row_counts WHERE name = 'threads'`).get() as { n: number }).n;
-    return q.status === 'completed' ? all - countWhere(`INDEXED BY threads_status WHERE status IN ('active', 'error', 'killed')`) : all;
+    return q.status === 'completed' ? all - countWhere(`INDEXED BY threads_status WHERE status IN ('active', 'waiting', 'error', 'killed')`) : all;
   }
 }

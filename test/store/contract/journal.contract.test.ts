@@ -132,7 +132,7 @@ eachBackend('journal contract', (backend) => {
     expect(await s.journal.get(b.id)).toMatchObject({ state: 'FAILED', failureReason: 'killed' });
     await s.journal.dispatched(a);
     expect((await s.journal.get(a.id))?.state).toBe('ACKED');
-    expect((await s.journal.stats()).counts).toEqual({ PENDING: 0, DISPATCHED: 0, ACKED: 1, FAILED: 1 });
+    expect((await s.journal.stats()).counts).toEqual({ PENDING: 0, DISPATCHED: 0, AWAITING: 0, ACKED: 1, FAILED: 1 });
   });
 
   it('group-commits concurrent writers: all resolve, all durable, in order', async () => {
@@ -153,7 +153,7 @@ eachBackend('journal contract', (backend) => {
     expect((await s.journal.list({ limit: 10, offset: 0 })).total).toBe(2);
     expect((await s.journal.list({ agent: 'a', limit: 10, offset: 0 })).total).toBe(2);
     expect((await s.journal.list({ agent: 'b', limit: 10, offset: 0 })).total).toBe(0);
-    expect((await s.journal.stats()).counts).toEqual({ PENDING: 2, DISPATCHED: 0, ACKED: 0, FAILED: 0 });
+    expect((await s.journal.stats()).counts).toEqual({ PENDING: 2, DISPATCHED: 0, AWAITING: 0, ACKED: 0, FAILED: 0 });
   });
 
   it("an outcome whose guard refuses as its group commit begins writes nothing and rejects with the guard's error (a kill answered meanwhile wins)", async () => {
@@ -172,7 +172,7 @@ eachBackend('journal contract', (backend) => {
     expect((await s.usage.billing({})).requestCount).toBe(0);
     await s.journal.failed(m, 'killed', 'gone', [], [], () => null);
     expect(await s.journal.get(m.id)).toMatchObject({ state: 'FAILED', failureReason: 'killed' });
-    expect((await s.journal.stats()).counts).toEqual({ PENDING: 0, DISPATCHED: 0, ACKED: 0, FAILED: 1 });
+    expect((await s.journal.stats()).counts).toEqual({ PENDING: 0, DISPATCHED: 0, AWAITING: 0, ACKED: 0, FAILED: 1 });
   });
 
   it('an outcome its guard drops, queued in the same commit as its DISPATCHED mark, leaves the mark written with the attempt counted', async () => {
@@ -186,7 +186,7 @@ eachBackend('journal contract', (backend) => {
     await dispatched;
     await expect(ack).rejects.toMatchObject({ code: 'THREAD_KILLED' });
     expect(await s.journal.get(m.id)).toMatchObject({ state: 'DISPATCHED', attempts: 2 });
-    expect((await s.journal.stats()).counts).toEqual({ PENDING: 0, DISPATCHED: 1, ACKED: 0, FAILED: 0 });
+    expect((await s.journal.stats()).counts).toEqual({ PENDING: 0, DISPATCHED: 1, AWAITING: 0, ACKED: 0, FAILED: 0 });
   });
 
   it('a redelivered ack does not bill its usage twice', async () => {
@@ -223,8 +223,8 @@ eachBackend('journal contract', (backend) => {
       failureReason: 'max_attempts',
       error: 'Gave up after 3 interrupted attempt(s) (journal.max_attempts = 3)',
     });
-    expect((await t.journal.stats()).counts).toEqual({ PENDING: 2, DISPATCHED: 0, ACKED: 0, FAILED: 1 });
-    expect((await t.journal.keptStats()).counts).toEqual({ PENDING: 2, DISPATCHED: 0, ACKED: 0, FAILED: 1 });
+    expect((await t.journal.stats()).counts).toEqual({ PENDING: 2, DISPATCHED: 0, AWAITING: 0, ACKED: 0, FAILED: 1 });
+    expect((await t.journal.keptStats()).counts).toEqual({ PENDING: 2, DISPATCHED: 0, AWAITING: 0, ACKED: 0, FAILED: 1 });
     await t.close();
     const u = await place.open();
     expect((await u.journal.stats()).lastRecovery).toMatchObject({ bootId: 'boot-2', redelivered: 1 });
@@ -263,7 +263,7 @@ eachBackend('journal contract', (backend) => {
     const again = await s.journal.redeliver(m.id);
     expect(again.attempt).toBe(2);
     expect(await s.journal.get(m.id)).toMatchObject({ state: 'PENDING', error: null, failureReason: null, failedAt: null });
-    expect((await s.journal.keptStats()).counts).toEqual({ PENDING: 1, DISPATCHED: 0, ACKED: 0, FAILED: 0 });
+    expect((await s.journal.keptStats()).counts).toEqual({ PENDING: 1, DISPATCHED: 0, AWAITING: 0, ACKED: 0, FAILED: 0 });
     await expect(s.journal.redeliver('nope')).rejects.toThrow('Journal entry not found: nope');
   });
 
@@ -337,7 +337,7 @@ eachBackend('journal contract', (backend) => {
     await s.journal.pending(many);
     for (const m of many) void s.journal.acked(m, [], []);
     expect(await s.journal.prune(Date.now() + 2 * DAY)).toBe(2_300);
-    expect((await s.journal.stats()).counts).toEqual({ PENDING: 0, DISPATCHED: 0, ACKED: 0, FAILED: 0 });
+    expect((await s.journal.stats()).counts).toEqual({ PENDING: 0, DISPATCHED: 0, AWAITING: 0, ACKED: 0, FAILED: 0 });
     expect((await s.journal.list({ agent: 'b', limit: 1, offset: 0 })).total).toBe(0);
   });
 
@@ -352,7 +352,7 @@ eachBackend('journal contract', (backend) => {
     expect((await s.journal.list({ agent: 'b', limit: 10, offset: 0 })).total).toBe(2);
     expect((await s.journal.list({ agent: 'b', limit: 1, offset: 1 })).items.map((e) => e.message.id)).toEqual([ms[1]!.id]);
     expect((await s.journal.list({ state: 'ACKED', limit: 10, offset: 0 })).total).toBe(0);
-    expect((await s.journal.stats()).counts).toEqual({ PENDING: 3, DISPATCHED: 0, ACKED: 0, FAILED: 0 });
+    expect((await s.journal.stats()).counts).toEqual({ PENDING: 3, DISPATCHED: 0, AWAITING: 0, ACKED: 0, FAILED: 0 });
   });
 
   it('filters by creation time (startTime inclusive, endTime exclusive) with the other filters', async () => {
@@ -403,7 +403,7 @@ eachBackend('journal contract', (backend) => {
     expect(await find('tide', 2)).toEqual({ ids: [], total: 0, truncated: true });
     expect(await find('text', 2)).toEqual({ ids: [b.id], total: 1, truncated: true });
     expect(await find('tide', 3)).toEqual({ ids: [a.id], total: 1, truncated: false });
-    expect((await s.journal.stats()).counts).toEqual({ PENDING: 2, DISPATCHED: 0, ACKED: 0, FAILED: 1 });
+    expect((await s.journal.stats()).counts).toEqual({ PENDING: 2, DISPATCHED: 0, AWAITING: 0, ACKED: 0, FAILED: 1 });
   });
 
   it('thread history: the messages of a thread that involve an agent, oldest first, the last `limit`', async () => {

@@ -11,7 +11,16 @@ import type * as F from '../service/schemas/frames.js';
 import type { HealthResponse } from '../service/schemas/health.js';
 import type { BulkKillRequest, BulkKillResponse, BulkRedeliverRequest, BulkRedeliverResponse } from '../service/schemas/find.js';
 import type { WorkerListResponse } from '../service/schemas/worker.js';
-import type { AnswerRequest, AnswerResponse, InboxClosed as InboxClosedSchema, InboxCounts as InboxCountsSchema, InboxItem as InboxItemSchema, InboxListResponse, InboxQuery, RejectRequest } from '../service/schemas/inbox.js';
+import type {
+  AnswerRequest,
+  AnswerResponse,
+  InboxClosed as InboxClosedSchema,
+  InboxCounts as InboxCountsSchema,
+  InboxItem as InboxItemSchema,
+  InboxListResponse,
+  InboxQuery,
+  RejectRequest,
+} from '../service/schemas/inbox.js';
 import type { InjectRequest, InjectResponse } from '../service/schemas/inject.js';
 import type { JournalEntryInfo, JournalListResponse, JournalQuery, RedeliverResponse } from '../service/schemas/journal.js';
 import type { WaterfallResponse } from '../service/schemas/waterfall.js';

@@ -157,6 +157,8 @@ describe('the inbox in the console', () => {
     const { id } = await ask(file.server, 'badge');
     await eventually(async () => (await count(page).textContent()) === String(before + 1), 'the badge to go up');
     expect(await page.getByRole('link', { name: `Inbox (${before + 1} open)` }).count()).toBe(1);
+    // The overview's journal counts the ask's AWAITING entry.
+    await page.getByRole('region', { name: 'Journal' }).getByText('AWAITING').waitFor();
     expect((await file.server.api('POST', `/inbox/${id}/answer`, { payload: { Question: { text: 'done' } } })).status).toBe(200);
     await eventually(async () => (await count(page).textContent()) === String(before), 'the badge to go down');
   });

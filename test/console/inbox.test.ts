@@ -25,7 +25,12 @@ listeners:
     description: Asks the desk about what it is sent
     handler: ./asker.ts#ask
     payload: [Question, Decision]
-    peers: [desk]
+    peers: [desk, hotline]
+  - name: hotline
+    description: Urgent asks (people), answered within the hour
+    handler: builtin:human
+    payload: Question
+    timeout_seconds: 3600
   - name: desk
     description: The refunds desk (people)
     handler: builtin:human
@@ -38,7 +43,7 @@ listeners:
 `;
 
 const ASKER = `export function ask(payload, ctx) {
-  if (ctx.from === 'api') return { to: 'desk', payload: { text: 'refund? ' + payload.text }, payloadType: 'Question' };
+  if (ctx.from === 'api') return { to: payload.text.startsWith('urgent') ? 'hotline' : 'desk', payload: { text: 'refund? ' + payload.text }, payloadType: 'Question' };
   return undefined;
 }
 export const file = () => undefined;
@@ -171,6 +176,15 @@ describe('the inbox in the console', () => {
     await seen.waitFor();
     expect(await seen.textContent()).toContain('refund? roles');
     await seen.getByText(/Read-only: your token has the viewer role/).waitFor();
+    // An ask with a timeout says when it expires.
+    const urgent = await ask(file.server, 'urgent roles');
+    const expiring = card(viewer, urgent.id);
+    await expiring.getByText(/expires \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(in (59m|1h)/).waitFor();
+    expect(
+      await card(viewer, id)
+        .getByText(/expires/)
+        .count(),
+    ).toBe(0);
     expect(await seen.getByRole('button').count()).toBe(0);
     expect(await seen.getByRole('textbox').count()).toBe(0);
     await viewer.close();

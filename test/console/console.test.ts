@@ -330,7 +330,7 @@ describe('console in Chromium', { timeout: 120_000 }, () => {
     await page.getByText('flaky by design').first().waitFor();
     // Read at once: a row's button gives way to "thread killed" once its thread's status loads,
     // so a list of locators read one by one can lose one in between.
-    const redeliver = await page.getByRole('button', { name: /^Redeliver/ }).evaluateAll((bs) => bs.map((b) => (b as HTMLButtonElement).disabled));
+    const redeliver = await page.getByRole('button', { name: /^Redeliver/ }).evaluateAll((bs) => bs.map((b) => (b as { disabled: boolean }).disabled));
     expect(redeliver.length).toBeGreaterThan(0);
     expect(redeliver.every(Boolean)).toBe(true);
   });

@@ -16,6 +16,12 @@ import {
   type CapabilityList,
   type Daily,
   type EdgeTraffic,
+  type InboxAnswer,
+  type InboxAnswered,
+  type InboxClosed,
+  type InboxCounts as WireInboxCounts,
+  type InboxItem as WireInboxItem,
+  type InboxList,
   type Inject,
   type Injected,
   type Journal,
@@ -80,6 +86,9 @@ export type Capability = CapabilityList['capabilities'][number] & Partial<Omit<W
 export type ReloadResult = Reload;
 /** One recorded LLM call (a provider attempt) with the MCP tool calls it asked for (operators only). */
 export type LlmCall = WireLlmCall;
+/** An ask waiting for a person (GET /inbox); its answerSchema, an open object in the schema, is a JSON Schema. */
+export type InboxItem = Omit<WireInboxItem, 'answerSchema'> & { answerSchema: JsonSchema & { oneOf?: JsonSchema[] } };
+export type InboxCounts = WireInboxCounts;
 export type Page = Pick<ThreadList, 'count' | 'total' | 'offset' | 'limit'>;
 
 export class ApiError extends Error {
@@ -176,6 +185,12 @@ export const api = {
   }): Promise<Page & { entries: JournalEntry[]; searchTruncated?: boolean }> =>
     call((c) => c.journal.list(given(q) as JournalListQuery)) as Promise<Page & { entries: JournalEntry[]; searchTruncated?: boolean }>,
   redeliverMany: (selection: BulkRedeliver): Promise<BulkRedelivered> => call((c) => c.journal.redeliverMany(selection)),
+  // answerSchema is an open object in the schema: the JSON Schema an answer must meet.
+  inbox: (q: { threadId?: string; listener?: string; limit: number; offset: number }): Promise<Omit<InboxList, 'items'> & { items: InboxItem[] }> =>
+    call((c) => c.inbox.list(given(q))) as Promise<Omit<InboxList, 'items'> & { items: InboxItem[] }>,
+  // A payload built from raw JSON may be anything: the server says what is wrong with it (422).
+  answer: (id: string, body: { payload: unknown; to?: string; note?: string }): Promise<InboxAnswered> => call((c) => c.inbox.answer(id, body as InboxAnswer)),
+  reject: (id: string, note: string): Promise<InboxClosed> => call((c) => c.inbox.reject(id, note)),
   journalStats: (): Promise<JournalStats> => call((c) => c.journal.stats()),
   redeliver: (id: string): Promise<unknown> => call((c) => c.journal.redeliver(id)),
   threadLlmCalls: (id: string, limit = 100): Promise<Page & { calls: LlmCall[] }> => call((c) => c.threads.llmCalls(id, { limit })),

@@ -4,7 +4,7 @@
 // animation frame, so a burst of events costs one render, not one per event.
 import { useSyncExternalStore } from 'react';
 import type { OrganismSocket, ServerFrame } from 'organism/client';
-import { api, clientFor, type AgentInfo, type JournalStats, type MessageRecord, type ThreadInfo } from './api';
+import { api, clientFor, type AgentInfo, type InboxCounts, type JournalStats, type MessageRecord, type ThreadInfo } from './api';
 
 export type ConnectionState = 'connecting' | 'open' | 'reconnecting' | 'closed';
 
@@ -60,6 +60,8 @@ export interface LiveState {
   agents: Map<string, AgentInfo>;
   threads: Map<string, ThreadInfo>;
   journal: JournalStats | null;
+  /** Open inbox items: from the snapshot, then counted from inbox_opened / inbox_closed. */
+  inbox: InboxCounts | null;
   edges: Map<string, EdgeStats>;
   messageRate: Rate;
   tokenRate: Rate;
@@ -99,6 +101,7 @@ export class LiveStore {
       agents: new Map(),
       threads: new Map(),
       journal: null,
+      inbox: null,
       edges: new Map(),
       messageRate: new Rate(),
       tokenRate: new Rate(),
@@ -167,6 +170,7 @@ export class LiveStore {
         s.agents = new Map((frame['agents'] as AgentInfo[]).map((a) => [a.name, a]));
         s.threads = new Map((frame['threads'] as ThreadInfo[]).map((t) => [t.id, t]));
         s.journal = frame['journal'] as JournalStats;
+        s.inbox = frame.inbox ?? s.inbox;
         if (fresh && s.generation++ > 0) this.onResync();
         if (s.generation === 0) s.generation = 1;
         // The totals so far per edge (the events only tell what comes next).
@@ -212,6 +216,18 @@ export class LiveStore {
       case 'usage': {
         const u = frame['usage'] as { totalTokens?: number };
         s.tokenRate.add(u.totalTokens ?? 0);
+        break;
+      }
+      case 'inbox_opened':
+      case 'inbox_closed': {
+        if (!s.inbox) break;
+        const step = frame.event === 'inbox_opened' ? 1 : -1;
+        const kind = frame.event === 'inbox_opened' ? frame.item.kind : frame.kind;
+        s.inbox = {
+          open: Math.max(0, s.inbox.open + step),
+          asks: Math.max(0, s.inbox.asks + (kind === 'ask' ? step : 0)),
+          approvals: Math.max(0, s.inbox.approvals + (kind === 'approval' ? step : 0)),
+        };
         break;
       }
       case 'organism_status':

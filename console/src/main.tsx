@@ -8,6 +8,7 @@ import { SessionGate, useSession } from './session';
 import './styles.css';
 import { AgentDetailView, AgentsView } from './views/Agents';
 import { ConfigView } from './views/Config';
+import { InboxNavLink, InboxView } from './views/Inbox';
 import { InjectView } from './views/Inject';
 import { journalSearch, threadSearch } from './views/find/search';
 import { JournalView } from './views/Journal';
@@ -46,7 +47,7 @@ function SignIn({ onSignedIn }: { onSignedIn: (token: string, who: { name: strin
     <main className="signin">
       <form onSubmit={submit} aria-label="Sign in">
         <h1>organism console</h1>
-        <p className="muted">Sign in with an API token (operator or viewer). `organism serve` prints where its token is.</p>
+        <p className="muted">Sign in with an API token (operator, approver or viewer). `organism serve` prints where its token is.</p>
         <label>
           Token
           {/* biome-ignore lint/a11y/noAutofocus: the sign-in page's only field; focusing it is what the page is for */}
@@ -70,6 +71,7 @@ const NAV: Array<[string, string]> = [
   ['/topology', 'Topology'],
   ['/agents', 'Agents'],
   ['/threads', 'Threads'],
+  ['/inbox', 'Inbox'],
   ['/messages', 'Messages'],
   ['/inject', 'Inject'],
   ['/journal', 'Journal'],
@@ -98,11 +100,15 @@ function Shell() {
       <header>
         <span className="brand">organism{live.organism ? ` · ${live.organism.name}` : ''}</span>
         <nav aria-label="Views">
-          {NAV.map(([to, label]) => (
-            <Link key={to} to={to} activeOptions={{ exact: to === '/' }} activeProps={{ className: 'active', 'aria-current': 'page' }}>
-              {label}
-            </Link>
-          ))}
+          {NAV.map(([to, label]) =>
+            to === '/inbox' ? (
+              <InboxNavLink key={to} />
+            ) : (
+              <Link key={to} to={to} activeOptions={{ exact: to === '/' }} activeProps={{ className: 'active', 'aria-current': 'page' }}>
+                {label}
+              </Link>
+            ),
+          )}
         </nav>
         <ConnectionIndicator />
         <span className="who" title={`token ${session.name}`}>
@@ -134,6 +140,7 @@ const routeTree = root.addChildren([
   createRoute({ ...parent, path: '/agents/$name', component: AgentDetailView }),
   createRoute({ ...parent, path: '/threads', validateSearch: threadSearch, component: ThreadsView }),
   createRoute({ ...parent, path: '/threads/$threadId', component: ThreadDetailView }),
+  createRoute({ ...parent, path: '/inbox', component: InboxView }),
   createRoute({ ...parent, path: '/messages', component: MessagesView }),
   createRoute({ ...parent, path: '/inject', component: InjectView }),
   journalRoute,

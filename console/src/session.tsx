@@ -24,8 +24,22 @@ export function useIsOperator(): boolean {
   return useSession().role === 'operator';
 }
 
-/** Why a control is disabled for a viewer (shown on hover and to screen readers). */
-export const VIEWER_REASON = 'Read-only: your token has the viewer role (operator role required)';
+/** May answer and reject inbox items: an approver or an operator (a viewer reads them). */
+export function useCanAnswer(): boolean {
+  return useSession().role !== 'viewer';
+}
+
+/** Why an operator control is disabled for a viewer or an approver (shown on hover and to screen readers). */
+export function readOnlyReason(role: Role): string {
+  return role === 'approver'
+    ? 'Not allowed: your token has the approver role (it answers and rejects inbox items; operator role required)'
+    : `Read-only: your token has the ${role} role (operator role required)`;
+}
+
+/** The reason for this session's role. */
+export function useReadOnlyReason(): string {
+  return readOnlyReason(useSession().role);
+}
 
 export function SessionGate({ children, signIn }: { children: ReactNode; signIn: (onSignedIn: (token: string, who: { name: string; role: Role }) => void) => ReactNode }) {
   const queryClient = useQueryClient();

@@ -3,7 +3,7 @@ import { useEffect, useRef, useState, type ButtonHTMLAttributes, type ReactNode 
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { ApiError } from './api';
-import { useIsOperator, VIEWER_REASON } from './session';
+import { useIsOperator, useReadOnlyReason } from './session';
 
 export function ErrorBox({ error }: { error: unknown }) {
   if (!error) return null;
@@ -25,11 +25,12 @@ export function ErrorBox({ error }: { error: unknown }) {
   );
 }
 
-/** An operator action: for a viewer it is disabled and says why on hover. */
+/** An operator action: for a viewer or an approver it is disabled and says why on hover. */
 export function OpButton(props: ButtonHTMLAttributes<HTMLButtonElement>) {
   const operator = useIsOperator();
+  const reason = useReadOnlyReason();
   if (operator) return <button type="button" {...props} />;
-  return <button type="button" {...props} onClick={undefined} disabled title={VIEWER_REASON} aria-description={VIEWER_REASON} />;
+  return <button type="button" {...props} onClick={undefined} disabled title={reason} aria-description={reason} />;
 }
 
 export function Loading({ what }: { what: string }) {

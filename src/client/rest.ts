@@ -14,7 +14,7 @@ export type FetchLike = (
 export interface RestOptions {
   /** Where the service listens, e.g. `http://127.0.0.1:8080` (no `/api/v1`). */
   readonly baseUrl: string;
-  /** Bearer token (operator or viewer). Omitted: only `health()` works. */
+  /** Bearer token (operator, viewer or approver). Omitted: only `health()` works. */
   readonly token?: string;
   readonly fetch?: FetchLike;
 }
@@ -155,6 +155,16 @@ export class RestClient {
   /** Queues a message; answers once it is journaled. `payload` is `{Type: {...}}` or the bare fields. */
   inject = (request: T.Inject): Promise<T.Injected> => this.#api('POST', '/inject', { body: request });
 
+  /** Asks waiting for people (`handler: builtin:human` listeners): list (viewer), answer and reject (approver or operator). */
+  readonly inbox = {
+    /** Open items, oldest first. */
+    list: (query: T.InboxListQuery = {}): Promise<T.InboxList> => this.#api('GET', '/inbox', { query: { ...query } }),
+    /** Answers an item: the listener's message to the asker (or to `to`, one of its peers). 409 once it is closed: the first answer wins. */
+    answer: (id: string, answer: T.InboxAnswer): Promise<T.InboxAnswered> => this.#api('POST', `/inbox/${seg(id)}/answer`, { body: answer }),
+    /** Rejects an item with a note: FAILED (rejected); the asker gets a SystemError. */
+    reject: (id: string, note: string): Promise<T.InboxClosed> => this.#api('POST', `/inbox/${seg(id)}/reject`, { body: { note } satisfies T.InboxReject }),
+  };
+
   readonly usage = {
     overview: (): Promise<T.Usage> => this.#api('GET', '/usage'),
     /** Live budgets by default; `{state: 'finished'}` or `'all'` for the budgets finished threads keep. */
@@ -178,13 +188,5 @@ export class RestClient {
     redeliverMany: (selection: T.BulkRedeliver): Promise<T.BulkRedelivered> => this.#api('POST', '/journal/redeliver', { body: selection }),
     /** Recorded LLM calls (and MCP tool calls) of one delivery (operator). */
     llmCalls: (messageId: string): Promise<T.DeliveryLlmCalls> => this.#api('GET', `/journal/${seg(messageId)}/llm-calls`),
-  };
-
-  /** Asks waiting for people (`builtin:human` listeners); answering and rejecting take an approver or operator token. */
-  readonly inbox = {
-    list: (query: T.InboxListQuery = {}): Promise<T.InboxList> => this.#api('GET', '/inbox', { query: { ...query } }),
-    /** The first answer wins: a later one is a 409 (`INBOX_ITEM_CLOSED`). */
-    answer: (id: string, answer: T.InboxAnswer): Promise<T.InboxAnswered> => this.#api('POST', `/inbox/${seg(id)}/answer`, { body: answer }),
-    reject: (id: string, note: string): Promise<T.InboxClosed> => this.#api('POST', `/inbox/${seg(id)}/reject`, { body: { note } }),
   };
 }

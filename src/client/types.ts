@@ -11,10 +11,19 @@ import type * as F from '../service/schemas/frames.js';
 import type { HealthResponse } from '../service/schemas/health.js';
 import type { BulkKillRequest, BulkKillResponse, BulkRedeliverRequest, BulkRedeliverResponse } from '../service/schemas/find.js';
 import type { WorkerListResponse } from '../service/schemas/worker.js';
+import type {
+  AnswerRequest,
+  AnswerResponse,
+  InboxClosed as InboxClosedSchema,
+  InboxCounts as InboxCountsSchema,
+  InboxItem as InboxItemSchema,
+  InboxListResponse,
+  InboxQuery,
+  RejectRequest,
+} from '../service/schemas/inbox.js';
 import type { InjectRequest, InjectResponse } from '../service/schemas/inject.js';
 import type { JournalEntryInfo, JournalListResponse, JournalQuery, RedeliverResponse } from '../service/schemas/journal.js';
 import type { WaterfallResponse } from '../service/schemas/waterfall.js';
-import type { AnswerRequest, AnswerResponse, InboxClosed as InboxClosedSchema, InboxItem as InboxItemSchema, InboxListResponse, InboxQuery } from '../service/schemas/inbox.js';
 import type { AgentLlmCallsResponse, DeliveryLlmCallsResponse, LlmCallInfo, ThreadLlmCallsResponse } from '../service/schemas/llm-call.js';
 import type { MessageListResponse, MessageQuery, MessageRecord } from '../service/schemas/message.js';
 import type { EdgeTrafficResponse, JournalStats, OrganismInfo, ReloadQuery, ReloadResponse, RestartResponse, StopResponse } from '../service/schemas/organism.js';
@@ -149,6 +158,22 @@ export type BulkKilled = Static<typeof BulkKillResponse>;
 export type BulkRedeliver = Static<typeof BulkRedeliverRequest>;
 /** The answer of `POST /api/v1/journal/redeliver`. */
 export type BulkRedelivered = Static<typeof BulkRedeliverResponse>;
+/** An open item of the inbox: an ask waiting for a person (in `InboxList` and `inbox_opened` frames). */
+export type InboxItem = Static<typeof InboxItemSchema>;
+/** The answer of `GET /api/v1/inbox`. */
+export type InboxList = Static<typeof InboxListResponse>;
+/** The query of `GET /api/v1/inbox`. */
+export type InboxListQuery = Static<typeof InboxQuery>;
+/** The body of `POST /api/v1/inbox/{id}/answer`: `payload` as in inject, `to` one of the listener's peers (default: the asker). */
+export type InboxAnswer = Static<typeof AnswerRequest>;
+/** The answer of `POST /api/v1/inbox/{id}/answer`: the message sent. */
+export type InboxAnswered = Static<typeof AnswerResponse>;
+/** The body of `POST /api/v1/inbox/{id}/reject`. */
+export type InboxReject = Static<typeof RejectRequest>;
+/** How an item closed: the answer of `POST /api/v1/inbox/{id}/reject`, and the `inbox_closed` frame's fields. */
+export type InboxClosed = Static<typeof InboxClosedSchema>;
+/** Open inbox items by kind (on `GET /api/v1/organism` and in the snapshot). */
+export type InboxCounts = Static<typeof InboxCountsSchema>;
 /** The body of every error answer: `detail`, `code` and, for invalid input, `errors`. */
 export type ApiErrorBody = Static<typeof ErrorBody>;
 
@@ -180,6 +205,10 @@ export type JournalFailedFrame = Static<typeof F.JournalFailedFrame>;
 export type WorkerFrame = Static<typeof F.WorkerFrame>;
 /** The `deliveries_taken_back` frame of /ws. */
 export type DeliveriesTakenBackFrame = Static<typeof F.DeliveriesTakenBackFrame>;
+/** The `inbox_opened` frame of /ws. */
+export type InboxOpenedFrame = Static<typeof F.InboxOpenedFrame>;
+/** The `inbox_closed` frame of /ws. */
+export type InboxClosedFrame = Static<typeof F.InboxClosedFrame>;
 /** The `subscribed` frame of /ws. */
 export type SubscribedFrame = Static<typeof F.SubscribedFrame>;
 /** The `injected` frame of /ws. */
@@ -192,15 +221,3 @@ export type ErrorFrame = Static<typeof F.ErrorFrame>;
 export type WsFilter = Static<typeof F.WsFilter>;
 /** A frame by its `event` name. */
 export type FrameOf<E extends ServerFrame['event']> = Extract<ServerFrame, { event: E }>;
-/** One open item of the inbox (an ask to a `builtin:human` listener). */
-export type InboxItem = Static<typeof InboxItemSchema>;
-/** The answer of `GET /api/v1/inbox`. */
-export type InboxList = Static<typeof InboxListResponse>;
-/** The query of `GET /api/v1/inbox`. */
-export type InboxListQuery = Static<typeof InboxQuery>;
-/** The body of `POST /api/v1/inbox/{id}/answer`. */
-export type InboxAnswer = Static<typeof AnswerRequest>;
-/** The answer of `POST /api/v1/inbox/{id}/answer`: the message sent. */
-export type InboxAnswered = Static<typeof AnswerResponse>;
-/** How an item closed: the answer of `POST /api/v1/inbox/{id}/reject`, and `inbox_closed` frames. */
-export type InboxClosed = Static<typeof InboxClosedSchema>;

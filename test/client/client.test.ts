@@ -5,6 +5,19 @@ import { createClient, OrganismApiError, OrganismCommandError, type OrganismSock
 import { ServerFrame as ServerFrameSchema } from '../../src/service/schemas/frames.js';
 import { BASE_LISTENERS, eventually, OPERATOR, organismYaml, probe, startService, VIEWER, type Service } from '../service/fixture.js';
 
+const APPROVER = 'client-approver-token-0123456789';
+
+/** A code listener that asks the people of `desk` (builtin:human) about what the API sends it. */
+const ASKER = `export function ask(payload, ctx) {
+  if (ctx.from === 'api') return { to: 'desk', payload: { text: 'ok? ' + payload.text }, payloadType: 'Text' };
+  return undefined;
+}
+`;
+const PEOPLE = [
+  { name: 'asker', yaml: '  - name: asker\n    description: Asks the desk\n    payload: Text\n    peers: [desk]\n    handler: ./asker.ts#ask' },
+  { name: 'desk', yaml: '  - name: desk\n    description: People\n    payload: Text\n    peers: [echo]\n    handler: builtin:human' },
+];
+
 /** Every frame the client hands out must match the schema its types are derived from. */
 const mismatched: string[] = [];
 function recordFrames(live: OrganismSocket): ServerFrame[] {
@@ -39,8 +52,21 @@ describe('organism/client against the real server (SQLite storage)', () => {
   const opened: OrganismSocket[] = [];
 
   beforeAll(async () => {
-    const desk = { name: 'desk', yaml: '  - name: desk\n    description: People\n    payload: Text\n    handler: builtin:human' };
-    svc = await startService({ storage: 'sqlite', yaml: organismYaml([...BASE_LISTENERS, desk]), app: { ws: { replayBuffer: 8 } } });
+    svc = await startService({
+      storage: 'sqlite',
+      yaml: organismYaml([...BASE_LISTENERS, ...PEOPLE]),
+      files: { 'asker.ts': ASKER },
+      app: {
+        ws: { replayBuffer: 8 },
+        auth: {
+          tokens: [
+            { name: 'ops', role: 'operator', token: OPERATOR },
+            { name: 'dashboard', role: 'viewer', token: VIEWER },
+            { name: 'alice', role: 'approver', token: APPROVER },
+          ],
+        },
+      },
+    });
   });
   afterEach(() => {
     expect(mismatched).toEqual([]);
@@ -73,7 +99,7 @@ describe('organism/client against the real server (SQLite storage)', () => {
     expect(await c.workers()).toMatchObject({ shared: false, count: 1, workers: [{ kind: 'serve', pid: process.pid, alive: true, leaseSeconds: null }] });
     expect((await c.whoami()).role).toBe('operator');
     expect(await c.organism.reload({ dryRun: true })).toMatchObject({ success: true, dryRun: true });
-    expect((await c.capabilities.list()).count).toBe(6);
+    expect((await c.capabilities.list()).count).toBe(7);
     expect((await c.capabilities.get('greeter')).rootTag).toBe('Greeting');
     expect((await c.agents.list()).agents.map((a) => a.name)).toContain('echo');
     expect((await c.agents.get('echo')).payloadClass).toBe('Text');
@@ -137,12 +163,24 @@ describe('organism/client against the real server (SQLite storage)', () => {
     await eventually(() => probe().release.get('client-held-2'), 'slow to start again');
     expect(await c.threads.killMany({ threadIds: [held2.threadId] })).toMatchObject({ matched: 1, attempted: 1, killed: 1, skipped: [] });
 
-    // The inbox: two asks from the outside world, one answered, one rejected.
-    const asks = [await c.inject({ to: 'desk', payload: { text: 'one' } }), await c.inject({ to: 'desk', payload: { text: 'two' } })];
-    const open = await eventually(async () => ((await c.inbox.list({ listener: 'desk' })).total === 2 ? c.inbox.list({ listener: 'desk' }) : null), 'two asks');
-    expect(open.items.map((i) => i.messageId)).toEqual(asks.map((a) => a.messageId));
-    expect((await c.inbox.answer(asks[0]!.messageId, { payload: { Text: { text: 'yes' } } })).message).toMatchObject({ from: 'desk', to: 'api', payloadType: 'Text' });
-    expect(await c.inbox.reject(asks[1]!.messageId, 'no')).toMatchObject({ outcome: 'rejected', note: 'no', by: 'ops' });
+    // The inbox: an ask answered by an approver (its thread completes), one rejected with a note.
+    const asked = await c.inject({ to: 'asker', payload: { text: 'refund' } });
+    const item = await eventually(async () => (await c.inbox.list({ threadId: asked.threadId })).items[0], 'the ask listed');
+    expect(item).toMatchObject({ kind: 'ask', threadId: asked.threadId, listener: 'desk', from: 'asker', payload: { text: 'ok? refund' }, expiresAt: null });
+    expect((await c.inbox.list({ listener: 'desk', kind: 'ask', limit: 10 })).total).toBe(1);
+    expect((await c.organism.info()).inbox.open).toBe(1);
+    const alice = svc.clientAs(APPROVER);
+    expect((await alice.whoami()).role).toBe('approver');
+    const answered = await alice.inbox.answer(item.id, { payload: { text: 'yes' }, note: 'seen' });
+    expect(answered.message).toMatchObject({ from: 'desk', to: 'asker', payload: { text: 'yes' }, threadId: asked.threadId });
+    expect((await settled(asked.threadId)).status).toBe('completed');
+    const toPeer = await c.inject({ to: 'asker', payload: { text: 'forward' } });
+    const second = await eventually(async () => (await c.inbox.list({ threadId: toPeer.threadId })).items[0], 'the second ask');
+    expect((await alice.inbox.answer(second.id, { payload: { text: 'for echo' }, to: 'echo' })).message).toMatchObject({ from: 'desk', to: 'echo' });
+    const third = await c.inject({ to: 'asker', payload: { text: 'no' } });
+    const refused = await eventually(async () => (await c.inbox.list({ threadId: third.threadId })).items[0], 'the third ask');
+    expect(await c.inbox.reject(refused.id, 'not this one')).toMatchObject({ id: refused.id, outcome: 'rejected', by: 'ops', note: 'not this one' });
+    expect((await c.inbox.list()).total).toBe(0);
 
     expect(await c.usage.reset()).toEqual({ success: true, message: 'Usage tracking reset' });
     expect(await c.organism.restart()).toEqual({ success: true, status: 'restarting' });
@@ -173,6 +211,14 @@ describe('organism/client against the real server (SQLite storage)', () => {
       .organism.info()
       .catch((e: unknown) => e)) as OrganismApiError;
     expect(anonymous).toMatchObject({ status: 401, detail: 'Authentication required' });
+    // The inbox's refusals: a viewer may not answer; a closed or unknown item.
+    const viewerAnswer = (await svc
+      .clientAs(VIEWER)
+      .inbox.answer('x', { payload: { text: 'y' } })
+      .catch((e: unknown) => e)) as OrganismApiError;
+    expect(viewerAnswer).toMatchObject({ status: 403, detail: 'Approver or operator role required' });
+    const unknown = (await svc.client.inbox.reject('no-such-item', 'n').catch((e: unknown) => e)) as OrganismApiError;
+    expect(unknown.status).toBe(404);
     const bounds = (await svc.client.threads.list({ limit: 101 }).catch((e: unknown) => e)) as OrganismApiError;
     expect(bounds).toMatchObject({ status: 422, detail: 'limit must be <= 100' });
   });

@@ -182,6 +182,10 @@ export function consoleFile(options: { prepare?: (dir: string) => void; ready?: 
     get server(): Server {
       return server;
     },
+    /** Lets the current page log an error the test provokes on purpose (e.g. a 409 answer). */
+    allow(re: RegExp): void {
+      watch?.allow(re);
+    },
     /** A new page, signed in with `token`, at `at`. */
     async open(token: string, at: string): Promise<Page> {
       page = await browser.context.newPage();

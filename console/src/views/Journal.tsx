@@ -12,7 +12,7 @@ import { useIsOperator, useRefetchOn } from '../session';
 import { ErrorBox, fmt, OpButton, StateBadge } from '../ui';
 
 const PAGE = 50;
-const STATES = ['PENDING', 'DISPATCHED', 'ACKED', 'FAILED'];
+const STATES = ['PENDING', 'DISPATCHED', 'AWAITING', 'ACKED', 'FAILED'];
 
 export function JournalView() {
   const filter = useSearch({ strict: false }) as JournalSearch;

@@ -80,7 +80,7 @@ export function OverviewView() {
         {j ? (
           <>
             <dl>
-              {(['PENDING', 'DISPATCHED', 'ACKED', 'FAILED'] as const).map((s) => (
+              {(['PENDING', 'DISPATCHED', 'AWAITING', 'ACKED', 'FAILED'] as const).map((s) => (
                 <div key={s} className="row">
                   <dt>
                     <StateBadge state={s} />

@@ -1,5 +1,5 @@
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useNavigate, useParams, useSearch } from '@tanstack/react-router';
+import { Link, useNavigate, useParams, useSearch } from '@tanstack/react-router';
 import { useState, type FormEvent } from 'react';
 import { api, type JournalEntry, type MessageRecord, type ThreadInfo, type UsageEvent } from '../api';
 import { Pager, ThreadLink } from '../lists';
@@ -10,11 +10,12 @@ import { SavedViews } from './find/SavedViews';
 import { compact, type ThreadSearch } from './find/search';
 import { useSelection } from './find/selection';
 import { Card, Confirm, ErrorBox, fmt, Json, Loading, OpButton, StateBadge } from '../ui';
+import { InboxItemCard, useThreadInbox } from './Inbox';
 import { Waterfall } from './thread/Waterfall';
 import { ThreadLlmCalls } from './thread/LlmCallInspector';
 
 const PAGE = 25;
-const STATUSES = ['active', 'completed', 'error', 'killed'];
+const STATUSES = ['active', 'waiting', 'completed', 'error', 'killed'];
 
 export function ThreadsView() {
   const navigate = useNavigate();
@@ -216,7 +217,8 @@ export function ThreadDetailView() {
     (f['message'] as MessageRecord | undefined)?.threadId === threadId ||
     (f['thread'] as { id?: string } | undefined)?.id === threadId ||
     (f['usage'] as { threadId?: string } | undefined)?.threadId === threadId ||
-    f['threadId'] === threadId;
+    f['threadId'] === threadId ||
+    (f['item'] as { threadId?: string } | undefined)?.threadId === threadId;
   // Live while the thread runs: its own events refresh it.
   useRefetchOn(
     concerns,
@@ -229,6 +231,8 @@ export function ThreadDetailView() {
     ],
     400,
   );
+
+  const waiting = useThreadInbox(threadId);
 
   if (thread.error) return <ErrorBox error={thread.error} />;
   if (!thread.data) return <Loading what="thread" />;
@@ -259,7 +263,7 @@ export function ThreadDetailView() {
             </>
           )}
         </dl>
-        <OpButton className="danger" disabled={t.status !== 'active'} onClick={() => setConfirm(true)}>
+        <OpButton className="danger" disabled={t.status !== 'active' && t.status !== 'waiting'} onClick={() => setConfirm(true)}>
           Kill thread
         </OpButton>
         <ErrorBox error={kill.error} />
@@ -333,6 +337,14 @@ export function ThreadDetailView() {
                   <p className="error">
                     {e.failureReason}: {e.error}
                   </p>
+                )}
+                {waiting.has(m.id) && (
+                  <section className="waiting" aria-label="Waiting for a person">
+                    <p>
+                      Waits for a person: <Link to="/inbox">in the inbox</Link>
+                    </p>
+                    <InboxItemCard item={waiting.get(m.id)!} showThread={false} />
+                  </section>
                 )}
               </li>
             );

@@ -98,6 +98,7 @@ function deliveryRow(d: Delivery, now: number): Row {
   if (d.state === 'FAILED') marks.push({ text: `failed${d.failureReason ? `: ${d.failureReason}` : ''}`, bad: true });
   if (d.state === 'DISPATCHED') marks.push({ text: 'running' });
   if (d.state === 'PENDING') marks.push({ text: 'waiting' });
+  if (d.state === 'AWAITING') marks.push({ text: 'waiting for a person' });
   if (attempt > 1) marks.push({ text: `attempt ${attempt}` });
   details.unshift(['State', `${d.state}, ${d.attempts} attempt${d.attempts === 1 ? '' : 's'}`]);
   if (d.error) details.push(['Error', d.error]);

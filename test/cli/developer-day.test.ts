@@ -191,6 +191,12 @@ describe("an application developer's day, from the docs, in a project outside th
       expect((failed.stdout + failed.stderr).match(/error TS/g)).toHaveLength(1);
     }
     rmSync(path.join(dir, 'typo.ts'));
+    // organism check type-checks the modules organism.yaml names: the misspelt peer there fails it too (exit 3).
+    writeFileSync(path.join(dir, 'handlers.ts'), HANDLERS.replace("ctx.send('billing'", "ctx.send('biling'"));
+    const misspelt = run(process.execPath, [...CLI, 'check', 'organism.yaml'], dir);
+    expect(misspelt.status, misspelt.stdout + misspelt.stderr).toBe(3);
+    expect(misspelt.stdout + misspelt.stderr).toMatch(/handlers\.ts:5:\d+: TS\d+: .*"biling"/);
+    writeFileSync(path.join(dir, 'handlers.ts'), HANDLERS);
 
     const port = await freePort();
     const server = startProcess(process.execPath, [...CLI, 'serve', 'organism.yaml', '--port', String(port), '--no-supervisor'], { cwd: dir, env: { ORGANISM_API_TOKEN: TOKEN } });

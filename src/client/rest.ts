@@ -139,7 +139,7 @@ export class RestClient {
     get: (threadId: string): Promise<T.ThreadWithMessages> => this.#api('GET', `/threads/${seg(threadId)}`),
     messages: (threadId: string, page: T.PageQuery = {}): Promise<T.MessageList> => this.#api('GET', `/threads/${seg(threadId)}/messages`, { query: { ...page } }),
     kill: (threadId: string): Promise<T.Kill> => this.#api('POST', `/threads/${seg(threadId)}/kill`),
-    /** Kills the threads given (`{threadIds}`) or every active thread a filter matches (`{filter}`); answers what was done and what was not, with reasons. */
+    /** Kills the threads given (`{threadIds}`) or every unfinished (active or waiting) thread a filter matches (`{filter}`); answers what was done and what was not, with reasons. */
     killMany: (selection: T.BulkKill): Promise<T.BulkKilled> => this.#api('POST', '/threads/kill', { body: selection }),
     /** Recorded LLM calls of the thread, oldest first (operator). */
     llmCalls: (threadId: string, page: { limit?: number; offset?: number } = {}): Promise<T.ThreadLlmCalls> =>

@@ -130,12 +130,12 @@ export class Inbox {
     return this.close(entry, this.failing(entry.message, 'rejected', error, by, note), 'rejected');
   }
 
-  /** A thread was killed: its open asks close (FAILED `killed`). */
-  async threadKilled(threadId: string): Promise<void> {
+  /** A thread was killed (by `by`: who killed it): its open asks close (FAILED `killed`). */
+  async threadKilled(threadId: string, by: string): Promise<void> {
     const open = (await this.host.journal.openAsks()).filter((e) => e.message.threadId === threadId);
     const error = Errors.THREAD_KILLED(threadId).detail;
     for (const entry of open) {
-      await this.close(entry, { state: 'FAILED', reason: 'killed', error, by: 'kill', note: null, outgoing: [] }, 'killed').catch((err: unknown) => {
+      await this.close(entry, { state: 'FAILED', reason: 'killed', error, by, note: null, outgoing: [] }, 'killed').catch((err: unknown) => {
         if (!Errors.INBOX_ITEM_CLOSED.is(err)) throw err;
       });
     }

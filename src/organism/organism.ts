@@ -260,10 +260,13 @@ export class Organism {
     return Promise.resolve(persisted).then(() => this.follower.publishCommand({ kind: 'paused', agent: name, paused: false }));
   }
 
-  /** Kills a thread here and, once it is stored as killed, in every other process of a clustered organism. */
-  async killThread(threadId: string) {
+  /**
+   * Kills a thread here and, once it is stored as killed, in every other process of a clustered
+   * organism. `by` (the operator's token name) is recorded on the asks the kill closes.
+   */
+  async killThread(threadId: string, by = 'kill') {
     const record = await this.pump.killThread(threadId);
-    await this.inbox.threadKilled(threadId);
+    await this.inbox.threadKilled(threadId, by);
     await this.storage.flush();
     await this.follower.publishCommand({ kind: 'kill', threadId });
     return record;

@@ -24,6 +24,9 @@ export interface Principal {
   readonly role: Role;
 }
 
+/** Who acts, as recorded on what they close: the caller's token name (`anonymous` without auth). */
+export const who = (principal: { name: string } | null): string => principal?.name ?? 'anonymous';
+
 /** What a route requires; routes declare it in `config.access` (GET defaults to viewer, the rest to operator). */
 export type Access = 'public' | Role;
 

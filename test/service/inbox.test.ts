@@ -171,8 +171,24 @@ for (const storage of STORAGE_KINDS) {
       const { threadId, item } = await openAsk(s);
       await eventually(async () => (await s.request('GET', `/api/v1/threads/${threadId}`)).body.status === 'waiting', 'thread waiting');
       expect((await s.request('POST', `/api/v1/threads/${threadId}/kill`)).status).toBe(200);
-      expect((await s.request('GET', `/api/v1/journal/${item.id}`)).body).toMatchObject({ deliveryState: 'FAILED', failureReason: 'killed' });
+      // Who killed it: the operator's token name, as an answer records the approver's.
+      expect((await s.request('GET', `/api/v1/journal/${item.id}`)).body).toMatchObject({ deliveryState: 'FAILED', failureReason: 'killed', closedBy: 'ops' });
       expect((await s.request('POST', `/api/v1/inbox/${item.id}/answer`, { token: APPROVER, body: { payload: { Decision: { approved: true, comment: '' } } } })).status).toBe(409);
+    });
+
+    it('a bulk kill by filter kills a waiting thread too: its ask closes FAILED killed, closed by the operator', async () => {
+      svc = await start(storage);
+      const s = svc;
+      const { threadId, item } = await openAsk(s);
+      await eventually(async () => (await s.request('GET', `/api/v1/threads/${threadId}`)).body.status === 'waiting', 'thread waiting');
+      const killed = await s.request('POST', '/api/v1/threads/kill', { body: { filter: { agent: 'desk' } } });
+      expect(killed.status).toBe(200);
+      expect(killed.body).toMatchObject({ matched: 1, attempted: 1, killed: 1, skipped: [] });
+      expect((await s.request('GET', `/api/v1/threads/${threadId}`)).body.status).toBe('killed');
+      expect((await s.request('GET', `/api/v1/journal/${item.id}`)).body).toMatchObject({ deliveryState: 'FAILED', failureReason: 'killed', closedBy: 'ops' });
+      expect((await s.request('GET', '/api/v1/inbox')).body.total).toBe(0);
+      // Nothing unfinished is left for the filter.
+      expect((await s.request('POST', '/api/v1/threads/kill', { body: { filter: { agent: 'desk' } } })).body).toMatchObject({ matched: 0, attempted: 0, killed: 0 });
     });
   });
 }

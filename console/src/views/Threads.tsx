@@ -48,7 +48,7 @@ export function ThreadsView() {
       setSearchError(err);
     }
   };
-  // Kills what is selected, or every active thread the filter matches (the server applies the same filter).
+  // Kills what is selected, or every unfinished (active or waiting) thread the filter matches (the server applies the same filter).
   const kill = async (target: BulkTarget): Promise<BulkResult> => {
     const { agent, text, startTime, endTime } = filter;
     const r = await api.killMany('ids' in target ? { threadIds: target.ids } : { filter: compact({ agent, text, startTime, endTime }) });

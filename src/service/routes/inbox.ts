@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { who } from '../auth.js';
 import type { ServiceContext } from '../context.js';
 import { errorResponses } from '../schemas/error.js';
 import { AnswerRequest, AnswerResponse, InboxClosed, InboxListResponse, InboxParams, InboxQuery, RejectRequest } from '../schemas/inbox.js';
@@ -10,7 +11,6 @@ import { inboxClosedView, inboxItemView, messageView } from '../views.js';
  */
 export const inboxRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app, { organism }) => {
   const tags = ['inbox'];
-  const who = (principal: { name: string } | null) => principal?.name ?? 'anonymous';
 
   app.get(
     '/inbox',

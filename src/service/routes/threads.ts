@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Errors } from '../../errors/catalogue.js';
 import { THREAD_STATUSES, type ThreadRecord, type ThreadStatus } from '../../core/thread.js';
+import { who } from '../auth.js';
 import type { ServiceContext } from '../context.js';
 import { errorResponses } from '../schemas/error.js';
 import { MessageListResponse } from '../schemas/message.js';
@@ -84,7 +85,7 @@ export const threadRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (ap
     {
       schema: {
         tags,
-        summary: `Kill many threads: the ids given, or every active thread the filter matches (at most ${BULK_MAX} a request)`,
+        summary: `Kill many threads: the ids given, or every unfinished (active or waiting) thread the filter matches (at most ${BULK_MAX} a request)`,
         body: BulkKillRequest,
         response: { 200: BulkKillResponse, ...errorResponses },
       },
@@ -100,15 +101,19 @@ export const threadRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (ap
         matched = ids.length;
       } else {
         const { agent } = filter!;
-        const page = await organism.queries.threads.list({ status: 'active', ...(agent ? { agent } : {}), ...findFilter(filter!), limit: BULK_MAX, offset: 0 });
-        ids = page.items.map((t) => t.id);
-        matched = page.total;
-        searched = truncation(page);
+        const query = { ...(agent ? { agent } : {}), ...findFilter(filter!), offset: 0 };
+        // Both unfinished statuses: a thread waiting on a person is as killable as an active one.
+        const active = await organism.queries.threads.list({ ...query, status: 'active', limit: BULK_MAX });
+        const waiting = await organism.queries.threads.list({ ...query, status: 'waiting', limit: Math.max(1, BULK_MAX - active.items.length) });
+        ids = [...active.items, ...waiting.items].slice(0, BULK_MAX).map((t) => t.id);
+        matched = active.total + waiting.total;
+        searched = active.searchTruncated === undefined ? {} : { searchTruncated: active.searchTruncated || waiting.searchTruncated === true };
       }
+      const by = who(request.principal);
       const outcome = await eachId(
         ids,
         KILL_CONCURRENCY,
-        async (id) => void (await organism.killThread(id)),
+        async (id) => void (await organism.killThread(id, by)),
         (err, id) => request.log.error({ err, threadId: id }, 'bulk kill: a kill failed'),
       );
       return { matched, attempted: ids.length, killed: outcome.done, skipped: outcome.skipped, ...searched };
@@ -120,7 +125,7 @@ export const threadRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (ap
     { schema: { tags, summary: 'Abort in-flight work, drop queued messages, refuse new ones', params: ThreadParams, response: { 200: KillResponse, ...errorResponses } } },
     async (request) => {
       const { threadId } = request.params;
-      await organism.killThread(threadId);
+      await organism.killThread(threadId, who(request.principal));
       return { success: true as const, threadId };
     },
   );

@@ -37,7 +37,7 @@ export const ThreadFilter = Type.Object(
     agent: Type.Optional(Type.String({ maxLength: 256, description: 'Participant' })),
     ...FindFields,
   },
-  { additionalProperties: false, description: 'The threads list filter (status is always active: only active threads can be killed)' },
+  { additionalProperties: false, description: 'The threads list filter (status is active or waiting: only unfinished threads can be killed)' },
 );
 
 export const BulkKillRequest = Type.Object(

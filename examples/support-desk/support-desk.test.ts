@@ -87,6 +87,19 @@ describe('the support desk: a person reviews the draft', () => {
     expect(done.logs).toContainEqual(expect.objectContaining({ msg: 'sent to customer', text: 'Hello Eve, a fix ships on Monday.' }));
   });
 
+  it('an answer to tech (the asker, a Ticket) has the draft written again; the new draft waits in the inbox', async () => {
+    org = await createTestOrganism({ config });
+    const thread = await org.inject('intake', { customer: 'Ivo', text: 'Bluetooth fails' });
+    const [first] = (await thread.settled()).asks;
+    await org.answer(first!.id, { customer: 'Ivo', text: 'Bluetooth fails: ask for the firmware version' });
+    const again = await thread.settled();
+    expect(again.status).toBe('waiting');
+    expect(route(again.messages)).toEqual(['api -> intake ACKED', 'intake -> tech ACKED', 'tech -> review ACKED', 'review -> tech ACKED', 'tech -> review AWAITING']);
+    expect(again.asks).toHaveLength(1);
+    expect(again.asks[0]?.id).not.toBe(first!.id);
+    expect(again.asks[0]?.payload['question']).toBe('Bluetooth fails: ask for the firmware version');
+  });
+
   it('a rejected draft never reaches the customer: the ask fails with the note, the thread ends in error', async () => {
     org = await createTestOrganism({ config });
     const thread = await org.inject('intake', { customer: 'Fay', text: 'Wifi drops' });

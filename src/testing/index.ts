@@ -10,7 +10,10 @@
 export {
   createTestOrganism,
   type SettledThread,
+  type TestAnswer,
+  type TestAnswerOptions,
   type TestConfig,
+  type TestInboxQuery,
   type TestInjectOptions,
   type TestMessage,
   type TestOrganism,
@@ -28,4 +31,5 @@ export { createHandlerContext, runHandler, type HandlerContextOptions, type Hand
 
 // What the records hold (also `organism`'s types, here for the tests that read them).
 export type { LlmCallRecord, ToolCallRecord } from '../core/llm.js';
+export type { InboxClosed, InboxItem, InboxOutcome } from '../core/inbox.js';
 export { reply, send } from '../core/handler.js';

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { ConfigInvalidError } from '../config/errors.js';
 import { loadOrganism, loadOrganismFromString } from '../config/load.js';
 import type { LoadedOrganism } from '../config/types.js';
+import type { InboxClosed, InboxItem } from '../core/inbox.js';
 import type { DeliveryState, JournalEntry } from '../core/journal.js';
 import type { LlmCallRecord, ToolCallRecord } from '../core/llm.js';
 import type { StorageParts } from '../core/storage.js';
@@ -69,11 +70,17 @@ export interface TestUsage {
   readonly unpricedCalls: number;
 }
 
-/** A thread once it stopped: how it ended and everything it did. */
+/**
+ * A thread once nothing of it runs: how it ended (or that it waits for a person) and
+ * everything it did.
+ */
 export interface SettledThread {
   readonly id: string;
+  /** `completed`, `error`, `killed`, or `waiting`: an ask of it waits in the inbox (see `asks`). */
   readonly status: Exclude<ThreadStatus, 'active'>;
   readonly error: string | null;
+  /** Its open asks (the inbox items a person must answer), oldest first: empty unless `waiting`. */
+  readonly asks: readonly InboxItem[];
   readonly messages: readonly TestMessage[];
   /** Every LLM call (provider attempt) made in it, oldest first. */
   readonly llmCalls: readonly LlmCallRecord[];
@@ -90,10 +97,19 @@ export interface TestThread {
   /** The injected message's id. */
   readonly messageId: string;
   /**
-   * Resolves once the thread has completed, failed or been killed (on its events, not by
-   * polling); rejects after `timeoutMs` naming the deliveries still open.
+   * Resolves once nothing of the thread runs: it completed, failed or was killed, or it is
+   * `waiting` for a person (an ask open: answer it with `org.answer`, then call `settled()`
+   * again). Waits on the organism's events, not by polling; rejects after `timeoutMs` naming
+   * the deliveries still open.
    */
   settled(options?: { readonly timeoutMs?: number }): Promise<SettledThread>;
+  /**
+   * As `settled()`, but a `waiting` thread is waited through: resolves once it completed,
+   * failed or was killed (e.g. after its ask expired, `on_timeout`).
+   */
+  finished(options?: { readonly timeoutMs?: number }): Promise<SettledThread>;
+  /** Its open asks, oldest first. */
+  asks(): Promise<readonly InboxItem[]>;
   messages(): Promise<readonly TestMessage[]>;
   llmCalls(): Promise<readonly LlmCallRecord[]>;
   toolCalls(): Promise<readonly ToolCallRecord[]>;
@@ -109,6 +125,32 @@ export interface TestInjectOptions {
   readonly metadata?: Readonly<Record<string, string>>;
   /** The sender (default `api`). */
   readonly from?: string;
+}
+
+/** Options of `TestOrganism.answer`. */
+export interface TestAnswerOptions {
+  /** Send the answer to this peer of the human listener instead of replying to the asker. */
+  readonly to?: string;
+  readonly note?: string;
+  /** Who answered, as the journal records it (default `test`). */
+  readonly by?: string;
+}
+
+/** Which open items `TestOrganism.inbox` lists. */
+export interface TestInboxQuery {
+  readonly listener?: string;
+  readonly threadId?: string;
+}
+
+/** The message an answer sent (PENDING: it is on its way). */
+export interface TestAnswer {
+  readonly id: string;
+  readonly threadId: string;
+  readonly from: string;
+  readonly to: string;
+  readonly payloadType: string;
+  readonly payload: Readonly<Record<string, unknown>>;
+  readonly parentId: string | null;
 }
 
 /** An organism running in this process for a test, on a temporary store. */
@@ -127,6 +169,16 @@ export interface TestOrganism extends AsyncDisposable {
   pause(listener: string): Promise<void>;
   resume(listener: string): Promise<void>;
   kill(threadId: string): Promise<void>;
+  /** The inbox's open items (asks to `builtin:human` listeners), oldest first, as `GET /api/v1/inbox` lists them. */
+  inbox(query?: TestInboxQuery): Promise<readonly InboxItem[]>;
+  /**
+   * Answers an ask as a person would (`POST /api/v1/inbox/{id}/answer`): `payload` in the
+   * inject form, a reply to the asker unless `to` names a peer of the human listener. Throws
+   * the API's error: INVALID_PAYLOAD naming the fields, INBOX_ITEM_CLOSED when it is no longer open.
+   */
+  answer(id: string, payload: Readonly<Record<string, unknown>>, options?: TestAnswerOptions): Promise<TestAnswer>;
+  /** Rejects an ask (`POST /api/v1/inbox/{id}/reject`): it fails `rejected` with the note, the asker gets a SystemError. */
+  reject(id: string, note: string, options?: { readonly by?: string }): Promise<InboxClosed>;
   /** Everything logged since start (debug and up). */
   readonly logs: readonly LogLine[];
   /** Stops the organism (in-flight handlers get a second to finish, then are aborted) and removes its temporary store; again: nothing more. */
@@ -166,6 +218,9 @@ export async function createTestOrganism(options: TestOrganismOptions): Promise<
   const threads = new ThreadWatch();
   organism.bus.on((event) => {
     if (event.type === 'thread_created' || event.type === 'thread_updated') threads.saw(event.thread);
+    // An ask closed (answered, rejected, expired): its thread goes on, so a `waiting` record is
+    // stale. The close's thread event comes right after this one (Pump.closeAsk).
+    else if (event.type === 'message' && (event.state === 'ACKED' || event.state === 'FAILED') && isHuman(organism, event.message.to)) threads.resumed(event.message.threadId);
   });
   try {
     await organism.start();
@@ -186,24 +241,27 @@ export async function createTestOrganism(options: TestOrganismOptions): Promise<
       get logs() {
         return lines.filter((l) => l.threadId === id);
       },
-      async settled(settleOptions = {}) {
-        const timeoutMs = settleOptions.timeoutMs ?? defaultTimeout;
-        const record = await threads.settled(id, timeoutMs, () => openDeliveries(organism, id));
-        await organism.storage.flush();
-        await organism.storage.usage.flush();
-        const [messages, llmCalls, toolCalls, usage] = await Promise.all([read.messages(), read.llmCalls(), read.toolCalls(), read.usage()]);
-        return {
-          id,
-          status: record.status as SettledThread['status'],
-          error: record.error,
-          messages,
-          llmCalls,
-          toolCalls,
-          usage,
-          logs: lines.filter((l) => l.threadId === id),
-        };
-      },
+      asks: () => openAsks(organism, { threadId: id }),
+      settled: (settleOptions = {}) => settle(settleOptions.timeoutMs ?? defaultTimeout, false),
+      finished: (settleOptions = {}) => settle(settleOptions.timeoutMs ?? defaultTimeout, true),
     };
+    async function settle(timeoutMs: number, throughWaiting: boolean): Promise<SettledThread> {
+      const record = await threads.settled(id, timeoutMs, throughWaiting, () => openDeliveries(organism, id));
+      await organism.storage.flush();
+      await organism.storage.usage.flush();
+      const [messages, llmCalls, toolCalls, usage] = await Promise.all([read.messages(), read.llmCalls(), read.toolCalls(), read.usage()]);
+      return {
+        id,
+        status: record.status as SettledThread['status'],
+        error: record.error,
+        asks: record.status === 'waiting' ? await openAsks(organism, { threadId: id }) : [],
+        messages,
+        llmCalls,
+        toolCalls,
+        usage,
+        logs: lines.filter((l) => l.threadId === id),
+      };
+    }
   };
 
   const org: TestOrganism = {
@@ -222,6 +280,13 @@ export async function createTestOrganism(options: TestOrganismOptions): Promise<
     async kill(threadId) {
       await organism.killThread(threadId);
     },
+    inbox: (query = {}) => openAsks(organism, query),
+    async answer(id, payload, answerOptions = {}) {
+      const { to, note, by } = answerOptions;
+      const m = await organism.inbox.answer(id, { payload, ...(to !== undefined ? { to } : {}), ...(note !== undefined ? { note } : {}) }, by ?? 'test');
+      return { id: m.id, threadId: m.threadId, from: m.from, to: m.to, payloadType: m.payloadType, payload: m.payload, parentId: m.parentId };
+    },
+    reject: (id, note, rejectOptions = {}) => organism.inbox.reject(id, note, rejectOptions.by ?? 'test'),
     close() {
       closed ??= (async () => {
         try {
@@ -312,10 +377,24 @@ function testMessage(entry: JournalEntry): TestMessage {
   };
 }
 
+function isHuman(organism: Organism, listener: string): boolean {
+  return organism.config.listeners.some((l) => l.name === listener && l.human !== undefined);
+}
+
+/** The open asks, every page of them. */
+async function openAsks(organism: Organism, query: TestInboxQuery): Promise<InboxItem[]> {
+  const out: InboxItem[] = [];
+  for (let offset = 0; ; offset += PAGE) {
+    const page = await organism.inbox.list({ ...query, kind: 'ask', limit: PAGE, offset });
+    out.push(...page.items);
+    if (page.items.length < PAGE || out.length >= page.total) return out;
+  }
+}
+
 /** `writer (DISPATCHED), announcer (PENDING)`: what a thread that did not settle still waits on. */
 async function openDeliveries(organism: Organism, id: string): Promise<string> {
   const page = await organism.queries.journal.list({ threadId: id, order: 'oldest', limit: PAGE, offset: 0 }).catch(() => null);
-  const open = (page?.items ?? []).filter((e) => e.state === 'PENDING' || e.state === 'DISPATCHED');
+  const open = (page?.items ?? []).filter((e) => e.state === 'PENDING' || e.state === 'DISPATCHED' || e.state === 'AWAITING');
   if (open.length === 0) return 'no delivery is open';
   const paused = new Set(
     organism
@@ -335,15 +414,23 @@ class ThreadWatch {
     this.latest.set(record.id, record);
     if (record.status === 'active') return;
     for (const wake of this.waiters.get(record.id) ?? []) wake(record);
-    this.waiters.delete(record.id);
   }
 
-  settled(id: string, timeoutMs: number, open: () => Promise<string>): Promise<ThreadRecord> {
+  /** An ask of the thread closed: a `waiting` record of it is no longer how it stands. */
+  resumed(id: string): void {
+    if (this.latest.get(id)?.status === 'waiting') this.latest.delete(id);
+  }
+
+  /** The thread's record once it stopped (`throughWaiting`: once it finished, `waiting` passed through). */
+  settled(id: string, timeoutMs: number, throughWaiting: boolean, open: () => Promise<string>): Promise<ThreadRecord> {
+    const stops = (record: ThreadRecord) => record.status !== 'active' && !(throughWaiting && record.status === 'waiting');
     const known = this.latest.get(id);
-    if (known && known.status !== 'active') return Promise.resolve(known);
+    if (known && stops(known)) return Promise.resolve(known);
     return new Promise((resolve, reject) => {
       const wake = (record: ThreadRecord) => {
+        if (!stops(record)) return;
         clearTimeout(timer);
+        this.waiters.get(id)?.delete(wake);
         resolve(record);
       };
       const timer = setTimeout(() => {

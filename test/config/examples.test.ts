@@ -1,16 +1,36 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { checkOrganism, loadOrganismFromString, sanitizedConfigYaml } from '../../src/config/index.js';
+import { checkOrganism, loadOrganism, loadOrganismFromString, sanitizedConfigYaml } from '../../src/config/index.js';
+import { generateTypeDeclarations, TYPES_FILE } from '../../src/config/type-declarations.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const DEMO = path.join(ROOT, 'examples', 'demo', 'organism.yaml');
+/** Every bundled example: a directory of examples/ with an organism.yaml. */
+const EXAMPLES = readdirSync(path.join(ROOT, 'examples'))
+  .map((dir) => path.join(ROOT, 'examples', dir, 'organism.yaml'))
+  .filter((file) => existsSync(file));
 
 describe('documented examples', () => {
-  it('the demo organism is valid', async () => {
-    expect(await checkOrganism(DEMO)).toEqual([]);
+  it('the bundled examples are found: the demo and the support desk', () => {
+    expect(EXAMPLES.map((f) => path.basename(path.dirname(f))).sort()).toEqual(['demo', 'support-desk']);
   });
+
+  for (const file of EXAMPLES) {
+    const name = path.basename(path.dirname(file));
+    it(`the ${name} example is valid`, async () => {
+      expect(await checkOrganism(file)).toEqual([]);
+    });
+
+    if (existsSync(path.join(path.dirname(file), TYPES_FILE))) {
+      it(`the ${name} example's ${TYPES_FILE} is what \`organism types\` writes (npm test type-checks the example with it)`, async () => {
+        const loaded = await loadOrganism(file);
+        const typesFile = path.join(path.dirname(file), TYPES_FILE);
+        expect(readFileSync(typesFile, 'utf8')).toBe(generateTypeDeclarations({ listeners: loaded.config.listeners, payloadTypes: loaded.payloadTypes }));
+      });
+    }
+  }
 
   it('every YAML block in docs/configuration.md that declares an organism is valid', async () => {
     const doc = readFileSync(path.join(ROOT, 'docs', 'configuration.md'), 'utf8');

@@ -48,7 +48,7 @@ const DRAIN_DEADLINE_MS = 30_000;
 const MAX_DETAILS = 200;
 
 /** Cluster mode's steady mix: also threads of messages injected one after another (FIFO). */
-const CLUSTER_MIX = { chain: 70, fail: 6, budget: 10, ordered: 14, ask: 8 } as const;
+const CLUSTER_MIX = { chain: 70, fail: 6, budget: 10, ordered: 14, ask: 12 } as const;
 
 function options() {
   const { values } = parseArgs({

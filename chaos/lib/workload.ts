@@ -23,7 +23,7 @@ export interface Accepted {
  * Most injects run the three-hop chain; some fail on purpose, some run a thread out of budget,
  * some ask a person (the human listener the harness answers: chaos/lib/inbox.ts).
  */
-export const STEADY_MIX = { chain: 80, fail: 8, budget: 12, ask: 8 } as const;
+export const STEADY_MIX = { chain: 80, fail: 8, budget: 12, ask: 15 } as const;
 
 /** Most hostile replies are bounded by the reply caps; this is how many sends one reply may queue. */
 export const MAX_MESSAGES_PER_REPLY = 20;

@@ -132,7 +132,7 @@ export class HumanDesk {
   /** Answers or rejects one listed ask; a retry after a lost outcome keeps the first decision. */
   private async close(item: InboxItem): Promise<void> {
     const rec = this.record(item);
-    if (rec.closed && !rec.unknown) {
+    if (rec.oks > 0) {
       // Listed open after a 200: the answer did not close it.
       this.report('asks-closed-once', `cycle ${this.cycle}: ask ${rec.id} (thread ${rec.threadId}) is listed open after its ${rec.decision} was answered 200`);
     }

@@ -10,7 +10,9 @@
  * `--store postgres` is cluster mode (chaos/lib/cluster.ts): `serve --handlers off` and two
  * `organism worker` processes on a fresh database of a private PostgreSQL server; its results
  * are chaos/results/latest-postgres.{json,md}. Every cycle of both modes also sends the text
- * probes (chaos/lib/text-probe.ts).
+ * probes (chaos/lib/text-probe.ts), and plays the people of the human listener: some threads
+ * ask `desk`, the harness answers or rejects open asks through the inbox API at random moments
+ * while the fault runs, closes the rest before the checks (chaos/lib/inbox.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
@@ -24,12 +26,13 @@ import { openSqliteStorage } from '../src/store/index.js';
 import { openPostgresStorage } from '../src/store/postgres/index.js';
 import { effectsOf } from '../test/scaleout/checks.js';
 import { startPrivatePostgres, type PrivatePostgres } from '../test/support/private-postgres.js';
-import { checkDurability, type Violation } from '../test/crash/checks.js';
+import { checkDurability, type DurabilitySource, type Violation } from '../test/crash/checks.js';
 import { EFFECTS_FILE, readEffects } from '../test/crash/effects.js';
 import { apiSource } from './lib/api-source.js';
 import { checksOf, type CheckName } from './lib/checks.js';
 import { Fatal, Harness, PHASE_WEIGHTS, PHASES, type Phase } from './lib/harness.js';
 import { HostileLlm } from './lib/hostile-llm.js';
+import { HumanDesk } from './lib/inbox.js';
 import { signal } from './lib/procs.js';
 import { Random, sleep } from './lib/random.js';
 import { writeResults, type CycleRecord, type RunResult } from './lib/report.js';
@@ -45,7 +48,7 @@ const DRAIN_DEADLINE_MS = 30_000;
 const MAX_DETAILS = 200;
 
 /** Cluster mode's steady mix: also threads of messages injected one after another (FIFO). */
-const CLUSTER_MIX = { chain: 70, fail: 6, budget: 10, ordered: 14 } as const;
+const CLUSTER_MIX = { chain: 70, fail: 6, budget: 10, ordered: 14, ask: 12 } as const;
 
 function options() {
   const { values } = parseArgs({
@@ -177,6 +180,9 @@ async function main(): Promise<number> {
   });
   const injector = new Injector(serve.api, rng, (check, detail) => report(check as CheckName, detail));
   const probe = new TextProbe(serve.api, injector, rng, report, opts.text);
+  const desk = new HumanDesk(serve.api, rng, report);
+  const expect = (a: Accepted) => (a.kind === 'ask' ? desk.expectation(a) : expectationOf(a));
+  const asksOf = (accepted: readonly Accepted[]) => accepted.filter((a) => a.kind === 'ask' && !harness.quarantined.has(a.threadId));
   if (opts.text !== 'all') notes.push(`text probes: ${opts.text} (not every case the rule covers was sent)`);
   const workers = new Workers({ storeUrl, leaseSeconds: LEASE_SECONDS, marker, logDir: runDir, env: handlerEnv });
   const otherConfigPath = path.join(runDir, 'organism-other.yaml');
@@ -184,7 +190,18 @@ async function main(): Promise<number> {
   const runs = new RunsLog(runsFile);
   const sqliteHarness = clusterMode ? null : new Harness(serve, injector, rng, report, mounted ? tmpfsRoot : null, dataDir);
   const clusterHarness = clusterMode
-    ? new ClusterHarness({ serve, workers, pg: pg!, injector, rng, report, configPath, otherConfigPath, runs, quiesce: async () => (await injector.stop(), await probe.stop()) })
+    ? new ClusterHarness({
+        serve,
+        workers,
+        pg: pg!,
+        injector,
+        rng,
+        report,
+        configPath,
+        otherConfigPath,
+        runs,
+        quiesce: async () => (await injector.stop(), await probe.stop(), await desk.stop()),
+      })
     : null;
   const harness = (sqliteHarness ?? clusterHarness)!;
   const weights: Readonly<Record<string, number>> = clusterMode ? CLUSTER_PHASE_WEIGHTS : PHASE_WEIGHTS;
@@ -233,6 +250,7 @@ async function main(): Promise<number> {
     injects: { ...injector.outcomes },
     accepted: allAccepted.length,
     acceptedByKind: allAccepted.reduce<Record<string, number>>((m, a) => ((m[a.kind] = (m[a.kind] ?? 0) + 1), m), {}),
+    asks: { 'asks seen in the inbox': desk.seen, ...desk.counts },
     timings: harness.timings,
     checks: Object.fromEntries(checks.map((k) => [k, counts[k] ?? 0])) as Record<CheckName, number>,
     violations,
@@ -279,11 +297,13 @@ async function main(): Promise<number> {
       if (next === 'kill-worker' && !mayKillWorker()) await sleep(20_000); // only that phase selected
       phase = next;
       harness.cycle = cycle;
+      desk.cycle = cycle;
       injector.begin(cycle);
       injector.context = phase;
       const before = total(counts);
       injector.start(2, () => rng.weighted(mix) as Kind, [10, 40]);
       probe.start();
+      desk.start();
       loads.push(os.loadavg()[0]!);
       await sleep(rng.int(150, 400));
       const f0 = performance.now();
@@ -293,9 +313,10 @@ async function main(): Promise<number> {
       const i0 = performance.now();
       await injector.stop();
       await probe.stop();
+      await desk.stop();
       harness.time("cycle step: the injectors' last requests (ms)", performance.now() - i0);
       const s0 = performance.now();
-      await settle(serve, report, clusterHarness ? () => restartWorkers(clusterHarness) : () => sqliteHarness!.killGroup(), cycle);
+      await settle(serve, report, clusterHarness ? () => restartWorkers(clusterHarness) : () => sqliteHarness!.killGroup(), cycle, () => desk.drain());
       harness.time('cycle step: settle, until the journal is quiet (ms)', performance.now() - s0);
       const k0 = performance.now();
       if (clusterHarness) {
@@ -311,12 +332,13 @@ async function main(): Promise<number> {
               effectsDb,
               injector.accepted.map((a) => a.threadId),
             ),
-        expectations: injector.accepted.filter((a) => !harness.quarantined.has(a.threadId) && !probe.offScope.has(a.threadId)).map(expectationOf),
+        expectations: injector.accepted.filter((a) => !harness.quarantined.has(a.threadId) && !probe.offScope.has(a.threadId)).map(expect),
         oneCallAgents: ONE_CALL_AGENTS,
         ceiling: () => CEILING,
         orgId: `c${cycle}`,
       });
       for (const v of found) report(v.check as CheckName, `cycle ${cycle} (${phase}): ${v.detail}`);
+      await desk.verify(apiSource(serve.api), asksOf(injector.accepted), `cycle ${cycle} (${phase})`);
       harness.time('cycle step: the checks (ms)', performance.now() - k0);
       allAccepted.push(...injector.accepted);
       for (const [t, ids] of injector.ordered) allOrdered.set(t, ids);
@@ -340,12 +362,22 @@ async function main(): Promise<number> {
     cleanupProcesses(serve);
 
     phase = 'final checks';
-    const expectations = allAccepted.filter((a) => !harness.quarantined.has(a.threadId)).map(expectationOf);
+    /** On the store after the final stop: every ask of the run closed exactly once, none AWAITING. */
+    const finalAsks = async (storage: Pick<DurabilitySource, 'journal'>) => {
+      const awaiting = (await storage.journal.stats()).counts.AWAITING ?? 0;
+      if (awaiting) report('asks-closed-once', `final (on the store): ${awaiting} entries still AWAITING`);
+      const asks = asksOf(allAccepted);
+      const checked = await desk.verify(storage, asks, 'final (on the store)');
+      process.stdout.write(`asks: ${asks.length} threads asked, ${checked} asks checked on the store\n`);
+    };
+    const expectations = allAccepted.filter((a) => !harness.quarantined.has(a.threadId)).map(expect);
+    if (desk.stillOpen) report('asks-closed-once', `after the run: ${desk.stillOpen} asks the harness saw were never closed`);
     if (clusterMode) {
       const storage = await openPostgresStorage({ url: storeUrl });
       try {
         const found = await checkDurability({ source: storage, effects: effectsOf(runs.read()), expectations, oneCallAgents: ONE_CALL_AGENTS, ceiling: () => CEILING });
         for (const v of found) report(v.check as CheckName, `final (on the store): ${v.detail}`);
+        await finalAsks(storage);
       } finally {
         await storage.close();
       }
@@ -354,6 +386,7 @@ async function main(): Promise<number> {
       try {
         const found = await checkDurability({ source: storage, effects: readEffects(effectsDb), expectations, oneCallAgents: ONE_CALL_AGENTS, ceiling: () => CEILING });
         for (const v of found) report(v.check as CheckName, `final (on the store): ${v.detail}`);
+        await finalAsks(storage);
       } finally {
         storage.close();
       }
@@ -394,8 +427,12 @@ async function restartWorkers(h: ClusterHarness): Promise<void> {
   for (let i = 0; i < 2; i++) await h.d.workers.start(h.d.serve.api, h.d.configPath, 60_000);
 }
 
-/** Waits until nothing is left to deliver; a stuck journal is reported, then a restart recovers it. */
-async function settle(serve: Serve, report: (c: CheckName, d: string) => void, recover: () => Promise<void>, cycle: number): Promise<void> {
+/**
+ * Waits until nothing is left to deliver and no ask waits (`drain` closes the open asks, as the
+ * people would: asks opened late in the cycle too); a stuck journal is reported, then a restart
+ * recovers it.
+ */
+async function settle(serve: Serve, report: (c: CheckName, d: string) => void, recover: () => Promise<void>, cycle: number, drain: () => Promise<unknown>): Promise<void> {
   const quiet = async (deadlineMs: number) => {
     const t0 = performance.now();
     while (performance.now() - t0 < deadlineMs) {
@@ -403,7 +440,8 @@ async function settle(serve: Serve, report: (c: CheckName, d: string) => void, r
       const org = await serve.api.request('GET', '/api/v1/organism', undefined, 10_000);
       if (stats.ok && stats.status === 200 && org.ok && org.status === 200) {
         const c = (stats.body as { counts: Record<string, number> }).counts;
-        if (c['PENDING'] === 0 && c['DISPATCHED'] === 0 && (org.body as { activeThreads: number }).activeThreads === 0) return null;
+        if (c['PENDING'] === 0 && c['DISPATCHED'] === 0 && (c['AWAITING'] ?? 0) === 0 && (org.body as { activeThreads: number }).activeThreads === 0) return null;
+        if ((c['AWAITING'] ?? 0) > 0) await drain();
       }
       await sleep(50);
     }

@@ -32,6 +32,8 @@ export interface RunResult {
   readonly injects: Readonly<Record<string, number>>;
   readonly accepted: number;
   readonly acceptedByKind: Readonly<Record<string, number>>;
+  /** The harness as the people of the human listener: asks seen, and its inbox requests by outcome. */
+  readonly asks: Readonly<Record<string, number>>;
   readonly timings: Readonly<Record<string, readonly number[]>>;
   readonly checks: Readonly<Record<CheckName, number>>;
   readonly violations: ReadonlyArray<{ check: string; detail: string; cycle: number; phase: string }>;
@@ -67,6 +69,9 @@ export function markdown(r: RunResult): string {
     `- Injects: ${n(r.accepted)} accepted (${Object.entries(r.acceptedByKind)
       .map(([k, v]) => `${k} ${n(v)}`)
       .join(', ')}); answers: ${Object.entries(r.injects)
+      .map(([k, v]) => `${k} ${n(v)}`)
+      .join(', ')}`,
+    `- Inbox (the harness answering the human listener): ${Object.entries(r.asks ?? {})
       .map(([k, v]) => `${k} ${n(v)}`)
       .join(', ')}`,
     ...r.notes.map((x) => `- Note: ${x}`),

@@ -10,7 +10,7 @@ import { ATTACK_NAMES, type Attack } from './hostile-llm.js';
 import type { Random } from './random.js';
 import { sleep } from './random.js';
 
-export type Kind = 'chain' | 'fail' | 'budget' | 'held' | 'huge' | 'text' | 'ordered' | `hostile:${Attack}`;
+export type Kind = 'chain' | 'fail' | 'budget' | 'held' | 'huge' | 'text' | 'ordered' | 'ask' | `hostile:${Attack}`;
 
 export interface Accepted {
   readonly kind: Kind;
@@ -19,8 +19,11 @@ export interface Accepted {
   readonly cycle: number;
 }
 
-/** Most injects run the three-hop chain; some fail on purpose, some run a thread out of budget. */
-export const STEADY_MIX = { chain: 80, fail: 8, budget: 12 } as const;
+/**
+ * Most injects run the three-hop chain; some fail on purpose, some run a thread out of budget,
+ * some ask a person (the human listener the harness answers: chaos/lib/inbox.ts).
+ */
+export const STEADY_MIX = { chain: 80, fail: 8, budget: 12, ask: 15 } as const;
 
 /** Most hostile replies are bounded by the reply caps; this is how many sends one reply may queue. */
 export const MAX_MESSAGES_PER_REPLY = 20;
@@ -34,6 +37,8 @@ export function expectationOf(a: Accepted): Expectation {
       return { ...base, root: 'ACKED', threadStatus: 'error', effects: 0, allowedFailures: ['budget_exhausted'], requiredFailure: 'budget_exhausted' };
     case 'ordered':
       return { ...base, root: 'ACKED', threadStatus: 'completed', effects: 0 };
+    case 'ask':
+      throw new Error('an ask thread ends as the harness closed its ask: HumanDesk.expectation (chaos/lib/inbox.ts)');
     case 'chain':
     case 'text':
     case 'held':

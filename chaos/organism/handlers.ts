@@ -1,8 +1,8 @@
 /**
  * Code handlers of the chaos workload, loaded by every process that runs handlers (`serve`'s
  * worker on SQLite; the `organism worker` processes in cluster mode). Each run is recorded with
- * whether the journal already had the delivery ACKED when the handler started; sink's side
- * effect is deduplicated by ctx.messageId.
+ * whether the journal already had the delivery ACKED when the handler started; sink's and
+ * ledger's side effects are deduplicated by ctx.messageId.
  *
  * - SQLite (CHAOS_EFFECTS_DB, CHAOS_DATA_DIR): the crash tests' effect log, the journal read
  *   from the organism's own database file.
@@ -17,6 +17,9 @@ import pg from 'pg';
 // Types only: loading the whole package again for a one-line helper would slow every boot.
 import type { Handler, HandlerContext, Outgoing } from 'organism';
 import { EffectLog } from '../../test/crash/effects.js';
+
+/** The handlers whose run ends in a side effect (sink's result, ledger's recorded answer). */
+const EFFECT_LISTENERS = new Set(['sink', 'ledger']);
 
 interface Recorder {
   start(listener: string, ctx: HandlerContext, seq?: number): Promise<void>;
@@ -36,7 +39,7 @@ function sqliteRecorder(effectsFile: string, dataDir: string): Recorder {
       effects.run(listener, ctx.messageId, ctx.attempt, stateOf(ctx.messageId) === 'ACKED');
     },
     end(listener, ctx) {
-      if (listener === 'sink') effects.applyEffect(ctx.messageId, ctx.threadId);
+      if (EFFECT_LISTENERS.has(listener)) effects.applyEffect(ctx.messageId, ctx.threadId);
     },
   };
 }
@@ -92,6 +95,7 @@ export const intake: Handler = async (payload, ctx) => {
   const mode = payload['mode'];
   if (mode === 'fail') throw new Error('planned failure of the chaos workload');
   record.end('intake', ctx);
+  if (mode === 'ask') return send('desk', { text });
   return send(mode === 'budget' ? 'ping' : mode === 'hostile' ? 'critic' : 'thinker', { text });
 };
 
@@ -107,4 +111,11 @@ export const ordered: Handler = async (payload, ctx) => {
   await record.start('ordered', ctx, seq);
   await new Promise((r) => setTimeout(r, Number(payload['ms'])));
   record.end('ordered', ctx, seq);
+};
+
+/** The continuation of an answered ask: the person's Verdict, recorded once per delivery. */
+export const ledger: Handler = async (_payload, ctx) => {
+  await record.start('ledger', ctx);
+  await jitter();
+  record.end('ledger', ctx);
 };

@@ -8,17 +8,22 @@ import { checkDurability, type Violation } from '../crash/checks.js';
 import type { EffectsView } from '../crash/effects.js';
 import type { RunLine } from './cluster.js';
 
+/** Handlers whose finished run is a side effect: sink, and the chaos workload's ledger (answered asks). */
+const EFFECT_LISTENERS = new Set(['sink', 'ledger']);
+
 /**
  * The crash suite's view of the side effects: a handler run of a delivery the journal had
- * ACKED is a violation; the thread's effect is sink's run finishing, deduplicated by message id.
+ * ACKED is a violation; the thread's effect is sink's (or ledger's) run finishing, deduplicated
+ * by message id.
  */
+
 export function effectsOf(runs: readonly RunLine[]): EffectsView {
   const violations = runs.filter((r) => r.ev === 'start' && r.acked).map((r) => ({ messageId: r.messageId, listener: r.listener }));
   const sinkDone = new Map<string, Set<string>>();
   const runsByMessage = new Map<string, number>();
   for (const r of runs) {
     if (r.ev === 'start') runsByMessage.set(r.messageId, (runsByMessage.get(r.messageId) ?? 0) + 1);
-    if (r.ev === 'end' && r.listener === 'sink') {
+    if (r.ev === 'end' && EFFECT_LISTENERS.has(r.listener)) {
       const set = sinkDone.get(r.threadId) ?? new Set<string>();
       set.add(r.messageId);
       sinkDone.set(r.threadId, set);

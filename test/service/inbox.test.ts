@@ -181,7 +181,10 @@ for (const storage of STORAGE_KINDS) {
       const s = svc;
       const { threadId, item } = await openAsk(s);
       await eventually(async () => (await s.request('GET', `/api/v1/threads/${threadId}`)).body.status === 'waiting', 'thread waiting');
-      const killed = await s.request('POST', '/api/v1/threads/kill', { body: { filter: { agent: 'desk' } } });
+      // A filter naming the other unfinished status leaves it alone (the console kills what its status filter shows).
+      expect((await s.request('POST', '/api/v1/threads/kill', { body: { filter: { agent: 'desk', status: 'active' } } })).body).toMatchObject({ matched: 0, killed: 0 });
+      expect((await s.request('POST', '/api/v1/threads/kill', { body: { filter: { status: 'completed' } } })).status).toBe(422);
+      const killed = await s.request('POST', '/api/v1/threads/kill', { body: { filter: { agent: 'desk', status: 'waiting' } } });
       expect(killed.status).toBe(200);
       expect(killed.body).toMatchObject({ matched: 1, attempted: 1, killed: 1, skipped: [] });
       expect((await s.request('GET', `/api/v1/threads/${threadId}`)).body.status).toBe('killed');

@@ -48,16 +48,18 @@ export function ThreadsView() {
       setSearchError(err);
     }
   };
-  // Kills what is selected, or every unfinished (active or waiting) thread the filter matches (the server applies the same filter).
+  // Kills what is selected, or every thread of the filter's unfinished status (active or waiting) it matches (the server applies the same filter).
   const kill = async (target: BulkTarget): Promise<BulkResult> => {
     const { agent, text, startTime, endTime } = filter;
-    const r = await api.killMany('ids' in target ? { threadIds: target.ids } : { filter: compact({ agent, text, startTime, endTime }) });
+    const status: 'active' | 'waiting' = filter.status === 'waiting' ? 'waiting' : 'active';
+    const r = await api.killMany('ids' in target ? { threadIds: target.ids } : { filter: compact({ agent, text, startTime, endTime, status }) });
     return { ...r, done: r.killed };
   };
 
   const total = q.data?.total ?? 0;
   const threads = q.data?.threads ?? [];
-  const active = threads.filter((t) => t.status === 'active').map((t) => t.id);
+  const unfinished = (status: string) => status === 'active' || status === 'waiting';
+  const active = threads.filter((t) => unfinished(t.status)).map((t) => t.id);
   return (
     <div>
       <h1>Threads</h1>
@@ -79,7 +81,7 @@ export function ThreadsView() {
         selected={sel.selected}
         matching={total}
         allMatching={sel.allMatching}
-        canSelectAll={filter.status === 'active'}
+        canSelectAll={filter.status === 'active' || filter.status === 'waiting'}
         onAllMatching={sel.setAllMatching}
         run={kill}
         onDone={() => (sel.clear(), void qc.invalidateQueries({ queryKey: ['threads'] }))}
@@ -92,7 +94,7 @@ export function ThreadsView() {
             <th>
               <input
                 type="checkbox"
-                aria-label="Select every active thread on this page"
+                aria-label="Select every unfinished thread on this page"
                 disabled={!operator || active.length === 0}
                 checked={sel.allMatching || (active.length > 0 && active.every((id) => sel.selected.has(id)))}
                 onChange={(e) => sel.setPage(active, e.target.checked)}
@@ -111,7 +113,7 @@ export function ThreadsView() {
           {threads.map((t) => (
             <tr key={t.id}>
               <td>
-                {t.status === 'active' && (
+                {unfinished(t.status) && (
                   <input type="checkbox" aria-label={`Select ${t.id}`} disabled={!operator} checked={sel.allMatching || sel.selected.has(t.id)} onChange={() => sel.toggle(t.id)} />
                 )}
               </td>

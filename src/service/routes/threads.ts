@@ -100,14 +100,22 @@ export const threadRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (ap
         ids = [...new Set(threadIds)];
         matched = ids.length;
       } else {
-        const { agent } = filter!;
+        const { agent, status } = filter!;
         const query = { ...(agent ? { agent } : {}), ...findFilter(filter!), offset: 0 };
-        // Both unfinished statuses: a thread waiting on a person is as killable as an active one.
-        const active = await organism.queries.threads.list({ ...query, status: 'active', limit: BULK_MAX });
-        const waiting = await organism.queries.threads.list({ ...query, status: 'waiting', limit: Math.max(1, BULK_MAX - active.items.length) });
-        ids = [...active.items, ...waiting.items].slice(0, BULK_MAX).map((t) => t.id);
-        matched = active.total + waiting.total;
-        searched = active.searchTruncated === undefined ? {} : { searchTruncated: active.searchTruncated || waiting.searchTruncated === true };
+        // Both unfinished statuses unless one is named: a thread waiting on a person is as killable as an active one.
+        let room = BULK_MAX;
+        const pages = [];
+        for (const s of status ? [status] : (['active', 'waiting'] as const)) {
+          const page = await organism.queries.threads.list({ ...query, status: s, limit: Math.max(1, room) });
+          room -= page.items.length;
+          pages.push(page);
+        }
+        ids = pages
+          .flatMap((p) => p.items)
+          .slice(0, BULK_MAX)
+          .map((t) => t.id);
+        matched = pages.reduce((n, p) => n + p.total, 0);
+        searched = pages[0]!.searchTruncated === undefined ? {} : { searchTruncated: pages.some((p) => p.searchTruncated === true) };
       }
       const by = who(request.principal);
       const outcome = await eachId(

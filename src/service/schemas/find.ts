@@ -35,9 +35,10 @@ const BulkCounts = {
 export const ThreadFilter = Type.Object(
   {
     agent: Type.Optional(Type.String({ maxLength: 256, description: 'Participant' })),
+    status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('waiting')], { description: 'Only this unfinished status (absent: active and waiting)' })),
     ...FindFields,
   },
-  { additionalProperties: false, description: 'The threads list filter (status is active or waiting: only unfinished threads can be killed)' },
+  { additionalProperties: false, description: 'The threads list filter (only unfinished threads, active or waiting, can be killed)' },
 );
 
 export const BulkKillRequest = Type.Object(

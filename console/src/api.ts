@@ -87,7 +87,10 @@ export type ReloadResult = Reload;
 /** One recorded LLM call (a provider attempt) with the MCP tool calls it asked for (operators only). */
 export type LlmCall = WireLlmCall;
 /** An ask waiting for a person (GET /inbox); its answerSchema, an open object in the schema, is a JSON Schema. */
-export type InboxItem = Omit<WireInboxItem, 'answerSchema'> & { answerSchema: JsonSchema & { oneOf?: JsonSchema[] } };
+export type InboxItem = Omit<WireInboxItem, 'answerSchema' | 'peerSchemas'> & {
+  answerSchema: JsonSchema & { oneOf?: JsonSchema[] };
+  peerSchemas: Record<string, JsonSchema & { oneOf?: JsonSchema[] }>;
+};
 export type InboxCounts = WireInboxCounts;
 export type Page = Pick<ThreadList, 'count' | 'total' | 'offset' | 'limit'>;
 

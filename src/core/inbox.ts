@@ -19,6 +19,8 @@ export interface InboxItem {
   readonly payload: Readonly<Record<string, unknown>>;
   /** The JSON Schema an answer's payload must meet (a reply to the asker). */
   readonly answerSchema: Readonly<Record<string, unknown>>;
+  /** The JSON Schema an answer sent on to each of the listener's peers (`to`) must meet, by peer name. */
+  readonly peerSchemas: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
   /** When it started to wait. */
   readonly createdAt: number;
   /** When it expires unanswered (null: never). */

@@ -255,16 +255,17 @@ export class Inbox {
       payloadType: message.payloadType,
       payload: message.payload,
       answerSchema: this.answerSchema(message.from),
+      peerSchemas: Object.fromEntries((this.listenerConfig(message.to)?.peers ?? []).map((peer) => [peer, this.answerSchema(peer)])),
       createdAt: entry.dispatchedAt ?? entry.createdAt,
       expiresAt: entry.expiresAt ?? null,
     };
   }
 
-  /** What a reply to `asker` must meet: its one type's schema (bare fields), or one of `{Type: {...}}`; the outside world: any object. */
-  private answerSchema(asker: string): Record<string, unknown> {
+  /** What a message to `target` (the asker or a peer) must meet: its one type's schema (bare fields), or one of `{Type: {...}}`; the outside world: any object. */
+  private answerSchema(target: string): Record<string, unknown> {
     let types: PayloadType[] | null;
     try {
-      types = this.targetTypes(asker);
+      types = this.targetTypes(target);
     } catch {
       types = null;
     }

@@ -167,6 +167,9 @@ describe('organism/client against the real server (SQLite storage)', () => {
     const asked = await c.inject({ to: 'asker', payload: { text: 'refund' } });
     const item = await eventually(async () => (await c.inbox.list({ threadId: asked.threadId })).items[0], 'the ask listed');
     expect(item).toMatchObject({ kind: 'ask', threadId: asked.threadId, listener: 'desk', from: 'asker', payload: { text: 'ok? refund' }, expiresAt: null });
+    // What an answer sent on to desk's peer must meet comes with the item (an approver may not read /capabilities).
+    expect(Object.keys(item.peerSchemas)).toEqual(['echo']);
+    expect(item.peerSchemas['echo']).toMatchObject({ title: 'Text', required: ['text'] });
     expect((await c.inbox.list({ listener: 'desk', kind: 'ask', limit: 10 })).total).toBe(1);
     expect((await c.organism.info()).inbox.open).toBe(1);
     const alice = svc.clientAs(APPROVER);

@@ -81,10 +81,13 @@ describe('the inbox in the console', () => {
     await item.getByRole('link', { name: threadId.slice(-8) }).waitFor();
     await item.getByText(/waiting \d+s/).waitFor();
 
-    // To a peer (archive accepts Decision): an approver writes raw JSON; a Question is refused
-    // with the server's 422, shown in the form, and the item stays open.
+    // To a peer (archive accepts Decision): the approver gets the Decision form from the item's
+    // peerSchemas; a Question written as raw JSON is refused with the server's 422, shown in the
+    // form, and the item stays open.
     file.allow(/status of 422/);
     await item.getByRole('combobox', { name: 'Send to' }).selectOption('archive');
+    await item.getByRole('checkbox', { name: /^approved/ }).waitFor();
+    await item.getByRole('checkbox', { name: 'Raw JSON' }).check();
     await item.getByRole('textbox', { name: /^Payload \(JSON/ }).fill('{"Question": {"text": "wrong type"}}');
     await item.getByRole('button', { name: 'Answer', exact: true }).click();
     const alert = item.getByRole('alert');
@@ -94,6 +97,7 @@ describe('the inbox in the console', () => {
 
     // Back to the asker: its two types are offered; the Decision form is generated.
     await item.getByRole('combobox', { name: 'Send to' }).selectOption('');
+    await item.getByRole('checkbox', { name: 'Raw JSON' }).uncheck();
     const type = item.getByRole('combobox', { name: 'Payload type' });
     expect(await type.locator('option').allTextContents()).toEqual(['Question', 'Decision']);
     await type.selectOption('Decision');

@@ -83,6 +83,7 @@ for (const storage of STORAGE_KINDS) {
       const { threadId, item } = await openAsk(s);
       expect(item).toMatchObject({ kind: 'ask', threadId, listener: 'desk', from: 'intake', payloadType: 'Text', payload: { text: 'approve? refund 40' }, expiresAt: null });
       expect(item.answerSchema.oneOf).toHaveLength(2);
+      expect(item.peerSchemas).toEqual({}); // desk has no peers
       expect(Date.parse(item.createdAt)).toBeGreaterThan(0);
       await eventually(async () => (await s.request('GET', `/api/v1/threads/${threadId}`)).body.status === 'waiting', 'thread waiting');
       expect((await s.request('GET', '/api/v1/journal/stats')).body.counts.AWAITING).toBe(1);

@@ -4,7 +4,7 @@ import { useMemo, useState, type FormEvent } from 'react';
 import { api, type InboxItem } from '../api';
 import { Pager, ThreadLink } from '../lists';
 import { useLive } from '../live';
-import { answerChoices, capabilityChoices, usePayloadEditor } from '../payload-form';
+import { answerChoices, usePayloadEditor } from '../payload-form';
 import { useCanAnswer, useIsOperator, useRefetchOn, useSession } from '../session';
 import { useTick } from '../tick';
 import { ErrorBox, fmt, Json, Loading } from '../ui';
@@ -16,20 +16,17 @@ export const isInboxFrame = (f: { event: string }): boolean => f.event === 'inbo
 
 /**
  * The answer form of one item: the payload generated from `answerSchema` (or, for a peer, from
- * the peer's payload type), the target (the asker or one of the listener's peers) and a note.
+ * `peerSchemas`), the target (the asker or one of the listener's peers) and a note.
  */
 function AnswerForm({ item }: { item: InboxItem }) {
   const qc = useQueryClient();
-  const live = useLive();
-  const operator = useIsOperator();
-  const peers = live.agents.get(item.listener)?.peers ?? [];
+  const peers = Object.keys(item.peerSchemas);
   const [to, setTo] = useState('');
   const [note, setNote] = useState('');
-  // A peer's schema comes from GET /capabilities, which only operators may read: an approver
-  // writes an answer to a peer as raw JSON (the server validates it all the same).
-  const peerCap = useQuery({ queryKey: ['capability', to], queryFn: () => api.capability(to), enabled: operator && to !== '' });
+  // Each target's schema comes with the item (approvers may not read GET /capabilities).
   const askerChoices = useMemo(() => answerChoices(item.answerSchema), [item.answerSchema]);
-  const peerChoices = useMemo(() => (operator ? capabilityChoices(peerCap.data) : []), [operator, peerCap.data]);
+  const peerSchema = to === '' ? undefined : item.peerSchemas[to];
+  const peerChoices = useMemo(() => (peerSchema ? answerChoices(peerSchema) : []), [peerSchema]);
   const payload = usePayloadEditor(to === '' ? askerChoices : peerChoices);
   const answer = useMutation({
     mutationFn: (body: { payload: unknown; to?: string; note?: string }) => api.answer(item.id, body),
@@ -56,7 +53,6 @@ function AnswerForm({ item }: { item: InboxItem }) {
           </select>
         </label>
       )}
-      <ErrorBox error={peerCap.error} />
       {payload.editor}
       <label>
         Note (kept in the journal)

@@ -15,6 +15,9 @@ export const InboxItem = Type.Object(
     payload: AnyObject,
     proposedCalls: Type.Optional(Type.Array(AnyObject)),
     answerSchema: Type.Object({}, { additionalProperties: true, description: 'The JSON Schema an answer to the asker must meet' }),
+    peerSchemas: Type.Record(Type.String(), Type.Object({}, { additionalProperties: true }), {
+      description: "The JSON Schema an answer sent on to each of the listener's peers (`to`) must meet, by peer name",
+    }),
     createdAt: Timestamp,
     expiresAt: NullableTimestamp,
   },

@@ -185,6 +185,9 @@ export class RestClient {
     list: (query: T.InboxListQuery = {}): Promise<T.InboxList> => this.#api('GET', '/inbox', { query: { ...query } }),
     /** The first answer wins: a later one is a 409 (`INBOX_ITEM_CLOSED`). */
     answer: (id: string, answer: T.InboxAnswer): Promise<T.InboxAnswered> => this.#api('POST', `/inbox/${seg(id)}/answer`, { body: answer }),
+    /** Approves the tool calls a model proposed, as proposed or with edited `calls`; the first decision wins (a later one is a 409). */
+    approve: (id: string, approval: T.InboxApprove = {}): Promise<T.InboxClosed> => this.#api('POST', `/inbox/${seg(id)}/approve`, { body: approval }),
+    /** Rejects an ask, or an approval (the model hears the refusal and answers again). */
     reject: (id: string, note: string): Promise<T.InboxClosed> => this.#api('POST', `/inbox/${seg(id)}/reject`, { body: { note } }),
   };
 }

@@ -14,7 +14,15 @@ import type { WorkerListResponse } from '../service/schemas/worker.js';
 import type { InjectRequest, InjectResponse } from '../service/schemas/inject.js';
 import type { JournalEntryInfo, JournalListResponse, JournalQuery, RedeliverResponse } from '../service/schemas/journal.js';
 import type { WaterfallResponse } from '../service/schemas/waterfall.js';
-import type { AnswerRequest, AnswerResponse, InboxClosed as InboxClosedSchema, InboxItem as InboxItemSchema, InboxListResponse, InboxQuery } from '../service/schemas/inbox.js';
+import type {
+  AnswerRequest,
+  ApproveRequest,
+  AnswerResponse,
+  InboxClosed as InboxClosedSchema,
+  InboxItem as InboxItemSchema,
+  InboxListResponse,
+  InboxQuery,
+} from '../service/schemas/inbox.js';
 import type { AgentLlmCallsResponse, DeliveryLlmCallsResponse, LlmCallInfo, ThreadLlmCallsResponse } from '../service/schemas/llm-call.js';
 import type { MessageListResponse, MessageQuery, MessageRecord } from '../service/schemas/message.js';
 import type { EdgeTrafficResponse, JournalStats, OrganismInfo, ReloadQuery, ReloadResponse, RestartResponse, StopResponse } from '../service/schemas/organism.js';
@@ -200,6 +208,8 @@ export type InboxList = Static<typeof InboxListResponse>;
 export type InboxListQuery = Static<typeof InboxQuery>;
 /** The body of `POST /api/v1/inbox/{id}/answer`. */
 export type InboxAnswer = Static<typeof AnswerRequest>;
+/** The body of `POST /api/v1/inbox/{id}/approve`: `calls` edits the proposed calls' arguments (by call id). */
+export type InboxApprove = Static<typeof ApproveRequest>;
 /** The answer of `POST /api/v1/inbox/{id}/answer`: the message sent. */
 export type InboxAnswered = Static<typeof AnswerResponse>;
 /** How an item closed: the answer of `POST /api/v1/inbox/{id}/reject`, and `inbox_closed` frames. */

@@ -1,3 +1,4 @@
+import type { ApprovalParking } from '../../core/approval.js';
 import type { FailureReason } from '../../core/delivery.js';
 import { EXTERNAL_SENDER, type Message } from '../../core/message.js';
 import type { DeliveryQueue, Placement, QueueHost } from '../../core/queue.js';
@@ -110,8 +111,8 @@ export class ClusterQueue implements DeliveryQueue {
     return this.ended(message, this.work.ack(message, outcome));
   }
 
-  park(message: Message, expiresAt: number | null): Promise<FencedResult> {
-    return this.ended(message, this.work.park(message, expiresAt));
+  park(message: Message, expiresAt: number | null, approval?: ApprovalParking): Promise<FencedResult> {
+    return this.ended(message, this.work.park(message, expiresAt, approval));
   }
 
   fail(message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {

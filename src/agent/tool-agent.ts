@@ -1,6 +1,6 @@
 import type { ListenerConfig } from '../config/types.js';
 import { Errors } from '../errors/catalogue.js';
-import type { ChatMessage, CompletionResult, ToolCall } from '../llm/types.js';
+import type { ChatMessage, ToolCall } from '../llm/types.js';
 import type { McpTool } from '../mcp/hub.js';
 import type { FieldError } from '../payload/types.js';
 import type { HandlerContext, Outgoing } from '../core/handler.js';

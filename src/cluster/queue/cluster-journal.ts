@@ -275,6 +275,11 @@ export class PgClusterJournal extends PgJournal {
     });
   }
 
+  /** The thread of a decided approval is active again while its continuation runs (any worker claims it). */
+  protected override async approvalDecided(tx: Tx, threadId: string): Promise<void> {
+    await tx.query(`UPDATE threads SET status = 'active' WHERE id = $1 AND status = 'waiting'`, [threadId]);
+  }
+
   /** The thread of a closed ask is active again while what the close sent runs; settled as any outcome's. */
   protected override async askClosed(tx: Tx, threadId: string, closing: AskClosing): Promise<void> {
     await tx.query(`UPDATE threads SET status = 'active' WHERE id = $1 AND status = 'waiting'`, [threadId]);

@@ -154,14 +154,17 @@ export class PgJournal implements Journal {
     let decided = false;
     await this.writer.write(async (tx) => {
       decided = false;
-      const r = await tx.query(
+      const r = await tx.query<{ thread_id: string; recipient: string }>(
         `UPDATE journal SET state = 'PENDING', approval = (approval::jsonb || jsonb_build_object('decision', $2::jsonb))::text, closed_by = $3, closed_note = $4
-         WHERE id = $1 AND state = 'AWAITING' AND approval IS NOT NULL`,
+         WHERE id = $1 AND state = 'AWAITING' AND approval IS NOT NULL RETURNING thread_id, recipient`,
         [messageId, JSON.stringify(decision), decision.by, decision.note],
       );
-      if ((r.rowCount ?? 0) === 0) return;
+      const row = r.rows[0];
+      if (!row) return;
       decided = true;
       this.counts.moved('AWAITING', 'PENDING');
+      await this.approvalDecided(tx, row.thread_id);
+      await this.requeued(tx, [row.recipient]);
     });
     return decided;
   }
@@ -190,6 +193,9 @@ export class PgJournal implements Journal {
     });
     return closed;
   }
+
+  /** A pending approval of the thread was decided in `tx` (its delivery is PENDING again). Nothing to do when one process owns the journal. */
+  protected async approvalDecided(_tx: Tx, _threadId: string): Promise<void> {}
 
   /** An ask of the thread was closed in `tx`. Nothing to do when one process owns the journal (its pump keeps the thread's record). */
   protected async askClosed(_tx: Tx, _threadId: string, _closing: AskClosing): Promise<void> {}

@@ -56,9 +56,7 @@ export const collect: Handler = (payload: { text: string }, ctx) => {
 const COUNT = 10;
 
 eachBackend('pending approvals across a kill -9', (backend) => {
-  it('pending approvals are listed unchanged after a restart; approving each runs its continuation exactly once', async (ctx) => {
-    // PostgreSQL runs `serve` in cluster mode, where a decided continuation does not finish yet: skipped, said so.
-    if (backend.name === 'postgres') ctx.skip();
+  it('pending approvals are listed unchanged after a restart; approving each runs its continuation exactly once', async () => {
     const dir = organismDir(YAML, { 'tools.ts': TOOLS });
     const effects = path.join(dir, 'effects.log');
     const config = path.join(dir, 'organism.yaml');

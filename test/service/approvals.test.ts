@@ -84,8 +84,8 @@ async function outboxText(s: Service, threadId: string): Promise<string> {
   return messages.find((m) => m.to === 'outbox')!.payload.text;
 }
 
-// PostgreSQL cluster mode: the decided continuation is claimed but does not finish yet (see the branch report).
-for (const storage of ['memory', 'sqlite'] as const) {
+// postgres: cluster mode (the continuation is claimed by the in-process worker like any delivery).
+for (const storage of ['memory', 'sqlite', 'postgres'] as const) {
   describe(`tool calls that need approval (${storage})`, () => {
     it('the round waits (nothing run); approve runs the call as proposed once and the delivery continues; a second approve is 409', async () => {
       const s = await startService({ yaml: YAML, storage, files: { 'tools.ts': TOOLS } });

@@ -40,7 +40,13 @@ describe('organism/client against the real server (SQLite storage)', () => {
 
   beforeAll(async () => {
     const desk = { name: 'desk', yaml: '  - name: desk\n    description: People\n    payload: Text\n    handler: builtin:human' };
-    svc = await startService({ storage: 'sqlite', yaml: organismYaml([...BASE_LISTENERS, desk]), app: { ws: { replayBuffer: 8 } } });
+    // gate: an LLM agent whose reply waits for approval (its mock script proposes one reply).
+    const gate = { name: 'gate', yaml: '  - name: gate\n    handler: builtin:llm\n    prompt: Gate.\n    model: mock-1\n    payload: Text\n    approval: [reply]' };
+    const yaml = organismYaml([...BASE_LISTENERS, desk, gate]).replace(
+      '      script:\n',
+      "      script:\n        gate:\n          - calls: [{name: reply, arguments: {payloadType: Text, payload: {text: ok}}}]\n",
+    );
+    svc = await startService({ storage: 'sqlite', yaml, app: { ws: { replayBuffer: 8 } } });
   });
   afterEach(() => {
     expect(mismatched).toEqual([]);
@@ -73,7 +79,7 @@ describe('organism/client against the real server (SQLite storage)', () => {
     expect(await c.workers()).toMatchObject({ shared: false, count: 1, workers: [{ kind: 'serve', pid: process.pid, alive: true, leaseSeconds: null }] });
     expect((await c.whoami()).role).toBe('operator');
     expect(await c.organism.reload({ dryRun: true })).toMatchObject({ success: true, dryRun: true });
-    expect((await c.capabilities.list()).count).toBe(6);
+    expect((await c.capabilities.list()).count).toBe(7);
     expect((await c.capabilities.get('greeter')).rootTag).toBe('Greeting');
     expect((await c.agents.list()).agents.map((a) => a.name)).toContain('echo');
     expect((await c.agents.get('echo')).payloadClass).toBe('Text');
@@ -143,6 +149,11 @@ describe('organism/client against the real server (SQLite storage)', () => {
     expect(open.items.map((i) => i.messageId)).toEqual(asks.map((a) => a.messageId));
     expect((await c.inbox.answer(asks[0]!.messageId, { payload: { Text: { text: 'yes' } } })).message).toMatchObject({ from: 'desk', to: 'api', payloadType: 'Text' });
     expect(await c.inbox.reject(asks[1]!.messageId, 'no')).toMatchObject({ outcome: 'rejected', note: 'no', by: 'ops' });
+    // An approval: gate's reply waits for a person; approving it sends it.
+    const gated = await c.inject({ to: 'gate', payload: { text: 'let me through' } });
+    const approval = await eventually(async () => (await c.inbox.list({ kind: 'approval', threadId: gated.threadId })).items[0] ?? null, 'the approval');
+    expect(approval.proposedCalls).toEqual([{ id: expect.any(String), name: 'reply', arguments: { payloadType: 'Text', payload: { text: 'ok' } } }]);
+    expect(await c.inbox.approve(approval.id, { note: 'fine' })).toMatchObject({ kind: 'approval', outcome: 'approved', note: 'fine', by: 'ops' });
 
     expect(await c.usage.reset()).toEqual({ success: true, message: 'Usage tracking reset' });
     expect(await c.organism.restart()).toEqual({ success: true, status: 'restarting' });

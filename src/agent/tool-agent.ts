@@ -1,6 +1,6 @@
 import type { ListenerConfig } from '../config/types.js';
 import { Errors } from '../errors/catalogue.js';
-import type { ChatMessage, CompletionResult, ToolCall } from '../llm/types.js';
+import type { ChatMessage, ToolCall } from '../llm/types.js';
 import type { McpTool } from '../mcp/hub.js';
 import type { FieldError } from '../payload/types.js';
 import type { HandlerContext, Outgoing } from '../core/handler.js';
@@ -13,8 +13,15 @@ import { PayloadType, type PayloadRegistry } from '../payload/index.js';
 import { unionMember } from '../payload/union.js';
 import { Defaults } from '../config/schema.js';
 import type { CodeTool } from './code-tool.js';
+import { ApprovalNeeded, type ApprovalDecision, type ProposedCall } from '../core/approval.js';
 
 const HISTORY_LIMIT = 40;
+
+/** A round of tool calls: the model's answer, or the round a person approved (its calls as they run). */
+interface Round {
+  readonly toolCalls: readonly ToolCall[];
+  readonly callId: string;
+}
 
 /** What became of one tool call: a message to send, the result of a tool that ran (MCP or code), or a refusal with its reasons. */
 type Handled =
@@ -44,21 +51,54 @@ export async function runToolAgent(
   const tools = buildTools({ peers, sender: ctx.from, replyTypes, registry: view.registry, code, mcp: mcpTools });
   const system = buildToolSystemPrompt({ listener, peers, sender: ctx.from, replyTypes, hasOtherTools: mcpTools.length > 0 || code.length > 0 });
   const keyed = new Set(peers.filter((p) => p.types.length > 1).map((p) => p.name));
-  const messages: ChatMessage[] = toolTurns(await ctx.history(HISTORY_LIMIT), ctx, payload, keyed);
   const maxRounds = listener.maxToolRounds ?? Defaults.maxToolRounds;
   const maxCallsPerRound = listener.maxToolCallsPerRound ?? Defaults.maxToolCallsPerRound;
   const maxMessages = listener.maxMessagesPerReply ?? view.replyLimits.maxMessagesPerReply;
-  const outgoing: Outgoing[] = [];
-  let repairUsed = false;
+  const needsApproval = new Set(listener.approval ?? []);
+  // A delivery that stopped for approval continues from what it persisted, once a person decided.
+  const resumed = needsApproval.size > 0 ? await view.approval(ctx.messageId) : null;
+  const decided = resumed?.decision ? { state: resumed, decision: resumed.decision } : null;
+  const messages: ChatMessage[] = decided ? [...decided.state.conversation] : toolTurns(await ctx.history(HISTORY_LIMIT), ctx, payload, keyed);
+  const outgoing: Outgoing[] = decided ? [...decided.state.outgoing] : [];
+  let repairUsed = decided?.state.repairUsed ?? false;
   let repairing = false;
-  let toolRounds = 0;
+  let toolRounds = decided?.state.toolRounds ?? 0;
+  let pendingDecision = decided;
   for (;;) {
-    const answer = await ctx.llm.complete({ system, messages, tools: tools.specs, repair: repairing });
-    // The caps of the XML format hold here too, checked before any argument is parsed.
-    const bytes = Buffer.byteLength(answer.content, 'utf8') + answer.toolCalls.reduce((n, c) => n + Buffer.byteLength(c.name + c.arguments, 'utf8'), 0);
-    if (bytes > view.replyLimits.maxReplyBytes) throw Errors.LLM_REPLY_TOO_LARGE(listener.name, bytes, view.replyLimits.maxReplyBytes);
-    if (answer.toolCalls.length === 0) return outgoing; // a plain answer: nothing (more) to send
-    messages.push({ role: 'assistant', content: answer.content, toolCalls: answer.toolCalls });
+    let answer: Round;
+    if (pendingDecision) {
+      // The round the person decided on: the model's proposal (its LLM call was recorded when made).
+      const { state, decision } = pendingDecision;
+      pendingDecision = null;
+      const calls = state.proposedCalls.map((c) => ({ id: c.id, name: c.name, arguments: argumentsText(decision.arguments[c.id] ?? c.arguments) }));
+      if (decision.kind === 'rejected') {
+        // Refused: the model hears it, and answers again (within the delivery's rounds).
+        for (const c of state.proposedCalls) messages.push(refusedByPerson(c, decision));
+        continue;
+      }
+      answer = { toolCalls: calls, callId: state.llmCallId ?? '' };
+      // The proposing assistant turn is in the conversation as proposed; the edit replaces its arguments.
+      messages[messages.length - 1] = { role: 'assistant', content: lastContent(messages), toolCalls: calls };
+    } else {
+      const completion = await ctx.llm.complete({ system, messages, tools: tools.specs, repair: repairing });
+      answer = completion;
+      // The caps of the XML format hold here too, checked before any argument is parsed.
+      const bytes = Buffer.byteLength(completion.content, 'utf8') + answer.toolCalls.reduce((n, c) => n + Buffer.byteLength(c.name + c.arguments, 'utf8'), 0);
+      if (bytes > view.replyLimits.maxReplyBytes) throw Errors.LLM_REPLY_TOO_LARGE(listener.name, bytes, view.replyLimits.maxReplyBytes);
+      if (answer.toolCalls.length === 0) return outgoing; // a plain answer: nothing (more) to send
+      messages.push({ role: 'assistant', content: completion.content, toolCalls: answer.toolCalls });
+      if (answer.toolCalls.some((c) => needsApproval.has(c.name))) {
+        // Nothing of this round is sent or run: the delivery waits for a person (AWAITING).
+        throw new ApprovalNeeded({
+          conversation: messages,
+          proposedCalls: answer.toolCalls.map((c) => proposed(c, tools, needsApproval)),
+          outgoing,
+          toolRounds,
+          repairUsed,
+          llmCallId: answer.callId,
+        });
+      }
+    }
     const runsTools = answer.toolCalls.some((c) => runs(tools, c));
     if (runsTools && ++toolRounds > maxRounds) throw Errors.LLM_TOOL_ROUNDS_EXCEEDED(listener.name, maxRounds);
     const sends = answer.toolCalls.filter((c) => !runs(tools, c)).length;
@@ -93,7 +133,7 @@ export async function runToolAgent(
   }
 }
 
-async function handle(call: ToolCall, tools: AgentTools, ctx: HandlerContext, view: AgentWorldView, answer: CompletionResult, listener: ListenerConfig): Promise<Handled> {
+async function handle(call: ToolCall, tools: AgentTools, ctx: HandlerContext, view: AgentWorldView, answer: Round, listener: ListenerConfig): Promise<Handled> {
   const target = tools.resolve(call.name);
   if (!target) {
     const names = tools.specs.map((t) => t.name).join(', ');
@@ -105,6 +145,29 @@ async function handle(call: ToolCall, tools: AgentTools, ctx: HandlerContext, vi
   if (target.kind === 'mcp') return runMcp(call, target.tool, args.value, ctx, view, answer.callId, listener);
   if (target.kind === 'code') return runCode(call, target, args.value, ctx, view, answer.callId, listener);
   return message(call, target, args.value);
+}
+
+/** A proposed call as the inbox shows it: its arguments parsed, and its tool's parameters (for edits). */
+function proposed(call: ToolCall, tools: AgentTools, needsApproval: ReadonlySet<string>): ProposedCall {
+  const parsed = parseArguments(call);
+  const parameters = tools.specs.find((s) => s.name === call.name)?.parameters ?? {};
+  return { id: call.id, name: call.name, arguments: parsed.ok ? parsed.value : call.arguments, parameters, needsApproval: needsApproval.has(call.name) };
+}
+
+function argumentsText(value: unknown): string {
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+function lastContent(messages: readonly ChatMessage[]): string {
+  const last = messages[messages.length - 1];
+  return last && last.role === 'assistant' ? last.content : '';
+}
+
+/** A rejected round: each call's result says a person refused it (with the note), so the model may answer again. */
+function refusedByPerson(call: ProposedCall, decision: ApprovalDecision): ChatMessage {
+  const note = decision.note ? ` Their note: ${decision.note}` : '';
+  const content = call.needsApproval ? `Not run: a person (${decision.by}) refused this call.${note}` : `Not run: a person (${decision.by}) refused this round of calls.${note}`;
+  return { role: 'tool', toolCallId: call.id, name: call.name, content, isError: true };
 }
 
 /** True when the call is of a tool that runs here (MCP or code), not a message. */

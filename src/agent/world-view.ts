@@ -1,3 +1,4 @@
+import type { ApprovalState } from '../core/approval.js';
 import type { ListenerConfig, ReplyFormat } from '../config/types.js';
 import type { McpTool, McpToolResult } from '../mcp/hub.js';
 import type { PayloadRegistry, PayloadType } from '../payload/index.js';
@@ -31,4 +32,6 @@ export interface AgentWorldView {
     agent: string;
     log: HandlerLogger;
   }): Promise<McpToolResult>;
+  /** The approval state a delivery stopped with (its decision, once decided), or null. */
+  approval(messageId: string): Promise<ApprovalState | null>;
 }

@@ -161,7 +161,9 @@ export class RestClient {
     list: (query: T.InboxListQuery = {}): Promise<T.InboxList> => this.#api('GET', '/inbox', { query: { ...query } }),
     /** Answers an item: the listener's message to the asker (or to `to`, one of its peers). 409 once it is closed: the first answer wins. */
     answer: (id: string, answer: T.InboxAnswer): Promise<T.InboxAnswered> => this.#api('POST', `/inbox/${seg(id)}/answer`, { body: answer }),
-    /** Rejects an item with a note: FAILED (rejected); the asker gets a SystemError. */
+    /** Approves the tool calls a model proposed, as proposed or with edited `calls`; the first decision wins (a later one is a 409). */
+    approve: (id: string, approval: T.InboxApprove = {}): Promise<T.InboxClosed> => this.#api('POST', `/inbox/${seg(id)}/approve`, { body: approval }),
+    /** Rejects an item with a note: an ask fails (rejected; the asker gets a SystemError), an approval's model hears the refusal and answers again. */
     reject: (id: string, note: string): Promise<T.InboxClosed> => this.#api('POST', `/inbox/${seg(id)}/reject`, { body: { note } satisfies T.InboxReject }),
   };
 

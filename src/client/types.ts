@@ -14,6 +14,7 @@ import type { WorkerListResponse } from '../service/schemas/worker.js';
 import type {
   AnswerRequest,
   AnswerResponse,
+  ApproveRequest,
   InboxClosed as InboxClosedSchema,
   InboxCounts as InboxCountsSchema,
   InboxItem as InboxItemSchema,
@@ -166,6 +167,8 @@ export type InboxList = Static<typeof InboxListResponse>;
 export type InboxListQuery = Static<typeof InboxQuery>;
 /** The body of `POST /api/v1/inbox/{id}/answer`: `payload` as in inject, `to` one of the listener's peers (default: the asker). */
 export type InboxAnswer = Static<typeof AnswerRequest>;
+/** The body of `POST /api/v1/inbox/{id}/approve`: `calls` edits the proposed calls' arguments (by call id). */
+export type InboxApprove = Static<typeof ApproveRequest>;
 /** The answer of `POST /api/v1/inbox/{id}/answer`: the message sent. */
 export type InboxAnswered = Static<typeof AnswerResponse>;
 /** The body of `POST /api/v1/inbox/{id}/reject`. */

@@ -23,7 +23,7 @@ import { describeNode, MapReader, type ProblemSink, type SeqItem } from './reade
 import { parseSlashRegex } from '../llm/providers/mock-match.js';
 import { BUILTIN_HUMAN, BUILTIN_LLM, Defaults, Keys, LLM_RECORD_MODES, MAX_TOKENS_PARAMS, OTLP_PROTOCOLS, PROVIDER_TYPES, REPLY_FORMATS, RETRY_BACKOFFS, TOKEN_ROLES } from './schema.js';
 import { closest } from './suggest.js';
-import { checkAgentTools, readToolEntries } from './tools.js';
+import { checkAgentTools, checkApproval, readToolEntries } from './tools.js';
 import { acceptedTypes } from './accepted-types.js';
 import { SYSTEM_ERROR_TYPE } from '../core/message.js';
 
@@ -336,6 +336,7 @@ function readListener(r: MapReader): ListenerConfig {
     replyFormat: r.enumeration('reply_format', REPLY_FORMATS, false),
     mcpServers: r.stringList('mcp_servers'),
     ...(r.has('tools') ? { tools: readToolEntries(r) } : {}),
+    ...(r.has('approval') ? { approval: r.stringList('approval') } : {}),
     maxToolRounds: r.integer('max_tool_rounds', Defaults.maxToolRounds, 1),
     maxToolCallsPerRound: r.integer('max_tool_calls_per_round', Defaults.maxToolCallsPerRound, 1),
     maxMessagesPerReply: r.has('max_messages_per_reply') ? r.integer('max_messages_per_reply', Defaults.maxMessagesPerReply, 1) : null,
@@ -368,7 +369,7 @@ function readHuman(r: MapReader, handlerRef: string): { human?: HumanListenerCon
     if (r.has('on_timeout')) r.problem('on_timeout', ConfigMessages.onTimeoutNotHuman());
     return {};
   }
-  for (const key of ['prompt', 'model', 'tools', 'mcp_servers', 'reply_format', 'max_tool_rounds', 'max_tool_calls_per_round', 'max_messages_per_reply'])
+  for (const key of ['prompt', 'model', 'tools', 'approval', 'mcp_servers', 'reply_format', 'max_tool_rounds', 'max_tool_calls_per_round', 'max_messages_per_reply'])
     if (r.has(key)) r.problem(key, ConfigMessages.humanNotAgentKey(key));
   const timeoutSeconds = r.has('timeout_seconds') ? r.number('timeout_seconds', 1, true) : null;
   let onTimeout: HumanListenerConfig['onTimeout'] = 'fail';
@@ -461,6 +462,14 @@ export function checkCrossReferences(sink: ProblemSink, draft: ConfigDraft): voi
         draft.providers.map((p) => p.value),
       );
     checkAgentTools(
+      { value: l, at },
+      draft.mcpServers.map((m) => m.value),
+      agentReplyFormat(
+        l,
+        draft.providers.map((p) => p.value),
+      ),
+    );
+    checkApproval(
       { value: l, at },
       draft.mcpServers.map((m) => m.value),
       agentReplyFormat(

@@ -73,6 +73,11 @@ export const ConfigMessages = {
   handlerForOtherListener: (modulePath: string, exportName: string, declaredFor: string, listener: string) =>
     `export ${quote(exportName)} of ${quote(modulePath)} is declared for listener ${quote(declaredFor)} (defineHandler('${declaredFor}', ...)), so it is typed for that listener's payload and peers, not this one's; write defineHandler('${listener}', ...) or name the right export`,
 
+  approvalOnlyForLlm: () => '`approval` is only valid for `builtin:llm` listeners (it names tools whose calls wait for a person); remove it',
+  approvalNeedsToolCalls: (agent: string) =>
+    `agent ${quote(agent)} has \`approval\` but answers with \`reply_format: xml\`, where no tool calls are made; use \`reply_format: tools\` (the default) or remove \`approval\``,
+  unknownApprovalTool: (agent: string, name: string, suggestion: string | null, known: readonly string[]) =>
+    `approval names ${quote(name)}, which is not a tool of agent ${quote(agent)}${suggestion ? didYouMean(suggestion) : `; its tools: ${known.join(', ') || 'none'}`}`,
   toolsOnlyForLlm: () => '`tools` is only valid for `builtin:llm` listeners (a code handler calls its functions itself); remove it',
   toolsNeedToolCalls: (agent: string) =>
     `agent ${quote(agent)} has \`tools\` but answers with \`reply_format: xml\`, where no tools are offered; use \`reply_format: tools\` (the default) or remove \`tools\``,

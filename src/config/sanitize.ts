@@ -93,6 +93,7 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
       replyFormat: l.replyFormat ?? null,
       mcpServers: [...(l.mcpServers ?? [])],
       ...(l.tools ? { tools: l.tools.map((t) => ({ ...t })) } : {}),
+      ...(l.approval ? { approval: [...l.approval] } : {}),
       maxToolRounds: l.maxToolRounds ?? null,
       maxToolCallsPerRound: l.maxToolCallsPerRound ?? null,
       maxMessagesPerReply: l.maxMessagesPerReply,

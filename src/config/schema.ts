@@ -37,6 +37,7 @@ export const Keys = {
     'tools',
     'max_tool_rounds',
     'max_tool_calls_per_round',
+    'approval',
     'retry',
     'on_error',
     'on_timeout',

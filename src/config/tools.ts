@@ -1,6 +1,6 @@
 import { isMap, isScalar, type Node } from 'yaml';
 import { isToolDef, type CodeTool, type ToolDef, type ToolFunction } from '../agent/code-tool.js';
-import { PEER_TOOL_PREFIX, REPLY_TOOL, TOOL_NAME_MAX, toolName } from '../llm/tool-names.js';
+import { PEER_TOOL_PREFIX, peerToolName, REPLY_TOOL, TOOL_NAME_MAX, toolName } from '../llm/tool-names.js';
 import { isPayloadTypeDef } from '../payload/define.js';
 import type { PayloadTypeDef } from '../payload/types.js';
 import { exportedPayloadTypes, parseHandlerRef, type LoadedModule } from './handlers.js';
@@ -113,6 +113,34 @@ export function checkAgentTools(l: LocatedListener, mcpServers: readonly McpServ
     const problem = nameProblem(listener.name, name, servers, seen);
     if (problem) at.sink.add(node, path, problem);
     seen.add(name);
+  }
+}
+
+/**
+ * An agent's `approval:` names its own tools: `reply`, `send_to_<peer>`, its code tools, and
+ * `<server>_<tool>` of its MCP servers (any name with a server's prefix when the server lists
+ * no `tools`, as those are known only once it runs). An unknown name suggests the closest.
+ */
+export function checkApproval(l: LocatedListener, mcpServers: readonly McpServerConfig[], replyFormat: ReplyFormat): void {
+  const { value: listener, at } = l;
+  if (listener.approval === undefined) return;
+  if (listener.handlerRef !== BUILTIN_LLM) {
+    at.problem('approval', ConfigMessages.approvalOnlyForLlm());
+    return;
+  }
+  if (replyFormat === 'xml') at.problem('approval', ConfigMessages.approvalNeedsToolCalls(listener.name));
+  const servers = (listener.mcpServers ?? []).flatMap((name) => mcpServers.filter((s) => s.name === name));
+  const known = [
+    REPLY_TOOL,
+    ...listener.peers.map(peerToolName),
+    ...(listener.tools ?? []).map(codeToolName),
+    ...servers.flatMap((s) => (s.tools ?? []).map((t) => toolName(`${s.name}_${t}`))),
+  ];
+  const open = servers.filter((s) => s.tools === null).map((s) => toolName(`${s.name}_`));
+  for (const item of at.items('approval')) {
+    const name = isScalar(item.node) ? item.node.value : undefined;
+    if (typeof name !== 'string' || known.includes(name) || open.some((prefix) => name.startsWith(prefix))) continue;
+    at.sink.add(item.node, item.path, ConfigMessages.unknownApprovalTool(listener.name, name, closest(name, known), known));
   }
 }
 

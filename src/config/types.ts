@@ -107,6 +107,8 @@ export interface ListenerConfig {
   readonly mcpServers?: readonly string[];
   /** LLM agents: functions of the developer's modules offered to the model as tools (`tools:`); absent when not given. */
   readonly tools?: readonly CodeToolConfig[];
+  /** LLM agents (tools mode): names of its tools whose calls wait for a person's approval (`approval:`); absent: none. */
+  readonly approval?: readonly string[];
   /** Rounds of tool calls (MCP and code) one delivery may make. */
   readonly maxToolRounds?: number;
   /** Tool calls (MCP and code) one answer (round) may run; the calls past it are answered with an error result. */

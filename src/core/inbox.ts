@@ -17,7 +17,9 @@ export interface InboxItem {
   readonly from: string;
   readonly payloadType: string;
   readonly payload: Readonly<Record<string, unknown>>;
-  /** The JSON Schema an answer's payload must meet (a reply to the asker). */
+  /** Approvals: the calls the model proposed, in order (`arguments` parsed). */
+  readonly proposedCalls?: readonly { readonly id: string; readonly name: string; readonly arguments: unknown }[];
+  /** The JSON Schema an answer's payload must meet (a reply to the asker); approvals: what `calls` of an approve (an edit) must meet. */
   readonly answerSchema: Readonly<Record<string, unknown>>;
   /** The JSON Schema an answer sent on to each of the listener's peers (`to`) must meet, by peer name. */
   readonly peerSchemas: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
@@ -28,7 +30,7 @@ export interface InboxItem {
 }
 
 /** How an item closed. */
-export type InboxOutcome = 'answered' | 'rejected' | 'expired' | 'killed';
+export type InboxOutcome = 'answered' | 'approved' | 'edited' | 'rejected' | 'expired' | 'killed';
 
 /** An item that closed, as the `inbox_closed` event tells it. */
 export interface InboxClosed {

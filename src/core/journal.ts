@@ -1,4 +1,5 @@
 import type { DispatchHook, FailureReason, OutcomeGuard } from './delivery.js';
+import type { ApprovalDecision, ApprovalState } from './approval.js';
 import type { UsageEvent } from './usage.js';
 import type { Message } from './message.js';
 import type { Page } from './page.js';
@@ -77,6 +78,8 @@ export interface JournalEntry {
   readonly closedBy?: string | null;
   /** An ask that was closed: the person's note. */
   readonly closedNote?: string | null;
+  /** A delivery that stopped for tool calls needing approval: the proposal (and, once decided, the decision). */
+  readonly approval?: ApprovalState | null;
 }
 
 export interface JournalQuery {
@@ -168,7 +171,13 @@ export interface Journal extends DispatchHook {
    * An ask's delivery stops to wait for a person: PENDING or DISPATCHED -> AWAITING (embedded:
    * one process owns the journal; a cluster parks it through its queue, fenced by the claim).
    */
-  awaiting(message: Message, expiresAt: number | null): Promise<void>;
+  awaiting(message: Message, expiresAt: number | null, approval?: ApprovalState, usage?: readonly UsageEvent[]): Promise<void>;
+  /**
+   * Decides a pending approval: AWAITING -> PENDING (its delivery continues) with the decision
+   * written into its approval state, in one conditional update. False (nothing written) when it
+   * was no longer AWAITING: the first decision wins.
+   */
+  decideApproval(messageId: string, decision: ApprovalDecision): Promise<boolean>;
   /**
    * Closes an open ask: AWAITING -> `closing.state`, its outgoing messages journaled PENDING in the
    * same transaction. False (nothing written) when it was no longer AWAITING: the first close wins.

@@ -1,3 +1,4 @@
+import type { ApprovalParking } from './approval.js';
 import type { FailureReason } from './delivery.js';
 import type { Message } from './message.js';
 import type { MaxAttempts, RecoveredMessages } from './journal.js';
@@ -57,7 +58,7 @@ export interface DeliveryQueue {
    * An ask's delivery (builtin:human) stops to wait for a person: AWAITING until it expires at
    * `expiresAt` (null: never); cluster: fenced by the claim, which it releases.
    */
-  park(message: Message, expiresAt: number | null): Promise<FencedResult>;
+  park(message: Message, expiresAt: number | null, approval?: ApprovalParking): Promise<FencedResult>;
   /** Books a delivery's failure, like `ack`. */
   fail(message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult>;
   /**

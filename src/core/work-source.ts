@@ -1,3 +1,4 @@
+import type { ApprovalParking } from './approval.js';
 import type { ThreadRecord, ThreadStatus, ThreadStore } from './thread.js';
 import type { UsageEvent } from './usage.js';
 import type { FailureReason, OutcomeGuard } from './delivery.js';
@@ -34,7 +35,7 @@ export interface WorkSource {
   /** The fenced ack: the outcome (outgoing messages PENDING, usage) commits with it, or nothing does. */
   ack(message: Message, outcome: DeliveryOutcomeWrite): Promise<FencedResult>;
   /** The fenced park of an ask (DISPATCHED -> AWAITING, the claim released), like `ack`. */
-  park(message: Message, expiresAt: number | null): Promise<FencedResult>;
+  park(message: Message, expiresAt: number | null, approval?: ApprovalParking): Promise<FencedResult>;
   /** The fenced failure, like `ack`. */
   fail(message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult>;
   /** The fenced retry (see DeliveryQueue.retry): the next attempt's message, or null when the claim was no longer ours. */

@@ -2,6 +2,9 @@ import { acceptedTypes } from '../config/accepted-types.js';
 import type { ListenerConfig } from '../config/types.js';
 import type { InboxClosed, InboxCounts, InboxItem, InboxOutcome } from '../core/inbox.js';
 import type { AskClosing, Journal, JournalEntry } from '../core/journal.js';
+import type { ApprovalDecision, ProposedCall } from '../core/approval.js';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import type { ValidateFunction } from 'ajv';
 import { EXTERNAL_SENDER, isSystemName, type Message } from '../core/message.js';
 import { Errors } from '../errors/catalogue.js';
 import type { EventBus } from '../events/bus.js';
@@ -92,8 +95,8 @@ export class Inbox {
   /** Open items, oldest first, filtered and paged. */
   async list(q: InboxQuery): Promise<{ items: InboxItem[]; total: number }> {
     // Asks wait for people: they are few (bounded by what people answer), read whole and filtered here.
-    const open = q.kind === 'approval' ? [] : await this.host.journal.openAsks();
-    const matching = open.filter((e) => (!q.listener || e.message.to === q.listener) && (!q.threadId || e.message.threadId === q.threadId));
+    const open = await this.host.journal.openAsks();
+    const matching = open.filter((e) => (!q.kind || kindOf(e) === q.kind) && (!q.listener || e.message.to === q.listener) && (!q.threadId || e.message.threadId === q.threadId));
     return { items: matching.slice(q.offset, q.offset + q.limit).map((e) => this.itemOf(e)), total: matching.length };
   }
 
@@ -106,7 +109,9 @@ export class Inbox {
 
   async counts(): Promise<InboxCounts> {
     const { counts } = await this.host.journal.keptStats();
-    return { open: counts.AWAITING, asks: counts.AWAITING, approvals: 0 };
+    // Approvals are told apart by reading the open items (few: bounded by what people decide).
+    const approvals = counts.AWAITING === 0 ? 0 : (await this.host.journal.openAsks()).filter((e) => e.approval).length;
+    return { open: counts.AWAITING, asks: counts.AWAITING - approvals, approvals };
   }
 
   /**
@@ -122,10 +127,34 @@ export class Inbox {
     return message;
   }
 
-  /** Rejects an ask: FAILED `rejected` with the note; the asker gets the SystemError a failed delivery sends. */
+  /**
+   * Approves a pending approval: the calls run as proposed, or (with `calls`) with the person's
+   * arguments, validated against each tool's parameters (422 naming the field). The decision is
+   * written with the move out of AWAITING; the delivery then continues. 409 once decided.
+   */
+  async approve(id: string, approval: InboxApproval, by: string): Promise<InboxClosed> {
+    const entry = await this.openEntry(id);
+    const state = entry.approval;
+    if (!state) throw invalid('calls', `${id} is an ask, not an approval: answer or reject it`);
+    const note = storableNote(approval.note ?? null);
+    const args: Record<string, unknown> = {};
+    for (const c of state.proposedCalls) args[c.id] = c.arguments;
+    const edits = approval.calls ?? [];
+    edits.forEach((edit, i) => {
+      const call = state.proposedCalls.find((c) => c.id === edit.id);
+      if (!call) throw invalid(`calls[${i}].id`, `no proposed call ${edit.id} (proposed: ${state.proposedCalls.map((c) => c.id).join(', ')})`);
+      checkArguments(call.parameters, edit.arguments, `calls[${i}].arguments`);
+      args[call.id] = edit.arguments;
+    });
+    const edited = edits.some((e) => JSON.stringify(e.arguments) !== JSON.stringify(state.proposedCalls.find((c) => c.id === e.id)?.arguments));
+    return this.decide(entry, { kind: 'approved', arguments: args, note, by, at: this.host.now() }, edited ? 'edited' : 'approved');
+  }
+
+  /** Rejects an ask (FAILED `rejected` with the note; the asker gets the SystemError a failed delivery sends), or an approval (the model hears the refusal and answers again). */
   async reject(id: string, note: string, by: string): Promise<InboxClosed> {
     const entry = await this.openEntry(id);
     storableNote(note);
+    if (entry.approval) return this.decide(entry, { kind: 'rejected', arguments: {}, note, by, at: this.host.now() }, 'rejected');
     const error = Errors.ASK_REJECTED(entry.message.to, by, note).detail;
     return this.close(entry, this.failing(entry.message, 'rejected', error, by, note), 'rejected');
   }
@@ -147,6 +176,27 @@ export class Inbox {
     return entry;
   }
 
+  private async decide(entry: JournalEntry, decision: ApprovalDecision, outcome: InboxOutcome): Promise<InboxClosed> {
+    const { message } = entry;
+    if (!(await this.host.pump.decideApproval(entry, decision))) {
+      const now = await this.host.journal.get(message.id);
+      throw Errors.INBOX_ITEM_CLOSED(message.id, now ? outcomeText(now) : 'gone');
+    }
+    const closed: InboxClosed = {
+      id: message.id,
+      kind: 'approval',
+      threadId: message.threadId,
+      listener: message.to,
+      outcome,
+      by: decision.by,
+      at: decision.at,
+      note: decision.note,
+      sentId: null,
+    };
+    this.host.bus.emit({ type: 'inbox_closed', closed });
+    return closed;
+  }
+
   private async close(entry: JournalEntry, closing: AskClosing, outcome: InboxOutcome): Promise<InboxClosed> {
     const { message } = entry;
     if (!(await this.host.pump.closeAsk(entry, closing))) {
@@ -155,7 +205,7 @@ export class Inbox {
     }
     const closed: InboxClosed = {
       id: message.id,
-      kind: 'ask',
+      kind: entry.approval ? 'approval' : 'ask',
       threadId: message.threadId,
       listener: message.to,
       outcome,
@@ -245,6 +295,24 @@ export class Inbox {
 
   itemOf(entry: JournalEntry): InboxItem {
     const { message } = entry;
+    if (entry.approval) {
+      const calls = entry.approval.proposedCalls;
+      return {
+        id: message.id,
+        kind: 'approval',
+        threadId: message.threadId,
+        messageId: message.id,
+        listener: message.to,
+        from: message.from,
+        payloadType: message.payloadType,
+        payload: message.payload,
+        proposedCalls: calls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments })),
+        answerSchema: approvalSchema(calls),
+        peerSchemas: {}, // an approval is decided, not answered on to a peer
+        createdAt: entry.dispatchedAt ?? entry.createdAt,
+        expiresAt: null,
+      };
+    }
     return {
       id: message.id,
       kind: 'ask',
@@ -353,6 +421,53 @@ export class Inbox {
     const seconds = human?.timeoutSeconds ?? Math.round(((entry.expiresAt ?? 0) - (entry.dispatchedAt ?? entry.createdAt)) / 1000);
     await this.close(entry, this.failing(ask, 'timeout', Errors.ASK_EXPIRED(ask.to, seconds).detail, 'timeout', null), 'expired');
   }
+}
+
+/** A person's approval: the calls as proposed, or edited (`calls`, by proposed call id). */
+export interface InboxApproval {
+  readonly calls?: readonly { readonly id: string; readonly arguments: unknown }[];
+  readonly note?: string;
+}
+
+function kindOf(entry: JournalEntry): 'ask' | 'approval' {
+  return entry.approval ? 'approval' : 'ask';
+}
+
+function invalid(field: string, message: string): Error {
+  return Errors.INVALID_REQUEST.withData([{ location: 'body', field, message }], `${field}: ${message}`);
+}
+
+/** What `calls` of an approve must meet: each item one of the proposed calls, its arguments its tool's parameters. */
+function approvalSchema(calls: readonly ProposedCall[]): Record<string, unknown> {
+  return {
+    type: 'array',
+    items: {
+      oneOf: calls.map((c) => ({
+        type: 'object',
+        properties: { id: { const: c.id }, arguments: c.parameters },
+        required: ['id', 'arguments'],
+        additionalProperties: false,
+      })),
+    },
+  };
+}
+
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+const validators = new WeakMap<object, ValidateFunction>();
+
+/** An edit's arguments against the tool's parameters, as the model's are checked: 422 naming each field. */
+function checkArguments(parameters: Readonly<Record<string, unknown>>, value: unknown, field: string): void {
+  let validate = validators.get(parameters);
+  if (!validate) {
+    validate = ajv.compile(parameters);
+    validators.set(parameters, validate);
+  }
+  if (validate(value)) return;
+  const errors = (validate.errors ?? []).map((e) => {
+    const missing = e.keyword === 'required' ? `/${String((e.params as { missingProperty?: string }).missingProperty)}` : '';
+    return { location: 'body' as const, field: `${field}${(e.instancePath + missing).replace(/\//g, '.')}`, message: e.message ?? 'is invalid' };
+  });
+  throw Errors.INVALID_REQUEST.withData(errors, errors.map((e) => `${e.field} ${e.message}`).join('; '));
 }
 
 /** A person's note, refused (422 naming `note`) when no store could keep it as given. */

@@ -524,6 +524,7 @@ export class Organism {
       callMcp: (call) => this.mcp.call(call),
       codeTools: (agent) => this.loaded.listeners.find((l) => l.config.name === agent)?.tools ?? [],
       callCode: (call) => this.codeTools.call(call),
+      approval: async (messageId) => (await this.storage.journal.get(messageId))?.approval ?? null,
     };
   }
 }

@@ -2,6 +2,7 @@ import type { HandlerContext, HandlerLogger } from '../core/handler.js';
 import type { BoundLlmClient } from '../llm/types.js';
 import { BUDGET_WARNING_TYPE, isSystemName, SYSTEM_ERROR_TYPE, type Message } from '../core/message.js';
 import type { FailureReason } from '../core/delivery.js';
+import { ApprovalNeeded, type ApprovalState } from '../core/approval.js';
 import { retryDelayMs } from './retry-policy.js';
 import type { Claim } from '../core/queue.js';
 import { Errors, OrganismError } from '../errors/catalogue.js';
@@ -166,6 +167,10 @@ export class Deliveries {
       return;
     }
     if (!outcome.ok) {
+      if (outcome.error instanceof ApprovalNeeded) {
+        await this.park(d, outcome.error.state);
+        return;
+      }
       if (Errors.BUDGET_EXHAUSTED.is(outcome.error)) {
         thread.error = outcome.error.detail;
         this.send(await this.outcomes.fail(d, 'budget_exhausted', outcome.error.detail, runtime.name), thread);
@@ -247,7 +252,7 @@ export class Deliveries {
    * AWAITING (expiring after the listener's own timeout, if it has one) and frees its slot at
    * once; the inbox (organism layer) lists it and closes it with a person's answer.
    */
-  private async park(d: Delivery): Promise<void> {
+  private async park(d: Delivery, approval?: ApprovalState): Promise<void> {
     const { message, runtime, thread, cancellation } = d;
     const { state } = this;
     const { deps } = state;
@@ -256,11 +261,13 @@ export class Deliveries {
       this.send(await this.outcomes.fail(d, 'killed', Errors.THREAD_KILLED(thread.id).detail, null), thread);
       return;
     }
-    const seconds = runtime.config.human?.timeoutSeconds ?? null;
+    // A pending approval never expires by itself (a person decides, or its thread is killed).
+    const seconds = approval ? null : (runtime.config.human?.timeoutSeconds ?? null);
     const expiresAt = seconds === null ? null : state.now() + seconds * 1000;
     let parked = false;
     const booked = await this.books.write(d, async () => {
-      parked = (await deps.queue.park(message, expiresAt)).committed;
+      // An approval parks with the usage of the LLM calls that proposed it, in the same write.
+      parked = (await deps.queue.park(message, expiresAt, approval ? { state: approval, usage: d.usage } : undefined)).committed;
     });
     // A shutdown came first (it stays DISPATCHED: parked again after the restart), or the claim
     // was taken back (it parks elsewhere).

@@ -1,3 +1,4 @@
+import type { ApprovalDecision } from '../core/approval.js';
 import { acceptedTypes } from '../config/accepted-types.js';
 import type { ResolvedListener } from '../config/types.js';
 import { EXTERNAL_SENDER, type Message } from '../core/message.js';
@@ -257,6 +258,27 @@ export class Pump {
    * goes on its way and the thread goes on (or settles). False: it was already closed (the
    * first close wins), nothing was written.
    */
+  /**
+   * Decides a pending approval: the store's conditional AWAITING -> PENDING with the decision
+   * (durable before anything runs); then the delivery is placed again and its continuation
+   * (the tool agent reading the decision) runs it. False: already decided or closed.
+   */
+  async decideApproval(entry: JournalEntry, decision: ApprovalDecision): Promise<boolean> {
+    const { deps, threads } = this.state;
+    const message = entry.message;
+    if (!(await deps.journal.decideApproval(message.id, decision))) return false;
+    this.forgetAsk(message.threadId, message.id);
+    if (threads.wasKilled(message.threadId)) return true;
+    const live = threads.get(message.threadId);
+    const stored = live ? null : await deps.threads.get(message.threadId);
+    if (stored?.status === 'killed') return true;
+    const thread = threads.activate(message.threadId, this.state.now(), message.metadata, stored);
+    this.intake.requeue(message, thread);
+    this.lifecycle.settle(thread);
+    deps.queue.schedule();
+    return true;
+  }
+
   async closeAsk(entry: JournalEntry, closing: AskClosing): Promise<boolean> {
     const { deps, threads } = this.state;
     const ask = entry.message;

@@ -1,3 +1,4 @@
+import type { ApprovalParking } from '../core/approval.js';
 import type { FailureReason } from '../core/delivery.js';
 import { EXTERNAL_SENDER, type Message } from '../core/message.js';
 import type { DeliveryQueue, Placement, QueueHost } from '../core/queue.js';
@@ -122,8 +123,8 @@ export class EmbeddedQueue implements DeliveryQueue {
     return COMMITTED;
   }
 
-  async park(message: Message, expiresAt: number | null): Promise<FencedResult> {
-    await this.journal.awaiting(message, expiresAt);
+  async park(message: Message, expiresAt: number | null, approval?: ApprovalParking): Promise<FencedResult> {
+    await this.journal.awaiting(message, expiresAt, approval?.state, approval?.usage);
     return COMMITTED;
   }
 

@@ -141,7 +141,13 @@ export function threadUsageView(u: ThreadUsageTotals | null) {
 
 /** An open inbox item as the API shows it (times as ISO 8601). */
 export function inboxItemView(item: InboxItem) {
-  return { ...item, createdAt: iso(item.createdAt), expiresAt: item.expiresAt === null ? null : iso(item.expiresAt) };
+  const { proposedCalls, ...rest } = item;
+  return {
+    ...rest,
+    ...(proposedCalls ? { proposedCalls: proposedCalls.map((c) => ({ ...c })) } : {}),
+    createdAt: iso(item.createdAt),
+    expiresAt: item.expiresAt === null ? null : iso(item.expiresAt),
+  };
 }
 
 /** A closed inbox item, as the `inbox_closed` frame tells it. */

@@ -1,3 +1,4 @@
+import type { ApprovalState } from '../core/approval.js';
 /** Row shapes shared by the SQL stores (SQLite and PostgreSQL keep the same columns) and their mapping to domain objects. */
 import type { FailureReason } from '../core/delivery.js';
 import type { Message } from '../core/message.js';
@@ -34,6 +35,8 @@ export interface JournalRow {
   expires_at?: number | string | null;
   closed_by?: string | null;
   closed_note?: string | null;
+  /** A delivery stopped for approval: its ApprovalState as JSON (column added by a later migration). */
+  approval?: string | null;
 }
 
 export function messageOf(r: JournalRow): Message {
@@ -75,6 +78,7 @@ export function entryOf(r: JournalRow): JournalEntry {
     // Only on asks: the entries of every other delivery keep their shape.
     ...(r.expires_at != null ? { expiresAt: Number(r.expires_at) } : {}),
     ...(r.closed_by != null ? { closedBy: r.closed_by, closedNote: r.closed_note ?? null } : {}),
+    ...(r.approval != null ? { approval: JSON.parse(r.approval) as ApprovalState } : {}),
   };
 }
 

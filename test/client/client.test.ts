@@ -52,9 +52,15 @@ describe('organism/client against the real server (SQLite storage)', () => {
   const opened: OrganismSocket[] = [];
 
   beforeAll(async () => {
+    // gate: an LLM agent whose reply waits for approval (its mock script proposes one reply).
+    const gate = { name: 'gate', yaml: '  - name: gate\n    handler: builtin:llm\n    prompt: Gate.\n    model: mock-1\n    payload: Text\n    approval: [reply]' };
+    const yaml = organismYaml([...BASE_LISTENERS, ...PEOPLE, gate]).replace(
+      '      script:\n',
+      '      script:\n        gate:\n          - calls: [{name: reply, arguments: {payloadType: Text, payload: {text: ok}}}]\n',
+    );
     svc = await startService({
       storage: 'sqlite',
-      yaml: organismYaml([...BASE_LISTENERS, ...PEOPLE]),
+      yaml,
       files: { 'asker.ts': ASKER },
       app: {
         ws: { replayBuffer: 8 },
@@ -99,7 +105,7 @@ describe('organism/client against the real server (SQLite storage)', () => {
     expect(await c.workers()).toMatchObject({ shared: false, count: 1, workers: [{ kind: 'serve', pid: process.pid, alive: true, leaseSeconds: null }] });
     expect((await c.whoami()).role).toBe('operator');
     expect(await c.organism.reload({ dryRun: true })).toMatchObject({ success: true, dryRun: true });
-    expect((await c.capabilities.list()).count).toBe(7);
+    expect((await c.capabilities.list()).count).toBe(8);
     expect((await c.capabilities.get('greeter')).rootTag).toBe('Greeting');
     expect((await c.agents.list()).agents.map((a) => a.name)).toContain('echo');
     expect((await c.agents.get('echo')).payloadClass).toBe('Text');
@@ -184,6 +190,11 @@ describe('organism/client against the real server (SQLite storage)', () => {
     const refused = await eventually(async () => (await c.inbox.list({ threadId: third.threadId })).items[0], 'the third ask');
     expect(await c.inbox.reject(refused.id, 'not this one')).toMatchObject({ id: refused.id, outcome: 'rejected', by: 'ops', note: 'not this one' });
     expect((await c.inbox.list()).total).toBe(0);
+    // An approval: gate's reply waits for a person; approving it sends it.
+    const gated = await c.inject({ to: 'gate', payload: { text: 'let me through' } });
+    const approval = await eventually(async () => (await c.inbox.list({ kind: 'approval', threadId: gated.threadId })).items[0] ?? null, 'the approval');
+    expect(approval.proposedCalls).toEqual([{ id: expect.any(String), name: 'reply', arguments: { payloadType: 'Text', payload: { text: 'ok' } } }]);
+    expect(await alice.inbox.approve(approval.id, { note: 'fine' })).toMatchObject({ kind: 'approval', outcome: 'approved', note: 'fine', by: 'alice' });
 
     expect(await c.usage.reset()).toEqual({ success: true, message: 'Usage tracking reset' });
     expect(await c.organism.restart()).toEqual({ success: true, status: 'restarting' });

@@ -1,3 +1,4 @@
+import type { ApprovalParking } from '../../core/approval.js';
 import { recordOf, type ThreadRow } from '../../store/postgres/threads.js';
 import type pg from 'pg';
 import type { FailureReason } from '../../core/delivery.js';
@@ -259,20 +260,24 @@ export class PgClusterJournal extends PgJournal {
    * `workerId` at its attempt -> AWAITING, the claim released (no lease holds it: a lease taken
    * back never touches it), and its thread settled (`waiting` while nothing else of it is open).
    */
-  parkClaimed(workerId: string, message: Message, expiresAt: number | null): Promise<FencedResult> {
+  parkClaimed(workerId: string, message: Message, expiresAt: number | null, approval?: ApprovalParking): Promise<FencedResult> {
     return this.writer.transaction(async (tx) => {
       const now = this.now();
-      const r = await tx.query(`UPDATE journal SET state = 'AWAITING', claimed_by = NULL, expires_at = $4 WHERE id = $1 AND state = 'DISPATCHED' AND claimed_by = $2 AND attempt = $3`, [
-        message.id,
-        workerId,
-        message.attempt,
-        expiresAt,
-      ]);
+      const r = await tx.query(
+        `UPDATE journal SET state = 'AWAITING', claimed_by = NULL, expires_at = $4, approval = COALESCE($5, approval) WHERE id = $1 AND state = 'DISPATCHED' AND claimed_by = $2 AND attempt = $3`,
+        [message.id, workerId, message.attempt, expiresAt, approval ? JSON.stringify(approval.state) : null],
+      );
       if ((r.rowCount ?? 0) === 0) return { ...NOT_OURS };
+      if (approval) await insertUsage(tx, approval.usage);
       this.counts.moved('DISPATCHED', 'AWAITING');
       const finished = await settleThreads(tx, new Map([[message.threadId, null]]), now, false);
       return { committed: true, threadFinished: finished.get(message.threadId) ?? null };
     });
+  }
+
+  /** The thread of a decided approval is active again while its continuation runs (any worker claims it). */
+  protected override async approvalDecided(tx: Tx, threadId: string): Promise<void> {
+    await tx.query(`UPDATE threads SET status = 'active' WHERE id = $1 AND status = 'waiting'`, [threadId]);
   }
 
   /** The thread of a closed ask is active again while what the close sent runs; settled as any outcome's. */

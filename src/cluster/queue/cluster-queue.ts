@@ -1,3 +1,4 @@
+import type { ApprovalParking } from '../../core/approval.js';
 import type { FailureReason } from '../../core/delivery.js';
 import { EXTERNAL_SENDER, type Message } from '../../core/message.js';
 import type { DeliveryQueue, Placement, QueueHost } from '../../core/queue.js';
@@ -110,8 +111,10 @@ export class ClusterQueue implements DeliveryQueue {
     return this.ended(message, this.work.ack(message, outcome));
   }
 
-  park(message: Message, expiresAt: number | null): Promise<FencedResult> {
-    return this.ended(message, this.work.park(message, expiresAt));
+  park(message: Message, expiresAt: number | null, approval?: ApprovalParking): Promise<FencedResult> {
+    // Not booked as an outcome: a decided approval is claimed again at the same attempt, and that
+    // claim (its continuation) must run, here or on any worker.
+    return this.ended(message, this.work.park(message, expiresAt, approval), false);
   }
 
   fail(message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
@@ -129,10 +132,10 @@ export class ClusterQueue implements DeliveryQueue {
   }
 
   /** A claimed delivery's outcome was written (or found not ours): it is no longer started here. */
-  private async ended(message: Message, result: Promise<FencedResult>): Promise<FencedResult> {
+  private async ended(message: Message, result: Promise<FencedResult>, book = true): Promise<FencedResult> {
     const r = await result;
     if (this.running.get(message.id) === message.attempt) this.running.delete(message.id);
-    if (r.committed) {
+    if (r.committed && book) {
       this.booked.add(`${message.id}:${message.attempt}`);
       if (this.booked.size > BOOKED_KEPT) this.booked.delete(this.booked.values().next().value as string);
     }

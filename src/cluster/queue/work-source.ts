@@ -1,3 +1,4 @@
+import type { ApprovalParking } from '../../core/approval.js';
 import type { FailureReason } from '../../core/delivery.js';
 import type { Message } from '../../core/message.js';
 import type { AgentLoad, ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedResult, TakenBack, WorkSource } from '../../core/work-source.js';
@@ -104,8 +105,8 @@ export class PgWorkSource implements WorkSource {
     return this.o.journal.ackClaimed(this.workerId, message, outcome);
   }
 
-  park(message: Message, expiresAt: number | null): Promise<FencedResult> {
-    return this.o.journal.parkClaimed(this.workerId, message, expiresAt);
+  park(message: Message, expiresAt: number | null, approval?: ApprovalParking): Promise<FencedResult> {
+    return this.o.journal.parkClaimed(this.workerId, message, expiresAt, approval);
   }
 
   fail(message: Message, reason: FailureReason, error: string, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { who } from '../auth.js';
 import type { ServiceContext } from '../context.js';
 import { errorResponses } from '../schemas/error.js';
-import { AnswerRequest, AnswerResponse, InboxClosed, InboxListResponse, InboxParams, InboxQuery, RejectRequest } from '../schemas/inbox.js';
+import { AnswerRequest, ApproveRequest, AnswerResponse, InboxClosed, InboxListResponse, InboxParams, InboxQuery, RejectRequest } from '../schemas/inbox.js';
 import { inboxClosedView, inboxItemView, messageView } from '../views.js';
 
 /**
@@ -43,12 +43,30 @@ export const inboxRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app
   );
 
   app.post(
+    '/inbox/:id/approve',
+    {
+      config: { access: 'approver' },
+      schema: {
+        tags,
+        summary: 'Approves the tool calls a model proposed, as proposed or edited (`calls`); the delivery continues with their results; the first decision wins',
+        params: InboxParams,
+        body: ApproveRequest,
+        response: { 200: InboxClosed, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const { calls, note } = request.body ?? {};
+      return inboxClosedView(await organism.inbox.approve(request.params.id, { ...(calls !== undefined ? { calls } : {}), ...(note !== undefined ? { note } : {}) }, who(request.principal)));
+    },
+  );
+
+  app.post(
     '/inbox/:id/reject',
     {
       config: { access: 'approver' },
       schema: {
         tags,
-        summary: 'Rejects an ask: FAILED (rejected) with the note; the asker gets a SystemError',
+        summary: 'Rejects an ask (FAILED, rejected, with the note; the asker gets a SystemError) or an approval (the model hears the refusal and answers again)',
         params: InboxParams,
         body: RejectRequest,
         response: { 200: InboxClosed, ...errorResponses },

@@ -13,7 +13,11 @@ export const InboxItem = Type.Object(
     from: Type.String({ description: 'Who asked: an answer replies to it unless `to` names a peer' }),
     payloadType: Type.String(),
     payload: AnyObject,
-    proposedCalls: Type.Optional(Type.Array(AnyObject)),
+    proposedCalls: Type.Optional(
+      Type.Array(Type.Object({ id: Type.String(), name: Type.String({ description: 'The tool' }), arguments: Type.Unknown({ description: "The model's arguments" }) }), {
+        description: 'Approvals: the calls the model proposed (approve runs them; `calls` edits their arguments)',
+      }),
+    ),
     answerSchema: Type.Object({}, { additionalProperties: true, description: 'The JSON Schema an answer to the asker must meet' }),
     peerSchemas: Type.Record(Type.String(), Type.Object({}, { additionalProperties: true }), {
       description: "The JSON Schema an answer sent on to each of the listener's peers (`to`) must meet, by peer name",
@@ -46,6 +50,22 @@ export const AnswerRequest = Type.Object(
 
 export const AnswerResponse = Type.Object({ message: MessageRecord }, { title: 'AnswerResponse' });
 
+export const ApproveRequest = Type.Object(
+  {
+    calls: Type.Optional(
+      Type.Array(
+        Type.Object(
+          { id: Type.String({ minLength: 1, maxLength: 256, description: 'A proposed call id' }), arguments: Type.Unknown({ description: "The call's arguments as they run (an edit)" }) },
+          { additionalProperties: false },
+        ),
+        { maxItems: 1000 },
+      ),
+    ),
+    note: Type.Optional(Type.String({ maxLength: 10_000 })),
+  },
+  { additionalProperties: false, title: 'ApproveRequest' },
+);
+
 export const RejectRequest = Type.Object({ note: Type.String({ minLength: 1, maxLength: 10_000 }) }, { additionalProperties: false, title: 'RejectRequest' });
 
 /** How an item closed: `inbox_closed` frames and the reject response. */
@@ -55,7 +75,7 @@ export const InboxClosed = Type.Object(
     kind: Type.Enum(['ask', 'approval']),
     threadId: Type.String(),
     listener: Type.String(),
-    outcome: Type.Enum(['answered', 'rejected', 'expired', 'killed']),
+    outcome: Type.Enum(['answered', 'approved', 'edited', 'rejected', 'expired', 'killed']),
     by: Type.String({ description: 'A token name, `timeout` or `kill`' }),
     at: Timestamp,
     note: NullableString,

@@ -2,6 +2,7 @@ import { Errors } from '../../errors/catalogue.js';
 import type { FailureReason, OutcomeGuard } from '../../core/delivery.js';
 import type { UsageEvent } from '../../core/usage.js';
 import type { Message } from '../../core/message.js';
+import type { ApprovalDecision, ApprovalState } from '../../core/approval.js';
 import {
   zeroStateCounts,
   type AskClosing,
@@ -104,14 +105,25 @@ export class MemoryJournal implements Journal {
     return Promise.resolve(next);
   }
 
-  awaiting(message: Message, expiresAt: number | null): Promise<void> {
+  awaiting(message: Message, expiresAt: number | null, approval?: ApprovalState): Promise<void> {
     const e = this.entries.get(message.id) ?? this.put(message);
     if (e.state !== 'PENDING' && e.state !== 'DISPATCHED') return DONE;
     this.move(e, 'AWAITING');
     e.attempts = message.attempt;
     e.dispatchedAt ??= this.now();
     e.expiresAt = expiresAt;
+    if (approval) e.approval = structuredClone(approval);
     return DONE;
+  }
+
+  async decideApproval(messageId: string, decision: ApprovalDecision): Promise<boolean> {
+    const e = this.entries.get(messageId);
+    if (!e || e.state !== 'AWAITING' || !e.approval) return false;
+    this.move(e, 'PENDING');
+    e.approval = { ...e.approval, decision: structuredClone(decision) };
+    e.closedBy = decision.by;
+    e.closedNote = decision.note;
+    return true;
   }
 
   async closeAsk(messageId: string, closing: AskClosing): Promise<boolean> {

@@ -1,3 +1,4 @@
+import type { ApprovalDecision, ApprovalState } from '../../core/approval.js';
 import { Errors } from '../../errors/catalogue.js';
 import type { FailureReason, OutcomeGuard } from '../../core/delivery.js';
 import type { Message } from '../../core/message.js';
@@ -131,14 +132,41 @@ export class PgJournal implements Journal {
       .then(() => ({ ...message, attempt: message.attempt + 1, notBefore }));
   }
 
-  awaiting(message: Message, expiresAt: number | null): Promise<void> {
-    return this.writer.write((tx) =>
-      this.transition(tx, message, 'AWAITING', FROM_FOR_DISPATCH, `attempts = $3, attempt = $3, dispatched_at = COALESCE(j.dispatched_at, $4), expires_at = $5`, [
-        message.attempt,
-        this.now(),
-        expiresAt,
-      ]),
-    );
+  awaiting(message: Message, expiresAt: number | null, approval?: ApprovalState, usage: readonly UsageEvent[] = []): Promise<void> {
+    return this.writer.write(async (tx) => {
+      await this.transition(
+        tx,
+        message,
+        'AWAITING',
+        FROM_FOR_DISPATCH,
+        `attempts = $3, attempt = $3, dispatched_at = COALESCE(j.dispatched_at, $4), expires_at = $5, approval = COALESCE($6, j.approval)`,
+        [message.attempt, this.now(), expiresAt, approval ? JSON.stringify(approval) : null],
+      );
+      await insertUsage(tx, usage);
+    });
+  }
+
+  /**
+   * The guard of "first decision wins": AWAITING -> PENDING with the decision, only while
+   * AWAITING (a second decider waits on the row's lock, then finds it PENDING).
+   */
+  async decideApproval(messageId: string, decision: ApprovalDecision): Promise<boolean> {
+    let decided = false;
+    await this.writer.write(async (tx) => {
+      decided = false;
+      const r = await tx.query<{ thread_id: string; recipient: string }>(
+        `UPDATE journal SET state = 'PENDING', approval = (approval::jsonb || jsonb_build_object('decision', $2::jsonb))::text, closed_by = $3, closed_note = $4
+         WHERE id = $1 AND state = 'AWAITING' AND approval IS NOT NULL RETURNING thread_id, recipient`,
+        [messageId, JSON.stringify(decision), decision.by, decision.note],
+      );
+      const row = r.rows[0];
+      if (!row) return;
+      decided = true;
+      this.counts.moved('AWAITING', 'PENDING');
+      await this.approvalDecided(tx, row.thread_id);
+      await this.requeued(tx, [row.recipient]);
+    });
+    return decided;
   }
 
   /**
@@ -165,6 +193,9 @@ export class PgJournal implements Journal {
     });
     return closed;
   }
+
+  /** A pending approval of the thread was decided in `tx` (its delivery is PENDING again). Nothing to do when one process owns the journal. */
+  protected async approvalDecided(_tx: Tx, _threadId: string): Promise<void> {}
 
   /** An ask of the thread was closed in `tx`. Nothing to do when one process owns the journal (its pump keeps the thread's record). */
   protected async askClosed(_tx: Tx, _threadId: string, _closing: AskClosing): Promise<void> {}

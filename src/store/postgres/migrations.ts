@@ -209,6 +209,11 @@ export const PG_MIGRATIONS: readonly string[] = [
   ALTER TABLE journal ADD CONSTRAINT journal_state_check CHECK (state IN ('PENDING', 'DISPATCHED', 'AWAITING', 'ACKED', 'FAILED'));
   ALTER TABLE journal ADD COLUMN expires_at BIGINT, ADD COLUMN closed_by TEXT, ADD COLUMN closed_note TEXT;
   `,
+  // Tool calls that need approval (issue 25): the proposal and the conversation so far (JSON),
+  // and once decided the decision, so that a restart (or any worker) continues from it.
+  `
+  ALTER TABLE journal ADD COLUMN approval TEXT;
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;

@@ -1,3 +1,4 @@
+import type { ApprovalDecision, ApprovalState } from '../../core/approval.js';
 import type Database from 'better-sqlite3';
 import { Errors } from '../../errors/catalogue.js';
 import type { FailureReason, OutcomeGuard } from '../../core/delivery.js';
@@ -210,7 +211,7 @@ export class SqliteJournal implements Journal {
     );
   }
 
-  awaiting(message: Message, expiresAt: number | null): Promise<void> {
+  awaiting(message: Message, expiresAt: number | null, approval?: ApprovalState, usage: readonly UsageEvent[] = []): Promise<void> {
     return this.writer.write(() => {
       const now = this.now();
       this.transition(
@@ -220,10 +221,28 @@ export class SqliteJournal implements Journal {
         (from) =>
           prepared(
             this.db,
-            `UPDATE journal SET state = 'AWAITING', attempts = @attempt, attempt = @attempt, dispatched_at = COALESCE(dispatched_at, @now), expires_at = @expiresAt WHERE id = @id AND state = @from`,
-          ).run({ attempt: message.attempt, now, expiresAt, id: message.id, from }).changes,
+            `UPDATE journal SET state = 'AWAITING', attempts = @attempt, attempt = @attempt, dispatched_at = COALESCE(dispatched_at, @now), expires_at = @expiresAt,
+               approval = COALESCE(@approval, approval) WHERE id = @id AND state = @from`,
+          ).run({ attempt: message.attempt, now, expiresAt, approval: approval ? JSON.stringify(approval) : null, id: message.id, from }).changes,
       );
+      this.insertUsage(usage);
     });
+  }
+
+  /** The guard of "first decision wins": AWAITING -> PENDING with the decision, only while AWAITING. */
+  async decideApproval(messageId: string, decision: ApprovalDecision): Promise<boolean> {
+    let decided = false;
+    await this.writer.write(() => {
+      const { changes } = prepared(
+        this.db,
+        `UPDATE journal SET state = 'PENDING', approval = json_set(approval, '$.decision', json(@decision)), closed_by = @by, closed_note = @note
+         WHERE id = @id AND state = 'AWAITING' AND approval IS NOT NULL`,
+      ).run({ decision: JSON.stringify(decision), by: decision.by, note: decision.note, id: messageId });
+      if (changes === 0) return;
+      decided = true;
+      this.counts.moved('AWAITING', 'PENDING');
+    });
+    return decided;
   }
 
   async closeAsk(messageId: string, closing: AskClosing): Promise<boolean> {

@@ -207,6 +207,11 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE journal ADD COLUMN closed_by TEXT;
   ALTER TABLE journal ADD COLUMN closed_note TEXT;
   `,
+  // Tool calls that need approval (issue 25): the proposal and the conversation so far (JSON),
+  // and once decided the decision, so that a restart continues the delivery from it.
+  `
+  ALTER TABLE journal ADD COLUMN approval TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

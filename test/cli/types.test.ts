@@ -119,7 +119,8 @@ function project(): string {
 function install(dir: string): void {
   mkdirSync(path.join(dir, 'node_modules'), { recursive: true });
   symlinkSync(ROOT, path.join(dir, 'node_modules/organism'), 'dir');
-  symlinkSync(path.join(ROOT, 'node_modules/typescript'), path.join(dir, 'node_modules/typescript'), 'dir');
+  // What `npm install` gives the starter: its devDependencies (vitest for its organism.test.ts).
+  for (const dep of ['typescript', 'vitest', '@vitest']) symlinkSync(path.join(ROOT, 'node_modules', dep), path.join(dir, 'node_modules', dep), 'dir');
 }
 
 /** 1-based line and column of `marker` in handlers.ts with the given Ticket branch. */

@@ -24,6 +24,11 @@ export interface OrderQuery {
   orderId: string;
 }
 
+export interface Replacement {
+  customer: string;
+  orderId: string;
+}
+
 /** The answer the customer receives */
 export interface Reply {
   customer: string;
@@ -60,6 +65,7 @@ export type GeneratedPayloads = {
   BudgetWarning: BudgetWarning;
   Draft: Draft;
   OrderQuery: OrderQuery;
+  Replacement: Replacement;
   Reply: Reply;
   SystemError: SystemError;
   Ticket: Ticket;

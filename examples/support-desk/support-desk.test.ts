@@ -128,6 +128,46 @@ describe('the support desk: a person reviews the draft', () => {
   });
 });
 
+describe('the support desk: a person approves a tool call first', () => {
+  it('a replacement waits for approval before it ships (the thread is `waiting`, nothing ran); approved with an edited order id, it ships once and tech drafts from its answer', async () => {
+    org = await createTestOrganism({ config });
+    const thread = await org.inject('intake', { customer: 'Kai', text: 'My phone arrived broken', orderId: '1042' });
+    const waiting = await thread.settled();
+    expect(waiting.status).toBe('waiting');
+    expect(waiting.toolCalls).toEqual([]); // proposed, not run
+    expect(waiting.logs.some((l) => l.msg === 'replacement shipped')).toBe(false);
+    const [approval] = waiting.asks;
+    expect(approval).toMatchObject({ kind: 'approval', listener: 'tech', proposedCalls: [{ name: 'replaceDevice', arguments: { customer: 'Kai', orderId: '1042' } }] });
+    expect(await org.inbox({ kind: 'ask' })).toEqual([]);
+
+    // The person corrects the order id before it ships.
+    const call = approval!.proposedCalls![0] as { id: string };
+    const closed = await org.approve(approval!.id, { calls: [{ id: call.id, arguments: { customer: 'Kai', orderId: '1043' } }], note: 'the phone was order 1043', by: 'lead' });
+    expect(closed).toMatchObject({ kind: 'approval', outcome: 'edited', by: 'lead' });
+
+    const drafted = await thread.settled();
+    expect(drafted.status).toBe('waiting'); // now the draft waits for review
+    expect(drafted.logs.filter((l) => l.msg === 'replacement shipped')).toEqual([expect.objectContaining({ customer: 'Kai', orderId: '1043' })]);
+    expect(drafted.toolCalls.map((t) => [t.tool, t.arguments])).toEqual([['replaceDevice', { customer: 'Kai', orderId: '1043' }]]);
+    const [draft] = drafted.asks;
+    expect(draft).toMatchObject({ kind: 'ask', listener: 'review', payload: { text: 'Hello Kai, a replacement for order 1043 ships to Kai tomorrow.' } });
+  });
+
+  it('a refused replacement never ships: tech hears the refusal and answers again', async () => {
+    org = await createTestOrganism({ config });
+    const thread = await org.inject('intake', { customer: 'Lu', text: 'Please replace my charger', orderId: '1042' });
+    const [approval] = (await thread.settled()).asks;
+    expect(approval?.kind).toBe('approval');
+    expect(await org.reject(approval!.id, 'warranty expired', { by: 'lead' })).toMatchObject({ kind: 'approval', outcome: 'rejected', note: 'warranty expired' });
+    const after = await thread.settled();
+    expect(after.logs.some((l) => l.msg === 'replacement shipped')).toBe(false);
+    expect(after.toolCalls).toEqual([]);
+    // The model was told the person refused (a tool result with the note) and answered again.
+    const told = after.llmCalls.at(-1);
+    expect(JSON.stringify(told)).toContain('warranty expired');
+  });
+});
+
 describe('the support desk: one handler', () => {
   it('sendToCustomer logs the answer for the customer', async () => {
     const run = await runHandler(sendToCustomer, { customer: 'Hal', text: 'Done.' }, { self: 'customer', from: 'review' });

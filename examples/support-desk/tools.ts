@@ -16,3 +16,19 @@ export const lookupOrder = defineTool({
     return order ? `order ${orderId} is ${order.status} (carrier: ${order.carrier}).` : `order ${orderId} was not found.`;
   },
 });
+
+/**
+ * A code tool with a side effect: tech's model proposes it, and organism.yaml lists it under
+ * tech's `approval:`, so it runs only once a person approved it (as proposed or edited) in the
+ * inbox. A crash between the tool and the delivery's ack can run it again: a real desk would
+ * key the shipment by `messageId` (docs/api.md, "The inbox").
+ */
+export const replaceDevice = defineTool({
+  description: "Ships a replacement device for an order to the customer (needs a person's approval)",
+  input: definePayload('Replacement', { customer: 'string', orderId: 'string' }),
+  timeoutSeconds: 5,
+  run: async ({ customer, orderId }: { customer: string; orderId: string }, ctx) => {
+    ctx.log.info('replacement shipped', { customer, orderId, messageId: ctx.messageId });
+    return `a replacement for order ${orderId} ships to ${customer} tomorrow.`;
+  },
+});

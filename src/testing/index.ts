@@ -12,6 +12,7 @@ export {
   type SettledThread,
   type TestAnswer,
   type TestAnswerOptions,
+  type TestApproveOptions,
   type TestConfig,
   type TestInboxQuery,
   type TestInjectOptions,

@@ -76,10 +76,10 @@ export interface TestUsage {
  */
 export interface SettledThread {
   readonly id: string;
-  /** `completed`, `error`, `killed`, or `waiting`: an ask of it waits in the inbox (see `asks`). */
+  /** `completed`, `error`, `killed`, or `waiting`: an ask or an approval of it waits in the inbox (see `asks`). */
   readonly status: Exclude<ThreadStatus, 'active'>;
   readonly error: string | null;
-  /** Its open asks (the inbox items a person must answer), oldest first: empty unless `waiting`. */
+  /** Its open inbox items (asks to answer, tool calls to approve), oldest first: empty unless `waiting`. */
   readonly asks: readonly InboxItem[];
   readonly messages: readonly TestMessage[];
   /** Every LLM call (provider attempt) made in it, oldest first. */
@@ -108,7 +108,7 @@ export interface TestThread {
    * failed or was killed (e.g. after its ask expired, `on_timeout`).
    */
   finished(options?: { readonly timeoutMs?: number }): Promise<SettledThread>;
-  /** Its open asks, oldest first. */
+  /** Its open inbox items (asks and approvals), oldest first. */
   asks(): Promise<readonly InboxItem[]>;
   messages(): Promise<readonly TestMessage[]>;
   llmCalls(): Promise<readonly LlmCallRecord[]>;
@@ -140,6 +140,17 @@ export interface TestAnswerOptions {
 export interface TestInboxQuery {
   readonly listener?: string;
   readonly threadId?: string;
+  /** Asks or approvals only (default: both). */
+  readonly kind?: 'ask' | 'approval';
+}
+
+/** Options of `TestOrganism.approve`. */
+export interface TestApproveOptions {
+  /** Edited calls: `{id, arguments}` of proposed calls (by their id), run with these arguments instead. */
+  readonly calls?: readonly { readonly id: string; readonly arguments: unknown }[];
+  readonly note?: string;
+  /** Who approved, as the journal records it (default `test`). */
+  readonly by?: string;
 }
 
 /** The message an answer sent (PENDING: it is on its way). */
@@ -169,7 +180,7 @@ export interface TestOrganism extends AsyncDisposable {
   pause(listener: string): Promise<void>;
   resume(listener: string): Promise<void>;
   kill(threadId: string): Promise<void>;
-  /** The inbox's open items (asks to `builtin:human` listeners), oldest first, as `GET /api/v1/inbox` lists them. */
+  /** The inbox's open items (asks to `builtin:human` listeners, tool calls waiting for approval), oldest first, as `GET /api/v1/inbox` lists them. */
   inbox(query?: TestInboxQuery): Promise<readonly InboxItem[]>;
   /**
    * Answers an ask as a person would (`POST /api/v1/inbox/{id}/answer`): `payload` in the
@@ -177,7 +188,16 @@ export interface TestOrganism extends AsyncDisposable {
    * the API's error: INVALID_PAYLOAD naming the fields, INBOX_ITEM_CLOSED when it is no longer open.
    */
   answer(id: string, payload: Readonly<Record<string, unknown>>, options?: TestAnswerOptions): Promise<TestAnswer>;
-  /** Rejects an ask (`POST /api/v1/inbox/{id}/reject`): it fails `rejected` with the note, the asker gets a SystemError. */
+  /**
+   * Approves the tool calls an agent proposed (`POST /api/v1/inbox/{id}/approve`), as proposed
+   * or with `calls` edited; the delivery goes on (call `settled()` again). Throws the API's
+   * error: INVALID_REQUEST naming an edited argument, INBOX_ITEM_CLOSED when already decided.
+   */
+  approve(id: string, options?: TestApproveOptions): Promise<InboxClosed>;
+  /**
+   * Rejects an item (`POST /api/v1/inbox/{id}/reject`): an ask fails `rejected` with the note
+   * (the asker gets a SystemError); an approval's agent hears the refusal and answers again.
+   */
   reject(id: string, note: string, options?: { readonly by?: string }): Promise<InboxClosed>;
   /** Everything logged since start (debug and up). */
   readonly logs: readonly LogLine[];
@@ -221,6 +241,8 @@ export async function createTestOrganism(options: TestOrganismOptions): Promise<
     // An ask closed (answered, rejected, expired): its thread goes on, so a `waiting` record is
     // stale. The close's thread event comes right after this one (Pump.closeAsk).
     else if (event.type === 'message' && (event.state === 'ACKED' || event.state === 'FAILED') && isHuman(organism, event.message.to)) threads.resumed(event.message.threadId);
+    // An approval decided: its delivery goes on (the decision sent it back to PENDING).
+    else if (event.type === 'inbox_closed' && event.closed.kind === 'approval') threads.resumed(event.closed.threadId);
   });
   try {
     await organism.start();
@@ -285,6 +307,10 @@ export async function createTestOrganism(options: TestOrganismOptions): Promise<
       const { to, note, by } = answerOptions;
       const m = await organism.inbox.answer(id, { payload, ...(to !== undefined ? { to } : {}), ...(note !== undefined ? { note } : {}) }, by ?? 'test');
       return { id: m.id, threadId: m.threadId, from: m.from, to: m.to, payloadType: m.payloadType, payload: m.payload, parentId: m.parentId };
+    },
+    approve(id, approveOptions = {}) {
+      const { calls, note, by } = approveOptions;
+      return organism.inbox.approve(id, { ...(calls !== undefined ? { calls } : {}), ...(note !== undefined ? { note } : {}) }, by ?? 'test');
     },
     reject: (id, note, rejectOptions = {}) => organism.inbox.reject(id, note, rejectOptions.by ?? 'test'),
     close() {
@@ -381,11 +407,11 @@ function isHuman(organism: Organism, listener: string): boolean {
   return organism.config.listeners.some((l) => l.name === listener && l.human !== undefined);
 }
 
-/** The open asks, every page of them. */
+/** The open items (asks and approvals, unless `query.kind` says), every page of them. */
 async function openAsks(organism: Organism, query: TestInboxQuery): Promise<InboxItem[]> {
   const out: InboxItem[] = [];
   for (let offset = 0; ; offset += PAGE) {
-    const page = await organism.inbox.list({ ...query, kind: 'ask', limit: PAGE, offset });
+    const page = await organism.inbox.list({ ...query, limit: PAGE, offset });
     out.push(...page.items);
     if (page.items.length < PAGE || out.length >= page.total) return out;
   }

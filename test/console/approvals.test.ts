@@ -140,6 +140,28 @@ describe('tool calls waiting for approval in the console', { timeout: 90_000 }, 
     expect(text).toContain('wrong customer');
   });
 
+  it("an approval decided meanwhile by someone else: approving shows the 409 in the item's form", async () => {
+    const { id } = await proposal(file.server, 'D-4');
+    const page = await file.open(OP_TOKEN, '/inbox');
+    // Keep serving this page the list it first read, so the item stays on screen after another
+    // decision closes it (the live refresh would otherwise take it away first).
+    let first: string | null = null;
+    await page.route(/\/api\/v1\/inbox(\?|$)/, async (route) => {
+      if (first === null) first = await (await route.fetch()).text();
+      await route.fulfill({ status: 200, contentType: 'application/json', body: first });
+    });
+    await page.reload();
+    const item = card(page, id);
+    await item.getByRole('button', { name: 'Approve', exact: true }).waitFor();
+    expect((await file.server.api('POST', `/inbox/${id}/reject`, { note: 'first' })).status).toBe(200);
+    file.allow(/status of 409/);
+    await item.getByRole('button', { name: 'Approve', exact: true }).click();
+    const alert = item.getByRole('alert');
+    await alert.waitFor();
+    expect(await alert.textContent()).toMatch(/Error 409/);
+    await page.unroute(/\/api\/v1\/inbox(\?|$)/);
+  });
+
   it('a viewer sees the proposed call read-only; an approver approves it as proposed on the thread page', async () => {
     const { threadId, id } = await proposal(file.server, 'V-9');
     const viewer = await file.open(VIEW_TOKEN, '/inbox');

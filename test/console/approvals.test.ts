@@ -124,6 +124,7 @@ describe('tool calls waiting for approval in the console', { timeout: 90_000 }, 
     const calls = (await file.server.api('GET', `/threads/${threadId}/llm-calls`)).body.calls as Array<{ toolExecutions?: Array<{ tool: string; arguments: unknown }> }>;
     const runs = calls.flatMap((c) => c.toolExecutions ?? []).filter((t) => t.tool === 'lookupOrder');
     expect(runs.map((t) => t.arguments)).toEqual([{ orderId: 'B-2' }]);
+    expect((await file.server.api('GET', `/journal/${id}`)).body).toMatchObject({ closedBy: 'alice', closedNote: 'customer gave the new number' });
   });
 
   it('an operator rejects a proposed call on the thread page with a note: the model hears it and answers again', async () => {
@@ -138,6 +139,8 @@ describe('tool calls waiting for approval in the console', { timeout: 90_000 }, 
     const text = await outboxText(file.server, threadId);
     expect(text).toContain('refused');
     expect(text).toContain('wrong customer');
+    const calls = (await file.server.api('GET', `/threads/${threadId}/llm-calls`)).body.calls as Array<{ toolExecutions?: Array<{ tool: string }> }>;
+    expect(calls.flatMap((c) => c.toolExecutions ?? []).filter((t) => t.tool === 'lookupOrder')).toEqual([]);
   });
 
   it("an approval decided meanwhile by someone else: approving shows the 409 in the item's form", async () => {

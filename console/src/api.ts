@@ -78,6 +78,8 @@ export interface JsonSchema {
   properties?: Record<string, JsonSchema>;
   required?: string[];
   items?: JsonSchema;
+  oneOf?: JsonSchema[];
+  const?: unknown;
   $ref?: string;
   $defs?: Record<string, JsonSchema>;
 }
@@ -86,7 +88,10 @@ export type Capability = CapabilityList['capabilities'][number] & Partial<Omit<W
 export type ReloadResult = Reload;
 /** One recorded LLM call (a provider attempt) with the MCP tool calls it asked for (operators only). */
 export type LlmCall = WireLlmCall;
-/** An ask waiting for a person (GET /inbox); its answerSchema, an open object in the schema, is a JSON Schema. */
+/**
+ * An ask or an approval waiting for a person (GET /inbox); its answerSchema, an open object in
+ * the schema, is a JSON Schema (for an approval: the array of `{id, arguments}` approve's `calls` must meet).
+ */
 export type InboxItem = Omit<WireInboxItem, 'answerSchema' | 'peerSchemas'> & {
   answerSchema: JsonSchema & { oneOf?: JsonSchema[] };
   peerSchemas: Record<string, JsonSchema & { oneOf?: JsonSchema[] }>;
@@ -193,6 +198,8 @@ export const api = {
     call((c) => c.inbox.list(given(q))) as Promise<Omit<InboxList, 'items'> & { items: InboxItem[] }>,
   // A payload built from raw JSON may be anything: the server says what is wrong with it (422).
   answer: (id: string, body: { payload: unknown; to?: string; note?: string }): Promise<InboxAnswered> => call((c) => c.inbox.answer(id, body as InboxAnswer)),
+  // Edited arguments may be anything the person typed: the server checks them against the tool's parameters (422 naming the field).
+  approve: (id: string, body: { calls?: Array<{ id: string; arguments: unknown }>; note?: string }): Promise<InboxClosed> => call((c) => c.inbox.approve(id, body)),
   reject: (id: string, note: string): Promise<InboxClosed> => call((c) => c.inbox.reject(id, note)),
   journalStats: (): Promise<JournalStats> => call((c) => c.journal.stats()),
   redeliver: (id: string): Promise<unknown> => call((c) => c.journal.redeliver(id)),

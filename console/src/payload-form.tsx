@@ -247,3 +247,68 @@ export function usePayloadEditor(choices: readonly PayloadChoice[] | undefined):
   );
   return { editor, build, ready: choices !== undefined && (rawOnly || chosen !== undefined) };
 }
+
+/** What a value editor's `build()` gives: the value to send, or null after saying why not (JSON that does not parse). */
+export type Built = { readonly value: unknown } | null;
+
+/**
+ * An editor of one value prefilled with `start` (a tool call's arguments as the model proposed
+ * them): the form generated from `schema` when it describes an object's fields, with **Raw JSON**
+ * to edit the text instead; JSON text only when there is no such schema.
+ */
+export function useValueEditor(schema: JsonSchema | undefined, start: unknown, name: string): { editor: ReactNode; build: () => Built } {
+  const root = schema ?? {};
+  const formable = schema !== undefined && typeOf(resolve(schema, root)) === 'object' && resolve(schema, root).properties !== undefined;
+  const [value, setValue] = useState<Value>(start);
+  const [raw, setRaw] = useState(!formable);
+  const [rawText, setRawText] = useState(() => JSON.stringify(start, null, 2));
+  const [rawError, setRawError] = useState<string | null>(null);
+
+  const parse = (): Built => {
+    try {
+      const parsed: unknown = JSON.parse(rawText);
+      setRawError(null);
+      return { value: parsed };
+    } catch (err) {
+      setRawError(`Not valid JSON: ${(err as Error).message}`);
+      return null;
+    }
+  };
+  const build = (): Built => (raw ? parse() : { value: finalize(root, root, value) });
+  // Switching keeps what was typed: the form's value becomes the text, the text (if it parses) the form's value.
+  const switchRaw = (on: boolean) => {
+    if (on) {
+      setRawText(JSON.stringify(finalize(root, root, value), null, 2));
+      setRaw(true);
+      return;
+    }
+    const parsed = parse();
+    if (parsed === null) return;
+    setValue(parsed.value);
+    setRaw(false);
+  };
+
+  const editor = (
+    <>
+      {formable && (
+        <label className="check">
+          <input type="checkbox" checked={raw} onChange={(e) => switchRaw(e.target.checked)} /> Raw JSON
+        </label>
+      )}
+      {raw ? (
+        <label>
+          {name} (JSON)
+          <textarea rows={Math.min(12, Math.max(3, rawText.split('\n').length))} value={rawText} onChange={(e) => setRawText(e.target.value)} spellCheck={false} />
+        </label>
+      ) : (
+        <Field name={name} path={name} schema={root} root={root} value={value} required onChange={setValue} />
+      )}
+      {rawError && (
+        <p className="error" role="alert">
+          {rawError}
+        </p>
+      )}
+    </>
+  );
+  return { editor, build };
+}

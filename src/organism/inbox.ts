@@ -177,43 +177,23 @@ export class Inbox {
   }
 
   private async decide(entry: JournalEntry, decision: ApprovalDecision, outcome: InboxOutcome): Promise<InboxClosed> {
-    const { message } = entry;
-    if (!(await this.host.pump.decideApproval(entry, decision))) {
-      const now = await this.host.journal.get(message.id);
-      throw Errors.INBOX_ITEM_CLOSED(message.id, now ? outcomeText(now) : 'gone');
-    }
-    const closed: InboxClosed = {
-      id: message.id,
-      kind: 'approval',
-      threadId: message.threadId,
-      listener: message.to,
-      outcome,
-      by: decision.by,
-      at: decision.at,
-      note: decision.note,
-      sentId: null,
-    };
-    this.host.bus.emit({ type: 'inbox_closed', closed });
-    return closed;
+    const closedFirst = await this.host.pump.decideApproval(entry, decision);
+    return this.closed(entry, closedFirst, { outcome, by: decision.by, at: decision.at, note: decision.note, sentId: null });
   }
 
   private async close(entry: JournalEntry, closing: AskClosing, outcome: InboxOutcome): Promise<InboxClosed> {
+    const closedFirst = await this.host.pump.closeAsk(entry, closing);
+    return this.closed(entry, closedFirst, { outcome, by: closing.by, at: this.host.now(), note: closing.note, sentId: closing.outgoing[0]?.id ?? null });
+  }
+
+  /** After a decision or a close: told as `inbox_closed` when this one came first, else the 409 of the first one's outcome. */
+  private async closed(entry: JournalEntry, first: boolean, how: Pick<InboxClosed, 'outcome' | 'by' | 'at' | 'note' | 'sentId'>): Promise<InboxClosed> {
     const { message } = entry;
-    if (!(await this.host.pump.closeAsk(entry, closing))) {
+    if (!first) {
       const now = await this.host.journal.get(message.id);
       throw Errors.INBOX_ITEM_CLOSED(message.id, now ? outcomeText(now) : 'gone');
     }
-    const closed: InboxClosed = {
-      id: message.id,
-      kind: entry.approval ? 'approval' : 'ask',
-      threadId: message.threadId,
-      listener: message.to,
-      outcome,
-      by: closing.by,
-      at: this.host.now(),
-      note: closing.note,
-      sentId: closing.outgoing[0]?.id ?? null,
-    };
+    const closed: InboxClosed = { id: message.id, kind: kindOf(entry), threadId: message.threadId, listener: message.to, ...how };
     this.host.bus.emit({ type: 'inbox_closed', closed });
     return closed;
   }

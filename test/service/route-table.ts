@@ -59,6 +59,7 @@ export const ROUTES: readonly RouteCase[] = [
   { method: 'GET', template: '/api/v1/inbox', access: 'viewer' },
   { method: 'POST', template: '/api/v1/inbox/{id}/answer', access: 'approver', body: { payload: { Text: { text: 'x' } } } },
   { method: 'POST', template: '/api/v1/inbox/{id}/reject', access: 'approver', body: { note: 'no' } },
+  { method: 'POST', template: '/api/v1/inbox/{id}/approve', access: 'approver', body: {} },
 ];
 
 export function fill(template: string, values: Record<string, string>): string {

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { admin } from './pg-admin.js';
+import { sqlStatements } from './sql-statements.js';
 import { sleep } from './stats.js';
 
 /**
@@ -21,13 +22,6 @@ export interface ClientCounts {
 }
 
 type QueryMethod = (this: pg.Client, ...args: unknown[]) => unknown;
-
-/** Splits a simple-protocol query string into its statements (good enough for the SQL we send: no `;` inside literals we count). */
-const statementsOf = (text: string): string[] =>
-  text
-    .split(';')
-    .map((s) => s.trim())
-    .filter((s) => s.length > 0);
 
 const BEGIN = /^(begin|start\s+transaction)\b/i;
 const END = /^(commit|end|rollback)\b/i;
@@ -52,7 +46,7 @@ export function countPgRoundTrips(database: string): { counts(): ClientCounts; r
       roundTrips++;
       const head = text.replace(/\s+/g, ' ').trim().slice(0, 70);
       byQuery.set(head, (byQuery.get(head) ?? 0) + 1);
-      for (const statement of statementsOf(text)) {
+      for (const statement of sqlStatements(text)) {
         if (BEGIN.test(statement)) inBlock.set(this, true);
         else if (END.test(statement)) {
           transactions++;

@@ -60,6 +60,15 @@ describe('bench peers: statement counting', () => {
       expect(counter.snapshot()).toEqual({ statements: 4, commits: 2 });
       expect(done.at(-1)).toEqual({ text: 'SELECT $1::int AS n', values: [7] });
       expect(done.find((d) => d.text.startsWith('INSERT') && d.values[0] === 1)).toBeDefined();
+      // organism's PostgreSQL writer sends a transaction's head and tail as simple-protocol strings.
+      const c2 = await pool.connect();
+      try {
+        await c2.query('BEGIN; INSERT INTO peers_count VALUES (3)');
+        await c2.query("INSERT INTO peers_count VALUES (4); UPDATE peers_count SET x = x WHERE x = 0 OR 'a;b' = 'a;b'; COMMIT");
+      } finally {
+        c2.release();
+      }
+      expect(counter.snapshot()).toEqual({ statements: 7, commits: 3 });
     } finally {
       await pool.end();
       undo();

@@ -1,3 +1,4 @@
+import { sqlStatements } from '../../lib/sql-statements.js';
 import type { WorkCounts } from './system.js';
 
 /**
@@ -33,13 +34,16 @@ export function countPgQueries(Client: { prototype: { query: QueryMethod } }, co
     const config = args[0] as string | { text?: string; values?: unknown[] } | undefined;
     const text = typeof config === 'string' ? config : (config?.text ?? '');
     const values = (Array.isArray(args[1]) ? args[1] : typeof config === 'object' ? config?.values : undefined) ?? [];
-    if (BEGIN.test(text)) inTransaction.set(this, true);
-    else if (CONTROL.test(text)) {
-      if (COMMIT.test(text)) counter.commits++;
-      inTransaction.set(this, false);
-    } else {
-      counter.statements++;
-      if (!inTransaction.get(this) && !READ.test(text)) counter.commits++;
+    // A simple-protocol query may carry a whole transaction (`BEGIN; ...; COMMIT`): count each statement.
+    for (const statement of sqlStatements(text)) {
+      if (BEGIN.test(statement)) inTransaction.set(this, true);
+      else if (CONTROL.test(statement)) {
+        if (COMMIT.test(statement)) counter.commits++;
+        inTransaction.set(this, false);
+      } else {
+        counter.statements++;
+        if (!inTransaction.get(this) && !READ.test(statement)) counter.commits++;
+      }
     }
     if (!onDone) return original.apply(this, args);
     const last = args.length - 1;

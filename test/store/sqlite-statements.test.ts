@@ -156,7 +156,7 @@ describe('a delivery whose DISPATCHED mark and outcome are queued in one group c
 });
 
 describe('SQLite thread records', () => {
-  it('are written once per group commit, one row per thread with its last record, and read back before the commit', async () => {
+  it('are written once per group commit, one row per thread with its last record, and read back before the commit (get without flushing it)', async () => {
     const { threads } = stores();
     const record = (id: string, n: number): ThreadRecord => ({
       id,
@@ -170,8 +170,16 @@ describe('SQLite thread records', () => {
     });
     const counter = countStatements();
     for (let n = 1; n <= 3; n++) for (const id of ['t1', 't2']) threads.put(record(id, n));
-    expect(await threads.get('t1')).toEqual(record('t1', 3)); // the read flushes the commit
-    expect(counter.statements).toBe(2); // one upsert for both threads' last records, then the read
+    // get answers a record not committed yet from memory, and any other from the file without
+    // flushing the group commit (an inject naming its thread reads once per message).
+    expect(await threads.get('t1')).toEqual(record('t1', 3));
+    expect(counter.statements).toBe(0);
+    expect(await threads.get('t3')).toBeNull();
+    expect(counter.statements).toBe(1); // the read alone: the upsert still waits for its commit
+    expect(await threads.getMany(['t1'])).toEqual(new Map([['t1', record('t1', 3)]])); // flushes
+    expect(counter.statements).toBe(3); // one upsert for both threads' last records, then the read
+    expect(await threads.get('t2')).toEqual(record('t2', 3)); // committed: read back from the file
+    expect(counter.statements).toBe(4);
     threads.put(record('t2', 4));
     expect(await threads.getMany(['t1', 't2'])).toEqual(
       new Map([

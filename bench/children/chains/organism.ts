@@ -2,7 +2,6 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { Organism } from '../../../src/organism/organism.js';
 import { openSqliteStorage } from '../../../src/store/index.js';
-import { newId } from '../../../src/util/ids.js';
 import { chainOrganism } from '../../lib/organisms.js';
 import { sleep } from '../../lib/stats.js';
 import { Counter, countPgQueries, countSqliteStatements } from './count.js';
@@ -31,11 +30,18 @@ export const organismChain =
       probe.close();
       organism = new Organism(loaded, { storage: openSqliteStorage({ dataDir: input.dataDir }) });
     }
+    // Each message starts a thread of its own, as an inject without a thread id does: the id comes
+    // back from inject (a caller-chosen id costs a read of the threads table first, to refuse a
+    // killed thread). A final ack seen before its inject returned waits in `early`.
     const keys = new Map<string, number>();
+    const early = new Set<string>();
     organism.bus.on((e) => {
       if (e.type !== 'message' || e.state !== 'ACKED' || e.message.to !== `hop${HOPS}`) return;
       const key = keys.get(e.message.threadId);
-      if (key === undefined) return;
+      if (key === undefined) {
+        early.add(e.message.threadId);
+        return;
+      }
       keys.delete(e.message.threadId);
       onFinal(key);
     });
@@ -43,10 +49,10 @@ export const organismChain =
     const system: ChainSystem = {
       async inject(batch) {
         await Promise.all(
-          batch.map((key) => {
-            const threadId = newId();
-            keys.set(threadId, key);
-            return organism.inject('hop1', { text: `m${key}` }, { threadId, metadata: { orgId: 'acme' }, waitMs: 120_000 });
+          batch.map(async (key) => {
+            const { threadId } = await organism.inject('hop1', { text: `m${key}` }, { metadata: { orgId: 'acme' }, waitMs: 120_000 });
+            if (early.delete(threadId)) onFinal(key);
+            else keys.set(threadId, key);
           }),
         );
       },

@@ -43,7 +43,8 @@ const UPSERT_BATCH_SQL = `INSERT INTO threads (id, status, participants, message
  * Thread records on SQLite, written through the group writer: the records put during one tick
  * are one write of that tick's transaction, the last record of each thread only, all of them in
  * one statement (a thread's record is put several times per message; each upsert re-serialised
- * its participants and metadata). Reads flush the writer first, so they see every record put.
+ * its participants and metadata). Reads see every record put: `get` answers from the records not
+ * committed yet, the other reads flush the writer first.
  *
  * A write that fails (the disk full) is tried again until it commits, unless a newer record of
  * the thread came meanwhile: the pump writes a finished thread's record once, and nothing else
@@ -119,7 +120,10 @@ export class SqliteThreadStore implements ThreadStore {
   }
 
   async get(id: string): Promise<ThreadRecord | null> {
-    this.writer.flush();
+    // A record put and not committed yet is the newest; any other is in the file already. Not
+    // flushing keeps the group commit whole: an inject naming its thread reads here every time.
+    const pending = this.uncommitted.get(id);
+    if (pending) return pending;
     const row = prepared(this.db, 'SELECT * FROM threads WHERE id = ?').get(id) as ThreadRow | undefined;
     return row ? recordOf(row) : null;
   }

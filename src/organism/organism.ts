@@ -139,6 +139,7 @@ export class Organism {
         logger: this.logger,
         llmHandler: (listener) => createLlmAgentHandler(listener, () => this.peerView()),
         guards: (name) => this.guardsOf(name),
+        payloadRedactor: () => (this.config.privacy?.redactPayloads && this.redactor.active ? this.redactor : null),
         observers: this.observers.deliveries,
         queue: this.storage.queue,
         ...(options.now ? { now: options.now } : {}),

@@ -206,6 +206,11 @@ export class Deliveries {
       this.send(await this.outcomes.fail(d, 'invalid_result', Errors.INVALID_RESULT(runtime.name, routed.error).detail, message.from), thread);
       return;
     }
+    if (state.deps.payloadRedactor) {
+      const redactor = state.deps.payloadRedactor();
+      // privacy.redact_payloads: the messages are journaled (and handed on) redacted.
+      if (redactor) routed.messages.forEach((m, i) => ((routed.messages as Message[])[i] = { ...m, payload: redactor.value(m.payload) }));
+    }
     const notices = routed.refused.map((r) => systemErrorMessage(message, runtime.name, r.reason, r.error, state.now(), { messageId: r.message.id, to: r.message.to }));
     const outgoing = notices.length === 0 ? routed.messages : [...routed.messages, ...traced(notices, d.watch)];
     const { acked, notices: failureNotices } = await this.outcomes.ack(d, outgoing, routed.refused[0]?.error ?? null);

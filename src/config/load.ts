@@ -111,7 +111,9 @@ export async function loadOrganismFromString(yamlText: string, virtualPath: stri
   const tools = findToolExports(draft.listeners, modules, new Set(handlerModules));
   const payloadTypes = collectPayloadTypes(sink, draft, refs, modules, tools.types);
   checkListenerPayloads(draft, payloadTypes);
-  const listeners = resolved.map((r, i) => (r && draft.listeners[i] ? withGuards(withTools(r, draft.listeners[i], tools, payloadTypes), resolveGuards(sink, listenerGuards[i] ?? [], modules)) : r));
+  const listeners = resolved.map((r, i) =>
+    r && draft.listeners[i] ? withGuards(withTools(r, draft.listeners[i], tools, payloadTypes), resolveGuards(sink, listenerGuards[i] ?? [], modules)) : r,
+  );
   const guards = resolveGuards(sink, draft.guards, modules);
   const redactFunctions = resolveRedactFunctions(sink, draft.redactFunctions, modules);
 

@@ -102,7 +102,8 @@ export const ConfigMessages = {
   guardNameOnlyForUse: () => '`name` applies to `use:` guards only (built-in guards are named by their kind); remove it',
   emptyForbidden: () => '`forbidden` lists no pattern; give at least one regular expression',
   redactEntryKind: () => 'a `privacy.redact` mapping has either `pattern` (a regular expression) or `use` (`./module.ts#function`)',
-  guardModuleNotFound: (what: string, modulePath: string, resolved: string) => `${what} module ${quote(modulePath)} not found (looked for ${resolved}); fix the path, which is relative to the config file`,
+  guardModuleNotFound: (what: string, modulePath: string, resolved: string) =>
+    `${what} module ${quote(modulePath)} not found (looked for ${resolved}); fix the path, which is relative to the config file`,
   guardModuleFailed: (what: string, modulePath: string, reason: string) => `${what} module ${quote(modulePath)} failed to load: ${reason}`,
   guardExportNotFound: (what: string, modulePath: string, exportName: string, suggestion: string | null, candidates: readonly string[]) =>
     `${what} ${quote(exportName)}: module ${quote(modulePath)} has no export ${quote(exportName)}${suggestion ? didYouMean(suggestion) : candidates.length > 0 ? `; its exports: ${candidates.join(', ')}` : ''}`,

@@ -78,8 +78,12 @@ export interface GuardTrip {
   readonly reason: string;
 }
 
-export type InputGuarding = { readonly ok: true; readonly system: string; readonly messages: readonly ChatMessage[]; readonly rewrittenBy: readonly string[] } | { readonly ok: false; readonly trip: GuardTrip };
-export type OutputGuarding = { readonly ok: true; readonly text: string; readonly toolCalls: readonly ToolCall[]; readonly rewrittenBy: readonly string[] } | { readonly ok: false; readonly trip: GuardTrip };
+export type InputGuarding =
+  | { readonly ok: true; readonly system: string; readonly messages: readonly ChatMessage[]; readonly rewrittenBy: readonly string[] }
+  | { readonly ok: false; readonly trip: GuardTrip };
+export type OutputGuarding =
+  | { readonly ok: true; readonly text: string; readonly toolCalls: readonly ToolCall[]; readonly rewrittenBy: readonly string[] }
+  | { readonly ok: false; readonly trip: GuardTrip };
 
 type Base = Omit<GuardInput, 'system' | 'messages' | 'text'>;
 

@@ -164,7 +164,9 @@ export class LlmRouter {
       const guarded = await guardOutput(guards, base, response.content, response.toolCalls ?? []);
       if (guarded.ok) {
         const rewritten = { ...response, content: guarded.text, toolCalls: guarded.toolCalls };
-        const record = success.record.response ? { ...success.record, response: { ...success.record.response, text: guarded.text, toolCalls: guarded.toolCalls.map((c) => ({ ...c })) } } : success.record;
+        const record = success.record.response
+          ? { ...success.record, response: { ...success.record.response, text: guarded.text, toolCalls: guarded.toolCalls.map((c) => ({ ...c })) } }
+          : success.record;
         success = { ...success, response: rewritten, record };
       } else {
         trip = guarded.trip;

@@ -209,7 +209,10 @@ export class Deliveries {
     if (state.deps.payloadRedactor) {
       const redactor = state.deps.payloadRedactor();
       // privacy.redact_payloads: the messages are journaled (and handed on) redacted.
-      if (redactor) routed.messages.forEach((m, i) => ((routed.messages as Message[])[i] = { ...m, payload: redactor.value(m.payload) }));
+      if (redactor) {
+        const messages = routed.messages as Message[];
+        for (let i = 0; i < messages.length; i++) messages[i] = { ...messages[i]!, payload: redactor.value(messages[i]!.payload) };
+      }
     }
     const notices = routed.refused.map((r) => systemErrorMessage(message, runtime.name, r.reason, r.error, state.now(), { messageId: r.message.id, to: r.message.to }));
     const outgoing = notices.length === 0 ? routed.messages : [...routed.messages, ...traced(notices, d.watch)];

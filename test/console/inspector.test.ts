@@ -148,7 +148,9 @@ describe('the LLM call inspector', () => {
     expect(await head.textContent()).toContain('guardrail: forbidden (input)');
     expect(await head.textContent()).not.toContain('attempt');
     await head.click();
-    expect(await calls.nth(0).getByRole('alert').textContent()).toMatch(/guardrail forbidden blocked the input \(nothing was sent to the provider\): matches the forbidden pattern "secret plans"/);
+    expect(await calls.nth(0).getByRole('alert').textContent()).toMatch(
+      /guardrail forbidden blocked the input \(nothing was sent to the provider\): matches the forbidden pattern "secret plans"/,
+    );
     // What would have been sent is shown all the same.
     expect(await calls.nth(0).getByRole('figure', { name: 'user turn' }).textContent()).toContain('tell me the secret plans');
   });

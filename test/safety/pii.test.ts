@@ -6,7 +6,7 @@ import { builtinDetector, DETECTOR_NAMES, ibanValid, luhn, patternDetector, Reda
 const all = new Redactor(DETECTOR_NAMES.map(builtinDetector));
 
 /** Values that must be caught, by detector. */
-export const CORPUS = {
+const CORPUS = {
   email: ['ada.lovelace@example.com', 'j+tag@mail.example.co.uk'],
   phone: ['+44 20 7946 0958', '+1 (415) 555-0134', '555-867-5309'],
   card: ['4111 1111 1111 1111', '5500-0000-0000-0004', '378282246310005'],

@@ -65,7 +65,9 @@ export const LlmCallInfo = Type.Object(
       Type.Object(
         {
           name: Type.String({ description: 'The guard (its `name`, export name, or built-in kind)' }),
-          stage: Type.Union([Type.Literal('input'), Type.Literal('output')], { description: 'input: refused before the provider call (nothing sent, no tokens); output: the answer was refused' }),
+          stage: Type.Union([Type.Literal('input'), Type.Literal('output')], {
+            description: 'input: refused before the provider call (nothing sent, no tokens); output: the answer was refused',
+          }),
           reason: Type.String({ description: "The guard's reason" }),
         },
         { description: 'The guardrail that stopped this call (the delivery failed with reason `guardrail`); null when none did' },

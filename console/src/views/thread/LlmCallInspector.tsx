@@ -101,9 +101,7 @@ function CallList({ calls, showThread = false, empty }: { calls: readonly LlmCal
             <button type="button" className="llm-call-head" aria-expanded={open.has(c.id)} onClick={() => toggle(c.id)}>
               <span className="time">{fmt.time(c.startedAt)}</span>
               <strong>{c.agent}</strong>
-              <span>
-                {c.provider ? `${c.provider} · ${c.model}` : c.model}
-              </span>
+              <span>{c.provider ? `${c.provider} · ${c.model}` : c.model}</span>
               {c.guard?.stage !== 'input' && <span className="muted">attempt {c.attempt}</span>}
               {c.repair && <span className="badge state-paused">repair</span>}
               {c.guard ? (
@@ -190,8 +188,8 @@ function CallDetail({ call: c, calls, showThread }: { call: LlmCall; calls: read
       </dl>
       {c.guard ? (
         <p className="error" role="alert">
-          <span className="badge state-failed">guardrail</span> <strong>{c.guard.name}</strong> blocked the {c.guard.stage === 'input' ? 'input (nothing was sent to the provider)' : 'answer'}:{' '}
-          {c.guard.reason}
+          <span className="badge state-failed">guardrail</span> <strong>{c.guard.name}</strong> blocked the{' '}
+          {c.guard.stage === 'input' ? 'input (nothing was sent to the provider)' : 'answer'}: {c.guard.reason}
         </p>
       ) : (
         c.error && (

@@ -104,6 +104,7 @@ export class Organism {
   readonly inbox: Inbox;
   private redactorFor: LoadedOrganism | null = null;
   private redactorValue: Redactor = Redactor.NONE;
+  private redactsLogs = false;
 
   constructor(loaded: LoadedOrganism, options: OrganismOptions = {}) {
     this.loaded = loaded;
@@ -526,7 +527,10 @@ export class Organism {
     if (this.redactorFor !== this.loaded) {
       this.redactorFor = this.loaded;
       this.redactorValue = privacyRedactor(this.loaded.config.privacy, this.loaded.redactFunctions ?? []);
-      setLogRedactor(this.redactorValue.active ? (line) => this.redactorValue.text(line) : null);
+      // Log lines are written by the process's loggers (createLogger): one organism per process sets it.
+      if (this.redactorValue.active) setLogRedactor((line) => this.redactorValue.text(line));
+      else if (this.redactsLogs) setLogRedactor(null);
+      this.redactsLogs = this.redactorValue.active;
     }
     return this.redactorValue;
   }

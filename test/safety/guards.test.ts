@@ -167,6 +167,23 @@ describe('input guards run before the provider call', () => {
   });
 });
 
+describe('reload', () => {
+  it('guards added by a reload apply to the next call, and the reload names them', async () => {
+    const s = await server([send('done')]);
+    const file = project(config(s.url, []));
+    const organism = new Organism(await loadOrganism(file));
+    await organism.start();
+    cleanup.push(() => organism.stop({ timeoutMs: 2_000 }));
+    writeFileSync(file, config(s.url, ["{forbidden: ['refund']}"], ['guards:', '  - {max_input_bytes: 100000}', 'privacy:', '  redact: [email]']));
+    const result = organism.reload(await loadOrganism(file));
+    expect(result.changed).toEqual(expect.arrayContaining(['guards', 'privacy']));
+    expect(result.updatedFields).toMatchObject({ desk: ['guards'] });
+    const { messageId } = await organism.inject('desk', { text: 'a refund please' });
+    expect((await failedEntry(organism, messageId)).failureReason).toBe('guardrail');
+    expect(s.seen).toHaveLength(0);
+  });
+});
+
 describe('output guards see the answer before anything is sent', () => {
   it('a block fails the delivery (reason guardrail); nothing reaches the peer; the call is recorded and accounted', async () => {
     const s = await server([send('the code is TOP SECRET')]);

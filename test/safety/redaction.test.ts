@@ -228,6 +228,7 @@ for (const s of stores) {
       expectNone('the WebSocket stream', ws);
       // The deltas of each call, joined, are the answer with its values redacted.
       const deltas = r.frames.filter((f) => f.includes('"llm_delta"')).map((f) => (JSON.parse(f) as { text: string }).text);
+      expectNone('the llm_delta frames joined', deltas.join(''));
       expect(deltas.join('')).toContain('Found: [redacted:email] / [redacted:phone] / [redacted:card] / [redacted:iban] / [redacted:api_key] / [redacted:pattern].');
 
       const spans = JSON.stringify(r.spans);

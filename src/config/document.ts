@@ -381,7 +381,7 @@ function readHuman(r: MapReader, handlerRef: string): { human?: HumanListenerCon
     if (r.has('on_timeout')) r.problem('on_timeout', ConfigMessages.onTimeoutNotHuman());
     return {};
   }
-  for (const key of ['prompt', 'model', 'tools', 'approval', 'mcp_servers', 'reply_format', 'max_tool_rounds', 'max_tool_calls_per_round', 'max_messages_per_reply'])
+  for (const key of ['prompt', 'model', 'tools', 'approval', 'mcp_servers', 'reply_format', 'max_tool_rounds', 'max_tool_calls_per_round', 'max_messages_per_reply', 'guards'])
     if (r.has(key)) r.problem(key, ConfigMessages.humanNotAgentKey(key));
   const timeoutSeconds = r.has('timeout_seconds') ? r.number('timeout_seconds', 1, true) : null;
   let onTimeout: HumanListenerConfig['onTimeout'] = 'fail';

@@ -243,4 +243,13 @@ describe('guards: in organism.yaml is checked at its key paths', () => {
     );
     expect(problems).toHaveLength(9);
   });
+
+  it('refuses guards on a builtin:human listener (people answer it: no LLM call to guard)', async () => {
+    const yaml = config('http://127.0.0.1:9/v1', []).replace(
+      '  - name: outbox',
+      ['  - name: person', '    handler: builtin:human', '    payload: Ticket', '    guards: [{max_input_bytes: 10}]', '  - name: outbox'].join('\n'),
+    );
+    const report = await checkOrganismReport(project(yaml));
+    expect(report.problems.map((p) => `${p.keyPath}: ${p.message}`)).toEqual(['listeners[1].guards: `guards` does not apply to a `builtin:human` listener (people answer it); remove it']);
+  });
 });

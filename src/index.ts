@@ -57,6 +57,22 @@ export type { XmlElement, XmlNode, XmlText } from './payload/xml-tree.js';
 // Code tools: functions an LLM agent calls inside its turn (`tools:` in organism.yaml).
 export { defineTool, isToolDef, type CodeTool, type ToolContext, type ToolDef, type ToolFunction } from './agent/code-tool.js';
 
+// Guardrails (`guards:` in organism.yaml): checks of an LLM call's input and answer.
+export {
+  defineGuard,
+  isGuardDef,
+  type GuardAllow,
+  type GuardBlock,
+  type GuardDef,
+  type GuardInput,
+  type GuardInputRewrite,
+  type GuardInputVerdict,
+  type GuardOutput,
+  type GuardOutputRewrite,
+  type GuardOutputVerdict,
+  type RedactFunction,
+} from './core/guard.js';
+
 // organism.yaml: load, check and show a config.
 export { checkOrganism, checkOrganismReport, loadOrganism, loadOrganismFromString, type LoadOptions } from './config/load.js';
 export { ConfigInvalidError, formatConfigProblem } from './config/errors.js';

@@ -15,6 +15,7 @@ import type {
   ProviderConfig,
   ReplyFormat,
   TelemetryConfig,
+  PrivacyConfig,
   TopLevelSettings,
 } from './types.js';
 import { ConfigMessages, Expected } from './messages.js';
@@ -24,6 +25,7 @@ import { parseSlashRegex } from '../llm/providers/mock-match.js';
 import { BUILTIN_HUMAN, BUILTIN_LLM, Defaults, Keys, LLM_RECORD_MODES, MAX_TOKENS_PARAMS, OTLP_PROTOCOLS, PROVIDER_TYPES, REPLY_FORMATS, RETRY_BACKOFFS, TOKEN_ROLES } from './schema.js';
 import { closest } from './suggest.js';
 import { checkAgentTools, checkApproval, readToolEntries } from './tools.js';
+import { readGuardEntries, readPrivacy, type GuardEntry, type RedactFunctionEntry } from './guards.js';
 import { acceptedTypes } from './accepted-types.js';
 import { SYSTEM_ERROR_TYPE } from '../core/message.js';
 
@@ -47,6 +49,11 @@ export interface ConfigDraft extends TopLevelSettings {
   readonly journal: JournalConfig;
   readonly metrics: MetricsConfig;
   readonly telemetry: TelemetryConfig;
+  /** Top-level `guards:`, with their places. */
+  readonly guards: readonly GuardEntry[];
+  readonly privacy: PrivacyConfig;
+  /** `privacy.redact` entries naming module functions, with their places. */
+  readonly redactFunctions: readonly RedactFunctionEntry[];
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -87,7 +94,11 @@ export function readDocument(sink: ProblemSink, root: Node | null): ConfigDraft 
   const journal = top.map('journal', Keys.journal);
   const metrics = top.map('metrics', Keys.metrics);
   const telemetry = top.map('telemetry', Keys.telemetry);
+  const privacy = readPrivacy(top.map('privacy', Keys.privacy));
   return {
+    guards: readGuardEntries(top),
+    privacy: privacy.config,
+    redactFunctions: privacy.functions,
     name,
     maxTokensPerThread: top.integer('max_tokens_per_thread', Defaults.maxTokensPerThread, 1),
     maxConcurrentHandlers: top.integer('max_concurrent_handlers', Defaults.maxConcurrentHandlers, 1),
@@ -337,6 +348,7 @@ function readListener(r: MapReader): ListenerConfig {
     mcpServers: r.stringList('mcp_servers'),
     ...(r.has('tools') ? { tools: readToolEntries(r) } : {}),
     ...(r.has('approval') ? { approval: r.stringList('approval') } : {}),
+    ...(r.has('guards') ? { guards: readGuardEntries(r).map((e) => e.config) } : {}),
     maxToolRounds: r.integer('max_tool_rounds', Defaults.maxToolRounds, 1),
     maxToolCallsPerRound: r.integer('max_tool_calls_per_round', Defaults.maxToolCallsPerRound, 1),
     maxMessagesPerReply: r.has('max_messages_per_reply') ? r.integer('max_messages_per_reply', Defaults.maxMessagesPerReply, 1) : null,
@@ -369,7 +381,7 @@ function readHuman(r: MapReader, handlerRef: string): { human?: HumanListenerCon
     if (r.has('on_timeout')) r.problem('on_timeout', ConfigMessages.onTimeoutNotHuman());
     return {};
   }
-  for (const key of ['prompt', 'model', 'tools', 'approval', 'mcp_servers', 'reply_format', 'max_tool_rounds', 'max_tool_calls_per_round', 'max_messages_per_reply'])
+  for (const key of ['prompt', 'model', 'tools', 'approval', 'mcp_servers', 'reply_format', 'max_tool_rounds', 'max_tool_calls_per_round', 'max_messages_per_reply', 'guards'])
     if (r.has(key)) r.problem(key, ConfigMessages.humanNotAgentKey(key));
   const timeoutSeconds = r.has('timeout_seconds') ? r.number('timeout_seconds', 1, true) : null;
   let onTimeout: HumanListenerConfig['onTimeout'] = 'fail';

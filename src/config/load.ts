@@ -14,8 +14,10 @@ import { BUILTIN_PAYLOAD_TYPES, buildPayloadDefs, checkPayloadTypes, type TypeOr
 import { ProblemSink } from './reader.js';
 import { BUILTIN_HUMAN, BUILTIN_LLM } from './schema.js';
 import { closest } from './suggest.js';
+import { guardEntriesOf, guardModulePaths, resolveGuards, resolveRedactFunctions } from './guards.js';
+import type { Guard } from '../core/guard.js';
 import { findToolExports, resolveAgentTools, toolModulePaths, toolsVersion, type FoundTools } from './tools.js';
-import type { ConfigProblem, ListenerConfig, LoadedOrganism, OrganismConfig, ResolvedListener } from './types.js';
+import type { ConfigProblem, ListenerConfig, LoadedOrganism, OrganismConfig, PrivacyConfig, ResolvedListener } from './types.js';
 
 /** Options of `loadOrganism`, `loadOrganismFromString` and `checkOrganism`. */
 export interface LoadOptions {
@@ -100,13 +102,20 @@ export async function loadOrganismFromString(yamlText: string, virtualPath: stri
   const baseDir = path.dirname(path.resolve(virtualPath));
   const refs = draft.listeners.map((l) => readHandlerRef(l));
   const handlerModules = refs.flatMap((r) => (r?.kind === 'module' ? [r.modulePath] : []));
-  const modules = await loadModules(baseDir, [...handlerModules, ...toolModulePaths(draft.listeners)]);
+  const listenerGuards = draft.listeners.map((l) => guardEntriesOf(l.at));
+  const guardRefs = [...draft.guards, ...listenerGuards.flat()].flatMap((e) => (e.config.kind === 'module' ? [e.config.use] : []));
+  const guardModules = guardModulePaths([...guardRefs, ...draft.redactFunctions.map((f) => f.use)]);
+  const modules = await loadModules(baseDir, [...new Set([...handlerModules, ...toolModulePaths(draft.listeners), ...guardModules])]);
   reportBrokenModules(draft.listeners, refs, modules);
   const resolved = draft.listeners.map((l, i) => resolveListener(l, refs[i] ?? null, modules));
   const tools = findToolExports(draft.listeners, modules, new Set(handlerModules));
   const payloadTypes = collectPayloadTypes(sink, draft, refs, modules, tools.types);
   checkListenerPayloads(draft, payloadTypes);
-  const listeners = resolved.map((r, i) => (r && draft.listeners[i] ? withTools(r, draft.listeners[i], tools, payloadTypes) : r));
+  const listeners = resolved.map((r, i) =>
+    r && draft.listeners[i] ? withGuards(withTools(r, draft.listeners[i], tools, payloadTypes), resolveGuards(sink, listenerGuards[i] ?? [], modules)) : r,
+  );
+  const guards = resolveGuards(sink, draft.guards, modules);
+  const redactFunctions = resolveRedactFunctions(sink, draft.redactFunctions, modules);
 
   if (sink.problems.length > 0) throw new ConfigInvalidError(redacted(sortProblems(oncePerSubstitution(sink.problems, envProblems))));
   const warnings = new ProblemSink(virtualPath, lines);
@@ -126,6 +135,8 @@ export async function loadOrganismFromString(yamlText: string, virtualPath: stri
     listeners: listeners.filter((l): l is ResolvedListener => l !== null),
     payloadTypes: payloadTypes.map((t) => t.def),
     sources: [path.resolve(virtualPath), ...new Set([...modules.values()].flatMap((m) => m.files))],
+    ...(guards.length > 0 ? { guards } : {}),
+    ...(redactFunctions.length > 0 ? { redactFunctions } : {}),
   };
 }
 
@@ -238,6 +249,15 @@ function withTools(r: ResolvedListener, l: Located<ListenerConfig>, tools: Found
   return { ...r, handlerVersion: `${r.handlerVersion}+${toolsVersion(found)}`, tools: codeTools };
 }
 
+function hasPrivacy(p: PrivacyConfig): boolean {
+  return p.redact.length > 0 || p.patterns.length > 0 || p.functions.length > 0 || p.redactPayloads;
+}
+
+/** A listener with its guardrails (none: as it was). */
+function withGuards(r: ResolvedListener, guards: readonly Guard[]): ResolvedListener {
+  return guards.length > 0 ? { ...r, guards } : r;
+}
+
 /** YAML types first, then each module's exported types (located at the first handler using it), then those of the agents' tools. */
 function collectPayloadTypes(
   sink: ProblemSink,
@@ -316,5 +336,7 @@ function buildConfig(draft: ConfigDraft, yamlPayloads: readonly PayloadTypeDef[]
     journal: draft.journal,
     metrics: draft.metrics,
     telemetry: draft.telemetry,
+    ...(draft.guards.length > 0 ? { guards: draft.guards.map((g) => g.config) } : {}),
+    ...(hasPrivacy(draft.privacy) ? { privacy: draft.privacy } : {}),
   };
 }

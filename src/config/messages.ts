@@ -91,6 +91,24 @@ export const ConfigMessages = {
   toolNameMayBeMcpTool: (agent: string, name: string, server: string) =>
     `tool ${quote(name)} of agent ${quote(agent)} starts with ${quote(`${server}_`)}, the prefix of the tools of MCP server ${quote(server)} (which lists no \`tools\`, so any of its tools may take that name); give it another \`name\` or list the server's \`tools\``,
   duplicateToolName: (agent: string, name: string) => `agent ${quote(agent)} has two tools named ${quote(name)}; give one of them another \`name\``,
+  badPattern: (source: string, reason: string) => `invalid regular expression ${JSON.stringify(source)}: ${reason} (patterns are JavaScript regular expressions)`,
+  malformedModuleRef: (what: string, ref: string) => `malformed ${what} ${quote(ref)}: expected \`./path/to/module.ts#exportName\` (relative to the config file)`,
+  unknownDetector: (name: string, suggestion: string | null) =>
+    `unknown detector ${quote(name)}${suggestion ? didYouMean(suggestion) : ''}; built-in detectors: email, phone, card, iban, api_key (or \`{pattern: '<regex>'}\`, or \`./module.ts#function\`)`,
+  guardKind: (found: readonly string[]) =>
+    found.length === 0
+      ? 'a guard needs one of `use` (a `defineGuard` export), `max_input_bytes`, `forbidden` or `pii`'
+      : `a guard has one kind; this one has ${found.map(quote).join(' and ')}: write one guard per list item`,
+  guardNameOnlyForUse: () => '`name` applies to `use:` guards only (built-in guards are named by their kind); remove it',
+  emptyForbidden: () => '`forbidden` lists no pattern; give at least one regular expression',
+  redactEntryKind: () => 'a `privacy.redact` mapping has either `pattern` (a regular expression) or `use` (`./module.ts#function`)',
+  guardModuleNotFound: (what: string, modulePath: string, resolved: string) =>
+    `${what} module ${quote(modulePath)} not found (looked for ${resolved}); fix the path, which is relative to the config file`,
+  guardModuleFailed: (what: string, modulePath: string, reason: string) => `${what} module ${quote(modulePath)} failed to load: ${reason}`,
+  guardExportNotFound: (what: string, modulePath: string, exportName: string, suggestion: string | null, candidates: readonly string[]) =>
+    `${what} ${quote(exportName)}: module ${quote(modulePath)} has no export ${quote(exportName)}${suggestion ? didYouMean(suggestion) : candidates.length > 0 ? `; its exports: ${candidates.join(', ')}` : ''}`,
+  notAGuard: (use: string, got: string) => `${quote(use)} is ${got}, not a guard: declare it with \`defineGuard({input, output})\` from \`organism\``,
+  notARedactFunction: (use: string, got: string) => `${quote(use)} is ${got}, not a function: a redaction function takes text and returns it with what it finds replaced`,
   toolModuleNotFound: (agent: string, modulePath: string, resolved: string) =>
     `tool module ${quote(modulePath)} of agent ${quote(agent)} not found (looked for ${resolved}); fix the path, which is relative to the config file`,
   toolModuleFailed: (agent: string, modulePath: string, reason: string) => `tool module ${quote(modulePath)} of agent ${quote(agent)} failed to load: ${reason}`,
@@ -190,4 +208,5 @@ export const Expected = {
   stringList: 'a list of strings',
   fieldType: 'a type expression or a mapping with `type`',
   toolEntry: '`./module.ts#export` or a mapping with `use`',
+  guardEntry: '`./module.ts#export` or a mapping with one of `use`, `max_input_bytes`, `forbidden`, `pii`',
 } as const;

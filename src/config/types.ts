@@ -1,6 +1,8 @@
 import type { Handler } from '../core/handler.js';
 import type { PayloadTypeDef } from '../payload/types.js';
 import type { CodeTool } from '../agent/code-tool.js';
+import type { Guard, RedactFunction } from '../core/guard.js';
+import type { DetectorName } from '../util/pii.js';
 
 /** The LLM provider kinds a `llm.providers[]` entry may name. */
 export type ProviderType = 'mock' | 'openai' | 'anthropic';
@@ -109,6 +111,8 @@ export interface ListenerConfig {
   readonly tools?: readonly CodeToolConfig[];
   /** LLM agents (tools mode): names of its tools whose calls wait for a person's approval (`approval:`); absent: none. */
   readonly approval?: readonly string[];
+  /** Guardrails of its LLM calls (`guards:`), as written; absent: none (organism-wide ones still apply). */
+  readonly guards?: readonly GuardConfig[];
   /** Rounds of tool calls (MCP and code) one delivery may make. */
   readonly maxToolRounds?: number;
   /** Tool calls (MCP and code) one answer (round) may run; the calls past it are answered with an error result. */
@@ -178,6 +182,25 @@ export interface MetricsConfig {
   readonly public: boolean;
 }
 
+/** One entry of `guards:` (a listener's or the organism's), as written. */
+export type GuardConfig =
+  | { readonly kind: 'module'; readonly use: string; readonly name: string | null }
+  | { readonly kind: 'max_input_bytes'; readonly bytes: number }
+  | { readonly kind: 'forbidden'; readonly patterns: readonly string[] }
+  | { readonly kind: 'pii'; readonly detect: readonly DetectorName[]; readonly action: 'block' | 'redact' };
+
+/** `privacy:` in organism.yaml: what is redacted of everything organism records or emits. */
+export interface PrivacyConfig {
+  /** Built-in detectors. */
+  readonly redact: readonly DetectorName[];
+  /** The developer's patterns (JavaScript regular expressions). */
+  readonly patterns: readonly string[];
+  /** The developer's functions (`./module.ts#export`), resolved into LoadedOrganism.redactFunctions. */
+  readonly functions: readonly string[];
+  /** Redact message payloads in the journal too (default false: they are the application's data). */
+  readonly redactPayloads: boolean;
+}
+
 /** `telemetry:` in organism.yaml: OpenTelemetry traces (the standard OTEL_* variables also configure them). */
 export interface TelemetryConfig {
   /** OTLP/HTTP exporter; null: traces only when OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set. */
@@ -228,6 +251,10 @@ export interface OrganismConfig extends TopLevelSettings {
    * sanitized view never shows a value holding one. Absent: none.
    */
   readonly secretVariables?: readonly string[];
+  /** Organism-wide `guards:` (before each listener's own); absent: none. */
+  readonly guards?: readonly GuardConfig[];
+  /** `privacy:`; absent: nothing redacted. */
+  readonly privacy?: PrivacyConfig;
 }
 
 /** A listener ready to run: its config plus the loaded handler (null for builtin:llm). */
@@ -238,6 +265,8 @@ export interface ResolvedListener {
   readonly handlerVersion: string;
   /** LLM agents: their code tools (`tools:`), loaded; absent: none. */
   readonly tools?: readonly CodeTool[];
+  /** Its guardrails (`guards:`), loaded; absent: none. */
+  readonly guards?: readonly Guard[];
 }
 
 /** Everything `loadOrganism` produces: the config, loaded handlers and all payload types. */
@@ -253,6 +282,10 @@ export interface LoadedOrganism {
   readonly missingKeys?: readonly ConfigProblem[];
   /** The files it was read from: organism.yaml and every local file its handler modules import (what `serve --watch` watches). */
   readonly sources?: readonly string[];
+  /** Organism-wide guardrails (top-level `guards:`), loaded; absent: none. */
+  readonly guards?: readonly Guard[];
+  /** The developer's functions of `privacy.redact`, loaded; absent: none. */
+  readonly redactFunctions?: readonly RedactFunction[];
 }
 
 /** One problem found in a config file. */

@@ -17,7 +17,9 @@ export type FailureReason =
   /** A person rejected an ask (builtin:human); the error is their note. */
   | 'rejected'
   /** The store refused to write the delivery's outcome for what it held (see STORAGE_REJECTED). */
-  | 'storage_rejected';
+  | 'storage_rejected'
+  /** A guardrail (`guards:`) blocked an LLM call of the handler; the error names the guard and its reason. */
+  | 'guardrail';
 
 /**
  * Checked just before a delivery's outcome commits: an error drops the write (nothing of it is

@@ -119,6 +119,8 @@ export interface LlmCallRecord {
   readonly overOutputCap: boolean;
   readonly cost: number | null;
   readonly error: string | null;
+  /** A guardrail (`guards:`) stopped this call: which, at which stage, and why (`error` starts with `guardrail:`). Absent: none did. */
+  readonly guard?: { readonly name: string; readonly stage: 'input' | 'output'; readonly reason: string };
   /** What `llm.record` kept of it (absent on calls recorded before this field: read `request`). */
   readonly record?: 'full' | 'metadata';
 }

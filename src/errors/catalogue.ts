@@ -113,6 +113,8 @@ export const Errors = {
   LLM_INVALID_REPLY: define('LLM_INVALID_REPLY', 502, 'Agent %s produced an invalid reply: %s'),
   LLM_REPLY_TOO_LARGE: define('LLM_REPLY_TOO_LARGE', 502, 'Agent %s got an LLM answer of %s bytes, more than llm.max_reply_bytes (%s); it was not parsed'),
   ABORTED: define('ABORTED', 499, 'Aborted: %s'),
+  /** A guardrail (`guards:`) blocked an LLM call's input (no provider was asked) or its answer; the delivery fails with reason `guardrail`. */
+  GUARDRAIL_BLOCKED: define('GUARDRAIL_BLOCKED', 422, 'Guard %s blocked the %s of agent %s: %s'),
   LLM_TOOL_ROUNDS_EXCEEDED: define('LLM_TOOL_ROUNDS_EXCEEDED', 502, 'Agent %s used more than %s rounds of tool calls (max_tool_rounds) in one delivery'),
   MCP_UNAVAILABLE: define('MCP_UNAVAILABLE', 502, 'MCP server %s is unavailable: %s'),
   MCP_TOOL_FAILED: define('MCP_TOOL_FAILED', 502, 'MCP tool %s of server %s failed: %s'),

@@ -11,6 +11,9 @@ import { retryReasonOf, type LlmCallWatch, type LlmObserver } from './observer.j
 import { abortableSleep, isRetryable, retryDelay, type Sleep } from './retry.js';
 import type { CallRecorder, LlmCallRecord } from './call-record.js';
 import { estimatePromptTokens } from './tokens.js';
+import type { Guard } from '../core/guard.js';
+import { Redactor } from '../util/pii.js';
+import { guardError, guardInput, guardOutput, type GuardTrip } from './guards.js';
 import { OutputCapWatch } from './usage-check.js';
 import type { BoundLlmClient, CallObserver, CompletionRequest, CompletionResult, LlmProvider, ProviderResponse, TokenUsage } from './types.js';
 
@@ -28,6 +31,13 @@ export interface CallContext {
   readonly signal: AbortSignal;
   /** Text deltas as the answer streams in, with the id of the recorded call they belong to. */
   readonly onDelta?: (callId: string, text: string) => void;
+  /**
+   * The guardrails of the call (organism-wide, then the listener's): input guards run before
+   * anything is reserved or sent (a block costs nothing), output guards on the answer before
+   * it is returned. With output guards, no live deltas are emitted (the answer is not shown
+   * before they pass it).
+   */
+  readonly guards?: readonly Guard[];
 }
 
 /** How a call is recorded beside the request itself. */
@@ -55,6 +65,8 @@ export interface RouterDeps {
   readonly maxReplyBytes?: number;
   /** Flags (and logs once per provider) completion tokens over the output cap; none = flagged, not logged. */
   readonly outputCap?: OutputCapWatch;
+  /** privacy.redact: live deltas are redacted as they stream (a value split between deltas is still caught). */
+  readonly redactor?: Redactor;
 }
 
 export interface RouterOptions extends RouterDeps {
@@ -115,6 +127,17 @@ export class LlmRouter {
     if (candidates.length === 0) throw Errors.LLM_NO_PROVIDER(request.model);
     if (call.signal.aborted) throw aborted(call.signal);
 
+    const guards = call.guards ?? [];
+    if (guards.some((g) => g.input)) {
+      const base = { agent: call.agent, threadId: call.threadId, messageId: call.messageId, model: request.model };
+      const guarded = await guardInput(guards, base, request.system, request.messages);
+      if (!guarded.ok) {
+        // Refused before any reservation or provider request: it cost nothing.
+        this.recordTrip(call, request, options, guarded.trip);
+        throw guardError(call.agent, guarded.trip);
+      }
+      request = { ...request, system: guarded.system, messages: guarded.messages };
+    }
     const started = this.now();
     const { request: sized, reservation } = await this.reserve(request, call.threadId);
     const watch = this.opts.observer?.started({ ...sized, agent: call.agent, threadId: call.threadId }) ?? null;
@@ -134,9 +157,57 @@ export class LlmRouter {
       throw failure;
     }
     const totalLatencyMs = this.now() - started;
+    let trip: GuardTrip | null = null;
+    if (guards.some((g) => g.output)) {
+      const { response } = success;
+      const base = { agent: call.agent, threadId: call.threadId, messageId: call.messageId, model: request.model };
+      const guarded = await guardOutput(guards, base, response.content, response.toolCalls ?? []);
+      if (guarded.ok) {
+        const rewritten = { ...response, content: guarded.text, toolCalls: guarded.toolCalls };
+        const record = success.record.response
+          ? { ...success.record, response: { ...success.record.response, text: guarded.text, toolCalls: guarded.toolCalls.map((c) => ({ ...c })) } }
+          : success.record;
+        success = { ...success, response: rewritten, record };
+      } else {
+        trip = guarded.trip;
+        success = { ...success, record: { ...success.record, error: tripText(trip), guard: { name: trip.guard, stage: trip.stage, reason: trip.reason } } };
+      }
+    }
+    // The answer was paid for whatever the guards say of it: it is accounted (and recorded) first.
     const result = await this.account(success, request.model, reservation, call, totalLatencyMs);
+    if (trip) {
+      const error = guardError(call.agent, trip);
+      watch?.failed(error);
+      throw error;
+    }
     watch?.succeeded(result);
     return result;
+  }
+
+  /** The record of a call an input guard refused: no provider, no usage, the request as it would have gone. */
+  private recordTrip(call: CallContext, request: CompletionRequest, options: CallOptions, trip: GuardTrip): void {
+    this.opts.recorder?.call({
+      id: newId(),
+      threadId: call.threadId,
+      messageId: call.messageId,
+      agent: call.agent,
+      provider: '',
+      model: request.model,
+      responseModel: null,
+      attempt: 0,
+      repair: options.repair ?? false,
+      startedAt: Date.now(),
+      latencyMs: 0,
+      request: { model: request.model, system: request.system, messages: request.messages },
+      tools: (request.tools ?? []).map((t) => t.name),
+      response: null,
+      usage: null,
+      maxOutputTokens: request.maxOutputTokens,
+      overOutputCap: false,
+      cost: null,
+      error: tripText(trip),
+      guard: { name: trip.guard, stage: trip.stage, reason: trip.reason },
+    });
   }
 
   bind(call: CallContext, defaults: { model: string | null; maxOutputTokens: number }): BoundLlmClient {
@@ -195,6 +266,7 @@ export class LlmRouter {
         const requestStart = this.now();
         const record = this.startRecord(call, provider, request, attempts, options);
         let reported: TokenUsage | null = null;
+        const live = call.onDelta && this.opts.recorder?.mode === 'full' && !(call.guards ?? []).some((g) => g.output) ? this.liveText(call, record.id) : null;
         const observer: CallObserver = {
           onRequest: (body) => {
             record.request = body;
@@ -202,11 +274,11 @@ export class LlmRouter {
           onUsage: (usage) => {
             reported = usage;
           },
-          // Live text is shown only where the recorded text would be (llm.record: full).
-          ...(call.onDelta && this.opts.recorder?.mode === 'full' ? { onDelta: (text: string) => call.onDelta!(record.id, text) } : {}),
+          // Live text is shown only where the recorded text would be (llm.record: full), redacted as it streams.
+          ...(live ? { onDelta: (text: string) => live.push(text) } : {}),
         };
         try {
-          const response = await provider.complete(request, signal, observer);
+          const response = await provider.complete(request, signal, observer).finally(() => live?.end());
           const done: LlmCallRecord = {
             ...record,
             latencyMs: this.now() - requestStart,
@@ -245,6 +317,12 @@ export class LlmRouter {
     const names = failures.map((f) => f.provider).join(', ');
     const reasons = failures.length === 1 ? failures[0]!.reason : failures.map((f) => `${f.provider}: ${f.reason}`).join('; ');
     throw Errors.LLM_REQUEST_FAILED(names, reasons);
+  }
+
+  /** The live deltas of one attempt, through privacy.redact's streaming redactor. */
+  private liveText(call: CallContext, callId: string): { push(text: string): void; end(): void } {
+    const emit = (text: string) => call.onDelta!(callId, text);
+    return (this.opts.redactor ?? Redactor.NONE).stream(emit);
   }
 
   private startRecord(
@@ -333,6 +411,10 @@ export class LlmRouter {
     }
     return cost;
   }
+}
+
+function tripText(trip: GuardTrip): string {
+  return `guardrail: ${trip.guard} (${trip.stage}): ${trip.reason}`;
 }
 
 function aborted(signal: AbortSignal): OrganismError {

@@ -67,6 +67,8 @@ export function configChanges(before: OrganismConfig, after: OrganismConfig): Co
   }
   if (!same(before.metrics, after.metrics)) changed.push('metrics');
   if (!same(before.telemetry, after.telemetry)) changed.push('telemetry');
+  if (!same(before.guards ?? [], after.guards ?? [])) changed.push('guards');
+  if (!same(before.privacy ?? null, after.privacy ?? null)) changed.push('privacy');
   return { changed, restartRequired: changed.filter((k) => AT_START.some((re) => re.test(k))) };
 }
 

@@ -7,6 +7,11 @@ import { WorkElsewhere } from './work-elsewhere.js';
 import { WorkerWatch } from './worker-watch.js';
 import type { OrganismStatus, ReloadResult } from '../events/types.js';
 import { CallRecorder } from '../llm/call-record.js';
+import type { Guard } from '../core/guard.js';
+import { privacyRedactor } from '../config/guards.js';
+import { Redactor } from '../util/pii.js';
+import { setLogRedactor } from '../util/logger.js';
+import { redactingCalls } from './redacting-calls.js';
 import { LlmObservers } from '../llm/observer.js';
 import { LlmRouter, type RouterDeps } from '../llm/router.js';
 import type { LlmProvider } from '../llm/types.js';
@@ -97,6 +102,9 @@ export class Organism {
   private readonly providerOverride: readonly LlmProvider[] | null;
   /** Asks to people (builtin:human listeners): listed, answered, rejected, expired. */
   readonly inbox: Inbox;
+  private redactorFor: LoadedOrganism | null = null;
+  private redactorValue: Redactor = Redactor.NONE;
+  private redactsLogs = false;
 
   constructor(loaded: LoadedOrganism, options: OrganismOptions = {}) {
     this.loaded = loaded;
@@ -112,7 +120,7 @@ export class Organism {
     this.budgetKeeper = new BudgetKeeper(this.storage, loaded.config.maxTokensPerThread, this.logger);
     this.budgets = this.budgetKeeper.ledger;
     this.registryValue = new PayloadRegistry(loaded.payloadTypes);
-    this.llmCalls = this.storage.llmCalls;
+    this.llmCalls = redactingCalls(this.storage.llmCalls, () => this.redactor);
     this.queries = organismQueries({ storage: this.storage, budgets: this.budgets, llmCalls: this.llmCalls, bus: this.bus });
     this.outputCap = new OutputCapWatch(this.logger);
     this.router = this.makeRouter(loaded.config);
@@ -131,6 +139,8 @@ export class Organism {
         llm: this.router,
         logger: this.logger,
         llmHandler: (listener) => createLlmAgentHandler(listener, () => this.peerView()),
+        guards: (name) => this.guardsOf(name),
+        payloadRedactor: () => (this.config.privacy?.redactPayloads && this.redactor.active ? this.redactor : null),
         observers: this.observers.deliveries,
         queue: this.storage.queue,
         ...(options.now ? { now: options.now } : {}),
@@ -504,8 +514,32 @@ export class Organism {
       observer: this.observers.llm,
       maxReplyBytes: config.llm.maxReplyBytes,
       outputCap: this.outputCap,
+      redactor: this.redactor,
     };
     return this.providerOverride ? new LlmRouter({ ...deps, providers: this.providerOverride }) : LlmRouter.fromConfig(config.llm, deps);
+  }
+
+  /**
+   * privacy.redact, as the loaded config says: applied to every LLM call and tool run recorded,
+   * to live deltas, WebSocket events, span attributes and log lines.
+   */
+  get redactor(): Redactor {
+    if (this.redactorFor !== this.loaded) {
+      this.redactorFor = this.loaded;
+      this.redactorValue = privacyRedactor(this.loaded.config.privacy, this.loaded.redactFunctions ?? []);
+      // Log lines are written by the process's loggers (createLogger): one organism per process sets it.
+      if (this.redactorValue.active) setLogRedactor((line) => this.redactorValue.text(line));
+      else if (this.redactsLogs) setLogRedactor(null);
+      this.redactsLogs = this.redactorValue.active;
+    }
+    return this.redactorValue;
+  }
+
+  /** The guardrails of a listener's LLM calls: the organism's, then its own. */
+  private guardsOf(name: string): readonly Guard[] {
+    const own = this.loaded.listeners.find((l) => l.config.name === name)?.guards ?? [];
+    const all = this.loaded.guards ?? [];
+    return all.length === 0 ? own : own.length === 0 ? all : [...all, ...own];
   }
 
   /** What an LLM agent may know: its peers (looked up by name) and the payload types. */

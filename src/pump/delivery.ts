@@ -176,6 +176,11 @@ export class Deliveries {
         this.send(await this.outcomes.fail(d, 'budget_exhausted', outcome.error.detail, runtime.name), thread);
         return;
       }
+      if (Errors.GUARDRAIL_BLOCKED.is(outcome.error)) {
+        // A guard's verdict is no passing fault: no retry; an operator may redeliver.
+        this.send(await this.outcomes.fail(d, 'guardrail', outcome.error.detail, message.from), thread);
+        return;
+      }
       const text = outcome.error instanceof OrganismError ? outcome.error.detail : errorText(outcome.error);
       const error = Errors.HANDLER_FAILED(runtime.name, text).detail;
       if (await this.retried(d, 'handler_error', error)) return;
@@ -200,6 +205,14 @@ export class Deliveries {
     if (!routed.ok) {
       this.send(await this.outcomes.fail(d, 'invalid_result', Errors.INVALID_RESULT(runtime.name, routed.error).detail, message.from), thread);
       return;
+    }
+    if (state.deps.payloadRedactor) {
+      const redactor = state.deps.payloadRedactor();
+      // privacy.redact_payloads: the messages are journaled (and handed on) redacted.
+      if (redactor) {
+        const messages = routed.messages as Message[];
+        for (let i = 0; i < messages.length; i++) messages[i] = { ...messages[i]!, payload: redactor.value(messages[i]!.payload) };
+      }
     }
     const notices = routed.refused.map((r) => systemErrorMessage(message, runtime.name, r.reason, r.error, state.now(), { messageId: r.message.id, to: r.message.to }));
     const outgoing = notices.length === 0 ? routed.messages : [...routed.messages, ...traced(notices, d.watch)];
@@ -364,6 +377,7 @@ export class Deliveries {
           messageId: message.id,
           metadata: { ...message.metadata },
           signal: cancellation.signal,
+          guards: deps.guards?.(runtime.name) ?? [],
           // Token deltas go to live watchers only: never journaled.
           onDelta: (callId, text) => deps.bus.emit({ type: 'llm_delta', threadId: message.threadId, messageId: message.id, agent: runtime.name, callId, text }),
         },

@@ -175,7 +175,7 @@ export class Pump {
       from: options.from ?? EXTERNAL_SENDER,
       to,
       payloadType,
-      payload,
+      payload: deps.payloadRedactor?.()?.value(payload) ?? payload,
       timestamp: state.now(),
       parentId: null,
       hops: 0,

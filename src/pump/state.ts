@@ -1,3 +1,5 @@
+import type { Redactor } from '../util/pii.js';
+import type { Guard } from '../core/guard.js';
 import type { ListenerConfig, ResolvedListener } from '../config/types.js';
 import type { BudgetLedger } from '../core/budget.js';
 import type { Handler } from '../core/handler.js';
@@ -37,6 +39,10 @@ export interface PumpDeps {
   readonly logger: Logger;
   /** Builds the handler of a `builtin:llm` listener. */
   readonly llmHandler: (listener: ListenerConfig) => Handler;
+  /** The guardrails of a listener's LLM calls (organism-wide, then its own); absent: none. */
+  readonly guards?: (listener: string) => readonly Guard[];
+  /** privacy.redact_payloads: what every new message's payload is redacted with before it is journaled; absent or null: kept as given. */
+  readonly payloadRedactor?: () => Redactor | null;
   readonly now?: () => number;
   /** Telemetry watching deliveries (metrics, traces). */
   readonly observers?: DeliveryObservers;

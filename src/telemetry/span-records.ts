@@ -1,3 +1,4 @@
+import type { Redactor } from '../util/pii.js';
 import type { Attributes, HrTime, Link, SpanContext, SpanKind, SpanStatus } from '@opentelemetry/api';
 import { addHrTimes, hrTimeDuration, millisToHrTime, TraceState, type InstrumentationScope } from '@opentelemetry/core';
 import { resourceFromAttributes, type Resource } from '@opentelemetry/resources';
@@ -111,6 +112,13 @@ export class SpanEncoder {
   private readonly resources = new Map<Resource, number>();
   private readonly scopes = new Map<InstrumentationScope, number>();
   private pending: RecordDefinitions = { keys: [], resources: [], scopes: [] };
+  /** privacy.redact: applied to every string attribute, status message, event attribute and error text (none: as they are). */
+  redactor: (() => Redactor) | null = null;
+
+  private text<T>(value: T): T {
+    const r = this.redactor?.();
+    return r?.active ? r.value(value) : value;
+  }
 
   /** Appends a span to a batch. */
   encode(span: ReadableSpan, out: BatchBuilder): void {
@@ -120,14 +128,14 @@ export class SpanEncoder {
     out.putAll([SPAN, span.name, span.kind, sc.traceId, sc.spanId, sc.traceFlags, sc.traceState?.serialize()]);
     if (parent) out.putAll([parent.spanId, parent.traceId, parent.traceFlags, parent.traceState?.serialize(), parent.isRemote]);
     else out.putAll([undefined, undefined, undefined, undefined, undefined]);
-    out.putAll([span.startTime[0], span.startTime[1], span.endTime[0], span.endTime[1], span.duration[0], span.duration[1], status.code, status.message]);
+    out.putAll([span.startTime[0], span.startTime[1], span.endTime[0], span.endTime[1], span.duration[0], span.duration[1], status.code, this.text(status.message)]);
     const attributes = span.attributes;
     const countAt = out.size;
     let count = 0;
     out.put(0);
     for (const key in attributes) {
       out.put(this.keyId(key));
-      out.put(attributes[key]);
+      out.put(this.text(attributes[key]));
       count++;
     }
     out.set(countAt, count);
@@ -135,7 +143,7 @@ export class SpanEncoder {
     const extras: Extras | undefined =
       span.events.length > 0 || span.links.length > 0 || dropped > 0
         ? {
-            events: span.events.length > 0 ? span.events : undefined,
+            events: span.events.length > 0 ? this.text(span.events) : undefined,
             links: span.links.length > 0 ? span.links.map(recordLink) : undefined,
             dropped: dropped > 0 ? [span.droppedAttributesCount, span.droppedEventsCount, span.droppedLinksCount] : undefined,
           }
@@ -150,7 +158,7 @@ export class SpanEncoder {
     const extras: Extras | undefined =
       r.events !== undefined || r.link !== undefined || r.droppedEvents > 0
         ? {
-            events: r.events,
+            events: this.text(r.events),
             links: r.link ? [{ context: recordContext(r.link), attributes: undefined, droppedAttributesCount: undefined }] : undefined,
             dropped: r.droppedEvents > 0 ? [0, r.droppedEvents, 0] : undefined,
           }
@@ -173,7 +181,7 @@ export class SpanEncoder {
     out.put(this.keyId(r.payloadType));
     out.put(r.outcome);
     out.put(r.reason);
-    out.put(r.error);
+    out.put(this.text(r.error));
     out.put(extras);
     out.put(this.resourceId(resource));
     out.put(this.scopeId(scope));

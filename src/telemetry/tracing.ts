@@ -144,6 +144,8 @@ export class OrganismTracing {
 
   /** Follows the organism's deliveries and LLM calls; returns a function that stops it. */
   attach(organism: Organism): () => void {
+    // privacy.redact: what the spans carry is redacted as they are handed to the export worker.
+    if (this.exporting) this.exporting.encoder.redactor = () => organism.redactor;
     const offs = [
       organism.observers.deliveries.add({
         injected: (caller) => this.injected(caller),

@@ -42,7 +42,8 @@ export interface WorkerProcessorOptions {
  */
 export class WorkerSpanProcessor implements SpanProcessor {
   private readonly worker: Worker;
-  private readonly encoder = new SpanEncoder();
+  /** privacy.redact reaches the exported spans here (OrganismTracing.attach sets its redactor). */
+  readonly encoder = new SpanEncoder();
   private readonly batchSize: number;
   private readonly delayMs: number;
   private readonly maxPending: number;

@@ -1,8 +1,22 @@
 import type { IncomingMessage } from 'node:http';
-import { pino, type Logger as PinoLogger } from 'pino';
+import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
 import { redactUrl } from './redact.js';
 
 export type Logger = PinoLogger;
+
+/** privacy.redact for log lines (set by the organism from its config; null: none). */
+let lineRedactor: ((line: string) => string) | null = null;
+
+/** Sets what every line written by a `createLogger` logger passes through beside the URL token redaction (privacy.redact). */
+export function setLogRedactor(redact: ((line: string) => string) | null): void {
+  lineRedactor = redact;
+}
+
+/** A written line: `token=` values in URLs, then privacy.redact. */
+function redactLine(line: string): string {
+  const url = redactUrl(line);
+  return lineRedactor ? lineRedactor(url) : url;
+}
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
 interface RequestLike {
@@ -25,9 +39,10 @@ function requestSerializer(req: RequestLike) {
 /**
  * Structured JSON logs to stderr. Secrets never reach here by design (config holds env var
  * names only); the request serializer and, as a last guard, every written line have `token=`
- * values in URLs redacted (a WebSocket client may only be able to send its token that way).
+ * values in URLs redacted (a WebSocket client may only be able to send its token that way),
+ * and, with privacy.redact, what its detectors find (setLogRedactor).
  */
-export function createLogger(level: LogLevel = 'info', name = 'organism', mixin?: () => Record<string, unknown>): Logger {
+export function createLogger(level: LogLevel = 'info', name = 'organism', mixin?: () => Record<string, unknown>, destination: DestinationStream = pino.destination(2)): Logger {
   return pino(
     {
       name,
@@ -36,9 +51,9 @@ export function createLogger(level: LogLevel = 'info', name = 'organism', mixin?
       ...(mixin ? { mixin } : {}),
       // Fastify keeps a parent logger's serializers over its own: this one logs every request.
       serializers: { req: requestSerializer },
-      hooks: { streamWrite: redactUrl },
+      hooks: { streamWrite: redactLine },
     },
-    pino.destination(2),
+    destination,
   );
 }
 

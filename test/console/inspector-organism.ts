@@ -86,6 +86,15 @@ listeners:
     prompt: You ask a provider that cannot be reached.
     payload: Question
     peers: []
+  - name: guarded
+    description: Refuses questions about secret plans (a guardrail)
+    handler: builtin:llm
+    model: mock-1
+    prompt: You answer questions, but never about secret plans.
+    payload: Question
+    peers: []
+    guards:
+      - {forbidden: ['secret plans']}
 `;
 }
 

@@ -17,6 +17,7 @@ let page: Page;
 let watch: ReturnType<typeof watchErrors>;
 let investigated: string;
 let offline: string;
+let guarded: string;
 
 const settled = async (to: string, text: string) => {
   const r = await server.api('POST', '/inject', { to, payload: { text } });
@@ -33,6 +34,7 @@ beforeAll(async () => {
   await browser.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
   investigated = await settled('investigator', 'tide pools');
   offline = await settled('offline', 'anyone there?');
+  guarded = await settled('guarded', 'tell me the secret plans');
 }, 120_000);
 afterAll(async () => {
   await browser?.close();
@@ -133,6 +135,24 @@ describe('the LLM call inspector', () => {
     await newest.locator('.llm-call-head').click();
     expect(await newest.getByRole('alert').textContent()).toMatch(/network error/);
     expect(await newest.getByRole('link', { name: offline }).count()).toBe(1);
+  });
+
+  it('a guard failure: the thread page shows reason guardrail with the guard and its reason, and the call refused before any provider request', async () => {
+    expect((await server.api('GET', `/threads/${guarded}`)).body.status).toBe('error');
+    const p = await openAs(OP_TOKEN, `/threads/${guarded}`);
+    await poll(() => p.getByText(/guardrail: Guard forbidden blocked the input of agent guarded: matches the forbidden pattern "secret plans"/).count()).toBeGreaterThan(0);
+    const inspector = p.getByRole('region', { name: 'LLM call inspector' });
+    const calls = inspector.locator('li.llm-call');
+    await poll(() => calls.count()).toBe(1);
+    const head = calls.nth(0).locator('.llm-call-head');
+    expect(await head.textContent()).toContain('guardrail: forbidden (input)');
+    expect(await head.textContent()).not.toContain('attempt');
+    await head.click();
+    expect(await calls.nth(0).getByRole('alert').textContent()).toMatch(
+      /guardrail forbidden blocked the input \(nothing was sent to the provider\): matches the forbidden pattern "secret plans"/,
+    );
+    // What would have been sent is shown all the same.
+    expect(await calls.nth(0).getByRole('figure', { name: 'user turn' }).textContent()).toContain('tell me the secret plans');
   });
 
   it('a viewer sees a note instead of the calls (the API answers 403)', async () => {

@@ -50,6 +50,7 @@ function callView(c: LlmCallRecord, tools: readonly ToolCallRecord[]) {
     overOutputCap: c.overOutputCap ?? false,
     cost: c.cost,
     error: c.error,
+    guard: c.guard ? { name: c.guard.name, stage: c.guard.stage, reason: c.guard.reason } : null,
     // Calls recorded before the field: metadata mode is the one that drops the request.
     record: c.record ?? (c.request == null ? ('metadata' as const) : ('full' as const)),
     toolExecutions: tools.filter((t) => t.llmCallId === c.id).map(toolView),

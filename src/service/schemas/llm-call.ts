@@ -60,7 +60,19 @@ export const LlmCallInfo = Type.Object(
       description: 'The provider reported more completion tokens than maxOutputTokens: billed as reported, flagged here (and counted in organism_llm_output_over_cap_total)',
     }),
     cost: NullableNumber,
-    error: Nullable(Type.String({ description: 'Why this attempt failed (provider down, HTTP error, timeout, abort); null when it answered' })),
+    error: Nullable(Type.String({ description: 'Why this attempt failed (provider down, HTTP error, timeout, abort, a guardrail); null when it answered' })),
+    guard: Nullable(
+      Type.Object(
+        {
+          name: Type.String({ description: 'The guard (its `name`, export name, or built-in kind)' }),
+          stage: Type.Union([Type.Literal('input'), Type.Literal('output')], {
+            description: 'input: refused before the provider call (nothing sent, no tokens); output: the answer was refused',
+          }),
+          reason: Type.String({ description: "The guard's reason" }),
+        },
+        { description: 'The guardrail that stopped this call (the delivery failed with reason `guardrail`); null when none did' },
+      ),
+    ),
     record: Type.Union([Type.Literal('full'), Type.Literal('metadata')], {
       description: 'What llm.record kept: full, or metadata (no prompt, answer text, tool arguments or results)',
     }),

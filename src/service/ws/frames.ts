@@ -1,3 +1,4 @@
+import type { Redactor } from '../../util/pii.js';
 import type { OrganismEvent, OrganismEventType } from '../../events/types.js';
 import type { UsageEvent } from '../../usage/types.js';
 import { iso } from '../time.js';
@@ -175,7 +176,7 @@ function bodyOf(e: OrganismEvent): Record<string, unknown> {
 }
 
 /** Maps a runtime event to its wire frame (times as ISO 8601 UTC strings). */
-export function toFrame(e: OrganismEvent): Frame {
+export function toFrame(e: OrganismEvent, redactor?: Redactor): Frame {
   let body: Record<string, unknown>;
   try {
     body = bodyOf(e);
@@ -184,6 +185,8 @@ export function toFrame(e: OrganismEvent): Frame {
     const { type: _type, ...raw } = e;
     body = { ...raw, unformatted: true };
   }
+  // privacy.redact: every text of the frame (live deltas were redacted as they streamed).
+  if (redactor?.active && e.type !== 'llm_delta') body = redactor.value(body);
   const { seq, json } = frameJson(e.type satisfies OrganismEventType, body);
   return { seq, meta: metaOf(e), json };
 }

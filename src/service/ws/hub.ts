@@ -30,7 +30,7 @@ export class WsHub {
   start(): void {
     this.off = this.organism.queries.events.on(
       (event) => {
-        const frame = toFrame(event);
+        const frame = toFrame(event, this.organism.redactor);
         // Token deltas are live only: replaying them after a reconnect would evict real events.
         if (event.type !== 'llm_delta') this.ring.push(frame);
         for (const client of this.clients) if (client.wants(frame) && !client.offer(frame)) this.framesDropped++;

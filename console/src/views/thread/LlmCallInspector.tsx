@@ -101,12 +101,18 @@ function CallList({ calls, showThread = false, empty }: { calls: readonly LlmCal
             <button type="button" className="llm-call-head" aria-expanded={open.has(c.id)} onClick={() => toggle(c.id)}>
               <span className="time">{fmt.time(c.startedAt)}</span>
               <strong>{c.agent}</strong>
-              <span>
-                {c.provider} · {c.model}
-              </span>
-              <span className="muted">attempt {c.attempt}</span>
+              <span>{c.provider ? `${c.provider} · ${c.model}` : c.model}</span>
+              {c.guard?.stage !== 'input' && <span className="muted">attempt {c.attempt}</span>}
               {c.repair && <span className="badge state-paused">repair</span>}
-              {failed ? <span className="badge state-failed">failed</span> : <span className="muted">{c.response?.finishReason ?? ''}</span>}
+              {c.guard ? (
+                <span className="badge state-failed" title={`${c.guard.name}: ${c.guard.reason}`}>
+                  guardrail: {c.guard.name} ({c.guard.stage})
+                </span>
+              ) : failed ? (
+                <span className="badge state-failed">failed</span>
+              ) : (
+                <span className="muted">{c.response?.finishReason ?? ''}</span>
+              )}
               {c.response && c.response.toolCalls.length > 0 && <span className="muted">{c.response.toolCalls.map((t) => t.name).join(', ')}</span>}
               <span className="spacer" />
               {c.usage && (
@@ -180,10 +186,17 @@ function CallDetail({ call: c, calls, showThread }: { call: LlmCall; calls: read
         <dt>Delivery</dt>
         <dd>{c.messageId ? <code>{c.messageId}</code> : '—'}</dd>
       </dl>
-      {c.error && (
+      {c.guard ? (
         <p className="error" role="alert">
-          <strong>Error:</strong> {c.error}
+          <span className="badge state-failed">guardrail</span> <strong>{c.guard.name}</strong> blocked the{' '}
+          {c.guard.stage === 'input' ? 'input (nothing was sent to the provider)' : 'answer'}: {c.guard.reason}
         </p>
+      ) : (
+        c.error && (
+          <p className="error" role="alert">
+            <strong>Error:</strong> {c.error}
+          </p>
+        )
       )}
       {metadataOnly && (
         <p className="inspector-note" role="note">

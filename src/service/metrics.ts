@@ -2,6 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { Organism } from '../organism/organism.js';
 import { OrganismMetrics } from '../telemetry/metrics.js';
+import { routeConfig, type RouteConfig } from './route-config.js';
+
+type Observer = { observe(seconds: number): void };
 
 export interface MetricsRouteOptions {
   readonly organism: Organism;
@@ -28,14 +31,28 @@ export function registerMetrics(app: FastifyInstance, options: MetricsRouteOptio
     registers,
   });
   // One bound child per (method, route, status): prom-client would otherwise build and hash a
-  // label object on every request. Bounded like the labels: routes are the route table's.
-  const children = new Map<string, { observe(seconds: number): void }>();
+  // label object on every request. Bounded like the labels: routes are the route table's. Found
+  // by the route's config object and the status (no key string per request) when the request's
+  // method is the route's one; by a key string otherwise (unmatched URLs, routes of several methods).
+  const byRoute = new WeakMap<RouteConfig, Map<number, Observer>>();
+  const byKey = new Map<string, Observer>();
+  const observer = (method: string, route: string, status: number): Observer => httpDuration.labels({ method, route, status_code: String(status) });
   app.addHook('onResponse', (request, reply, done) => {
-    // Unmatched URLs share one label value: a scanner must not grow the label set.
-    const route = request.routeOptions.url ?? '(unmatched)';
-    const key = `${request.method} ${reply.statusCode} ${route}`;
-    let child = children.get(key);
-    if (!child) children.set(key, (child = httpDuration.labels({ method: request.method, route, status_code: String(reply.statusCode) })));
+    const config = routeConfig(request);
+    const status = reply.statusCode;
+    let child: Observer | undefined;
+    if (config.url !== undefined && config.method === request.method) {
+      let statuses = byRoute.get(config);
+      if (!statuses) byRoute.set(config, (statuses = new Map()));
+      child = statuses.get(status);
+      if (!child) statuses.set(status, (child = observer(request.method, config.url, status)));
+    } else {
+      // Unmatched URLs share one label value: a scanner must not grow the label set.
+      const route = config.url ?? '(unmatched)';
+      const key = `${request.method} ${status} ${route}`;
+      child = byKey.get(key);
+      if (!child) byKey.set(key, (child = observer(request.method, route, status)));
+    }
     child.observe(reply.elapsedTime / 1000);
     done();
   });

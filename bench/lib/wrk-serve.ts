@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { openSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from './port.js';
 import { benchFile, startServer } from './child.js';
 import { processCpuMicros } from './server-cpu.js';
 import { removeDir, tempDir } from './tmp.js';
@@ -63,17 +63,6 @@ export interface WrkComparison {
   /** Every measured bare run. */
   readonly bareRps: readonly number[];
   readonly bareCpuUs: readonly number[];
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /** CPU time (user + system) of a process and its descendants, in µs (Linux /proc; NaN elsewhere). */

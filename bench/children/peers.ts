@@ -12,6 +12,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import { childMain } from '../lib/child.js';
+import { freePort } from '../lib/port.js';
 import { meterServerCpu, postgresBackendsOf, type ServerCpuMeter } from '../lib/server-cpu.js';
 import { percentile, sleep, until } from '../lib/stats.js';
 import { bullmqChain } from './chains/bullmq.js';
@@ -62,17 +63,6 @@ const FACTORIES: Record<SystemName, SystemFactory> = {
 };
 
 const BATCH = 500;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const port = (server.address() as net.AddressInfo).port;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** A private Redis for this run: AOF on, fsync every second (BullMQ's durable setting), no RDB snapshots. */
 async function startRedis(dir: string): Promise<{ port: number; process: ChildProcess }> {

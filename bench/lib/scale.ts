@@ -9,7 +9,8 @@ export interface Scale {
   readonly name: ScaleName;
   /** Rounds per measured configuration; headline figures are their median. */
   readonly rounds: number;
-  readonly http: { readonly connections: number; readonly durationSec: number; readonly warmupSec: number; readonly seedThreads: number };
+  /** wrkSec: each wrk run of issue 28's GET /api/v1/agents target (supervised serve vs bare node:http, bench/lib/wrk-serve.ts). */
+  readonly http: { readonly connections: number; readonly durationSec: number; readonly warmupSec: number; readonly seedThreads: number; readonly wrkSec: number };
   readonly pump: { readonly messages: number; readonly steadyRate: number; readonly steadySec: number };
   readonly usage: { readonly recordEvents: number; readonly sizes: readonly number[]; readonly queryRepeats: number };
   readonly ws: { readonly clients: number; readonly eventsPerSec: number; readonly durationSec: number };
@@ -22,7 +23,7 @@ export interface Scale {
 const FULL: Scale = {
   name: 'full',
   rounds: 3,
-  http: { connections: 100, durationSec: 8, warmupSec: 2, seedThreads: 500 },
+  http: { connections: 100, durationSec: 8, warmupSec: 2, seedThreads: 500, wrkSec: 5 },
   pump: { messages: 100_000, steadyRate: 2_000, steadySec: 10 },
   usage: { recordEvents: 1_000_000, sizes: [1_000_000, 10_000_000], queryRepeats: 15 },
   ws: { clients: 1_000, eventsPerSec: 1_000, durationSec: 8 },
@@ -34,7 +35,7 @@ const FULL: Scale = {
 const QUICK: Scale = {
   name: 'quick',
   rounds: 3,
-  http: { connections: 100, durationSec: 2, warmupSec: 1, seedThreads: 100 },
+  http: { connections: 100, durationSec: 2, warmupSec: 1, seedThreads: 100, wrkSec: 2 },
   pump: { messages: 10_000, steadyRate: 2_000, steadySec: 2 },
   usage: { recordEvents: 200_000, sizes: [100_000, 300_000], queryRepeats: 7 },
   ws: { clients: 1_000, eventsPerSec: 1_000, durationSec: 2 },

@@ -3,12 +3,15 @@
  * bare node:http hello-world and a Fastify hello-world each run in their own child process;
  * autocannon (100 connections) runs here. Rounds interleave the targets, rotating their order.
  * Each server reports its CPU time, so every run also yields CPU microseconds per request.
+ * Then issue 28's target the way it is stated: a supervised `organism serve` under wrk against
+ * a bare node:http server (bench/lib/wrk-serve.ts, also bench/tools/wrk-http.ts).
  */
 import { benchFile, startServer, type RunningServer } from '../lib/child.js';
 import { load, type LoadResult } from '../lib/http-load.js';
-import { atLeast, atMost, row, type ScenarioResult } from '../lib/result.js';
+import { atLeast, atMost, row, skippedRow, type ScenarioResult } from '../lib/result.js';
 import type { Scale } from '../lib/scale.js';
 import { median, sig } from '../lib/stats.js';
+import { compareWithBare, DEFAULT_BIN, type WrkComparison } from '../lib/wrk-serve.js';
 import { removeDir, tempDir } from '../lib/tmp.js';
 import type { OrganismServerInfo, OrganismServerInput } from '../servers/organism-http.js';
 
@@ -106,6 +109,8 @@ export async function runHttp(scale: Scale, log: (line: string) => void): Promis
       throw new Error(`tracing server: ${JSON.stringify(traceStats)} for at least ${tracedRequests} measured requests`);
     }
 
+    // The autocannon servers sit idle meanwhile (nothing polls them).
+    const wrk = await measureWrk(scale, log);
     const rps = (t: Target) => runs[t].map((r) => r.requestsPerSec);
     const p99 = (t: Target) => runs[t].map((r) => r.p99Ms);
     const cpu = (t: Target) => sig(median(runs[t].map((r) => r.cpuUsPerRequest)), 3);
@@ -116,7 +121,27 @@ export async function runHttp(scale: Scale, log: (line: string) => void): Promis
     const offCpu = { name: 'server CPU per request, telemetry off (same run)', unit: 'µs', rounds: runs.agentsOff.map((r) => r.cpuUsPerRequest) };
     const offMainCpu = { name: 'server main-thread CPU per request, telemetry off (same run)', unit: 'µs', rounds: runs.agentsOff.map((r) => r.mainCpuUsPerRequest) };
     const rows = [
-      row({ scenario: 1, metric: 'GET /api/v1/agents throughput', unit: 'req/s', rounds: rps('agents'), baseline: bareRps, target: atLeast(0.6, '>= 0.6x bare', 'ratio') }),
+      wrkRow(wrk),
+      ...(wrk.comparison
+        ? [
+            row({
+              scenario: 1,
+              metric: 'Server CPU per GET /api/v1/agents under wrk (supervised serve, all its processes), vs bare node:http (context)',
+              unit: 'µs',
+              rounds: wrk.comparison.variants[0]!.cpuUs,
+              baseline: { name: 'bare node:http CPU per request', unit: 'µs', rounds: wrk.comparison.variants[0]!.bareCpuUs },
+              target: null,
+            }),
+          ]
+        : []),
+      row({
+        scenario: 1,
+        metric: 'GET /api/v1/agents throughput under autocannon (in-process server, context)',
+        unit: 'req/s',
+        rounds: rps('agents'),
+        baseline: bareRps,
+        target: null,
+      }),
       row({
         scenario: 1,
         metric: 'GET /api/v1/agents with metrics on (default), vs off',
@@ -183,11 +208,13 @@ export async function runHttp(scale: Scale, log: (line: string) => void): Promis
         traceStats,
         rawSqlitePageUs: sig(rawPageUs, 3),
         runs,
+        wrk: wrk.comparison ?? { skipped: wrk.skipped },
       },
       notes: [
         `Each server runs in its own process; autocannon (${connections} connections, ${durationSec} s per run, ${scale.rounds} rounds, order rotated) runs in the parent. The demo organism was seeded with ${scale.http.seedThreads} questions (${org.info.journalRows} journal rows, ${org.info.usageEvents} usage events) before measuring.`,
         `Server CPU per request, median (µs): ${cpuLine}. Main thread alone: ${mainCpuLine}.`,
         `Telemetry rows: agentsOff, agentsMetrics and agentsTraced are three servers of the same seeded demo organism, each in its own process and serving only GET /api/v1/agents: telemetry off, metrics on (prom-client), metrics and tracing on (100 % sampled; one SERVER span per request through @fastify/otel, exported by the export worker with OTLP/protobuf to a sink in another process: ${traceStats.exported.toLocaleString('en-US')} spans in ${traceStats.exports} exports, none dropped or failed).`,
+        wrkNote(wrk),
         `Floor of /messages?limit=50: reading the same 50 rows straight from SQLite (better-sqlite3, prepared, SELECT *) takes ${sig(rawPageUs, 3)} µs, i.e. at most ${Math.round(1e6 / rawPageUs).toLocaleString('en-US')} pages/s on one core before any JSON work.`,
       ],
       seconds: (performance.now() - started) / 1000,
@@ -199,4 +226,51 @@ export async function runHttp(scale: Scale, log: (line: string) => void): Promis
     removeDir(tracedDir);
     removeDir(metricsDir);
   }
+}
+
+const WRK_METRIC = 'GET /api/v1/agents throughput under wrk: supervised `organism serve` of the demo, auth on, vs bare node:http (issue 28)';
+const WRK_TARGET = atLeast(0.6, '>= 0.6x bare node:http', 'ratio');
+
+type WrkOutcome = { comparison: WrkComparison; skipped?: undefined } | { comparison?: undefined; skipped: string };
+
+/** Issue 28's target 3, measured as the issue states it (see bench/lib/wrk-serve.ts); skipped when wrk cannot be had. */
+async function measureWrk(scale: Scale, log: (line: string) => void): Promise<WrkOutcome> {
+  try {
+    const comparison = await compareWithBare({
+      variants: [{ name: 'serve', bin: DEFAULT_BIN, args: [] }],
+      rounds: scale.rounds,
+      seconds: scale.http.wrkSec,
+      log: (line) => log(`  wrk ${line}`),
+    });
+    return { comparison };
+  } catch (err) {
+    const why = (err as Error).message;
+    if (!/wrk/.test(why)) throw err;
+    log(`  wrk: skipped (${why})`);
+    return { skipped: why };
+  }
+}
+
+/**
+ * The target row: the organism's req/s per round against the mean of the bare runs either side
+ * of it, so the row's ratio (median over median) follows the per-round ratios the note lists.
+ */
+function wrkRow(wrk: WrkOutcome) {
+  if (!wrk.comparison) return skippedRow(1, WRK_METRIC, WRK_TARGET, wrk.skipped);
+  const v = wrk.comparison.variants[0]!;
+  return row({
+    scenario: 1,
+    metric: WRK_METRIC,
+    unit: 'req/s',
+    rounds: v.rps,
+    baseline: { name: 'bare node:http {"hello":"world"} (the runs either side)', unit: 'req/s', rounds: v.bareRps },
+    target: WRK_TARGET,
+  });
+}
+
+function wrkNote(wrk: WrkOutcome): string {
+  if (!wrk.comparison) return `wrk target: skipped (${wrk.skipped}).`;
+  const c = wrk.comparison;
+  const v = c.variants[0]!;
+  return `wrk target (issue 28): \`wrk -t${c.threads} -c${c.connections} -d${c.seconds}s\` on GET ${c.route} of a supervised \`organism serve\` (bundled demo, auth on, operator token), each run between two runs of a bare node:http server answering {"hello":"world"}; ratio per round ${v.ratios.map((r) => sig(r, 3)).join(', ')} (median ${sig(median(v.ratios), 3)}); server CPU per request ${v.cpuUs.map((r) => sig(r, 3)).join(', ')} µs vs bare ${v.bareCpuUs.map((r) => sig(r, 3)).join(', ')} µs; p99 ${v.p99Ms.map((r) => sig(r, 3)).join(', ')} ms; log lines per request ${v.logLinesPerRequest.map((r) => sig(r, 2)).join(', ')}.`;
 }

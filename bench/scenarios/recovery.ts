@@ -8,10 +8,10 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { RecoveryPrepareInput, RecoveryPrepareResult } from '../children/recovery.js';
+import { freePort } from '../lib/port.js';
 import { benchFile, runChild } from '../lib/child.js';
 import { atMost, row, type ScenarioResult } from '../lib/result.js';
 import type { Scale } from '../lib/scale.js';
@@ -43,17 +43,6 @@ export const hop3 = () => undefined;
 `,
   );
   return path.join(dir, 'organism.yaml');
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 async function get(url: string): Promise<{ status: number; body: unknown } | null> {

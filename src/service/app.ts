@@ -1,20 +1,21 @@
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { LoadedOrganism } from '../config/types.js';
 import type { Organism } from '../organism/organism.js';
 import type { Logger } from '../util/logger.js';
 import { registerAuth, type AuthSettings } from './auth.js';
-import { registerCasing } from './casing.js';
+import { camelizeRequest } from './casing.js';
 import { registerConsole } from './console.js';
 import type { ServiceContext } from './context.js';
 import { Errors } from '../errors/catalogue.js';
 import { registerErrorHandling, sendError, toOrganismError } from './errors.js';
-import { answerClientError, registerHttpRefusals } from './http-refusals.js';
+import { answerClientError, refuseMissingHost, registerHttpRefusals } from './http-refusals.js';
 import { registerJsonParser } from './json-parser.js';
 import { registerMetrics } from './metrics.js';
 import { registerTracing, type HttpTracingOptions } from './tracing.js';
-import { registerQueryCheck } from './query-check.js';
+import { queryCheck, registerQueryCheck } from './query-check.js';
+import { registerRouteConfig } from './route-config.js';
 import { Reloader, type ReloadOptions } from './reloader.js';
 import { lazyRequestLogger, RequestLog, type RequestLogSettings } from './request-log.js';
 import { openApiOptions } from './openapi.js';
@@ -113,12 +114,12 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   base.decorate('reloadOrganism', (reloadOptions?: ReloadOptions) => reloader.run(reloadOptions));
 
   if (options.tracing) await registerTracing(base, options.tracing);
+  registerRouteConfig(base);
   registerErrorHandling(base, bodyLimit);
   registerHttpRefusals(base);
-  if (options.closing) registerClosing(base, options.closing);
   registerJsonParser(base, bodyLimit);
-  registerAuth(base, options.auth);
-  registerCasing(base);
+  const authorize = registerAuth(base, options.auth);
+  registerRequestChecks(base, authorize, options.closing);
   const metricsConfig = options.organism.config.metrics;
   if (options.metrics ?? metricsConfig?.enabled ?? true) registerMetrics(base, { organism: options.organism, public: metricsConfig?.public ?? false });
   registerQueryCheck(base);
@@ -152,16 +153,35 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 }
 
 /**
- * While the process drains, no connection is kept alive (the client's next request opens a
- * new one, which reaches the next server process); once drained, every request is a 503 to retry.
+ * The service's checks of every request, in one callback hook per stage (each hook Fastify runs
+ * is a step of every request, and an async one a promise too: bench/tools/wrk-http.ts).
+ * onRequest, in order:
+ * - a missing Host is refused (http-refusals.ts);
+ * - while the process drains, no connection is kept alive (the client's next request opens a
+ *   new one, which reaches the next server process); once drained, every request is a 503 to retry;
+ * - auth (auth.ts): request.principal, or the 401/403.
+ * preValidation: snake_case keys renamed (casing.ts), then the strict query check (query-check.ts).
  */
-function registerClosing(app: FastifyInstance, closing: () => Closing | null): void {
-  app.addHook('onRequest', (_request, reply, done) => {
-    const state = closing();
-    if (!state) return done();
-    reply.header('connection', 'close');
-    // Answered here: the request goes no further (done is not called).
-    if (state.drained) return void sendError(reply, Errors.SERVER_CLOSING(state.restart ? 'restarting' : 'stopping'));
+function registerRequestChecks(app: FastifyInstance, authorize: (request: FastifyRequest, reply: FastifyReply) => void, closing?: () => Closing | null): void {
+  app.addHook('onRequest', (request, reply, done) => {
+    if (refuseMissingHost(request, reply)) return;
+    const state = closing?.() ?? null;
+    if (state) {
+      reply.header('connection', 'close');
+      // Answered here: the request goes no further (done is not called).
+      if (state.drained) return void sendError(reply, Errors.SERVER_CLOSING(state.restart ? 'restarting' : 'stopping'));
+    }
+    try {
+      authorize(request, reply);
+    } catch (err) {
+      return done(err as Error);
+    }
+    done();
+  });
+  app.addHook('preValidation', (request, _reply, done) => {
+    camelizeRequest(request);
+    const problem = queryCheck(request);
+    if (problem) return done(problem);
     done();
   });
 }

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 
 /** Only snake_case names are renamed: `__proto__`, `_x` or `a__b` stay as given (and are named so in errors). */
 const SNAKE = /^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$/;
@@ -22,11 +22,8 @@ export function camelizeKeys(target: unknown, nested: readonly string[] = []): v
   for (const key of nested) camelizeKeys(obj[key], []);
 }
 
-/** Requests accept snake_case too: queries and bodies are camelized before validation. */
-export function registerCasing(app: FastifyInstance): void {
-  app.addHook('preValidation', (request, _reply, done) => {
-    camelizeKeys(request.query);
-    camelizeKeys(request.body, ['metadata']);
-    done();
-  });
+/** Requests accept snake_case too: queries and bodies are camelized before validation (in the app's preValidation hook). */
+export function camelizeRequest(request: FastifyRequest): void {
+  camelizeKeys(request.query);
+  camelizeKeys(request.body, ['metadata']);
 }

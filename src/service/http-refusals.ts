@@ -1,6 +1,6 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Errors, type OrganismError } from '../errors/catalogue.js';
 import { errorBody, sendError } from './errors.js';
 
@@ -43,8 +43,8 @@ export function answerClientError(err: NodeJS.ErrnoException & { reason?: string
 }
 
 /**
- * The refusals Node answers on a response of its own (with no body): an `Expect` other than
- * 100-continue, and (with `requireHostHeader: false` given to the server) a missing Host.
+ * The refusal Node answers on a response of its own (with no body): an `Expect` other than
+ * 100-continue (a missing Host, which Node lets through with `requireHostHeader: false`: refuseMissingHost).
  */
 export function registerHttpRefusals(app: FastifyInstance): void {
   app.server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
@@ -52,10 +52,16 @@ export function registerHttpRefusals(app: FastifyInstance): void {
     const body = JSON.stringify(errorBody(error));
     res.writeHead(error.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) }).end(body);
   });
-  app.addHook('onRequest', async (request, reply) => {
-    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
-      reply.header('connection', 'close');
-      return sendError(reply, Errors.MALFORMED_HTTP('an HTTP/1.1 request needs a Host header'));
-    }
-  });
+}
+
+/**
+ * An HTTP/1.1 request without a Host header is refused here (Node lets it through with
+ * `requireHostHeader: false`, so that it gets this body): true when answered, and the request
+ * goes no further. Run first in the app's onRequest hook (see app.ts).
+ */
+export function refuseMissingHost(request: FastifyRequest, reply: FastifyReply): boolean {
+  if (request.headers.host !== undefined || request.raw.httpVersion !== '1.1') return false;
+  reply.header('connection', 'close');
+  sendError(reply, Errors.MALFORMED_HTTP('an HTTP/1.1 request needs a Host header'));
+  return true;
 }

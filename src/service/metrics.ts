@@ -1,15 +1,15 @@
 import type { FastifyInstance } from 'fastify';
-import { Counter, Gauge, Histogram } from 'prom-client';
+import { Counter, Gauge, type Metric } from 'prom-client';
 import type { Organism } from '../organism/organism.js';
 import { OrganismMetrics } from '../telemetry/metrics.js';
+import { type DurationSeries, HttpDurations } from './http-durations.js';
+import { routeConfig, type RouteConfig } from './route-config.js';
 
 export interface MetricsRouteOptions {
   readonly organism: Organism;
   /** `metrics.public: true`: no token needed (for setups that protect /metrics otherwise). */
   readonly public: boolean;
 }
-
-const HTTP_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /**
  * GET /metrics (Prometheus text format) with the runtime's families, plus the service's own:
@@ -20,23 +20,31 @@ export function registerMetrics(app: FastifyInstance, options: MetricsRouteOptio
   const metrics = new OrganismMetrics(options.organism);
   const registers = [metrics.registry];
 
-  const httpDuration = new Histogram({
-    name: 'organism_http_request_duration_seconds',
-    help: 'Control API request durations, by method, route pattern (never the raw URL) and status code.',
-    labelNames: ['method', 'route', 'status_code'],
-    buckets: HTTP_BUCKETS,
-    registers,
-  });
-  // One bound child per (method, route, status): prom-client would otherwise build and hash a
-  // label object on every request. Bounded like the labels: routes are the route table's.
-  const children = new Map<string, { observe(seconds: number): void }>();
+  const httpDuration = new HttpDurations();
+  metrics.registry.registerMetric(httpDuration as unknown as Metric);
+  // One series per (method, route, status), bounded like the labels: routes are the route
+  // table's. Found by the route's config object and the status (no key string per request)
+  // when the request's method is the route's one; by a key string otherwise (unmatched URLs,
+  // routes of several methods).
+  const byRoute = new WeakMap<RouteConfig, Map<number, DurationSeries>>();
+  const byKey = new Map<string, DurationSeries>();
   app.addHook('onResponse', (request, reply, done) => {
-    // Unmatched URLs share one label value: a scanner must not grow the label set.
-    const route = request.routeOptions.url ?? '(unmatched)';
-    const key = `${request.method} ${reply.statusCode} ${route}`;
-    let child = children.get(key);
-    if (!child) children.set(key, (child = httpDuration.labels({ method: request.method, route, status_code: String(reply.statusCode) })));
-    child.observe(reply.elapsedTime / 1000);
+    const config = routeConfig(request);
+    const status = reply.statusCode;
+    let series: DurationSeries | undefined;
+    if (config.url !== undefined && config.method === request.method) {
+      let statuses = byRoute.get(config);
+      if (!statuses) byRoute.set(config, (statuses = new Map()));
+      series = statuses.get(status);
+      if (!series) statuses.set(status, (series = httpDuration.series(request.method, config.url, status)));
+    } else {
+      // Unmatched URLs share one label value: a scanner must not grow the label set.
+      const route = config.url ?? '(unmatched)';
+      const key = `${request.method} ${status} ${route}`;
+      series = byKey.get(key);
+      if (!series) byKey.set(key, (series = httpDuration.series(request.method, route, status)));
+    }
+    series.observe(reply.elapsedTime / 1000);
     done();
   });
 

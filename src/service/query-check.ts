@@ -1,6 +1,7 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Errors } from '../errors/catalogue.js';
 import { identifierReason } from '../util/storable-text.js';
+import { routeConfig } from './route-config.js';
 import type { FieldProblem } from './validation.js';
 
 /** What a route's query string may hold, read once from its querystring schema. */
@@ -109,7 +110,8 @@ export function identifierProblems(values: unknown, location: 'params' | 'querys
 
 /**
  * Guards the query string of every route that is not a WebSocket route (those read `token`,
- * `since` and filters themselves). Runs as a preValidation hook after the snake_case renaming,
+ * `since` and filters themselves): reads each route's rules once, from its schemas. The check
+ * itself (queryCheck) runs in the app's preValidation hook, after the snake_case renaming and
  * before ajv coerces the values.
  */
 export function registerQueryCheck(app: FastifyInstance): void {
@@ -119,22 +121,24 @@ export function registerQueryCheck(app: FastifyInstance): void {
     const body = (schema as { body?: unknown } | undefined)?.body;
     route.config = { ...(route.config ?? {}), queryRules: queryRules(schema?.querystring), bodyNumbers: [...queryRules(body).integers] };
   });
-  // A callback hook (no promise per request), and nothing is built for a request with no
-  // parameters, no query and no numbers in its body (most reads).
-  app.addHook('preValidation', (request, _reply, done) => {
-    const config = request.routeOptions.config;
-    const rules = config?.queryRules;
-    const bodyNumbers = config?.bodyNumbers ?? [];
-    if (!rules || (!hasKeys(request.params) && !hasKeys(request.query) && (bodyNumbers.length === 0 || request.body === undefined))) return done();
-    const problems = [
-      ...identifierProblems(request.params, 'params'),
-      ...queryProblems(request.query, rules),
-      ...identifierProblems(request.query, 'querystring'),
-      ...bodyNumberProblems(request.body, bodyNumbers),
-    ];
-    if (problems.length > 0) return done(Errors.INVALID_REQUEST.withData(problems, problems.map((p) => `${p.field} ${p.message}`).join('; ')));
-    done();
-  });
+}
+
+/**
+ * The 400 a request's parameters, query and body numbers earn, or null. Nothing is built for
+ * a request with no parameters, no query and no numbers in its body (most reads).
+ */
+export function queryCheck(request: FastifyRequest): Error | null {
+  const config = routeConfig(request);
+  const rules = config.queryRules;
+  const bodyNumbers = config.bodyNumbers ?? [];
+  if (!rules || (!hasKeys(request.params) && !hasKeys(request.query) && (bodyNumbers.length === 0 || request.body === undefined))) return null;
+  const problems = [
+    ...identifierProblems(request.params, 'params'),
+    ...queryProblems(request.query, rules),
+    ...identifierProblems(request.query, 'querystring'),
+    ...bodyNumberProblems(request.body, bodyNumbers),
+  ];
+  return problems.length > 0 ? Errors.INVALID_REQUEST.withData(problems, problems.map((p) => `${p.field} ${p.message}`).join('; ')) : null;
 }
 
 function hasKeys(value: unknown): boolean {

@@ -1,5 +1,6 @@
 import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { redactUrl } from '../util/redact.js';
+import { routeConfig } from './route-config.js';
 
 /** A request answered in this many milliseconds or more is logged at `warn` (`serve --slow-request`). */
 export const DEFAULT_SLOW_REQUEST_MS = 1_000;
@@ -55,7 +56,7 @@ export class RequestLog extends LogController {
       request.log.error({ err: error, ...line(request, reply, elapsedMs) }, 'request errored');
       return;
     }
-    const websocket = request.routeOptions.config?.websocketRoute === true;
+    const websocket = routeConfig(request).websocketRoute === true;
     const level = requestLogLevel(reply.statusCode, elapsedMs, this.slowMs, websocket);
     if (!enabled(request, level)) return;
     const slow = level === 'warn' && reply.statusCode < 500;
@@ -73,42 +74,88 @@ function line(request: FastifyRequest, reply: FastifyReply, elapsedMs: number) {
   return {
     method: request.method,
     url: redactUrl(request.url),
-    route: request.routeOptions.url ?? null,
+    route: routeConfig(request).url ?? null,
     statusCode: reply.statusCode,
     responseTime: Math.round(elapsedMs * 100) / 100,
   };
 }
 
 type LogMethod = (...args: unknown[]) => void;
-const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
+type LevelCheck = { isLevelEnabled?: (level: string) => boolean };
 
 /**
  * Fastify's per-request child logger (`request.log`, bound to the request id), made only when
  * a line is written: most requests write none at the default level, and making a pino child
- * for each was a measurable part of a cheap request's CPU (bench/tools/wrk-http.ts).
+ * for each was a measurable part of a cheap request's CPU (bench/tools/wrk-http.ts). One
+ * object per request: its methods live on the prototype.
  */
-export const lazyRequestLogger: NonNullable<FastifyServerOptions['childLoggerFactory']> = (parent, bindings, options) => {
-  // A route with its own level or serializers needs the real child at once.
-  if (Object.keys(options).length > 0) return parent.child(bindings, options);
-  let real: FastifyBaseLogger | null = null;
-  const child = () => (real ??= parent.child(bindings, options));
-  const enabled = (level: string) => ((real ?? parent) as { isLevelEnabled?: (l: string) => boolean }).isLevelEnabled?.(level) ?? true;
-  const logger = {
-    get level() {
-      return (real ?? parent).level;
-    },
-    set level(level: string) {
-      child().level = level;
-    },
-    isLevelEnabled: enabled,
-    child: (...args: Parameters<FastifyBaseLogger['child']>) => child().child(...args),
-    bindings: () => (child() as unknown as { bindings(): Record<string, unknown> }).bindings(),
-    silent: () => undefined,
-  } as Record<string, unknown>;
-  for (const level of LEVELS) {
-    logger[level] = (...args: unknown[]) => {
-      if (enabled(level)) (child()[level] as LogMethod)(...args);
-    };
+class LazyRequestLogger {
+  private real: FastifyBaseLogger | null = null;
+
+  constructor(
+    private readonly parent: FastifyBaseLogger,
+    private readonly bindings_: Record<string, unknown>,
+  ) {}
+
+  private child_(): FastifyBaseLogger {
+    return (this.real ??= this.parent.child(this.bindings_, {}));
   }
-  return logger as unknown as FastifyBaseLogger;
+
+  get level(): string {
+    return (this.real ?? this.parent).level;
+  }
+
+  set level(level: string) {
+    this.child_().level = level;
+  }
+
+  isLevelEnabled(level: string): boolean {
+    return ((this.real ?? this.parent) as LevelCheck).isLevelEnabled?.(level) ?? true;
+  }
+
+  child(...args: Parameters<FastifyBaseLogger['child']>): FastifyBaseLogger {
+    return this.child_().child(...args);
+  }
+
+  bindings(): Record<string, unknown> {
+    return (this.child_() as unknown as { bindings(): Record<string, unknown> }).bindings();
+  }
+
+  silent(): void {}
+
+  private write(level: (typeof LEVELS)[number], args: unknown[]): void {
+    if (this.isLevelEnabled(level)) (this.child_()[level] as LogMethod)(...args);
+  }
+
+  fatal(...args: unknown[]): void {
+    this.write('fatal', args);
+  }
+
+  error(...args: unknown[]): void {
+    this.write('error', args);
+  }
+
+  warn(...args: unknown[]): void {
+    this.write('warn', args);
+  }
+
+  info(...args: unknown[]): void {
+    this.write('info', args);
+  }
+
+  debug(...args: unknown[]): void {
+    this.write('debug', args);
+  }
+
+  trace(...args: unknown[]): void {
+    this.write('trace', args);
+  }
+}
+
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
+
+/** The childLoggerFactory Fastify is given: a lazy child (above), or the real one at once for a route with its own level or serializers. */
+export const lazyRequestLogger: NonNullable<FastifyServerOptions['childLoggerFactory']> = (parent, bindings, options) => {
+  for (const _ in options) return parent.child(bindings, options);
+  return new LazyRequestLogger(parent, bindings) as unknown as FastifyBaseLogger;
 };

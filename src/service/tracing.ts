@@ -2,6 +2,7 @@ import type { Span, TracerProvider } from '@opentelemetry/api';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { formatTraceparent } from '../telemetry/settings.js';
 import { redactUrl } from '../util/redact.js';
+import { routeConfig } from './route-config.js';
 
 export interface HttpTracingOptions {
   readonly provider: TracerProvider;
@@ -44,7 +45,7 @@ export async function registerTracing(app: FastifyInstance, options: HttpTracing
     ...(options.traceProbes ? {} : { ignorePaths: (route: { url?: string }) => route.url !== undefined && PROBE_ROUTES.includes(route.url) }),
     requestHook: (span, request) => {
       // @fastify/otel names every span `request`; the route is known by now.
-      span.updateName(httpSpanName(request.method, request.routeOptions.url));
+      span.updateName(httpSpanName(request.method, routeConfig(request).url));
       // url.path is the URL as sent, query included: a `?token=` (the browser form of WebSocket
       // auth) is redacted there as in the logs. Set once the span starts, so it holds whenever it ends.
       const redacted = redactUrl(request.url);

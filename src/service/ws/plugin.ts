@@ -97,10 +97,13 @@ const plugin: FastifyPluginAsync<WsOptions> = async (app, options) => {
   // A refused upgrade (401/403/404) is answered over the raw socket, which the HTTP server no
   // longer tracks (and @fastify/websocket only ends when its own hook ran first): end it, or it
   // would linger and hold up shutdown.
-  app.addHook('onResponse', async (request, reply) => {
-    if (String(request.headers.upgrade ?? '').toLowerCase() === 'websocket' && reply.statusCode !== 101) {
+  // A callback hook: it runs after every request of the app, and an async one is a promise each.
+  app.addHook('onResponse', (request, reply, done) => {
+    const upgrade = request.headers.upgrade;
+    if (upgrade !== undefined && upgrade.toLowerCase() === 'websocket' && reply.statusCode !== 101) {
       request.raw.socket?.destroy();
     }
+    done();
   });
 
   // Pings keep passive clients alive through proxies; only a client that stops answering goes.

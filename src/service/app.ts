@@ -18,6 +18,7 @@ import { registerQueryCheck } from './query-check.js';
 import { Reloader, type ReloadOptions } from './reloader.js';
 import { lazyRequestLogger, RequestLog, type RequestLogSettings } from './request-log.js';
 import { openApiOptions } from './openapi.js';
+import { a2aRoutes } from './routes/a2a.js';
 import { agentRoutes } from './routes/agents.js';
 import { capabilityRoutes } from './routes/capabilities.js';
 import { healthRoutes } from './routes/health.js';
@@ -125,6 +126,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(swagger, openApiOptions(options.version));
 
   await app.register(healthRoutes, ctx);
+  // Interop (issue 31): exposed listeners as A2A agents.
+  await app.register(a2aRoutes, ctx);
   await app.register(
     async (api) => {
       await api.register(organismRoutes, ctx);

@@ -68,6 +68,7 @@ export const Errors = {
   CAPABILITY_NOT_FOUND: define('CAPABILITY_NOT_FOUND', 404, 'Capability not found: %s'),
   AGENT_NOT_FOUND: define('AGENT_NOT_FOUND', 404, 'Agent not found: %s'),
   NOT_EXPOSED: define('NOT_EXPOSED', 404, 'Listener %s is not exposed over %s (set expose.%s: true on it in organism.yaml)'),
+  METHOD_NOT_ALLOWED: define('METHOD_NOT_ALLOWED', 405, '%s answers %s only'),
   REMOTE_AGENT_FAILED: define('REMOTE_AGENT_FAILED', 502, 'Remote A2A agent %s: %s'),
   REMOTE_AGENT_TIMEOUT: define('REMOTE_AGENT_TIMEOUT', 504, 'Remote A2A agent %s did not answer within %s s'),
   SCHEMA_NOT_FOUND: define('SCHEMA_NOT_FOUND', 404, 'Schema not found for agent: %s'),

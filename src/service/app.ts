@@ -20,6 +20,7 @@ import { lazyRequestLogger, RequestLog, type RequestLogSettings } from './reques
 import { openApiOptions } from './openapi.js';
 import { a2aRoutes } from './routes/a2a.js';
 import { agentRoutes } from './routes/agents.js';
+import { mcpRoutes } from './routes/mcp.js';
 import { capabilityRoutes } from './routes/capabilities.js';
 import { healthRoutes } from './routes/health.js';
 import { injectRoutes } from './routes/inject.js';
@@ -128,6 +129,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(healthRoutes, ctx);
   // Interop (issue 31): exposed listeners as A2A agents.
   await app.register(a2aRoutes, ctx);
+  // ... and as MCP tools at /mcp.
+  await app.register(mcpRoutes, ctx);
   await app.register(
     async (api) => {
       await api.register(organismRoutes, ctx);

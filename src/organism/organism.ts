@@ -31,6 +31,9 @@ import { UsageTracker } from '../usage/tracker.js';
 import { newId } from '../util/ids.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { createLlmAgentHandler, type AgentWorldView } from '../agent/llm-agent.js';
+import { createRemoteA2aHandler } from '../agent/a2a-remote.js';
+import type { Handler } from '../core/handler.js';
+import type { ListenerConfig, RemoteA2aConfig } from '../config/types.js';
 import { configChanges, listenerFieldChanges } from './config-changes.js';
 import { listenerInfo, withLoad, type AgentInfo } from './views.js';
 import type { ClusterLink } from '../cluster/link.js';
@@ -130,7 +133,8 @@ export class Organism {
         budgets: this.budgets,
         llm: this.router,
         logger: this.logger,
-        llmHandler: (listener) => createLlmAgentHandler(listener, () => this.peerView()),
+        // A `handler: a2a:<url>` listener has no module either: its handler calls the remote agent.
+        llmHandler: (listener) => (listener.remote ? this.remoteA2aHandler(listener, listener.remote) : createLlmAgentHandler(listener, () => this.peerView())),
         observers: this.observers.deliveries,
         queue: this.storage.queue,
         ...(options.now ? { now: options.now } : {}),
@@ -155,6 +159,18 @@ export class Organism {
       logger: this.logger,
       configIdentity: () => this.configIdentity,
       reload: (next) => this.reload(next),
+    });
+  }
+
+  /** The handler of a remote A2A agent's listener; its streamed status texts go out as live `llm_delta` events. */
+  private remoteA2aHandler(listener: ListenerConfig, remote: RemoteA2aConfig): Handler {
+    return createRemoteA2aHandler(listener, remote, {
+      registry: () => this.registryValue,
+      acceptedBy: (name) => {
+        const runtime = this.pump.listener(name);
+        return runtime ? acceptedTypes(runtime.config).flatMap((t) => this.registryValue.get(t) ?? []) : [];
+      },
+      onUpdate: (ctx, taskId, text) => this.bus.emit({ type: 'llm_delta', threadId: ctx.threadId, messageId: ctx.messageId, agent: ctx.self, callId: `a2a:${taskId}`, text }),
     });
   }
 

@@ -55,7 +55,7 @@ export const ConfigMessages = {
     `malformed remote agent handler ${quote(ref)}: expected \`a2a:https://host/path\` (an http or https URL without credentials; put the token in \`token_env\`)`,
   remoteOnlyKey: (key: string) => `\`${key}\` applies to \`handler: a2a:<url>\` listeners only (a remote A2A agent); remove it`,
   remoteNotAgentKey: (key: string) => `\`${key}\` does not apply to a \`handler: a2a:<url>\` listener (a remote A2A agent answers it); remove it`,
-  publicCardWithoutA2a: () => '`expose.a2a_public_card` needs `expose.a2a: true` (there is no agent card otherwise)',
+  publicCardWithoutA2a: () => '`expose.a2a_public_card` applies to a listener served over A2A (there is no agent card otherwise); set `expose.a2a: true` or remove it',
   onTimeoutNotHuman: () => '`on_timeout` applies to `handler: builtin:human` listeners only; remove it',
   onTimeoutWithoutTimeout: () => '`on_timeout` needs `timeout_seconds` on a `builtin:human` listener (an ask waits for ever without one); set `timeout_seconds` or remove `on_timeout`',
   onTimeoutShape: () => '`on_timeout` must be `fail` or `{reply: {...payload}}` (the answer given when nobody answers in time)',

@@ -70,7 +70,6 @@ export const Errors = {
   NOT_EXPOSED: define('NOT_EXPOSED', 404, 'Listener %s is not exposed over %s (set expose.%s: true on it in organism.yaml)'),
   METHOD_NOT_ALLOWED: define('METHOD_NOT_ALLOWED', 405, '%s answers %s only'),
   REMOTE_AGENT_FAILED: define('REMOTE_AGENT_FAILED', 502, 'Remote A2A agent %s: %s'),
-  REMOTE_AGENT_TIMEOUT: define('REMOTE_AGENT_TIMEOUT', 504, 'Remote A2A agent %s did not answer within %s s'),
   SCHEMA_NOT_FOUND: define('SCHEMA_NOT_FOUND', 404, 'Schema not found for agent: %s'),
   THREAD_NOT_FOUND: define('THREAD_NOT_FOUND', 404, 'Thread not found: %s'),
   BUDGET_NOT_FOUND: define('BUDGET_NOT_FOUND', 404, 'No budget found for thread: %s'),

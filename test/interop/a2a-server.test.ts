@@ -79,6 +79,21 @@ describe('A2A server: exposed listeners as A2A v1.0 agents (issue 31)', () => {
     expect(end?.payload?.$case === 'statusUpdate' && end.payload.value.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
   });
 
+  it('a task this process does not hold (a restart, another process) is read back from its thread, and cancel kills it', async () => {
+    // As another process of the organism would have started it: a thread with the A2A context id.
+    const { threadId } = await service.organism.inject('slow', { text: 'elsewhere' }, { metadata: { a2aContextId: 'ctx-elsewhere' } });
+    await vi.waitUntil(() => probe().calls.some((c) => c.text === 'elsewhere'));
+    const client = await a2aClient(service, 'slow');
+    const got = await client.getTask({ tenant: '', id: threadId, historyLength: undefined });
+    expect(got).toMatchObject({ id: threadId, contextId: 'ctx-elsewhere', status: { state: TaskState.TASK_STATE_WORKING } });
+    const canceled = await client.cancelTask({ tenant: '', id: threadId, metadata: undefined });
+    expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    expect((await service.organism.thread(threadId))?.status).toBe('killed');
+    // A thread that is not an A2A task is no task.
+    const { threadId: plain } = await service.organism.inject('echo', { text: 'not a task' });
+    await expect(client.getTask({ tenant: '', id: plain, historyLength: undefined })).rejects.toThrow(/not found/i);
+  });
+
   it('a payload that does not fit is a JSON-RPC error naming the field; a viewer cannot send', async () => {
     const body = (parts: unknown[]) => JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm1', role: 'ROLE_USER', parts } } });
     const headers = { authorization: `Bearer ${OPERATOR}`, 'content-type': 'application/json', 'a2a-version': '1.0' };

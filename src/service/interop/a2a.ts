@@ -149,6 +149,9 @@ function textPart(text: string): Part {
   return { content: { $case: 'text', value: text }, mediaType: TEXT_MEDIA, filename: '', metadata: undefined };
 }
 
+/** Tasks one process keeps in memory (per generation; the threads keep them all). */
+export const TASKS_KEPT = 5_000;
+
 /** A task running here: its bus, so a cancel can finish it. */
 interface LiveTask {
   readonly bus: ExecutionEventBus;
@@ -270,17 +273,32 @@ async function killQuietly(organism: Organism, threadId: string): Promise<void> 
  * SDK cancels without a running executor (no event bus here) has its thread killed.
  */
 class ThreadTaskStore implements TaskStore {
-  private readonly memory = new InMemoryTaskStore(() => 'organism');
+  // Two generations of the SDK's in-memory store, so memory stays bounded on a long-running
+  // server: past `keep` tasks the older generation is dropped (its tasks are read back from their threads).
+  private current = new InMemoryTaskStore(() => 'organism');
+  private previous = new InMemoryTaskStore(() => 'organism');
+  private ids = new Set<string>();
 
-  constructor(private readonly organism: Organism) {}
+  constructor(
+    private readonly organism: Organism,
+    private readonly keep = TASKS_KEPT,
+  ) {}
 
   async save(task: Task, context: ServerCallContext): Promise<void> {
     if (task.status?.state === TaskState.TASK_STATE_CANCELED) await killQuietly(this.organism, task.id);
-    await this.memory.save(task, context);
+    if (!this.ids.has(task.id)) {
+      if (this.ids.size >= this.keep) {
+        this.previous = this.current;
+        this.current = new InMemoryTaskStore(() => 'organism');
+        this.ids = new Set();
+      }
+      this.ids.add(task.id);
+    }
+    await this.current.save(task, context);
   }
 
   async load(taskId: string, context: ServerCallContext): Promise<Task | undefined> {
-    const kept = await this.memory.load(taskId, context);
+    const kept = (await this.current.load(taskId, context)) ?? (await this.previous.load(taskId, context));
     if (kept) return kept;
     const thread = await this.organism.thread(taskId).catch(() => null);
     if (!thread || thread.metadata['a2aContextId'] === undefined) return undefined;
@@ -302,8 +320,9 @@ class ThreadTaskStore implements TaskStore {
     };
   }
 
+  /** The most recent tasks of this process (up to `keep`); older ones are threads (`GET /api/v1/threads`). */
   list(params: Parameters<TaskStore['list']>[0], context: ServerCallContext) {
-    return this.memory.list(params, context);
+    return this.current.list(params, context);
   }
 }
 

@@ -32,6 +32,7 @@ import { newId } from '../util/ids.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { createLlmAgentHandler, type AgentWorldView } from '../agent/llm-agent.js';
 import { createRemoteA2aHandler } from '../agent/a2a-remote.js';
+import { withA2aPush } from './a2a-push.js';
 import type { Handler } from '../core/handler.js';
 import type { ListenerConfig, RemoteA2aConfig } from '../config/types.js';
 import { configChanges, listenerFieldChanges } from './config-changes.js';
@@ -114,7 +115,7 @@ export class Organism {
     this.operator = this.storage.operator;
     this.budgetKeeper = new BudgetKeeper(this.storage, loaded.config.maxTokensPerThread, this.logger);
     this.budgets = this.budgetKeeper.ledger;
-    this.registryValue = new PayloadRegistry(loaded.payloadTypes);
+    this.registryValue = new PayloadRegistry(withA2aPush(loaded).payloadTypes);
     this.llmCalls = this.storage.llmCalls;
     this.queries = organismQueries({ storage: this.storage, budgets: this.budgets, llmCalls: this.llmCalls, bus: this.bus });
     this.outputCap = new OutputCapWatch(this.logger);
@@ -140,7 +141,7 @@ export class Organism {
         ...(options.now ? { now: options.now } : {}),
       },
       limitsOf(loaded.config),
-      loaded.listeners,
+      withA2aPush(loaded).listeners,
     );
     this.inbox = new Inbox({
       journal: this.storage.journal,
@@ -365,9 +366,10 @@ export class Organism {
   reload(next: LoadedOrganism): ReloadResult {
     const changes = configChanges(this.config, next.config);
     const { updatedFields } = this.planReload(next); // read before the pump takes the new listeners
-    const registry = new PayloadRegistry(next.payloadTypes);
+    const running = withA2aPush(next);
+    const registry = new PayloadRegistry(running.payloadTypes);
     const router = this.makeRouter(next.config);
-    const listeners = this.pump.reload(next.listeners, limitsOf(next.config), { registry, llm: router });
+    const listeners = this.pump.reload(running.listeners, limitsOf(next.config), { registry, llm: router });
     this.applyDefaultCeiling(next.config.maxTokensPerThread);
     this.mcp.reload(next, this.loaded);
     this.reapplyPauses(); // a listener removed and added back is still the one the operator paused

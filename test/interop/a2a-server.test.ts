@@ -1,3 +1,4 @@
+import { createServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type StreamResponse, TaskState } from '@a2a-js/sdk';
 import { OPERATOR, probe, startService, VIEWER, type Service } from '../service/fixture.js';
@@ -92,6 +93,51 @@ describe('A2A server: exposed listeners as A2A v1.0 agents (issue 31)', () => {
     // A thread that is not an A2A task is no task.
     const { threadId: plain } = await service.organism.inject('echo', { text: 'not a task' });
     await expect(client.getTask({ tenant: '', id: plain, historyLength: undefined })).rejects.toThrow(/not found/i);
+  });
+
+  it('push notifications go through the journal: a receiver down (500) gets each one once it recovers, with one idempotency key per notification', async () => {
+    const received: Array<{ key: string; token: string; body: { task?: { status?: { state?: string } }; statusUpdate?: { status?: { state?: string } } } }> = [];
+    let failures = 2;
+    const receiver = createServer((req, res) => {
+      let text = '';
+      req.on('data', (c: Buffer) => {
+        text += c.toString('utf8');
+      });
+      req.on('end', () => {
+        if (failures-- > 0) return void res.writeHead(500).end();
+        received.push({ key: String(req.headers['idempotency-key']), token: String(req.headers['x-a2a-notification-token']), body: JSON.parse(text) });
+        res.writeHead(200).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const address = receiver.address();
+    const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/hook`;
+    try {
+      const client = await a2aClient(service, 'helper');
+      const result = (await client.sendMessage({
+        tenant: '',
+        message: userText('push'),
+        configuration: {
+          acceptedOutputModes: [],
+          taskPushNotificationConfig: { tenant: '', id: 'hook', taskId: '', url, token: 'client-token', authentication: undefined },
+          historyLength: undefined,
+          returnImmediately: false,
+        },
+        metadata: undefined,
+      })) as { id: string };
+      const completed = (r: (typeof received)[number]) => r.body.statusUpdate?.status?.state === 'TASK_STATE_COMPLETED';
+      await vi.waitUntil(() => received.some(completed), { timeout: 20_000, interval: 50 });
+      expect(received.every((r) => r.token === 'client-token')).toBe(true);
+      // Journaled: the notifications are messages of the task's push thread, each its own id (the
+      // key); the two the receiver refused were tried again, so every one arrives (none lost).
+      const keys = async () => (await service.client.threads.messages(`${result.id}.push`)).messages.map((m) => m.id).sort();
+      await vi.waitUntil(async () => (await keys()).length > 0 && (await keys()).every((k) => received.some((r) => r.key === k)), { timeout: 20_000, interval: 100 });
+      expect((await keys()).length).toBeGreaterThanOrEqual(3);
+      expect([...new Set(received.map((r) => r.key))].sort()).toEqual(await keys());
+      expect(failures).toBeLessThan(0);
+    } finally {
+      receiver.close();
+    }
   });
 
   it('a payload that does not fit is a JSON-RPC error naming the field; a viewer cannot send', async () => {

@@ -6,8 +6,12 @@ import {
   DefaultExecutionEventBusManager,
   DefaultRequestHandler,
   type ExecutionEventBus,
+  InMemoryPushNotificationStore,
   InMemoryTaskStore,
   JsonRpcTransportHandler,
+  type PushNotificationSender,
+  type PushNotificationStore,
+  V1PushNotificationSerializer,
   type RequestContext,
   ServerCallContext,
   type TaskStore,
@@ -22,6 +26,7 @@ import type { ServiceOrganism as Organism } from '../service-organism.js';
 import { resolveInjectPayload } from '../../payload/inject.js';
 import type { PayloadType } from '../../payload/payload-type.js';
 import { followThread, type ThreadUpdate } from './follow.js';
+import { A2A_PUSH_LISTENER } from '../../organism/a2a-push.js';
 
 /** The A2A protocol version served (the JSON-RPC binding of A2A v1.0). */
 export const A2A_PROTOCOL_VERSION = '1.0';
@@ -68,7 +73,7 @@ export function agentCardOf(organism: Organism, listener: ListenerConfig, base: 
       tenant: '',
     })),
     provider: { organization: organism.name, url: base },
-    capabilities: { streaming: true, pushNotifications: false, extensions: [] },
+    capabilities: { streaming: true, pushNotifications: true, extensions: [] },
     securitySchemes: {
       bearer: {
         scheme: {
@@ -326,6 +331,43 @@ class ThreadTaskStore implements TaskStore {
   }
 }
 
+/** The thread a task's push notifications are journaled in (not the task's own: a killed thread takes no more messages). */
+export const pushThreadOf = (taskId: string): string => `${taskId}.push`;
+
+/**
+ * Push notifications through the journal: each task update a client asked to be pushed is a
+ * message to the built-in `system.a2a_push` listener (see organism/a2a-push.ts), which POSTs it
+ * and is tried again with backoff until the client's URL answers 2xx; the message id is sent as
+ * the idempotency key. The SDK's own sender posts once, from memory: a restart or a receiver
+ * that is down loses the notification, which the issue does not allow (hence this one).
+ */
+class JournalPushSender implements PushNotificationSender {
+  private readonly serializer = new V1PushNotificationSerializer();
+
+  constructor(
+    private readonly organism: Organism,
+    private readonly store: PushNotificationStore,
+  ) {}
+
+  async send(response: StreamResponse, context: ServerCallContext, task?: Task): Promise<void> {
+    const p = response.payload;
+    if (!p) return;
+    // Live model text is not worth a notification each (the final status carries the result).
+    if (p.$case === 'statusUpdate' && p.value.status?.message?.metadata?.['organismEvent'] === 'llm_delta') return;
+    const taskId = p.$case === 'task' ? p.value.id : p.value.taskId;
+    if (!taskId) return;
+    const configs = await this.store.load(taskId, context);
+    if (configs.length === 0) return;
+    const { body, contentType } = this.serializer.serialize(response, task);
+    for (const config of configs) {
+      const headers: Record<string, string> = {};
+      if (config.token) headers['x-a2a-notification-token'] = config.token;
+      if (config.authentication?.scheme) headers['authorization'] = `${config.authentication.scheme} ${config.authentication.credentials}`.trim();
+      await this.organism.inject(A2A_PUSH_LISTENER, { url: config.url, taskId, body, contentType, headers: JSON.stringify(headers) }, { threadId: pushThreadOf(taskId), waitMs: 1_000 });
+    }
+  }
+}
+
 class TokenUser implements User {
   constructor(private readonly name: string) {}
   get isAuthenticated(): boolean {
@@ -361,9 +403,12 @@ export class A2aServers {
   private readonly servers = new Map<string, { transport: JsonRpcTransportHandler; legacy: LegacyJsonRpcTransportHandler }>();
   private readonly store: ThreadTaskStore;
   private readonly buses = new DefaultExecutionEventBusManager(() => 'organism');
+  private readonly pushConfigs = new InMemoryPushNotificationStore(() => 'organism');
+  private readonly push: JournalPushSender;
 
   constructor(private readonly organism: Organism) {
     this.store = new ThreadTaskStore(organism);
+    this.push = new JournalPushSender(organism, this.pushConfigs);
   }
 
   /** The JSON-RPC transport of a listener: v1.0, or v0.3 when `legacy`. */
@@ -376,7 +421,15 @@ export class A2aServers {
         if (!current) throw new RequestMalformedError(`listener ${name} is not served over A2A`);
         injectOf(this.organism, current, params.message);
       };
-      const handler = new ListenerRequestHandler(check, agentCardOf(this.organism, listener, base), this.store, new OrganismExecutor(this.organism, name), this.buses);
+      const handler = new ListenerRequestHandler(
+        check,
+        agentCardOf(this.organism, listener, base),
+        this.store,
+        new OrganismExecutor(this.organism, name),
+        this.buses,
+        this.pushConfigs,
+        this.push,
+      );
       server = { transport: new JsonRpcTransportHandler(handler), legacy: new LegacyJsonRpcTransportHandler(handler) };
       this.servers.set(name, server);
     }

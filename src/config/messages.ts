@@ -156,6 +156,8 @@ export const ConfigMessages = {
     }; set \`timeout_seconds\` to at least ${minimum} (or remove it: the default is derived from the providers), or lower the providers' \`timeout_seconds\` or \`max_retries\``,
   providerKeyUse: (provider: string, agents: readonly string[]) =>
     `the API key of provider ${quote(provider)}, ${agents.length > 0 ? `used by ${agents.map(quote).join(', ')}` : 'which no listener uses yet'}`,
+  remoteTokenUnset: (variable: string, listener: string) =>
+    `environment variable ${quote(variable)} is not set (the token of the remote A2A agent ${quote(listener)}); export it before \`organism serve\`, or its deliveries fail`,
   tokenUse: (name: string, role: string) => `the ${role} token ${quote(name)}`,
   envUnset: (variable: string, what: string, refused: boolean) =>
     `environment variable ${quote(variable)} is not set (${what}); export it before \`organism serve\`${

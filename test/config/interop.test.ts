@@ -28,6 +28,9 @@ describe('interop keys of a listener (issue 31)', () => {
     expect(far?.remote).toEqual({ url: 'https://agents.example.com/a2a/far', tokenEnv: 'FAR_TOKEN', maxRetries: 3 });
     expect(loaded.listeners[1]?.handler).toBeNull();
     expect(loaded.listeners[1]?.handlerVersion).toBe('a2a:https://agents.example.com/a2a/far');
+    expect(loaded.warnings?.find((w) => w.keyPath === 'listeners[1].token_env')?.message).toBe(
+      'environment variable `FAR_TOKEN` is not set (the token of the remote A2A agent `far`); export it before `organism serve`, or its deliveries fail',
+    );
     expect(plain?.expose).toBeUndefined();
     expect(plain?.remote).toBeUndefined();
   });

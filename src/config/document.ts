@@ -366,8 +366,11 @@ function readRemote(r: MapReader, handlerRef: string): Pick<ListenerConfig, 'rem
     for (const key of ['token_env', 'max_retries']) if (r.has(key)) r.problem(key, ConfigMessages.remoteOnlyKey(key));
     return {};
   }
-  for (const key of ['prompt', 'model', 'tools', 'approval', 'mcp_servers', 'reply_format', 'max_tool_rounds', 'max_tool_calls_per_round', 'max_messages_per_reply'])
-    if (r.has(key)) r.problem(key, ConfigMessages.remoteNotAgentKey(key));
+  // An LLM agent's keys are refused when they say something (`null` and `[]` are what the sanitized view writes).
+  for (const key of ['prompt', 'model', 'tools', 'approval', 'mcp_servers', 'reply_format']) {
+    const value: unknown = r.valueNode(key)?.toJSON();
+    if (r.has(key) && value !== null && !(Array.isArray(value) && value.length === 0)) r.problem(key, ConfigMessages.remoteNotAgentKey(key));
+  }
   return { remote: { url, tokenEnv: r.has('token_env') ? envName(r, 'token_env', true) : null, maxRetries: r.integer('max_retries', Defaults.remoteA2aMaxRetries, 0) } };
 }
 

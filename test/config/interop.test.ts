@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadOrganismFromString } from '../../src/config/index.js';
+import { sanitizedConfigYaml } from '../../src/config/config-yaml.js';
 import { CONFIG_PATH, y } from './helpers.js';
 
 describe('interop keys of a listener (issue 31)', () => {
@@ -33,5 +34,8 @@ describe('interop keys of a listener (issue 31)', () => {
     );
     expect(plain?.expose).toBeUndefined();
     expect(plain?.remote).toBeUndefined();
+    // The sanitized view (GET /organism/config?format=yaml) keeps them: read back, the same listeners.
+    const again = await loadOrganismFromString(sanitizedConfigYaml(loaded.config, {}), CONFIG_PATH);
+    expect(again.config.listeners.map((l) => [l.expose, l.remote])).toEqual(loaded.config.listeners.map((l) => [l.expose, l.remote]));
   });
 });

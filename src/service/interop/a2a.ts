@@ -222,8 +222,9 @@ export class OrganismExecutor implements AgentExecutor {
         if (u.message.from === 'api' && u.message.hops === 0) return; // the caller's own message
         status(TaskState.TASK_STATE_WORKING, agentMessage(taskId, contextId, partsOf(this.organism, u.message), { organismEvent: 'message' }));
       } else if (u.kind === 'delta') {
-        // Live text of a model: not kept in the task's history (A2A clients see it streaming).
-        status(TaskState.TASK_STATE_WORKING, agentMessage(taskId, contextId, [textPart(u.text)], { organismEvent: 'llm_delta', agent: u.agent }));
+        // A model's streamed text is not sent: the SDK keeps every status message in the task's
+        // history, and a token each would grow it (and its per-update copies) without bound.
+        return;
       } else if (u.kind === 'reply') {
         const parts = partsOf(this.organism, u.message);
         const artifact: Artifact = { artifactId: u.message.id, name: u.message.payloadType, description: `The reply of ${u.message.from}`, parts, metadata: undefined, extensions: [] };
@@ -352,8 +353,6 @@ class JournalPushSender implements PushNotificationSender {
   async send(response: StreamResponse, context: ServerCallContext, task?: Task): Promise<void> {
     const p = response.payload;
     if (!p) return;
-    // Live model text is not worth a notification each (the final status carries the result).
-    if (p.$case === 'statusUpdate' && p.value.status?.message?.metadata?.['organismEvent'] === 'llm_delta') return;
     const taskId = p.$case === 'task' ? p.value.id : p.value.taskId;
     if (!taskId) return;
     const configs = await this.store.load(taskId, context);

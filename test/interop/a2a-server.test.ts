@@ -1,13 +1,13 @@
 import { createServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type StreamResponse, TaskState } from '@a2a-js/sdk';
-import { OPERATOR, probe, startService, VIEWER, type Service } from '../service/fixture.js';
+import { OPERATOR, probe, STORAGE_KINDS, startService, VIEWER, type Service } from '../service/fixture.js';
 import { a2aClient, exposedYaml, userText } from './fixture.js';
 
-describe('A2A server: exposed listeners as A2A v1.0 agents (issue 31)', () => {
+describe.each(STORAGE_KINDS)('A2A server: exposed listeners as A2A v1.0 agents (issue 31), %s store', (storage) => {
   let service: Service;
   beforeAll(async () => {
-    service = await startService({ yaml: exposedYaml() });
+    service = await startService({ yaml: exposedYaml(), storage });
   });
   afterAll(async () => {
     await service?.close();

@@ -124,6 +124,11 @@ export function unsetEnvWarnings(warnings: ProblemSink, draft: ConfigDraft, env:
   for (const u of uses) {
     if (u.variable !== '' && !env[u.variable]) warnings.add(u.at.node, u.at.path, ConfigMessages.envUnset(u.variable, u.what, u.refused));
   }
+  // A remote A2A agent's token is read at each call: unset, its deliveries fail (serve starts all the same).
+  for (const l of draft.listeners) {
+    const variable = l.value.remote?.tokenEnv;
+    if (variable && !env[variable]) warnings.add(l.at.nodeFor('token_env'), l.at.pathOf('token_env'), ConfigMessages.remoteTokenUnset(variable, l.value.name));
+  }
 }
 
 /** The problems that keep `serve`/`run` from starting: a provider an agent calls whose key is unset. */

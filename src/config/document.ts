@@ -24,6 +24,7 @@ import { describeNode, MapReader, type ProblemSink, type SeqItem } from './reade
 import { parseSlashRegex } from '../llm/providers/mock-match.js';
 import { BUILTIN_HUMAN, BUILTIN_LLM, Defaults, Keys, LLM_RECORD_MODES, MAX_TOKENS_PARAMS, OTLP_PROTOCOLS, PROVIDER_TYPES, REPLY_FORMATS, RETRY_BACKOFFS, TOKEN_ROLES } from './schema.js';
 import { closest } from './suggest.js';
+import { remoteA2aUrl } from './handlers.js';
 import { checkAgentTools, checkApproval, readToolEntries } from './tools.js';
 import { readGuardEntries, readPrivacy, type GuardEntry, type RedactFunctionEntry } from './guards.js';
 import { acceptedTypes } from './accepted-types.js';
@@ -355,7 +356,34 @@ function readListener(r: MapReader): ListenerConfig {
     ...readRetry(r),
     ...(r.has('on_error') ? { onError: r.string('on_error') ?? '' } : {}),
     ...readHuman(r, handlerRef),
+    ...readExpose(r),
+    ...readRemote(r, handlerRef),
   };
+}
+
+/** `expose: {a2a, mcp, a2a_public_card}` (issue 31); absent: not exposed. */
+function readExpose(r: MapReader): Pick<ListenerConfig, 'expose'> {
+  const expose = r.map('expose', Keys.expose);
+  if (!expose) return {};
+  const a2a = expose.boolean('a2a', false);
+  const a2aPublicCard = expose.boolean('a2a_public_card', false);
+  if (a2aPublicCard && !a2a) expose.problem('a2a_public_card', ConfigMessages.publicCardWithoutA2a());
+  return { expose: { a2a, mcp: expose.boolean('mcp', false), a2aPublicCard } };
+}
+
+/** `handler: a2a:<url>` with `token_env` and `max_retries`; those keys on any other listener are refused. */
+function readRemote(r: MapReader, handlerRef: string): Pick<ListenerConfig, 'remote'> {
+  const url = remoteA2aUrl(handlerRef);
+  if (url === null) {
+    for (const key of ['token_env', 'max_retries']) if (r.has(key)) r.problem(key, ConfigMessages.remoteOnlyKey(key));
+    return {};
+  }
+  // An LLM agent's keys are refused when they say something (`null` and `[]` are what the sanitized view writes).
+  for (const key of ['prompt', 'model', 'tools', 'approval', 'mcp_servers', 'reply_format']) {
+    const value: unknown = r.valueNode(key)?.toJSON();
+    if (r.has(key) && value !== null && !(Array.isArray(value) && value.length === 0)) r.problem(key, ConfigMessages.remoteNotAgentKey(key));
+  }
+  return { remote: { url, tokenEnv: r.has('token_env') ? envName(r, 'token_env', true) : null, maxRetries: r.integer('max_retries', Defaults.remoteA2aMaxRetries, 0) } };
 }
 
 /** `retry: {max_attempts, backoff, initial_seconds, max_seconds}` (absent: no retries). */

@@ -9,10 +9,14 @@ import type { PayloadTypeDef } from '../payload/types.js';
 import type { Handler } from '../core/handler.js';
 import { describeLoadError } from './load-error.js';
 import { ConfigMessages } from './messages.js';
-import { BUILTIN_HUMAN, BUILTIN_LLM } from './schema.js';
+import { A2A_HANDLER_PREFIX, BUILTIN_HUMAN, BUILTIN_LLM } from './schema.js';
 import { resolveOrganismToSelf } from './self-reference.js';
 
-export type HandlerRef = { readonly kind: 'builtin'; readonly name: 'llm' | 'human' } | { readonly kind: 'module'; readonly modulePath: string; readonly exportName: string };
+export type HandlerRef =
+  | { readonly kind: 'builtin'; readonly name: 'llm' | 'human' }
+  | { readonly kind: 'module'; readonly modulePath: string; readonly exportName: string }
+  /** `a2a:https://host/path`: a remote A2A agent (issue 31). */
+  | { readonly kind: 'a2a'; readonly url: string };
 
 const MODULE_EXTENSIONS = ['.ts', '.js', '.mts', '.mjs'];
 const EXPORT_NAME = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
@@ -22,6 +26,10 @@ export function parseHandlerRef(ref: string): HandlerRef | { readonly error: str
   if (ref === BUILTIN_LLM) return { kind: 'builtin', name: 'llm' };
   if (ref === BUILTIN_HUMAN) return { kind: 'builtin', name: 'human' };
   if (ref.startsWith('builtin:')) return { error: ConfigMessages.unknownBuiltin(ref) };
+  if (ref.startsWith(A2A_HANDLER_PREFIX)) {
+    const url = remoteA2aUrl(ref);
+    return url === null ? { error: ConfigMessages.badA2aHandler(ref) } : { kind: 'a2a', url };
+  }
   const hash = ref.lastIndexOf('#');
   const modulePath = hash < 0 ? '' : ref.slice(0, hash);
   const exportName = hash < 0 ? '' : ref.slice(hash + 1);
@@ -29,6 +37,20 @@ export function parseHandlerRef(ref: string): HandlerRef | { readonly error: str
   if (!isPath || !EXPORT_NAME.test(exportName)) return { error: ConfigMessages.malformedHandler(ref) };
   if (!MODULE_EXTENSIONS.includes(path.extname(modulePath))) return { error: ConfigMessages.handlerExtension(ref) };
   return { kind: 'module', modulePath, exportName };
+}
+
+/** The http(s) URL of an `a2a:` handler (without a trailing slash), or null when it is not one. */
+export function remoteA2aUrl(ref: string): string | null {
+  if (!ref.startsWith(A2A_HANDLER_PREFIX)) return null;
+  const raw = ref.slice(A2A_HANDLER_PREFIX.length).trim();
+  try {
+    const url = new URL(raw);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
+    if (url.username !== '' || url.password !== '') return null;
+    return raw.replace(/\/+$/, '');
+  } catch {
+    return null;
+  }
 }
 
 /** A handler module after loading: its exports, or why it could not be loaded. */

@@ -219,6 +219,8 @@ function reportBrokenModules(listeners: readonly Located<ListenerConfig>[], refs
 function resolveListener(l: Located<ListenerConfig>, ref: HandlerRef | null, modules: ReadonlyMap<string, LoadedModule>): ResolvedListener | null {
   if (ref === null) return null;
   if (ref.kind === 'builtin') return { config: l.value, handler: null, handlerVersion: ref.name === 'human' ? BUILTIN_HUMAN : BUILTIN_LLM };
+  // A remote A2A agent: the organism makes its handler (it needs the event bus for live updates).
+  if (ref.kind === 'a2a') return { config: l.value, handler: null, handlerVersion: `a2a:${ref.url}` };
   const mod = modules.get(ref.modulePath);
   if (!mod) return null;
   if (!mod.ok) return null; // reported once for all its listeners (reportBrokenModules)

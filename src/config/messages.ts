@@ -51,6 +51,11 @@ export const ConfigMessages = {
   malformedHandler: (ref: string) => `malformed handler ${quote(ref)}: expected \`./path/to/module.ts#exportName\` (relative to the config file) or \`builtin:llm\``,
   handlerExtension: (ref: string) => `handler module in ${quote(ref)} must be a .ts or .js file`,
   unknownBuiltin: (ref: string) => `unknown built-in handler ${quote(ref)}; use \`builtin:llm\` or \`builtin:human\``,
+  badA2aHandler: (ref: string) =>
+    `malformed remote agent handler ${quote(ref)}: expected \`a2a:https://host/path\` (an http or https URL without credentials; put the token in \`token_env\`)`,
+  remoteOnlyKey: (key: string) => `\`${key}\` applies to \`handler: a2a:<url>\` listeners only (a remote A2A agent); remove it`,
+  remoteNotAgentKey: (key: string) => `\`${key}\` does not apply to a \`handler: a2a:<url>\` listener (a remote A2A agent answers it); remove it`,
+  publicCardWithoutA2a: () => '`expose.a2a_public_card` applies to a listener served over A2A (there is no agent card otherwise); set `expose.a2a: true` or remove it',
   onTimeoutNotHuman: () => '`on_timeout` applies to `handler: builtin:human` listeners only; remove it',
   onTimeoutWithoutTimeout: () => '`on_timeout` needs `timeout_seconds` on a `builtin:human` listener (an ask waits for ever without one); set `timeout_seconds` or remove `on_timeout`',
   onTimeoutShape: () => '`on_timeout` must be `fail` or `{reply: {...payload}}` (the answer given when nobody answers in time)',
@@ -169,6 +174,8 @@ export const ConfigMessages = {
     }; set \`timeout_seconds\` to at least ${minimum} (or remove it: the default is derived from the providers), or lower the providers' \`timeout_seconds\` or \`max_retries\``,
   providerKeyUse: (provider: string, agents: readonly string[]) =>
     `the API key of provider ${quote(provider)}, ${agents.length > 0 ? `used by ${agents.map(quote).join(', ')}` : 'which no listener uses yet'}`,
+  remoteTokenUnset: (variable: string, listener: string) =>
+    `environment variable ${quote(variable)} is not set (the token of the remote A2A agent ${quote(listener)}); export it before \`organism serve\`, or its deliveries fail`,
   tokenUse: (name: string, role: string) => `the ${role} token ${quote(name)}`,
   envUnset: (variable: string, what: string, refused: boolean) =>
     `environment variable ${quote(variable)} is not set (${what}); export it before \`organism serve\`${

@@ -99,6 +99,9 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
       maxMessagesPerReply: l.maxMessagesPerReply,
       ...(l.retry ? { retry: { ...l.retry } } : {}),
       ...(l.onError ? { onError: l.onError } : {}),
+      ...(l.expose ? { expose: { ...l.expose } } : {}),
+      // The token's variable name only (its value is never read here).
+      ...(l.remote ? { tokenEnv: l.remote.tokenEnv, maxRetries: l.remote.maxRetries } : {}),
     })),
     payloads: config.payloads.map((p) => ({
       name: p.name,

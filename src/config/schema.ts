@@ -45,7 +45,11 @@ export const Keys = {
     'on_error',
     'on_timeout',
     'guards',
+    'expose',
+    'token_env',
+    'max_retries',
   ],
+  expose: ['a2a', 'mcp', 'a2a_public_card'],
   retry: ['max_attempts', 'backoff', 'initial_seconds', 'max_seconds'],
   mcpServer: ['name', 'command', 'url', 'tools', 'timeout_seconds'],
   codeTool: ['use', 'input', 'name', 'description', 'timeout_seconds'],
@@ -83,6 +87,8 @@ export const Defaults = {
   maxToolRounds: 8,
   maxToolCallsPerRound: 16,
   mcpTimeoutSeconds: 30,
+  /** A remote A2A agent's tries after the first (`max_retries` on an `a2a:` listener), as for LLM providers. */
+  remoteA2aMaxRetries: 3,
   retryBackoff: 'exponential',
   retryInitialSeconds: 1,
   retryMaxSeconds: 300,
@@ -100,3 +106,5 @@ export const TOKEN_ROLES = ['operator', 'viewer', 'approver'] as const;
 export const BUILTIN_LLM = 'builtin:llm';
 /** A listener answered by people (issue 25): a message to it is an ask, answered through the inbox. */
 export const BUILTIN_HUMAN = 'builtin:human';
+/** `handler: a2a:https://host/path` (issue 31): a remote A2A agent answers the listener's deliveries. */
+export const A2A_HANDLER_PREFIX = 'a2a:';

@@ -125,6 +125,30 @@ export interface ListenerConfig {
   readonly onError?: string;
   /** `handler: builtin:human`: answered by people (absent on every other listener). */
   readonly human?: HumanListenerConfig;
+  /** `expose:` (issue 31): served as an A2A agent and/or listed as an MCP tool; absent: neither. */
+  readonly expose?: ExposeConfig;
+  /** `handler: a2a:<url>` (issue 31): a remote A2A agent answers its deliveries; absent on every other listener. */
+  readonly remote?: RemoteA2aConfig;
+}
+
+/** A listener's `expose:` block. */
+export interface ExposeConfig {
+  /** Served as an A2A agent at `/a2a/<listener>`. */
+  readonly a2a: boolean;
+  /** Listed as a tool at `/mcp`. */
+  readonly mcp: boolean;
+  /** The agent card needs no token (it describes the payload schemas, so off by default). */
+  readonly a2aPublicCard: boolean;
+}
+
+/** `handler: a2a:https://host/path`: where the remote agent is and how it is called. */
+export interface RemoteA2aConfig {
+  /** The agent's base URL (its card at `<url>/.well-known/agent-card.json`). */
+  readonly url: string;
+  /** Env var holding its bearer token (read at call time); null: no Authorization header. */
+  readonly tokenEnv: string | null;
+  /** Tries after the first on a network failure, a timeout or a retryable status. */
+  readonly maxRetries: number;
 }
 
 /** A listener's `retry:` block, resolved. */

@@ -36,6 +36,10 @@ import { UsageTracker } from '../usage/tracker.js';
 import { newId } from '../util/ids.js';
 import { silentLogger, type Logger } from '../util/logger.js';
 import { createLlmAgentHandler, type AgentWorldView } from '../agent/llm-agent.js';
+import { createRemoteA2aHandler } from '../agent/a2a-remote.js';
+import { withA2aPush } from './a2a-push.js';
+import type { Handler } from '../core/handler.js';
+import type { ListenerConfig, RemoteA2aConfig } from '../config/types.js';
 import { configChanges, listenerFieldChanges } from './config-changes.js';
 import { listenerInfo, withLoad, type AgentInfo } from './views.js';
 import type { ClusterLink } from '../cluster/link.js';
@@ -119,7 +123,7 @@ export class Organism {
     this.operator = this.storage.operator;
     this.budgetKeeper = new BudgetKeeper(this.storage, loaded.config.maxTokensPerThread, this.logger);
     this.budgets = this.budgetKeeper.ledger;
-    this.registryValue = new PayloadRegistry(loaded.payloadTypes);
+    this.registryValue = new PayloadRegistry(withA2aPush(loaded).payloadTypes);
     this.llmCalls = redactingCalls(this.storage.llmCalls, () => this.redactor);
     this.queries = organismQueries({ storage: this.storage, budgets: this.budgets, llmCalls: this.llmCalls, bus: this.bus });
     this.outputCap = new OutputCapWatch(this.logger);
@@ -138,7 +142,8 @@ export class Organism {
         budgets: this.budgets,
         llm: this.router,
         logger: this.logger,
-        llmHandler: (listener) => createLlmAgentHandler(listener, () => this.peerView()),
+        // A `handler: a2a:<url>` listener has no module either: its handler calls the remote agent.
+        llmHandler: (listener) => (listener.remote ? this.remoteA2aHandler(listener, listener.remote) : createLlmAgentHandler(listener, () => this.peerView())),
         guards: (name) => this.guardsOf(name),
         payloadRedactor: () => (this.config.privacy?.redactPayloads && this.redactor.active ? this.redactor : null),
         observers: this.observers.deliveries,
@@ -146,7 +151,7 @@ export class Organism {
         ...(options.now ? { now: options.now } : {}),
       },
       limitsOf(loaded.config),
-      loaded.listeners,
+      withA2aPush(loaded).listeners,
     );
     this.inbox = new Inbox({
       journal: this.storage.journal,
@@ -165,6 +170,18 @@ export class Organism {
       logger: this.logger,
       configIdentity: () => this.configIdentity,
       reload: (next) => this.reload(next),
+    });
+  }
+
+  /** The handler of a remote A2A agent's listener; its streamed status texts go out as live `llm_delta` events. */
+  private remoteA2aHandler(listener: ListenerConfig, remote: RemoteA2aConfig): Handler {
+    return createRemoteA2aHandler(listener, remote, {
+      registry: () => this.registryValue,
+      acceptedBy: (name) => {
+        const runtime = this.pump.listener(name);
+        return runtime ? acceptedTypes(runtime.config).flatMap((t) => this.registryValue.get(t) ?? []) : [];
+      },
+      onUpdate: (ctx, taskId, text) => this.bus.emit({ type: 'llm_delta', threadId: ctx.threadId, messageId: ctx.messageId, agent: ctx.self, callId: `a2a:${taskId}`, text }),
     });
   }
 
@@ -359,9 +376,10 @@ export class Organism {
   reload(next: LoadedOrganism): ReloadResult {
     const changes = configChanges(this.config, next.config);
     const { updatedFields } = this.planReload(next); // read before the pump takes the new listeners
-    const registry = new PayloadRegistry(next.payloadTypes);
+    const running = withA2aPush(next);
+    const registry = new PayloadRegistry(running.payloadTypes);
     const router = this.makeRouter(next.config);
-    const listeners = this.pump.reload(next.listeners, limitsOf(next.config), { registry, llm: router });
+    const listeners = this.pump.reload(running.listeners, limitsOf(next.config), { registry, llm: router });
     this.applyDefaultCeiling(next.config.maxTokensPerThread);
     this.mcp.reload(next, this.loaded);
     this.reapplyPauses(); // a listener removed and added back is still the one the operator paused

@@ -19,7 +19,9 @@ import { registerRouteConfig } from './route-config.js';
 import { Reloader, type ReloadOptions } from './reloader.js';
 import { lazyRequestLogger, RequestLog, type RequestLogSettings } from './request-log.js';
 import { openApiOptions } from './openapi.js';
+import { a2aRoutes } from './routes/a2a.js';
 import { agentRoutes } from './routes/agents.js';
+import { mcpRoutes } from './routes/mcp.js';
 import { capabilityRoutes } from './routes/capabilities.js';
 import { healthRoutes } from './routes/health.js';
 import { injectRoutes } from './routes/inject.js';
@@ -126,6 +128,10 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   await app.register(swagger, openApiOptions(options.version));
 
   await app.register(healthRoutes, ctx);
+  // Interop (issue 31): exposed listeners as A2A agents.
+  await app.register(a2aRoutes, ctx);
+  // ... and as MCP tools at /mcp.
+  await app.register(mcpRoutes, ctx);
   await app.register(
     async (api) => {
       await api.register(organismRoutes, ctx);

@@ -197,7 +197,19 @@ function authorize(request: FastifyRequest, reply: FastifyReply, authenticate: (
   // No route matched: the not-found handler answers (it reveals nothing).
   const config = routeConfig(request);
   if (config.url === undefined) return;
-  const access: Access = config.access ?? 'operator';
+  authorizeFor(request, reply, config.access ?? 'operator', authenticate);
+}
+
+/**
+ * The check of a public route that needs a token only sometimes (an A2A agent card unless
+ * `expose.a2a_public_card`): sets request.principal, or throws the 401/403 for `access`.
+ */
+export function requireRole(request: FastifyRequest, reply: FastifyReply, access: Role): Principal {
+  authorizeFor(request, reply, access, request.server.authenticate);
+  return request.principal as Principal;
+}
+
+function authorizeFor(request: FastifyRequest, reply: FastifyReply, access: Access, authenticate: (headerOrToken: string | null | undefined) => Principal | null): void {
   if (access === 'public') return;
   let credential: string | null;
   try {

@@ -365,6 +365,75 @@ const rows: Row[] = [
     message: 'handler module in `./tools.py#uppercase` must be a .ts or .js file',
   },
   {
+    name: 'remote A2A handler that is not an http(s) URL',
+    yaml: y`
+      organism: {name: t}
+      listeners:${SHOUT}
+        - name: far
+          handler: a2a:ftp://agents.example.com/x
+          payload: Announcement
+    `,
+    keyPath: 'listeners[1].handler',
+    line: 7,
+    message: 'malformed remote agent handler `a2a:ftp://agents.example.com/x`: expected `a2a:https://host/path` (an http or https URL without credentials; put the token in `token_env`)',
+  },
+  {
+    name: 'token_env on a listener that is not a remote A2A agent',
+    yaml: y`
+      organism: {name: t}
+      listeners:
+        - name: shout
+          handler: ./tools.ts#uppercase
+          payload: Announcement
+          token_env: SHOUT_TOKEN
+    `,
+    keyPath: 'listeners[0].token_env',
+    line: 6,
+    message: '`token_env` applies to `handler: a2a:<url>` listeners only (a remote A2A agent); remove it',
+  },
+  {
+    name: 'an LLM key on a remote A2A agent',
+    yaml: y`
+      organism: {name: t}
+      listeners:${SHOUT}
+        - name: far
+          handler: a2a:https://agents.example.com/a2a/far
+          payload: Announcement
+          prompt: Be helpful
+    `,
+    keyPath: 'listeners[1].prompt',
+    line: 9,
+    message: '`prompt` does not apply to a `handler: a2a:<url>` listener (a remote A2A agent answers it); remove it',
+  },
+  {
+    name: 'a public agent card without A2A',
+    yaml: y`
+      organism: {name: t}
+      listeners:
+        - name: shout
+          handler: ./tools.ts#uppercase
+          payload: Announcement
+          expose: {mcp: true, a2a_public_card: true}
+    `,
+    keyPath: 'listeners[0].expose.a2a_public_card',
+    line: 6,
+    message: '`expose.a2a_public_card` applies to a listener served over A2A (there is no agent card otherwise); set `expose.a2a: true` or remove it',
+  },
+  {
+    name: 'unknown expose key',
+    yaml: y`
+      organism: {name: t}
+      listeners:
+        - name: shout
+          handler: ./tools.ts#uppercase
+          payload: Announcement
+          expose: {a2a: true, mpc: true}
+    `,
+    keyPath: 'listeners[0].expose.mpc',
+    line: 6,
+    message: 'unknown key `mpc`; did you mean `mcp`?',
+  },
+  {
     name: 'on_timeout without timeout_seconds on a human listener',
     yaml: y`
       organism: {name: t}

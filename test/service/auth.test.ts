@@ -27,7 +27,7 @@ const call = (route: RouteCase, token: string | null, extra: Record<string, stri
 describe('auth matrix: no token / viewer / operator x every route', () => {
   it('the route table covers every documented route', () => {
     const documented = svc.checker.routes.map((r) => `${r.method} ${r.template}`).sort();
-    const table = ROUTES.filter((r) => r.template !== '/api/v1/openapi.json')
+    const table = ROUTES.filter((r) => r.template !== '/api/v1/openapi.json' && !r.undocumented)
       .map((r) => `${r.method} ${r.template}`)
       .sort();
     expect(table).toEqual(documented);

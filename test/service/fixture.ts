@@ -27,7 +27,8 @@ export function probe(): Probe {
   return g.__serviceProbe;
 }
 
-const HANDLERS = `
+/** The code handlers of the fixture organism (echo, slow, broken), as its handlers.ts. */
+export const HANDLERS = `
 const g = globalThis as { __serviceProbe?: any };
 g.__serviceProbe ??= { calls: [], aborted: [], release: new Map() };
 const probe = g.__serviceProbe;

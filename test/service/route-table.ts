@@ -2,12 +2,14 @@
 export type Access = 'public' | 'viewer' | 'operator' | 'approver';
 
 export interface RouteCase {
-  readonly method: 'GET' | 'POST' | 'PUT';
+  readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   /** As documented in OpenAPI (`{param}`). */
   readonly template: string;
   readonly access: Access;
   /** A valid body, for routes that take one. */
   readonly body?: unknown;
+  /** Not in the OpenAPI document: the interop protocols (A2A, MCP) have their own specs (issue 31). */
+  readonly undocumented?: true;
 }
 
 /** Every route of the service with the role it needs. Tests fill `{param}` with real ids. */
@@ -60,6 +62,13 @@ export const ROUTES: readonly RouteCase[] = [
   { method: 'POST', template: '/api/v1/inbox/{id}/answer', access: 'approver', body: { payload: { Text: { text: 'x' } } } },
   { method: 'POST', template: '/api/v1/inbox/{id}/reject', access: 'approver', body: { note: 'no' } },
   { method: 'POST', template: '/api/v1/inbox/{id}/approve', access: 'approver', body: {} },
+  // Interop (issue 31). The card's route is public, but the card needs a viewer token unless its listener says `a2a_public_card`.
+  { method: 'GET', template: '/a2a/{name}/.well-known/agent-card.json', access: 'viewer', undocumented: true },
+  { method: 'POST', template: '/a2a/{name}', access: 'operator', undocumented: true, body: { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'no-such-task' } } },
+  // A viewer lists the tools; a `tools/call` needs an operator (the MCP test checks that).
+  { method: 'POST', template: '/mcp', access: 'viewer', undocumented: true, body: { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} } },
+  { method: 'GET', template: '/mcp', access: 'viewer', undocumented: true },
+  { method: 'DELETE', template: '/mcp', access: 'viewer', undocumented: true },
 ];
 
 export function fill(template: string, values: Record<string, string>): string {

@@ -212,6 +212,14 @@ export type DeliveriesTakenBackFrame = Static<typeof F.DeliveriesTakenBackFrame>
 export type InboxOpenedFrame = Static<typeof F.InboxOpenedFrame>;
 /** The `inbox_closed` frame of /ws. */
 export type InboxClosedFrame = Static<typeof F.InboxClosedFrame>;
+/** The `thread_held` frame of /ws (issue 30). */
+export type ThreadHeldFrame = Static<typeof F.ThreadHeldFrame>;
+/** The `thread_resumed` frame of /ws. */
+export type ThreadResumedFrame = Static<typeof F.ThreadResumedFrame>;
+/** The `loop_detected` frame of /ws. */
+export type LoopDetectedFrame = Static<typeof F.LoopDetectedFrame>;
+/** The `thread_erased` frame of /ws. */
+export type ThreadErasedFrame = Static<typeof F.ThreadErasedFrame>;
 /** The `subscribed` frame of /ws. */
 export type SubscribedFrame = Static<typeof F.SubscribedFrame>;
 /** The `injected` frame of /ws. */

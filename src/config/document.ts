@@ -26,6 +26,7 @@ import { closest } from './suggest.js';
 import { checkAgentTools, checkApproval, readToolEntries } from './tools.js';
 import { acceptedTypes } from './accepted-types.js';
 import { SYSTEM_ERROR_TYPE } from '../core/message.js';
+import { readListenerLoopGuard, readLoopGuard, type LoopGuardConfig } from './loop-guard.js';
 
 /** A section read from YAML, kept with its reader so later checks can point into the file. */
 export interface Located<T> {
@@ -47,6 +48,7 @@ export interface ConfigDraft extends TopLevelSettings {
   readonly journal: JournalConfig;
   readonly metrics: MetricsConfig;
   readonly telemetry: TelemetryConfig;
+  readonly loopGuard: LoopGuardConfig;
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -122,6 +124,7 @@ export function readDocument(sink: ProblemSink, root: Node | null): ConfigDraft 
     },
     metrics: { enabled: metrics?.boolean('enabled', true) ?? true, public: metrics?.boolean('public', false) ?? false },
     telemetry: readTelemetry(telemetry),
+    loopGuard: readLoopGuard(top),
   };
 }
 
@@ -343,6 +346,7 @@ function readListener(r: MapReader): ListenerConfig {
     ...readRetry(r),
     ...(r.has('on_error') ? { onError: r.string('on_error') ?? '' } : {}),
     ...readHuman(r, handlerRef),
+    ...readListenerLoopGuard(r),
   };
 }
 

@@ -316,5 +316,6 @@ function buildConfig(draft: ConfigDraft, yamlPayloads: readonly PayloadTypeDef[]
     journal: draft.journal,
     metrics: draft.metrics,
     telemetry: draft.telemetry,
+    loopGuard: draft.loopGuard,
   };
 }

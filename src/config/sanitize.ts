@@ -99,6 +99,7 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
       maxMessagesPerReply: l.maxMessagesPerReply,
       ...(l.retry ? { retry: { ...l.retry } } : {}),
       ...(l.onError ? { onError: l.onError } : {}),
+      ...(l.loopGuard ? { loopGuard: { ...l.loopGuard } } : {}),
     })),
     payloads: config.payloads.map((p) => ({
       name: p.name,
@@ -112,6 +113,7 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
     })),
     auth: { tokens: config.auth.tokens.map((t) => ({ name: t.name, role: t.role, tokenEnv: t.tokenEnv })) },
     journal: { ...config.journal },
+    ...(config.loopGuard ? { loopGuard: { ...config.loopGuard } } : {}),
     ...(config.metrics ? { metrics: { ...config.metrics } } : {}),
     ...(config.telemetry
       ? {

@@ -1,3 +1,4 @@
+import type { ListenerLoopGuard, LoopGuardConfig } from './loop-guard.js';
 import type { Handler } from '../core/handler.js';
 import type { PayloadTypeDef } from '../payload/types.js';
 import type { CodeTool } from '../agent/code-tool.js';
@@ -121,6 +122,8 @@ export interface ListenerConfig {
   readonly onError?: string;
   /** `handler: builtin:human`: answered by people (absent on every other listener). */
   readonly human?: HumanListenerConfig;
+  /** `loop_guard:` overrides for messages to this listener (issue 30); absent: the organism's. */
+  readonly loopGuard?: ListenerLoopGuard;
 }
 
 /** A listener's `retry:` block, resolved. */
@@ -222,6 +225,8 @@ export interface OrganismConfig extends TopLevelSettings {
   readonly metrics?: MetricsConfig;
   /** Absent (configs built in code): no traces unless the OTEL_* variables ask for them. */
   readonly telemetry?: TelemetryConfig;
+  /** `loop_guard:` (issue 30). Absent (configs built in code): the defaults (on). */
+  readonly loopGuard?: LoopGuardConfig;
   /**
    * Variables substituted into organism.yaml (`${VAR}`) that hold secrets (named by
    * `api_key_env`/`token_env`, or named like one: `*_KEY`, `*TOKEN*`, `*SECRET*`, ...): the

@@ -201,6 +201,13 @@ export class Deliveries {
       this.send(await this.outcomes.fail(d, 'invalid_result', Errors.INVALID_RESULT(runtime.name, routed.error).detail, message.from), thread);
       return;
     }
+    if (state.deps.loopGuard) {
+      try {
+        await state.deps.loopGuard.check(message, routed.messages, d.usage);
+      } catch (err) {
+        state.deps.logger.error({ err, messageId: message.id, threadId: message.threadId }, 'the loop breaker failed; the delivery goes on');
+      }
+    }
     const notices = routed.refused.map((r) => systemErrorMessage(message, runtime.name, r.reason, r.error, state.now(), { messageId: r.message.id, to: r.message.to }));
     const outgoing = notices.length === 0 ? routed.messages : [...routed.messages, ...traced(notices, d.watch)];
     const { acked, notices: failureNotices } = await this.outcomes.ack(d, outgoing, routed.refused[0]?.error ?? null);

@@ -40,6 +40,16 @@ export interface PumpDeps {
   readonly now?: () => number;
   /** Telemetry watching deliveries (metrics, traces). */
   readonly observers?: DeliveryObservers;
+  /**
+   * The loop breaker (issue 30): sees each delivery's outgoing messages and usage before its ack
+   * commits, and may hold the thread (its outgoing messages then wait PENDING). It never fails
+   * a delivery: what it throws is logged.
+   */
+  readonly loopGuard?: LoopWatch;
+}
+
+export interface LoopWatch {
+  check(message: Message, outgoing: readonly Message[], usage: readonly UsageEvent[]): Promise<void>;
 }
 
 /** One message being delivered: from the start of its handler until its outcome is journaled. */

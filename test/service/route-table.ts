@@ -2,7 +2,7 @@
 export type Access = 'public' | 'viewer' | 'operator' | 'approver';
 
 export interface RouteCase {
-  readonly method: 'GET' | 'POST' | 'PUT';
+  readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   /** As documented in OpenAPI (`{param}`). */
   readonly template: string;
   readonly access: Access;
@@ -36,6 +36,9 @@ export const ROUTES: readonly RouteCase[] = [
   { method: 'GET', template: '/api/v1/threads/{threadId}/messages', access: 'viewer' },
   { method: 'POST', template: '/api/v1/threads/kill', access: 'operator', body: { threadIds: ['no-such-thread'] } },
   { method: 'POST', template: '/api/v1/threads/{threadId}/kill', access: 'operator' },
+  { method: 'POST', template: '/api/v1/threads/{threadId}/pause', access: 'operator' },
+  { method: 'POST', template: '/api/v1/threads/{threadId}/resume', access: 'operator' },
+  { method: 'DELETE', template: '/api/v1/threads/{threadId}', access: 'operator' },
   { method: 'GET', template: '/api/v1/threads/{threadId}/llm-calls', access: 'operator' },
   { method: 'GET', template: '/api/v1/threads/{threadId}/waterfall', access: 'viewer' },
   { method: 'GET', template: '/api/v1/messages', access: 'viewer' },

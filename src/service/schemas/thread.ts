@@ -91,4 +91,6 @@ export const PauseRequest = Type.Object(
   { additionalProperties: false, title: 'PauseRequest' },
 );
 
+export const EraseResponse = Type.Object({ success: SuccessFlag, threadId: Type.String(), erasure: ThreadErasureView }, { title: 'EraseResponse' });
+
 export const KillResponse = Type.Object({ success: SuccessFlag, threadId: Type.String() }, { title: 'KillResponse' });

@@ -91,6 +91,19 @@ export class ThreadHolds {
     return { thread, hold };
   }
 
+  /**
+   * A killed thread's hold is let go (no thread_resumed: it does not go on). Its PENDING entries
+   * were failed by the kill here; a cluster's claimers, which pass over held threads, may now
+   * claim the ones left in the store and refuse them as killed.
+   */
+  async killed(threadId: string, by: string): Promise<void> {
+    const { host } = this;
+    const existing = await host.operator.threadHold(threadId);
+    if (!existing?.held) return;
+    await host.operator.setThreadHold({ ...existing, held: false, resumedAt: host.now(), resumedBy: by });
+    host.setHeld(threadId, false);
+  }
+
   /** The hold row of a thread, held or resumed (null: never held). */
   of(threadId: string): Promise<ThreadHold | null> {
     return this.host.operator.threadHold(threadId);

@@ -293,6 +293,7 @@ export class Organism {
    */
   async killThread(threadId: string, by = 'kill') {
     const record = await this.pump.killThread(threadId);
+    await this.holds.killed(threadId, by);
     await this.inbox.threadKilled(threadId, by);
     await this.storage.flush();
     await this.follower.publishCommand({ kind: 'kill', threadId });

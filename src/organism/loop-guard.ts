@@ -85,9 +85,7 @@ export class LoopGuard implements LoopWatch {
     const factor = hold?.limitFactor ?? 1;
     const since = hold?.resumedAt ?? null;
     const fresh = new Set(sends.map((m) => m.id));
-    const hops: Hop[] = entries
-      .filter((e) => !fresh.has(e.message.id) && (since === null || e.createdAt > since))
-      .map((e) => hopOf(e.message));
+    const hops: Hop[] = entries.filter((e) => !fresh.has(e.message.id) && (since === null || e.createdAt > since)).map((e) => hopOf(e.message));
     for (const m of sends) hops.push(hopOf(m));
     const newest = hops.slice(hops.length - sends.length);
     for (const hop of newest) {

@@ -329,8 +329,7 @@ export class Organism {
    */
   async eraseThread(threadId: string, by: string): Promise<ThreadErasure> {
     const record = await this.threadView(threadId);
-    if (record.status === 'active' || record.status === 'waiting' || record.status === 'held' || this.pump.liveThread(threadId))
-      throw Errors.THREAD_STILL_RUNNING(threadId, record.status);
+    if (record.status === 'active' || record.status === 'waiting' || record.status === 'held' || this.pump.liveThread(threadId)) throw Errors.THREAD_STILL_RUNNING(threadId, record.status);
     await this.storage.flush();
     const erasure = await this.storage.eraser.erase(threadId, by, Date.now());
     // The memory store's record (the durable stores' erasure changed their row in its transaction).

@@ -1,4 +1,6 @@
 import Database from 'better-sqlite3';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { Value } from 'typebox/value';
@@ -6,7 +8,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { OrganismEvent } from '../../src/events/types.js';
 import { ServerFrame } from '../../src/service/schemas/frames.js';
 import { toFrame } from '../../src/service/ws/frames.js';
-import { DATABASE_FILE } from '../../src/store/index.js';
+import { loadOrganism } from '../../src/config/index.js';
+import { Organism } from '../../src/organism/organism.js';
+import { DATABASE_FILE, openSqliteStorage } from '../../src/store/index.js';
+import { openPostgresStorage } from '../../src/store/postgres/index.js';
+import { createTestDatabase } from '../store/contract/backends.js';
 import { eventually, startService, STORAGE_KINDS, VIEWER, type Service } from './fixture.js';
 
 /**
@@ -45,6 +51,9 @@ export async function gate(payload) {
 }
 
 export function echo(payload) { gates.echoed.push(payload.text); }
+
+/** Asks the desk (people): the thread waits. */
+export function asker(payload) { return { to: 'desk', payload: { text: payload.text } }; }
 `;
 
 const YAML = `organism:
@@ -108,6 +117,13 @@ listeners:
   - name: echo
     payload: Text
     handler: ./safety.ts#echo
+  - name: asker
+    payload: Text
+    peers: [desk]
+    handler: ./safety.ts#asker
+  - name: desk
+    payload: Text
+    handler: builtin:human
   - name: talker
     payload: Text
     peers: [echo]
@@ -214,19 +230,70 @@ describe.each(STORAGE_KINDS)('threads can be held (%s store)', (storage) => {
     for (const e of [held, back]) expect(Value.Check(ServerFrame, JSON.parse(toFrame(e).json))).toBe(true);
   });
 
-  it('held takes precedence over waiting, and a kill ends a held thread', async () => {
+  it('held takes precedence over waiting (an open ask); resumed, the thread waits again', async () => {
+    const s = await start(storage);
+    const { threadId } = await s.client.inject({ to: 'asker', payload: { text: 'may I?' } });
+    await eventually(async () => (await s.client.threads.get(threadId)).status === 'waiting', 'the thread waiting on the desk');
+    const paused = await s.client.threads.pause(threadId);
+    expect(paused.status).toBe('held');
+    expect((await s.client.threads.get(threadId)).status).toBe('held');
+    expect((await s.client.threads.list({ status: 'held' })).threads.map((t) => t.id)).toEqual([threadId]);
+    expect((await s.client.threads.resume(threadId)).status).toBe('waiting');
+    expect((await s.client.threads.get(threadId)).status).toBe('waiting');
+  });
+
+  it('a kill ends a held thread: its waiting messages fail as killed', async () => {
     const s = await start(storage);
     const { threadId } = await s.client.inject({ to: 'gate', payload: { text: 'g2' } });
     await eventually(() => gates().release.has('g2'), 'the gate running');
     await s.client.threads.pause(threadId, { reason: 'hold on' });
     gates().release.get('g2')!();
     await eventually(async () => (await journalOf(s, threadId)).some((e) => e.to === 'echo' && e.state === 'PENDING'), 'the held message PENDING');
-    // The loop of the record: a waiting thread with a hold reads held (the overlay, unit-tested in holds.test.ts) — here, killing it.
     const killed = await s.request('POST', `/api/v1/threads/${threadId}/kill`);
     expect(killed.status).toBe(200);
     await eventually(async () => (await s.client.threads.get(threadId)).status === 'killed', 'the thread killed');
     expect((await journalOf(s, threadId)).find((e) => e.to === 'echo')!.state).toBe('FAILED');
     expect(gates().echoed).not.toContain('after g2');
+  });
+});
+
+describe.each(STORAGE_KINDS.filter((k) => k !== 'memory'))('a hold outlives a restart (%s store)', (storage) => {
+  it('the held message stays PENDING after the restart while other threads run, and goes on once resumed', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'organism-safety-'));
+    writeFileSync(path.join(dir, 'organism.yaml'), YAML);
+    writeFileSync(path.join(dir, 'safety.ts'), HANDLERS);
+    const loaded = await loadOrganism(path.join(dir, 'organism.yaml'));
+    const database = storage === 'postgres' ? await createTestDatabase() : null;
+    const open = async () =>
+      database ? await openPostgresStorage({ url: database.url, cluster: { maxAttempts: loaded.config.journal.maxAttempts } }) : openSqliteStorage({ dataDir: path.join(dir, 'data') });
+    let organism = new Organism(loaded, { storage: await open() });
+    try {
+      await organism.start();
+      const { threadId } = await organism.inject('gate', { text: 'r1' });
+      await eventually(() => gates().release.has('r1'), 'the gate running');
+      await organism.pauseThread(threadId, 'ops', 'over the weekend');
+      gates().release.get('r1')!();
+      const pending = async () => (await organism.queries.journal.list({ threadId, limit: 10, offset: 0, order: 'oldest' })).items.find((e) => e.message.to === 'echo')?.state;
+      await eventually(async () => (await pending()) === 'PENDING', 'the held message PENDING');
+      await organism.stop({ timeoutMs: 2_000 });
+
+      organism = new Organism(loaded, { storage: await open() });
+      await organism.start();
+      const view = await organism.threadView(threadId);
+      expect(view.status).toBe('held');
+      expect(view.hold).toMatchObject({ held: true, reason: 'over the weekend', by: 'ops' });
+      // Another thread runs to its end: the held one did not move meanwhile.
+      await organism.inject('echo', { text: 'other thread' });
+      await eventually(() => gates().echoed.includes('other thread'), 'the other thread delivered');
+      expect(await pending()).toBe('PENDING');
+      expect(gates().echoed).not.toContain('after r1');
+      await organism.resumeThread(threadId, 'ops');
+      await eventually(() => gates().echoed.includes('after r1'), 'the held message delivered after the resume');
+    } finally {
+      if (organism.status !== 'stopped') await organism.stop({ timeoutMs: 2_000 });
+      await database?.drop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
@@ -378,7 +445,9 @@ async function textsWith(s: Service, storage: (typeof STORAGE_KINDS)[number], te
     const client = new pg.Client({ connectionString: s.databaseUrl! });
     await client.connect();
     try {
-      const tables = (await client.query<{ t: string }>("SELECT table_name AS t FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'")).rows.map((r) => r.t);
+      const tables = (
+        await client.query<{ t: string }>("SELECT table_name AS t FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'")
+      ).rows.map((r) => r.t);
       const found: string[] = [];
       for (const table of tables) {
         const hit = await client.query(`SELECT 1 FROM "${table}" x WHERE strpos(x::text, $1) > 0 LIMIT 1`, [text]);

@@ -6,18 +6,7 @@ import { who } from '../auth.js';
 import type { ServiceContext } from '../context.js';
 import { errorResponses } from '../schemas/error.js';
 import { MessageListResponse } from '../schemas/message.js';
-import {
-  EraseResponse,
-  HoldResponse,
-  KillResponse,
-  PauseRequest,
-  ResumeRequest,
-  ThreadDetail,
-  ThreadListResponse,
-  ThreadPageQuery,
-  ThreadParams,
-  ThreadQuery,
-} from '../schemas/thread.js';
+import { EraseResponse, HoldResponse, KillResponse, PauseRequest, ResumeRequest, ThreadDetail, ThreadListResponse, ThreadPageQuery, ThreadParams, ThreadQuery } from '../schemas/thread.js';
 import { entryMessageView, erasureView, holdView, threadUsageView, threadView } from '../views.js';
 import { bulkSelection, eachId, findFilter, truncation } from '../find.js';
 import { BULK_MAX, BulkKillRequest, BulkKillResponse } from '../schemas/find.js';
@@ -173,7 +162,7 @@ export const threadRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (ap
     {
       schema: {
         tags,
-        summary: "Hold a thread: its deliveries stay PENDING (nothing in flight is interrupted) until it is resumed; its status reads `held` with the reason",
+        summary: 'Hold a thread: its deliveries stay PENDING (nothing in flight is interrupted) until it is resumed; its status reads `held` with the reason',
         params: ThreadParams,
         body: Type.Union([PauseRequest, Type.Null()]),
         response: { 200: HoldResponse, ...errorResponses },

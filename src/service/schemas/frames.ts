@@ -172,7 +172,9 @@ export const ThreadResumedFrame = Type.Object({ ...head('thread_resumed'), threa
 export const LoopDetectedFrame = Type.Object({
   ...head('loop_detected'),
   threadId: Type.String(),
-  rule: Type.Enum(['repeat', 'cycle', 'velocity'], { description: 'repeat: one edge carried one payload too often; cycle: a cycle of edges repeated without a new payload; velocity: tokens per minute' }),
+  rule: Type.Enum(['repeat', 'cycle', 'velocity'], {
+    description: 'repeat: one edge carried one payload too often; cycle: a cycle of edges repeated without a new payload; velocity: tokens per minute',
+  }),
   edges: Type.Array(Type.Object({ from: Type.String(), to: Type.String() }), { description: 'The edge (repeat), the cycle (cycle), or the delivery edge that spent (velocity)' }),
   evidence: Type.Record(Type.String(), Type.Unknown(), { description: 'Counts, limits, the payload hash, tokens: what the rule saw' }),
   messageId: Type.String({ description: 'The delivery whose outcome tripped it' }),

@@ -76,10 +76,7 @@ export const ThreadQuery = Type.Object({
 export const ThreadParams = Type.Object({ threadId: Name });
 export const ThreadPageQuery = Type.Object({ ...PageQuery });
 
-export const HoldResponse = Type.Object(
-  { success: SuccessFlag, threadId: Type.String(), status: ThreadStatus, hold: Type.Union([ThreadHoldView, Type.Null()]) },
-  { title: 'HoldResponse' },
-);
+export const HoldResponse = Type.Object({ success: SuccessFlag, threadId: Type.String(), status: ThreadStatus, hold: Type.Union([ThreadHoldView, Type.Null()]) }, { title: 'HoldResponse' });
 export const ResumeRequest = Type.Object(
   {
     raiseLimits: Type.Optional(Type.Boolean({ description: "Double the loop breaker's limits for this thread (each resume with it doubles them again)" })),

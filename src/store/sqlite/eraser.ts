@@ -59,9 +59,15 @@ export class SqliteEraser implements ThreadEraser {
       const setTool = db.prepare('UPDATE llm_tool_calls SET data = ? WHERE id = ?');
       for (const t of tools) setTool.run(JSON.stringify(erasedTool(JSON.parse(t.data) as ToolCallRecord)), t.id);
       const erasure: ThreadErasure = { threadId, by, at, messages: entries.length, llmCalls: calls.length, toolCalls: tools.length, events: 0 };
-      db.prepare(
-        'INSERT OR REPLACE INTO thread_erasures (thread_id, erased_by, erased_at, messages, llm_calls, tool_calls, events) VALUES (?, ?, ?, ?, ?, ?, ?)',
-      ).run(threadId, by, at, erasure.messages, erasure.llmCalls, erasure.toolCalls, 0);
+      db.prepare('INSERT OR REPLACE INTO thread_erasures (thread_id, erased_by, erased_at, messages, llm_calls, tool_calls, events) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+        threadId,
+        by,
+        at,
+        erasure.messages,
+        erasure.llmCalls,
+        erasure.toolCalls,
+        0,
+      );
       return erasure;
     })();
   }

@@ -62,7 +62,6 @@ export { checkOrganism, checkOrganismReport, loadOrganism, loadOrganismFromStrin
 export { ConfigInvalidError, formatConfigProblem } from './config/errors.js';
 export { sanitizeConfig } from './config/sanitize.js';
 export type * from './config/types.js';
-export type { ListenerLoopGuard, LoopGuardConfig } from './config/loop-guard.js';
 
 // Errors: every error the product reports, with its stable code.
 export { Errors, OrganismError, type ErrorCode, type ErrorFactory, type ErrorSpec } from './errors/catalogue.js';

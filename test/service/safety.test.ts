@@ -325,7 +325,7 @@ describe.each(STORAGE_KINDS)('the loop breaker with its default limits (%s store
     expect(String(metrics.body)).toMatch(/organism_loop_detections_total\{rule="cycle"\} 1/);
     const heldAgain = nextEvent(s, 'thread_held', threadId);
     const resumed = await s.client.threads.resume(threadId, { raiseLimits: true });
-    expect(resumed.hold.limitFactor).toBe(2);
+    expect(resumed.hold!.limitFactor).toBe(2);
     await heldAgain;
     const after = await eventually(async () => {
       const list = await journalOf(s, threadId);

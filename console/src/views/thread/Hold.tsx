@@ -25,7 +25,7 @@ export function HoldPanel({ thread }: { thread: ThreadInfo }) {
   if (thread.status === 'held' && hold) {
     return (
       <>
-        <p className="hold-reason" aria-label="Held because">
+        <p className="hold-reason" role="status" aria-label="Held because">
           Held: {hold.reason}
         </p>
         <dl>

@@ -25,6 +25,8 @@ export interface LoopGuardHost {
   config(): LoopGuardConfig | null;
   /** A listener's `loop_guard:` overrides (undefined: none). */
   listener(name: string): ListenerLoopGuard | undefined;
+  /** Every listener's overrides (what the smallest limits are). */
+  overrides(): Iterable<ListenerLoopGuard | undefined>;
   /** The thread's hold row (held, or resumed), read from the store. */
   hold(threadId: string): Promise<ThreadHold | null>;
   /** Holds the thread (item 1). */
@@ -43,16 +45,21 @@ export interface LoopGuardHost {
 export class LoopGuard implements LoopWatch {
   constructor(private readonly host: LoopGuardHost) {}
 
-  async check(message: Message, outgoing: readonly Message[], usage: readonly UsageEvent[]): Promise<void> {
+  async check(message: Message, outgoing: readonly Message[], usage: readonly UsageEvent[], threadMessages: number): Promise<void> {
     const cfg = this.host.config() ?? LOOP_GUARD_DEFAULTS;
     if (!cfg.enabled) return;
     const spent = usage.reduce((n, u) => n + u.totalTokens, 0);
     const sends = outgoing.filter((m) => this.enabledFor(m.to, cfg));
     if (sends.length === 0 && spent === 0) return;
     const threadId = message.threadId;
+    // A thread too short for any rule to trip (most threads: a few hops) costs no journal read.
+    // Its count is this process's view (a cluster's: as of the claim), so a rule may trip one
+    // delivery late there, never wrongly.
+    const traffic = sends.length > 0 && threadMessages + sends.length > this.shortest(cfg);
     // First without the thread's hold row (most threads never had one); a finding is checked
     // again against the hold's baseline and factor.
-    const entries = sends.length > 0 ? await this.history(threadId, cfg.window) : [];
+    const entries = traffic ? await this.history(threadId, cfg.window) : [];
+    if (!traffic && spent === 0) return;
     let finding = await this.find(message, sends, spent, usage, entries, cfg, null);
     if (!finding) return;
     const hold = await this.host.hold(threadId);
@@ -62,6 +69,18 @@ export class LoopGuard implements LoopWatch {
     this.host.bus.emit({ type: 'loop_detected', threadId, rule: finding.rule, edges: finding.edges, evidence: finding.evidence, messageId: message.id });
     this.host.logger.warn({ threadId, rule: finding.rule, edges: finding.edges, evidence: finding.evidence, messageId: message.id }, `loop detected: ${finding.reason}; the thread is held`);
     await this.host.holdThread(threadId, { rule: finding.rule, reason: finding.reason, evidence: { ...finding.evidence, edges: finding.edges }, by: 'loop_guard' });
+  }
+
+  /** The most messages a thread may have with no repeat or cycle rule able to trip (the smallest limits, factor 1). */
+  private shortest(cfg: LoopGuardConfig): number {
+    let repeats = cfg.maxRepeats;
+    let cycles = cfg.maxCycles;
+    for (const o of this.host.overrides()) {
+      if (o?.maxRepeats !== undefined) repeats = Math.min(repeats, o.maxRepeats);
+      if (o?.maxCycles !== undefined) cycles = Math.min(cycles, o.maxCycles);
+    }
+    // repeat: more than `repeats` crossings of one edge; cycle: a first pass and more than `cycles` repetitions of at least 2 hops.
+    return Math.min(repeats, 2 * (cycles + 2) - 1);
   }
 
   private enabledFor(listener: string, cfg: LoopGuardConfig): boolean {
@@ -93,7 +112,7 @@ export class LoopGuard implements LoopWatch {
       const found = repeatFinding(hops, hop, limit);
       if (found) return found;
     }
-    if (sends.length > 0) {
+    if (sends.length > 0 && entries.length > 0) {
       const found = cycleFinding(hops, cfg.maxCycleLength, (cycle) => Math.min(...cycle.map((h) => this.host.listener(h.to)?.maxCycles ?? cfg.maxCycles)) * factor);
       if (found) return found;
     }

@@ -142,6 +142,7 @@ export class Organism {
       now,
       config: () => this.loaded.config.loopGuard ?? null,
       listener: (name) => this.pump.listener(name)?.config.loopGuard,
+      overrides: () => this.pump.listeners().map((l) => l.config.loopGuard),
       hold: (id) => this.holds.of(id),
       holdThread: (id, request) => this.holds.hold(id, request),
     });

@@ -203,7 +203,7 @@ export class Deliveries {
     }
     if (state.deps.loopGuard) {
       try {
-        await state.deps.loopGuard.check(message, routed.messages, d.usage);
+        await state.deps.loopGuard.check(message, routed.messages, d.usage, thread.messageCount);
       } catch (err) {
         state.deps.logger.error({ err, messageId: message.id, threadId: message.threadId }, 'the loop breaker failed; the delivery goes on');
       }

@@ -49,7 +49,8 @@ export interface PumpDeps {
 }
 
 export interface LoopWatch {
-  check(message: Message, outgoing: readonly Message[], usage: readonly UsageEvent[]): Promise<void>;
+  /** `threadMessages`: the thread's message count as this process knows it (what it may skip reading the journal on). */
+  check(message: Message, outgoing: readonly Message[], usage: readonly UsageEvent[], threadMessages: number): Promise<void>;
 }
 
 /** One message being delivered: from the start of its handler until its outcome is journaled. */

@@ -242,15 +242,17 @@ describe.each(STORAGE_KINDS)('threads can be held (%s store)', (storage) => {
     expect((await s.client.threads.get(threadId)).status).toBe('waiting');
   });
 
-  it('a kill ends a held thread: its waiting messages fail as killed', async () => {
+  it('a kill ends a held thread (bulk kill takes status held): its waiting messages fail as killed', async () => {
     const s = await start(storage);
     const { threadId } = await s.client.inject({ to: 'gate', payload: { text: 'g2' } });
     await eventually(() => gates().release.has('g2'), 'the gate running');
     await s.client.threads.pause(threadId, { reason: 'hold on' });
     gates().release.get('g2')!();
     await eventually(async () => (await journalOf(s, threadId)).some((e) => e.to === 'echo' && e.state === 'PENDING'), 'the held message PENDING');
-    const killed = await s.request('POST', `/api/v1/threads/${threadId}/kill`);
+    // Bulk kill takes the held threads by their status.
+    const killed = await s.request('POST', '/api/v1/threads/kill', { body: { filter: { status: 'held' } } });
     expect(killed.status).toBe(200);
+    expect(killed.body).toMatchObject({ matched: 1, attempted: 1, killed: 1, skipped: [] });
     await eventually(async () => (await s.client.threads.get(threadId)).status === 'killed', 'the thread killed');
     expect((await journalOf(s, threadId)).find((e) => e.to === 'echo')!.state).toBe('FAILED');
     expect(gates().echoed).not.toContain('after g2');

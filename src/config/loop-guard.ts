@@ -6,7 +6,7 @@ export type { ListenerLoopGuard, LoopGuardConfig } from './types.js';
 export const LOOP_GUARD_DEFAULTS: LoopGuardConfig = {
   enabled: true,
   maxRepeats: 20,
-  maxCycles: 15,
+  maxCycles: 18,
   maxCycleLength: 4,
   tokensPerMinute: 500_000,
   window: 200,

@@ -20,7 +20,7 @@ describe('loop_guard:', () => {
   it('is on by default with conservative limits', async () => {
     const loaded = await loadOrganismFromString(config(''), CONFIG_PATH);
     expect(loaded.config.loopGuard).toEqual(LOOP_GUARD_DEFAULTS);
-    expect(LOOP_GUARD_DEFAULTS).toEqual({ enabled: true, maxRepeats: 20, maxCycles: 15, maxCycleLength: 4, tokensPerMinute: 500_000, window: 200 });
+    expect(LOOP_GUARD_DEFAULTS).toEqual({ enabled: true, maxRepeats: 20, maxCycles: 18, maxCycleLength: 4, tokensPerMinute: 500_000, window: 200 });
     expect(loaded.config.listeners[0]).not.toHaveProperty('loopGuard');
   });
 

@@ -73,7 +73,7 @@ describe('held threads in the console', () => {
     const seen = viewer.getByRole('region', { name: 'Hold' });
     await seen.getByLabel('Held because').waitFor();
     expect(await seen.getByLabel('Held because').textContent()).toMatch(
-      /^Held: the cycle ping -> pong -> ping repeated 16 times without a new payload \(limit 15\)$|^Held: the cycle pong -> ping -> pong/,
+      /^Held: the cycle ping -> pong -> ping repeated 19 times without a new payload \(limit 18\)$|^Held: the cycle pong -> ping -> pong/,
     );
     expect(await seen.textContent()).toContain('loop_guard (the loop breaker (a cycle of agents repeating itself))');
     expect(await seen.getByRole('button', { name: 'Resume', exact: true }).isDisabled()).toBe(true);

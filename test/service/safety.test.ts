@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { OrganismEvent } from '../../src/events/types.js';
 import { ServerFrame } from '../../src/service/schemas/frames.js';
 import { toFrame } from '../../src/service/ws/frames.js';
+import { snapshotBody } from '../../src/service/ws/snapshot.js';
 import { loadOrganism } from '../../src/config/index.js';
 import { Organism } from '../../src/organism/organism.js';
 import { DATABASE_FILE, openSqliteStorage } from '../../src/store/index.js';
@@ -208,6 +209,9 @@ describe.each(STORAGE_KINDS)('threads can be held (%s store)', (storage) => {
     expect(detail.hold).toMatchObject({ held: true, reason: 'checking the refund' });
     expect((await s.client.threads.list({ status: 'held' })).threads.map((t) => t.id)).toEqual([threadId]);
     expect((await s.client.threads.list()).threads.find((t) => t.id === threadId)!.status).toBe('held');
+    // The /ws `connected` snapshot shows it held too.
+    const snapshot = (await snapshotBody(s.organism, null)) as { threads: Array<{ id: string; status: string }> };
+    expect(snapshot.threads.find((t) => t.id === threadId)!.status).toBe('held');
     expect(gates().echoed).not.toContain('after g1');
 
     // Viewers may not; unknown threads are 404; resuming a thread that is not held is 409.

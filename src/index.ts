@@ -63,6 +63,7 @@ export {
   isGuardDef,
   type GuardAllow,
   type GuardBlock,
+  type Guard,
   type GuardDef,
   type GuardInput,
   type GuardInputRewrite,
@@ -72,6 +73,7 @@ export {
   type GuardOutputVerdict,
   type RedactFunction,
 } from './core/guard.js';
+export type { DetectorName } from './util/pii.js';
 
 // organism.yaml: load, check and show a config.
 export { checkOrganism, checkOrganismReport, loadOrganism, loadOrganismFromString, type LoadOptions } from './config/load.js';

@@ -168,6 +168,8 @@ export const api = {
   thread: (id: string): Promise<ThreadInfo> => call((c) => c.threads.get(id)),
   threadMessages: (id: string, limit = 100, offset = 0): Promise<Page & { messages: MessageRecord[] }> => call((c) => c.threads.messages(id, { limit, offset })),
   kill: (id: string): Promise<unknown> => call((c) => c.threads.kill(id)),
+  pauseThread: (id: string, reason: string): Promise<unknown> => call((c) => c.threads.pause(id, reason.trim() ? { reason: reason.trim() } : {})),
+  resumeThread: (id: string, raiseLimits: boolean): Promise<unknown> => call((c) => c.threads.resume(id, raiseLimits ? { raiseLimits: true } : {})),
   messages: (q: { agent?: string; threadId?: string; limit: number }): Promise<Page & { messages: MessageRecord[] }> => call((c) => c.messages.list(given(q))),
   // Raw JSON typed by the operator may be anything: the server says what is wrong with it (422).
   inject: (body: { to: string; payload: unknown; threadId?: string; metadata?: Record<string, string> }): Promise<Injected> => call((c) => c.inject(body as Inject)),

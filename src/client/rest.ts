@@ -69,7 +69,7 @@ export class RestClient {
   }
 
   /** Low-level call: `path` from the server root (`/api/v1/...`). */
-  async request<R>(method: 'GET' | 'POST' | 'PUT', path: string, options: { query?: Query; body?: unknown } = {}): Promise<R> {
+  async request<R>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, options: { query?: Query; body?: unknown } = {}): Promise<R> {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (this.#token !== undefined) headers['authorization'] = `Bearer ${this.#token}`;
     let body: string | undefined;
@@ -93,7 +93,7 @@ export class RestClient {
     return parsed as R;
   }
 
-  #api<R>(method: 'GET' | 'POST' | 'PUT', path: string, options?: { query?: Query; body?: unknown }): Promise<R> {
+  #api<R>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, options?: { query?: Query; body?: unknown }): Promise<R> {
     return this.request<R>(method, `/api/v1${path}`, options);
   }
 
@@ -139,6 +139,12 @@ export class RestClient {
     get: (threadId: string): Promise<T.ThreadWithMessages> => this.#api('GET', `/threads/${seg(threadId)}`),
     messages: (threadId: string, page: T.PageQuery = {}): Promise<T.MessageList> => this.#api('GET', `/threads/${seg(threadId)}/messages`, { query: { ...page } }),
     kill: (threadId: string): Promise<T.Kill> => this.#api('POST', `/threads/${seg(threadId)}/kill`),
+    /** Holds the thread: its deliveries stay PENDING until resumed (nothing in flight is interrupted). */
+    pause: (threadId: string, body: T.ThreadPause = {}): Promise<T.ThreadHeld> => this.#api('POST', `/threads/${seg(threadId)}/pause`, { body }),
+    /** Resumes a held thread; `raiseLimits` doubles the loop breaker's limits for it. */
+    resume: (threadId: string, body: T.ThreadResume = {}): Promise<T.ThreadHeld> => this.#api('POST', `/threads/${seg(threadId)}/resume`, { body }),
+    /** Erases a finished thread's recorded text (tombstones); 409 while it runs. */
+    erase: (threadId: string): Promise<T.ThreadErased> => this.#api('DELETE', `/threads/${seg(threadId)}`),
     /** Kills the threads given (`{threadIds}`) or every unfinished (active or waiting) thread a filter matches (`{filter}`); answers what was done and what was not, with reasons. */
     killMany: (selection: T.BulkKill): Promise<T.BulkKilled> => this.#api('POST', '/threads/kill', { body: selection }),
     /** Recorded LLM calls of the thread, oldest first (operator). */

@@ -29,7 +29,20 @@ import type { AgentLlmCallsResponse, DeliveryLlmCallsResponse, LlmCallInfo, Thre
 import type { MessageListResponse, MessageQuery, MessageRecord } from '../service/schemas/message.js';
 import type { EdgeTrafficResponse, JournalStats, OrganismInfo, ReloadQuery, ReloadResponse, RestartResponse, StopResponse } from '../service/schemas/organism.js';
 import type { WhoAmI as WhoAmIResponse } from '../service/schemas/whoami.js';
-import type { KillResponse, ThreadDetail, ThreadInfo, ThreadListResponse, ThreadPageQuery, ThreadQuery } from '../service/schemas/thread.js';
+import type {
+  EraseResponse,
+  HoldResponse,
+  KillResponse,
+  PauseRequest,
+  ResumeRequest,
+  ThreadDetail,
+  ThreadErasureView,
+  ThreadHoldView,
+  ThreadInfo,
+  ThreadListResponse,
+  ThreadPageQuery,
+  ThreadQuery,
+} from '../service/schemas/thread.js';
 import type {
   AgentUsageInfo,
   BillingQuery,
@@ -105,6 +118,18 @@ export type ThreadListQuery = Static<typeof ThreadQuery>;
 export type PageQuery = Static<typeof ThreadPageQuery>;
 /** The answer of `POST /api/v1/threads/{threadId}/kill`. */
 export type Kill = Static<typeof KillResponse>;
+/** A thread's hold (issue 30): held now, or resumed. */
+export type ThreadHold = Static<typeof ThreadHoldView>;
+/** The body of `POST /api/v1/threads/{threadId}/pause`. */
+export type ThreadPause = Static<typeof PauseRequest>;
+/** The body of `POST /api/v1/threads/{threadId}/resume`. */
+export type ThreadResume = Static<typeof ResumeRequest>;
+/** The answer of `POST /api/v1/threads/{threadId}/pause` and `/resume`. */
+export type ThreadHeld = Static<typeof HoldResponse>;
+/** What an erasure replaced by tombstones. */
+export type ThreadErasure = Static<typeof ThreadErasureView>;
+/** The answer of `DELETE /api/v1/threads/{threadId}`. */
+export type ThreadErased = Static<typeof EraseResponse>;
 /** A message as the API shows it, with its delivery state (in `MessageList`, `ThreadWithMessages` and `message` frames). */
 export type Message = Static<typeof MessageRecord>;
 /** The answer of `GET /api/v1/threads/{threadId}/messages`; the answer of `GET /api/v1/messages`. */
@@ -212,6 +237,14 @@ export type DeliveriesTakenBackFrame = Static<typeof F.DeliveriesTakenBackFrame>
 export type InboxOpenedFrame = Static<typeof F.InboxOpenedFrame>;
 /** The `inbox_closed` frame of /ws. */
 export type InboxClosedFrame = Static<typeof F.InboxClosedFrame>;
+/** The `thread_held` frame of /ws (issue 30). */
+export type ThreadHeldFrame = Static<typeof F.ThreadHeldFrame>;
+/** The `thread_resumed` frame of /ws. */
+export type ThreadResumedFrame = Static<typeof F.ThreadResumedFrame>;
+/** The `loop_detected` frame of /ws. */
+export type LoopDetectedFrame = Static<typeof F.LoopDetectedFrame>;
+/** The `thread_erased` frame of /ws. */
+export type ThreadErasedFrame = Static<typeof F.ThreadErasedFrame>;
 /** The `subscribed` frame of /ws. */
 export type SubscribedFrame = Static<typeof F.SubscribedFrame>;
 /** The `injected` frame of /ws. */

@@ -29,6 +29,7 @@ import { checkAgentTools, checkApproval, readToolEntries } from './tools.js';
 import { readGuardEntries, readPrivacy, type GuardEntry, type RedactFunctionEntry } from './guards.js';
 import { acceptedTypes } from './accepted-types.js';
 import { SYSTEM_ERROR_TYPE } from '../core/message.js';
+import { readListenerLoopGuard, readLoopGuard, type LoopGuardConfig } from './loop-guard.js';
 
 /** A section read from YAML, kept with its reader so later checks can point into the file. */
 export interface Located<T> {
@@ -55,6 +56,7 @@ export interface ConfigDraft extends TopLevelSettings {
   readonly privacy: PrivacyConfig;
   /** `privacy.redact` entries naming module functions, with their places. */
   readonly redactFunctions: readonly RedactFunctionEntry[];
+  readonly loopGuard: LoopGuardConfig;
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -134,6 +136,7 @@ export function readDocument(sink: ProblemSink, root: Node | null): ConfigDraft 
     },
     metrics: { enabled: metrics?.boolean('enabled', true) ?? true, public: metrics?.boolean('public', false) ?? false },
     telemetry: readTelemetry(telemetry),
+    loopGuard: readLoopGuard(top),
   };
 }
 
@@ -358,6 +361,7 @@ function readListener(r: MapReader): ListenerConfig {
     ...readHuman(r, handlerRef),
     ...readExpose(r),
     ...readRemote(r, handlerRef),
+    ...readListenerLoopGuard(r),
   };
 }
 

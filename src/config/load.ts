@@ -340,5 +340,6 @@ function buildConfig(draft: ConfigDraft, yamlPayloads: readonly PayloadTypeDef[]
     telemetry: draft.telemetry,
     ...(draft.guards.length > 0 ? { guards: draft.guards.map((g) => g.config) } : {}),
     ...(hasPrivacy(draft.privacy) ? { privacy: draft.privacy } : {}),
+    loopGuard: draft.loopGuard,
   };
 }

@@ -102,6 +102,7 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
       ...(l.expose ? { expose: { ...l.expose } } : {}),
       // The token's variable name only (its value is never read here).
       ...(l.remote ? { tokenEnv: l.remote.tokenEnv, maxRetries: l.remote.maxRetries } : {}),
+      ...(l.loopGuard ? { loopGuard: { ...l.loopGuard } } : {}),
     })),
     payloads: config.payloads.map((p) => ({
       name: p.name,
@@ -115,6 +116,7 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
     })),
     auth: { tokens: config.auth.tokens.map((t) => ({ name: t.name, role: t.role, tokenEnv: t.tokenEnv })) },
     journal: { ...config.journal },
+    ...(config.loopGuard ? { loopGuard: { ...config.loopGuard } } : {}),
     ...(config.metrics ? { metrics: { ...config.metrics } } : {}),
     ...(config.telemetry
       ? {

@@ -129,6 +129,8 @@ export interface ListenerConfig {
   readonly expose?: ExposeConfig;
   /** `handler: a2a:<url>` (issue 31): a remote A2A agent answers its deliveries; absent on every other listener. */
   readonly remote?: RemoteA2aConfig;
+  /** `loop_guard:` overrides for messages to this listener (issue 30); absent: the organism's. */
+  readonly loopGuard?: ListenerLoopGuard;
 }
 
 /** A listener's `expose:` block. */
@@ -269,6 +271,8 @@ export interface OrganismConfig extends TopLevelSettings {
   readonly metrics?: MetricsConfig;
   /** Absent (configs built in code): no traces unless the OTEL_* variables ask for them. */
   readonly telemetry?: TelemetryConfig;
+  /** `loop_guard:` (issue 30). Absent (configs built in code): the defaults (on). */
+  readonly loopGuard?: LoopGuardConfig;
   /**
    * Variables substituted into organism.yaml (`${VAR}`) that hold secrets (named by
    * `api_key_env`/`token_env`, or named like one: `*_KEY`, `*TOKEN*`, `*SECRET*`, ...): the
@@ -322,3 +326,26 @@ export interface ConfigProblem {
   readonly keyPath: string;
   readonly message: string;
 }
+
+/**
+ * `loop_guard:` (issue 30): the loop breaker's limits. It watches each thread's traffic and
+ * holds the thread when a limit is passed. On by default; the defaults hold a two-listener
+ * ping-pong of identical messages well before its 50th message and leave threads of distinct
+ * messages alone (see docs/safety.md).
+ */
+export interface LoopGuardConfig {
+  readonly enabled: boolean;
+  /** The same edge (sender -> receiver) carrying the same payload (hash of its canonical JSON) more than this many times holds the thread. */
+  readonly maxRepeats: number;
+  /** A cycle of edges (A->B->A, A->B->C->A) repeated more than this many times without a new payload holds the thread. */
+  readonly maxCycles: number;
+  /** The longest cycle looked for, in edges (2..). */
+  readonly maxCycleLength: number;
+  /** Tokens the thread may spend per minute (sliding 60 s); more holds it. 0: not checked. */
+  readonly tokensPerMinute: number;
+  /** The thread's latest messages looked at (since its last resume). */
+  readonly window: number;
+}
+
+/** A listener's `loop_guard:`: what it overrides for messages it receives (and the tokens it spends). */
+export type ListenerLoopGuard = Partial<Pick<LoopGuardConfig, 'enabled' | 'maxRepeats' | 'maxCycles' | 'tokensPerMinute'>>;

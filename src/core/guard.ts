@@ -57,7 +57,9 @@ export interface GuardOutputRewrite {
   readonly toolCalls?: readonly ToolCall[];
 }
 
+/** What an input guard returns: allow (or nothing), block with a reason, or a rewrite of the request. */
 export type GuardInputVerdict = GuardAllow | GuardBlock | GuardInputRewrite | undefined | void;
+/** What an output guard returns: allow (or nothing), block with a reason, or a rewrite of the answer. */
 export type GuardOutputVerdict = GuardAllow | GuardBlock | GuardOutputRewrite | undefined | void;
 
 /** A guardrail: its name (in failures and records) and what it checks. */

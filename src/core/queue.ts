@@ -73,6 +73,12 @@ export interface DeliveryQueue {
   refuse(message: Message, reason: FailureReason, error: string): Promise<void>;
   /** Whether a delivery that waited out a store outage may still run here (cluster: its claim was not taken back meanwhile). */
   stillHeld(message: Message): Promise<boolean>;
+  /**
+   * A thread is held (issue 30) or resumed: a held thread's messages stay where they wait
+   * (embedded: on their listeners' queues, not handed out; cluster: PENDING in the store, which
+   * every claim passes over, so this only starts a claim round on a resume).
+   */
+  hold(threadId: string, held: boolean): void;
   /** Takes out every message of a thread waiting in this process (a kill). */
   drainThread(threadId: string): Message[];
   /** Takes out every message waiting in this process for a listener (it was removed). */

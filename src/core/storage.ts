@@ -2,7 +2,7 @@ import type { OrganismError } from '../errors/catalogue.js';
 import type { BudgetLedgerFactory, BudgetSnapshotStore } from './budget.js';
 import type { Journal } from './journal.js';
 import type { CallRecordSink, LlmCallRecord, ToolCallRecord } from './llm.js';
-import type { ThreadStore } from './thread.js';
+import type { ThreadErasure, ThreadHold, ThreadStore } from './thread.js';
 import type { UsageStore } from './usage.js';
 import type { DeliveryQueue } from './queue.js';
 
@@ -43,6 +43,24 @@ export interface OperatorStateStore {
    * omitted where this process is the only writer.
    */
   refresh?(): Promise<void>;
+  /** A thread's hold row (held, or resumed and kept for the loop breaker), read from the store (another process may have changed it). */
+  threadHold(threadId: string): Promise<ThreadHold | null>;
+  /** The threads held now, oldest hold first. */
+  heldThreads(): Promise<readonly ThreadHold[]>;
+  /** Writes a thread's hold row (insert or replace); resolves once persisted. */
+  setThreadHold(hold: ThreadHold): Promise<void>;
+}
+
+/**
+ * Erasure (issue 30): a thread's payloads, recorded LLM and tool calls and recorded events are
+ * replaced by tombstones in one transaction; the journal entries keep their states, attempts
+ * and times, usage events (numbers) and budgets stay as they are, so usage and billing totals
+ * are exact; the erasure itself is recorded.
+ */
+export interface ThreadEraser {
+  erase(threadId: string, by: string, at: number): Promise<ThreadErasure>;
+  /** The thread's erasure, if it was erased. */
+  erasureOf(threadId: string): Promise<ThreadErasure | null>;
 }
 
 /** What is wrong with the data directory now, as /health reports it. */
@@ -70,8 +88,10 @@ export interface OrganismStorage {
    * budgets live in this process (BudgetManager) and are saved through `budgets`.
    */
   readonly budgetLedger: BudgetLedgerFactory | null;
-  /** Paused agents (default: in memory, as long as the process lives). */
+  /** Paused agents and held threads (default: in memory, as long as the process lives). */
   readonly operator: OperatorStateStore;
+  /** Erases threads (default: the memory stores' own erasure). */
+  readonly eraser: ThreadEraser;
   /** What is wrong with the data directory now (default: nothing can be). */
   problem(): StorageProblem | null;
   /** Where messages wait for delivery (default: the embedded queue over `journal`; a clustered store brings its claim queue). */

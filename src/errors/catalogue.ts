@@ -93,6 +93,11 @@ export const Errors = {
   JOURNAL_NOT_REDELIVERABLE: define('JOURNAL_NOT_REDELIVERABLE', 409, 'Journal entry %s is %s; only FAILED entries can be redelivered'),
   THREAD_KILLED: define('THREAD_KILLED', 409, 'Thread %s was killed; it accepts no more messages'),
   THREAD_FINISHED: define('THREAD_FINISHED', 409, 'Thread already finished: %s'),
+  /** Issue 30: a hold applies to an unfinished (active or waiting) thread. */
+  THREAD_NOT_HOLDABLE: define('THREAD_NOT_HOLDABLE', 409, 'Thread %s is %s: only an active or waiting thread can be held'),
+  THREAD_NOT_HELD: define('THREAD_NOT_HELD', 409, 'Thread %s is not held (it is %s): there is nothing to resume'),
+  /** Issue 30: erasure waits until the thread ran to its end (completed, error or killed). */
+  THREAD_STILL_RUNNING: define('THREAD_STILL_RUNNING', 409, 'Thread %s is %s: kill it or let it finish before erasing it'),
   INVALID_PAYLOAD: define('INVALID_PAYLOAD', 422, 'Invalid %s payload: %s'),
   UNKNOWN_PAYLOAD_TYPE: define('UNKNOWN_PAYLOAD_TYPE', 422, 'Unknown payload type: %s'),
   WRONG_PAYLOAD_TYPE: define('WRONG_PAYLOAD_TYPE', 422, 'Listener %s accepts %s, not %s'),

@@ -1,7 +1,7 @@
 import type { Message } from '../core/message.js';
 import type { FailureReason } from '../core/delivery.js';
 import type { DeliveryState } from '../core/journal.js';
-import type { ThreadRecord } from '../core/thread.js';
+import type { HoldRule, ThreadErasure, ThreadHold, ThreadRecord } from '../core/thread.js';
 import type { UsageEvent } from '../usage/types.js';
 import type { WorkerRecord } from '../core/work-source.js';
 import type { InboxClosed, InboxItem } from '../core/inbox.js';
@@ -89,7 +89,23 @@ export type OrganismEvent =
   /** An ask started to wait for a person (issue 25). */
   | { readonly type: 'inbox_opened'; readonly item: InboxItem }
   /** An ask was answered, rejected, expired or closed by its thread's kill. */
-  | { readonly type: 'inbox_closed'; readonly closed: InboxClosed };
+  | { readonly type: 'inbox_closed'; readonly closed: InboxClosed }
+  /** A thread was held (issue 30): by an operator, or by the loop breaker (after its loop_detected). */
+  | { readonly type: 'thread_held'; readonly threadId: string; readonly hold: ThreadHold }
+  /** A held thread was resumed. */
+  | { readonly type: 'thread_resumed'; readonly threadId: string; readonly hold: ThreadHold }
+  /** The loop breaker found a runaway thread (it holds it). */
+  | {
+      readonly type: 'loop_detected';
+      readonly threadId: string;
+      readonly rule: Exclude<HoldRule, 'operator'>;
+      readonly edges: ReadonlyArray<{ readonly from: string; readonly to: string }>;
+      readonly evidence: Readonly<Record<string, unknown>>;
+      /** The delivery whose outcome tripped it. */
+      readonly messageId: string;
+    }
+  /** A thread's recorded text was erased (replaced by tombstones). */
+  | { readonly type: 'thread_erased'; readonly threadId: string; readonly erasure: ThreadErasure };
 
 /** joined: a new process; stopped: it stopped gracefully; lost: silent past its lease; back: heartbeating again after it was lost. */
 export type WorkerChange = 'joined' | 'stopped' | 'lost' | 'back';
@@ -111,4 +127,8 @@ export const ORGANISM_EVENT_TYPES: readonly OrganismEventType[] = [
   'deliveries_taken_back',
   'inbox_opened',
   'inbox_closed',
+  'thread_held',
+  'thread_resumed',
+  'loop_detected',
+  'thread_erased',
 ];

@@ -52,6 +52,9 @@ import { organismQueries, type OrganismQueries } from './queries.js';
 import { attemptLimits } from '../pump/retry-policy.js';
 import { replyFormatOf } from './reply-format.js';
 import { Inbox } from './inbox.js';
+import { ThreadHolds } from './holds.js';
+import { LoopGuard } from './loop-guard.js';
+import { ERASED, type ThreadErasure, type ThreadHold } from '../core/thread.js';
 
 export type { OrganismStorage, StorageParts } from '../core/storage.js';
 
@@ -109,6 +112,8 @@ export class Organism {
   private redactorFor: LoadedOrganism | null = null;
   private redactorValue: Redactor = Redactor.NONE;
   private redactsLogs = false;
+  /** Held threads (issue 30): an operator's pause or the loop breaker's hold. */
+  readonly holds: ThreadHolds;
 
   constructor(loaded: LoadedOrganism, options: OrganismOptions = {}) {
     this.loaded = loaded;
@@ -132,6 +137,27 @@ export class Organism {
     this.codeTools = new CodeToolCalls(this.llmCalls, () => this.config.llm.record ?? 'full');
     this.storage.usage.attach(this.tracker);
     this.budgetKeeper.watch(this.tracker);
+    const now = options.now ?? Date.now;
+    this.holds = new ThreadHolds({
+      operator: this.operator,
+      bus: this.bus,
+      logger: this.logger,
+      now,
+      thread: (id) => this.thread(id),
+      setHeld: (id, held) => this.pump.holdThread(id, held),
+    });
+    const loopGuard = new LoopGuard({
+      journal: this.storage.journal,
+      usage: this.storage.usage,
+      bus: this.bus,
+      logger: this.logger,
+      now,
+      config: () => this.loaded.config.loopGuard ?? null,
+      listener: (name) => this.pump.listener(name)?.config.loopGuard,
+      overrides: () => this.pump.listeners().map((l) => l.config.loopGuard),
+      hold: (id) => this.holds.of(id),
+      holdThread: (id, request) => this.holds.hold(id, request),
+    });
     this.pump = new Pump(
       {
         registry: this.registryValue,
@@ -148,6 +174,7 @@ export class Organism {
         payloadRedactor: () => (this.config.privacy?.redactPayloads && this.redactor.active ? this.redactor : null),
         observers: this.observers.deliveries,
         queue: this.storage.queue,
+        loopGuard,
         ...(options.now ? { now: options.now } : {}),
       },
       limitsOf(loaded.config),
@@ -241,6 +268,7 @@ export class Organism {
     this.started = Date.now();
     this.budgetKeeper.startSaving();
     await this.inbox.load();
+    await this.holds.load();
     await this.pump.start(messages);
     this.inbox.start();
     this.logger.info({ recovery: this.recovery }, 'organism started');
@@ -293,10 +321,68 @@ export class Organism {
    */
   async killThread(threadId: string, by = 'kill') {
     const record = await this.pump.killThread(threadId);
+    await this.holds.killed(threadId, by);
     await this.inbox.threadKilled(threadId, by);
     await this.storage.flush();
     await this.follower.publishCommand({ kind: 'kill', threadId });
     return record;
+  }
+
+  /**
+   * Holds a thread (issue 30): its deliveries stay PENDING (nothing in flight is interrupted)
+   * until it is resumed, here and in every process (the hold is stored first). Idempotent.
+   */
+  async pauseThread(threadId: string, by: string, reason?: string): Promise<{ thread: ThreadRecord; hold: ThreadHold }> {
+    const { hold } = await this.holds.hold(threadId, { rule: 'operator', reason: reason?.trim() || `paused by ${by}`, evidence: null, by });
+    return { thread: await this.threadView(threadId), hold };
+  }
+
+  /** Resumes a held thread; `raiseLimits` doubles the loop breaker's limits for it. */
+  async resumeThread(threadId: string, by: string, raiseLimits = false): Promise<{ thread: ThreadRecord; hold: ThreadHold }> {
+    const { hold } = await this.holds.resume(threadId, by, raiseLimits);
+    return { thread: await this.threadView(threadId), hold };
+  }
+
+  /** A thread as the API shows it: `held` (with its hold) while held; a resumed hold attached too. */
+  async threadView(threadId: string): Promise<ThreadRecord> {
+    const record = await this.thread(threadId);
+    if (!record) throw Errors.THREAD_NOT_FOUND(threadId);
+    return this.holds.view(record);
+  }
+
+  /**
+   * Erases a thread's recorded text (issue 30): its payloads, recorded calls and events become
+   * tombstones; usage and billing totals stay exact; who erased it and when is recorded. Refused
+   * (409) while it runs (active, waiting or held).
+   */
+  async eraseThread(threadId: string, by: string): Promise<ThreadErasure> {
+    const record = await this.threadView(threadId);
+    if (record.status === 'active' || record.status === 'waiting' || record.status === 'held' || this.pump.liveThread(threadId)) throw Errors.THREAD_STILL_RUNNING(threadId, record.status);
+    await this.storage.flush();
+    const erasure = await this.storage.eraser.erase(threadId, by, Date.now());
+    // The memory store's record (the durable stores' erasure changed their row in its transaction).
+    if (record.error !== null) this.storage.threads.put({ ...withoutHold(record), error: ERASED });
+    this.bus.emit({ type: 'thread_erased', threadId, erasure });
+    this.logger.info({ threadId, by, erasure }, `thread ${threadId} erased`);
+    return erasure;
+  }
+
+  /** The held threads' records (held status, hold attached), newest activity first. */
+  async heldThreads(): Promise<ThreadRecord[]> {
+    const held = await this.holds.held();
+    const records = await this.storage.threads.getMany(held.map((h) => h.threadId));
+    const out: ThreadRecord[] = [];
+    for (const h of held) {
+      const live = this.pump.liveThread(h.threadId);
+      const record = live ?? records.get(h.threadId);
+      if (record && (record.status === 'active' || record.status === 'waiting')) out.push({ ...record, status: 'held', hold: h });
+    }
+    return out.sort((a, b) => b.lastActivity - a.lastActivity);
+  }
+
+  /** The thread's erasure (null: never erased). */
+  erasureOf(threadId: string): Promise<ThreadErasure | null> {
+    return this.storage.eraser.erasureOf(threadId);
   }
 
   /**
@@ -603,4 +689,9 @@ function memoryStorage(): StorageParts {
 /** The entries of `fields` for the listeners the pump actually updated. */
 function pick(fields: Readonly<Record<string, readonly string[]>>, names: readonly string[]): Record<string, readonly string[]> {
   return Object.fromEntries(names.map((n) => [n, fields[n] ?? []]));
+}
+
+function withoutHold(record: ThreadRecord): ThreadRecord {
+  const { hold: _hold, ...rest } = record;
+  return rest;
 }

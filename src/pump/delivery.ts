@@ -214,6 +214,13 @@ export class Deliveries {
         for (let i = 0; i < messages.length; i++) messages[i] = { ...messages[i]!, payload: redactor.value(messages[i]!.payload) };
       }
     }
+    if (state.deps.loopGuard) {
+      try {
+        await state.deps.loopGuard.check(message, routed.messages, d.usage, thread.messageCount);
+      } catch (err) {
+        state.deps.logger.error({ err, messageId: message.id, threadId: message.threadId }, 'the loop breaker failed; the delivery goes on');
+      }
+    }
     const notices = routed.refused.map((r) => systemErrorMessage(message, runtime.name, r.reason, r.error, state.now(), { messageId: r.message.id, to: r.message.to }));
     const outgoing = notices.length === 0 ? routed.messages : [...routed.messages, ...traced(notices, d.watch)];
     const { acked, notices: failureNotices } = await this.outcomes.ack(d, outgoing, routed.refused[0]?.error ?? null);

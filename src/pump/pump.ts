@@ -140,6 +140,12 @@ export class Pump {
     return this.lifecycle.kill(threadId);
   }
 
+  /** Holds or resumes a thread's deliveries (issue 30): nothing in flight is interrupted; what waits stays waiting. */
+  holdThread(threadId: string, held: boolean): void {
+    this.state.deps.queue.hold(threadId, held);
+    if (!held) this.state.deps.queue.schedule();
+  }
+
   /** Another process killed the thread: what of it runs or waits here ends as in a local kill. False when nothing of it is here. */
   killThreadHere(threadId: string): boolean {
     return this.lifecycle.killHere(threadId);

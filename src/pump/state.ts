@@ -46,6 +46,17 @@ export interface PumpDeps {
   readonly now?: () => number;
   /** Telemetry watching deliveries (metrics, traces). */
   readonly observers?: DeliveryObservers;
+  /**
+   * The loop breaker (issue 30): sees each delivery's outgoing messages and usage before its ack
+   * commits, and may hold the thread (its outgoing messages then wait PENDING). It never fails
+   * a delivery: what it throws is logged.
+   */
+  readonly loopGuard?: LoopWatch;
+}
+
+export interface LoopWatch {
+  /** `threadMessages`: the thread's message count as this process knows it (what it may skip reading the journal on). */
+  check(message: Message, outgoing: readonly Message[], usage: readonly UsageEvent[], threadMessages: number): Promise<void>;
 }
 
 /** One message being delivered: from the start of its handler until its outcome is journaled. */

@@ -41,6 +41,8 @@ export class EmbeddedQueue implements DeliveryQueue {
   private turnExhausted = false;
   /** Timers of the retries waiting out their backoff on a listener's queue (see place). */
   private readonly wakeUps = new Set<NodeJS.Timeout>();
+  /** Held threads (issue 30): their messages wait on their queues, never handed out, until resumed. */
+  private readonly held = new Set<string>();
 
   constructor(
     private readonly journal: Journal,
@@ -83,7 +85,7 @@ export class EmbeddedQueue implements DeliveryQueue {
       return message.to === EXTERNAL_SENDER ? 'out' : 'unknown';
     }
     let queue = this.queues.get(message.to);
-    if (!queue) this.queues.set(message.to, (queue = new ListenerQueue()));
+    if (!queue) this.queues.set(message.to, (queue = new ListenerQueue(this.held)));
     const wait = message.notBefore === undefined ? 0 : message.notBefore - this.now();
     if (wait > 0) this.sleep(queue, message, wait);
     else if (message.notBefore !== undefined) queue.unshift(message);
@@ -144,6 +146,16 @@ export class EmbeddedQueue implements DeliveryQueue {
 
   async stillHeld(): Promise<boolean> {
     return true;
+  }
+
+  hold(threadId: string, held: boolean): void {
+    if (held) {
+      this.held.add(threadId);
+      return;
+    }
+    if (!this.held.delete(threadId)) return;
+    for (const queue of this.queues.values()) queue.unheld(threadId);
+    this.schedule();
   }
 
   drainThread(threadId: string): Message[] {

@@ -16,6 +16,9 @@ export class ListenerQueue {
   private readonly sleeping = new Set<string>();
   private count = 0;
 
+  /** held: threads held by an operator or the loop breaker (shared by every listener's queue): not taken until woken. */
+  constructor(private readonly held: ReadonlySet<string> = new Set()) {}
+
   get size(): number {
     return this.count;
   }
@@ -53,6 +56,11 @@ export class ListenerQueue {
     if (this.byThread.has(threadId)) this.markReady(threadId);
   }
 
+  /** A held thread was resumed: its messages may be taken again (a retry still waits out its backoff). */
+  unheld(threadId: string): void {
+    if (this.byThread.has(threadId)) this.markReady(threadId);
+  }
+
   hasReady(): boolean {
     return this.ready.length - this.readyHead > 0;
   }
@@ -64,7 +72,8 @@ export class ListenerQueue {
       this.readySet.delete(threadId);
       this.compact();
       const list = this.byThread.get(threadId);
-      if (!list || list.length === 0 || this.busy.has(threadId)) continue;
+      // A held thread leaves the ready list; its resume (wake) puts it back.
+      if (!list || list.length === 0 || this.busy.has(threadId) || this.held.has(threadId)) continue;
       const message = list.shift()!;
       if (list.length === 0) this.byThread.delete(threadId);
       this.count--;
@@ -103,7 +112,7 @@ export class ListenerQueue {
   }
 
   private markReady(threadId: string): void {
-    if (this.busy.has(threadId) || this.sleeping.has(threadId) || this.readySet.has(threadId)) return;
+    if (this.busy.has(threadId) || this.sleeping.has(threadId) || this.held.has(threadId) || this.readySet.has(threadId)) return;
     this.readySet.add(threadId);
     this.ready.push(threadId);
   }

@@ -1,6 +1,6 @@
 import type { EarlierAttempt, RecoveryReport, JournalEntry, JournalStats } from '../core/journal.js';
 import type { InboxClosed, InboxItem } from '../core/inbox.js';
-import type { ThreadRecord } from '../core/thread.js';
+import type { ThreadErasure, ThreadHold, ThreadRecord } from '../core/thread.js';
 import type { ThreadUsageTotals, UsageCountersRow } from '../core/usage.js';
 import { zeroCounters } from '../usage/tracker.js';
 import type { AgentInfo } from '../organism/views.js';
@@ -45,7 +45,26 @@ export function threadView(t: ThreadRecord) {
     createdAt: iso(t.createdAt),
     lastActivity: iso(t.lastActivity),
     error: t.error,
+    ...(t.hold !== undefined ? { hold: t.hold && holdView(t.hold) } : {}),
   };
+}
+
+export function holdView(h: ThreadHold) {
+  return {
+    held: h.held,
+    rule: h.rule,
+    reason: h.reason,
+    evidence: h.evidence ?? null,
+    by: h.by,
+    heldAt: iso(h.heldAt),
+    resumedAt: isoOrNull(h.resumedAt),
+    resumedBy: h.resumedBy,
+    limitFactor: h.limitFactor,
+  };
+}
+
+export function erasureView(e: ThreadErasure) {
+  return { threadId: e.threadId, erasedBy: e.by, erasedAt: iso(e.at), messages: e.messages, llmCalls: e.llmCalls, toolCalls: e.toolCalls, events: e.events };
 }
 
 export function messageView(m: Message, deliveryState: DeliveryState) {

@@ -3,6 +3,7 @@ import { EmbeddedQueue } from '../queue/embedded.js';
 import { MemoryBudgetArchive } from '../usage/budget-archive.js';
 import { MemoryLlmCallStore } from './memory/llm-calls.js';
 import { MemoryOperatorState } from './memory/operator-state.js';
+import { MemoryEraser } from './memory/eraser.js';
 
 /**
  * `parts` with every member a store may leave out given its default: LLM calls and paused
@@ -17,6 +18,7 @@ export function completeStorage(parts: StorageParts): OrganismStorage {
   s.budgets ??= { load: async () => [], save: async () => {}, archive: new MemoryBudgetArchive() };
   s.budgetLedger ??= null;
   s.operator ??= new MemoryOperatorState();
+  s.eraser ??= new MemoryEraser(parts.journal, s.llmCalls);
   s.problem ??= () => null;
   s.onLost ??= () => {};
   s.flush ??= async () => {};

@@ -44,6 +44,8 @@ export class OrganismMetrics {
   private readonly recovered: Counter<'kind'>;
   private readonly peerDenials: Counter<'listener'>;
   private readonly budgetWarnings: Counter<'threshold'>;
+  private readonly loopDetections: Counter<'rule'>;
+  private readonly threadHolds: Counter<'rule'>;
   private readonly budgetExhaustions: Counter;
   private readonly tokenUsage: Histogram<'gen_ai_token_type' | 'gen_ai_request_model' | 'gen_ai_provider_name' | 'gen_ai_agent_name'>;
   private readonly operationDuration: Histogram<'gen_ai_operation_name' | 'gen_ai_request_model' | 'gen_ai_provider_name' | 'gen_ai_agent_name' | 'error_type'>;
@@ -169,6 +171,18 @@ export class OrganismMetrics {
       labelNames: ['listener'],
       registers,
     });
+    this.loopDetections = new Counter({
+      name: 'organism_loop_detections_total',
+      help: 'Runaway threads the loop breaker (loop_guard) found and held, by rule (repeat, cycle, velocity).',
+      labelNames: ['rule'],
+      registers,
+    });
+    this.threadHolds = new Counter({
+      name: 'organism_thread_holds_total',
+      help: "Threads held, by rule (operator: an operator's pause; repeat, cycle, velocity: the loop breaker).",
+      labelNames: ['rule'],
+      registers,
+    });
     this.budgetWarnings = new Counter({
       name: 'organism_budget_warnings_total',
       help: 'Thread budget warnings sent, by threshold (percent of the ceiling).',
@@ -261,6 +275,12 @@ export class OrganismMetrics {
         return;
       case 'budget_warning':
         this.budgetWarnings.inc({ threshold: String(event.threshold) });
+        return;
+      case 'loop_detected':
+        this.loopDetections.inc({ rule: event.rule });
+        return;
+      case 'thread_held':
+        this.threadHolds.inc({ rule: event.hold.rule });
         return;
       case 'thread_created':
       case 'thread_updated':

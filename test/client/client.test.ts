@@ -167,7 +167,13 @@ describe('organism/client against the real server (SQLite storage)', () => {
     // Bulk kill by ids: a thread held open on the slow listener.
     const held2 = await c.inject({ to: 'slow', payload: { Text: { text: 'client-held-2' } } });
     await eventually(() => probe().release.get('client-held-2'), 'slow to start again');
+    // Hold and resume (issue 30): a thread held open on the slow listener, then killed; a finished thread erased.
+    const held3 = await c.inject({ to: 'slow', payload: { Text: { text: 'client-held-3' } } });
+    await eventually(() => probe().release.get('client-held-3'), 'slow to start a third time');
+    expect(await c.threads.pause(held3.threadId, { reason: 'look first' })).toMatchObject({ success: true, threadId: held3.threadId, status: 'held', hold: { reason: 'look first' } });
+    expect(await c.threads.resume(held3.threadId, { raiseLimits: true })).toMatchObject({ success: true, status: 'active', hold: { held: false, limitFactor: 2 } });
     expect(await c.threads.killMany({ threadIds: [held2.threadId] })).toMatchObject({ matched: 1, attempted: 1, killed: 1, skipped: [] });
+    expect(await c.threads.erase(held2.threadId)).toMatchObject({ success: true, threadId: held2.threadId, erasure: { erasedBy: 'ops' } });
 
     // The inbox: an ask answered by an approver (its thread completes), one rejected with a note.
     const asked = await c.inject({ to: 'asker', payload: { text: 'refund' } });

@@ -112,6 +112,7 @@ describe('sanitizeConfig', () => {
       payloads: [{ name: 'Note', fields: [{ name: 'text', type: 'string', optional: false }] }],
       auth: { tokens: [{ name: 'ops', role: 'operator', tokenEnv: 'TEST_OPS_TOKEN' }] },
       journal: { maxAttempts: 3, retainDays: 7, failedRetainDays: 30 },
+      loopGuard: { enabled: true, maxRepeats: 20, maxCycles: 18, maxCycleLength: 4, tokensPerMinute: 500000, window: 200 },
       metrics: { enabled: true, public: false },
       telemetry: { otlp: null, captureContent: false, contextManager: false, traceProbes: false },
     });

@@ -240,7 +240,7 @@ describe.each<StorageKind>(STORAGE_KINDS)('contract with %s storage', (kind) => 
     it('invalid status -> 400 with the valid values', async () => {
       const res = await svc.request('GET', '/api/v1/threads?status=bogus');
       expect(res.status).toBe(400);
-      expect(res.body.detail).toBe('Invalid status: bogus. Valid values: active, waiting, completed, error, killed');
+      expect(res.body.detail).toBe('Invalid status: bogus. Valid values: active, waiting, held, completed, error, killed');
     });
 
     it.each([

@@ -140,6 +140,8 @@ export interface Service {
   readonly dir: string;
   readonly configPath: string;
   readonly checker: ResponseChecker;
+  /** PostgreSQL: the test database's URL (null on the other stores). */
+  readonly databaseUrl: string | null;
   readonly stops: number;
   readonly restarts: number;
   writeConfig(text: string): void;
@@ -261,6 +263,7 @@ export async function startService(options: { yaml?: string; app?: Partial<Build
     dir,
     configPath,
     checker,
+    databaseUrl: database?.url ?? null,
     get stops() {
       return stops;
     },

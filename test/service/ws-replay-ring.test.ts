@@ -15,6 +15,20 @@ describe('ReplayRing', () => {
     expect(ring.lostUpTo).toBe(2);
   });
 
+  it('an erased thread leaves the ring with every older frame (a resume from before them resyncs)', () => {
+    const ring = new ReplayRing(5, 0);
+    const of = (seq: number, threadId: string | null): Frame => ({ ...frame(seq), meta: { ...frame(seq).meta, threadId } });
+    for (let seq = 1; seq <= 7; seq++) ring.push(of(seq, seq === 4 ? 'erased' : 'kept'));
+    ring.dropThread('erased');
+    expect(ring.after(0).map((f) => f.seq)).toEqual([5, 6, 7]);
+    expect(ring.lostUpTo).toBe(4);
+    ring.dropThread('nothing');
+    expect(ring.length).toBe(3);
+    for (let seq = 8; seq <= 11; seq++) ring.push(of(seq, 'kept'));
+    expect(ring.after(0).map((f) => f.seq)).toEqual([7, 8, 9, 10, 11]);
+    expect(ring.lostUpTo).toBe(6);
+  });
+
   it('a ring of capacity 0 keeps nothing and counts every frame as lost', () => {
     const ring = new ReplayRing(0, 7);
     ring.push(frame(8));

@@ -13,9 +13,10 @@ import { Card, Confirm, ErrorBox, fmt, Json, Loading, OpButton, StateBadge } fro
 import { InboxItemCard, useThreadInbox } from './Inbox';
 import { Waterfall } from './thread/Waterfall';
 import { ThreadLlmCalls } from './thread/LlmCallInspector';
+import { HoldPanel } from './thread/Hold';
 
 const PAGE = 25;
-const STATUSES = ['active', 'waiting', 'completed', 'error', 'killed'];
+const STATUSES = ['active', 'waiting', 'held', 'completed', 'error', 'killed'];
 
 export function ThreadsView() {
   const navigate = useNavigate();
@@ -51,14 +52,14 @@ export function ThreadsView() {
   // Kills what is selected, or every thread of the filter's unfinished status (active or waiting) it matches (the server applies the same filter).
   const kill = async (target: BulkTarget): Promise<BulkResult> => {
     const { agent, text, startTime, endTime } = filter;
-    const status: 'active' | 'waiting' = filter.status === 'waiting' ? 'waiting' : 'active';
+    const status: 'active' | 'waiting' | 'held' = filter.status === 'waiting' || filter.status === 'held' ? filter.status : 'active';
     const r = await api.killMany('ids' in target ? { threadIds: target.ids } : { filter: compact({ agent, text, startTime, endTime, status }) });
     return { ...r, done: r.killed };
   };
 
   const total = q.data?.total ?? 0;
   const threads = q.data?.threads ?? [];
-  const unfinished = (status: string) => status === 'active' || status === 'waiting';
+  const unfinished = (status: string) => status === 'active' || status === 'waiting' || status === 'held';
   const active = threads.filter((t) => unfinished(t.status)).map((t) => t.id);
   return (
     <div>
@@ -81,7 +82,7 @@ export function ThreadsView() {
         selected={sel.selected}
         matching={total}
         allMatching={sel.allMatching}
-        canSelectAll={filter.status === 'active' || filter.status === 'waiting'}
+        canSelectAll={filter.status === 'active' || filter.status === 'waiting' || filter.status === 'held'}
         onAllMatching={sel.setAllMatching}
         run={kill}
         onDone={() => (sel.clear(), void qc.invalidateQueries({ queryKey: ['threads'] }))}
@@ -265,7 +266,7 @@ export function ThreadDetailView() {
             </>
           )}
         </dl>
-        <OpButton className="danger" disabled={t.status !== 'active' && t.status !== 'waiting'} onClick={() => setConfirm(true)}>
+        <OpButton className="danger" disabled={t.status !== 'active' && t.status !== 'waiting' && t.status !== 'held'} onClick={() => setConfirm(true)}>
           Kill thread
         </OpButton>
         <ErrorBox error={kill.error} />
@@ -274,6 +275,9 @@ export function ThreadDetailView() {
             Thread <code>{t.id}</code> stops: queued messages are dropped and it accepts no more.
           </p>
         </Confirm>
+      </Card>
+      <Card title="Hold">
+        <HoldPanel thread={t} />
       </Card>
       <Card title="Budget">
         <Budget

@@ -11,7 +11,8 @@ const intLiteral = (n: number) => String(Number.isFinite(n) ? Math.max(0, Math.m
 
 /**
  * The claim (one statement, after the claim lock): per listener of this process that is not
- * paused (organism-wide, in paused_agents), its oldest PENDING entries that are the oldest open
+ * paused (organism-wide, in paused_agents), its oldest PENDING entries of threads not held
+ * (thread_holds), that are the oldest open
  * entry of their (thread, recipient) with none of that pair DISPATCHED, no more than the
  * listener's room under the per-agent limit; then the oldest of those, no more than this
  * process's free slots and the room under the global limit. The rows are locked SKIP LOCKED
@@ -33,6 +34,8 @@ const CLAIM_SQL = `
       WHERE j.state = 'PENDING' AND j.recipient = a.name
         -- A retry waiting out its backoff is not claimed before its time (it still heads its pair).
         AND (j.next_attempt_at IS NULL OR j.next_attempt_at <= $6::bigint)
+        -- A held thread's entries stay PENDING until it is resumed (issue 30).
+        AND NOT EXISTS (SELECT 1 FROM thread_holds h WHERE h.thread_id = j.thread_id AND h.held)
         -- The pair's DISPATCHED entry if any, else its oldest PENDING one, must be this one. A
         -- scalar subquery: run per candidate on journal_open by (thread, recipient), whatever the
         -- planner's estimates (as an anti join on a freshly filled table it scanned the recipient).

@@ -85,6 +85,11 @@ export class ClusterQueue implements DeliveryQueue {
     return false;
   }
 
+  /** The store's claim passes over held threads (thread_holds): a resume only looks for work again. */
+  hold(_threadId: string, held: boolean): void {
+    if (!held) this.schedule();
+  }
+
   schedule(): void {
     const host = this.host;
     if (!host) return;

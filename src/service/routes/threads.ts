@@ -1,12 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import { Errors } from '../../errors/catalogue.js';
 import { THREAD_STATUSES, type ThreadRecord, type ThreadStatus } from '../../core/thread.js';
 import { who } from '../auth.js';
 import type { ServiceContext } from '../context.js';
 import { errorResponses } from '../schemas/error.js';
 import { MessageListResponse } from '../schemas/message.js';
-import { KillResponse, ThreadDetail, ThreadListResponse, ThreadPageQuery, ThreadParams, ThreadQuery } from '../schemas/thread.js';
-import { entryMessageView, threadUsageView, threadView } from '../views.js';
+import { EraseResponse, HoldResponse, KillResponse, PauseRequest, ResumeRequest, ThreadDetail, ThreadListResponse, ThreadPageQuery, ThreadParams, ThreadQuery } from '../schemas/thread.js';
+import { entryMessageView, erasureView, holdView, threadUsageView, threadView } from '../views.js';
 import { bulkSelection, eachId, findFilter, truncation } from '../find.js';
 import { BULK_MAX, BulkKillRequest, BulkKillResponse } from '../schemas/find.js';
 
@@ -37,6 +38,12 @@ export const threadRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (ap
     async (request) => {
       const { agent, limit = 50, offset = 0 } = request.query;
       const status = parseStatus(request.query.status);
+      if (status === 'held') {
+        // The held threads (few): their records, newest activity first, then the other filters.
+        const held = (await organism.heldThreads()).filter((t) => !agent || t.participants.includes(agent));
+        const threads = held.slice(offset, offset + limit).map(threadView);
+        return { threads, count: threads.length, total: held.length, offset, limit };
+      }
       const page = await organism.queries.threads.list({
         ...(status ? { status } : {}),
         ...(agent ? { agent } : {}),
@@ -44,7 +51,8 @@ export const threadRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (ap
         limit,
         offset,
       });
-      const threads = page.items.map(threadView);
+      // A held thread is stored active or waiting: shown held (with its hold).
+      const threads = (await organism.holds.views(page.items)).map(threadView);
       return { threads, count: threads.length, total: page.total, offset, limit, ...truncation(page) };
     },
   );
@@ -53,10 +61,17 @@ export const threadRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (ap
     '/threads/:threadId',
     { schema: { tags, summary: 'A thread with its latest 100 messages (oldest first) and its LLM usage', params: ThreadParams, response: { 200: ThreadDetail, ...errorResponses } } },
     async (request) => {
-      const thread = await existing(request.params.threadId);
+      const thread = await organism.threadView(request.params.threadId);
       const page = await organism.queries.journal.list({ threadId: thread.id, limit: EMBEDDED_MESSAGES, offset: 0, order: 'newest' });
       const usage = await organism.threadUsage(thread.id);
-      return { ...threadView(thread), messages: page.items.map(entryMessageView).reverse(), usage: threadUsageView(usage) };
+      const erasure = await organism.erasureOf(thread.id);
+      return {
+        ...threadView(thread),
+        hold: thread.hold ? holdView(thread.hold) : null,
+        messages: page.items.map(entryMessageView).reverse(),
+        usage: threadUsageView(usage),
+        erasure: erasure && erasureView(erasure),
+      };
     },
   );
 
@@ -105,7 +120,11 @@ export const threadRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (ap
         // Both unfinished statuses unless one is named: a thread waiting on a person is as killable as an active one.
         let room = BULK_MAX;
         const pages = [];
-        for (const s of status ? [status] : (['active', 'waiting'] as const)) {
+        if (status === 'held') {
+          const held = (await organism.heldThreads()).filter((t) => !agent || t.participants.includes(agent));
+          pages.push({ items: held, total: held.length });
+        }
+        for (const s of status === 'held' ? [] : status ? [status] : (['active', 'waiting'] as const)) {
           const page = await organism.queries.threads.list({ ...query, status: s, limit: Math.max(1, room) });
           room -= page.items.length;
           pages.push(page);
@@ -115,7 +134,7 @@ export const threadRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (ap
           .slice(0, BULK_MAX)
           .map((t) => t.id);
         matched = pages.reduce((n, p) => n + p.total, 0);
-        searched = pages[0]!.searchTruncated === undefined ? {} : { searchTruncated: pages.some((p) => p.searchTruncated === true) };
+        searched = pages[0]?.searchTruncated === undefined ? {} : { searchTruncated: pages.some((p) => p.searchTruncated === true) };
       }
       const by = who(request.principal);
       const outcome = await eachId(
@@ -135,6 +154,59 @@ export const threadRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (ap
       const { threadId } = request.params;
       await organism.killThread(threadId, who(request.principal));
       return { success: true as const, threadId };
+    },
+  );
+
+  app.post(
+    '/threads/:threadId/pause',
+    {
+      schema: {
+        tags,
+        summary: 'Hold a thread: its deliveries stay PENDING (nothing in flight is interrupted) until it is resumed; its status reads `held` with the reason',
+        params: ThreadParams,
+        body: Type.Union([PauseRequest, Type.Null()]),
+        response: { 200: HoldResponse, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const { threadId } = request.params;
+      const { thread, hold } = await organism.pauseThread(threadId, who(request.principal), request.body?.reason);
+      return { success: true as const, threadId, status: thread.status, hold: holdView(hold) };
+    },
+  );
+
+  app.post(
+    '/threads/:threadId/resume',
+    {
+      schema: {
+        tags,
+        summary: "Resume a held thread (`raiseLimits`: double the loop breaker's limits for it)",
+        params: ThreadParams,
+        body: Type.Union([ResumeRequest, Type.Null()]),
+        response: { 200: HoldResponse, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const { threadId } = request.params;
+      const { thread, hold } = await organism.resumeThread(threadId, who(request.principal), request.body?.raiseLimits === true);
+      return { success: true as const, threadId, status: thread.status, hold: holdView(hold) };
+    },
+  );
+
+  app.delete(
+    '/threads/:threadId',
+    {
+      schema: {
+        tags,
+        summary: 'Erase a finished thread: its payloads, recorded LLM and tool calls and events become tombstones; usage and billing totals stay exact (409 while it runs)',
+        params: ThreadParams,
+        response: { 200: EraseResponse, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const { threadId } = request.params;
+      const erasure = await organism.eraseThread(threadId, who(request.principal));
+      return { success: true as const, threadId, erasure: erasureView(erasure) };
     },
   );
 };

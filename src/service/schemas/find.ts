@@ -35,10 +35,14 @@ const BulkCounts = {
 export const ThreadFilter = Type.Object(
   {
     agent: Type.Optional(Type.String({ maxLength: 256, description: 'Participant' })),
-    status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('waiting')], { description: 'Only this unfinished status (absent: active and waiting)' })),
+    status: Type.Optional(
+      Type.Union([Type.Literal('active'), Type.Literal('waiting'), Type.Literal('held')], {
+        description: 'Only this unfinished status (absent: active and waiting, held ones included; held: the held threads)',
+      }),
+    ),
     ...FindFields,
   },
-  { additionalProperties: false, description: 'The threads list filter (only unfinished threads, active or waiting, can be killed)' },
+  { additionalProperties: false, description: 'The threads list filter (only unfinished threads, active, waiting or held, can be killed)' },
 );
 
 export const BulkKillRequest = Type.Object(

@@ -4,7 +4,7 @@ import { AgentInfo, AgentState } from './agent.js';
 import { MessageRecord } from './message.js';
 import { JournalStats, OrganismStatus } from './organism.js';
 import { Nullable, NullableString, NullableTimestamp, Timestamp } from './common.js';
-import { ThreadInfo } from './thread.js';
+import { ThreadErasureView, ThreadHoldView, ThreadInfo } from './thread.js';
 import { UsageTotals } from './usage.js';
 import { WorkerInfo } from './worker.js';
 
@@ -164,6 +164,24 @@ export const InboxOpenedFrame = Type.Object({ ...head('inbox_opened'), item: Inb
 /** An ask was answered, rejected, expired, or closed by its thread's kill. */
 export const InboxClosedFrame = Type.Object({ ...head('inbox_closed'), ...InboxClosed.properties });
 
+/** A thread was held (issue 30): by an operator, or by the loop breaker. */
+export const ThreadHeldFrame = Type.Object({ ...head('thread_held'), threadId: Type.String(), hold: ThreadHoldView });
+/** A held thread was resumed. */
+export const ThreadResumedFrame = Type.Object({ ...head('thread_resumed'), threadId: Type.String(), hold: ThreadHoldView });
+/** The loop breaker found a runaway thread; a thread_held frame follows. */
+export const LoopDetectedFrame = Type.Object({
+  ...head('loop_detected'),
+  threadId: Type.String(),
+  rule: Type.Enum(['repeat', 'cycle', 'velocity'], {
+    description: 'repeat: one edge carried one payload too often; cycle: a cycle of edges repeated without a new payload; velocity: tokens per minute',
+  }),
+  edges: Type.Array(Type.Object({ from: Type.String(), to: Type.String() }), { description: 'The edge (repeat), the cycle (cycle), or the delivery edge that spent (velocity)' }),
+  evidence: Type.Record(Type.String(), Type.Unknown(), { description: 'Counts, limits, the payload hash, tokens: what the rule saw' }),
+  messageId: Type.String({ description: 'The delivery whose outcome tripped it' }),
+});
+/** A thread's recorded text was erased (DELETE /threads/{id}). */
+export const ThreadErasedFrame = Type.Object({ ...head('thread_erased'), threadId: Type.String(), erasure: ThreadErasureView });
+
 export const SubscribedFrame = Type.Object({ ...head('subscribed'), ...replyId, filter: WsFilter });
 export const InjectedFrame = Type.Object({ ...head('injected'), ...replyId, threadId: Type.String(), messageId: Type.String() });
 export const PongFrame = Type.Object({ ...head('pong'), ...replyId });
@@ -192,6 +210,10 @@ export const ServerFrame = Type.Union([
   DeliveriesTakenBackFrame,
   InboxOpenedFrame,
   InboxClosedFrame,
+  ThreadHeldFrame,
+  ThreadResumedFrame,
+  LoopDetectedFrame,
+  ThreadErasedFrame,
   SubscribedFrame,
   InjectedFrame,
   PongFrame,

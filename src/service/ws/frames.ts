@@ -2,7 +2,7 @@ import type { Redactor } from '../../util/pii.js';
 import type { OrganismEvent, OrganismEventType } from '../../events/types.js';
 import type { UsageEvent } from '../../usage/types.js';
 import { iso } from '../time.js';
-import { inboxClosedView, inboxItemView, messageView, threadView } from '../views.js';
+import { erasureView, holdView, inboxClosedView, inboxItemView, messageView, threadView } from '../views.js';
 import { workerView } from '../worker-view.js';
 
 /** What filters look at, beside the frame itself. */
@@ -121,6 +121,12 @@ function metaOf(e: OrganismEvent): FrameMeta {
       return meta(e.item.threadId, [e.item.listener, e.item.from]);
     case 'inbox_closed':
       return meta(e.closed.threadId, [e.closed.listener]);
+    case 'thread_held':
+    case 'thread_resumed':
+    case 'thread_erased':
+      return meta(e.threadId, []);
+    case 'loop_detected':
+      return meta(e.threadId, [...new Set(e.edges.flatMap((x) => [x.from, x.to]))]);
     case 'reload':
     case 'organism_status':
     case 'worker':
@@ -172,6 +178,13 @@ function bodyOf(e: OrganismEvent): Record<string, unknown> {
       return { item: inboxItemView(e.item) };
     case 'inbox_closed':
       return inboxClosedView(e.closed);
+    case 'thread_held':
+    case 'thread_resumed':
+      return { threadId: e.threadId, hold: holdView(e.hold) };
+    case 'loop_detected':
+      return { threadId: e.threadId, rule: e.rule, edges: e.edges.map((x) => ({ from: x.from, to: x.to })), evidence: e.evidence, messageId: e.messageId };
+    case 'thread_erased':
+      return { threadId: e.threadId, erasure: erasureView(e.erasure) };
   }
 }
 

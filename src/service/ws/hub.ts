@@ -32,6 +32,7 @@ export class WsHub {
       (event) => {
         const frame = toFrame(event, this.organism.redactor);
         // Token deltas are live only: replaying them after a reconnect would evict real events.
+        if (event.type === 'thread_erased') this.ring.dropThread(event.threadId);
         if (event.type !== 'llm_delta') this.ring.push(frame);
         for (const client of this.clients) if (client.wants(frame) && !client.offer(frame)) this.framesDropped++;
         if (this.batchMs <= 0) this.flush();

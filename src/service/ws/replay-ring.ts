@@ -39,6 +39,21 @@ export class ReplayRing {
     this.head = (this.head + 1) % this.capacity;
   }
 
+  /**
+   * A thread was erased (issue 30): its frames leave the ring, with every older frame (the ring
+   * stays a contiguous run of seqs), so a client resuming from before them gets a resync instead
+   * of the erased text.
+   */
+  dropThread(threadId: string): void {
+    let last = -1;
+    for (let i = 0; i < this.size; i++) if (this.slots[(this.head + i) % this.capacity]!.meta.threadId === threadId) last = i;
+    if (last < 0) return;
+    this.lostUpTo = this.slots[(this.head + last) % this.capacity]!.seq;
+    for (let i = 0; i <= last; i++) this.slots[(this.head + i) % this.capacity] = undefined;
+    this.head = (this.head + last + 1) % this.capacity;
+    this.size -= last + 1;
+  }
+
   /** Frames with seq > `since`, oldest first. */
   after(since: number): Frame[] {
     const out: Frame[] = [];

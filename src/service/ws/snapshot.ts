@@ -32,7 +32,8 @@ export async function snapshotBody(organism: ServiceOrganism, version: string | 
       totalMessages: organism.totalMessages,
     },
     agents: listeners.map(listenerView),
-    threads: threads.items.map(threadView),
+    // A held thread is stored active or waiting: shown held, as GET /threads shows it.
+    threads: (await organism.holds.views(threads.items)).map(threadView),
     usage: organism.tracker.totals(),
     journal: journalStatsView({ ...stats, lastRecovery: organism.lastRecovery ?? stats.lastRecovery }),
     inbox,

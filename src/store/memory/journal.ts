@@ -18,6 +18,7 @@ import {
 import type { Page } from '../../core/page.js';
 import { entryMatches, type TextSearch } from '../../core/search.js';
 import { BoundedMap } from './bounded-map.js';
+import { ERASED_PAYLOAD, erasedAttempts, erasedText } from '../erasure.js';
 
 /** The journal writes in memory as it is called: every write is done when it returns. */
 const DONE: Promise<void> = Promise.resolve();
@@ -233,6 +234,21 @@ export class MemoryJournal implements Journal {
       if (m.threadId === threadId && (m.from === agent || m.to === agent)) out.push(m);
     }
     return out.slice(-limit);
+  }
+
+  /** Erasure (issue 30): the thread's entries keep their states, attempts and times; their text becomes tombstones. How many. */
+  eraseThread(threadId: string): number {
+    let n = 0;
+    for (const e of this.entries.values()) {
+      if (e.message.threadId !== threadId) continue;
+      e.message = { ...e.message, payload: { ...ERASED_PAYLOAD } };
+      e.error = erasedText(e.error);
+      e.earlierAttempts = erasedAttempts(e.earlierAttempts);
+      if (e.closedNote !== undefined) e.closedNote = erasedText(e.closedNote);
+      if (e.approval !== undefined) e.approval = null;
+      n++;
+    }
+    return n;
   }
 
   private put(message: Message): Mutable<JournalEntry> {

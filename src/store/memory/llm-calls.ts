@@ -1,5 +1,6 @@
 import type { LlmCallRecord, ToolCallRecord } from '../../llm/call-record.js';
 import type { LlmCallStore, RecordedCalls } from '../../core/storage.js';
+import { erasedCall, erasedTool } from '../erasure.js';
 
 /**
  * LLM and tool calls in memory, bounded: past `max` calls the oldest go (with their tool
@@ -45,6 +46,23 @@ export class MemoryLlmCallStore implements LlmCallStore {
       .sort((a, b) => b.startedAt - a.startedAt);
     const calls = all.slice(page.offset, page.offset + page.limit);
     return { calls, tools: this.toolsOf(calls), total: all.length };
+  }
+
+  /** Erasure (issue 30): the thread's calls and tool calls with their text as tombstones. How many of each. */
+  eraseThread(threadId: string): { calls: number; tools: number } {
+    let calls = 0;
+    let tools = 0;
+    for (const [id, c] of this.calls) {
+      if (c.threadId !== threadId) continue;
+      this.calls.set(id, erasedCall(c));
+      calls++;
+      const list = this.tools.get(id);
+      if (list) {
+        this.tools.set(id, list.map(erasedTool));
+        tools += list.length;
+      }
+    }
+    return { calls, tools };
   }
 
   private toolsOf(calls: readonly LlmCallRecord[]): ToolCallRecord[] {

@@ -214,6 +214,33 @@ export const PG_MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE journal ADD COLUMN approval TEXT;
   `,
+  // Safety rails (issue 30): a thread's hold (an operator's pause or the loop breaker's), which
+  // every process's claim passes over, kept after a resume (held false) for the loop breaker's
+  // baseline and raised limits; and the erasures of threads (who erased what, when).
+  `
+  CREATE TABLE thread_holds (
+    thread_id TEXT PRIMARY KEY,
+    held BOOLEAN NOT NULL,
+    rule TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    evidence TEXT,
+    held_by TEXT NOT NULL,
+    held_at BIGINT NOT NULL,
+    resumed_at BIGINT,
+    resumed_by TEXT,
+    limit_factor INTEGER NOT NULL DEFAULT 1
+  );
+  CREATE INDEX thread_holds_held ON thread_holds (thread_id) WHERE held;
+  CREATE TABLE thread_erasures (
+    thread_id TEXT PRIMARY KEY,
+    erased_by TEXT NOT NULL,
+    erased_at BIGINT NOT NULL,
+    messages INTEGER NOT NULL,
+    llm_calls INTEGER NOT NULL,
+    tool_calls INTEGER NOT NULL,
+    events INTEGER NOT NULL
+  );
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;

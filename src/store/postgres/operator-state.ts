@@ -1,4 +1,6 @@
 import type { OperatorStateStore } from '../../core/storage.js';
+import type { ThreadHold } from '../../core/thread.js';
+import { HOLD_COLUMNS, holdFromRow, holdValues, type HoldRow } from '../hold-rows.js';
 import type { Reader } from './pool.js';
 import type { PgWriter } from './writer.js';
 
@@ -48,6 +50,31 @@ export class PgOperatorState implements OperatorStateStore {
     return this.writer.write(async (tx) => {
       if (paused) await tx.query('INSERT INTO paused_agents (agent, since) VALUES ($1, $2) ON CONFLICT (agent) DO NOTHING', [agent, since]);
       else await tx.query('DELETE FROM paused_agents WHERE agent = $1', [agent]);
+    });
+  }
+
+  /** Read from the database (another process may have held or resumed it); this process's queued writes commit first. */
+  async threadHold(threadId: string): Promise<ThreadHold | null> {
+    await this.writer.flush();
+    const row = (await this.pool.query<HoldRow>(`SELECT ${HOLD_COLUMNS} FROM thread_holds WHERE thread_id = $1`, [threadId])).rows[0];
+    return row ? holdFromRow(row) : null;
+  }
+
+  async heldThreads(): Promise<readonly ThreadHold[]> {
+    await this.writer.flush();
+    return (await this.pool.query<HoldRow>(`SELECT ${HOLD_COLUMNS} FROM thread_holds WHERE held ORDER BY held_at, thread_id`)).rows.map(holdFromRow);
+  }
+
+  /** Committed through the writer, in order with the other writes; resolves after the commit. */
+  setThreadHold(hold: ThreadHold): Promise<void> {
+    const values = holdValues(hold, hold.held);
+    return this.writer.write(async (tx) => {
+      await tx.query(
+        `INSERT INTO thread_holds (${HOLD_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+         ON CONFLICT (thread_id) DO UPDATE SET held = excluded.held, rule = excluded.rule, reason = excluded.reason, evidence = excluded.evidence,
+           held_by = excluded.held_by, held_at = excluded.held_at, resumed_at = excluded.resumed_at, resumed_by = excluded.resumed_by, limit_factor = excluded.limit_factor`,
+        values,
+      );
     });
   }
 }

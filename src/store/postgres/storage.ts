@@ -8,6 +8,7 @@ import type { MaxAttempts } from '../../core/journal.js';
 import { PgLlmCallStore } from './llm-calls.js';
 import { migratePg } from './migrations.js';
 import { PgOperatorState } from './operator-state.js';
+import { PgEraser } from './eraser.js';
 import { createPool, pgRuntimeError, pgStorageError, reader, redactUrl } from './pool.js';
 import { PgThreadStore } from './threads.js';
 import { PgUsageStore } from './usage.js';
@@ -100,6 +101,7 @@ export interface PostgresStorage {
   readonly usage: PgUsageStore;
   readonly llmCalls: PgLlmCallStore;
   readonly operator: PgOperatorState;
+  readonly eraser: PgEraser;
   /** Budget snapshots (kept for the contract; the organism spends from `budgetLedger`'s rows instead); `archive` is in memory. */
   readonly budgets: BudgetSnapshotStore;
   /** Cluster mode: the work source the pump claims from (absent: one process owns the database). */
@@ -215,6 +217,7 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
     usage,
     llmCalls: new PgLlmCallStore(db, writer),
     operator,
+    eraser: new PgEraser(db, writer),
     ...(cluster ? { work: cluster.work, cluster: cluster.storage, queue: new ClusterQueue(cluster.work, journal, threads) } : {}),
     // In a clustered organism a reservation's holder is the process's worker id, and it expires with that process's lease.
     budgetLedger: (o) =>

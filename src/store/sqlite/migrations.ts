@@ -212,6 +212,33 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE journal ADD COLUMN approval TEXT;
   `,
+  // Safety rails (issue 30): a thread's hold (an operator's pause or the loop breaker's), kept
+  // after a resume (held = 0) for the loop breaker's baseline and raised limits; and the
+  // erasures of threads (who erased what, when).
+  `
+  CREATE TABLE thread_holds (
+    thread_id TEXT PRIMARY KEY,
+    held INTEGER NOT NULL,
+    rule TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    evidence TEXT,
+    held_by TEXT NOT NULL,
+    held_at INTEGER NOT NULL,
+    resumed_at INTEGER,
+    resumed_by TEXT,
+    limit_factor INTEGER NOT NULL DEFAULT 1
+  ) WITHOUT ROWID;
+  CREATE INDEX thread_holds_held ON thread_holds (held, held_at);
+  CREATE TABLE thread_erasures (
+    thread_id TEXT PRIMARY KEY,
+    erased_by TEXT NOT NULL,
+    erased_at INTEGER NOT NULL,
+    messages INTEGER NOT NULL,
+    llm_calls INTEGER NOT NULL,
+    tool_calls INTEGER NOT NULL,
+    events INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,5 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { OperatorStateStore } from '../../core/storage.js';
+import type { ThreadHold } from '../../core/thread.js';
+import { HOLD_COLUMNS, holdFromRow, holdValues, type HoldRow } from '../hold-rows.js';
 import { prepared } from './prepared.js';
 
 /** Operator state in the database, written at once (not batched): a pause survives any crash. */
@@ -18,5 +20,19 @@ export class SqliteOperatorState implements OperatorStateStore {
     if (paused) prepared(this.db, 'INSERT OR IGNORE INTO paused_agents (agent, since) VALUES (?, ?)').run(agent, this.now());
     else prepared(this.db, 'DELETE FROM paused_agents WHERE agent = ?').run(agent);
     return Promise.resolve();
+  }
+
+  async threadHold(threadId: string): Promise<ThreadHold | null> {
+    const row = prepared(this.db, `SELECT ${HOLD_COLUMNS} FROM thread_holds WHERE thread_id = ?`).get(threadId) as HoldRow | undefined;
+    return row ? holdFromRow(row) : null;
+  }
+
+  async heldThreads(): Promise<readonly ThreadHold[]> {
+    return (prepared(this.db, `SELECT ${HOLD_COLUMNS} FROM thread_holds WHERE held = 1 ORDER BY held_at, thread_id`).all() as HoldRow[]).map(holdFromRow);
+  }
+
+  /** Written before it returns (a failed write throws at once). */
+  async setThreadHold(hold: ThreadHold): Promise<void> {
+    prepared(this.db, `INSERT OR REPLACE INTO thread_holds (${HOLD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(...holdValues(hold, hold.held ? 1 : 0));
   }
 }

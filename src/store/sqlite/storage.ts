@@ -15,6 +15,7 @@ import { acquireLock, LOCK_FILE, PID_FILE } from './lock.js';
 import { migrate } from './migrations.js';
 import { SqliteBudgetArchive } from './budget-archive.js';
 import { SqliteOperatorState } from './operator-state.js';
+import { SqliteEraser } from './eraser.js';
 import { rescueCopy, rescuePath } from './rescue.js';
 import { SqliteThreadStore } from './threads.js';
 import { SqliteUsageStore } from './usage.js';
@@ -40,6 +41,7 @@ export interface SqliteStorage {
   /** Saved at once (the promise is resolved). */
   readonly budgets: { load(): Promise<ThreadBudgetSnapshot[]>; save(snapshots: ThreadBudgetSnapshot[]): Promise<void>; readonly archive: SqliteBudgetArchive };
   readonly operator: SqliteOperatorState;
+  readonly eraser: SqliteEraser;
   /** What is wrong with the data directory now (full, damaged, deleted), or null. */
   problem(): StorageProblem | null;
   /**
@@ -153,6 +155,7 @@ export function openSqliteStorage(options: SqliteStorageOptions): SqliteStorage 
     usage,
     llmCalls: guarded(new SqliteLlmCallStore(db, writer), map),
     operator: guarded(new SqliteOperatorState(db), map),
+    eraser: guarded(new SqliteEraser(db, writer), map),
     problem: () => health.problem(),
     onLost: (listener) => void lostListeners.push(listener),
     budgets: guarded(

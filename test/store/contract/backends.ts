@@ -9,7 +9,7 @@ import { DATABASE_FILE, openSqliteStorage } from '../../../src/store/index.js';
 import { openPostgresStorage, PG_SCHEMA_VERSION } from '../../../src/store/postgres/index.js';
 import { MIGRATIONS } from '../../../src/store/sqlite/migrations.js';
 import type { Journal } from '../../../src/core/journal.js';
-import type { LlmCallStore, OperatorStateStore } from '../../../src/core/storage.js';
+import type { LlmCallStore, OperatorStateStore, ThreadEraser } from '../../../src/core/storage.js';
 import type { ThreadStore } from '../../../src/core/thread.js';
 import type { UsageStore } from '../../../src/core/usage.js';
 
@@ -32,6 +32,7 @@ export interface StoreUnderTest {
   readonly usage: UsageStore;
   readonly llmCalls: LlmCallStore;
   readonly operator: OperatorStateStore;
+  readonly eraser: ThreadEraser;
   readonly budgets: { load(): unknown[] | Promise<unknown[]>; save(snapshots: unknown[]): void | Promise<void> };
   close(): Promise<void>;
 }

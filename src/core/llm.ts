@@ -121,6 +121,16 @@ export interface LlmCallRecord {
   readonly error: string | null;
   /** What `llm.record` kept of it (absent on calls recorded before this field: read `request`). */
   readonly record?: 'full' | 'metadata';
+  /**
+   * sha256 of the request as it was sent (agent, model, output cap, system prompt, messages,
+   * tools offered: see llm/request-hash.ts), computed before `llm.record` drops anything; absent
+   * on calls recorded before time travel (issue 29).
+   */
+  readonly requestHash?: string;
+  /** Answered from the record of an earlier thread (a fork's replay): no provider was called, no cost charged. */
+  readonly replayed?: boolean;
+  /** The recorded call that answered it (replayed calls only). */
+  readonly replayOf?: string;
 }
 
 /** One tool call (MCP or code) an agent made inside a delivery (requested by the LLM call `llmCallId`). */

@@ -90,6 +90,10 @@ export const Errors = {
   JOURNAL_NOT_REDELIVERABLE: define('JOURNAL_NOT_REDELIVERABLE', 409, 'Journal entry %s is %s; only FAILED entries can be redelivered'),
   THREAD_KILLED: define('THREAD_KILLED', 409, 'Thread %s was killed; it accepts no more messages'),
   THREAD_FINISHED: define('THREAD_FINISHED', 409, 'Thread already finished: %s'),
+  /** Time travel (issue 29): a fork's atMessageId. */
+  FORK_MESSAGE_NOT_IN_THREAD: define('FORK_MESSAGE_NOT_IN_THREAD', 422, 'atMessageId %s is not a message of thread %s'),
+  FORK_MESSAGE_NOT_DELIVERABLE: define('FORK_MESSAGE_NOT_DELIVERABLE', 422, 'atMessageId %s is addressed to %s, not a listener of this organism: fork at a message a listener received'),
+  FORK_THREAD_EMPTY: define('FORK_THREAD_EMPTY', 409, 'Thread %s has no messages to fork from'),
   INVALID_PAYLOAD: define('INVALID_PAYLOAD', 422, 'Invalid %s payload: %s'),
   UNKNOWN_PAYLOAD_TYPE: define('UNKNOWN_PAYLOAD_TYPE', 422, 'Unknown payload type: %s'),
   WRONG_PAYLOAD_TYPE: define('WRONG_PAYLOAD_TYPE', 422, 'Listener %s accepts %s, not %s'),

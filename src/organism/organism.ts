@@ -43,6 +43,8 @@ import { organismQueries, type OrganismQueries } from './queries.js';
 import { attemptLimits } from '../pump/retry-policy.js';
 import { replyFormatOf } from './reply-format.js';
 import { Inbox } from './inbox.js';
+import { ForkReplay } from './fork-replay.js';
+import { forkThread, type ForkOptions, type ForkResult } from './fork.js';
 
 export type { OrganismStorage, StorageParts } from '../core/storage.js';
 
@@ -97,6 +99,8 @@ export class Organism {
   private readonly providerOverride: readonly LlmProvider[] | null;
   /** Asks to people (builtin:human listeners): listed, answered, rejected, expired. */
   readonly inbox: Inbox;
+  /** Answers forks' LLM calls from their source threads' records (time travel). */
+  private readonly forkReplay: ForkReplay;
 
   constructor(loaded: LoadedOrganism, options: OrganismOptions = {}) {
     this.loaded = loaded;
@@ -115,6 +119,7 @@ export class Organism {
     this.llmCalls = this.storage.llmCalls;
     this.queries = organismQueries({ storage: this.storage, budgets: this.budgets, llmCalls: this.llmCalls, bus: this.bus });
     this.outputCap = new OutputCapWatch(this.logger);
+    this.forkReplay = new ForkReplay(this.llmCalls);
     this.router = this.makeRouter(loaded.config);
     this.mcp = new McpCalls(loaded, this.llmCalls, () => this.config.llm.record ?? 'full', this.logger);
     this.codeTools = new CodeToolCalls(this.llmCalls, () => this.config.llm.record ?? 'full');
@@ -223,6 +228,27 @@ export class Organism {
   async inject(to: string, payload: unknown, options?: InjectOptions): Promise<{ threadId: string; messageId: string }> {
     this.assertStorageWritable();
     return this.pump.inject(to, payload, options);
+  }
+
+  /**
+   * Forks a thread (time travel, issue 29): a new thread with the source's history up to
+   * `atMessageId`, running on from it under the current configuration, its LLM calls answered
+   * from the source's record while their requests match. The source is never changed.
+   */
+  async fork(threadId: string, options: ForkOptions = {}): Promise<ForkResult> {
+    if (!options.dryRun) this.assertStorageWritable();
+    return forkThread(
+      {
+        journal: this.storage.journal,
+        llmCalls: this.llmCalls,
+        thread: (id) => this.thread(id),
+        isListener: (name) => this.pump.listener(name) !== undefined,
+        recordMode: this.config.llm.record ?? 'full',
+        inject: (to, body, injectOptions) => this.pump.inject(to, body, injectOptions),
+      },
+      threadId,
+      options,
+    );
   }
 
   /** What is wrong with the data directory now (full, damaged, deleted), or null. */
@@ -504,6 +530,7 @@ export class Organism {
       observer: this.observers.llm,
       maxReplyBytes: config.llm.maxReplyBytes,
       outputCap: this.outputCap,
+      replay: this.forkReplay,
     };
     return this.providerOverride ? new LlmRouter({ ...deps, providers: this.providerOverride }) : LlmRouter.fromConfig(config.llm, deps);
   }

@@ -5,7 +5,7 @@ import { who } from '../auth.js';
 import type { ServiceContext } from '../context.js';
 import { errorResponses } from '../schemas/error.js';
 import { MessageListResponse } from '../schemas/message.js';
-import { KillResponse, ThreadDetail, ThreadListResponse, ThreadPageQuery, ThreadParams, ThreadQuery } from '../schemas/thread.js';
+import { ForkRequest, ForkResponse, KillResponse, ThreadDetail, ThreadListResponse, ThreadPageQuery, ThreadParams, ThreadQuery } from '../schemas/thread.js';
 import { entryMessageView, threadUsageView, threadView } from '../views.js';
 import { bulkSelection, eachId, findFilter, truncation } from '../find.js';
 import { BULK_MAX, BulkKillRequest, BulkKillResponse } from '../schemas/find.js';
@@ -125,6 +125,26 @@ export const threadRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (ap
         (err, id) => request.log.error({ err, threadId: id }, 'bulk kill: a kill failed'),
       );
       return { matched, attempted: ids.length, killed: outcome.done, skipped: outcome.skipped, ...searched };
+    },
+  );
+
+  app.post(
+    '/threads/:threadId/fork',
+    {
+      schema: {
+        tags,
+        summary:
+          'Fork a thread (time travel): a new thread with the source\'s messages before atMessageId as its history, running on from atMessageId, its LLM calls answered from the source\'s record while their requests match (operator)',
+        params: ThreadParams,
+        body: ForkRequest,
+        response: { 200: ForkResponse, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const { atMessageId, configPath, dryRun } = request.body ?? {};
+      if (configPath !== undefined) throw Errors.FORK_CONFIG_UNSUPPORTED(configPath);
+      const fork = await organism.fork(request.params.threadId, { ...(atMessageId !== undefined ? { atMessageId } : {}), ...(dryRun ? { dryRun } : {}) });
+      return { ...fork };
     },
   );
 

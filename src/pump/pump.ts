@@ -179,8 +179,8 @@ export class Pump {
     const metadata = { ...(live?.metadata ?? stored?.metadata ?? {}), ...(options.metadata ?? {}) };
     const history = options.history ?? [];
     for (const h of history) {
-      // Journaled and acknowledged one by one: what a fork starts from, never delivered again.
-      await deps.journal.pending([h]);
+      // Journaled as delivered in one write (an ack of an entry never journaled inserts it):
+      // what a fork starts from, never claimed nor delivered again.
       await deps.journal.acked(h, [], []);
     }
     const message: Message = {

@@ -44,7 +44,9 @@ import { attemptLimits } from '../pump/retry-policy.js';
 import { replyFormatOf } from './reply-format.js';
 import { Inbox } from './inbox.js';
 import { ForkReplay } from './fork-replay.js';
-import { forkThread, type ForkOptions, type ForkResult } from './fork.js';
+import { forkThread, MAX_FORK_HISTORY, type ForkOptions, type ForkResult } from './fork.js';
+import { compareThreads, type CompareSide, type ThreadComparison } from './compare.js';
+import { MAX_REPLAYED_CALLS } from './fork-replay.js';
 
 export type { OrganismStorage, StorageParts } from '../core/storage.js';
 
@@ -249,6 +251,21 @@ export class Organism {
       threadId,
       options,
     );
+  }
+
+  /** Two threads aligned message by message, with their first divergence and each one's tokens, cost and latency (time travel). */
+  async compare(a: string, b: string): Promise<ThreadComparison> {
+    const side = async (id: string): Promise<CompareSide> => {
+      const thread = await this.thread(id);
+      if (!thread) throw Errors.THREAD_NOT_FOUND(id);
+      const [entries, recorded] = await Promise.all([
+        this.storage.journal.list({ threadId: id, limit: MAX_FORK_HISTORY, offset: 0, order: 'oldest' }),
+        this.llmCalls.forThread(id, { limit: MAX_REPLAYED_CALLS, offset: 0 }),
+      ]);
+      return { thread, entries: entries.items, calls: recorded.calls, tools: recorded.tools };
+    };
+    const [x, y] = await Promise.all([side(a), side(b)]);
+    return compareThreads(x, y);
   }
 
   /** What is wrong with the data directory now (full, damaged, deleted), or null. */

@@ -177,6 +177,14 @@ describe.each(STORAGE_KINDS)('time travel: fork (%s)', (storage) => {
       expect(calls.map((c) => c.requestHash)).toEqual(original.map((c) => c.requestHash));
       expect(calls.map((c) => c.usage)).toEqual(original.map((c) => c.usage));
       expect(original.every((c) => c.replayed === false && typeof c.requestHash === 'string')).toBe(true);
+      if (i < 3) {
+        const cmp = (await s.request('GET', `/api/v1/threads/${id}/compare/${f.threadId}`)).body;
+        expect(cmp).toMatchObject({ firstDivergence: null, firstCallDivergence: null, toolCallsOnlyIn: { a: [], b: [] } });
+        expect(cmp.messages.every((m: { same: boolean }) => m.same)).toBe(true);
+        expect(cmp.a).toMatchObject({ threadId: id, messages: 3, llmCalls: 2, replayedCalls: 0 });
+        expect(cmp.b).toMatchObject({ threadId: f.threadId, messages: 3, llmCalls: 2, replayedCalls: 2, chargedTokens: 0, cost: 0, tokens: cmp.a.tokens });
+        expect(cmp.a.cost).toBeGreaterThan(0);
+      }
     }
     // A fork of a fork replays too.
     const second = await fork(s, forks[0]!.threadId);
@@ -203,6 +211,13 @@ describe.each(STORAGE_KINDS)('time travel: fork (%s)', (storage) => {
       const source = await messagesOf(s, id);
       expect(shape(forked.slice(0, 2))).toEqual(shape(source.slice(0, 2)));
       expect(forked[2]!.payload['text']).toBe(String(source[2]!.payload['text']).toUpperCase());
+      const cmp = (await s.request('GET', `/api/v1/threads/${id}/compare/${f.threadId}`)).body;
+      expect(cmp.firstCallDivergence).toMatchObject({ index: 1, agent: 'writer', a: { agent: 'writer' }, b: { agent: 'writer' } });
+      expect(cmp.firstCallDivergence.a.requestHash).not.toBe(cmp.firstCallDivergence.b.requestHash);
+      expect(cmp.firstDivergence).toBe(2);
+      expect(cmp.messages[2]).toMatchObject({ same: false, a: { from: 'writer', to: 'announcer' }, payloadDiff: [{ path: '$.text', a: source[2]!.payload['text'] }] });
+      expect(cmp.b).toMatchObject({ replayedCalls: 1, llmCalls: 2 });
+      expect(cmp.b.chargedTokens).toBeGreaterThan(0);
     }
     const live = server.seen.slice(requests);
     expect(live).toHaveLength(3);
@@ -238,6 +253,8 @@ describe.each(STORAGE_KINDS)('time travel: fork (%s)', (storage) => {
     expect(config.body.code).toBe('FORK_CONFIG_UNSUPPORTED');
     expect((await s.request('POST', `/api/v1/threads/${id}/fork`, { body: { bogus: 1 } })).status).toBe(422);
     expect((await s.request('POST', `/api/v1/threads/${id}/fork`, { body: {}, token: VIEWER })).status).toBe(403);
+    expect((await s.request('GET', `/api/v1/threads/${id}/compare/${id}`, { token: VIEWER })).status).toBe(403);
+    expect((await s.request('GET', `/api/v1/threads/${id}/compare/nope`)).body.code).toBe('THREAD_NOT_FOUND');
     const total = (await s.request('GET', '/api/v1/threads')).body.total;
     const dry = await s.request('POST', `/api/v1/threads/${id}/fork`, { body: { dryRun: true } });
     expect(dry.body).toMatchObject({ threadId: null, dryRun: true, replay: 'record', forkedFrom: { threadId: id, messageId: source[0]!.id } });

@@ -5,7 +5,7 @@ import { who } from '../auth.js';
 import type { ServiceContext } from '../context.js';
 import { errorResponses } from '../schemas/error.js';
 import { MessageListResponse } from '../schemas/message.js';
-import { ForkRequest, ForkResponse, KillResponse, ThreadDetail, ThreadListResponse, ThreadPageQuery, ThreadParams, ThreadQuery } from '../schemas/thread.js';
+import { CompareParams, CompareResponse, ForkRequest, ForkResponse, KillResponse, ThreadDetail, ThreadListResponse, ThreadPageQuery, ThreadParams, ThreadQuery } from '../schemas/thread.js';
 import { entryMessageView, threadUsageView, threadView } from '../views.js';
 import { bulkSelection, eachId, findFilter, truncation } from '../find.js';
 import { BULK_MAX, BulkKillRequest, BulkKillResponse } from '../schemas/find.js';
@@ -146,6 +146,21 @@ export const threadRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (ap
       const fork = await organism.fork(request.params.threadId, { ...(atMessageId !== undefined ? { atMessageId } : {}), ...(dryRun ? { dryRun } : {}) });
       return { ...fork };
     },
+  );
+
+  app.get(
+    '/threads/:threadId/compare/:otherId',
+    {
+      config: { access: 'operator' },
+      schema: {
+        tags,
+        summary:
+          'Two threads (a fork beside its source) aligned message by message: the first divergence, the first LLM call whose request differs, tool calls made in only one, and each one\'s tokens, cost and latency (operator)',
+        params: CompareParams,
+        response: { 200: CompareResponse, ...errorResponses },
+      },
+    },
+    async (request) => organism.compare(request.params.threadId, request.params.otherId),
   );
 
   app.post(

@@ -74,3 +74,57 @@ export const ForkResponse = Type.Object(
   },
   { title: 'ForkResponse' },
 );
+
+export const CompareParams = Type.Object({ threadId: Name, otherId: Name });
+
+const ComparedMessage = Type.Object({ id: Type.String(), from: Type.String(), to: Type.String(), payloadType: Type.String(), state: Type.String() });
+const CalledBy = Type.Object({ callId: Type.String(), agent: Type.String(), requestHash: Type.Union([Type.String(), Type.Null()]) });
+const ComparedTool = Type.Object({
+  id: Type.String(),
+  agent: Type.String(),
+  kind: Type.Enum(['mcp', 'code']),
+  server: Type.String(),
+  tool: Type.String(),
+  arguments: Type.Unknown({ description: 'null when llm.record is metadata' }),
+});
+const SideTotals = Type.Object({
+  threadId: Type.String(),
+  status: ThreadStatus,
+  messages: Type.Integer(),
+  llmCalls: Type.Integer(),
+  replayedCalls: Type.Integer({ description: 'Calls answered from the record (a fork\'s replay)' }),
+  tokens: Type.Object({ prompt: Type.Integer(), completion: Type.Integer(), total: Type.Integer() }, { description: 'Every call\'s tokens, replayed ones as originally used' }),
+  chargedTokens: Type.Integer({ description: 'Tokens of the calls a provider answered' }),
+  cost: Type.Number(),
+  llmLatencyMs: Type.Number({ description: 'Time spent in LLM calls' }),
+  durationMs: Type.Number({ description: 'From the thread\'s creation to its last activity' }),
+});
+
+export const CompareResponse = Type.Object(
+  {
+    a: SideTotals,
+    b: SideTotals,
+    messages: Type.Array(
+      Type.Object({
+        index: Type.Integer(),
+        a: Type.Union([ComparedMessage, Type.Null()], { description: 'null past the end of thread a' }),
+        b: Type.Union([ComparedMessage, Type.Null()]),
+        same: Type.Boolean({ description: 'Same sender, receiver, payload type and payload' }),
+        payloadDiff: Type.Array(Type.Object({ path: Type.String(), a: Type.Optional(Type.Unknown()), b: Type.Optional(Type.Unknown()) }), {
+          description: 'Where the payloads differ (JSON paths; a side absent: the field is missing there); at most 100',
+        }),
+      }),
+      { description: 'Both threads\' messages, oldest first, position by position' },
+    ),
+    firstDivergence: Type.Union([Type.Integer(), Type.Null()], { description: 'The index of the first position whose messages differ; null: the same messages' }),
+    firstCallDivergence: Type.Union(
+      [
+        Type.Object({ index: Type.Integer(), agent: Type.String({ description: 'The agent whose call differs first' }), a: Type.Union([CalledBy, Type.Null()]), b: Type.Union([CalledBy, Type.Null()]) }),
+        Type.Null(),
+      ],
+      { description: 'The first LLM call (in order of the calls that answered) whose agent or request hash differs; null: the same requests' },
+    ),
+    toolCallsOnlyIn: Type.Object({ a: Type.Array(ComparedTool), b: Type.Array(ComparedTool) }, { description: 'Tool executions (code and MCP) that only one thread made' }),
+  },
+  { title: 'ThreadComparison' },
+);

@@ -252,7 +252,13 @@ export class LlmRouter {
   }
 
   /** Each candidate in priority order, with its retries; throws the final failure. Every attempt is recorded. */
-  private async attempt(candidates: readonly LlmProvider[], request: CompletionRequest, call: CallContext, options: CallOptions & { requestHash: string }, watch: LlmCallWatch | null = null): Promise<Success> {
+  private async attempt(
+    candidates: readonly LlmProvider[],
+    request: CompletionRequest,
+    call: CallContext,
+    options: CallOptions & { requestHash: string },
+    watch: LlmCallWatch | null = null,
+  ): Promise<Success> {
     const { signal } = call;
     let attempts = 0;
     const failures: Array<{ provider: string; reason: string }> = [];

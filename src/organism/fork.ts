@@ -86,14 +86,18 @@ export async function forkThread(deps: ForkDeps, sourceId: string, options: Fork
     ids.set(m.id, id);
     return { ...m, id, threadId, parentId: m.parentId === null ? null : (ids.get(m.parentId) ?? null), metadata, attempt: 1, traceContext: null };
   });
-  const injected = await deps.inject(at.to, { [at.payloadType]: at.payload }, {
-    threadId,
-    metadata,
-    from: at.from,
-    parentId: at.parentId === null ? null : (ids.get(at.parentId) ?? null),
-    hops: at.hops,
-    history,
-  });
+  const injected = await deps.inject(
+    at.to,
+    { [at.payloadType]: at.payload },
+    {
+      threadId,
+      metadata,
+      from: at.from,
+      parentId: at.parentId === null ? null : (ids.get(at.parentId) ?? null),
+      hops: at.hops,
+      history,
+    },
+  );
   return { ...base, threadId: injected.threadId, dryRun: false };
 }
 
@@ -102,7 +106,10 @@ async function replayModeOf(deps: ForkDeps, sourceId: string): Promise<{ replay:
   const recorded = await deps.llmCalls.forThread(sourceId, { limit: MAX_REPLAYED_CALLS, offset: 0 });
   const succeeded = recorded.calls.filter((c) => c.error === null);
   if (succeeded.some((c) => !answerable(c))) {
-    return { replay: 'live', liveReason: `the LLM calls of thread ${sourceId} were recorded without their answers or request hashes (llm.record: metadata, or recorded before time travel): the fork calls providers from its first LLM call` };
+    return {
+      replay: 'live',
+      liveReason: `the LLM calls of thread ${sourceId} were recorded without their answers or request hashes (llm.record: metadata, or recorded before time travel): the fork calls providers from its first LLM call`,
+    };
   }
   if (succeeded.length === 0 && deps.recordMode === 'off') {
     return { replay: 'live', liveReason: 'llm.record is off: no LLM call was recorded to replay, the fork calls providers from its first LLM call' };

@@ -7,7 +7,7 @@ import { eventually, STORAGE_KINDS, startService, VIEWER, type Service } from '.
  * How many completed threads the acceptance forks (issue 29 says 100; 20 keeps the test to a
  * few seconds on every store: the code path is the same for each fork).
  */
-export const FORKED_THREADS = 20;
+const FORKED_THREADS = 20;
 
 const RESEARCHER_PROMPT = 'You research questions. Send what you find to the writer.';
 const WRITER_PROMPT = 'You write short announcements from findings and send them to the announcer.';

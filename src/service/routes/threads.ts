@@ -134,7 +134,7 @@ export const threadRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (ap
       schema: {
         tags,
         summary:
-          'Fork a thread (time travel): a new thread with the source\'s messages before atMessageId as its history, running on from atMessageId, its LLM calls answered from the source\'s record while their requests match (operator)',
+          "Fork a thread (time travel): a new thread with the source's messages before atMessageId as its history, running on from atMessageId, its LLM calls answered from the source's record while their requests match (operator)",
         params: ThreadParams,
         body: ForkRequest,
         response: { 200: ForkResponse, ...errorResponses },
@@ -155,7 +155,7 @@ export const threadRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (ap
       schema: {
         tags,
         summary:
-          'Two threads (a fork beside its source) aligned message by message: the first divergence, the first LLM call whose request differs, tool calls made in only one, and each one\'s tokens, cost and latency (operator)',
+          "Two threads (a fork beside its source) aligned message by message: the first divergence, the first LLM call whose request differs, tool calls made in only one, and each one's tokens, cost and latency (operator)",
         params: CompareParams,
         response: { 200: CompareResponse, ...errorResponses },
       },

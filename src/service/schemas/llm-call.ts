@@ -66,7 +66,7 @@ export const LlmCallInfo = Type.Object(
     }),
     toolExecutions: Type.Array(ToolExecutionInfo, { description: 'The tool calls (MCP and code) this call requested, in order' }),
     requestHash: Nullable(Type.String({ description: 'sha256 of the request as it was sent (before llm.record dropped anything); null for calls recorded by earlier versions' })),
-    replayed: Type.Boolean({ description: 'A fork\'s call answered from the record of its source thread: no provider called, zero cost (usage is the original call\'s)' }),
+    replayed: Type.Boolean({ description: "A fork's call answered from the record of its source thread: no provider called, zero cost (usage is the original call's)" }),
     replayOf: Nullable(Type.String({ description: 'The recorded call that answered it (replayed calls)' })),
   },
   { title: 'LlmCall' },

@@ -54,7 +54,9 @@ export const KillResponse = Type.Object({ success: SuccessFlag, threadId: Type.S
 
 export const ForkRequest = Type.Object(
   {
-    atMessageId: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'The message the fork runs on from; the messages before it are its history (default: the first message)' })),
+    atMessageId: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 256, description: 'The message the fork runs on from; the messages before it are its history (default: the first message)' }),
+    ),
     configPath: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'Not supported yet: a fork runs under the current configuration' })),
     dryRun: Type.Optional(Type.Boolean({ description: 'Check and answer what the fork would be, creating nothing' })),
   },
@@ -66,10 +68,11 @@ export const ForkResponse = Type.Object(
     threadId: Type.Union([Type.String(), Type.Null()], { description: 'The new thread; null for a dry run' }),
     forkedFrom: ForkedFrom,
     replay: Type.Enum(['record', 'live'], {
-      description: 'record: LLM calls are answered from the source thread\'s record while their requests match; live: the source\'s answers were not recorded (llm.record metadata or off), every call goes to a provider',
+      description:
+        "record: LLM calls are answered from the source thread's record while their requests match; live: the source's answers were not recorded (llm.record metadata or off), every call goes to a provider",
     }),
     liveReason: Type.Union([Type.String(), Type.Null()], { description: 'Why the fork runs live (replay live)' }),
-    history: Type.Integer({ description: 'Messages of the source copied as the fork\'s history (those before atMessageId)' }),
+    history: Type.Integer({ description: "Messages of the source copied as the fork's history (those before atMessageId)" }),
     dryRun: Type.Boolean(),
   },
   { title: 'ForkResponse' },
@@ -92,12 +95,12 @@ const SideTotals = Type.Object({
   status: ThreadStatus,
   messages: Type.Integer(),
   llmCalls: Type.Integer(),
-  replayedCalls: Type.Integer({ description: 'Calls answered from the record (a fork\'s replay)' }),
-  tokens: Type.Object({ prompt: Type.Integer(), completion: Type.Integer(), total: Type.Integer() }, { description: 'Every call\'s tokens, replayed ones as originally used' }),
+  replayedCalls: Type.Integer({ description: "Calls answered from the record (a fork's replay)" }),
+  tokens: Type.Object({ prompt: Type.Integer(), completion: Type.Integer(), total: Type.Integer() }, { description: "Every call's tokens, replayed ones as originally used" }),
   chargedTokens: Type.Integer({ description: 'Tokens of the calls a provider answered' }),
   cost: Type.Number(),
   llmLatencyMs: Type.Number({ description: 'Time spent in LLM calls' }),
-  durationMs: Type.Number({ description: 'From the thread\'s creation to its last activity' }),
+  durationMs: Type.Number({ description: "From the thread's creation to its last activity" }),
 });
 
 export const CompareResponse = Type.Object(
@@ -114,12 +117,17 @@ export const CompareResponse = Type.Object(
           description: 'Where the payloads differ (JSON paths; a side absent: the field is missing there); at most 100',
         }),
       }),
-      { description: 'Both threads\' messages, oldest first, position by position' },
+      { description: "Both threads' messages, oldest first, position by position" },
     ),
     firstDivergence: Type.Union([Type.Integer(), Type.Null()], { description: 'The index of the first position whose messages differ; null: the same messages' }),
     firstCallDivergence: Type.Union(
       [
-        Type.Object({ index: Type.Integer(), agent: Type.String({ description: 'The agent whose call differs first' }), a: Type.Union([CalledBy, Type.Null()]), b: Type.Union([CalledBy, Type.Null()]) }),
+        Type.Object({
+          index: Type.Integer(),
+          agent: Type.String({ description: 'The agent whose call differs first' }),
+          a: Type.Union([CalledBy, Type.Null()]),
+          b: Type.Union([CalledBy, Type.Null()]),
+        }),
         Type.Null(),
       ],
       { description: 'The first LLM call (in order of the calls that answered) whose agent or request hash differs; null: the same requests' },

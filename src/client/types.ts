@@ -29,7 +29,7 @@ import type { AgentLlmCallsResponse, DeliveryLlmCallsResponse, LlmCallInfo, Thre
 import type { MessageListResponse, MessageQuery, MessageRecord } from '../service/schemas/message.js';
 import type { EdgeTrafficResponse, JournalStats, OrganismInfo, ReloadQuery, ReloadResponse, RestartResponse, StopResponse } from '../service/schemas/organism.js';
 import type { WhoAmI as WhoAmIResponse } from '../service/schemas/whoami.js';
-import type { KillResponse, ThreadDetail, ThreadInfo, ThreadListResponse, ThreadPageQuery, ThreadQuery } from '../service/schemas/thread.js';
+import type { CompareResponse, ForkRequest, ForkResponse, KillResponse, ThreadDetail, ThreadInfo, ThreadListResponse, ThreadPageQuery, ThreadQuery } from '../service/schemas/thread.js';
 import type {
   AgentUsageInfo,
   BillingQuery,
@@ -105,6 +105,12 @@ export type ThreadListQuery = Static<typeof ThreadQuery>;
 export type PageQuery = Static<typeof ThreadPageQuery>;
 /** The answer of `POST /api/v1/threads/{threadId}/kill`. */
 export type Kill = Static<typeof KillResponse>;
+/** The body of `POST /api/v1/threads/{threadId}/fork` (time travel). */
+export type Fork = Static<typeof ForkRequest>;
+/** The answer of `POST /api/v1/threads/{threadId}/fork`: the new thread, what it was forked from, and whether it replays from the record. */
+export type Forked = Static<typeof ForkResponse>;
+/** The answer of `GET /api/v1/threads/{a}/compare/{b}`: both threads aligned message by message. */
+export type ThreadComparison = Static<typeof CompareResponse>;
 /** A message as the API shows it, with its delivery state (in `MessageList`, `ThreadWithMessages` and `message` frames). */
 export type Message = Static<typeof MessageRecord>;
 /** The answer of `GET /api/v1/threads/{threadId}/messages`; the answer of `GET /api/v1/messages`. */

@@ -2,6 +2,7 @@ import type { JournalEntry } from '../core/journal.js';
 import type { LlmCallRecord, ToolCallRecord } from '../core/llm.js';
 import type { ThreadRecord, ThreadStatus } from '../core/thread.js';
 import { canonicalJson } from '../llm/request-hash.js';
+import { forkedFromOf } from './fork.js';
 
 /** One difference between two payloads: a JSON path (`$.a.b[2]`) and the value on each side (undefined: absent). */
 export interface PayloadDifference {
@@ -98,9 +99,22 @@ export function compareThreads(a: CompareSide, b: CompareSide): ThreadComparison
     b: totals(b),
     messages,
     firstDivergence,
-    firstCallDivergence: callDivergence(answered(a.calls), answered(b.calls)),
+    firstCallDivergence: callDivergence(answered(sinceFork(a, b)), answered(sinceFork(b, a))),
     toolCallsOnlyIn: onlyIn(a.tools, b.tools),
   };
+}
+
+/**
+ * `side`'s calls, without those a fork of it (`other`) never made: the calls of the deliveries
+ * of the messages before the fork point, which the fork has as history.
+ */
+function sinceFork(side: CompareSide, other: CompareSide): readonly LlmCallRecord[] {
+  const from = forkedFromOf(other.thread.metadata);
+  if (!from || from.threadId !== side.thread.id) return side.calls;
+  const at = side.entries.findIndex((e) => e.message.id === from.messageId);
+  if (at <= 0) return side.calls;
+  const history = new Set(side.entries.slice(0, at).map((e) => e.message.id));
+  return side.calls.filter((c) => c.messageId === null || !history.has(c.messageId));
 }
 
 function compared(e: JournalEntry): ComparedMessage {

@@ -236,6 +236,10 @@ describe.each(STORAGE_KINDS)('time travel: fork (%s)', (storage) => {
     const calls = (await s.request('GET', `/api/v1/threads/${f.threadId}/llm-calls`)).body.calls as Array<Record<string, unknown>>;
     expect(calls.map((c) => [c.agent, c.replayed])).toEqual([['writer', true]]);
     expect(server.seen.length).toBe(requests);
+    // The researcher's call belongs to the history (not made in the fork): no divergence.
+    const cmp = (await s.request('GET', `/api/v1/threads/${id}/compare/${f.threadId}`)).body;
+    expect(cmp).toMatchObject({ firstDivergence: null, firstCallDivergence: null, b: { llmCalls: 1, replayedCalls: 1 } });
+    expect((await s.request('GET', `/api/v1/threads/${f.threadId}/compare/${id}`)).body.firstCallDivergence).toBeNull();
     const info = (await s.request('GET', `/api/v1/threads/${f.threadId}`)).body;
     expect(info).toMatchObject({ messageCount: 3, participants: expect.arrayContaining(['api', 'researcher', 'writer', 'announcer']) });
   });

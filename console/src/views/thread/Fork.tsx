@@ -83,7 +83,7 @@ export function CompareView() {
         Compare <ThreadLink id={threadId} short /> with <ThreadLink id={otherId} short />
       </h1>
       <Card title="Summary" className="span-all">
-        <p aria-label="Divergence">
+        <p role="status" aria-label="Divergence">
           {c.firstDivergence === null ? 'Same messages' : `Messages diverge at #${c.firstDivergence + 1}`}
           {' · '}
           {c.firstCallDivergence === null ? 'same LLM requests' : `LLM requests diverge at ${c.firstCallDivergence.agent}'s call (#${c.firstCallDivergence.index + 1})`}

@@ -99,6 +99,7 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
       maxMessagesPerReply: l.maxMessagesPerReply,
       ...(l.retry ? { retry: { ...l.retry } } : {}),
       ...(l.onError ? { onError: l.onError } : {}),
+      ...(l.replay ? { replay: l.replay } : {}),
     })),
     payloads: config.payloads.map((p) => ({
       name: p.name,

@@ -155,6 +155,8 @@ export interface ToolCallRecord {
   readonly error: string | null;
   readonly startedAt: number;
   readonly durationMs: number;
+  /** A fork's tool call whose result was reused from the source's record (listener `replay: recorded`): not run. */
+  readonly replayed?: boolean;
 }
 
 /** Where records go (the store behind src/store). */

@@ -70,6 +70,8 @@ export interface ReplaySource {
   replays(call: CallContext): boolean;
   /** The recorded call that answers this request, or null: the call goes live (and so does the fork). */
   answer(call: CallContext, requestHash: string): Promise<LlmCallRecord | null>;
+  /** The fork's call `callId` was answered by `recorded` (its tool calls may reuse the recorded results). */
+  answered?(callId: string, recorded: LlmCallRecord): void;
 }
 
 export interface RouterOptions extends RouterDeps {
@@ -234,6 +236,7 @@ export class LlmRouter {
       replayOf: recorded.id,
     };
     this.opts.recorder?.call(record);
+    this.opts.replay?.answered?.(record.id, recorded);
     const toolCalls = response.toolCalls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments ?? '' }));
     return {
       content: response.text ?? '',

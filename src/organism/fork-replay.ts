@@ -1,4 +1,5 @@
-import type { LlmCallRecord } from '../core/llm.js';
+import type { LlmCallRecord, ToolCallRecord } from '../core/llm.js';
+import { canonicalJson } from '../llm/request-hash.js';
 import type { LlmCallStore } from '../core/storage.js';
 import type { CallContext, ReplaySource } from '../llm/router.js';
 
@@ -12,6 +13,8 @@ export const FORK_MODE = 'organism.fork.mode';
 export const MAX_REPLAYED_CALLS = 10_000;
 /** Forks whose replay state is kept (the oldest is forgotten, and rebuilt from the store if asked again). */
 const MAX_FORKS = 1_000;
+/** Replayed calls remembered for their tool calls (the newest; a tool call follows its LLM call at once). */
+const MAX_REMEMBERED_CALLS = 10_000;
 
 interface ForkState {
   /** The source's answerable calls by agent and request hash, oldest first. */
@@ -35,6 +38,10 @@ export function answerable(c: LlmCallRecord): boolean {
  */
 export class ForkReplay implements ReplaySource {
   private readonly forks = new Map<string, Promise<ForkState>>();
+  /** A fork's replayed call -> the source's call that answered it (for `replay: recorded` tools; a rerun after a crash replays the call again, filling it again). */
+  private readonly answeredBy = new Map<string, LlmCallRecord>();
+  /** The source's tool records already reused per fork call (a call asking twice for the same thing takes them in turn). */
+  private readonly usedTools = new Map<string, Set<string>>();
 
   constructor(private readonly calls: LlmCallStore) {}
 
@@ -56,6 +63,40 @@ export class ForkReplay implements ReplaySource {
     const used = state.used.get(key) ?? 0;
     state.used.set(key, used + 1);
     return list[Math.min(used, list.length - 1)]!;
+  }
+
+  answered(callId: string, recorded: LlmCallRecord): void {
+    this.answeredBy.set(callId, recorded);
+    if (this.answeredBy.size > MAX_REMEMBERED_CALLS) this.answeredBy.delete(this.answeredBy.keys().next().value as string);
+  }
+
+  /**
+   * The source's recorded result of this tool call (listener `replay: recorded`): the fork's LLM
+   * call `llmCallId` was answered from the record, and the source's call it replayed asked for
+   * the same tool with the same arguments, recorded in full. Null: run it.
+   */
+  async recordedTool(call: { llmCallId: string; kind: 'mcp' | 'code'; server: string; tool: string; arguments: unknown }): Promise<ToolCallRecord | null> {
+    const source = this.answeredBy.get(call.llmCallId);
+    if (!source?.messageId) return null;
+    const args = canonicalJson(call.arguments);
+    const { tools } = await this.calls.forMessage(source.messageId);
+    const used = this.usedTools.get(call.llmCallId) ?? new Set<string>();
+    const match = tools.find(
+      (t) =>
+        t.llmCallId === source.id &&
+        !used.has(t.id) &&
+        (t.kind ?? 'mcp') === call.kind &&
+        t.server === call.server &&
+        t.tool === call.tool &&
+        t.arguments !== null &&
+        canonicalJson(t.arguments) === args &&
+        (t.result !== null || t.error !== null),
+    );
+    if (!match) return null;
+    used.add(match.id);
+    this.usedTools.set(call.llmCallId, used);
+    if (this.usedTools.size > MAX_REMEMBERED_CALLS) this.usedTools.delete(this.usedTools.keys().next().value as string);
+    return match;
   }
 
   private state(fork: string, source: string): Promise<ForkState> {

@@ -552,6 +552,37 @@ export class Organism {
     return this.providerOverride ? new LlmRouter({ ...deps, providers: this.providerOverride }) : LlmRouter.fromConfig(config.llm, deps);
   }
 
+  /**
+   * A fork's tool call answered from the source's record (listener `replay: recorded`, its LLM
+   * call replayed, the same tool and arguments recorded in full), recorded as `replayed`; null:
+   * it runs.
+   */
+  private async recordedTool(
+    call: { llmCallId: string; threadId: string; messageId: string; agent: string; arguments: Record<string, unknown> },
+    target: { kind: 'mcp' | 'code'; server: string; tool: string },
+  ): Promise<{ text: string; isError: boolean } | null> {
+    if (this.pump.listener(call.agent)?.config.replay !== 'recorded') return null;
+    const recorded = await this.forkReplay.recordedTool({ llmCallId: call.llmCallId, ...target, arguments: call.arguments });
+    if (!recorded) return null;
+    const { llmCallId, threadId, messageId, agent, arguments: args } = call;
+    new CallRecorder(this.llmCalls, this.config.llm.record ?? 'full').tool({
+      id: newId(),
+      llmCallId,
+      threadId,
+      messageId,
+      agent,
+      ...target,
+      arguments: args,
+      result: recorded.result,
+      isError: recorded.isError,
+      error: recorded.error,
+      startedAt: Date.now(),
+      durationMs: 0,
+      replayed: true,
+    });
+    return { text: recorded.result ?? recorded.error ?? '', isError: recorded.isError };
+  }
+
   /** What an LLM agent may know: its peers (looked up by name) and the payload types. */
   private peerView(): AgentWorldView {
     const registry = this.registryValue;
@@ -565,9 +596,10 @@ export class Organism {
       },
       replyFormat: (listener) => replyFormatOf(listener, this.config),
       mcpTools: (servers): Promise<McpTool[]> => this.mcp.tools(servers),
-      callMcp: (call) => this.mcp.call(call),
+      callMcp: async (call) =>
+        (await this.recordedTool(call, { kind: 'mcp', server: call.tool.server, tool: call.tool.name })) ?? this.mcp.call(call),
       codeTools: (agent) => this.loaded.listeners.find((l) => l.config.name === agent)?.tools ?? [],
-      callCode: (call) => this.codeTools.call(call),
+      callCode: async (call) => (await this.recordedTool(call, { kind: 'code', server: call.tool.module, tool: call.tool.name })) ?? this.codeTools.call(call),
       approval: async (messageId) => (await this.storage.journal.get(messageId))?.approval ?? null,
     };
   }

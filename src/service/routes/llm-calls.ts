@@ -21,6 +21,7 @@ function toolView(t: ToolCallRecord) {
     error: t.error,
     startedAt: iso(t.startedAt),
     durationMs: t.durationMs,
+    replayed: t.replayed ?? false,
   };
 }
 

@@ -28,6 +28,7 @@ export const ToolExecutionInfo = Type.Object(
     error: NullableString,
     startedAt: Timestamp,
     durationMs: Type.Number(),
+    replayed: Type.Boolean({ description: "A fork's tool call whose result was reused from its source thread's record (listener replay: recorded): the tool did not run" }),
   },
   { title: 'ToolExecution' },
 );

@@ -148,6 +148,8 @@ export class RestClient {
     fork: (threadId: string, options: T.Fork = {}): Promise<T.Forked> => this.#api('POST', `/threads/${seg(threadId)}/fork`, { body: options }),
     /** Two threads (a fork beside its source) aligned message by message, with the first divergence and each one's tokens, cost and latency (operator). */
     compare: (a: string, b: string): Promise<T.ThreadComparison> => this.#api('GET', `/threads/${seg(a)}/compare/${seg(b)}`),
+    /** The thread as a cassette: its messages and recorded LLM and tool calls, versioned JSON (operator). */
+    export: (threadId: string): Promise<T.Cassette> => this.#api('GET', `/threads/${seg(threadId)}/export`),
     /** The thread's deliveries and LLM/tool calls with their timings (no content; viewers may read it). */
     waterfall: (threadId: string): Promise<T.Waterfall> => this.#api('GET', `/threads/${seg(threadId)}/waterfall`),
   };

@@ -29,7 +29,18 @@ import type { AgentLlmCallsResponse, DeliveryLlmCallsResponse, LlmCallInfo, Thre
 import type { MessageListResponse, MessageQuery, MessageRecord } from '../service/schemas/message.js';
 import type { EdgeTrafficResponse, JournalStats, OrganismInfo, ReloadQuery, ReloadResponse, RestartResponse, StopResponse } from '../service/schemas/organism.js';
 import type { WhoAmI as WhoAmIResponse } from '../service/schemas/whoami.js';
-import type { CompareResponse, ForkRequest, ForkResponse, KillResponse, ThreadDetail, ThreadInfo, ThreadListResponse, ThreadPageQuery, ThreadQuery } from '../service/schemas/thread.js';
+import type {
+  CassetteResponse,
+  CompareResponse,
+  ForkRequest,
+  ForkResponse,
+  KillResponse,
+  ThreadDetail,
+  ThreadInfo,
+  ThreadListResponse,
+  ThreadPageQuery,
+  ThreadQuery,
+} from '../service/schemas/thread.js';
 import type {
   AgentUsageInfo,
   BillingQuery,
@@ -111,6 +122,8 @@ export type Fork = Static<typeof ForkRequest>;
 export type Forked = Static<typeof ForkResponse>;
 /** The answer of `GET /api/v1/threads/{a}/compare/{b}`: both threads aligned message by message. */
 export type ThreadComparison = Static<typeof CompareResponse>;
+/** The answer of `GET /api/v1/threads/{threadId}/export`: the thread as a cassette (versioned JSON of its messages and recorded calls). */
+export type Cassette = Static<typeof CassetteResponse>;
 /** A message as the API shows it, with its delivery state (in `MessageList`, `ThreadWithMessages` and `message` frames). */
 export type Message = Static<typeof MessageRecord>;
 /** The answer of `GET /api/v1/threads/{threadId}/messages`; the answer of `GET /api/v1/messages`. */

@@ -21,7 +21,20 @@ import { ConfigMessages, Expected } from './messages.js';
 import { readPayloadDrafts, type PayloadDraft } from './payloads.js';
 import { describeNode, MapReader, type ProblemSink, type SeqItem } from './reader.js';
 import { parseSlashRegex } from '../llm/providers/mock-match.js';
-import { BUILTIN_HUMAN, BUILTIN_LLM, Defaults, Keys, LLM_RECORD_MODES, MAX_TOKENS_PARAMS, OTLP_PROTOCOLS, PROVIDER_TYPES, REPLY_FORMATS, RETRY_BACKOFFS, TOKEN_ROLES, TOOL_REPLAYS } from './schema.js';
+import {
+  BUILTIN_HUMAN,
+  BUILTIN_LLM,
+  Defaults,
+  Keys,
+  LLM_RECORD_MODES,
+  MAX_TOKENS_PARAMS,
+  OTLP_PROTOCOLS,
+  PROVIDER_TYPES,
+  REPLY_FORMATS,
+  RETRY_BACKOFFS,
+  TOKEN_ROLES,
+  TOOL_REPLAYS,
+} from './schema.js';
 import { closest } from './suggest.js';
 import { checkAgentTools, checkApproval, readToolEntries } from './tools.js';
 import { acceptedTypes } from './accepted-types.js';

@@ -46,6 +46,7 @@ import { Inbox } from './inbox.js';
 import { ForkReplay } from './fork-replay.js';
 import { forkThread, MAX_FORK_HISTORY, type ForkOptions, type ForkResult } from './fork.js';
 import { compareThreads, type CompareSide, type ThreadComparison } from './compare.js';
+import { cassetteOf, type Cassette } from './cassette.js';
 import { MAX_REPLAYED_CALLS } from './fork-replay.js';
 
 export type { OrganismStorage, StorageParts } from '../core/storage.js';
@@ -251,6 +252,20 @@ export class Organism {
       threadId,
       options,
     );
+  }
+
+  /**
+   * A thread as a cassette (time travel): a versioned JSON document of its messages and recorded
+   * LLM and tool calls, as recorded (prompts subject to llm.record; no header, so no key).
+   */
+  async exportThread(threadId: string): Promise<Cassette> {
+    const thread = await this.thread(threadId);
+    if (!thread) throw Errors.THREAD_NOT_FOUND(threadId);
+    const [entries, recorded] = await Promise.all([
+      this.storage.journal.list({ threadId, limit: MAX_FORK_HISTORY, offset: 0, order: 'oldest' }),
+      this.llmCalls.forThread(threadId, { limit: MAX_REPLAYED_CALLS, offset: 0 }),
+    ]);
+    return cassetteOf(this.config.name, thread, entries.items, recorded.calls, recorded.tools);
   }
 
   /** Two threads aligned message by message, with their first divergence and each one's tokens, cost and latency (time travel). */
@@ -596,8 +611,7 @@ export class Organism {
       },
       replyFormat: (listener) => replyFormatOf(listener, this.config),
       mcpTools: (servers): Promise<McpTool[]> => this.mcp.tools(servers),
-      callMcp: async (call) =>
-        (await this.recordedTool(call, { kind: 'mcp', server: call.tool.server, tool: call.tool.name })) ?? this.mcp.call(call),
+      callMcp: async (call) => (await this.recordedTool(call, { kind: 'mcp', server: call.tool.server, tool: call.tool.name })) ?? this.mcp.call(call),
       codeTools: (agent) => this.loaded.listeners.find((l) => l.config.name === agent)?.tools ?? [],
       callCode: async (call) => (await this.recordedTool(call, { kind: 'code', server: call.tool.module, tool: call.tool.name })) ?? this.codeTools.call(call),
       approval: async (messageId) => (await this.storage.journal.get(messageId))?.approval ?? null,

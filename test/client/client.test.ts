@@ -205,6 +205,7 @@ describe('organism/client against the real server (SQLite storage)', () => {
     expect(fork).toMatchObject({ forkedFrom: { threadId: greeted.threadId, messageId: greeted.messageId }, replay: 'record', dryRun: false });
     expect((await settled(fork.threadId!)).forkedFrom).toEqual({ threadId: greeted.threadId, messageId: greeted.messageId });
     expect(await c.threads.compare(greeted.threadId, fork.threadId!)).toMatchObject({ firstDivergence: null, firstCallDivergence: null, b: { replayedCalls: 1, cost: 0 } });
+    expect(await c.threads.export(fork.threadId!)).toMatchObject({ format: 'organism.cassette', version: 1, thread: { id: fork.threadId, forkedFrom: { threadId: greeted.threadId } } });
 
     expect(await c.usage.reset()).toEqual({ success: true, message: 'Usage tracking reset' });
     expect(await c.organism.restart()).toEqual({ success: true, status: 'restarting' });

@@ -260,6 +260,17 @@ describe.each(STORAGE_KINDS)('time travel: fork (%s)', (storage) => {
     expect((await s.request('GET', `/api/v1/threads/${id}/compare/${id}`, { token: VIEWER })).status).toBe(403);
     expect((await s.request('GET', `/api/v1/threads/${id}/compare/nope`)).body.code).toBe('THREAD_NOT_FOUND');
     const total = (await s.request('GET', '/api/v1/threads')).body.total;
+    // The cassette: versioned, the messages in order with the recorded calls, no key anywhere.
+    const cassette = await s.request('GET', `/api/v1/threads/${id}/export`);
+    expect(cassette.status).toBe(200);
+    expect(cassette.body).toMatchObject({ format: 'organism.cassette', version: 1, organism: 'fork-test', thread: { id, status: 'completed', forkedFrom: null } });
+    expect(cassette.body.messages.map((m: Msg) => m.id)).toEqual(source.map((m) => m.id));
+    expect(cassette.body.llmCalls.map((c: { agent: string; requestHash: string }) => [c.agent, c.requestHash.length])).toEqual([
+      ['researcher', 64],
+      ['writer', 64],
+    ]);
+    expect(JSON.stringify(cassette.body)).not.toMatch(/authorization|bearer|api_key/i);
+    expect((await s.request('GET', `/api/v1/threads/${id}/export`, { token: VIEWER })).status).toBe(403);
     const dry = await s.request('POST', `/api/v1/threads/${id}/fork`, { body: { dryRun: true } });
     expect(dry.body).toMatchObject({ threadId: null, dryRun: true, replay: 'record', forkedFrom: { threadId: id, messageId: source[0]!.id } });
     expect((await s.request('GET', '/api/v1/threads')).body.total).toBe(total);

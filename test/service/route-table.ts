@@ -38,6 +38,7 @@ export const ROUTES: readonly RouteCase[] = [
   { method: 'POST', template: '/api/v1/threads/{threadId}/kill', access: 'operator' },
   { method: 'POST', template: '/api/v1/threads/{threadId}/fork', access: 'operator', body: { dryRun: true } },
   { method: 'GET', template: '/api/v1/threads/{threadId}/compare/{otherId}', access: 'operator' },
+  { method: 'GET', template: '/api/v1/threads/{threadId}/export', access: 'operator' },
   { method: 'GET', template: '/api/v1/threads/{threadId}/llm-calls', access: 'operator' },
   { method: 'GET', template: '/api/v1/threads/{threadId}/waterfall', access: 'viewer' },
   { method: 'GET', template: '/api/v1/messages', access: 'viewer' },

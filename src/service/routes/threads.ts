@@ -1,3 +1,4 @@
+import type { Static } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Errors } from '../../errors/catalogue.js';
 import { THREAD_STATUSES, type ThreadRecord, type ThreadStatus } from '../../core/thread.js';
@@ -5,7 +6,19 @@ import { who } from '../auth.js';
 import type { ServiceContext } from '../context.js';
 import { errorResponses } from '../schemas/error.js';
 import { MessageListResponse } from '../schemas/message.js';
-import { CompareParams, CompareResponse, ForkRequest, ForkResponse, KillResponse, ThreadDetail, ThreadListResponse, ThreadPageQuery, ThreadParams, ThreadQuery } from '../schemas/thread.js';
+import {
+  CassetteResponse,
+  CompareParams,
+  CompareResponse,
+  ForkRequest,
+  ForkResponse,
+  KillResponse,
+  ThreadDetail,
+  ThreadListResponse,
+  ThreadPageQuery,
+  ThreadParams,
+  ThreadQuery,
+} from '../schemas/thread.js';
 import { entryMessageView, threadUsageView, threadView } from '../views.js';
 import { bulkSelection, eachId, findFilter, truncation } from '../find.js';
 import { BULK_MAX, BulkKillRequest, BulkKillResponse } from '../schemas/find.js';
@@ -161,6 +174,22 @@ export const threadRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (ap
       },
     },
     async (request) => organism.compare(request.params.threadId, request.params.otherId),
+  );
+
+  app.get(
+    '/threads/:threadId/export',
+    {
+      config: { access: 'operator' },
+      schema: {
+        tags,
+        summary:
+          'The thread as a cassette (time travel, operator): a versioned JSON document of its messages and recorded LLM and tool calls, as recorded (prompts subject to llm.record; never a key)',
+        params: ThreadParams,
+        response: { 200: CassetteResponse, ...errorResponses },
+      },
+    },
+    // The records go out as stored (their fields are LlmCall's, times in ms): open objects in the schema.
+    async (request) => (await organism.exportThread(request.params.threadId)) as unknown as Static<typeof CassetteResponse>,
   );
 
   app.post(

@@ -136,3 +136,36 @@ export const CompareResponse = Type.Object(
   },
   { title: 'ThreadComparison' },
 );
+
+export const CassetteResponse = Type.Object(
+  {
+    format: Type.Literal('organism.cassette'),
+    version: Type.Integer({ description: 'The cassette format version (1)' }),
+    organism: Type.String(),
+    exportedAt: Type.Number({ description: 'ms since the epoch' }),
+    thread: Type.Object({
+      id: Type.String(),
+      status: Type.String(),
+      createdAt: Type.Number(),
+      lastActivity: Type.Number(),
+      forkedFrom: Type.Union([ForkedFrom, Type.Null()]),
+    }),
+    messages: Type.Array(
+      Type.Object({
+        id: Type.String(),
+        from: Type.String(),
+        to: Type.String(),
+        payloadType: Type.String(),
+        payload: Type.Record(Type.String(), Type.Unknown()),
+        parentId: Type.Union([Type.String(), Type.Null()]),
+        hops: Type.Integer(),
+        timestamp: Type.Number(),
+        state: Type.String(),
+      }),
+      { description: 'Oldest first' },
+    ),
+    llmCalls: Type.Array(Type.Record(Type.String(), Type.Unknown()), { description: 'The recorded LLM calls as stored (see LlmCall; times in ms)' }),
+    toolCalls: Type.Array(Type.Record(Type.String(), Type.Unknown()), { description: 'The recorded code and MCP tool calls as stored' }),
+  },
+  { title: 'Cassette' },
+);

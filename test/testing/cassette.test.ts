@@ -5,6 +5,7 @@ import { replayCassette } from '../../src/testing/index.js';
 import { openAiChunks, openAiOk } from '../llm/servers/openai-server.js';
 import { startScriptedServer, type ScriptedServer, type SeenRequest } from '../llm/servers/scripted-server.js';
 import { eventually, startService, type Service } from '../service/fixture.js';
+import { runCli } from '../cli/processes.js';
 
 /** How many cassettes the acceptance replays (the issue's number). */
 const CASSETTES = 20;
@@ -94,4 +95,20 @@ describe('replayCassette (organism/testing)', () => {
     expect(r.verdict).toBe('regression');
     expect(r.differences.join('\n')).toMatch(/message 3: recorded writer -> announcer \(Text\), replayed/);
   });
+
+  it('organism replay CASSETTE... --config FILE: a verdict per cassette, exit 0 when none regressed, 7 when one did', async () => {
+    requests = fake.seen.length;
+    const same = path.join(s.dir, 'same.yaml');
+    const peerless = path.join(s.dir, 'peerless.yaml');
+    writeFileSync(same, yaml(fake.url));
+    writeFileSync(peerless, yaml(fake.url, { writerPeers: '[]' }));
+    const ok = runCli(['replay', ...files.slice(0, 3), '--config', same]);
+    expect(ok.status, ok.stderr).toBe(0);
+    expect(ok.stdout).toContain(`${files[0]}: identical`);
+    expect(ok.stdout).toContain('3 cassette(s): 3 identical, 0 changed, 0 regression');
+    const bad = runCli(['replay', files[0]!, '--config', peerless]);
+    expect(bad.status, bad.stderr).toBe(7);
+    expect(bad.stdout).toContain(`${files[0]}: regression`);
+    expect(bad.stdout).toMatch(/message 3: recorded writer -> announcer/);
+  }, 120_000);
 });

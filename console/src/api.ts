@@ -16,6 +16,8 @@ import {
   type CapabilityList,
   type Daily,
   type EdgeTraffic,
+  type Forked,
+  type ThreadComparison,
   type InboxAnswer,
   type InboxAnswered,
   type InboxClosed,
@@ -88,6 +90,8 @@ export type Capability = CapabilityList['capabilities'][number] & Partial<Omit<W
 export type ReloadResult = Reload;
 /** One recorded LLM call (a provider attempt) with the MCP tool calls it asked for (operators only). */
 export type LlmCall = WireLlmCall;
+export type ForkResult = Forked;
+export type Comparison = ThreadComparison;
 /**
  * An ask or an approval waiting for a person (GET /inbox); its answerSchema, an open object in
  * the schema, is a JSON Schema (for an approval: the array of `{id, arguments}` approve's `calls` must meet).
@@ -170,6 +174,9 @@ export const api = {
   kill: (id: string): Promise<unknown> => call((c) => c.threads.kill(id)),
   pauseThread: (id: string, reason: string): Promise<unknown> => call((c) => c.threads.pause(id, reason.trim() ? { reason: reason.trim() } : {})),
   resumeThread: (id: string, raiseLimits: boolean): Promise<unknown> => call((c) => c.threads.resume(id, raiseLimits ? { raiseLimits: true } : {})),
+  // Time travel (docs/time-travel.md): a fork of the thread, and two threads side by side.
+  fork: (id: string, body: { atMessageId?: string; configPath?: string }): Promise<ForkResult> => call((c) => c.threads.fork(id, body)),
+  compare: (a: string, b: string): Promise<Comparison> => call((c) => c.threads.compare(a, b)),
   messages: (q: { agent?: string; threadId?: string; limit: number }): Promise<Page & { messages: MessageRecord[] }> => call((c) => c.messages.list(given(q))),
   // Raw JSON typed by the operator may be anything: the server says what is wrong with it (422).
   inject: (body: { to: string; payload: unknown; threadId?: string; metadata?: Record<string, string> }): Promise<Injected> => call((c) => c.inject(body as Inject)),

@@ -15,6 +15,7 @@ import { JournalView } from './views/Journal';
 import { MessagesView } from './views/Messages';
 import { OverviewView } from './views/Overview';
 import { ThreadDetailView, ThreadsView } from './views/Threads';
+import { CompareView } from './views/thread/Fork';
 import { TopologyView } from './views/Topology';
 import { UsageView } from './views/Usage';
 import { WorkersView } from './views/Workers';
@@ -140,6 +141,7 @@ const routeTree = root.addChildren([
   createRoute({ ...parent, path: '/agents/$name', component: AgentDetailView }),
   createRoute({ ...parent, path: '/threads', validateSearch: threadSearch, component: ThreadsView }),
   createRoute({ ...parent, path: '/threads/$threadId', component: ThreadDetailView }),
+  createRoute({ ...parent, path: '/threads/$threadId/compare/$otherId', component: CompareView }),
   createRoute({ ...parent, path: '/inbox', component: InboxView }),
   createRoute({ ...parent, path: '/messages', component: MessagesView }),
   createRoute({ ...parent, path: '/inject', component: InjectView }),

@@ -13,6 +13,8 @@ export const ExitCode = {
   LISTEN: 5,
   /** `run --once`: a thread it started ended in `error` or was killed. */
   THREAD_FAILED: 6,
+  /** `replay`: a cassette regressed under the configuration given. */
+  REPLAY_REGRESSION: 7,
   /** Internal: a server process asks its supervisor for a restart. */
   RESTART: 75,
 } as const;

@@ -168,6 +168,20 @@ program
   });
 
 program
+  .command('replay')
+  .description('replay exported cassettes (GET /api/v1/threads/{id}/export) offline against a configuration: identical, changed or regression each')
+  .argument('<cassettes...>', 'cassette files')
+  .option('-c, --config <file>', 'organism.yaml (default: ./organism.yaml, else the bundled demo)')
+  .action(async (cassettes: string[], opts: { config?: string }) => {
+    try {
+      const { replayCommand } = await import('./replay.js');
+      process.exit(await replayCommand(cassettes, opts.config));
+    } catch (err) {
+      process.exit(report(err));
+    }
+  });
+
+program
   .command('types')
   .description('write organism-env.d.ts beside organism.yaml: TypeScript types of its payloads, listeners and peers for defineHandler')
   .argument('[config]', 'organism.yaml (default: ./organism.yaml)')

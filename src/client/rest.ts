@@ -150,6 +150,12 @@ export class RestClient {
     /** Recorded LLM calls of the thread, oldest first (operator). */
     llmCalls: (threadId: string, page: { limit?: number; offset?: number } = {}): Promise<T.ThreadLlmCalls> =>
       this.#api('GET', `/threads/${seg(threadId)}/llm-calls`, { query: { ...page } }),
+    /** Forks the thread (time travel, operator): a new thread with its history up to `atMessageId`, its LLM calls answered from the record while their requests match. */
+    fork: (threadId: string, options: T.Fork = {}): Promise<T.Forked> => this.#api('POST', `/threads/${seg(threadId)}/fork`, { body: options }),
+    /** Two threads (a fork beside its source) aligned message by message, with the first divergence and each one's tokens, cost and latency (operator). */
+    compare: (a: string, b: string): Promise<T.ThreadComparison> => this.#api('GET', `/threads/${seg(a)}/compare/${seg(b)}`),
+    /** The thread as a cassette: its messages and recorded LLM and tool calls, versioned JSON (operator). */
+    export: (threadId: string): Promise<T.Cassette> => this.#api('GET', `/threads/${seg(threadId)}/export`),
     /** The thread's deliveries and LLM/tool calls with their timings (no content; viewers may read it). */
     waterfall: (threadId: string): Promise<T.Waterfall> => this.#api('GET', `/threads/${seg(threadId)}/waterfall`),
   };

@@ -30,7 +30,11 @@ import type { MessageListResponse, MessageQuery, MessageRecord } from '../servic
 import type { EdgeTrafficResponse, JournalStats, OrganismInfo, ReloadQuery, ReloadResponse, RestartResponse, StopResponse } from '../service/schemas/organism.js';
 import type { WhoAmI as WhoAmIResponse } from '../service/schemas/whoami.js';
 import type {
+  CassetteResponse,
+  CompareResponse,
   EraseResponse,
+  ForkRequest,
+  ForkResponse,
   HoldResponse,
   KillResponse,
   PauseRequest,
@@ -130,6 +134,14 @@ export type ThreadHeld = Static<typeof HoldResponse>;
 export type ThreadErasure = Static<typeof ThreadErasureView>;
 /** The answer of `DELETE /api/v1/threads/{threadId}`. */
 export type ThreadErased = Static<typeof EraseResponse>;
+/** The body of `POST /api/v1/threads/{threadId}/fork` (time travel). */
+export type Fork = Static<typeof ForkRequest>;
+/** The answer of `POST /api/v1/threads/{threadId}/fork`: the new thread, what it was forked from, and whether it replays from the record. */
+export type Forked = Static<typeof ForkResponse>;
+/** The answer of `GET /api/v1/threads/{a}/compare/{b}`: both threads aligned message by message. */
+export type ThreadComparison = Static<typeof CompareResponse>;
+/** The answer of `GET /api/v1/threads/{threadId}/export`: the thread as a cassette (versioned JSON of its messages and recorded calls). */
+export type Cassette = Static<typeof CassetteResponse>;
 /** A message as the API shows it, with its delivery state (in `MessageList`, `ThreadWithMessages` and `message` frames). */
 export type Message = Static<typeof MessageRecord>;
 /** The answer of `GET /api/v1/threads/{threadId}/messages`; the answer of `GET /api/v1/messages`. */

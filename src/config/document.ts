@@ -22,7 +22,20 @@ import { ConfigMessages, Expected } from './messages.js';
 import { readPayloadDrafts, type PayloadDraft } from './payloads.js';
 import { describeNode, MapReader, type ProblemSink, type SeqItem } from './reader.js';
 import { parseSlashRegex } from '../llm/providers/mock-match.js';
-import { BUILTIN_HUMAN, BUILTIN_LLM, Defaults, Keys, LLM_RECORD_MODES, MAX_TOKENS_PARAMS, OTLP_PROTOCOLS, PROVIDER_TYPES, REPLY_FORMATS, RETRY_BACKOFFS, TOKEN_ROLES } from './schema.js';
+import {
+  BUILTIN_HUMAN,
+  BUILTIN_LLM,
+  Defaults,
+  Keys,
+  LLM_RECORD_MODES,
+  MAX_TOKENS_PARAMS,
+  OTLP_PROTOCOLS,
+  PROVIDER_TYPES,
+  REPLY_FORMATS,
+  RETRY_BACKOFFS,
+  TOKEN_ROLES,
+  TOOL_REPLAYS,
+} from './schema.js';
 import { closest } from './suggest.js';
 import { remoteA2aUrl } from './handlers.js';
 import { checkAgentTools, checkApproval, readToolEntries } from './tools.js';
@@ -356,6 +369,7 @@ function readListener(r: MapReader): ListenerConfig {
     maxToolRounds: r.integer('max_tool_rounds', Defaults.maxToolRounds, 1),
     maxToolCallsPerRound: r.integer('max_tool_calls_per_round', Defaults.maxToolCallsPerRound, 1),
     maxMessagesPerReply: r.has('max_messages_per_reply') ? r.integer('max_messages_per_reply', Defaults.maxMessagesPerReply, 1) : null,
+    ...(r.has('replay') ? { replay: r.enumeration('replay', TOOL_REPLAYS, false) ?? 'run' } : {}),
     ...readRetry(r),
     ...(r.has('on_error') ? { onError: r.string('on_error') ?? '' } : {}),
     ...readHuman(r, handlerRef),

@@ -103,6 +103,7 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
       // The token's variable name only (its value is never read here).
       ...(l.remote ? { tokenEnv: l.remote.tokenEnv, maxRetries: l.remote.maxRetries } : {}),
       ...(l.loopGuard ? { loopGuard: { ...l.loopGuard } } : {}),
+      ...(l.replay ? { replay: l.replay } : {}),
     })),
     payloads: config.payloads.map((p) => ({
       name: p.name,

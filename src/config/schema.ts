@@ -42,6 +42,7 @@ export const Keys = {
     'max_tool_rounds',
     'max_tool_calls_per_round',
     'approval',
+    'replay',
     'retry',
     'on_error',
     'on_timeout',
@@ -98,6 +99,7 @@ export const Defaults = {
 
 export const RETRY_BACKOFFS = ['exponential', 'fixed'] as const;
 
+export const TOOL_REPLAYS = ['run', 'recorded'] as const;
 export const REPLY_FORMATS = ['tools', 'xml'] as const;
 export const LLM_RECORD_MODES = ['full', 'metadata', 'off'] as const;
 export const MAX_TOKENS_PARAMS = ['max_completion_tokens', 'max_tokens'] as const;

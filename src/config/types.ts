@@ -87,6 +87,9 @@ export interface ModelPrice {
   readonly cacheWrite: number | null;
 }
 
+/** How a fork's tool calls run (listener `replay:`). */
+export type ToolReplay = 'run' | 'recorded';
+
 /** One `listeners[]` entry of organism.yaml, resolved (a handler module or a `builtin:llm` agent). */
 export interface ListenerConfig {
   readonly name: string;
@@ -119,6 +122,13 @@ export interface ListenerConfig {
   readonly maxToolCallsPerRound?: number;
   /** LLM agents: messages one answer may send; null = `llm.max_messages_per_reply`. */
   readonly maxMessagesPerReply: number | null;
+  /**
+   * LLM agents (`replay:`), in a fork replaying from the record (time travel): `run` (default)
+   * runs its code and MCP tool calls again; `recorded` reuses the source thread's recorded
+   * results while the call answered from the record asks for the same tool with the same
+   * arguments. Absent: `run`.
+   */
+  readonly replay?: ToolReplay;
   /** `retry:` for thrown handler errors and timeouts; absent: no retry (a failure is final). */
   readonly retry?: RetryPolicy;
   /** `on_error:` the peer whose handler receives the final SystemError of a failed delivery; absent: none. */

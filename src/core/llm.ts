@@ -123,6 +123,16 @@ export interface LlmCallRecord {
   readonly guard?: { readonly name: string; readonly stage: 'input' | 'output'; readonly reason: string };
   /** What `llm.record` kept of it (absent on calls recorded before this field: read `request`). */
   readonly record?: 'full' | 'metadata';
+  /**
+   * sha256 of the request as it was sent (agent, model, output cap, system prompt, messages,
+   * tools offered: see llm/request-hash.ts), computed before `llm.record` drops anything; absent
+   * on calls recorded before time travel (issue 29).
+   */
+  readonly requestHash?: string;
+  /** Answered from the record of an earlier thread (a fork's replay): no provider was called, no cost charged. */
+  readonly replayed?: boolean;
+  /** The recorded call that answered it (replayed calls only). */
+  readonly replayOf?: string;
 }
 
 /** One tool call (MCP or code) an agent made inside a delivery (requested by the LLM call `llmCallId`). */
@@ -147,6 +157,8 @@ export interface ToolCallRecord {
   readonly error: string | null;
   readonly startedAt: number;
   readonly durationMs: number;
+  /** A fork's tool call whose result was reused from the source's record (listener `replay: recorded`): not run. */
+  readonly replayed?: boolean;
 }
 
 /** Where records go (the store behind src/store). */

@@ -24,6 +24,8 @@ export interface LlmCallStore extends CallRecordSink {
   forThread(threadId: string, page: { limit: number; offset: number }): Promise<RecordedCalls>;
   /** One agent's calls across its threads, newest first (failed attempts included). */
   forAgent(agent: string, page: { limit: number; offset: number }): Promise<RecordedCalls>;
+  /** A thread's calls that carry a request hash (what a fork replays from), oldest first, at most `limit`. */
+  hashed(threadId: string, limit: number): Promise<LlmCallRecord[]>;
 }
 
 /**

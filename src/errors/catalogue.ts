@@ -98,6 +98,15 @@ export const Errors = {
   THREAD_NOT_HELD: define('THREAD_NOT_HELD', 409, 'Thread %s is not held (it is %s): there is nothing to resume'),
   /** Issue 30: erasure waits until the thread ran to its end (completed, error or killed). */
   THREAD_STILL_RUNNING: define('THREAD_STILL_RUNNING', 409, 'Thread %s is %s: kill it or let it finish before erasing it'),
+  /** Time travel (issue 29): a fork's atMessageId. */
+  FORK_MESSAGE_NOT_IN_THREAD: define('FORK_MESSAGE_NOT_IN_THREAD', 422, 'atMessageId %s is not a message of thread %s'),
+  FORK_MESSAGE_NOT_DELIVERABLE: define('FORK_MESSAGE_NOT_DELIVERABLE', 422, 'atMessageId %s is addressed to %s, not a listener of this organism: fork at a message a listener received'),
+  FORK_THREAD_EMPTY: define('FORK_THREAD_EMPTY', 409, 'Thread %s has no messages to fork from'),
+  FORK_CONFIG_UNSUPPORTED: define(
+    'FORK_CONFIG_UNSUPPORTED',
+    422,
+    'configPath %s: a fork under another configuration is not supported yet; fork without configPath (the current configuration), or reload first',
+  ),
   INVALID_PAYLOAD: define('INVALID_PAYLOAD', 422, 'Invalid %s payload: %s'),
   UNKNOWN_PAYLOAD_TYPE: define('UNKNOWN_PAYLOAD_TYPE', 422, 'Unknown payload type: %s'),
   WRONG_PAYLOAD_TYPE: define('WRONG_PAYLOAD_TYPE', 422, 'Listener %s accepts %s, not %s'),

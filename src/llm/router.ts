@@ -14,8 +14,9 @@ import { estimatePromptTokens } from './tokens.js';
 import type { Guard } from '../core/guard.js';
 import { Redactor } from '../util/pii.js';
 import { guardError, guardInput, guardOutput, type GuardTrip } from './guards.js';
+import { requestHash } from './request-hash.js';
 import { OutputCapWatch } from './usage-check.js';
-import type { BoundLlmClient, CallObserver, CompletionRequest, CompletionResult, LlmProvider, ProviderResponse, TokenUsage } from './types.js';
+import { NO_USAGE, type BoundLlmClient, type CallObserver, type CompletionRequest, type CompletionResult, type LlmProvider, type ProviderResponse, type TokenUsage } from './types.js';
 
 /** Below this many output tokens a call is not worth making: it is refused instead. */
 export const MIN_OUTPUT_TOKENS = 16;
@@ -67,6 +68,22 @@ export interface RouterDeps {
   readonly outputCap?: OutputCapWatch;
   /** privacy.redact: live deltas are redacted as they stream (a value split between deltas is still caught). */
   readonly redactor?: Redactor;
+  /** Answers a fork's calls from the recorded calls of the thread it was forked from (time travel); none = every call is live. */
+  readonly replay?: ReplaySource;
+}
+
+/**
+ * Where a fork's calls are answered from the record (issue 29): a call whose request hash
+ * matches a recorded successful call of the source thread (same agent) is answered with that
+ * record; the first that matches none goes live, and the fork stays live from there.
+ */
+export interface ReplaySource {
+  /** This call's thread replays from a record (a fork, not gone live): only then is the request hashed before reserving. */
+  replays(call: CallContext): boolean;
+  /** The recorded call that answers this request, or null: the call goes live (and so does the fork). */
+  answer(call: CallContext, requestHash: string): Promise<LlmCallRecord | null>;
+  /** The fork's call `callId` was answered by `recorded` (its tool calls may reuse the recorded results). */
+  answered?(callId: string, recorded: LlmCallRecord): void;
 }
 
 export interface RouterOptions extends RouterDeps {
@@ -138,13 +155,23 @@ export class LlmRouter {
       }
       request = { ...request, system: guarded.system, messages: guarded.messages };
     }
+    const replay = this.opts.replay;
+    if (replay?.replays(call)) {
+      // Sized as the live call would be (without reserving: a replayed call charges nothing).
+      const sized = await this.size(request, call.threadId, estimatePromptTokens(request));
+      const hash = requestHash(call.agent, sized);
+      const recorded = await replay.answer(call, hash);
+      if (recorded) return this.replayed(recorded, call, hash, options);
+    }
+
     const started = this.now();
     const { request: sized, reservation } = await this.reserve(request, call.threadId);
+    const hash = requestHash(call.agent, sized);
     const watch = this.opts.observer?.started({ ...sized, agent: call.agent, threadId: call.threadId }) ?? null;
     let success: Success;
     try {
       const limit = this.opts.maxReplyBytes !== undefined ? { maxReplyBytes: this.opts.maxReplyBytes } : {};
-      success = await this.attempt(candidates, { ...sized, ...limit, agent: call.agent, threadId: call.threadId }, call, options, watch);
+      success = await this.attempt(candidates, { ...sized, ...limit, agent: call.agent, threadId: call.threadId }, call, { ...options, requestHash: hash }, watch);
     } catch (err) {
       if (err instanceof AbortedCall && err.usage && err.usage.totalTokens > 0) {
         // A stream cut short had cost what its provider reported so far: that is accounted.
@@ -239,10 +266,7 @@ export class LlmRouter {
    */
   private async reserve(request: CompletionRequest, threadId: string): Promise<{ request: CompletionRequest; reservation: Reservation }> {
     const promptEstimate = estimatePromptTokens(request);
-    const size = async () => {
-      const room = (await this.opts.budgets.headroom(threadId)) - promptEstimate;
-      return room >= MIN_OUTPUT_TOKENS && room < request.maxOutputTokens ? { ...request, maxOutputTokens: room } : request;
-    };
+    const size = () => this.size(request, threadId, promptEstimate);
     const sized = await size();
     try {
       return { request: sized, reservation: await this.opts.budgets.reserve(threadId, promptEstimate + sized.maxOutputTokens) };
@@ -254,8 +278,61 @@ export class LlmRouter {
     }
   }
 
+  /** The request with its output limit lowered to what the thread's budget leaves (when that is still a useful answer). */
+  private async size(request: CompletionRequest, threadId: string, promptEstimate: number): Promise<CompletionRequest> {
+    const room = (await this.opts.budgets.headroom(threadId)) - promptEstimate;
+    return room >= MIN_OUTPUT_TOKENS && room < request.maxOutputTokens ? { ...request, maxOutputTokens: room } : request;
+  }
+
+  /**
+   * A fork's call answered from the record: recorded in the fork as `replayed` (the original
+   * usage shown, zero cost), no usage event, no budget reserved or settled, no provider called.
+   */
+  private replayed(recorded: LlmCallRecord, call: CallContext, hash: string, options: CallOptions): CompletionResult {
+    const response = recorded.response!;
+    const { record: _mode, ...rest } = recorded;
+    const record: LlmCallRecord = {
+      ...rest,
+      id: newId(),
+      threadId: call.threadId,
+      messageId: call.messageId,
+      agent: call.agent,
+      attempt: 1,
+      repair: options.repair ?? false,
+      startedAt: Date.now(),
+      latencyMs: 0,
+      cost: 0,
+      requestHash: hash,
+      replayed: true,
+      replayOf: recorded.id,
+    };
+    this.opts.recorder?.call(record);
+    this.opts.replay?.answered?.(record.id, recorded);
+    const toolCalls = response.toolCalls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments ?? '' }));
+    return {
+      content: response.text ?? '',
+      toolCalls,
+      finishReason: response.finishReason,
+      model: recorded.responseModel ?? recorded.model,
+      usage: recorded.usage ?? NO_USAGE,
+      provider: recorded.provider,
+      providerLatencyMs: 0,
+      totalLatencyMs: 0,
+      attempts: 1,
+      cost: 0,
+      callId: record.id,
+      overOutputCap: recorded.overOutputCap,
+    };
+  }
+
   /** Each candidate in priority order, with its retries; throws the final failure. Every attempt is recorded. */
-  private async attempt(candidates: readonly LlmProvider[], request: CompletionRequest, call: CallContext, options: CallOptions, watch: LlmCallWatch | null = null): Promise<Success> {
+  private async attempt(
+    candidates: readonly LlmProvider[],
+    request: CompletionRequest,
+    call: CallContext,
+    options: CallOptions & { requestHash: string },
+    watch: LlmCallWatch | null = null,
+  ): Promise<Success> {
     const { signal } = call;
     let attempts = 0;
     const failures: Array<{ provider: string; reason: string }> = [];
@@ -330,7 +407,7 @@ export class LlmRouter {
     provider: LlmProvider,
     request: CompletionRequest,
     attempt: number,
-    options: CallOptions,
+    options: CallOptions & { requestHash: string },
   ): { -readonly [K in keyof LlmCallRecord]: LlmCallRecord[K] } {
     return {
       id: newId(),
@@ -352,6 +429,7 @@ export class LlmRouter {
       overOutputCap: false,
       cost: null,
       error: null,
+      requestHash: options.requestHash,
     };
   }
 

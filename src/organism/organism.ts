@@ -55,6 +55,11 @@ import { Inbox } from './inbox.js';
 import { ThreadHolds } from './holds.js';
 import { LoopGuard } from './loop-guard.js';
 import { ERASED, type ThreadErasure, type ThreadHold } from '../core/thread.js';
+import { ForkReplay } from './fork-replay.js';
+import { forkThread, MAX_FORK_HISTORY, type ForkOptions, type ForkResult } from './fork.js';
+import { compareThreads, type CompareSide, type ThreadComparison } from './compare.js';
+import { cassetteOf, type Cassette } from './cassette.js';
+import { MAX_REPLAYED_CALLS } from './fork-replay.js';
 
 export type { OrganismStorage, StorageParts } from '../core/storage.js';
 
@@ -114,6 +119,8 @@ export class Organism {
   private redactsLogs = false;
   /** Held threads (issue 30): an operator's pause or the loop breaker's hold. */
   readonly holds: ThreadHolds;
+  /** Answers forks' LLM calls from their source threads' records (time travel). */
+  private readonly forkReplay: ForkReplay;
 
   constructor(loaded: LoadedOrganism, options: OrganismOptions = {}) {
     this.loaded = loaded;
@@ -132,6 +139,7 @@ export class Organism {
     this.llmCalls = redactingCalls(this.storage.llmCalls, () => this.redactor);
     this.queries = organismQueries({ storage: this.storage, budgets: this.budgets, llmCalls: this.llmCalls, bus: this.bus });
     this.outputCap = new OutputCapWatch(this.logger);
+    this.forkReplay = new ForkReplay(this.llmCalls);
     this.router = this.makeRouter(loaded.config);
     this.mcp = new McpCalls(loaded, this.llmCalls, () => this.config.llm.record ?? 'full', this.logger);
     this.codeTools = new CodeToolCalls(this.llmCalls, () => this.config.llm.record ?? 'full');
@@ -278,6 +286,56 @@ export class Organism {
   async inject(to: string, payload: unknown, options?: InjectOptions): Promise<{ threadId: string; messageId: string }> {
     this.assertStorageWritable();
     return this.pump.inject(to, payload, options);
+  }
+
+  /**
+   * Forks a thread (time travel, issue 29): a new thread with the source's history up to
+   * `atMessageId`, running on from it under the current configuration, its LLM calls answered
+   * from the source's record while their requests match. The source is never changed.
+   */
+  async fork(threadId: string, options: ForkOptions = {}): Promise<ForkResult> {
+    if (!options.dryRun) this.assertStorageWritable();
+    return forkThread(
+      {
+        journal: this.storage.journal,
+        llmCalls: this.llmCalls,
+        thread: (id) => this.thread(id),
+        isListener: (name) => this.pump.listener(name) !== undefined,
+        recordMode: this.config.llm.record ?? 'full',
+        inject: (to, body, injectOptions) => this.pump.inject(to, body, injectOptions),
+      },
+      threadId,
+      options,
+    );
+  }
+
+  /**
+   * A thread as a cassette (time travel): a versioned JSON document of its messages and recorded
+   * LLM and tool calls, as recorded (prompts subject to llm.record; no header, so no key).
+   */
+  async exportThread(threadId: string): Promise<Cassette> {
+    const thread = await this.thread(threadId);
+    if (!thread) throw Errors.THREAD_NOT_FOUND(threadId);
+    const [entries, recorded] = await Promise.all([
+      this.storage.journal.list({ threadId, limit: MAX_FORK_HISTORY, offset: 0, order: 'oldest' }),
+      this.llmCalls.forThread(threadId, { limit: MAX_REPLAYED_CALLS, offset: 0 }),
+    ]);
+    return cassetteOf(this.config.name, thread, entries.items, recorded.calls, recorded.tools);
+  }
+
+  /** Two threads aligned message by message, with their first divergence and each one's tokens, cost and latency (time travel). */
+  async compare(a: string, b: string): Promise<ThreadComparison> {
+    const side = async (id: string): Promise<CompareSide> => {
+      const thread = await this.thread(id);
+      if (!thread) throw Errors.THREAD_NOT_FOUND(id);
+      const [entries, recorded] = await Promise.all([
+        this.storage.journal.list({ threadId: id, limit: MAX_FORK_HISTORY, offset: 0, order: 'oldest' }),
+        this.llmCalls.forThread(id, { limit: MAX_REPLAYED_CALLS, offset: 0 }),
+      ]);
+      return { thread, entries: entries.items, calls: recorded.calls, tools: recorded.tools };
+    };
+    const [x, y] = await Promise.all([side(a), side(b)]);
+    return compareThreads(x, y);
   }
 
   /** What is wrong with the data directory now (full, damaged, deleted), or null. */
@@ -619,6 +677,7 @@ export class Organism {
       maxReplyBytes: config.llm.maxReplyBytes,
       outputCap: this.outputCap,
       redactor: this.redactor,
+      replay: this.forkReplay,
     };
     return this.providerOverride ? new LlmRouter({ ...deps, providers: this.providerOverride }) : LlmRouter.fromConfig(config.llm, deps);
   }
@@ -646,6 +705,37 @@ export class Organism {
     return all.length === 0 ? own : own.length === 0 ? all : [...all, ...own];
   }
 
+  /**
+   * A fork's tool call answered from the source's record (listener `replay: recorded`, its LLM
+   * call replayed, the same tool and arguments recorded in full), recorded as `replayed`; null:
+   * it runs.
+   */
+  private async recordedTool(
+    call: { llmCallId: string; threadId: string; messageId: string; agent: string; arguments: Record<string, unknown> },
+    target: { kind: 'mcp' | 'code'; server: string; tool: string },
+  ): Promise<{ text: string; isError: boolean } | null> {
+    if (this.pump.listener(call.agent)?.config.replay !== 'recorded') return null;
+    const recorded = await this.forkReplay.recordedTool({ llmCallId: call.llmCallId, ...target, arguments: call.arguments });
+    if (!recorded) return null;
+    const { llmCallId, threadId, messageId, agent, arguments: args } = call;
+    new CallRecorder(this.llmCalls, this.config.llm.record ?? 'full').tool({
+      id: newId(),
+      llmCallId,
+      threadId,
+      messageId,
+      agent,
+      ...target,
+      arguments: args,
+      result: recorded.result,
+      isError: recorded.isError,
+      error: recorded.error,
+      startedAt: Date.now(),
+      durationMs: 0,
+      replayed: true,
+    });
+    return { text: recorded.result ?? recorded.error ?? '', isError: recorded.isError };
+  }
+
   /** What an LLM agent may know: its peers (looked up by name) and the payload types. */
   private peerView(): AgentWorldView {
     const registry = this.registryValue;
@@ -659,9 +749,9 @@ export class Organism {
       },
       replyFormat: (listener) => replyFormatOf(listener, this.config),
       mcpTools: (servers): Promise<McpTool[]> => this.mcp.tools(servers),
-      callMcp: (call) => this.mcp.call(call),
+      callMcp: async (call) => (await this.recordedTool(call, { kind: 'mcp', server: call.tool.server, tool: call.tool.name })) ?? this.mcp.call(call),
       codeTools: (agent) => this.loaded.listeners.find((l) => l.config.name === agent)?.tools ?? [],
-      callCode: (call) => this.codeTools.call(call),
+      callCode: async (call) => (await this.recordedTool(call, { kind: 'code', server: call.tool.module, tool: call.tool.name })) ?? this.codeTools.call(call),
       approval: async (messageId) => (await this.storage.journal.get(messageId))?.approval ?? null,
     };
   }

@@ -10,7 +10,9 @@ export function redactingCalls(store: LlmCallStore, redactor: () => Redactor): L
   return {
     recordCall: (record) => {
       const r = redactor();
-      store.recordCall(r.active ? r.value(record) : record);
+      // The request hash is a digest, never personal data: kept as computed, so that redaction of
+      // what is recorded never breaks a fork's match (a hex digest could look like a key).
+      store.recordCall(r.active ? { ...r.value(record), requestHash: record.requestHash } : record);
     },
     recordTool: (record) => {
       const r = redactor();
@@ -19,5 +21,6 @@ export function redactingCalls(store: LlmCallStore, redactor: () => Redactor): L
     forMessage: (messageId) => store.forMessage(messageId),
     forThread: (threadId, page) => store.forThread(threadId, page),
     forAgent: (agent, page) => store.forAgent(agent, page),
+    hashed: (threadId, limit) => store.hashed(threadId, limit),
   };
 }

@@ -1,7 +1,7 @@
 import type { ApprovalDecision } from '../core/approval.js';
 import { acceptedTypes } from '../config/accepted-types.js';
 import type { ResolvedListener } from '../config/types.js';
-import { EXTERNAL_SENDER, type Message } from '../core/message.js';
+import { EXTERNAL_SENDER, isSystemName, type Message } from '../core/message.js';
 import type { QueueHost } from '../core/queue.js';
 import type { ThreadRecord } from '../core/thread.js';
 import type { AskClosing, JournalEntry } from '../core/journal.js';
@@ -32,6 +32,14 @@ export interface InjectOptions {
   readonly from?: string;
   /** The caller's W3C traceparent (the HTTP request's span): tracing links the thread's root delivery to it. */
   readonly traceContext?: string | null;
+  /** A fork's message (issue 29): the one it answers and its hops, as in the source thread. */
+  readonly parentId?: string | null;
+  readonly hops?: number;
+  /**
+   * A fork's history (issue 29): messages journaled as delivered (ACKED) in the new thread before
+   * this one, in order (ids made by the caller, older than this message's).
+   */
+  readonly history?: readonly Message[];
 }
 
 /**
@@ -175,6 +183,12 @@ export class Pump {
     this.assertAccepting();
 
     const metadata = { ...(live?.metadata ?? stored?.metadata ?? {}), ...(options.metadata ?? {}) };
+    const history = options.history ?? [];
+    for (const h of history) {
+      // Journaled as delivered in one write (an ack of an entry never journaled inserts it):
+      // what a fork starts from, never claimed nor delivered again.
+      await deps.journal.acked(h, [], []);
+    }
     const message: Message = {
       id: newId(),
       threadId,
@@ -183,8 +197,8 @@ export class Pump {
       payloadType,
       payload: deps.payloadRedactor?.()?.value(payload) ?? payload,
       timestamp: state.now(),
-      parentId: null,
-      hops: 0,
+      parentId: options.parentId ?? null,
+      hops: options.hops ?? 0,
       metadata,
       attempt: 1,
       traceContext: deps.observers?.injected(options.traceContext ?? null) ?? null,
@@ -206,6 +220,11 @@ export class Pump {
     }
     thread.error = null;
     thread.failed = false;
+    for (const h of history) {
+      thread.messageCount++;
+      if (!isSystemName(h.from)) threads.addParticipant(thread, h.from);
+      threads.addParticipant(thread, h.to);
+    }
     this.intake.enqueue(message, thread, true);
     deps.queue.schedule();
     return { threadId, messageId: message.id };

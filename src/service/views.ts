@@ -7,6 +7,7 @@ import type { AgentInfo } from '../organism/views.js';
 import type { Message } from '../core/message.js';
 import type { DeliveryState } from '../core/journal.js';
 import { iso, isoOrNull } from './time.js';
+import { forkedFromOf } from '../organism/fork.js';
 
 /** Runtime records -> wire shapes (camelCase, ISO 8601 times). One place, so every route agrees. */
 
@@ -46,6 +47,7 @@ export function threadView(t: ThreadRecord) {
     lastActivity: iso(t.lastActivity),
     error: t.error,
     ...(t.hold !== undefined ? { hold: t.hold && holdView(t.hold) } : {}),
+    forkedFrom: forkedFromOf(t.metadata),
   };
 }
 

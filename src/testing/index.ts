@@ -23,6 +23,7 @@ export {
   type TestUsage,
 } from './organism.js';
 export type { LogLine } from './logs.js';
+export { replayCassette, type CassetteReplay, type CassetteVerdict } from './cassette.js';
 
 // The scripted model: replies as functions of the request, or lists, in both reply formats.
 export { scripted, toolCall, type ScriptedAgent, type ScriptedCalls, type ScriptedLlm, type ScriptedReply, type ScriptedRequest } from './scripted.js';

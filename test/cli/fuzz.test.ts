@@ -63,7 +63,7 @@ listeners:
     threads.push(body.threadId);
     messages.push(body.messageId);
   }
-  Object.assign(ids, { threadId: threads, messageId: messages, name: ['echo', 'worker', 'broken'], agentId: ['echo', 'worker'], model: ['mock-1'] });
+  Object.assign(ids, { threadId: threads, otherId: threads, messageId: messages, name: ['echo', 'worker', 'broken'], agentId: ['echo', 'worker'], model: ['mock-1'] });
   routes = readRoutes((await (await server.api('/openapi.json')).json()) as OpenApi);
 }, 120_000);
 afterAll(() => killAll());

@@ -202,6 +202,17 @@ describe('organism/client against the real server (SQLite storage)', () => {
     expect(approval.proposedCalls).toEqual([{ id: expect.any(String), name: 'reply', arguments: { payloadType: 'Text', payload: { text: 'ok' } } }]);
     expect(await alice.inbox.approve(approval.id, { note: 'fine' })).toMatchObject({ kind: 'approval', outcome: 'approved', note: 'fine', by: 'alice' });
 
+    // Time travel: a fork of the completed ask thread, then both side by side.
+    const forked = await c.threads.fork(asked.threadId, { dryRun: true });
+    expect(forked).toMatchObject({ threadId: null, dryRun: true, forkedFrom: { threadId: asked.threadId } });
+    const greeted = await c.inject({ to: 'greeter', payload: { Greeting: { name: 'Fork' } } });
+    await settled(greeted.threadId);
+    const fork = await c.threads.fork(greeted.threadId);
+    expect(fork).toMatchObject({ forkedFrom: { threadId: greeted.threadId, messageId: greeted.messageId }, replay: 'record', dryRun: false });
+    expect((await settled(fork.threadId!)).forkedFrom).toEqual({ threadId: greeted.threadId, messageId: greeted.messageId });
+    expect(await c.threads.compare(greeted.threadId, fork.threadId!)).toMatchObject({ firstDivergence: null, firstCallDivergence: null, b: { replayedCalls: 1, cost: 0 } });
+    expect(await c.threads.export(fork.threadId!)).toMatchObject({ format: 'organism.cassette', version: 1, thread: { id: fork.threadId, forkedFrom: { threadId: greeted.threadId } } });
+
     expect(await c.usage.reset()).toEqual({ success: true, message: 'Usage tracking reset' });
     expect(await c.organism.restart()).toEqual({ success: true, status: 'restarting' });
     expect(await c.organism.stop()).toEqual({ success: true, status: 'stopping' });

@@ -11,7 +11,7 @@ beforeAll(async () => {
   svc = await startService();
   const res = await svc.request('POST', '/api/v1/inject', { body: { to: 'echo', payload: { Text: { text: 'auth' } } } });
   await eventually(async () => (await svc.request('GET', `/api/v1/threads/${res.body.threadId}`)).status === 200 || null, 'thread');
-  ids = { name: 'echo', threadId: res.body.threadId, agentId: 'echo', model: 'mock-small', messageId: res.body.messageId, id: res.body.messageId };
+  ids = { name: 'echo', threadId: res.body.threadId, otherId: res.body.threadId, agentId: 'echo', model: 'mock-small', messageId: res.body.messageId, id: res.body.messageId };
 });
 afterAll(async () => {
   await svc?.close();

@@ -68,6 +68,7 @@ describe('code tools through the API', () => {
         error: null,
         startedAt: expect.any(String),
         durationMs: expect.any(Number),
+        replayed: false,
       },
     ]);
     expect(calls[1]!.toolExecutions).toEqual([]);

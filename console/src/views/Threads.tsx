@@ -14,6 +14,7 @@ import { InboxItemCard, useThreadInbox } from './Inbox';
 import { Waterfall } from './thread/Waterfall';
 import { ThreadLlmCalls } from './thread/LlmCallInspector';
 import { HoldPanel } from './thread/Hold';
+import { ForkPanel } from './thread/Fork';
 
 const PAGE = 25;
 const STATUSES = ['active', 'waiting', 'held', 'completed', 'error', 'killed'];
@@ -265,10 +266,22 @@ export function ThreadDetailView() {
               <dd>{t.error}</dd>
             </>
           )}
+          {t.forkedFrom && (
+            <>
+              <dt>Forked from</dt>
+              <dd>
+                <ThreadLink id={t.forkedFrom.threadId} short />{' '}
+                <Link to="/threads/$threadId/compare/$otherId" params={{ threadId: t.forkedFrom.threadId, otherId: t.id }}>
+                  compare
+                </Link>
+              </dd>
+            </>
+          )}
         </dl>
         <OpButton className="danger" disabled={t.status !== 'active' && t.status !== 'waiting' && t.status !== 'held'} onClick={() => setConfirm(true)}>
           Kill thread
         </OpButton>
+        <ForkPanel threadId={t.id} messages={messages.data?.messages ?? []} />
         <ErrorBox error={kill.error} />
         <Confirm open={confirm} title="Kill this thread?" confirmLabel="Kill" onConfirm={() => kill.mutate()} onCancel={() => setConfirm(false)}>
           <p>

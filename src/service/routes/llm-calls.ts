@@ -21,6 +21,7 @@ function toolView(t: ToolCallRecord) {
     error: t.error,
     startedAt: iso(t.startedAt),
     durationMs: t.durationMs,
+    replayed: t.replayed ?? false,
   };
 }
 
@@ -54,6 +55,9 @@ function callView(c: LlmCallRecord, tools: readonly ToolCallRecord[]) {
     // Calls recorded before the field: metadata mode is the one that drops the request.
     record: c.record ?? (c.request == null ? ('metadata' as const) : ('full' as const)),
     toolExecutions: tools.filter((t) => t.llmCallId === c.id).map(toolView),
+    requestHash: c.requestHash ?? null,
+    replayed: c.replayed ?? false,
+    replayOf: c.replayOf ?? null,
   };
 }
 

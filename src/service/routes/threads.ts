@@ -1,3 +1,4 @@
+import type { Static } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { Errors } from '../../errors/catalogue.js';
@@ -6,7 +7,23 @@ import { who } from '../auth.js';
 import type { ServiceContext } from '../context.js';
 import { errorResponses } from '../schemas/error.js';
 import { MessageListResponse } from '../schemas/message.js';
-import { EraseResponse, HoldResponse, KillResponse, PauseRequest, ResumeRequest, ThreadDetail, ThreadListResponse, ThreadPageQuery, ThreadParams, ThreadQuery } from '../schemas/thread.js';
+import {
+  CassetteResponse,
+  CompareParams,
+  CompareResponse,
+  EraseResponse,
+  ForkRequest,
+  ForkResponse,
+  HoldResponse,
+  KillResponse,
+  PauseRequest,
+  ResumeRequest,
+  ThreadDetail,
+  ThreadListResponse,
+  ThreadPageQuery,
+  ThreadParams,
+  ThreadQuery,
+} from '../schemas/thread.js';
 import { entryMessageView, erasureView, holdView, threadUsageView, threadView } from '../views.js';
 import { bulkSelection, eachId, findFilter, truncation } from '../find.js';
 import { BULK_MAX, BulkKillRequest, BulkKillResponse } from '../schemas/find.js';
@@ -145,6 +162,57 @@ export const threadRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (ap
       );
       return { matched, attempted: ids.length, killed: outcome.done, skipped: outcome.skipped, ...searched };
     },
+  );
+
+  app.post(
+    '/threads/:threadId/fork',
+    {
+      schema: {
+        tags,
+        summary:
+          "Fork a thread (time travel): a new thread with the source's messages before atMessageId as its history, running on from atMessageId, its LLM calls answered from the source's record while their requests match (operator)",
+        params: ThreadParams,
+        body: ForkRequest,
+        response: { 200: ForkResponse, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const { atMessageId, configPath, dryRun } = request.body ?? {};
+      if (configPath !== undefined) throw Errors.FORK_CONFIG_UNSUPPORTED(configPath);
+      const fork = await organism.fork(request.params.threadId, { ...(atMessageId !== undefined ? { atMessageId } : {}), ...(dryRun ? { dryRun } : {}) });
+      return { ...fork };
+    },
+  );
+
+  app.get(
+    '/threads/:threadId/compare/:otherId',
+    {
+      config: { access: 'operator' },
+      schema: {
+        tags,
+        summary:
+          "Two threads (a fork beside its source) aligned message by message: the first divergence, the first LLM call whose request differs, tool calls made in only one, and each one's tokens, cost and latency (operator)",
+        params: CompareParams,
+        response: { 200: CompareResponse, ...errorResponses },
+      },
+    },
+    async (request) => organism.compare(request.params.threadId, request.params.otherId),
+  );
+
+  app.get(
+    '/threads/:threadId/export',
+    {
+      config: { access: 'operator' },
+      schema: {
+        tags,
+        summary:
+          'The thread as a cassette (time travel, operator): a versioned JSON document of its messages and recorded LLM and tool calls, as recorded (prompts subject to llm.record; never a key)',
+        params: ThreadParams,
+        response: { 200: CassetteResponse, ...errorResponses },
+      },
+    },
+    // The records go out as stored (their fields are LlmCall's, times in ms): open objects in the schema.
+    async (request) => (await organism.exportThread(request.params.threadId)) as unknown as Static<typeof CassetteResponse>,
   );
 
   app.post(

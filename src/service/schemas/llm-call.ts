@@ -28,6 +28,7 @@ export const ToolExecutionInfo = Type.Object(
     error: NullableString,
     startedAt: Timestamp,
     durationMs: Type.Number(),
+    replayed: Type.Boolean({ description: "A fork's tool call whose result was reused from its source thread's record (listener replay: recorded): the tool did not run" }),
   },
   { title: 'ToolExecution' },
 );
@@ -77,6 +78,9 @@ export const LlmCallInfo = Type.Object(
       description: 'What llm.record kept: full, or metadata (no prompt, answer text, tool arguments or results)',
     }),
     toolExecutions: Type.Array(ToolExecutionInfo, { description: 'The tool calls (MCP and code) this call requested, in order' }),
+    requestHash: Nullable(Type.String({ description: 'sha256 of the request as it was sent (before llm.record dropped anything); null for calls recorded by earlier versions' })),
+    replayed: Type.Boolean({ description: "A fork's call answered from the record of its source thread: no provider called, zero cost (usage is the original call's)" }),
+    replayOf: Nullable(Type.String({ description: 'The recorded call that answered it (replayed calls)' })),
   },
   { title: 'LlmCall' },
 );

@@ -37,6 +37,11 @@ export const ThreadErasureView = Type.Object(
   { title: 'ThreadErasure' },
 );
 
+export const ForkedFrom = Type.Object(
+  { threadId: Type.String(), messageId: Type.String({ description: 'The fork ran on from this message of the source thread' }) },
+  { title: 'ForkedFrom' },
+);
+
 export const ThreadInfo = Type.Object(
   {
     id: Type.String(),
@@ -47,6 +52,7 @@ export const ThreadInfo = Type.Object(
     lastActivity: Timestamp,
     error: NullableString,
     hold: Type.Optional(Type.Union([ThreadHoldView, Type.Null()], { description: "The thread's hold: present while held (GET /threads/{id}: also once resumed); null: never held" })),
+    forkedFrom: Type.Union([ForkedFrom, Type.Null()], { description: 'The thread and message this thread was forked from (time travel); null: not a fork' }),
   },
   { title: 'ThreadInfo' },
 );
@@ -91,3 +97,121 @@ export const PauseRequest = Type.Object(
 export const EraseResponse = Type.Object({ success: SuccessFlag, threadId: Type.String(), erasure: ThreadErasureView }, { title: 'EraseResponse' });
 
 export const KillResponse = Type.Object({ success: SuccessFlag, threadId: Type.String() }, { title: 'KillResponse' });
+
+export const ForkRequest = Type.Object(
+  {
+    atMessageId: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 256, description: 'The message the fork runs on from; the messages before it are its history (default: the first message)' }),
+    ),
+    configPath: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'Not supported yet: a fork runs under the current configuration' })),
+    dryRun: Type.Optional(Type.Boolean({ description: 'Check and answer what the fork would be, creating nothing' })),
+  },
+  { additionalProperties: false, title: 'ForkRequest' },
+);
+
+export const ForkResponse = Type.Object(
+  {
+    threadId: Type.Union([Type.String(), Type.Null()], { description: 'The new thread; null for a dry run' }),
+    forkedFrom: ForkedFrom,
+    replay: Type.Enum(['record', 'live'], {
+      description:
+        "record: LLM calls are answered from the source thread's record while their requests match; live: the source's answers were not recorded (llm.record metadata or off), every call goes to a provider",
+    }),
+    liveReason: Type.Union([Type.String(), Type.Null()], { description: 'Why the fork runs live (replay live)' }),
+    history: Type.Integer({ description: "Messages of the source copied as the fork's history (those before atMessageId)" }),
+    dryRun: Type.Boolean(),
+  },
+  { title: 'ForkResponse' },
+);
+
+export const CompareParams = Type.Object({ threadId: Name, otherId: Name });
+
+const ComparedMessage = Type.Object({ id: Type.String(), from: Type.String(), to: Type.String(), payloadType: Type.String(), state: Type.String() });
+const CalledBy = Type.Object({ callId: Type.String(), agent: Type.String(), requestHash: Type.Union([Type.String(), Type.Null()]) });
+const ComparedTool = Type.Object({
+  id: Type.String(),
+  agent: Type.String(),
+  kind: Type.Enum(['mcp', 'code']),
+  server: Type.String(),
+  tool: Type.String(),
+  arguments: Type.Unknown({ description: 'null when llm.record is metadata' }),
+});
+const SideTotals = Type.Object({
+  threadId: Type.String(),
+  status: ThreadStatus,
+  messages: Type.Integer(),
+  llmCalls: Type.Integer(),
+  replayedCalls: Type.Integer({ description: "Calls answered from the record (a fork's replay)" }),
+  tokens: Type.Object({ prompt: Type.Integer(), completion: Type.Integer(), total: Type.Integer() }, { description: "Every call's tokens, replayed ones as originally used" }),
+  chargedTokens: Type.Integer({ description: 'Tokens of the calls a provider answered' }),
+  cost: Type.Number(),
+  llmLatencyMs: Type.Number({ description: 'Time spent in LLM calls' }),
+  durationMs: Type.Number({ description: "From the thread's creation to its last activity" }),
+});
+
+export const CompareResponse = Type.Object(
+  {
+    a: SideTotals,
+    b: SideTotals,
+    messages: Type.Array(
+      Type.Object({
+        index: Type.Integer(),
+        a: Type.Union([ComparedMessage, Type.Null()], { description: 'null past the end of thread a' }),
+        b: Type.Union([ComparedMessage, Type.Null()]),
+        same: Type.Boolean({ description: 'Same sender, receiver, payload type and payload' }),
+        payloadDiff: Type.Array(Type.Object({ path: Type.String(), a: Type.Optional(Type.Unknown()), b: Type.Optional(Type.Unknown()) }), {
+          description: 'Where the payloads differ (JSON paths; a side absent: the field is missing there); at most 100',
+        }),
+      }),
+      { description: "Both threads' messages, oldest first, position by position" },
+    ),
+    firstDivergence: Type.Union([Type.Integer(), Type.Null()], { description: 'The index of the first position whose messages differ; null: the same messages' }),
+    firstCallDivergence: Type.Union(
+      [
+        Type.Object({
+          index: Type.Integer(),
+          agent: Type.String({ description: 'The agent whose call differs first' }),
+          a: Type.Union([CalledBy, Type.Null()]),
+          b: Type.Union([CalledBy, Type.Null()]),
+        }),
+        Type.Null(),
+      ],
+      { description: 'The first LLM call (in order of the calls that answered) whose agent or request hash differs; null: the same requests' },
+    ),
+    toolCallsOnlyIn: Type.Object({ a: Type.Array(ComparedTool), b: Type.Array(ComparedTool) }, { description: 'Tool executions (code and MCP) that only one thread made' }),
+  },
+  { title: 'ThreadComparison' },
+);
+
+export const CassetteResponse = Type.Object(
+  {
+    format: Type.Literal('organism.cassette'),
+    version: Type.Integer({ description: 'The cassette format version (1)' }),
+    organism: Type.String(),
+    exportedAt: Type.Number({ description: 'ms since the epoch' }),
+    thread: Type.Object({
+      id: Type.String(),
+      status: Type.String(),
+      createdAt: Type.Number(),
+      lastActivity: Type.Number(),
+      forkedFrom: Type.Union([ForkedFrom, Type.Null()]),
+    }),
+    messages: Type.Array(
+      Type.Object({
+        id: Type.String(),
+        from: Type.String(),
+        to: Type.String(),
+        payloadType: Type.String(),
+        payload: Type.Record(Type.String(), Type.Unknown()),
+        parentId: Type.Union([Type.String(), Type.Null()]),
+        hops: Type.Integer(),
+        timestamp: Type.Number(),
+        state: Type.String(),
+      }),
+      { description: 'Oldest first' },
+    ),
+    llmCalls: Type.Array(Type.Record(Type.String(), Type.Unknown()), { description: 'The recorded LLM calls as stored (see LlmCall; times in ms)' }),
+    toolCalls: Type.Array(Type.Record(Type.String(), Type.Unknown()), { description: 'The recorded code and MCP tool calls as stored' }),
+  },
+  { title: 'Cassette' },
+);

@@ -65,6 +65,10 @@ export class MemoryLlmCallStore implements LlmCallStore {
     return { calls, tools };
   }
 
+  async hashed(threadId: string, limit: number): Promise<LlmCallRecord[]> {
+    return [...this.calls.values()].filter((c) => c.threadId === threadId && c.requestHash !== undefined).slice(0, limit);
+  }
+
   private toolsOf(calls: readonly LlmCallRecord[]): ToolCallRecord[] {
     return calls.flatMap((c) => this.tools.get(c.id) ?? []);
   }

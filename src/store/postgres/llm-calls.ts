@@ -19,9 +19,10 @@ export class PgLlmCallStore implements LlmCallStore {
     void this.writer
       .write(async (tx) => {
         await tx.query(
-          `INSERT INTO llm_calls (id, thread_id, message_id, agent, started_at, data) VALUES ($1, $2, $3, $4, $5, $6)
-           ON CONFLICT (id) DO UPDATE SET thread_id = excluded.thread_id, message_id = excluded.message_id, agent = excluded.agent, started_at = excluded.started_at, data = excluded.data`,
-          [r.id, r.threadId, r.messageId, r.agent, r.startedAt, data],
+          `INSERT INTO llm_calls (id, thread_id, message_id, agent, started_at, data, request_hash) VALUES ($1, $2, $3, $4, $5, $6, $7)
+           ON CONFLICT (id) DO UPDATE SET thread_id = excluded.thread_id, message_id = excluded.message_id, agent = excluded.agent, started_at = excluded.started_at, data = excluded.data,
+             request_hash = excluded.request_hash`,
+          [r.id, r.threadId, r.messageId, r.agent, r.startedAt, data, r.requestHash ?? null],
         );
       })
       .catch(() => {}); // reported by the writer's error handler
@@ -57,6 +58,11 @@ export class PgLlmCallStore implements LlmCallStore {
     const ids = new Set(calls.map((c) => c.id));
     const tools = (await this.records<ToolCallRecord>('SELECT data FROM llm_tool_calls WHERE thread_id = $1 ORDER BY started_at, seq', [threadId])).filter((t) => ids.has(t.llmCallId));
     return { calls, tools, total };
+  }
+
+  async hashed(threadId: string, limit: number): Promise<LlmCallRecord[]> {
+    await this.writer.flush();
+    return this.records<LlmCallRecord>('SELECT data FROM llm_calls WHERE thread_id = $1 AND request_hash IS NOT NULL ORDER BY started_at, seq LIMIT $2', [threadId, limit]);
   }
 
   async forAgent(agent: string, page: { limit: number; offset: number }): Promise<RecordedCalls> {

@@ -21,14 +21,14 @@ export class SqliteLlmCallStore implements LlmCallStore {
     private readonly db: Database.Database,
     private readonly writer: GroupWriter,
   ) {
-    this.insertCall = db.prepare(`INSERT OR REPLACE INTO llm_calls (id, thread_id, message_id, agent, started_at, data) VALUES (?, ?, ?, ?, ?, ?)`);
+    this.insertCall = db.prepare(`INSERT OR REPLACE INTO llm_calls (id, thread_id, message_id, agent, started_at, data, request_hash) VALUES (?, ?, ?, ?, ?, ?, ?)`);
     this.insertTool = db.prepare(`INSERT OR REPLACE INTO llm_tool_calls (id, llm_call_id, thread_id, message_id, started_at, data) VALUES (?, ?, ?, ?, ?, ?)`);
   }
 
   recordCall(r: LlmCallRecord): void {
     const data = JSON.stringify(r);
     void this.writer
-      .write(() => this.insertCall.run(r.id, r.threadId, r.messageId, r.agent, r.startedAt, data))
+      .write(() => this.insertCall.run(r.id, r.threadId, r.messageId, r.agent, r.startedAt, data, r.requestHash ?? null))
       .catch(() => {
         // reported by the writer's error handler
       });
@@ -72,6 +72,13 @@ export class SqliteLlmCallStore implements LlmCallStore {
       tools.push(...this.parse<ToolCallRecord>(prepared(this.db, 'SELECT data FROM llm_tool_calls WHERE message_id = ? ORDER BY started_at, rowid').all(messageId)));
     }
     return { calls, tools: tools.filter((t) => ids.has(t.llmCallId)), total };
+  }
+
+  async hashed(threadId: string, limit: number): Promise<LlmCallRecord[]> {
+    this.writer.flush();
+    return this.parse<LlmCallRecord>(
+      prepared(this.db, 'SELECT data FROM llm_calls WHERE thread_id = ? AND request_hash IS NOT NULL ORDER BY started_at, rowid LIMIT ?').all(threadId, limit),
+    );
   }
 
   private parse<T>(rows: unknown[]): T[] {

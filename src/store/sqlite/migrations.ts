@@ -239,6 +239,12 @@ export const MIGRATIONS: readonly string[] = [
     events INTEGER NOT NULL
   ) WITHOUT ROWID;
   `,
+  // Time travel (issue 29): the hash of each LLM request as it was sent (before llm.record
+  // drops or redacts anything), by which a fork finds the recorded call that answers it.
+  `
+  ALTER TABLE llm_calls ADD COLUMN request_hash TEXT;
+  CREATE INDEX llm_calls_request_hash ON llm_calls (thread_id, request_hash);
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -95,14 +95,32 @@ eachBackend('recorded LLM calls contract', (backend) => {
     const version = list.indexOf(migration);
     expect(version).toBeGreaterThan(0);
     // The test steps back over this migration and the ones after it, undoing each.
-    expect(version).toBe(place.schemaVersion - 4);
+    expect(version).toBe(place.schemaVersion - 6);
     await place.rows('DROP INDEX llm_calls_agent');
     await place.rows('ALTER TABLE llm_calls DROP COLUMN agent');
     await place.rows('ALTER TABLE journal DROP COLUMN next_attempt_at'); // the retries' next try time (issue 26)
     for (const column of ['expires_at', 'closed_by', 'closed_note']) await place.rows(`ALTER TABLE journal DROP COLUMN ${column}`); // asks (issue 25)
     await place.rows('ALTER TABLE journal DROP COLUMN approval'); // approvals (issue 25)
+    for (const table of ['thread_holds', 'thread_erasures']) await place.rows(`DROP TABLE ${table}`); // holds and erasures (issue 30)
+    await place.rows('DROP INDEX llm_calls_request_hash'); // request hashes (issue 29)
+    await place.rows('ALTER TABLE llm_calls DROP COLUMN request_hash');
     await place.setSchemaVersion(version);
     const t = await place.open();
     expect((await t.llmCalls.forAgent('researcher', { limit: 50, offset: 0 })).calls).toEqual([old]);
+  });
+
+  it("time travel: a call keeps the hash of its request and whether it was replayed; hashed() lists a thread's hashed calls, oldest first, kept to the limit", async () => {
+    const s = await backend.place().open();
+    const old = attempt('researcher', 't1', 'm1', 1_000); // recorded before request hashes
+    const first = { ...attempt('researcher', 't1', 'm1', 2_000), requestHash: 'a'.repeat(64) };
+    const failed = { ...attempt('researcher', 't1', 'm1', 1_500, 1, 'HTTP 500: boom'), requestHash: 'b'.repeat(64) };
+    const replayed = { ...attempt('writer', 't1', 'm2', 3_000), requestHash: 'c'.repeat(64), replayed: true, replayOf: newId(), cost: 0 };
+    const elsewhere = { ...attempt('writer', 't2', 'm3', 2_500), requestHash: 'c'.repeat(64) };
+    for (const c of [replayed, old, first, failed, elsewhere]) s.llmCalls.recordCall(c);
+    expect(await s.llmCalls.hashed('t1', 10)).toEqual([failed, first, replayed]);
+    expect(await s.llmCalls.hashed('t1', 2)).toEqual([failed, first]);
+    expect(await s.llmCalls.hashed('t2', 10)).toEqual([elsewhere]);
+    expect(await s.llmCalls.hashed('nope', 10)).toEqual([]);
+    expect((await s.llmCalls.forMessage('m2')).calls).toEqual([replayed]);
   });
 });

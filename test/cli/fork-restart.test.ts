@@ -1,0 +1,134 @@
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { openAiChunks, openAiOk } from '../llm/servers/openai-server.js';
+import { startScriptedServer, type ScriptedServer, type SeenRequest } from '../llm/servers/scripted-server.js';
+import { eachBackend } from '../store/contract/backends.js';
+import { killAll, organismDir, startServer, stopProcess, type ServerProcess } from './processes.js';
+
+afterEach(killAll);
+
+/**
+ * A fork's replay survives a kill -9 (issue 29): a real `serve` replays a fork from the record,
+ * is SIGKILLed in the middle (a code handler between the two LLM agents holds the fork), and is
+ * started again on the same store; the fork completes as its source did, and the provider (a
+ * local OpenAI-compatible server that counts requests) received no request for it.
+ */
+const yaml = (url: string) => `organism: {name: fork-restart}
+llm:
+  providers:
+    - {name: fake, type: openai, base_url: ${url}, models: [gpt-test], max_retries: 0}
+payloads:
+  Question: {fields: {text: string}}
+  Findings: {fields: {topic: string, summary: string}}
+  Text: {fields: {text: string}}
+listeners:
+  - name: researcher
+    description: Researches
+    handler: builtin:llm
+    model: gpt-test
+    reply_format: xml
+    prompt: You research questions and send what you find on.
+    payload: Question
+    peers: [relay]
+  - name: relay
+    description: Passes findings on
+    handler: ./handlers.ts#relay
+    payload: Findings
+    peers: [writer]
+    timeout_seconds: 600
+  - name: writer
+    description: Writes
+    handler: builtin:llm
+    model: gpt-test
+    reply_format: xml
+    prompt: You write announcements.
+    payload: Findings
+    peers: [announcer]
+  - name: announcer
+    description: The end
+    handler: ./handlers.ts#done
+    payload: Text
+`;
+
+/** relay: while the HOLD file exists, notes the thread and never returns (the kill comes then). */
+const HANDLERS = `import { appendFileSync, existsSync } from 'node:fs';
+export async function relay(payload: Record<string, unknown>, ctx: { threadId: string }) {
+  if (existsSync(process.env.HOLD_FILE!)) {
+    appendFileSync(process.env.REACHED_FILE!, ctx.threadId + '\\n');
+    await new Promise(() => {});
+  }
+  return { to: 'writer', payload, payloadType: 'Findings' };
+}
+export function done() {
+  return undefined;
+}
+`;
+
+function answer(req: SeenRequest) {
+  const messages = req.body['messages'] as Array<{ role: string; content: string }>;
+  const system = messages.find((m) => m.role === 'system')?.content ?? '';
+  const last = [...messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+  const text = system.includes('research')
+    ? `<send to="relay"><Findings><topic>${/<text>([^<]*)<\/text>/.exec(last)?.[1]}</topic><summary>agreed</summary></Findings></send>`
+    : `<send to="announcer"><Text><text>News on ${/<topic>([^<]*)<\/topic>/.exec(last)?.[1]}</text></Text></send>`;
+  const completion = openAiOk(text, {}, 'gpt-test');
+  return req.body['stream'] ? { events: openAiChunks(completion, true) } : { body: completion };
+}
+
+let fake: ScriptedServer;
+beforeAll(async () => {
+  fake = await startScriptedServer(answer);
+});
+afterAll(async () => {
+  await fake.close();
+});
+
+interface Msg {
+  from: string;
+  to: string;
+  payloadType: string;
+  payload: unknown;
+}
+
+eachBackend("a fork's replay across a kill -9", (backend) => {
+  it('the fork completes after the restart, and the provider receives no request for it', { timeout: 180_000 }, async () => {
+    const dir = organismDir(yaml(fake.url), { 'handlers.ts': HANDLERS });
+    const hold = path.join(dir, 'hold');
+    const reached = path.join(dir, 'reached');
+    const config = path.join(dir, 'organism.yaml');
+    const args = await backend.place().cliArgs();
+    const env = { HOLD_FILE: hold, REACHED_FILE: reached };
+    let server: ServerProcess = await startServer(config, args, { env });
+    const json = async (s: ServerProcess, p: string, init?: RequestInit) => (await s.api(p, init)).json() as Promise<Record<string, unknown>>;
+    const completed = (s: ServerProcess, id: string) => s.until(async () => (await json(s, `/threads/${id}`)).status === 'completed', `thread ${id} to complete`);
+    const messages = async (s: ServerProcess, id: string) =>
+      ((await json(s, `/threads/${id}/messages?limit=100`)).messages as Msg[]).map((m) => ({ from: m.from, to: m.to, payloadType: m.payloadType, payload: m.payload }));
+
+    const start = fake.seen.length;
+    const injected = await json(server, '/inject', { method: 'POST', body: JSON.stringify({ to: 'researcher', payload: { text: 'tides' } }) });
+    const source = injected.threadId as string;
+    await completed(server, source);
+    const before = await messages(server, source);
+    expect(before.map((m) => m.to)).toEqual(['researcher', 'relay', 'writer', 'announcer']);
+    const requests = fake.seen.length;
+    expect(requests - start).toBe(2);
+
+    writeFileSync(hold, '');
+    const fork = (await json(server, `/threads/${source}/fork`, { method: 'POST', body: '{}' })) as { threadId: string; replay: string };
+    expect(fork.replay).toBe('record');
+    // The researcher's call was replayed; the relay holds the fork: kill -9 now.
+    await server.until(() => existsSync(reached) && readFileSync(reached, 'utf8').includes(fork.threadId), 'the fork to reach the relay');
+    await stopProcess(server, 'SIGKILL');
+    rmSync(hold);
+
+    server = await startServer(config, args, { env });
+    await completed(server, fork.threadId);
+    expect(await messages(server, fork.threadId)).toEqual(before);
+    expect(fake.seen.length).toBe(requests);
+    const calls = (await json(server, `/threads/${fork.threadId}/llm-calls`)).calls as Array<{ agent: string; replayed: boolean; cost: number }>;
+    expect(calls.every((c) => c.replayed && c.cost === 0)).toBe(true);
+    expect(calls.map((c) => c.agent)).toContain('writer');
+    await stopProcess(server);
+  });
+});

@@ -57,7 +57,11 @@ export default defineConfig({
     maxWorkers: Number(process.env['ORGANISM_TEST_WORKERS'] ?? 2),
     // Every file is in exactly one project: the shared directories less ISOLATED, ISOLATED, the rest.
     projects: [
-      { extends: true, test: { name: 'shared', include: SHARED, exclude: ISOLATED, isolate: false } },
+      {
+        extends: true,
+        // One PostgreSQL database for the run's service tests, a schema each (see the file).
+        test: { name: 'shared', include: SHARED, exclude: ISOLATED, isolate: false, globalSetup: ['test/support/postgres-run-database.ts'] },
+      },
       { extends: true, test: { name: 'isolated:state', include: ISOLATED } },
       { extends: true, test: { name: 'isolated', include: ['test/**/*.test.ts', 'examples/**/*.test.ts'], exclude: [...SHARED, '**/node_modules/**'] } },
     ],

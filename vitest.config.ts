@@ -24,6 +24,7 @@ const SHARED = [
   'test/queue/**/*.test.ts',
   'test/service/**/*.test.ts',
   'test/store/**/*.test.ts',
+  'test/cluster/**/*.test.ts',
 ];
 /** In the shared directories, but each in a process of its own: they set process-wide state. */
 const ISOLATED = [

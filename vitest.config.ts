@@ -2,10 +2,10 @@ import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 /**
- * Files that run in-process only (no Chromium, no `organism` CLI child of their own) and touch no
- * process-wide state (environment variables, fake timers, module mocks, global telemetry
- * providers): they share a worker process, importing src/ once per worker instead of once per
- * file. On 23 config and payload files that alone took the wall time from 114-143 s to 71-74 s
+ * Test directories whose files test in the test's own process (a few also start a child
+ * process, which is theirs alone) and touch no process-wide state (environment variables, fake
+ * timers, module mocks, global telemetry providers): they share a worker process, importing src/
+ * once per worker instead of once per file. On 23 config and payload files that alone took the wall time from 114-143 s to 71-74 s
  * (load ~13; bench/results/test-time-2026-12-06.md). A file that sets process-wide state goes
  * in ISOLATED below, or leaves the shared directories.
  */

@@ -60,7 +60,7 @@ const file = consoleFile({
   },
 });
 
-describe('code tools in the console', () => {
+describe('code tools in the console', { timeout: 120_000 }, () => {
   it('the LLM call inspector shows the code tool execution; the waterfall has its bar', async () => {
     const page = await file.open(OP_TOKEN, `/threads/${threadId}`);
     const inspector = page.getByRole('region', { name: 'LLM call inspector' });

@@ -68,7 +68,7 @@ async function ask(server: Server, text: string): Promise<{ threadId: string; id
 const card = (page: Page, id: string) => page.getByRole('article', { name: `Inbox item ${id}` });
 const count = (page: Page) => page.getByTestId('inbox-count');
 
-describe('the inbox in the console', () => {
+describe('the inbox in the console', { timeout: 120_000 }, () => {
   it('an approver answers through the form generated from answerSchema; the thread completes; a wrong answer shows the 422 in the form', async () => {
     const { threadId, id } = await ask(file.server, 'order 17');
     const page = await file.open(APPROVER_TOKEN, '/inbox');

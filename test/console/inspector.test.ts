@@ -55,7 +55,9 @@ async function openAs(token: string, at: string): Promise<Page> {
   return page;
 }
 
-describe('the LLM call inspector', () => {
+// A ceiling for a multi-step browser test on a loaded machine (another test file may share it);
+// every wait inside is on what the page shows, with a deadline of its own.
+describe('the LLM call inspector', { timeout: 120_000 }, () => {
   it('thread page: an MCP call, a refused answer and its repair round, each opening to the prompt, the tool call arguments and the tool result', async () => {
     expect((await server.api('GET', `/threads/${investigated}`)).body.status).toBe('completed');
     const p = await openAs(OP_TOKEN, `/threads/${investigated}`);

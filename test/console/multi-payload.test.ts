@@ -28,7 +28,7 @@ const file = consoleFile({
   },
 });
 
-describe('inject form for a listener of several payload types', () => {
+describe('inject form for a listener of several payload types', { timeout: 120_000 }, () => {
   it('the operator chooses the type; the form shows that type’s fields and the message is of that type', async () => {
     const page = await file.open(OP_TOKEN, '/inject');
     const target = page.getByRole('combobox', { name: 'Target' });

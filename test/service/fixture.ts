@@ -1,7 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
+import { inject } from 'vitest';
 import { loadOrganism } from '../../src/config/index.js';
 import { Organism } from '../../src/organism/organism.js';
 import { openSqliteStorage } from '../../src/store/index.js';
@@ -185,7 +188,7 @@ export async function startService(options: { yaml?: string; app?: Partial<Build
   // default. All must behave the same. PostgreSQL: a fresh database, dropped at close, opened
   // in cluster mode as `organism serve --store` runs it (issue 15): the database is the work
   // queue this server claims from, as one of the processes that may share it.
-  const database = options.storage === 'postgres' ? await createTestDatabase() : null;
+  const database = options.storage === 'postgres' ? await postgresForService() : null;
   const storage =
     options.storage === 'sqlite'
       ? openSqliteStorage({ dataDir: path.join(dir, 'data') })
@@ -279,6 +282,30 @@ export async function startService(options: { yaml?: string; app?: Partial<Build
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A fresh PostgreSQL place for one service: a schema of its own in the run's database
+ * (test/support/postgres-run-database.ts), named in the URL's search_path as `organism serve
+ * --store` takes it, dropped at close; a fresh database when the run has none.
+ */
+async function postgresForService(): Promise<{ url: string; drop(): Promise<void> }> {
+  const run = inject('organismRunDatabase');
+  if (!run) return createTestDatabase();
+  const schema = `svc_${randomBytes(6).toString('hex')}`;
+  const sql = async (text: string) => {
+    const client = new pg.Client({ connectionString: run });
+    await client.connect();
+    try {
+      await client.query(text);
+    } finally {
+      await client.end();
+    }
+  };
+  await sql(`CREATE SCHEMA ${schema}`);
+  const url = new URL(run);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return { url: url.toString(), drop: () => sql(`DROP SCHEMA IF EXISTS ${schema} CASCADE`) };
 }
 
 /** Polls until `check` returns a truthy value (generous timeout for a loaded machine). */

@@ -55,13 +55,21 @@ describe('SQLite thread records when a write fails', () => {
   });
 
   it('a newer record of the thread wins over the retry of an older one', async () => {
+    // The retry timer (setTimeout) is faked and fired when the test says, not waited for.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const { db, threads, errors } = store();
     db.pragma('query_only = ON');
     threads.put(record('active'));
     await until(async () => errors.length > 0, 'the failed write');
+    // The failed write scheduled its retry.
+    await until(async () => vi.getTimerCount() === 1, 'the retry to be scheduled');
     db.pragma('query_only = OFF');
     threads.put(record('completed'));
-    await new Promise((r) => setTimeout(r, 1_200)); // past the retry of the older record
+    await until(async () => (db.prepare('SELECT status FROM threads WHERE id = ?').get('t-1') as { status: string } | undefined)?.status === 'completed', 'the newer record committed');
+    vi.runOnlyPendingTimers(); // the retry of the older record
+    await new Promise((r) => setImmediate(r)); // any write it queued runs
+    await new Promise((r) => setImmediate(r));
+    expect(errors).toHaveLength(1);
     expect((await threads.get('t-1'))?.status).toBe('completed');
   });
 

@@ -316,5 +316,7 @@ function buildConfig(draft: ConfigDraft, yamlPayloads: readonly PayloadTypeDef[]
     journal: draft.journal,
     metrics: draft.metrics,
     telemetry: draft.telemetry,
+    ...(draft.schedules.length > 0 ? { schedules: draft.schedules.map((x) => x.value) } : {}),
+    ...(draft.webhooks.length > 0 ? { webhooks: draft.webhooks.map((x) => x.value) } : {}),
   };
 }

@@ -15,6 +15,8 @@ export const Keys = {
     'mcp_servers',
     'metrics',
     'telemetry',
+    'schedules',
+    'webhooks',
   ],
   organism: ['name'],
   llm: ['providers', 'pricing', 'max_reply_bytes', 'max_messages_per_reply', 'record'],
@@ -56,6 +58,9 @@ export const Keys = {
   metrics: ['enabled', 'public'],
   telemetry: ['otlp', 'capture_content', 'context_manager', 'trace_probes'],
   otlp: ['endpoint', 'protocol'],
+  schedule: ['name', 'cron', 'timezone', 'every', 'to', 'payload', 'catch_up'],
+  webhook: ['name', 'url', 'events', 'secret_env', 'timeout_seconds', 'retry'],
+  webhookRetry: ['max_attempts', 'initial_seconds', 'max_seconds'],
 } as const;
 
 export const Defaults = {

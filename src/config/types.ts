@@ -1,6 +1,8 @@
 import type { Handler } from '../core/handler.js';
 import type { PayloadTypeDef } from '../payload/types.js';
 import type { CodeTool } from '../agent/code-tool.js';
+import type { ScheduleSpec } from '../core/schedule.js';
+import type { WebhookConfig } from '../core/webhook.js';
 
 /** The LLM provider kinds a `llm.providers[]` entry may name. */
 export type ProviderType = 'mock' | 'openai' | 'anthropic';
@@ -222,6 +224,10 @@ export interface OrganismConfig extends TopLevelSettings {
   readonly metrics?: MetricsConfig;
   /** Absent (configs built in code): no traces unless the OTEL_* variables ask for them. */
   readonly telemetry?: TelemetryConfig;
+  /** `schedules:`: payloads injected on a cron expression or an interval (absent: none). */
+  readonly schedules?: readonly ScheduleSpec[];
+  /** `webhooks:`: events sent, signed, to other systems (absent: none). */
+  readonly webhooks?: readonly WebhookConfig[];
   /**
    * Variables substituted into organism.yaml (`${VAR}`) that hold secrets (named by
    * `api_key_env`/`token_env`, or named like one: `*_KEY`, `*TOKEN*`, `*SECRET*`, ...): the

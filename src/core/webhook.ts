@@ -53,3 +53,39 @@ export interface WebhookStore {
   /** Drops delivered and failed deliveries created before `before`. */
   prune(before: number): Promise<void>;
 }
+
+/**
+ * The events a webhook may subscribe to. `loop_detected` is accepted ahead of its source (a
+ * loop guard); it is sent once the runtime reports it.
+ */
+export const WEBHOOK_EVENTS = [
+  'thread_completed',
+  'thread_failed',
+  'thread_killed',
+  'inbox_opened',
+  'inbox_closed',
+  'budget_warning',
+  'budget_exhausted',
+  'delivery_failed',
+  'schedule_fired',
+  'loop_detected',
+] as const;
+
+export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
+/** A `webhooks:` entry of organism.yaml, resolved. */
+export interface WebhookConfig {
+  /** Its name in the API and the console (default `webhook-<n>`, n its 1-based place in the list). */
+  readonly name: string;
+  readonly url: string;
+  readonly events: readonly WebhookEvent[];
+  /** The variable holding the `whsec_...` signing secret (read at start, never stored). */
+  readonly secretEnv: string;
+  /** Per send. */
+  readonly timeoutSeconds: number;
+  /** Sends in all before a delivery is marked failed. */
+  readonly maxAttempts: number;
+  /** The wait after the first failed send; it doubles after each, up to `maxBackoffSeconds`. */
+  readonly initialBackoffSeconds: number;
+  readonly maxBackoffSeconds: number;
+}

@@ -69,7 +69,7 @@ export class RestClient {
   }
 
   /** Low-level call: `path` from the server root (`/api/v1/...`). */
-  async request<R>(method: 'GET' | 'POST' | 'PUT', path: string, options: { query?: Query; body?: unknown } = {}): Promise<R> {
+  async request<R>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, options: { query?: Query; body?: unknown } = {}): Promise<R> {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (this.#token !== undefined) headers['authorization'] = `Bearer ${this.#token}`;
     let body: string | undefined;
@@ -93,7 +93,7 @@ export class RestClient {
     return parsed as R;
   }
 
-  #api<R>(method: 'GET' | 'POST' | 'PUT', path: string, options?: { query?: Query; body?: unknown }): Promise<R> {
+  #api<R>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, options?: { query?: Query; body?: unknown }): Promise<R> {
     return this.request<R>(method, `/api/v1${path}`, options);
   }
 
@@ -117,6 +117,21 @@ export class RestClient {
 
   /** The processes running this organism, with their heartbeats (scale-out on PostgreSQL). */
   workers = (): Promise<T.WorkerList> => this.#api('GET', '/workers');
+
+  /** Schedules (organism.yaml `schedules:` and added at run time), with their next run and latest ticks. */
+  readonly schedules = {
+    list: (query: T.ScheduleListQuery = {}): Promise<T.ScheduleList> => this.#api('GET', '/schedules', { query: { ...query } }),
+    get: (name: string): Promise<T.Schedule> => this.#api('GET', `/schedules/${seg(name)}`),
+    /** Kept in the store: every process of the organism fires it, once per tick, and it outlives restarts. */
+    add: (schedule: T.ScheduleInput): Promise<T.Schedule> => this.#api('POST', '/schedules', { body: schedule }),
+    /** Only one added at run time (one of organism.yaml: 409). */
+    remove: (name: string): Promise<{ success: true }> => this.#api('DELETE', `/schedules/${seg(name)}`),
+  };
+
+  /** Outbound webhooks: their delivery counts and recent deliveries (failures with their last status and error). */
+  readonly webhooks = {
+    list: (query: T.WebhookListQuery = {}): Promise<T.WebhookList> => this.#api('GET', '/webhooks', { query: { ...query } }),
+  };
 
   readonly capabilities = {
     list: (): Promise<T.CapabilityList> => this.#api('GET', '/capabilities'),

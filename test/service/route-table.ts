@@ -2,7 +2,7 @@
 export type Access = 'public' | 'viewer' | 'operator' | 'approver';
 
 export interface RouteCase {
-  readonly method: 'GET' | 'POST' | 'PUT';
+  readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   /** As documented in OpenAPI (`{param}`). */
   readonly template: string;
   readonly access: Access;
@@ -60,6 +60,11 @@ export const ROUTES: readonly RouteCase[] = [
   { method: 'POST', template: '/api/v1/inbox/{id}/answer', access: 'approver', body: { payload: { Text: { text: 'x' } } } },
   { method: 'POST', template: '/api/v1/inbox/{id}/reject', access: 'approver', body: { note: 'no' } },
   { method: 'POST', template: '/api/v1/inbox/{id}/approve', access: 'approver', body: {} },
+  { method: 'GET', template: '/api/v1/schedules', access: 'viewer' },
+  { method: 'GET', template: '/api/v1/schedules/{name}', access: 'viewer' },
+  { method: 'POST', template: '/api/v1/schedules', access: 'operator', body: { name: 'matrix', every: '1h', to: 'echo', payload: { Text: { text: 'tick' } } } },
+  { method: 'DELETE', template: '/api/v1/schedules/{name}', access: 'operator' },
+  { method: 'GET', template: '/api/v1/webhooks', access: 'viewer' },
 ];
 
 export function fill(template: string, values: Record<string, string>): string {

@@ -18,6 +18,7 @@ import { ThreadDetailView, ThreadsView } from './views/Threads';
 import { TopologyView } from './views/Topology';
 import { UsageView } from './views/Usage';
 import { WorkersView } from './views/Workers';
+import { SchedulesView } from './views/Schedules';
 
 const queryClient = new QueryClient({
   defaultOptions: {
@@ -77,6 +78,7 @@ const NAV: Array<[string, string]> = [
   ['/journal', 'Journal'],
   ['/usage', 'Usage'],
   ['/workers', 'Workers'],
+  ['/schedules', 'Schedules'],
   ['/config', 'Configuration'],
 ];
 
@@ -147,6 +149,7 @@ const routeTree = root.addChildren([
   createRoute({ ...parent, path: '/usage', component: UsageView }),
   createRoute({ ...parent, path: '/config', component: ConfigView }),
   createRoute({ ...parent, path: '/workers', component: WorkersView }),
+  createRoute({ ...parent, path: '/schedules', component: SchedulesView }),
 ]);
 export const router = createRouter({ routeTree, defaultPreload: false });
 declare module '@tanstack/react-router' {

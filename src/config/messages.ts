@@ -50,7 +50,7 @@ export const ConfigMessages = {
   badCron: (reason: string) => `invalid cron expression: ${reason}`,
   timezoneWithoutCron: () => '`timezone` applies to `cron` schedules only; remove it (an `every` interval counts from the Unix epoch)',
   badInterval: (got: string) => `\`every\` must be a whole number of seconds, minutes, hours or days (\`30s\`, \`5m\`, \`1h\`, \`1d\`) of at least 1s, got ${JSON.stringify(got)}`,
-  schedulePayloadShape: () => '`payload` must be a mapping of the payload\'s fields (with `type` when the listener accepts several types)',
+  schedulePayloadShape: () => "`payload` must be a mapping of the payload's fields (with `type` when the listener accepts several types)",
   scheduleUnknownTarget: (to: string, suggestion: string | null) => `\`to\`: no listener is named ${quote(to)}${didYouMean(suggestion)}`,
   unknownWebhookEvent: (got: string, suggestion: string | null, known: readonly string[]) =>
     `unknown webhook event ${quote(got)}${suggestion ? didYouMean(suggestion) : ''}; known events: ${known.join(', ')}`,

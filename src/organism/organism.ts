@@ -167,10 +167,8 @@ export class Organism {
     this.scheduler = new Scheduler({
       store: this.storage.schedules,
       configured: () => this.config.schedules ?? [],
-      inject: (spec, tickAt) =>
-        this.inject(spec.to, spec.payload, { metadata: { schedule: spec.name, scheduled_for: new Date(tickAt).toISOString() } }),
-      onFired: (spec, tick) =>
-        this.webhooks.emit('schedule_fired', `${spec.name}:${tick.tickAt}`, { schedule: spec.name, tickAt: tick.tickAt, threadId: tick.threadId, late: tick.late }),
+      inject: (spec, tickAt) => this.inject(spec.to, spec.payload, { metadata: { schedule: spec.name, scheduled_for: new Date(tickAt).toISOString() } }),
+      onFired: (spec, tick) => this.webhooks.emit('schedule_fired', `${spec.name}:${tick.tickAt}`, { schedule: spec.name, tickAt: tick.tickAt, threadId: tick.threadId, late: tick.late }),
       logger: this.logger,
     });
     this.follower = new Follower({
@@ -264,7 +262,9 @@ export class Organism {
     if (problem) throw Errors.INVALID_SCHEDULE(problem.key === 'catchUp' ? 'catch_up' : problem.key, problem.message);
     const target = this.config.listeners.find((l) => l.name === spec.to);
     if (!target) throw Errors.INVALID_SCHEDULE('to', `no listener is named \`${spec.to}\``);
-    const accepted = acceptedTypes(target).map((name) => this.registryValue.get(name)).filter((t) => t !== undefined);
+    const accepted = acceptedTypes(target)
+      .map((name) => this.registryValue.get(name))
+      .filter((t) => t !== undefined);
     resolveInjectPayload(spec.payload, accepted, this.registryValue, spec.to);
     if (this.scheduler.isConfigured(spec.name)) throw Errors.SCHEDULE_EXISTS(spec.name, 'in organism.yaml');
     if (!(await this.scheduler.add(spec))) throw Errors.SCHEDULE_EXISTS(spec.name, 'added at run time');

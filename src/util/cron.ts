@@ -125,7 +125,7 @@ export function checkTimeZone(timeZone: string): void {
 function wallOf(instant: number, timeZone: string): number {
   const parts: Record<string, number> = {};
   for (const p of formatFor(timeZone).formatToParts(new Date(instant))) if (p.type !== 'literal') parts[p.type] = Number(p.value);
-  return Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour! % 24, parts.minute!, parts.second!) + (instant % 1000 + 1000) % 1000;
+  return Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour! % 24, parts.minute!, parts.second!) + (((instant % 1000) + 1000) % 1000);
 }
 
 /** The earliest instant whose wall-clock time in `timeZone` is `wall`, or null (a DST gap). */

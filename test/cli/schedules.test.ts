@@ -82,7 +82,11 @@ describe.runIf(run)('schedules on two serve processes sharing PostgreSQL', () =>
     const [a, b] = await Promise.all([serve('a'), serve('b')]);
     // Ten seconds of ticks with both processes up.
     const from = Date.now();
-    await until(async () => (await ticks()).filter((t) => t.schedule === 'tick' && t.tick_at > from + 1000 && t.outcome === 'fired').length >= 10, 'ten ticks with both processes up', 60_000);
+    await until(
+      async () => (await ticks()).filter((t) => t.schedule === 'tick' && t.tick_at > from + 1000 && t.outcome === 'fired').length >= 10,
+      'ten ticks with both processes up',
+      60_000,
+    );
     await Promise.all([stopProcess(a), stopProcess(b)]);
     const stoppedAt = Date.now();
     const before = await ticks();
@@ -122,8 +126,14 @@ describe.runIf(run)('schedules on two serve processes sharing PostgreSQL', () =>
       expect(catchUp!.tick_at - lastBefore(name), name).toBeGreaterThanOrEqual(3000);
       expect(catchUp!.tick_at, name).toBeGreaterThan(restartedAt - 1000);
       expect(onTime.length, name).toBeGreaterThanOrEqual(1);
-      expect(onTime.filter((t) => t.late), name).toEqual([]);
-      expect(onTime.every((t) => t.outcome === 'fired'), name).toBe(true);
+      expect(
+        onTime.filter((t) => t.late),
+        name,
+      ).toEqual([]);
+      expect(
+        onTime.every((t) => t.outcome === 'fired'),
+        name,
+      ).toBe(true);
     }
     // catch_up: false records the skip without a thread.
     expect(since('quiet')[0]!.thread_id).toBeNull();

@@ -30,14 +30,22 @@ describe('schedules:', () => {
   });
 
   it('refuses bad schedules at their key path', async () => {
-    expect(await problems('schedules:\n  - {name: a, cron: "0 25 * * *", to: shout}')).toEqual([['schedules[0].cron', 'invalid cron expression: 25 is out of range in the hour field (0-23)']]);
+    expect(await problems('schedules:\n  - {name: a, cron: "0 25 * * *", to: shout}')).toEqual([
+      ['schedules[0].cron', 'invalid cron expression: 25 is out of range in the hour field (0-23)'],
+    ]);
     expect(await problems('schedules:\n  - {name: a, cron: "0 9 * *", to: shout}')).toEqual([['schedules[0].cron', expect.stringContaining('has 4 fields; a cron expression has 5')]]);
-    expect(await problems('schedules:\n  - {name: a, cron: "0 9 * * *", timezone: Europe/Pariss, to: shout}')).toEqual([['schedules[0].timezone', expect.stringContaining('unknown time zone "Europe/Pariss"')]]);
+    expect(await problems('schedules:\n  - {name: a, cron: "0 9 * * *", timezone: Europe/Pariss, to: shout}')).toEqual([
+      ['schedules[0].timezone', expect.stringContaining('unknown time zone "Europe/Pariss"')],
+    ]);
     expect(await problems('schedules:\n  - {name: a, every: 5 minutes, to: shout}')).toEqual([['schedules[0].every', expect.stringContaining('`every` must be')]]);
-    expect(await problems('schedules:\n  - {name: a, every: 10s, timezone: UTC, to: shout}')).toEqual([['schedules[0].timezone', expect.stringContaining('applies to `cron` schedules only')]]);
+    expect(await problems('schedules:\n  - {name: a, every: 10s, timezone: UTC, to: shout}')).toEqual([
+      ['schedules[0].timezone', expect.stringContaining('applies to `cron` schedules only')],
+    ]);
     expect(await problems('schedules:\n  - {name: a, to: shout}')).toEqual([['schedules[0].name', expect.stringContaining('exactly one of `cron`')]]);
     expect(await problems('schedules:\n  - {name: a, every: 1m, to: shot}')).toEqual([['schedules[0].to', expect.stringContaining('did you mean `shout`?')]]);
-    expect(await problems('schedules:\n  - {name: a, every: 1m, to: shout}\n  - {name: a, every: 1h, to: shout}')).toEqual([['schedules[1].name', expect.stringContaining('duplicate schedule name `a`')]]);
+    expect(await problems('schedules:\n  - {name: a, every: 1m, to: shout}\n  - {name: a, every: 1h, to: shout}')).toEqual([
+      ['schedules[1].name', expect.stringContaining('duplicate schedule name `a`')],
+    ]);
     expect(await problems('schedules:\n  - {name: a, every: 1m, to: shout, catchup: true}')).toEqual([['schedules[0].catchup', expect.stringContaining('did you mean `catch_up`?')]]);
     expect(await problems('schedules:\n  - {name: a, every: 1m, to: shout, payload: [1]}')).toEqual([['schedules[0].payload', expect.stringContaining('must be a mapping')]]);
   });
@@ -67,7 +75,9 @@ describe('webhooks:', () => {
     expect(await problems('webhooks:\n  - {url: "ftp://x.test/h", events: [thread_failed], secret_env: S}')).toEqual([['webhooks[0].url', expect.stringContaining('http:// or https://')]]);
     expect(await problems('webhooks:\n  - {url: "https://x.test/h", events: [], secret_env: S}')).toEqual([['webhooks[0].events', expect.stringContaining('lists no event')]]);
     expect(await problems('webhooks:\n  - {url: "https://x.test/h", events: [inbox_opened]}')).toEqual([['webhooks[0].secret_env', expect.stringContaining('missing required key')]]);
-    expect(await problems('webhooks:\n  - {url: "https://x.test/h", events: [inbox_opened], secret_env: "whsec abc"}')).toEqual([['webhooks[0].secret_env', expect.stringContaining('name of an environment variable')]]);
+    expect(await problems('webhooks:\n  - {url: "https://x.test/h", events: [inbox_opened], secret_env: "whsec abc"}')).toEqual([
+      ['webhooks[0].secret_env', expect.stringContaining('name of an environment variable')],
+    ]);
     expect(await problems('webhooks:\n  - {url: "https://x.test/h", events: [inbox_opened], secret_env: S, retry: {initial_seconds: 10, max_seconds: 1}}')).toEqual([
       ['webhooks[0].retry.max_seconds', expect.stringContaining('is less than')],
     ]);

@@ -21,10 +21,9 @@ export class PgScheduleStore implements ScheduleStore {
   }
 
   async remove(name: string): Promise<boolean> {
-    const r = await this.db.query(
-      'WITH t AS (DELETE FROM schedule_ticks WHERE schedule = $1), c AS (DELETE FROM schedule_cursors WHERE name = $1) DELETE FROM schedules WHERE name = $1',
-      [name],
-    );
+    const r = await this.db.query('WITH t AS (DELETE FROM schedule_ticks WHERE schedule = $1), c AS (DELETE FROM schedule_cursors WHERE name = $1) DELETE FROM schedules WHERE name = $1', [
+      name,
+    ]);
     return r.rowCount === 1;
   }
 
@@ -118,7 +117,8 @@ export class PgWebhookStore implements WebhookStore {
 
   async counts(): Promise<Record<string, WebhookCounts>> {
     const out: Record<string, { pending: number; delivered: number; failed: number }> = {};
-    const rows = (await this.db.query<{ webhook: string; state: WebhookDeliveryState; n: number }>('SELECT webhook, state, COUNT(*) AS n FROM webhook_deliveries GROUP BY webhook, state')).rows;
+    const rows = (await this.db.query<{ webhook: string; state: WebhookDeliveryState; n: number }>('SELECT webhook, state, COUNT(*) AS n FROM webhook_deliveries GROUP BY webhook, state'))
+      .rows;
     for (const r of rows) (out[r.webhook] ??= { pending: 0, delivered: 0, failed: 0 })[r.state] = r.n;
     return out;
   }

@@ -106,16 +106,23 @@ export class SqliteWebhookStore implements WebhookStore {
 
   async recent(query: { webhook?: string; state?: WebhookDeliveryState; limit: number }): Promise<WebhookDelivery[]> {
     return (
-      prepared(
-        this.db,
-        `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE (? IS NULL OR webhook = ?) AND (? IS NULL OR state = ?) ORDER BY created_at DESC, id DESC LIMIT ?`,
-      ).all(query.webhook ?? null, query.webhook ?? null, query.state ?? null, query.state ?? null, query.limit) as DeliveryRow[]
+      prepared(this.db, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE (? IS NULL OR webhook = ?) AND (? IS NULL OR state = ?) ORDER BY created_at DESC, id DESC LIMIT ?`).all(
+        query.webhook ?? null,
+        query.webhook ?? null,
+        query.state ?? null,
+        query.state ?? null,
+        query.limit,
+      ) as DeliveryRow[]
     ).map(deliveryOf);
   }
 
   async counts(): Promise<Record<string, WebhookCounts>> {
     const out: Record<string, { pending: number; delivered: number; failed: number }> = {};
-    for (const r of prepared(this.db, 'SELECT webhook, state, COUNT(*) AS n FROM webhook_deliveries GROUP BY webhook, state').all() as Array<{ webhook: string; state: WebhookDeliveryState; n: number }>) {
+    for (const r of prepared(this.db, 'SELECT webhook, state, COUNT(*) AS n FROM webhook_deliveries GROUP BY webhook, state').all() as Array<{
+      webhook: string;
+      state: WebhookDeliveryState;
+      n: number;
+    }>) {
       (out[r.webhook] ??= { pending: 0, delivered: 0, failed: 0 })[r.state] = r.n;
     }
     return out;

@@ -101,11 +101,13 @@ export type Schedule = Static<typeof ScheduleInfo>;
 export type ScheduleTick = Static<typeof ScheduleTickInfo>;
 /** The answer of `GET /api/v1/schedules`. */
 export type ScheduleList = Static<typeof ScheduleListResponse>;
+/** The query of `GET /api/v1/schedules`: how many of each schedule's latest ticks to list. */
 export type ScheduleListQuery = Static<typeof ScheduleQuery>;
 /** The body of `POST /api/v1/schedules`: exactly one of `cron` (with `timezone`) and `every`. */
 export type ScheduleInput = Static<typeof ScheduleRequest>;
 /** The answer of `GET /api/v1/webhooks`. */
 export type WebhookList = Static<typeof WebhookListResponse>;
+/** The query of `GET /api/v1/webhooks`: one webhook, one state, how many deliveries. */
 export type WebhookListQuery = Static<typeof WebhookQuery>;
 /** One journaled webhook delivery. */
 export type WebhookDelivery = Static<typeof WebhookDeliveryInfo>;

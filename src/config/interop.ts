@@ -2,11 +2,16 @@ import { isMap } from 'yaml';
 import type { ScheduleSpec } from '../core/schedule.js';
 import { WEBHOOK_EVENTS, type WebhookConfig, type WebhookEvent } from '../core/webhook.js';
 import { checkTimeZone, CronError, parseCron, parseInterval } from '../util/cron.js';
-import type { Located } from './document.js';
 import { ConfigMessages } from './messages.js';
 import { MapReader, type ProblemSink } from './reader.js';
 import { Keys } from './schema.js';
 import { closest } from './suggest.js';
+
+/** An entry read from YAML, kept with its reader so later checks can point into the file (as document.ts's Located). */
+interface Located<T> {
+  readonly value: T;
+  readonly at: MapReader;
+}
 
 const SCHEDULE_NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;

@@ -7,7 +7,7 @@ export class MemoryScheduleStore implements ScheduleStore {
   private readonly tickRows = new Map<string, Map<number, ScheduleTick>>();
 
   async list(): Promise<StoredSchedule[]> {
-    return [...this.added.values()];
+    return [...this.added.values()].sort((a, b) => a.createdAt - b.createdAt || (a.spec.name < b.spec.name ? -1 : 1));
   }
 
   async add(spec: ScheduleSpec, now: number): Promise<boolean> {

@@ -67,6 +67,8 @@ export function configChanges(before: OrganismConfig, after: OrganismConfig): Co
   }
   if (!same(before.metrics, after.metrics)) changed.push('metrics');
   if (!same(before.telemetry, after.telemetry)) changed.push('telemetry');
+  changed.push(...namedListChanges('schedules', before.schedules ?? [], after.schedules ?? []));
+  changed.push(...namedListChanges('webhooks', before.webhooks ?? [], after.webhooks ?? []));
   return { changed, restartRequired: changed.filter((k) => AT_START.some((re) => re.test(k))) };
 }
 

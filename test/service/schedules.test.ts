@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BASE_LISTENERS, eventually, organismYaml, startService, STORAGE_KINDS, VIEWER, type Service } from './fixture.js';
+import { BASE_LISTENERS, eventually, OPERATOR, organismYaml, startService, STORAGE_KINDS, VIEWER, type Service } from './fixture.js';
 import { newWebhookSecret, WebhookReceiver } from '../support/webhook-receiver.js';
 
 const SECRET_ENV = 'ORGANISM_TEST_WEBHOOK_SECRET';
@@ -88,6 +88,26 @@ describe.each(STORAGE_KINDS)('schedules over the API (%s)', (storage) => {
     const fromYaml = await svc.request('DELETE', '/api/v1/schedules/heartbeat');
     expect(fromYaml.status).toBe(409);
     expect(fromYaml.body.code).toBe('SCHEDULE_CONFIGURED');
+  });
+
+  it('the configuration view shows the schedules as organism.yaml has them; a reload that adds one applies it at once', async () => {
+    // The YAML form is text (the OpenAPI check of svc.request reads JSON).
+    const yaml = await (await fetch(`${svc.url}/api/v1/organism/config?format=yaml`, { headers: { authorization: `Bearer ${OPERATOR}` } })).text();
+    expect(yaml).toContain('schedules:');
+    expect(yaml).toMatch(/- name: heartbeat\n\s+every: 1s\n\s+to: echo\n\s+payload:\n\s+Text:\n\s+text: heartbeat\n\s+catch_up: true/);
+    svc.writeConfig(
+      yamlWith(`schedules:
+  - {name: nightly, cron: "0 3 * * *", timezone: Europe/Paris, to: echo, payload: {Text: {text: nightly}}}
+  - {name: heartbeat, every: 1s, to: echo, payload: {Text: {text: heartbeat}}}
+  - {name: reloaded, every: 1s, to: echo, payload: {Text: {text: reloaded}}}
+`),
+    );
+    const reload = await svc.request('POST', '/api/v1/organism/reload');
+    expect(reload.body).toMatchObject({ success: true, changed: ['schedules.reloaded'], restartRequired: [] });
+    await eventually(
+      async () => (await svc.request('GET', '/api/v1/schedules/reloaded')).body.ticks?.some((t: { outcome: string }) => t.outcome === 'fired') || null,
+      'the reloaded schedule to fire',
+    );
   });
 
   it('the client lists, adds and removes schedules', async () => {

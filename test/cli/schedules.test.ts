@@ -3,6 +3,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestDatabase, withPostgres } from '../store/contract/backends.js';
+import { newWebhookSecret, WebhookReceiver } from '../support/webhook-receiver.js';
 import { killAll, organismDir, startServer, stopProcess, until, type ServerProcess } from './processes.js';
 
 /**
@@ -139,5 +140,45 @@ describe.runIf(run)('schedules on two serve processes sharing PostgreSQL', () =>
     expect(since('quiet')[0]!.thread_id).toBeNull();
     const firedAll = after.filter((t) => t.outcome === 'fired');
     expect(handled().length).toBe(firedAll.length);
+  }, 240_000);
+
+  it('webhooks on two serve processes: each event is sent by one of them, once, signed; none lost while the receiver answers 500', async () => {
+    const db = await createTestDatabase();
+    cleanup.push(() => db.drop());
+    const secret = newWebhookSecret();
+    const receiver = new WebhookReceiver(secret);
+    let down = true;
+    receiver.status = () => (down ? 500 : 200);
+    const url = await receiver.start();
+    cleanup.push(() => receiver.close());
+    const yaml = `${YAML.replace(/schedules:[\s\S]*$/, '')}webhooks:
+  - name: ops
+    url: ${url}
+    events: [thread_completed]
+    secret_env: CLI_WEBHOOK_SECRET
+    retry: {initial_seconds: 0.2, max_seconds: 1, max_attempts: 1000}
+`;
+    const dir = organismDir(yaml, { 'handlers.ts': HANDLERS });
+    const config = path.join(dir, 'organism.yaml');
+    const serve = (name: string): Promise<ServerProcess> =>
+      startServer(config, ['--store', db.url, '--name', name, '--data-dir', path.join(dir, `data-${name}`)], { built: true, env: { CLI_WEBHOOK_SECRET: secret } });
+    const [a, b] = await Promise.all([serve('a'), serve('b')]);
+    const threads: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const server = i % 2 === 0 ? a : b;
+      const res = await server.api('/inject', { method: 'POST', body: JSON.stringify({ to: 'worker', payload: { Text: { text: `job-${i}` } } }) });
+      expect(res.status).toBe(200);
+      threads.push(((await res.json()) as { threadId: string }).threadId);
+    }
+    await until(() => receiver.refusedTries >= 20 || null, 'the receiver to refuse tries', 60_000);
+    down = false;
+    await until(() => receiver.ofType('thread_completed').length >= 10 || null, 'every thread_completed', 60_000);
+    const pending = async () => ((await (await a.api('/webhooks')).json()) as { webhooks: Array<{ pending: number; delivered: number }> }).webhooks[0]!;
+    await until(async () => (await pending()).pending === 0 || null, 'nothing pending', 30_000);
+    expect(await pending()).toMatchObject({ delivered: 10 });
+    expect(new Set(receiver.ofType('thread_completed').map((w) => w.body.data['id']))).toEqual(new Set(threads));
+    expect(receiver.badSignatures).toEqual([]);
+    expect(receiver.duplicates).toBe(0);
+    await Promise.all([stopProcess(a), stopProcess(b)]);
   }, 240_000);
 });

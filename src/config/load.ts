@@ -1,3 +1,7 @@
+import { PayloadRegistry } from '../payload/registry.js';
+import { resolveInjectPayload } from '../payload/inject.js';
+import { OrganismError } from '../errors/catalogue.js';
+import { acceptedTypes } from './accepted-types.js';
 import path from 'node:path';
 import { isScalar, LineCounter, parseDocument, visit, type Node } from 'yaml';
 import type { PayloadTypeDef } from '../payload/types.js';
@@ -106,6 +110,7 @@ export async function loadOrganismFromString(yamlText: string, virtualPath: stri
   const tools = findToolExports(draft.listeners, modules, new Set(handlerModules));
   const payloadTypes = collectPayloadTypes(sink, draft, refs, modules, tools.types);
   checkListenerPayloads(draft, payloadTypes);
+  if (sink.problems.length === 0) checkSchedulePayloads(draft, payloadTypes);
   const listeners = resolved.map((r, i) => (r && draft.listeners[i] ? withTools(r, draft.listeners[i], tools, payloadTypes) : r));
 
   if (sink.problems.length > 0) throw new ConfigInvalidError(redacted(sortProblems(oncePerSubstitution(sink.problems, envProblems))));
@@ -286,6 +291,23 @@ function checkListenerPayloads(draft: ConfigDraft, types: readonly TypeOrigin[])
     for (const item of at.list('payload', false) ?? []) {
       const name = isScalar(item.node) ? item.node.value : undefined;
       if (typeof name === 'string' && !known.includes(name)) at.sink.add(item.node, item.path, ConfigMessages.unknownPayloadType(name, closest(name, known), known));
+    }
+  }
+}
+
+/** Each schedule's payload fits its target listener, as an inject of it would be checked (reported at `schedules[i].payload`). */
+function checkSchedulePayloads(draft: ConfigDraft, types: readonly TypeOrigin[]): void {
+  if (draft.schedules.length === 0) return;
+  const registry = new PayloadRegistry(types.map((t) => t.def));
+  for (const { value: s, at } of draft.schedules) {
+    const target = draft.listeners.find((l) => l.value.name === s.to)?.value;
+    if (!target) continue;
+    const accepted = acceptedTypes(target).flatMap((name) => registry.get(name) ?? []);
+    try {
+      resolveInjectPayload(s.payload, accepted, registry, s.to);
+    } catch (err) {
+      if (!(err instanceof OrganismError)) throw err;
+      at.problem('payload', ConfigMessages.schedulePayloadInvalid(s.to, err.detail));
     }
   }
 }

@@ -51,6 +51,7 @@ export const ConfigMessages = {
   timezoneWithoutCron: () => '`timezone` applies to `cron` schedules only; remove it (an `every` interval counts from the Unix epoch)',
   badInterval: (got: string) => `\`every\` must be a whole number of seconds, minutes, hours or days (\`30s\`, \`5m\`, \`1h\`, \`1d\`) of at least 1s, got ${JSON.stringify(got)}`,
   schedulePayloadShape: () => "`payload` must be a mapping of the payload's fields (with `type` when the listener accepts several types)",
+  schedulePayloadInvalid: (to: string, what: string) => `\`payload\` does not fit listener ${quote(to)}: ${what}`,
   scheduleUnknownTarget: (to: string, suggestion: string | null) => `\`to\`: no listener is named ${quote(to)}${didYouMean(suggestion)}`,
   unknownWebhookEvent: (got: string, suggestion: string | null, known: readonly string[]) =>
     `unknown webhook event ${quote(got)}${suggestion ? didYouMean(suggestion) : ''}; known events: ${known.join(', ')}`,

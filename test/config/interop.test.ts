@@ -17,15 +17,15 @@ describe('schedules:', () => {
     const loaded = await loadOrganismFromString(
       `${base}schedules:
   - {name: morning, cron: "0 9 * * 1-5", timezone: Europe/Paris, to: shout, payload: {text: hi}}
-  - {name: often, every: 30s, to: shout, catch_up: false}
-  - {name: daily, cron: "@daily", to: shout}
+  - {name: often, every: 30s, to: shout, catch_up: false, payload: {text: often}}
+  - {name: daily, cron: "@daily", to: shout, payload: {Announcement: {text: daily}}}
 `,
       CONFIG_PATH,
     );
     expect(loaded.config.schedules).toEqual([
       { name: 'morning', cron: '0 9 * * 1-5', timezone: 'Europe/Paris', every: null, to: 'shout', payload: { text: 'hi' }, catchUp: true },
-      { name: 'often', cron: null, timezone: null, every: '30s', to: 'shout', payload: {}, catchUp: false },
-      { name: 'daily', cron: '@daily', timezone: 'UTC', every: null, to: 'shout', payload: {}, catchUp: true },
+      { name: 'often', cron: null, timezone: null, every: '30s', to: 'shout', payload: { text: 'often' }, catchUp: false },
+      { name: 'daily', cron: '@daily', timezone: 'UTC', every: null, to: 'shout', payload: { Announcement: { text: 'daily' } }, catchUp: true },
     ]);
   });
 
@@ -48,6 +48,10 @@ describe('schedules:', () => {
     ]);
     expect(await problems('schedules:\n  - {name: a, every: 1m, to: shout, catchup: true}')).toEqual([['schedules[0].catchup', expect.stringContaining('did you mean `catch_up`?')]]);
     expect(await problems('schedules:\n  - {name: a, every: 1m, to: shout, payload: [1]}')).toEqual([['schedules[0].payload', expect.stringContaining('must be a mapping')]]);
+    // The payload is checked against the target's type, as an inject would be.
+    expect(await problems('schedules:\n  - {name: a, every: 1m, to: shout, payload: {txt: hi}}')).toEqual([
+      ['schedules[0].payload', expect.stringMatching(/^`payload` does not fit listener `shout`: Invalid Announcement payload: .*text/)],
+    ]);
   });
 });
 

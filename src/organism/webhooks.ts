@@ -53,6 +53,8 @@ export class Webhooks {
   /** Enqueues under way (awaited by stop, so that an event heard just before is journaled). */
   private readonly writes = new Set<Promise<unknown>>();
   private lastPrune = 0;
+  /** Aborts the sends under way when the process stops (their leases run out; another process, or the next start, sends them). */
+  private aborter = new AbortController();
 
   constructor(private readonly deps: WebhookDeps) {
     this.now = deps.now ?? Date.now;
@@ -61,6 +63,7 @@ export class Webhooks {
 
   start(): void {
     this.stopped = false;
+    this.aborter = new AbortController();
     this.unsubscribe = this.deps.bus.on((event) => this.hear(event));
     for (const w of this.deps.configured()) {
       const problem = this.secretProblem(w);
@@ -75,6 +78,7 @@ export class Webhooks {
     this.unsubscribe = null;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    this.aborter.abort();
     await Promise.allSettled([...this.writes]);
     await this.running;
   }
@@ -219,7 +223,7 @@ export class Webhooks {
           'webhook-signature': signWebhook(key, d.id, timestamp, d.body),
         },
         body: d.body,
-        signal: AbortSignal.timeout(w.timeoutSeconds * 1000),
+        signal: AbortSignal.any([AbortSignal.timeout(w.timeoutSeconds * 1000), this.aborter.signal]),
         redirect: 'manual',
       });
       status = res.status;
@@ -230,6 +234,8 @@ export class Webhooks {
       }
       error = `HTTP ${res.status}`;
     } catch (err) {
+      // Stopping: not an attempt of the receiver's; the lease runs out and it is sent again.
+      if (this.aborter.signal.aborted) return;
       error = err instanceof WebhookSecretError ? (this.secretProblem(w) ?? err.message) : describeFailure(err);
     }
     const attempts = d.attempts + 1;

@@ -196,6 +196,13 @@ describe('organism/client against the real server (SQLite storage)', () => {
     expect(approval.proposedCalls).toEqual([{ id: expect.any(String), name: 'reply', arguments: { payloadType: 'Text', payload: { text: 'ok' } } }]);
     expect(await alice.inbox.approve(approval.id, { note: 'fine' })).toMatchObject({ kind: 'approval', outcome: 'approved', note: 'fine', by: 'alice' });
 
+    // Schedules and webhooks (issue 31).
+    expect(await c.schedules.add({ name: 'hourly', every: '1h', to: 'echo', payload: { Text: { text: 'tick' } } })).toMatchObject({ name: 'hourly', source: 'api', catchUp: true });
+    expect((await c.schedules.list()).schedules.map((x) => x.name)).toEqual(['hourly']);
+    expect((await c.schedules.get('hourly')).nextRunAt).toMatch(/T\d\d:00:00\.000Z$/);
+    expect(await c.schedules.remove('hourly')).toEqual({ success: true });
+    expect(await c.webhooks.list()).toEqual({ webhooks: [], deliveries: [] });
+
     expect(await c.usage.reset()).toEqual({ success: true, message: 'Usage tracking reset' });
     expect(await c.organism.restart()).toEqual({ success: true, status: 'restarting' });
     expect(await c.organism.stop()).toEqual({ success: true, status: 'stopping' });

@@ -95,12 +95,13 @@ eachBackend('recorded LLM calls contract', (backend) => {
     const version = list.indexOf(migration);
     expect(version).toBeGreaterThan(0);
     // The test steps back over this migration and the ones after it, undoing each.
-    expect(version).toBe(place.schemaVersion - 4);
+    expect(version).toBe(place.schemaVersion - 5);
     await place.rows('DROP INDEX llm_calls_agent');
     await place.rows('ALTER TABLE llm_calls DROP COLUMN agent');
     await place.rows('ALTER TABLE journal DROP COLUMN next_attempt_at'); // the retries' next try time (issue 26)
     for (const column of ['expires_at', 'closed_by', 'closed_note']) await place.rows(`ALTER TABLE journal DROP COLUMN ${column}`); // asks (issue 25)
     await place.rows('ALTER TABLE journal DROP COLUMN approval'); // approvals (issue 25)
+    for (const table of ['schedules', 'schedule_cursors', 'schedule_ticks', 'webhook_deliveries']) await place.rows(`DROP TABLE ${table}`); // schedules and webhooks (issue 31)
     await place.setSchemaVersion(version);
     const t = await place.open();
     expect((await t.llmCalls.forAgent('researcher', { limit: 50, offset: 0 })).calls).toEqual([old]);

@@ -124,6 +124,10 @@ export function unsetEnvWarnings(warnings: ProblemSink, draft: ConfigDraft, env:
   for (const u of uses) {
     if (u.variable !== '' && !env[u.variable]) warnings.add(u.at.node, u.at.path, ConfigMessages.envUnset(u.variable, u.what, u.refused));
   }
+  for (const w of draft.webhooks) {
+    const variable = w.value.secretEnv;
+    if (variable !== '' && !env[variable]) warnings.add(w.at.nodeFor('secret_env'), w.at.pathOf('secret_env'), ConfigMessages.webhookSecretUnset(variable, w.value.name));
+  }
 }
 
 /** The problems that keep `serve`/`run` from starting: a provider an agent calls whose key is unset. */

@@ -161,6 +161,8 @@ export const ConfigMessages = {
     }; set \`timeout_seconds\` to at least ${minimum} (or remove it: the default is derived from the providers), or lower the providers' \`timeout_seconds\` or \`max_retries\``,
   providerKeyUse: (provider: string, agents: readonly string[]) =>
     `the API key of provider ${quote(provider)}, ${agents.length > 0 ? `used by ${agents.map(quote).join(', ')}` : 'which no listener uses yet'}`,
+  webhookSecretUnset: (variable: string, webhook: string) =>
+    `environment variable ${quote(variable)} is not set (the signing secret of webhook ${quote(webhook)}); export it (\`whsec_\` and base64) before \`organism serve\`: until then its deliveries fail`,
   tokenUse: (name: string, role: string) => `the ${role} token ${quote(name)}`,
   envUnset: (variable: string, what: string, refused: boolean) =>
     `environment variable ${quote(variable)} is not set (${what}); export it before \`organism serve\`${

@@ -72,6 +72,14 @@ describe('webhooks:', () => {
     ]);
   });
 
+  it('warns when the secret variable is unset (check shows it; serve starts, its deliveries fail)', async () => {
+    const loaded = await loadOrganismFromString(
+      `${base}webhooks:\n  - {name: ops, url: "https://example.com/hook", events: [thread_failed], secret_env: ORGANISM_TEST_NO_SUCH_SECRET}\n`,
+      CONFIG_PATH,
+    );
+    expect(loaded.warnings?.map((w) => [w.keyPath, w.message])).toEqual([['webhooks[0].secret_env', expect.stringContaining('the signing secret of webhook `ops`')]]);
+  });
+
   it('refuses unknown events listing the known ones, and bad urls, secrets and retries at their key path', async () => {
     expect(await problems('webhooks:\n  - {url: "https://x.test/h", events: [thread_complete], secret_env: S}')).toEqual([
       ['webhooks[0].events[0]', `unknown webhook event \`thread_complete\`; did you mean \`thread_completed\`?; known events: ${WEBHOOK_EVENTS.join(', ')}`],

@@ -67,6 +67,10 @@ export interface ScheduleStore {
   settle(schedule: string, tickAt: number, outcome: TickOutcome, threadId: string | null, error: string | null): Promise<void>;
   /** The latest ticks of a schedule, newest first. */
   ticks(name: string, limit: number): Promise<ScheduleTick[]>;
+  /** Ticks claimed before `before` that never settled (the process that claimed them stopped while injecting). */
+  unsettled(before: number): Promise<ScheduleTick[]>;
+  /** Takes over an unsettled tick: true when its claim time was still `claimedAt` (then it is `now`); another process got it otherwise. */
+  reclaim(schedule: string, tickAt: number, claimedAt: number, now: number): Promise<boolean>;
   /** Keeps the newest `keep` ticks of each schedule. */
   prune(keep: number): Promise<void>;
 }

@@ -167,7 +167,8 @@ export class Organism {
     this.scheduler = new Scheduler({
       store: this.storage.schedules,
       configured: () => this.config.schedules ?? [],
-      inject: (spec, tickAt) => this.inject(spec.to, spec.payload, { metadata: { schedule: spec.name, scheduled_for: new Date(tickAt).toISOString() } }),
+      inject: (spec, tickAt, threadId) => this.inject(spec.to, spec.payload, { threadId, metadata: { schedule: spec.name, scheduled_for: new Date(tickAt).toISOString() } }),
+      injected: async (threadId) => (await this.storage.journal.list({ threadId, limit: 1, offset: 0 })).total > 0,
       onFired: (spec, tick) => this.webhooks.emit('schedule_fired', `${spec.name}:${tick.tickAt}`, { schedule: spec.name, tickAt: tick.tickAt, threadId: tick.threadId, late: tick.late }),
       logger: this.logger,
     });

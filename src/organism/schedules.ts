@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { ScheduleSpec, ScheduleStore, ScheduleTick } from '../core/schedule.js';
 import { nextCronTime, nextIntervalTime, parseCron, parseInterval, type CronExpression } from '../util/cron.js';
 import type { Logger } from '../util/logger.js';
@@ -8,8 +9,20 @@ const MAX_GRACE_MS = 2_000;
 const POLL_MS = 1_000;
 /** Ticks kept per schedule. */
 const KEEP_TICKS = 100;
+/** A tick claimed this long ago and never settled was claimed by a process that stopped while injecting it. */
+const UNSETTLED_MS = 60_000;
+/** Passes between two looks for such ticks (and at start). */
+const UNSETTLED_EVERY = 30;
 /** Ticks looked through at most when a cron schedule was idle a long time (its latest missed one is found within them). */
 const MAX_SCAN = 200_000;
+
+/**
+ * The thread a tick injects: derived from the schedule and the tick, so that a process taking
+ * over a tick whose injecting process stopped can tell whether the inject happened.
+ */
+export function tickThreadId(schedule: string, tickAt: number): string {
+  return `sched-${createHash('sha256').update(`${schedule}\0${tickAt}`).digest('hex').slice(0, 24)}`;
+}
 
 /** A schedule as the API and the console show it. */
 export interface ScheduleView {
@@ -23,8 +36,10 @@ export interface ScheduleView {
 
 export interface SchedulerDeps {
   readonly store: ScheduleStore;
-  /** Injects a tick's payload as a new thread. */
-  readonly inject: (spec: ScheduleSpec, tickAt: number) => Promise<{ threadId: string }>;
+  /** Injects a tick's payload as a new thread, of this id (the tick's own: see tickThreadId). */
+  readonly inject: (spec: ScheduleSpec, tickAt: number, threadId: string) => Promise<{ threadId: string }>;
+  /** Whether a thread of this id has a journaled message (the inject of a tick happened). */
+  readonly injected: (threadId: string) => Promise<boolean>;
   /** The schedules of organism.yaml (read at each pass: a reload changes them). */
   readonly configured: () => readonly ScheduleSpec[];
   /** After a tick fired (webhooks hear of it). */
@@ -198,6 +213,7 @@ export class Scheduler {
       if (next !== null) wakeAt = Math.min(wakeAt, next);
     }
     for (const name of [...this.known.keys()]) if (!names.has(name)) this.known.delete(name);
+    if (this.passes % UNSETTLED_EVERY === 0 && !this.stopped) await this.settleOrphans(names);
     if (++this.passes % 600 === 0) await this.deps.store.prune(KEEP_TICKS).catch((err: unknown) => this.deps.logger.warn({ err }, 'pruning schedule ticks failed'));
     return Math.max(5, wakeAt - this.now());
   }
@@ -226,12 +242,38 @@ export class Scheduler {
     }
   }
 
+  /**
+   * Ticks whose process stopped between claiming and settling them: each is taken over (one
+   * process wins the compare-and-set on its claim time) and injected unless its thread shows the
+   * inject happened, so that a tick fires exactly once across a crash.
+   */
+  private async settleOrphans(names: ReadonlySet<string>): Promise<void> {
+    const specs = new Map(this.all().map(({ spec }) => [spec.name, spec]));
+    for (const tick of await this.deps.store.unsettled(this.now() - UNSETTLED_MS)) {
+      const spec = specs.get(tick.schedule);
+      if (!spec || !names.has(tick.schedule) || this.stopped) continue;
+      if (!(await this.deps.store.reclaim(tick.schedule, tick.tickAt, tick.claimedAt, this.now()))) continue;
+      const threadId = tickThreadId(spec.name, tick.tickAt);
+      if (await this.deps.injected(threadId)) {
+        await this.deps.store.settle(spec.name, tick.tickAt, 'fired', threadId, null);
+        continue;
+      }
+      this.deps.logger.warn({ schedule: spec.name, tick: new Date(tick.tickAt).toISOString() }, 'schedule tick claimed by a process that stopped before injecting it: injecting it now');
+      await this.inject(spec, tick.tickAt, true);
+    }
+  }
+
   private async fire(spec: ScheduleSpec, tickAt: number, late: boolean): Promise<void> {
     const claimed = await this.deps.store.claim({ schedule: spec.name, tickAt, claimedAt: this.now(), late, outcome: null });
     if (!claimed) return;
+    await this.inject(spec, tickAt, late);
+  }
+
+  /** Injects a claimed tick and records what it became. */
+  private async inject(spec: ScheduleSpec, tickAt: number, late: boolean): Promise<void> {
     let threadId: string;
     try {
-      threadId = (await this.deps.inject(spec, tickAt)).threadId;
+      threadId = (await this.deps.inject(spec, tickAt, tickThreadId(spec.name, tickAt))).threadId;
     } catch (err) {
       this.deps.logger.warn({ err, schedule: spec.name, tick: new Date(tickAt).toISOString() }, 'schedule tick could not inject');
       await this.deps.store.settle(spec.name, tickAt, 'failed', null, err instanceof Error ? err.message : String(err));

@@ -46,6 +46,17 @@ export class MemoryScheduleStore implements ScheduleStore {
     return [...(this.tickRows.get(name)?.values() ?? [])].sort((a, b) => b.tickAt - a.tickAt).slice(0, limit);
   }
 
+  async unsettled(before: number): Promise<ScheduleTick[]> {
+    return [...this.tickRows.values()].flatMap((rows) => [...rows.values()]).filter((t) => t.outcome === null && t.claimedAt < before);
+  }
+
+  async reclaim(schedule: string, tickAt: number, claimedAt: number, now: number): Promise<boolean> {
+    const row = this.tickRows.get(schedule)?.get(tickAt);
+    if (!row || row.outcome !== null || row.claimedAt !== claimedAt) return false;
+    this.tickRows.get(schedule)!.set(tickAt, { ...row, claimedAt: now });
+    return true;
+  }
+
   async prune(keep: number): Promise<void> {
     for (const rows of this.tickRows.values()) {
       const old = [...rows.keys()].sort((a, b) => b - a).slice(keep);

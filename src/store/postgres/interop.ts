@@ -57,6 +57,20 @@ export class PgScheduleStore implements ScheduleStore {
     return (await this.db.query<TickRow>('SELECT * FROM schedule_ticks WHERE schedule = $1 ORDER BY tick_at DESC LIMIT $2', [name, limit])).rows.map(tickOf);
   }
 
+  async unsettled(before: number): Promise<ScheduleTick[]> {
+    return (await this.db.query<TickRow>('SELECT * FROM schedule_ticks WHERE outcome IS NULL AND claimed_at < $1 ORDER BY tick_at', [before])).rows.map(tickOf);
+  }
+
+  async reclaim(schedule: string, tickAt: number, claimedAt: number, now: number): Promise<boolean> {
+    const r = await this.db.query('UPDATE schedule_ticks SET claimed_at = $1 WHERE schedule = $2 AND tick_at = $3 AND claimed_at = $4 AND outcome IS NULL', [
+      now,
+      schedule,
+      tickAt,
+      claimedAt,
+    ]);
+    return r.rowCount === 1;
+  }
+
   async prune(keep: number): Promise<void> {
     await this.db.query(
       'DELETE FROM schedule_ticks t USING (SELECT schedule, tick_at, ROW_NUMBER() OVER (PARTITION BY schedule ORDER BY tick_at DESC) AS n FROM schedule_ticks) o WHERE t.schedule = o.schedule AND t.tick_at = o.tick_at AND o.n > $1',

@@ -53,6 +53,17 @@ export class SqliteScheduleStore implements ScheduleStore {
     return (prepared(this.db, 'SELECT * FROM schedule_ticks WHERE schedule = ? ORDER BY tick_at DESC LIMIT ?').all(name, limit) as TickRow[]).map(tickOf);
   }
 
+  async unsettled(before: number): Promise<ScheduleTick[]> {
+    return (prepared(this.db, 'SELECT * FROM schedule_ticks WHERE outcome IS NULL AND claimed_at < ? ORDER BY tick_at').all(before) as TickRow[]).map(tickOf);
+  }
+
+  async reclaim(schedule: string, tickAt: number, claimedAt: number, now: number): Promise<boolean> {
+    return (
+      prepared(this.db, 'UPDATE schedule_ticks SET claimed_at = ? WHERE schedule = ? AND tick_at = ? AND claimed_at = ? AND outcome IS NULL').run(now, schedule, tickAt, claimedAt)
+        .changes === 1
+    );
+  }
+
   async prune(keep: number): Promise<void> {
     prepared(
       this.db,

@@ -26,6 +26,19 @@ function scheduleContract(open: () => Promise<{ schedules: ScheduleStore; reopen
     expect((await s.ticks('a', 10)).map((t) => t.tickAt)).toEqual([120_000]);
   });
 
+  it('an unsettled tick is listed once stale and taken over by one process (compare-and-set on its claim time)', async () => {
+    const { schedules: s } = await open();
+    await s.claim({ schedule: 'a', tickAt: 60_000, claimedAt: 61_000, late: false, outcome: null });
+    await s.claim({ schedule: 'a', tickAt: 120_000, claimedAt: 121_000, late: false, outcome: null });
+    await s.settle('a', 120_000, 'fired', 't', null);
+    expect(await s.unsettled(61_000)).toEqual([]);
+    expect((await s.unsettled(200_000)).map((t) => t.tickAt)).toEqual([60_000]);
+    expect(await s.reclaim('a', 60_000, 61_000, 300_000)).toBe(true);
+    expect(await s.reclaim('a', 60_000, 61_000, 300_001)).toBe(false); // taken already
+    expect(await s.unsettled(200_000)).toEqual([]);
+    expect(await s.reclaim('a', 120_000, 121_000, 300_000)).toBe(false); // settled
+  });
+
   it('run-time schedules are added once, listed oldest first and removed with their ticks', async () => {
     const { schedules: s, reopen } = await open();
     expect(await s.add(spec('b'), 2)).toBe(true);

@@ -7,7 +7,8 @@ export const ScheduleTickInfo = Type.Object(
     claimedAt: Timestamp,
     outcome: Nullable(
       Type.String({
-        description: 'fired: injected (threadId); skipped: missed while no process ran, catch_up false; failed: the inject was refused (error); null: being injected (a tick whose process stopped meanwhile is taken over after a minute)',
+        description:
+          'fired: injected (threadId); skipped: missed while no process ran, catch_up false; failed: the inject was refused (error); null: being injected (a tick whose process stopped meanwhile is taken over after a minute)',
       }),
     ),
     late: Type.Boolean({ description: 'A catch-up: fired (or skipped) after downtime, not on time' }),

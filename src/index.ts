@@ -105,4 +105,6 @@ export {
   type ThreadBudgetSnapshot,
 } from './usage/budgets.js';
 export type { BudgetArchive } from './usage/budget-archive.js';
+export type { ScheduleSpec } from './core/schedule.js';
+export { WEBHOOK_EVENTS, type WebhookConfig, type WebhookEvent } from './core/webhook.js';
 export type { UsageEvent, UsageSubscriber } from './usage/types.js';

@@ -43,6 +43,8 @@ import {
   type UsageHistory,
   type WhoAmI,
   type WorkerList,
+  type ScheduleList,
+  type WebhookList,
 } from 'organism/client';
 
 // The wire types are the client's (derived from the service's schemas), under the names the
@@ -59,6 +61,10 @@ export type ThreadInfo = Thread;
 export type MessageRecord = Message;
 /** One process of the organism (GET /workers). */
 export type WorkerInfo = WorkerList['workers'][number];
+/** A schedule with its latest ticks (GET /schedules). */
+export type ScheduleInfo = ScheduleList['schedules'][number];
+/** A webhook delivery (GET /webhooks). */
+export type WebhookDeliveryInfo = WebhookList['deliveries'][number];
 /** The schema's metadata is an open object: string values (the server only stores those). */
 export type JournalEntry = Omit<WireJournalEntry, 'metadata'> & { metadata: Record<string, string> };
 /** The counters every usage figure carries. */
@@ -157,6 +163,8 @@ export const api = {
   configYaml: (): Promise<string> => call((c) => c.organism.configYaml()),
   edges: (): Promise<EdgeTraffic> => call((c) => c.organism.edges()),
   workers: (): Promise<WorkerList> => call((c) => c.workers()),
+  schedules: (): Promise<ScheduleList> => call((c) => c.schedules.list({ ticks: 5 })),
+  webhooks: (): Promise<WebhookList> => call((c) => c.webhooks.list({ limit: 20 })),
   reload: (dryRun: boolean): Promise<ReloadResult> => call((c) => c.organism.reload(dryRun ? { dryRun: true } : {})),
   agents: (): Promise<AgentList> => call((c) => c.agents.list()),
   agent: (name: string): Promise<AgentInfo> => call((c) => c.agents.get(name)),

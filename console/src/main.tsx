@@ -19,6 +19,7 @@ import { CompareView } from './views/thread/Fork';
 import { TopologyView } from './views/Topology';
 import { UsageView } from './views/Usage';
 import { WorkersView } from './views/Workers';
+import { SchedulesView } from './views/Schedules';
 
 const queryClient = new QueryClient({
   defaultOptions: {
@@ -78,6 +79,7 @@ const NAV: Array<[string, string]> = [
   ['/journal', 'Journal'],
   ['/usage', 'Usage'],
   ['/workers', 'Workers'],
+  ['/schedules', 'Schedules'],
   ['/config', 'Configuration'],
 ];
 
@@ -149,6 +151,7 @@ const routeTree = root.addChildren([
   createRoute({ ...parent, path: '/usage', component: UsageView }),
   createRoute({ ...parent, path: '/config', component: ConfigView }),
   createRoute({ ...parent, path: '/workers', component: WorkersView }),
+  createRoute({ ...parent, path: '/schedules', component: SchedulesView }),
 ]);
 export const router = createRouter({ routeTree, defaultPreload: false });
 declare module '@tanstack/react-router' {

@@ -118,6 +118,21 @@ export class RestClient {
   /** The processes running this organism, with their heartbeats (scale-out on PostgreSQL). */
   workers = (): Promise<T.WorkerList> => this.#api('GET', '/workers');
 
+  /** Schedules (organism.yaml `schedules:` and added at run time), with their next run and latest ticks. */
+  readonly schedules = {
+    list: (query: T.ScheduleListQuery = {}): Promise<T.ScheduleList> => this.#api('GET', '/schedules', { query: { ...query } }),
+    get: (name: string): Promise<T.Schedule> => this.#api('GET', `/schedules/${seg(name)}`),
+    /** Kept in the store: every process of the organism fires it, once per tick, and it outlives restarts. */
+    add: (schedule: T.ScheduleInput): Promise<T.Schedule> => this.#api('POST', '/schedules', { body: schedule }),
+    /** Only one added at run time (one of organism.yaml: 409). */
+    remove: (name: string): Promise<{ success: true }> => this.#api('DELETE', `/schedules/${seg(name)}`),
+  };
+
+  /** Outbound webhooks: their delivery counts and recent deliveries (failures with their last status and error). */
+  readonly webhooks = {
+    list: (query: T.WebhookListQuery = {}): Promise<T.WebhookList> => this.#api('GET', '/webhooks', { query: { ...query } }),
+  };
+
   readonly capabilities = {
     list: (): Promise<T.CapabilityList> => this.#api('GET', '/capabilities'),
     get: (name: string): Promise<T.Capability> => this.#api('GET', `/capabilities/${seg(name)}`),

@@ -12,6 +12,16 @@ import type { HealthResponse } from '../service/schemas/health.js';
 import type { BulkKillRequest, BulkKillResponse, BulkRedeliverRequest, BulkRedeliverResponse } from '../service/schemas/find.js';
 import type { WorkerListResponse } from '../service/schemas/worker.js';
 import type {
+  ScheduleInfo,
+  ScheduleListResponse,
+  ScheduleQuery,
+  ScheduleRequest,
+  ScheduleTickInfo,
+  WebhookDeliveryInfo,
+  WebhookListResponse,
+  WebhookQuery,
+} from '../service/schemas/interop.js';
+import type {
   AnswerRequest,
   AnswerResponse,
   ApproveRequest,
@@ -102,6 +112,22 @@ export type Agent = Static<typeof AgentInfo>;
 export type AgentList = Static<typeof AgentListResponse>;
 /** The processes of a clustered (PostgreSQL) organism; an embedded one answers shared: false. */
 export type WorkerList = Static<typeof WorkerListResponse>;
+/** A schedule (`GET /api/v1/schedules/{name}`), with its latest ticks. */
+export type Schedule = Static<typeof ScheduleInfo>;
+/** One tick of a schedule: fired (its thread), skipped, or failed. */
+export type ScheduleTick = Static<typeof ScheduleTickInfo>;
+/** The answer of `GET /api/v1/schedules`. */
+export type ScheduleList = Static<typeof ScheduleListResponse>;
+/** The query of `GET /api/v1/schedules`: how many of each schedule's latest ticks to list. */
+export type ScheduleListQuery = Static<typeof ScheduleQuery>;
+/** The body of `POST /api/v1/schedules`: exactly one of `cron` (with `timezone`) and `every`. */
+export type ScheduleInput = Static<typeof ScheduleRequest>;
+/** The answer of `GET /api/v1/webhooks`. */
+export type WebhookList = Static<typeof WebhookListResponse>;
+/** The query of `GET /api/v1/webhooks`: one webhook, one state, how many deliveries. */
+export type WebhookListQuery = Static<typeof WebhookQuery>;
+/** One journaled webhook delivery. */
+export type WebhookDelivery = Static<typeof WebhookDeliveryInfo>;
 /** The answer of `GET /api/v1/agents/{name}/config`. */
 export type AgentSettings = Static<typeof AgentConfig>;
 /** The answer of `GET /api/v1/agents/{name}/schema`. */

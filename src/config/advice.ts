@@ -129,6 +129,10 @@ export function unsetEnvWarnings(warnings: ProblemSink, draft: ConfigDraft, env:
     const variable = l.value.remote?.tokenEnv;
     if (variable && !env[variable]) warnings.add(l.at.nodeFor('token_env'), l.at.pathOf('token_env'), ConfigMessages.remoteTokenUnset(variable, l.value.name));
   }
+  for (const w of draft.webhooks) {
+    const variable = w.value.secretEnv;
+    if (variable !== '' && !env[variable]) warnings.add(w.at.nodeFor('secret_env'), w.at.pathOf('secret_env'), ConfigMessages.webhookSecretUnset(variable, w.value.name));
+  }
 }
 
 /** The problems that keep `serve`/`run` from starting: a provider an agent calls whose key is unset. */

@@ -6,8 +6,8 @@ import { sanitizeConfig } from './sanitize.js';
 const RENAMED: Record<string, string> = { mockLatencyMs: 'latency_ms' };
 const snake = (key: string): string => RENAMED[key] ?? key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
-/** Maps whose keys are the operator's own names (model prefixes, listener names, tool arguments): kept as written. */
-const OWN_KEYS = new Set(['pricing', 'script', 'arguments']);
+/** Maps whose keys are the operator's own names (model prefixes, listener names, tool arguments, a schedule's payload): kept as written. */
+const OWN_KEYS = new Set(['pricing', 'script', 'arguments', 'payload']);
 
 function snakeKeys(value: unknown, ownKeys = false): unknown {
   if (Array.isArray(value)) return value.map((v) => snakeKeys(v));

@@ -43,6 +43,9 @@ import { readGuardEntries, readPrivacy, type GuardEntry, type RedactFunctionEntr
 import { acceptedTypes } from './accepted-types.js';
 import { SYSTEM_ERROR_TYPE } from '../core/message.js';
 import { readListenerLoopGuard, readLoopGuard, type LoopGuardConfig } from './loop-guard.js';
+import type { ScheduleSpec } from '../core/schedule.js';
+import type { WebhookConfig } from '../core/webhook.js';
+import { checkInterop, readSchedules, readWebhooks } from './interop.js';
 
 /** A section read from YAML, kept with its reader so later checks can point into the file. */
 export interface Located<T> {
@@ -70,6 +73,8 @@ export interface ConfigDraft extends TopLevelSettings {
   /** `privacy.redact` entries naming module functions, with their places. */
   readonly redactFunctions: readonly RedactFunctionEntry[];
   readonly loopGuard: LoopGuardConfig;
+  readonly schedules: readonly Located<ScheduleSpec>[];
+  readonly webhooks: readonly Located<WebhookConfig>[];
 }
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -150,6 +155,8 @@ export function readDocument(sink: ProblemSink, root: Node | null): ConfigDraft 
     metrics: { enabled: metrics?.boolean('enabled', true) ?? true, public: metrics?.boolean('public', false) ?? false },
     telemetry: readTelemetry(telemetry),
     loopGuard: readLoopGuard(top),
+    schedules: readSchedules(sink, top.list('schedules', false) ?? []),
+    webhooks: readWebhooks(sink, top.list('webhooks', false) ?? []),
   };
 }
 
@@ -499,6 +506,7 @@ export function checkCrossReferences(sink: ProblemSink, draft: ConfigDraft): voi
   const mcpNames = draft.mcpServers.map((m) => m.value.name).filter((n) => n !== '');
 
   const names = draft.listeners.map((l) => l.value.name).filter((n) => n !== '');
+  checkInterop(sink, draft.schedules, draft.webhooks, names);
   for (const { value: l, at } of draft.listeners) {
     if (l.name !== '' && !LISTENER_NAME.test(l.name)) at.problem('name', ConfigMessages.invalidName('listener', l.name));
     else if (l.name.startsWith('system.')) at.problem('name', ConfigMessages.reservedSystemName(l.name));

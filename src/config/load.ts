@@ -1,3 +1,7 @@
+import { PayloadRegistry } from '../payload/registry.js';
+import { resolveInjectPayload } from '../payload/inject.js';
+import { OrganismError } from '../errors/catalogue.js';
+import { acceptedTypes } from './accepted-types.js';
 import path from 'node:path';
 import { isScalar, LineCounter, parseDocument, visit, type Node } from 'yaml';
 import type { PayloadTypeDef } from '../payload/types.js';
@@ -111,6 +115,7 @@ export async function loadOrganismFromString(yamlText: string, virtualPath: stri
   const tools = findToolExports(draft.listeners, modules, new Set(handlerModules));
   const payloadTypes = collectPayloadTypes(sink, draft, refs, modules, tools.types);
   checkListenerPayloads(draft, payloadTypes);
+  if (sink.problems.length === 0) checkSchedulePayloads(draft, payloadTypes);
   const listeners = resolved.map((r, i) =>
     r && draft.listeners[i] ? withGuards(withTools(r, draft.listeners[i], tools, payloadTypes), resolveGuards(sink, listenerGuards[i] ?? [], modules)) : r,
   );
@@ -312,6 +317,23 @@ function checkListenerPayloads(draft: ConfigDraft, types: readonly TypeOrigin[])
   }
 }
 
+/** Each schedule's payload fits its target listener, as an inject of it would be checked (reported at `schedules[i].payload`). */
+function checkSchedulePayloads(draft: ConfigDraft, types: readonly TypeOrigin[]): void {
+  if (draft.schedules.length === 0) return;
+  const registry = new PayloadRegistry(types.map((t) => t.def));
+  for (const { value: s, at } of draft.schedules) {
+    const target = draft.listeners.find((l) => l.value.name === s.to)?.value;
+    if (!target) continue;
+    const accepted = acceptedTypes(target).flatMap((name) => registry.get(name) ?? []);
+    try {
+      resolveInjectPayload(s.payload, accepted, registry, s.to);
+    } catch (err) {
+      if (!(err instanceof OrganismError)) throw err;
+      at.problem('payload', ConfigMessages.schedulePayloadInvalid(s.to, err.detail));
+    }
+  }
+}
+
 function sortProblems(problems: readonly ConfigProblem[]): ConfigProblem[] {
   return [...problems].sort((a, b) => (a.line ?? 0) - (b.line ?? 0) || (a.column ?? 0) - (b.column ?? 0));
 }
@@ -341,5 +363,7 @@ function buildConfig(draft: ConfigDraft, yamlPayloads: readonly PayloadTypeDef[]
     ...(draft.guards.length > 0 ? { guards: draft.guards.map((g) => g.config) } : {}),
     ...(hasPrivacy(draft.privacy) ? { privacy: draft.privacy } : {}),
     loopGuard: draft.loopGuard,
+    ...(draft.schedules.length > 0 ? { schedules: draft.schedules.map((x) => x.value) } : {}),
+    ...(draft.webhooks.length > 0 ? { webhooks: draft.webhooks.map((x) => x.value) } : {}),
   };
 }

@@ -46,6 +46,16 @@ export const ConfigMessages = {
   onErrorNotPeer: (target: string, name: string) =>
     `\`on_error\` target ${quote(target)} is not a peer of ${quote(name)}: add it to \`peers\` (the final failure is routed to it like a message ${quote(name)} sends)`,
   onErrorNotAccepting: (target: string) => `\`on_error\` target ${quote(target)} does not accept SystemError: add it to its \`payload\` (e.g. \`payload: [Order, SystemError]\`)`,
+  scheduleNeedsOneTime: () => 'a schedule needs exactly one of `cron` (with `timezone`) and `every` (`30s`, `5m`, `1h`)',
+  badCron: (reason: string) => `invalid cron expression: ${reason}`,
+  timezoneWithoutCron: () => '`timezone` applies to `cron` schedules only; remove it (an `every` interval counts from the Unix epoch)',
+  badInterval: (got: string) => `\`every\` must be a whole number of seconds, minutes, hours or days (\`30s\`, \`5m\`, \`1h\`, \`1d\`) of at least 1s, got ${JSON.stringify(got)}`,
+  schedulePayloadShape: () => "`payload` must be a mapping of the payload's fields (with `type` when the listener accepts several types)",
+  schedulePayloadInvalid: (to: string, what: string) => `\`payload\` does not fit listener ${quote(to)}: ${what}`,
+  scheduleUnknownTarget: (to: string, suggestion: string | null) => `\`to\`: no listener is named ${quote(to)}${didYouMean(suggestion)}`,
+  unknownWebhookEvent: (got: string, suggestion: string | null, known: readonly string[]) =>
+    `unknown webhook event ${quote(got)}${suggestion ? didYouMean(suggestion) : ''}; known events: ${known.join(', ')}`,
+  webhookNoEvents: (known: readonly string[]) => `\`events\` lists no event; name at least one of: ${known.join(', ')}`,
   duplicatePeer: (peer: string) => `peer ${quote(peer)} is listed more than once; remove the repetition`,
 
   malformedHandler: (ref: string) => `malformed handler ${quote(ref)}: expected \`./path/to/module.ts#exportName\` (relative to the config file) or \`builtin:llm\``,
@@ -176,6 +186,8 @@ export const ConfigMessages = {
     `the API key of provider ${quote(provider)}, ${agents.length > 0 ? `used by ${agents.map(quote).join(', ')}` : 'which no listener uses yet'}`,
   remoteTokenUnset: (variable: string, listener: string) =>
     `environment variable ${quote(variable)} is not set (the token of the remote A2A agent ${quote(listener)}); export it before \`organism serve\`, or its deliveries fail`,
+  webhookSecretUnset: (variable: string, webhook: string) =>
+    `environment variable ${quote(variable)} is not set (the signing secret of webhook ${quote(webhook)}); export it (\`whsec_\` and base64) before \`organism serve\`: until then its deliveries fail`,
   tokenUse: (name: string, role: string) => `the ${role} token ${quote(name)}`,
   envUnset: (variable: string, what: string, refused: boolean) =>
     `environment variable ${quote(variable)} is not set (${what}); export it before \`organism serve\`${

@@ -118,6 +118,21 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
     auth: { tokens: config.auth.tokens.map((t) => ({ name: t.name, role: t.role, tokenEnv: t.tokenEnv })) },
     journal: { ...config.journal },
     ...(config.loopGuard ? { loopGuard: { ...config.loopGuard } } : {}),
+    ...(config.schedules
+      ? { schedules: config.schedules.map((sc) => Object.fromEntries(Object.entries({ ...sc, payload: structuredClone(sc.payload) }).filter(([, v]) => v !== null))) }
+      : {}),
+    ...(config.webhooks
+      ? {
+          webhooks: config.webhooks.map((w) => ({
+            name: w.name,
+            url: sanitizeUrl(w.url),
+            events: [...w.events],
+            secretEnv: w.secretEnv,
+            timeoutSeconds: w.timeoutSeconds,
+            retry: { maxAttempts: w.maxAttempts, initialSeconds: w.initialBackoffSeconds, maxSeconds: w.maxBackoffSeconds },
+          })),
+        }
+      : {}),
     ...(config.metrics ? { metrics: { ...config.metrics } } : {}),
     ...(config.telemetry
       ? {
@@ -130,7 +145,12 @@ export function sanitizeConfig(config: OrganismConfig, env: NodeJS.ProcessEnv = 
         }
       : {}),
   };
-  const names = [...config.llm.providers.flatMap((p) => (p.apiKeyEnv ? [p.apiKeyEnv] : [])), ...config.auth.tokens.map((t) => t.tokenEnv), 'ORGANISM_API_TOKEN'];
+  const names = [
+    ...config.llm.providers.flatMap((p) => (p.apiKeyEnv ? [p.apiKeyEnv] : [])),
+    ...config.auth.tokens.map((t) => t.tokenEnv),
+    ...(config.webhooks ?? []).map((w) => w.secretEnv),
+    'ORGANISM_API_TOKEN',
+  ];
   // Very short values would scrub ordinary words; real keys and tokens are long.
   const secrets = names.map((n) => env[n]).filter((v): v is string => typeof v === 'string' && v.length >= 8);
   // A value that a secret was substituted into (`${GITHUB_TOKEN}`) is not shown at all, whatever the secret's length.

@@ -18,6 +18,8 @@ export const Keys = {
     'guards',
     'privacy',
     'loop_guard',
+    'schedules',
+    'webhooks',
   ],
   privacy: ['redact', 'redact_payloads'],
   organism: ['name'],
@@ -67,6 +69,9 @@ export const Keys = {
   metrics: ['enabled', 'public'],
   telemetry: ['otlp', 'capture_content', 'context_manager', 'trace_probes'],
   otlp: ['endpoint', 'protocol'],
+  schedule: ['name', 'cron', 'timezone', 'every', 'to', 'payload', 'catch_up'],
+  webhook: ['name', 'url', 'events', 'secret_env', 'timeout_seconds', 'retry'],
+  webhookRetry: ['max_attempts', 'initial_seconds', 'max_seconds'],
 } as const;
 
 export const Defaults = {

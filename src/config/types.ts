@@ -3,6 +3,8 @@ import type { PayloadTypeDef } from '../payload/types.js';
 import type { CodeTool } from '../agent/code-tool.js';
 import type { Guard, RedactFunction } from '../core/guard.js';
 import type { DetectorName } from '../util/pii.js';
+import type { ScheduleSpec } from '../core/schedule.js';
+import type { WebhookConfig } from '../core/webhook.js';
 
 /** The LLM provider kinds a `llm.providers[]` entry may name. */
 export type ProviderType = 'mock' | 'openai' | 'anthropic';
@@ -283,6 +285,10 @@ export interface OrganismConfig extends TopLevelSettings {
   readonly telemetry?: TelemetryConfig;
   /** `loop_guard:` (issue 30). Absent (configs built in code): the defaults (on). */
   readonly loopGuard?: LoopGuardConfig;
+  /** `schedules:`: payloads injected on a cron expression or an interval (absent: none). */
+  readonly schedules?: readonly ScheduleSpec[];
+  /** `webhooks:`: events sent, signed, to other systems (absent: none). */
+  readonly webhooks?: readonly WebhookConfig[];
   /**
    * Variables substituted into organism.yaml (`${VAR}`) that hold secrets (named by
    * `api_key_env`/`token_env`, or named like one: `*_KEY`, `*TOKEN*`, `*SECRET*`, ...): the

@@ -5,6 +5,8 @@ import type { CallRecordSink, LlmCallRecord, ToolCallRecord } from './llm.js';
 import type { ThreadErasure, ThreadHold, ThreadStore } from './thread.js';
 import type { UsageStore } from './usage.js';
 import type { DeliveryQueue } from './queue.js';
+import type { ScheduleStore } from './schedule.js';
+import type { WebhookStore } from './webhook.js';
 
 /** The LLM calls and MCP tool calls of one delivery or thread (oldest first) or agent (newest first). */
 export interface RecordedCalls {
@@ -94,6 +96,10 @@ export interface OrganismStorage {
   readonly operator: OperatorStateStore;
   /** Erases threads (default: the memory stores' own erasure). */
   readonly eraser: ThreadEraser;
+  /** Schedules added at run time and every schedule's claimed ticks (default: in memory). */
+  readonly schedules: ScheduleStore;
+  /** Journaled webhook deliveries (default: in memory). */
+  readonly webhooks: WebhookStore;
   /** What is wrong with the data directory now (default: nothing can be). */
   problem(): StorageProblem | null;
   /** Where messages wait for delivery (default: the embedded queue over `journal`; a clustered store brings its claim queue). */

@@ -85,6 +85,10 @@ export const Errors = {
   RELOAD_INVALID: define('RELOAD_INVALID', 500, '%s'),
 
   // --- decided by the issues ---
+  SCHEDULE_NOT_FOUND: define('SCHEDULE_NOT_FOUND', 404, 'Schedule not found: %s'),
+  SCHEDULE_EXISTS: define('SCHEDULE_EXISTS', 409, 'A schedule named %s exists already (%s); choose another name or delete it first'),
+  SCHEDULE_CONFIGURED: define('SCHEDULE_CONFIGURED', 409, 'Schedule %s is defined in organism.yaml; remove it there (and reload) to delete it'),
+  INVALID_SCHEDULE: define('INVALID_SCHEDULE', 400, 'Invalid schedule, %s: %s'),
   INBOX_ITEM_NOT_FOUND: define('INBOX_ITEM_NOT_FOUND', 404, 'Inbox item not found: %s'),
   INBOX_ITEM_CLOSED: define('INBOX_ITEM_CLOSED', 409, 'Inbox item %s is already closed (%s); the first answer won'),
   ASK_REJECTED: define('ASK_REJECTED', 422, '%s rejected the ask (%s): %s'),

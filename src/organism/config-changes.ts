@@ -69,6 +69,8 @@ export function configChanges(before: OrganismConfig, after: OrganismConfig): Co
   if (!same(before.telemetry, after.telemetry)) changed.push('telemetry');
   if (!same(before.guards ?? [], after.guards ?? [])) changed.push('guards');
   if (!same(before.privacy ?? null, after.privacy ?? null)) changed.push('privacy');
+  changed.push(...namedListChanges('schedules', before.schedules ?? [], after.schedules ?? []));
+  changed.push(...namedListChanges('webhooks', before.webhooks ?? [], after.webhooks ?? []));
   return { changed, restartRequired: changed.filter((k) => AT_START.some((re) => re.test(k))) };
 }
 

@@ -60,6 +60,11 @@ import { forkThread, MAX_FORK_HISTORY, type ForkOptions, type ForkResult } from 
 import { compareThreads, type CompareSide, type ThreadComparison } from './compare.js';
 import { cassetteOf, type Cassette } from './cassette.js';
 import { MAX_REPLAYED_CALLS } from './fork-replay.js';
+import { Scheduler } from './schedules.js';
+import { Webhooks } from './webhooks.js';
+import type { ScheduleSpec } from '../core/schedule.js';
+import { scheduleProblems } from '../config/interop.js';
+import { resolveInjectPayload } from '../payload/index.js';
 
 export type { OrganismStorage, StorageParts } from '../core/storage.js';
 
@@ -121,6 +126,10 @@ export class Organism {
   readonly holds: ThreadHolds;
   /** Answers forks' LLM calls from their source threads' records (time travel). */
   private readonly forkReplay: ForkReplay;
+  /** `schedules:` and the schedules added at run time: ticks injected as new threads. */
+  readonly scheduler: Scheduler;
+  /** `webhooks:`: events journaled and sent, signed, off the pump's path. */
+  readonly webhooks: Webhooks;
 
   constructor(loaded: LoadedOrganism, options: OrganismOptions = {}) {
     this.loaded = loaded;
@@ -196,6 +205,22 @@ export class Organism {
       registry: () => this.registryValue,
       maxHops: () => this.config.maxHops,
       now: options.now ?? Date.now,
+    });
+    this.webhooks = new Webhooks({
+      store: this.storage.webhooks,
+      bus: this.bus,
+      configured: () => this.config.webhooks ?? [],
+      owner: this.bootId,
+      logger: this.logger,
+      ...(options.now ? { now: options.now } : {}),
+    });
+    this.scheduler = new Scheduler({
+      store: this.storage.schedules,
+      configured: () => this.config.schedules ?? [],
+      inject: (spec, tickAt, threadId) => this.inject(spec.to, spec.payload, { threadId, metadata: { schedule: spec.name, scheduled_for: new Date(tickAt).toISOString() } }),
+      injected: async (threadId) => (await this.storage.journal.list({ threadId, limit: 1, offset: 0 })).total > 0,
+      onFired: (spec, tick) => this.webhooks.emit('schedule_fired', `${spec.name}:${tick.tickAt}`, { schedule: spec.name, tickAt: tick.tickAt, threadId: tick.threadId, late: tick.late }),
+      logger: this.logger,
     });
     this.follower = new Follower({
       pump: this.pump,
@@ -279,6 +304,8 @@ export class Organism {
     await this.holds.load();
     await this.pump.start(messages);
     this.inbox.start();
+    this.webhooks.start();
+    this.scheduler.start();
     this.logger.info({ recovery: this.recovery }, 'organism started');
     return this.recovery;
   }
@@ -336,6 +363,31 @@ export class Organism {
     };
     const [x, y] = await Promise.all([side(a), side(b)]);
     return compareThreads(x, y);
+  }
+
+  /**
+   * Adds a schedule at run time (kept in the store: every process of the organism fires it, and
+   * it outlives restarts). Refused when a field is wrong, the target or payload does not fit, or
+   * the name is taken.
+   */
+  async addSchedule(input: ScheduleSpec): Promise<void> {
+    const spec: ScheduleSpec = input.cron !== null && input.timezone === null ? { ...input, timezone: 'UTC' } : input;
+    const problem = scheduleProblems(spec)[0];
+    if (problem) throw Errors.INVALID_SCHEDULE(problem.key === 'catchUp' ? 'catch_up' : problem.key, problem.message);
+    const target = this.config.listeners.find((l) => l.name === spec.to);
+    if (!target) throw Errors.INVALID_SCHEDULE('to', `no listener is named \`${spec.to}\``);
+    const accepted = acceptedTypes(target)
+      .map((name) => this.registryValue.get(name))
+      .filter((t) => t !== undefined);
+    resolveInjectPayload(spec.payload, accepted, this.registryValue, spec.to);
+    if (this.scheduler.isConfigured(spec.name)) throw Errors.SCHEDULE_EXISTS(spec.name, 'in organism.yaml');
+    if (!(await this.scheduler.add(spec))) throw Errors.SCHEDULE_EXISTS(spec.name, 'added at run time');
+  }
+
+  /** Removes a schedule added at run time (a configured one is changed in organism.yaml). */
+  async removeSchedule(name: string): Promise<void> {
+    if (this.scheduler.isConfigured(name)) throw Errors.SCHEDULE_CONFIGURED(name);
+    if (!(await this.scheduler.remove(name))) throw Errors.SCHEDULE_NOT_FOUND(name);
   }
 
   /** What is wrong with the data directory now (full, damaged, deleted), or null. */
@@ -558,7 +610,9 @@ export class Organism {
   async stop(options?: StopOptions): Promise<StopReport & { journal: JournalStats | null }> {
     this.follower.stop();
     this.inbox.stop();
+    await this.scheduler.stop();
     const report = await this.pump.stop(options);
+    await this.webhooks.stop();
     await this.follower.close();
     await this.mcp.close();
     await this.budgetKeeper.stop();

@@ -27,6 +27,7 @@ import { healthRoutes } from './routes/health.js';
 import { injectRoutes } from './routes/inject.js';
 import { journalRoutes } from './routes/journal.js';
 import { inboxRoutes } from './routes/inbox.js';
+import { interopRoutes } from './routes/interop.js';
 import { llmCallRoutes } from './routes/llm-calls.js';
 import { waterfallRoutes } from './routes/waterfall.js';
 import { messageRoutes } from './routes/messages.js';
@@ -147,6 +148,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       await api.register(waterfallRoutes, ctx);
       await api.register(whoamiRoutes, ctx);
       await api.register(workerRoutes, ctx);
+      await api.register(interopRoutes, ctx);
       api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
     },
     { prefix: API_PREFIX },

@@ -27,6 +27,8 @@ export function openApiOptions(version: string): SwaggerOptions {
         { name: 'inject' },
         { name: 'usage' },
         { name: 'journal' },
+        { name: 'schedules' },
+        { name: 'webhooks' },
         { name: 'health' },
         { name: 'auth' },
       ],

@@ -212,6 +212,12 @@ describe('organism/client against the real server (SQLite storage)', () => {
     expect((await settled(fork.threadId!)).forkedFrom).toEqual({ threadId: greeted.threadId, messageId: greeted.messageId });
     expect(await c.threads.compare(greeted.threadId, fork.threadId!)).toMatchObject({ firstDivergence: null, firstCallDivergence: null, b: { replayedCalls: 1, cost: 0 } });
     expect(await c.threads.export(fork.threadId!)).toMatchObject({ format: 'organism.cassette', version: 1, thread: { id: fork.threadId, forkedFrom: { threadId: greeted.threadId } } });
+    // Schedules and webhooks (issue 31).
+    expect(await c.schedules.add({ name: 'hourly', every: '1h', to: 'echo', payload: { Text: { text: 'tick' } } })).toMatchObject({ name: 'hourly', source: 'api', catchUp: true });
+    expect((await c.schedules.list()).schedules.map((x) => x.name)).toEqual(['hourly']);
+    expect((await c.schedules.get('hourly')).nextRunAt).toMatch(/T\d\d:00:00\.000Z$/);
+    expect(await c.schedules.remove('hourly')).toEqual({ success: true });
+    expect(await c.webhooks.list()).toEqual({ webhooks: [], deliveries: [] });
 
     expect(await c.usage.reset()).toEqual({ success: true, message: 'Usage tracking reset' });
     expect(await c.organism.restart()).toEqual({ success: true, status: 'restarting' });

@@ -75,6 +75,11 @@ export const ROUTES: readonly RouteCase[] = [
   { method: 'POST', template: '/mcp', access: 'viewer', undocumented: true, body: { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} } },
   { method: 'GET', template: '/mcp', access: 'viewer', undocumented: true },
   { method: 'DELETE', template: '/mcp', access: 'viewer', undocumented: true },
+  { method: 'GET', template: '/api/v1/schedules', access: 'viewer' },
+  { method: 'GET', template: '/api/v1/schedules/{name}', access: 'viewer' },
+  { method: 'POST', template: '/api/v1/schedules', access: 'operator', body: { name: 'matrix', every: '1h', to: 'echo', payload: { Text: { text: 'tick' } } } },
+  { method: 'DELETE', template: '/api/v1/schedules/{name}', access: 'operator' },
+  { method: 'GET', template: '/api/v1/webhooks', access: 'viewer' },
 ];
 
 export function fill(template: string, values: Record<string, string>): string {

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { BUDGET_LEDGER_MIGRATION, BUDGET_LIFETIME_MIGRATION } from './budget-ledger.js';
+import { PG_INTEROP_MIGRATION } from './interop.js';
 
 /**
  * Schema versions, applied in order at open in one transaction (DDL is transactional in
@@ -247,6 +248,8 @@ export const PG_MIGRATIONS: readonly string[] = [
   ALTER TABLE llm_calls ADD COLUMN request_hash TEXT;
   CREATE INDEX llm_calls_request_hash ON llm_calls (thread_id, request_hash);
   `,
+  // Schedules and signed webhooks (issue 31).
+  PG_INTEROP_MIGRATION,
 ];
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;

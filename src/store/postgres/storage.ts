@@ -1,4 +1,6 @@
 import type { BudgetSnapshotStore, ThreadBudgetSnapshot } from '../../core/budget.js';
+import type { ScheduleStore } from '../../core/schedule.js';
+import type { WebhookStore } from '../../core/webhook.js';
 import { MemoryBudgetArchive } from '../../usage/budget-archive.js';
 import type pg from 'pg';
 import { Errors } from '../../errors/catalogue.js';
@@ -9,6 +11,7 @@ import { PgLlmCallStore } from './llm-calls.js';
 import { migratePg } from './migrations.js';
 import { PgOperatorState } from './operator-state.js';
 import { PgEraser } from './eraser.js';
+import { PgScheduleStore, PgWebhookStore } from './interop.js';
 import { createPool, pgRuntimeError, pgStorageError, reader, redactUrl } from './pool.js';
 import { PgThreadStore } from './threads.js';
 import { PgUsageStore } from './usage.js';
@@ -102,6 +105,8 @@ export interface PostgresStorage {
   readonly llmCalls: PgLlmCallStore;
   readonly operator: PgOperatorState;
   readonly eraser: PgEraser;
+  readonly schedules: ScheduleStore;
+  readonly webhooks: WebhookStore;
   /** Budget snapshots (kept for the contract; the organism spends from `budgetLedger`'s rows instead); `archive` is in memory. */
   readonly budgets: BudgetSnapshotStore;
   /** Cluster mode: the work source the pump claims from (absent: one process owns the database). */
@@ -218,6 +223,8 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
     llmCalls: new PgLlmCallStore(db, writer),
     operator,
     eraser: new PgEraser(db, writer),
+    schedules: new PgScheduleStore(db),
+    webhooks: new PgWebhookStore(db),
     ...(cluster ? { work: cluster.work, cluster: cluster.storage, queue: new ClusterQueue(cluster.work, journal, threads) } : {}),
     // In a clustered organism a reservation's holder is the process's worker id, and it expires with that process's lease.
     budgetLedger: (o) =>

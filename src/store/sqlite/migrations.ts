@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { RECOUNT_JOURNAL_SQL } from './journal-counts.js';
+import { SQLITE_INTEROP_MIGRATION } from './interop.js';
 
 /** A budget's share of its ceiling used (the order of every budget list). */
 export const SHARE_USED = 'CASE WHEN max_tokens > 0 THEN (prompt_tokens + completion_tokens) * 1.0 / max_tokens ELSE 0 END';
@@ -245,6 +246,8 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE llm_calls ADD COLUMN request_hash TEXT;
   CREATE INDEX llm_calls_request_hash ON llm_calls (thread_id, request_hash);
   `,
+  // Schedules and signed webhooks (issue 31).
+  SQLITE_INTEROP_MIGRATION,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,4 +1,6 @@
 import type { ThreadBudgetSnapshot } from '../../core/budget.js';
+import type { ScheduleStore } from '../../core/schedule.js';
+import type { WebhookStore } from '../../core/webhook.js';
 import Database from 'better-sqlite3';
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
@@ -16,6 +18,7 @@ import { migrate } from './migrations.js';
 import { SqliteBudgetArchive } from './budget-archive.js';
 import { SqliteOperatorState } from './operator-state.js';
 import { SqliteEraser } from './eraser.js';
+import { SqliteScheduleStore, SqliteWebhookStore } from './interop.js';
 import { rescueCopy, rescuePath } from './rescue.js';
 import { SqliteThreadStore } from './threads.js';
 import { SqliteUsageStore } from './usage.js';
@@ -42,6 +45,8 @@ export interface SqliteStorage {
   readonly budgets: { load(): Promise<ThreadBudgetSnapshot[]>; save(snapshots: ThreadBudgetSnapshot[]): Promise<void>; readonly archive: SqliteBudgetArchive };
   readonly operator: SqliteOperatorState;
   readonly eraser: SqliteEraser;
+  readonly schedules: ScheduleStore;
+  readonly webhooks: WebhookStore;
   /** What is wrong with the data directory now (full, damaged, deleted), or null. */
   problem(): StorageProblem | null;
   /**
@@ -156,6 +161,8 @@ export function openSqliteStorage(options: SqliteStorageOptions): SqliteStorage 
     llmCalls: guarded(new SqliteLlmCallStore(db, writer), map),
     operator: guarded(new SqliteOperatorState(db), map),
     eraser: guarded(new SqliteEraser(db, writer), map),
+    schedules: guarded(new SqliteScheduleStore(db), map),
+    webhooks: guarded(new SqliteWebhookStore(db), map),
     problem: () => health.problem(),
     onLost: (listener) => void lostListeners.push(listener),
     budgets: guarded(

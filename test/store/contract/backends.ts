@@ -1,3 +1,5 @@
+import type { ScheduleStore } from '../../../src/core/schedule.js';
+import type { WebhookStore } from '../../../src/core/webhook.js';
 import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
@@ -33,6 +35,8 @@ export interface StoreUnderTest {
   readonly llmCalls: LlmCallStore;
   readonly operator: OperatorStateStore;
   readonly eraser: ThreadEraser;
+  readonly schedules: ScheduleStore;
+  readonly webhooks: WebhookStore;
   readonly budgets: { load(): unknown[] | Promise<unknown[]>; save(snapshots: unknown[]): void | Promise<void> };
   close(): Promise<void>;
 }

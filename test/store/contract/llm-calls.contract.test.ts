@@ -95,7 +95,7 @@ eachBackend('recorded LLM calls contract', (backend) => {
     const version = list.indexOf(migration);
     expect(version).toBeGreaterThan(0);
     // The test steps back over this migration and the ones after it, undoing each.
-    expect(version).toBe(place.schemaVersion - 6);
+    expect(version).toBe(place.schemaVersion - 7);
     await place.rows('DROP INDEX llm_calls_agent');
     await place.rows('ALTER TABLE llm_calls DROP COLUMN agent');
     await place.rows('ALTER TABLE journal DROP COLUMN next_attempt_at'); // the retries' next try time (issue 26)
@@ -104,6 +104,7 @@ eachBackend('recorded LLM calls contract', (backend) => {
     for (const table of ['thread_holds', 'thread_erasures']) await place.rows(`DROP TABLE ${table}`); // holds and erasures (issue 30)
     await place.rows('DROP INDEX llm_calls_request_hash'); // request hashes (issue 29)
     await place.rows('ALTER TABLE llm_calls DROP COLUMN request_hash');
+    for (const table of ['schedules', 'schedule_cursors', 'schedule_ticks', 'webhook_deliveries']) await place.rows(`DROP TABLE ${table}`); // schedules and webhooks (issue 31)
     await place.setSchemaVersion(version);
     const t = await place.open();
     expect((await t.llmCalls.forAgent('researcher', { limit: 50, offset: 0 })).calls).toEqual([old]);

@@ -71,6 +71,7 @@ export const WEBHOOK_EVENTS = [
   'loop_detected',
 ] as const;
 
+/** An event name a webhook can subscribe to (`webhooks[].events`). */
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
 /** A `webhooks:` entry of organism.yaml, resolved. */

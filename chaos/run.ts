@@ -442,6 +442,7 @@ async function settle(serve: Serve, report: (c: CheckName, d: string) => void, r
         const c = (stats.body as { counts: Record<string, number> }).counts;
         if (c['PENDING'] === 0 && c['DISPATCHED'] === 0 && (c['AWAITING'] ?? 0) === 0 && (org.body as { activeThreads: number }).activeThreads === 0) return null;
         if ((c['AWAITING'] ?? 0) > 0) await drain();
+        if ((c['PENDING'] ?? 0) > 0) await releaseHeld(serve, report, cycle);
       }
       await sleep(50);
     }
@@ -454,6 +455,20 @@ async function settle(serve: Serve, report: (c: CheckName, d: string) => void, r
   await recover();
   const still = await quiet(DRAIN_DEADLINE_MS * 2);
   if (still !== null) throw new Fatal(`the journal did not drain even after a restart: ${still}`);
+}
+
+/**
+ * A thread the loop breaker held keeps its deliveries PENDING until resumed: each is a false
+ * positive of the defaults on this workload (check `never-held`), reported with its rule and
+ * evidence, then resumed so that the run goes on.
+ */
+async function releaseHeld(serve: Serve, report: (c: CheckName, d: string) => void, cycle: number): Promise<void> {
+  const held = await serve.api.request('GET', '/api/v1/threads?status=held&limit=50', undefined, 10_000);
+  if (!held.ok || held.status !== 200) return;
+  for (const t of (held.body as { threads: Array<{ id: string; hold?: { rule?: string; reason?: string; evidence?: unknown } | null }> }).threads) {
+    report('never-held', `cycle ${cycle}: thread ${t.id} held by ${t.hold?.rule ?? '?'}: ${t.hold?.reason ?? ''} ${JSON.stringify(t.hold?.evidence ?? null).slice(0, 300)}`);
+    await serve.api.request('POST', `/api/v1/threads/${t.id}/resume`, {}, 10_000);
+  }
 }
 
 /**

@@ -29,6 +29,8 @@ export const CHECKS = {
   'workers-ride-out': 'an organism worker and serve survive a PostgreSQL restart (idle or busy) and a SIGSTOP past the lease, and work goes on after',
   'config-mismatch-refused': 'a worker started with another organism.yaml exits (code 3) naming the difference, and is never listed alive',
   'graceful-stop': 'SIGTERM stops the organism with exit code 0',
+  'never-held':
+    "the loop breaker (loop_guard at its defaults) holds none of the workload's threads: their traffic is legitimate (distinct payloads; budget ping-pongs end by their budget first); a held thread is reported with the rule and evidence, then resumed",
   'asks-closed-once':
     'every ask to the human listener (desk) was listed in the inbox and closed exactly once as the harness decided (answered: ACKED with one message on to ledger, delivered; rejected: FAILED rejected), none left AWAITING, no second 200 (a 409 only after a lost outcome); sampled while faults run: no thread waiting without an open ask, no open ask whose thread is not waiting',
 } as const;

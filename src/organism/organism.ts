@@ -610,8 +610,11 @@ export class Organism {
   async stop(options?: StopOptions): Promise<StopReport & { journal: JournalStats | null }> {
     this.follower.stop();
     this.inbox.stop();
-    await this.scheduler.stop();
+    // No tick after this; the organism reads `stopping` at once (a tick already injecting is
+    // refused and recorded failed, as docs/interop.md says).
+    const scheduler = this.scheduler.stop();
     const report = await this.pump.stop(options);
+    await scheduler;
     await this.webhooks.stop();
     await this.follower.close();
     await this.mcp.close();

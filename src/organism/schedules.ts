@@ -1,3 +1,4 @@
+import { Errors } from '../errors/catalogue.js';
 import { createHash } from 'node:crypto';
 import type { ScheduleSpec, ScheduleStore, ScheduleTick } from '../core/schedule.js';
 import { nextCronTime, nextIntervalTime, parseCron, parseInterval, type CronExpression } from '../util/cron.js';
@@ -109,6 +110,8 @@ export class Scheduler {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private stopped = true;
+  /** A pass failed and none has succeeded since: told once, not every poll. */
+  private trouble = false;
   /** The runtime schedules, as of the last pass. */
   private added: ScheduleSpec[] = [];
   /** Per schedule: its timing and the latest cursor this process knows (never ahead of the store's). */
@@ -187,7 +190,19 @@ export class Scheduler {
       this.timer = null;
       if (this.running) return void this.running.then(() => this.wake(0));
       this.running = this.pass()
-        .catch((err: unknown) => this.deps.logger.error({ err }, 'schedule pass failed; retrying'))
+        .then(
+          (next) => {
+            if (this.trouble) this.deps.logger.info('schedule passes work again');
+            this.trouble = false;
+            return next;
+          },
+          (err: unknown) => {
+            // An unreachable store logs its outage itself, once; anything else is told once until a pass succeeds.
+            if (!this.trouble && !Errors.STORAGE_UNAVAILABLE.is(err)) this.deps.logger.error({ err }, 'schedule pass failed; retrying');
+            this.trouble = true;
+            return undefined;
+          },
+        )
         .then((next) => {
           this.running = null;
           this.wake(typeof next === 'number' ? next : POLL_MS);

@@ -1,3 +1,4 @@
+import { Errors } from '../errors/catalogue.js';
 import { createHash } from 'node:crypto';
 import type { WebhookConfig, WebhookCounts, WebhookDelivery, WebhookDeliveryState, WebhookEvent, WebhookStore } from '../core/webhook.js';
 import type { EventBus } from '../events/bus.js';
@@ -53,6 +54,8 @@ export class Webhooks {
   /** Enqueues under way (awaited by stop, so that an event heard just before is journaled). */
   private readonly writes = new Set<Promise<unknown>>();
   private lastPrune = 0;
+  /** A send round failed and has not succeeded since: told once, not every poll. */
+  private trouble = false;
   /** Aborts the sends under way when the process stops (their leases run out; another process, or the next start, sends them). */
   private aborter = new AbortController();
 
@@ -177,7 +180,19 @@ export class Webhooks {
     this.timer = setTimeout(() => {
       this.timer = null;
       this.running = this.sendDue()
-        .catch((err: unknown) => this.deps.logger.error({ err }, 'webhook sender failed; retrying'))
+        .then(
+          (more) => {
+            if (this.trouble) this.deps.logger.info('webhook sender works again');
+            this.trouble = false;
+            return more;
+          },
+          (err: unknown) => {
+            // An unreachable store logs its outage itself, once; anything else is told once until a round succeeds.
+            if (!this.trouble && !Errors.STORAGE_UNAVAILABLE.is(err)) this.deps.logger.error({ err }, 'webhook sender failed; retrying');
+            this.trouble = true;
+            return false;
+          },
+        )
         .then((more) => {
           this.running = null;
           const now = this.again || more === true;
@@ -196,6 +211,8 @@ export class Webhooks {
       await this.deps.store.prune(now - RETAIN_MS);
     }
     const configured = new Map(this.deps.configured().map((w) => [w.name, w]));
+    // No webhook configured: nothing to send, and the store is left alone (no poll of an idle database).
+    if (configured.size === 0) return false;
     const leaseMs = Math.max(...[...configured.values()].map((w) => w.timeoutSeconds * 1000), 10_000) + 30_000;
     const batch = await this.deps.store.claim(this.deps.owner, now, leaseMs, BATCH);
     await Promise.all(batch.map((d) => this.send(d, configured.get(d.webhook) ?? null)));

@@ -1,3 +1,4 @@
+import { LOOP_GUARD_DEFAULTS } from '../../src/config/loop-guard.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Errors } from '../../src/errors/catalogue.js';
 import { definePayload } from '../../src/payload/define.js';
@@ -97,6 +98,9 @@ describe('builtin:llm agents', () => {
 });
 
 describe('budgets in the pump', () => {
+  // An identical ping-pong until the budget (or the hop limit) ends it: the loop breaker would
+  // hold it first, which is its job (test/service/safety.test.ts); here the budget is under test.
+  const loopGuard = { ...LOOP_GUARD_DEFAULTS, enabled: false };
   const script = { talker: ['<send to="talker2"><Text><text>{{text}}</text></Text></send>'], talker2: ['<send to="talker"><Text><text>{{text}}</text></Text></send>'] };
   const agents = () => [
     listener('talker', { handler: null, agent: true, peers: ['talker2'], prompt: 'Talk.', model: 'mock-1', maxOutputTokens: 20 }),
@@ -104,7 +108,7 @@ describe('budgets in the pump', () => {
   ];
 
   it('delivers each threshold once as a BudgetWarning message, then exhausts with a SystemError; raising the ceiling lets the thread go on', async () => {
-    const { organism, events } = await startOrganism(agents(), { maxTokensPerThread: 2_000, llm: { providers: [mockProvider(script)], pricing: {} } });
+    const { organism, events } = await startOrganism(agents(), { loopGuard, maxTokensPerThread: 2_000, llm: { providers: [mockProvider(script)], pricing: {} } });
     const { threadId } = await organism.inject('talker', { text: 'hello there' });
     const thread = await settled(organism, threadId);
     const warnings = events.filter((e) => e.type === 'message' && e.state === 'PENDING' && e.message.payloadType === BUDGET_WARNING_TYPE);

@@ -217,7 +217,7 @@ describe('organism/client against the real server (SQLite storage)', () => {
     expect((await c.schedules.list()).schedules.map((x) => x.name)).toEqual(['hourly']);
     expect((await c.schedules.get('hourly')).nextRunAt).toMatch(/T\d\d:00:00\.000Z$/);
     expect(await c.schedules.remove('hourly')).toEqual({ success: true });
-    expect(await c.webhooks.list()).toEqual({ webhooks: [], deliveries: [] });
+    expect(await c.webhooks.list()).toEqual({ webhooks: [], deliveries: [], limit: 50 });
 
     expect(await c.usage.reset()).toEqual({ success: true, message: 'Usage tracking reset' });
     expect(await c.organism.restart()).toEqual({ success: true, status: 'restarting' });

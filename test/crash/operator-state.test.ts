@@ -78,6 +78,8 @@ eachBackend('operator state across restarts and crashes', (backend) => {
         `organism: {name: spender}
 max_tokens_per_thread: ${ceiling}
 max_hops: 100000
+# The identical ping-pong is what the loop breaker holds; here the budget must end it.
+loop_guard: {enabled: false}
 llm:
   providers:
     - name: mock

@@ -74,7 +74,7 @@ describe('numbers in query strings', () => {
       const value = name === 'offset' ? String(Number.MAX_SAFE_INTEGER) : '1';
       const res = await svc.request('GET', `${path}?${name}=${value}`);
       expect(res.status, `${path}?${name}=${value} -> ${JSON.stringify(res.body)}`).toBe(200);
-      expect(res.body[name]).toBe(Number(value));
+      expect(res.body[name], `${path}?${name}=${value} -> ${JSON.stringify(res.body).slice(0, 300)}`).toBe(Number(value));
     }
   });
 

@@ -59,8 +59,9 @@ export const interopRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (a
       },
     },
     async (request) => {
-      const list = (await organism.scheduler.list(request.query.ticks ?? 10)).map(scheduleView);
-      return { schedules: list, count: list.length };
+      const ticks = request.query.ticks ?? 10;
+      const list = (await organism.scheduler.list(ticks)).map(scheduleView);
+      return { schedules: list, count: list.length, ticks };
     },
   );
 
@@ -136,6 +137,7 @@ export const interopRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (a
       return {
         webhooks: views.map((w) => ({ name: w.name, url: w.url, events: [...w.events], ...w.counts, secretProblem: w.secretProblem })),
         deliveries: deliveries.map(deliveryView),
+        limit,
       };
     },
   );

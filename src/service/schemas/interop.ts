@@ -34,7 +34,10 @@ export const ScheduleInfo = Type.Object(
   { title: 'Schedule' },
 );
 
-export const ScheduleListResponse = Type.Object({ schedules: Type.Array(ScheduleInfo), count: Type.Integer() }, { title: 'ScheduleListResponse' });
+export const ScheduleListResponse = Type.Object(
+  { schedules: Type.Array(ScheduleInfo), count: Type.Integer(), ticks: Type.Integer({ description: "The latest ticks listed per schedule (the query's ticks, default 10)" }) },
+  { title: 'ScheduleListResponse' },
+);
 
 export const ScheduleRequest = Type.Object(
   {
@@ -82,7 +85,11 @@ export const WebhookInfo = Type.Object(
 );
 
 export const WebhookListResponse = Type.Object(
-  { webhooks: Type.Array(WebhookInfo), deliveries: Type.Array(WebhookDeliveryInfo, { description: 'Recent deliveries, newest first' }) },
+  {
+    webhooks: Type.Array(WebhookInfo),
+    deliveries: Type.Array(WebhookDeliveryInfo, { description: 'Recent deliveries, newest first' }),
+    limit: Type.Integer({ description: "The most deliveries listed (the query's limit, default 50)" }),
+  },
   { title: 'WebhookListResponse' },
 );
 

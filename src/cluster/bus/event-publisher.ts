@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { OrganismEvent } from '../../events/types.js';
+import { isConnectionFailure } from '../../store/postgres/reachability.js';
 import type { Logger } from '../../util/logger.js';
 
 /** NOTIFY payloads must be shorter than 8000 bytes; the origin and seq go in front of the body. */
@@ -136,7 +137,9 @@ export class PgEventPublisher {
     const now = this.now();
     if (now - this.lastWarn < WARN_EVERY_MS) return;
     this.lastWarn = now;
-    this.logger?.warn({ err, dropped: this.dropped }, 'events for the other processes were dropped (their live views miss them; nothing stored is lost)');
+    // While the database is unreachable its outage is logged once by the store; the drops then are part of it.
+    const level = isConnectionFailure(err) ? 'info' : 'warn';
+    this.logger?.[level]({ err, dropped: this.dropped }, 'events for the other processes were dropped (their live views miss them; nothing stored is lost)');
   }
 }
 

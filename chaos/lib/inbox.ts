@@ -93,6 +93,9 @@ export class HumanDesk {
     if (closed === null) return null;
     // Open until the cycle settled: they waited through the cycle's fault.
     this.counts['closed after the fault'] = (this.counts['closed after the fault'] ?? 0) + closed;
+    // A decision whose outcome a fault lost may have landed (the ask is then no longer listed):
+    // sent again by id, a 409 says it did, a 200 that it had not.
+    for (const rec of this.items.values()) if (rec.unknown && !rec.closed) await this.close({ id: rec.id, threadId: rec.threadId } as InboxItem);
     const left = await this.list();
     return left === null ? null : left.length;
   }

@@ -106,10 +106,11 @@ export const Errors = {
   FORK_MESSAGE_NOT_IN_THREAD: define('FORK_MESSAGE_NOT_IN_THREAD', 422, 'atMessageId %s is not a message of thread %s'),
   FORK_MESSAGE_NOT_DELIVERABLE: define('FORK_MESSAGE_NOT_DELIVERABLE', 422, 'atMessageId %s is addressed to %s, not a listener of this organism: fork at a message a listener received'),
   FORK_THREAD_EMPTY: define('FORK_THREAD_EMPTY', 409, 'Thread %s has no messages to fork from'),
-  FORK_CONFIG_UNSUPPORTED: define(
-    'FORK_CONFIG_UNSUPPORTED',
+  FORK_CONFIG_INVALID: define('FORK_CONFIG_INVALID', 422, 'configPath %s is not an organism.yaml this fork can run under: %s'),
+  FORK_CONFIG_OUTSIDE: define(
+    'FORK_CONFIG_OUTSIDE',
     422,
-    'configPath %s: a fork under another configuration is not supported yet; fork without configPath (the current configuration), or reload first',
+    "configPath %s is outside %s: a fork runs an organism.yaml from the running organism's directory (its handler modules run in this process)",
   ),
   INVALID_PAYLOAD: define('INVALID_PAYLOAD', 422, 'Invalid %s payload: %s'),
   UNKNOWN_PAYLOAD_TYPE: define('UNKNOWN_PAYLOAD_TYPE', 422, 'Unknown payload type: %s'),

@@ -6,6 +6,7 @@ import type { ThreadRecord } from '../core/thread.js';
 import { Errors } from '../errors/catalogue.js';
 import type { InjectOptions } from '../pump/pump.js';
 import { newId } from '../util/ids.js';
+import { FORK_CONFIG, FORK_CONFIG_HASH } from './fork-configs.js';
 import { answerable, FORK_MODE, FORKED_FROM_MESSAGE, FORKED_FROM_THREAD, MAX_REPLAYED_CALLS } from './fork-replay.js';
 
 /** The most messages of a source thread a fork copies (its history before atMessageId). */
@@ -16,6 +17,26 @@ export interface ForkOptions {
   readonly atMessageId?: string;
   /** Check and answer what the fork would be, creating nothing. */
   readonly dryRun?: boolean;
+  /**
+   * The organism.yaml the fork runs under (checked like a reload; only the fork uses it; the
+   * running organism is unchanged). Relative: to the running organism.yaml's directory, which
+   * it must lie in. Omitted: the running configuration.
+   */
+  readonly configPath?: string;
+}
+
+/** The organism.yaml a fork runs under, and how it differs from the running one. */
+export interface ForkConfigInfo {
+  /** Its absolute path. */
+  readonly path: string;
+  /** Its fingerprint when the fork was made. */
+  readonly hash: string;
+  /** Listeners whose configuration or handler differ from the running ones. */
+  readonly updated: readonly string[];
+  /** Listeners the fork runs without (messages to them are refused in the fork). */
+  readonly removed: readonly string[];
+  /** Organism-wide keys that differ (limits, llm, payloads...). */
+  readonly changed: readonly string[];
 }
 
 /** How a fork's LLM calls are answered: from the source's record while requests match, or live from the first. */
@@ -31,6 +52,8 @@ export interface ForkResult {
   /** Messages copied as the fork's history (those before atMessageId). */
   readonly history: number;
   readonly dryRun: boolean;
+  /** The organism.yaml the fork runs under (null: the running one). */
+  readonly config: ForkConfigInfo | null;
 }
 
 /** Where a thread was forked from, as its metadata says (null: not a fork). */
@@ -47,6 +70,8 @@ export interface ForkDeps {
   readonly isListener: (name: string) => boolean;
   readonly recordMode: LlmRecordMode;
   readonly inject: (to: string, body: unknown, options: InjectOptions) => Promise<{ threadId: string; messageId: string }>;
+  /** Reads and checks the organism.yaml of `configPath` for a fork that runs on from `at`. */
+  readonly forkConfig: (configPath: string, at: Message) => Promise<ForkConfigInfo>;
 }
 
 /**
@@ -67,9 +92,10 @@ export async function forkThread(deps: ForkDeps, sourceId: string, options: Fork
   const at = entries[index]!.message;
   if (!deps.isListener(at.to)) throw Errors.FORK_MESSAGE_NOT_DELIVERABLE(atId, at.to);
 
+  const config = options.configPath === undefined ? null : await deps.forkConfig(options.configPath, at);
   const { replay, liveReason } = await replayModeOf(deps, sourceId);
   const forkedFrom = { threadId: sourceId, messageId: atId };
-  const base = { forkedFrom, replay, liveReason, history: index };
+  const base = { forkedFrom, replay, liveReason, history: index, config };
   if (options.dryRun) return { ...base, threadId: null, dryRun: true };
 
   const threadId = newId();
@@ -78,6 +104,7 @@ export async function forkThread(deps: ForkDeps, sourceId: string, options: Fork
     [FORKED_FROM_THREAD]: sourceId,
     [FORKED_FROM_MESSAGE]: atId,
     ...(replay === 'live' ? { [FORK_MODE]: 'live' } : {}),
+    ...(config ? { [FORK_CONFIG]: config.path, [FORK_CONFIG_HASH]: config.hash } : {}),
   };
   // New ids for the copies, in order (time-sortable: older than the message the fork runs on from).
   const ids = new Map<string, string>();
@@ -118,6 +145,6 @@ async function replayModeOf(deps: ForkDeps, sourceId: string): Promise<{ replay:
 }
 
 function withoutForkKeys(metadata: Readonly<Record<string, string>>): Record<string, string> {
-  const { [FORKED_FROM_THREAD]: _t, [FORKED_FROM_MESSAGE]: _m, [FORK_MODE]: _r, ...rest } = metadata;
+  const { [FORKED_FROM_THREAD]: _t, [FORKED_FROM_MESSAGE]: _m, [FORK_MODE]: _r, [FORK_CONFIG]: _c, [FORK_CONFIG_HASH]: _h, ...rest } = metadata;
   return rest;
 }

@@ -60,6 +60,10 @@ import { forkThread, MAX_FORK_HISTORY, type ForkOptions, type ForkResult } from 
 import { compareThreads, type CompareSide, type ThreadComparison } from './compare.js';
 import { cassetteOf, type Cassette } from './cassette.js';
 import { MAX_REPLAYED_CALLS } from './fork-replay.js';
+import { ForkConfigs, forkConfigProblems, forkConfigRoot } from './fork-configs.js';
+import { loadOrganismToRun } from '../config/index.js';
+import type { ListenerSetup, ListenerView } from '../pump/setup.js';
+import type { Message } from '../core/message.js';
 import { Scheduler } from './schedules.js';
 import { Webhooks } from './webhooks.js';
 import type { ScheduleSpec } from '../core/schedule.js';
@@ -126,6 +130,8 @@ export class Organism {
   readonly holds: ThreadHolds;
   /** Answers forks' LLM calls from their source threads' records (time travel). */
   private readonly forkReplay: ForkReplay;
+  /** The organism.yaml files forks run under (configPath). */
+  private readonly forkConfigs: ForkConfigs;
   /** `schedules:` and the schedules added at run time: ticks injected as new threads. */
   readonly scheduler: Scheduler;
   /** `webhooks:`: events journaled and sent, signed, off the pump's path. */
@@ -149,6 +155,7 @@ export class Organism {
     this.queries = organismQueries({ storage: this.storage, budgets: this.budgets, llmCalls: this.llmCalls, bus: this.bus });
     this.outputCap = new OutputCapWatch(this.logger);
     this.forkReplay = new ForkReplay(this.llmCalls);
+    this.forkConfigs = new ForkConfigs({ load: (path) => loadOrganismToRun(path), build: (next) => this.setupOf(next), logger: this.logger });
     this.router = this.makeRouter(loaded.config);
     this.mcp = new McpCalls(loaded, this.llmCalls, () => this.config.llm.record ?? 'full', this.logger);
     this.codeTools = new CodeToolCalls(this.llmCalls, () => this.config.llm.record ?? 'full');
@@ -187,7 +194,8 @@ export class Organism {
         logger: this.logger,
         // A `handler: a2a:<url>` listener has no module either: its handler calls the remote agent.
         llmHandler: (listener) => (listener.remote ? this.remoteA2aHandler(listener, listener.remote) : createLlmAgentHandler(listener, () => this.peerView())),
-        guards: (name) => this.guardsOf(name),
+        guards: (name) => guardsIn(this.loaded, name),
+        setups: this.forkConfigs,
         payloadRedactor: () => (this.config.privacy?.redactPayloads && this.redactor.active ? this.redactor : null),
         observers: this.observers.deliveries,
         queue: this.storage.queue,
@@ -330,10 +338,43 @@ export class Organism {
         isListener: (name) => this.pump.listener(name) !== undefined,
         recordMode: this.config.llm.record ?? 'full',
         inject: (to, body, injectOptions) => this.pump.inject(to, body, injectOptions),
+        forkConfig: (configPath, at) => this.forkConfig(configPath, at),
       },
       threadId,
       options,
     );
+  }
+
+  /** Reads and checks a fork's organism.yaml: it may change listeners, not add any (their queues are the running organism's). */
+  private async forkConfig(configPath: string, at: Message) {
+    const { path, hash, loaded } = await this.forkConfigs.prepare(configPath, forkConfigRoot(this.configPath));
+    const problems = forkConfigProblems(loaded, { listeners: this.pump.listeners().map((l) => l.name), mcpServers: this.config.mcpServers ?? [] }, at);
+    if (problems.length > 0) {
+      throw Errors.FORK_CONFIG_INVALID.withData(
+        problems.map((message) => ({ location: 'config', field: 'configPath', message })),
+        configPath,
+        problems.join('; '),
+      );
+    }
+    const plan = this.planReload(loaded);
+    return { path, hash, updated: plan.updated, removed: plan.removed, changed: plan.changed };
+  }
+
+  /**
+   * What a fork's deliveries run with under another organism.yaml: its listeners (handlers as it
+   * loaded them; LLM agents seeing its peers and payload types), its LLM router (providers,
+   * pricing, llm.record) and guardrails. MCP connections are the running organism's.
+   */
+  private setupOf(next: LoadedOrganism): ListenerSetup {
+    const running = withA2aPush(next);
+    const registry = new PayloadRegistry(running.payloadTypes);
+    const listeners = new Map<string, ListenerView>();
+    const world = () => this.worldOf(next, registry, (name) => listeners.get(name)?.config ?? null);
+    for (const l of running.listeners) {
+      const handler = l.handler ?? (l.config.remote ? this.remoteA2aHandler(l.config, l.config.remote) : l.config.human ? answeredByPeople : createLlmAgentHandler(l.config, world));
+      listeners.set(l.config.name, { config: l.config, handler });
+    }
+    return { listeners, registry, llm: this.makeRouter(next.config), guards: (name) => guardsIn(next, name) };
   }
 
   /**
@@ -755,13 +796,6 @@ export class Organism {
     return this.redactorValue;
   }
 
-  /** The guardrails of a listener's LLM calls: the organism's, then its own. */
-  private guardsOf(name: string): readonly Guard[] {
-    const own = this.loaded.listeners.find((l) => l.config.name === name)?.guards ?? [];
-    const all = this.loaded.guards ?? [];
-    return all.length === 0 ? own : own.length === 0 ? all : [...all, ...own];
-  }
-
   /**
    * A fork's tool call answered from the source's record (listener `replay: recorded`, its LLM
    * call replayed, the same tool and arguments recorded in full), recorded as `replayed`; null:
@@ -771,7 +805,6 @@ export class Organism {
     call: { llmCallId: string; threadId: string; messageId: string; agent: string; arguments: Record<string, unknown> },
     target: { kind: 'mcp' | 'code'; server: string; tool: string },
   ): Promise<{ text: string; isError: boolean } | null> {
-    if (this.pump.listener(call.agent)?.config.replay !== 'recorded') return null;
     const recorded = await this.forkReplay.recordedTool({ llmCallId: call.llmCallId, ...target, arguments: call.arguments });
     if (!recorded) return null;
     const { llmCallId, threadId, messageId, agent, arguments: args } = call;
@@ -795,24 +828,39 @@ export class Organism {
 
   /** What an LLM agent may know: its peers (looked up by name) and the payload types. */
   private peerView(): AgentWorldView {
-    const registry = this.registryValue;
+    return this.worldOf(this.loaded, this.registryValue, (name) => this.pump.listener(name)?.config ?? null);
+  }
+
+  /** An agent's view of an organism.yaml (the running one, or a fork's): `listener` looks a listener up by name. */
+  private worldOf(loaded: LoadedOrganism, registry: PayloadRegistry, listener: (name: string) => ListenerConfig | null): AgentWorldView {
+    const replays = (agent: string) => listener(agent)?.replay === 'recorded';
     return {
       registry,
-      replyLimits: { maxReplyBytes: this.loaded.config.llm.maxReplyBytes, maxMessagesPerReply: this.loaded.config.llm.maxMessagesPerReply },
+      replyLimits: { maxReplyBytes: loaded.config.llm.maxReplyBytes, maxMessagesPerReply: loaded.config.llm.maxMessagesPerReply },
       listener: (name: string) => {
-        const runtime = this.pump.listener(name);
-        if (!runtime) return null;
-        return { name, description: runtime.config.description, payloadTypes: acceptedTypes(runtime.config) };
+        const config = listener(name);
+        return config ? { name, description: config.description, payloadTypes: acceptedTypes(config) } : null;
       },
-      replyFormat: (listener) => replyFormatOf(listener, this.config),
+      replyFormat: (l) => replyFormatOf(l, loaded.config),
       mcpTools: (servers): Promise<McpTool[]> => this.mcp.tools(servers),
-      callMcp: async (call) => (await this.recordedTool(call, { kind: 'mcp', server: call.tool.server, tool: call.tool.name })) ?? this.mcp.call(call),
-      codeTools: (agent) => this.loaded.listeners.find((l) => l.config.name === agent)?.tools ?? [],
-      callCode: async (call) => (await this.recordedTool(call, { kind: 'code', server: call.tool.module, tool: call.tool.name })) ?? this.codeTools.call(call),
+      callMcp: async (call) => (replays(call.agent) ? await this.recordedTool(call, { kind: 'mcp', server: call.tool.server, tool: call.tool.name }) : null) ?? this.mcp.call(call),
+      codeTools: (agent) => loaded.listeners.find((l) => l.config.name === agent)?.tools ?? [],
+      callCode: async (call) => (replays(call.agent) ? await this.recordedTool(call, { kind: 'code', server: call.tool.module, tool: call.tool.name }) : null) ?? this.codeTools.call(call),
       approval: async (messageId) => (await this.storage.journal.get(messageId))?.approval ?? null,
     };
   }
 }
+
+/** The guardrails of a listener's LLM calls: the organism's, then its own. */
+function guardsIn(loaded: LoadedOrganism, name: string): readonly Guard[] {
+  const own = loaded.listeners.find((l) => l.config.name === name)?.guards ?? [];
+  const all = loaded.guards ?? [];
+  return all.length === 0 ? own : own.length === 0 ? all : [...all, ...own];
+}
+
+const answeredByPeople: Handler = () => {
+  throw new Error('a builtin:human listener is answered by people, through the inbox');
+};
 
 function limitsOf(config: OrganismConfig): PumpLimits {
   return {

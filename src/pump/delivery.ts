@@ -19,6 +19,7 @@ import { acceptedTypes } from '../config/accepted-types.js';
 import type { Delivery, PumpState } from './state.js';
 import { systemErrorMessage } from './system-messages.js';
 import type { ThreadLifecycle } from './thread-lifecycle.js';
+import type { ListenerSetup } from './setup.js';
 
 const SYSTEM_PAYLOADS = new Set([SYSTEM_ERROR_TYPE, BUDGET_WARNING_TYPE]);
 
@@ -69,10 +70,11 @@ export class Deliveries {
     live ??= threads.activate(message.threadId, state.now(), message.metadata, stored);
     // A thread the store finished and a new message revived.
     if (live.status === 'completed' || live.status === 'error') live.status = 'active';
-    void this.deliver(runtime, message, live);
+    void this.deliver(runtime, message, live, state.deps.setups?.of(message) ?? null);
   }
 
-  private async deliver(runtime: ListenerRuntime, message: Message, thread: Delivery['thread']): Promise<void> {
+  /** `setup`: the other organism.yaml the message's thread runs under, loading (null: the running one). */
+  private async deliver(runtime: ListenerRuntime, message: Message, thread: Delivery['thread'], setup: Promise<ListenerSetup> | null): Promise<void> {
     const { state } = this;
     const { deps } = state;
     thread.inFlight++;
@@ -87,13 +89,14 @@ export class Deliveries {
     thread.cancellations.add(cancellation);
     const observers = deps.observers;
     const watch = observers?.active ? observers.started(message, runtime.config) : null;
-    const delivery: Delivery = { message, runtime, thread, cancellation, usage: [], handlerDone: false, watch, outcome: null };
+    const delivery: Delivery = { message, runtime, listener: runtime, setup: null, thread, cancellation, usage: [], handlerDone: false, watch, outcome: null };
     state.deliveries.set(message.id, delivery);
     state.reportState(runtime);
     // Not retried: a lost DISPATCHED mark costs nothing (the ack moves the entry from PENDING).
     this.books.step(() => deps.queue.started(message), false);
 
     try {
+      if (setup && !(await this.runsUnder(delivery, setup))) return;
       if (SYSTEM_PAYLOADS.has(message.payloadType) && isSystemName(message.from)) {
         // System notices are recorded in the listener's history (an LLM agent sees them in its
         // next prompt) without running the handler, so they can never start a loop. A
@@ -104,7 +107,7 @@ export class Deliveries {
         if (!acked) return;
         delivery.outcome = ACKED;
         deps.bus.emit({ type: 'message', message, state: 'ACKED' });
-      } else if (runtime.config.human) {
+      } else if (delivery.listener.config.human) {
         await this.park(delivery);
       } else {
         await this.runHandler(delivery);
@@ -129,6 +132,31 @@ export class Deliveries {
     }
   }
 
+  /**
+   * Takes the listener as the thread's own organism.yaml declares it (a fork's configPath). A
+   * file that no longer loads, or that has no such listener, fails the delivery saying so (not
+   * retried: the file must change first; an operator may redeliver).
+   */
+  private async runsUnder(d: Delivery, pending: Promise<ListenerSetup>): Promise<boolean> {
+    const { message, thread } = d;
+    let failure: { reason: FailureReason; error: string };
+    try {
+      const setup = await pending;
+      const listener = setup.listeners.get(message.to);
+      if (listener) {
+        d.setup = setup;
+        d.listener = listener;
+        return true;
+      }
+      failure = { reason: 'unknown_target', error: Errors.UNKNOWN_TARGET(message.to).detail };
+    } catch (err) {
+      failure = { reason: 'handler_error', error: err instanceof OrganismError ? err.detail : errorText(err) };
+    }
+    this.handlerDone(d);
+    this.send(await this.outcomes.fail(d, failure.reason, failure.error, message.from), thread);
+    return false;
+  }
+
   private send(messages: readonly Message[], thread: Delivery['thread']): void {
     for (const m of messages) this.intake.enqueue(m, thread, true);
   }
@@ -136,7 +164,7 @@ export class Deliveries {
   private async runHandler(d: Delivery): Promise<void> {
     const { message, runtime, thread, cancellation } = d;
     const { state } = this;
-    const timeoutMs = runtime.config.timeoutSeconds * 1000;
+    const timeoutMs = d.listener.config.timeoutSeconds * 1000;
     const timer = setTimeout(() => cancellation.abort('timeout'), timeoutMs);
     let outcome: HandlerOutcome;
     try {
@@ -188,15 +216,16 @@ export class Deliveries {
       return;
     }
     const normalized = normalizeResult(outcome.result);
+    const { setup } = d;
     const routed = normalized.ok
       ? routeOutgoing(normalized.items, {
-          sender: runtime.config,
+          sender: d.listener.config,
           cause: message,
           maxHops: state.limits.maxHops,
           now: state.now(),
-          registry: state.deps.registry,
+          registry: setup?.registry ?? state.deps.registry,
           acceptedTypes: (name) => {
-            const listener = state.listeners.get(name)?.config;
+            const listener = (setup ? setup.listeners.get(name) : state.listeners.get(name))?.config;
             return listener ? acceptedTypes(listener) : undefined;
           },
           traceContext: normalized.items.length > 0 ? (d.watch?.traceContext ?? null) : null,
@@ -245,8 +274,8 @@ export class Deliveries {
    * delivery ended so (retried, or left for the next start by a shutdown); false: it fails now.
    */
   private async retried(d: Delivery, reason: FailureReason, error: string): Promise<boolean> {
-    const { message, runtime, thread } = d;
-    const policy = runtime.config.retry;
+    const { message, thread } = d;
+    const policy = d.listener.config.retry;
     if (!policy || message.attempt >= policy.maxAttempts || thread.status === 'killed') return false;
     const { state } = this;
     const delayMs = retryDelayMs(policy, message.attempt);
@@ -282,7 +311,7 @@ export class Deliveries {
       return;
     }
     // A pending approval never expires by itself (a person decides, or its thread is killed).
-    const seconds = approval ? null : (runtime.config.human?.timeoutSeconds ?? null);
+    const seconds = approval ? null : (d.listener.config.human?.timeoutSeconds ?? null);
     const expiresAt = seconds === null ? null : state.now() + seconds * 1000;
     let parked = false;
     const booked = await this.books.write(d, async () => {
@@ -309,7 +338,7 @@ export class Deliveries {
       const { cancellation } = d;
       const stop = cancellation.onAbort((cause) => resolve({ ok: false, error: cause }));
       if (cancellation.aborted) resolve({ ok: false, error: cancellation.reason });
-      const handle = () => d.runtime.handler(d.message.payload, this.context(d));
+      const handle = () => d.listener.handler(d.message.payload, this.context(d));
       Promise.resolve()
         .then(d.watch ? () => d.watch!.run(handle) : handle)
         .then(
@@ -373,22 +402,23 @@ export class Deliveries {
    * (most handlers use neither; see Cancellation).
    */
   private context(d: Delivery): HandlerContext {
-    const { message, runtime, cancellation } = d;
+    const { message, runtime, cancellation, setup } = d;
+    const { config } = d.listener;
     const { deps } = this.state;
     let bound: BoundLlmClient | null = null;
     const bind = (): BoundLlmClient =>
-      deps.llm.bind(
+      (setup?.llm ?? deps.llm).bind(
         {
           threadId: message.threadId,
           agent: runtime.name,
           messageId: message.id,
           metadata: { ...message.metadata },
           signal: cancellation.signal,
-          guards: deps.guards?.(runtime.name) ?? [],
+          guards: setup ? setup.guards(runtime.name) : (deps.guards?.(runtime.name) ?? []),
           // Token deltas go to live watchers only: never journaled.
           onDelta: (callId, text) => deps.bus.emit({ type: 'llm_delta', threadId: message.threadId, messageId: message.id, agent: runtime.name, callId, text }),
         },
-        { model: runtime.config.model, maxOutputTokens: runtime.config.maxOutputTokens },
+        { model: config.model, maxOutputTokens: config.maxOutputTokens },
       );
     const llm: BoundLlmClient = {
       complete: async (request) => {
@@ -416,7 +446,7 @@ export class Deliveries {
       },
       llm,
       log: handlerLogger(deps.logger, runtime.name, message, d.watch),
-      peers: runtime.config.peers,
+      peers: config.peers,
       history: (limit = 50) => deps.journal.threadHistory(message.threadId, runtime.name, limit),
     };
   }

@@ -68,7 +68,7 @@ export class Outcomes {
    */
   private routedFailure(d: Delivery, reason: FailureReason, error: string): Message[] {
     const { message, runtime, thread } = d;
-    const target = runtime.config.onError;
+    const target = d.listener.config.onError;
     if (!target || reason === 'killed' || thread.status === 'killed' || message.payloadType === SYSTEM_ERROR_TYPE) return [];
     return [routedFailureMessage(message, runtime.name, target, reason, error, this.state.now())];
   }

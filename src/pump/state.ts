@@ -18,6 +18,7 @@ import type { Cancellation } from './cancellation.js';
 import { ListenerRuntime } from './listener-runtime.js';
 import type { DeliveryObservers, DeliveryOutcome, DeliveryWatch } from './observer.js';
 import { ThreadTracker, type LiveThread } from './thread-tracker.js';
+import type { ListenerSetup, ListenerSetups, ListenerView } from './setup.js';
 
 export interface PumpLimits {
   readonly maxConcurrentHandlers: number;
@@ -52,6 +53,8 @@ export interface PumpDeps {
    * a delivery: what it throws is logged.
    */
   readonly loopGuard?: LoopWatch;
+  /** Threads that run under another organism.yaml (a fork's `configPath`); absent: every thread runs under the running one. */
+  readonly setups?: ListenerSetups;
 }
 
 export interface LoopWatch {
@@ -62,7 +65,12 @@ export interface LoopWatch {
 /** One message being delivered: from the start of its handler until its outcome is journaled. */
 export interface Delivery {
   readonly message: Message;
+  /** The listener's counters and limits (the running organism's). */
   readonly runtime: ListenerRuntime;
+  /** Its configuration and handler: the runtime's, or those of the organism.yaml its thread runs under (setup). */
+  listener: ListenerView;
+  /** The other organism.yaml its thread runs under (a fork's configPath); null: the running one. */
+  setup: ListenerSetup | null;
   readonly thread: LiveThread;
   /** Cuts the delivery short (a kill, its timeout, a shutdown); its AbortSignal is made only if read. */
   readonly cancellation: Cancellation;

@@ -8,6 +8,7 @@ import type { Message } from '../core/message.js';
 import type { DeliveryState } from '../core/journal.js';
 import { iso, isoOrNull } from './time.js';
 import { forkedFromOf } from '../organism/fork.js';
+import { FORK_CONFIG } from '../organism/fork-configs.js';
 
 /** Runtime records -> wire shapes (camelCase, ISO 8601 times). One place, so every route agrees. */
 
@@ -48,6 +49,7 @@ export function threadView(t: ThreadRecord) {
     error: t.error,
     ...(t.hold !== undefined ? { hold: t.hold && holdView(t.hold) } : {}),
     forkedFrom: forkedFromOf(t.metadata),
+    forkConfig: t.metadata[FORK_CONFIG] ?? null,
   };
 }
 

@@ -131,4 +131,47 @@ eachBackend("a fork's replay across a kill -9", (backend) => {
     expect(calls.map((c) => c.agent)).toContain('writer');
     await stopProcess(server);
   });
+
+  it('a fork under another organism.yaml runs under it again after a kill -9: the researcher replayed, the changed writer live once', { timeout: 180_000 }, async () => {
+    const dir = organismDir(yaml(fake.url), { 'handlers.ts': HANDLERS });
+    writeFileSync(path.join(dir, 'loud.yaml'), yaml(fake.url).replace('You write announcements.', 'You write LOUD announcements.'));
+    const hold = path.join(dir, 'hold');
+    const reached = path.join(dir, 'reached');
+    const config = path.join(dir, 'organism.yaml');
+    const args = await backend.place().cliArgs();
+    const env = { HOLD_FILE: hold, REACHED_FILE: reached };
+    let server: ServerProcess = await startServer(config, args, { env });
+    const json = async (s: ServerProcess, p: string, init?: RequestInit) => (await s.api(p, init)).json() as Promise<Record<string, unknown>>;
+    const completed = (s: ServerProcess, id: string) => s.until(async () => (await json(s, `/threads/${id}`)).status === 'completed', `thread ${id} to complete`);
+    const messages = async (s: ServerProcess, id: string) => (await json(s, `/threads/${id}/messages?limit=100`)).messages as Msg[];
+
+    const injected = await json(server, '/inject', { method: 'POST', body: JSON.stringify({ to: 'researcher', payload: { text: 'tides' } }) });
+    const source = injected.threadId as string;
+    await completed(server, source);
+    const requests = fake.seen.length;
+
+    writeFileSync(hold, '');
+    const fork = (await json(server, `/threads/${source}/fork`, { method: 'POST', body: JSON.stringify({ configPath: 'loud.yaml' }) })) as {
+      threadId: string;
+      config: { updated: string[] };
+    };
+    expect(fork.config.updated).toEqual(['writer']);
+    await server.until(() => existsSync(reached) && readFileSync(reached, 'utf8').includes(fork.threadId), 'the fork to reach the relay');
+    await stopProcess(server, 'SIGKILL');
+    rmSync(hold);
+
+    server = await startServer(config, args, { env });
+    await completed(server, fork.threadId);
+    // Only the writer's call went to the provider, with the fork's prompt (the running organism's is not LOUD).
+    const live = fake.seen.slice(requests);
+    expect(live).toHaveLength(1);
+    expect(JSON.stringify(live[0]!.body)).toContain('LOUD');
+    const calls = (await json(server, `/threads/${fork.threadId}/llm-calls`)).calls as Array<{ agent: string; replayed: boolean }>;
+    expect(calls.map((c) => [c.agent, c.replayed])).toEqual([
+      ['researcher', true],
+      ['writer', false],
+    ]);
+    expect((await messages(server, fork.threadId)).map((m) => m.to)).toEqual(['researcher', 'relay', 'writer', 'announcer']);
+    await stopProcess(server);
+  });
 });

@@ -1,6 +1,8 @@
 // Time travel in real Chromium against a real `organism serve` (the fixture organism, mock
 // provider): the thread page's Fork button, the message and optional configuration file chosen,
 // then the comparison of the thread and its fork side by side.
+import { readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { consoleFile, eventually, OP_TOKEN, VIEW_TOKEN } from './harness.js';
 
@@ -45,15 +47,33 @@ describe('time travel in the console', () => {
     await p.waitForURL(new RegExp(`/threads/${source}/compare/${fork}`));
   });
 
-  it('a configuration file is not supported yet: the form says so; a viewer cannot fork', async () => {
+  it('forks under another configuration file: the comparison names the agent whose requests changed; a bad file is named in the form; a viewer cannot fork', async () => {
     const source = await completedThread();
+    const yaml = readFileSync(file.server.configPath, 'utf8');
+    expect(yaml).toContain('prompt: You write short announcements.');
+    writeFileSync(path.join(file.server.dir, 'terse.yaml'), yaml.replace('prompt: You write short announcements.', 'prompt: You write very short announcements.'));
     const p = await file.open(OP_TOKEN, `/threads/${source}`);
-    file.allow(/422/);
     await p.getByRole('button', { name: 'Fork', exact: true }).click();
     const form = p.getByRole('form', { name: 'Fork this thread' });
-    await form.getByLabel('Configuration file').fill('/tmp/other.yaml');
+    await form.getByLabel('Configuration file').fill('terse.yaml');
     await form.getByRole('button', { name: 'Fork', exact: true }).click();
-    await form.getByText(/not supported yet/).waitFor();
+    await p.waitForURL(/\/compare\//);
+    const fork = /\/compare\/([^/?#]+)/.exec(p.url())![1]!;
+    const terse = realpathSync(path.join(file.server.dir, 'terse.yaml'));
+    expect((await file.server.api('GET', `/threads/${fork}`)).body.forkConfig).toBe(terse);
+    await poll(async () => (await p.getByRole('table', { name: 'Totals' }).locator('tbody tr').nth(1).textContent()) ?? '').toMatch(/completed/);
+    await poll(async () => p.getByLabel('Divergence').textContent()).toMatch(/LLM requests diverge at writer's call/);
+    // The fork's page names the file it runs under.
+    await p.getByRole('link', { name: 'Other thread' }).click();
+    await p.getByText(terse).waitFor();
+
+    file.allow(/422/);
+    const again = await file.open(OP_TOKEN, `/threads/${source}`);
+    await again.getByRole('button', { name: 'Fork', exact: true }).click();
+    const bad = again.getByRole('form', { name: 'Fork this thread' });
+    await bad.getByLabel('Configuration file').fill('missing.yaml');
+    await bad.getByRole('button', { name: 'Fork', exact: true }).click();
+    await bad.getByText(/missing\.yaml is not an organism\.yaml this fork can run under: no such file/).waitFor();
 
     const v = await file.open(VIEW_TOKEN, `/threads/${source}`);
     expect(await v.getByRole('button', { name: 'Fork', exact: true }).isDisabled()).toBe(true);

@@ -1,13 +1,13 @@
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openAiChunks, openAiOk } from '../llm/servers/openai-server.js';
 import { startScriptedServer, type ScriptedServer, type SeenRequest } from '../llm/servers/scripted-server.js';
 import { eventually, STORAGE_KINDS, startService, VIEWER, type Service } from './fixture.js';
 
-/**
- * How many completed threads the acceptance forks (issue 29 says 100; 20 keeps the test to a
- * few seconds on every store: the code path is the same for each fork).
- */
-const FORKED_THREADS = 20;
+/** How many completed threads the acceptance forks (issue 29). */
+const FORKED_THREADS = 100;
 
 const RESEARCHER_PROMPT = 'You research questions. Send what you find to the writer.';
 const WRITER_PROMPT = 'You write short announcements from findings and send them to the announcer.';
@@ -166,6 +166,7 @@ describe.each(STORAGE_KINDS)('time travel: fork (%s)', (storage) => {
       expect(await messagesOf(s, id)).toEqual(before.get(id));
       const info = (await s.request('GET', `/api/v1/threads/${f.threadId}`)).body;
       expect(info.forkedFrom).toEqual({ threadId: id, messageId: before.get(id)![0]!.id });
+      expect(info.forkConfig).toBeNull();
       expect((await s.request('GET', `/api/v1/threads/${id}`)).body.forkedFrom).toBeNull();
       const calls = (await s.request('GET', `/api/v1/threads/${f.threadId}/llm-calls`)).body.calls as Array<Record<string, unknown>>;
       const original = (await s.request('GET', `/api/v1/threads/${id}/llm-calls`)).body.calls as Array<Record<string, unknown>>;
@@ -252,9 +253,6 @@ describe.each(STORAGE_KINDS)('time travel: fork (%s)', (storage) => {
     const other = await s.request('POST', `/api/v1/threads/${id}/fork`, { body: { atMessageId: 'no-such-message' } });
     expect(other.status).toBe(422);
     expect(other.body.code).toBe('FORK_MESSAGE_NOT_IN_THREAD');
-    const config = await s.request('POST', `/api/v1/threads/${id}/fork`, { body: { configPath: '/tmp/other.yaml' } });
-    expect(config.status).toBe(422);
-    expect(config.body.code).toBe('FORK_CONFIG_UNSUPPORTED');
     expect((await s.request('POST', `/api/v1/threads/${id}/fork`, { body: { bogus: 1 } })).status).toBe(422);
     expect((await s.request('POST', `/api/v1/threads/${id}/fork`, { body: {}, token: VIEWER })).status).toBe(403);
     expect((await s.request('GET', `/api/v1/threads/${id}/compare/${id}`, { token: VIEWER })).status).toBe(403);
@@ -274,6 +272,69 @@ describe.each(STORAGE_KINDS)('time travel: fork (%s)', (storage) => {
     const dry = await s.request('POST', `/api/v1/threads/${id}/fork`, { body: { dryRun: true } });
     expect(dry.body).toMatchObject({ threadId: null, dryRun: true, replay: 'record', forkedFrom: { threadId: id, messageId: source[0]!.id } });
     expect((await s.request('GET', '/api/v1/threads')).body.total).toBe(total);
+  });
+
+  it('a fork under another organism.yaml (configPath): only the fork runs it, replaying the researcher and going live at the changed writer', async () => {
+    const s = await start(yaml(server.url));
+    const ids = await sources(s, 3);
+    writeFileSync(join(s.dir, 'loud.yaml'), yaml(server.url, 'You write LOUD announcements from findings and send them to the announcer.'));
+    const requests = server.seen.length;
+    for (const id of ids) {
+      const res = await s.request('POST', `/api/v1/threads/${id}/fork`, { body: { configPath: 'loud.yaml' } });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body).toMatchObject({ replay: 'record', config: { path: realpathSync(join(s.dir, 'loud.yaml')), updated: ['writer'], removed: [], changed: [] } });
+      expect(res.body.config.hash).toMatch(/^[0-9a-f]{16}$/);
+      const f = res.body as { threadId: string };
+      await settled(s, f.threadId);
+      expect((await s.request('GET', `/api/v1/threads/${f.threadId}`)).body).toMatchObject({ forkedFrom: { threadId: id }, forkConfig: res.body.config.path });
+      const calls = (await s.request('GET', `/api/v1/threads/${f.threadId}/llm-calls`)).body.calls as Array<Record<string, unknown>>;
+      expect(calls.map((c) => [c.agent, c.replayed])).toEqual([
+        ['researcher', true],
+        ['writer', false],
+      ]);
+      const forked = await messagesOf(s, f.threadId);
+      const source = await messagesOf(s, id);
+      expect(shape(forked.slice(0, 2))).toEqual(shape(source.slice(0, 2)));
+      expect(forked[2]!.payload['text']).toBe(String(source[2]!.payload['text']).toUpperCase());
+      const cmp = (await s.request('GET', `/api/v1/threads/${id}/compare/${f.threadId}`)).body;
+      expect(cmp.firstCallDivergence).toMatchObject({ index: 1, agent: 'writer' });
+      expect(cmp.firstDivergence).toBe(2);
+    }
+    const live = server.seen.slice(requests);
+    expect(live).toHaveLength(3);
+    expect(live.every((r) => JSON.stringify(r.body).includes('LOUD'))).toBe(true);
+
+    // The running organism is unchanged: a new thread's writer is not LOUD.
+    const [fresh] = await sources(s, 1);
+    const text = String((await messagesOf(s, fresh!))[2]!.payload['text']);
+    expect(text).toBe('News on topic 0');
+    expect((await s.request('GET', '/api/v1/agents')).body.agents.map((a: { name: string }) => a.name)).toEqual(['researcher', 'writer', 'announcer']);
+
+    // What it refuses, with a 422 naming the problem.
+    const refused = async (configPath: string) => {
+      const res = await s.request('POST', `/api/v1/threads/${ids[0]}/fork`, { body: { configPath } });
+      expect(res.status, JSON.stringify(res.body)).toBe(422);
+      return res.body as { code: string; detail: string };
+    };
+    const outside = mkdtempSync(join(tmpdir(), 'fork-outside-'));
+    writeFileSync(join(outside, 'organism.yaml'), yaml(server.url));
+    expect(await refused(join(outside, 'organism.yaml'))).toMatchObject({ code: 'FORK_CONFIG_OUTSIDE' });
+    expect(await refused('../' + basename(outside) + '/organism.yaml')).toMatchObject({ code: 'FORK_CONFIG_OUTSIDE' });
+    rmSync(outside, { recursive: true, force: true });
+    expect(await refused('nope.yaml')).toMatchObject({ code: 'FORK_CONFIG_INVALID', detail: expect.stringContaining('no such file') });
+    writeFileSync(join(s.dir, 'broken.yaml'), yaml(server.url).replace('max_tokens_per_thread: 50000', 'max_tokens_per_thread: lots'));
+    expect((await refused('broken.yaml')).detail).toContain('max_tokens_per_thread');
+    writeFileSync(
+      join(s.dir, 'added.yaml'),
+      `${yaml(server.url)}  - name: critic
+    description: Criticises
+    payload: Text
+    handler: ./handlers.ts#echo
+`,
+    );
+    expect(await refused('added.yaml')).toMatchObject({ code: 'FORK_CONFIG_INVALID', detail: expect.stringContaining('adds listener critic') });
+    const dry = await s.request('POST', `/api/v1/threads/${ids[0]}/fork`, { body: { configPath: 'loud.yaml', dryRun: true } });
+    expect(dry.body).toMatchObject({ threadId: null, dryRun: true, config: { updated: ['writer'] } });
   });
 
   it('under llm.record: metadata the fork says it runs live, and calls the provider', async () => {

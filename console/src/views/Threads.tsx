@@ -275,6 +275,14 @@ export function ThreadDetailView() {
                   compare
                 </Link>
               </dd>
+              {t.forkConfig && (
+                <>
+                  <dt>Runs under</dt>
+                  <dd>
+                    <code>{t.forkConfig}</code>
+                  </dd>
+                </>
+              )}
             </>
           )}
         </dl>

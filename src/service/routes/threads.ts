@@ -178,9 +178,13 @@ export const threadRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (ap
     },
     async (request) => {
       const { atMessageId, configPath, dryRun } = request.body ?? {};
-      if (configPath !== undefined) throw Errors.FORK_CONFIG_UNSUPPORTED(configPath);
-      const fork = await organism.fork(request.params.threadId, { ...(atMessageId !== undefined ? { atMessageId } : {}), ...(dryRun ? { dryRun } : {}) });
-      return { ...fork };
+      const fork = await organism.fork(request.params.threadId, {
+        ...(atMessageId !== undefined ? { atMessageId } : {}),
+        ...(configPath !== undefined ? { configPath } : {}),
+        ...(dryRun ? { dryRun } : {}),
+      });
+      const { config } = fork;
+      return { ...fork, config: config && { ...config, updated: [...config.updated], removed: [...config.removed], changed: [...config.changed] } };
     },
   );
 

@@ -53,6 +53,9 @@ export const ThreadInfo = Type.Object(
     error: NullableString,
     hold: Type.Optional(Type.Union([ThreadHoldView, Type.Null()], { description: "The thread's hold: present while held (GET /threads/{id}: also once resumed); null: never held" })),
     forkedFrom: Type.Union([ForkedFrom, Type.Null()], { description: 'The thread and message this thread was forked from (time travel); null: not a fork' }),
+    forkConfig: Type.Union([Type.String(), Type.Null()], {
+      description: "The organism.yaml this fork runs under (the fork's configPath, absolute); null: the running organism's",
+    }),
   },
   { title: 'ThreadInfo' },
 );
@@ -103,7 +106,14 @@ export const ForkRequest = Type.Object(
     atMessageId: Type.Optional(
       Type.String({ minLength: 1, maxLength: 256, description: 'The message the fork runs on from; the messages before it are its history (default: the first message)' }),
     ),
-    configPath: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'Not supported yet: a fork runs under the current configuration' })),
+    configPath: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 4096,
+        description:
+          "The organism.yaml the fork runs under, checked like a reload (only the fork uses it; the running organism is unchanged). Relative to the running organism.yaml's directory, which it must lie in. It may change and remove listeners, not add any. Omitted: the running configuration",
+      }),
+    ),
     dryRun: Type.Optional(Type.Boolean({ description: 'Check and answer what the fork would be, creating nothing' })),
   },
   { additionalProperties: false, title: 'ForkRequest' },
@@ -120,6 +130,22 @@ export const ForkResponse = Type.Object(
     liveReason: Type.Union([Type.String(), Type.Null()], { description: 'Why the fork runs live (replay live)' }),
     history: Type.Integer({ description: "Messages of the source copied as the fork's history (those before atMessageId)" }),
     dryRun: Type.Boolean(),
+    config: Type.Union(
+      [
+        Type.Object(
+          {
+            path: Type.String({ description: 'The absolute path of the organism.yaml the fork runs under' }),
+            hash: Type.String({ description: 'Its fingerprint when the fork was made' }),
+            updated: Type.Array(Type.String(), { description: 'Listeners whose configuration or handler differ from the running ones' }),
+            removed: Type.Array(Type.String(), { description: 'Listeners the fork runs without (messages to them are refused in the fork)' }),
+            changed: Type.Array(Type.String(), { description: 'Organism-wide keys that differ' }),
+          },
+          { title: 'ForkConfig' },
+        ),
+        Type.Null(),
+      ],
+      { description: 'The organism.yaml the fork runs under (configPath); null: the running one' },
+    ),
   },
   { title: 'ForkResponse' },
 );

@@ -144,7 +144,7 @@ describe.each(STORAGE_KINDS)('time travel: fork (%s)', (storage) => {
     return s;
   }
 
-  it(`forks ${FORKED_THREADS} completed threads with no config change: every fork's messages equal its source's, the provider gets no request, every call replayed at zero cost`, async () => {
+  it(`forks ${FORKED_THREADS} completed threads with no config change: every fork's messages equal its source's, the provider gets no request, every call replayed at zero cost`, { timeout: 180_000 }, async () => {
     const s = await start(yaml(server.url));
     const ids = await sources(s, FORKED_THREADS);
     const before = new Map<string, Msg[]>();

@@ -66,30 +66,29 @@ export class ForkConfigs implements ListenerSetups {
    */
   async prepare(configPath: string, within: string | null): Promise<ForkConfig> {
     const path = await this.resolve(configPath, within);
-    let loaded: LoadedOrganism;
-    try {
-      loaded = await this.deps.load(path);
-    } catch (err) {
-      throw invalid(configPath, err);
-    }
+    const loaded = await this.read(path, configPath);
     const hash = fingerprint(loaded.config).hash;
     this.keep(`${path}\u0000${hash}`, Promise.resolve(this.deps.build(loaded)));
     return { path, hash, loaded };
   }
 
   private async loadAgain(path: string, hash: string): Promise<ListenerSetup> {
-    let loaded: LoadedOrganism;
-    try {
-      loaded = await this.deps.load(path);
-    } catch (err) {
-      throw invalid(path, err);
-    }
+    const loaded = await this.read(path, path);
     const now = fingerprint(loaded.config).hash;
     if (hash !== '' && now !== hash && !this.warned.has(path)) {
       this.warned.add(path);
       this.deps.logger.warn({ path, forkedUnder: hash, now }, 'the organism.yaml a fork runs under changed since the fork was made: its deliveries run the file as it is now');
     }
     return this.deps.build(loaded);
+  }
+
+  /** The file loaded and checked; what is wrong with it, as FORK_CONFIG_INVALID naming it as `named`. */
+  private async read(path: string, named: string): Promise<LoadedOrganism> {
+    try {
+      return await this.deps.load(path);
+    } catch (err) {
+      throw invalid(named, err);
+    }
   }
 
   private keep(key: string, setup: Promise<ListenerSetup>): void {

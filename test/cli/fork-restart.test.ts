@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { openAiChunks, openAiOk } from '../llm/servers/openai-server.js';
 import { startScriptedServer, type ScriptedServer, type SeenRequest } from '../llm/servers/scripted-server.js';
-import { eachBackend } from '../store/contract/backends.js';
+import { eachBackend, type Backend } from '../store/contract/backends.js';
 import { killAll, organismDir, startServer, stopProcess, type ServerProcess } from './processes.js';
 
 afterEach(killAll);
@@ -91,39 +91,51 @@ interface Msg {
   payload: unknown;
 }
 
+const json = async (s: ServerProcess, p: string, init?: RequestInit) => (await s.api(p, init)).json() as Promise<Record<string, unknown>>;
+const completed = (s: ServerProcess, id: string) => s.until(async () => (await json(s, `/threads/${id}`)).status === 'completed', `thread ${id} to complete`);
+const messages = async (s: ServerProcess, id: string) =>
+  ((await json(s, `/threads/${id}/messages?limit=100`)).messages as Msg[]).map((m) => ({ from: m.from, to: m.to, payloadType: m.payloadType, payload: m.payload }));
+
+/**
+ * A real serve runs a source thread to completion, forks it (`forkBody`), is SIGKILLed while the
+ * relay holds the fork, and is started again on the same store.
+ */
+async function forkKilledMidway(backend: Backend, forkBody: Record<string, unknown>, files: Record<string, string> = {}) {
+  const dir = organismDir(yaml(fake.url), { 'handlers.ts': HANDLERS, ...files });
+  const hold = path.join(dir, 'hold');
+  const reached = path.join(dir, 'reached');
+  const config = path.join(dir, 'organism.yaml');
+  const args = await backend.place().cliArgs();
+  const env = { HOLD_FILE: hold, REACHED_FILE: reached };
+  const first: ServerProcess = await startServer(config, args, { env });
+  const start = fake.seen.length;
+  const injected = await json(first, '/inject', { method: 'POST', body: JSON.stringify({ to: 'researcher', payload: { text: 'tides' } }) });
+  const source = injected.threadId as string;
+  await completed(first, source);
+  const before = await messages(first, source);
+  expect(before.map((m) => m.to)).toEqual(['researcher', 'relay', 'writer', 'announcer']);
+  const requests = fake.seen.length;
+  expect(requests - start).toBe(2);
+
+  writeFileSync(hold, '');
+  const fork = (await json(first, `/threads/${source}/fork`, { method: 'POST', body: JSON.stringify(forkBody) })) as {
+    threadId: string;
+    replay: string;
+    config: { updated: string[] } | null;
+  };
+  // The researcher's call was replayed; the relay holds the fork: kill -9 now.
+  await first.until(() => existsSync(reached) && readFileSync(reached, 'utf8').includes(fork.threadId), 'the fork to reach the relay');
+  await stopProcess(first, 'SIGKILL');
+  rmSync(hold);
+  const server = await startServer(config, args, { env });
+  await completed(server, fork.threadId);
+  return { server, fork, before, requests };
+}
+
 eachBackend("a fork's replay across a kill -9", (backend) => {
   it('the fork completes after the restart, and the provider receives no request for it', { timeout: 180_000 }, async () => {
-    const dir = organismDir(yaml(fake.url), { 'handlers.ts': HANDLERS });
-    const hold = path.join(dir, 'hold');
-    const reached = path.join(dir, 'reached');
-    const config = path.join(dir, 'organism.yaml');
-    const args = await backend.place().cliArgs();
-    const env = { HOLD_FILE: hold, REACHED_FILE: reached };
-    let server: ServerProcess = await startServer(config, args, { env });
-    const json = async (s: ServerProcess, p: string, init?: RequestInit) => (await s.api(p, init)).json() as Promise<Record<string, unknown>>;
-    const completed = (s: ServerProcess, id: string) => s.until(async () => (await json(s, `/threads/${id}`)).status === 'completed', `thread ${id} to complete`);
-    const messages = async (s: ServerProcess, id: string) =>
-      ((await json(s, `/threads/${id}/messages?limit=100`)).messages as Msg[]).map((m) => ({ from: m.from, to: m.to, payloadType: m.payloadType, payload: m.payload }));
-
-    const start = fake.seen.length;
-    const injected = await json(server, '/inject', { method: 'POST', body: JSON.stringify({ to: 'researcher', payload: { text: 'tides' } }) });
-    const source = injected.threadId as string;
-    await completed(server, source);
-    const before = await messages(server, source);
-    expect(before.map((m) => m.to)).toEqual(['researcher', 'relay', 'writer', 'announcer']);
-    const requests = fake.seen.length;
-    expect(requests - start).toBe(2);
-
-    writeFileSync(hold, '');
-    const fork = (await json(server, `/threads/${source}/fork`, { method: 'POST', body: '{}' })) as { threadId: string; replay: string };
+    const { server, fork, before, requests } = await forkKilledMidway(backend, {});
     expect(fork.replay).toBe('record');
-    // The researcher's call was replayed; the relay holds the fork: kill -9 now.
-    await server.until(() => existsSync(reached) && readFileSync(reached, 'utf8').includes(fork.threadId), 'the fork to reach the relay');
-    await stopProcess(server, 'SIGKILL');
-    rmSync(hold);
-
-    server = await startServer(config, args, { env });
-    await completed(server, fork.threadId);
     expect(await messages(server, fork.threadId)).toEqual(before);
     expect(fake.seen.length).toBe(requests);
     const calls = (await json(server, `/threads/${fork.threadId}/llm-calls`)).calls as Array<{ agent: string; replayed: boolean; cost: number }>;
@@ -133,35 +145,9 @@ eachBackend("a fork's replay across a kill -9", (backend) => {
   });
 
   it('a fork under another organism.yaml runs under it again after a kill -9: the researcher replayed, the changed writer live once', { timeout: 180_000 }, async () => {
-    const dir = organismDir(yaml(fake.url), { 'handlers.ts': HANDLERS });
-    writeFileSync(path.join(dir, 'loud.yaml'), yaml(fake.url).replace('You write announcements.', 'You write LOUD announcements.'));
-    const hold = path.join(dir, 'hold');
-    const reached = path.join(dir, 'reached');
-    const config = path.join(dir, 'organism.yaml');
-    const args = await backend.place().cliArgs();
-    const env = { HOLD_FILE: hold, REACHED_FILE: reached };
-    let server: ServerProcess = await startServer(config, args, { env });
-    const json = async (s: ServerProcess, p: string, init?: RequestInit) => (await s.api(p, init)).json() as Promise<Record<string, unknown>>;
-    const completed = (s: ServerProcess, id: string) => s.until(async () => (await json(s, `/threads/${id}`)).status === 'completed', `thread ${id} to complete`);
-    const messages = async (s: ServerProcess, id: string) => (await json(s, `/threads/${id}/messages?limit=100`)).messages as Msg[];
-
-    const injected = await json(server, '/inject', { method: 'POST', body: JSON.stringify({ to: 'researcher', payload: { text: 'tides' } }) });
-    const source = injected.threadId as string;
-    await completed(server, source);
-    const requests = fake.seen.length;
-
-    writeFileSync(hold, '');
-    const fork = (await json(server, `/threads/${source}/fork`, { method: 'POST', body: JSON.stringify({ configPath: 'loud.yaml' }) })) as {
-      threadId: string;
-      config: { updated: string[] };
-    };
-    expect(fork.config.updated).toEqual(['writer']);
-    await server.until(() => existsSync(reached) && readFileSync(reached, 'utf8').includes(fork.threadId), 'the fork to reach the relay');
-    await stopProcess(server, 'SIGKILL');
-    rmSync(hold);
-
-    server = await startServer(config, args, { env });
-    await completed(server, fork.threadId);
+    const loud = yaml(fake.url).replace('You write announcements.', 'You write LOUD announcements.');
+    const { server, fork, before, requests } = await forkKilledMidway(backend, { configPath: 'loud.yaml' }, { 'loud.yaml': loud });
+    expect(fork.config?.updated).toEqual(['writer']);
     // Only the writer's call went to the provider, with the fork's prompt (the running organism's is not LOUD).
     const live = fake.seen.slice(requests);
     expect(live).toHaveLength(1);
@@ -171,7 +157,7 @@ eachBackend("a fork's replay across a kill -9", (backend) => {
       ['researcher', true],
       ['writer', false],
     ]);
-    expect((await messages(server, fork.threadId)).map((m) => m.to)).toEqual(['researcher', 'relay', 'writer', 'announcer']);
+    expect((await messages(server, fork.threadId)).map((m) => m.to)).toEqual(before.map((m) => m.to));
     await stopProcess(server);
   });
 });

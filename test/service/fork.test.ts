@@ -137,6 +137,26 @@ async function fork(s: Service, threadId: string, body: Record<string, unknown> 
   return res.body;
 }
 
+/**
+ * A fork under a LOUD writer: the researcher's call replayed, the writer's live, the first two
+ * messages as the source's and the announcement in upper case; compare names the writer.
+ */
+async function liveAtTheWriter(s: Service, sourceId: string, forkId: string) {
+  const calls = (await s.request('GET', `/api/v1/threads/${forkId}/llm-calls`)).body.calls as Array<Record<string, unknown>>;
+  expect(calls.map((c) => [c.agent, c.replayed])).toEqual([
+    ['researcher', true],
+    ['writer', false],
+  ]);
+  const forked = await messagesOf(s, forkId);
+  const source = await messagesOf(s, sourceId);
+  expect(shape(forked.slice(0, 2))).toEqual(shape(source.slice(0, 2)));
+  expect(forked[2]!.payload['text']).toBe(String(source[2]!.payload['text']).toUpperCase());
+  const cmp = (await s.request('GET', `/api/v1/threads/${sourceId}/compare/${forkId}`)).body;
+  expect(cmp.firstCallDivergence).toMatchObject({ index: 1, agent: 'writer' });
+  expect(cmp.firstDivergence).toBe(2);
+  return { source, cmp };
+}
+
 describe.each(STORAGE_KINDS)('time travel: fork (%s)', (storage) => {
   async function start(text: string): Promise<Service> {
     const s = await startService({ yaml: text, storage });
@@ -144,7 +164,9 @@ describe.each(STORAGE_KINDS)('time travel: fork (%s)', (storage) => {
     return s;
   }
 
-  it(`forks ${FORKED_THREADS} completed threads with no config change: every fork's messages equal its source's, the provider gets no request, every call replayed at zero cost`, { timeout: 180_000 }, async () => {
+  it(`forks ${FORKED_THREADS} completed threads with no config change: every fork's messages equal its source's, the provider gets no request, every call replayed at zero cost`, {
+    timeout: 180_000,
+  }, async () => {
     const s = await start(yaml(server.url));
     const ids = await sources(s, FORKED_THREADS);
     const before = new Map<string, Msg[]>();
@@ -203,17 +225,8 @@ describe.each(STORAGE_KINDS)('time travel: fork (%s)', (storage) => {
     for (const id of ids) {
       const f = await fork(s, id);
       await settled(s, f.threadId);
-      const calls = (await s.request('GET', `/api/v1/threads/${f.threadId}/llm-calls`)).body.calls as Array<Record<string, unknown>>;
-      expect(calls.map((c) => [c.agent, c.replayed])).toEqual([
-        ['researcher', true],
-        ['writer', false],
-      ]);
-      const forked = await messagesOf(s, f.threadId);
-      const source = await messagesOf(s, id);
-      expect(shape(forked.slice(0, 2))).toEqual(shape(source.slice(0, 2)));
-      expect(forked[2]!.payload['text']).toBe(String(source[2]!.payload['text']).toUpperCase());
-      const cmp = (await s.request('GET', `/api/v1/threads/${id}/compare/${f.threadId}`)).body;
-      expect(cmp.firstCallDivergence).toMatchObject({ index: 1, agent: 'writer', a: { agent: 'writer' }, b: { agent: 'writer' } });
+      const { source, cmp } = await liveAtTheWriter(s, id, f.threadId);
+      expect(cmp.firstCallDivergence).toMatchObject({ a: { agent: 'writer' }, b: { agent: 'writer' } });
       expect(cmp.firstCallDivergence.a.requestHash).not.toBe(cmp.firstCallDivergence.b.requestHash);
       expect(cmp.firstDivergence).toBe(2);
       expect(cmp.messages[2]).toMatchObject({ same: false, a: { from: 'writer', to: 'announcer' }, payloadDiff: [{ path: '$.text', a: source[2]!.payload['text'] }] });
@@ -287,18 +300,7 @@ describe.each(STORAGE_KINDS)('time travel: fork (%s)', (storage) => {
       const f = res.body as { threadId: string };
       await settled(s, f.threadId);
       expect((await s.request('GET', `/api/v1/threads/${f.threadId}`)).body).toMatchObject({ forkedFrom: { threadId: id }, forkConfig: res.body.config.path });
-      const calls = (await s.request('GET', `/api/v1/threads/${f.threadId}/llm-calls`)).body.calls as Array<Record<string, unknown>>;
-      expect(calls.map((c) => [c.agent, c.replayed])).toEqual([
-        ['researcher', true],
-        ['writer', false],
-      ]);
-      const forked = await messagesOf(s, f.threadId);
-      const source = await messagesOf(s, id);
-      expect(shape(forked.slice(0, 2))).toEqual(shape(source.slice(0, 2)));
-      expect(forked[2]!.payload['text']).toBe(String(source[2]!.payload['text']).toUpperCase());
-      const cmp = (await s.request('GET', `/api/v1/threads/${id}/compare/${f.threadId}`)).body;
-      expect(cmp.firstCallDivergence).toMatchObject({ index: 1, agent: 'writer' });
-      expect(cmp.firstDivergence).toBe(2);
+      await liveAtTheWriter(s, id, f.threadId);
     }
     const live = server.seen.slice(requests);
     expect(live).toHaveLength(3);

@@ -295,7 +295,10 @@ export class Scheduler {
       return;
     }
     await this.deps.store.settle(spec.name, tickAt, 'fired', threadId, null);
-    this.deps.logger.info({ schedule: spec.name, tick: new Date(tickAt).toISOString(), threadId, late }, late ? 'missed schedule tick fired (catch-up)' : 'schedule tick fired');
+    // An on-time tick at debug (a 1 s schedule would write a line a second; GET /schedules lists the ticks); a catch-up at info.
+    const fields = { schedule: spec.name, tick: new Date(tickAt).toISOString(), threadId, late };
+    if (late) this.deps.logger.info(fields, 'missed schedule tick fired (catch-up)');
+    else this.deps.logger.debug(fields, 'schedule tick fired');
     this.deps.onFired?.(spec, { tickAt, threadId, late });
   }
 }

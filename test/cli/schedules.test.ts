@@ -78,7 +78,8 @@ describe.runIf(run)('schedules on two serve processes sharing PostgreSQL', () =>
         return [];
       }
     };
-    const serve = (name: string): Promise<ServerProcess> => startServer(config, ['--store', db.url, '--name', name, '--data-dir', path.join(dir, `data-${name}`), '--log-level', 'info'], { built: true });
+    const serve = (name: string): Promise<ServerProcess> =>
+      startServer(config, ['--store', db.url, '--name', name, '--data-dir', path.join(dir, `data-${name}`), '--log-level', 'info'], { built: true });
 
     const [a, b] = await Promise.all([serve('a'), serve('b')]);
     // Ten seconds of ticks with both processes up.

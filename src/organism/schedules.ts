@@ -1,4 +1,4 @@
-import { Errors } from '../errors/catalogue.js';
+import { Trouble } from './trouble.js';
 import { createHash } from 'node:crypto';
 import type { ScheduleSpec, ScheduleStore, ScheduleTick } from '../core/schedule.js';
 import { nextCronTime, nextIntervalTime, parseCron, parseInterval, type CronExpression } from '../util/cron.js';
@@ -110,8 +110,8 @@ export class Scheduler {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private stopped = true;
-  /** A pass failed and none has succeeded since: told once, not every poll. */
-  private trouble = false;
+  /** Failed rounds, told once until one succeeds. */
+  private readonly trouble: Trouble;
   /** The runtime schedules, as of the last pass. */
   private added: ScheduleSpec[] = [];
   /** Per schedule: its timing and the latest cursor this process knows (never ahead of the store's). */
@@ -120,6 +120,7 @@ export class Scheduler {
 
   constructor(private readonly deps: SchedulerDeps) {
     this.now = deps.now ?? Date.now;
+    this.trouble = new Trouble(deps.logger, 'schedule pass failed; retrying', 'schedule passes work again');
   }
 
   start(): void {
@@ -192,14 +193,11 @@ export class Scheduler {
       this.running = this.pass()
         .then(
           (next) => {
-            if (this.trouble) this.deps.logger.info('schedule passes work again');
-            this.trouble = false;
+            this.trouble.ok();
             return next;
           },
           (err: unknown) => {
-            // An unreachable store logs its outage itself, once; anything else is told once until a pass succeeds.
-            if (!this.trouble && !Errors.STORAGE_UNAVAILABLE.is(err)) this.deps.logger.error({ err }, 'schedule pass failed; retrying');
-            this.trouble = true;
+            this.trouble.fail(err);
             return undefined;
           },
         )

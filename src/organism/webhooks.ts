@@ -1,4 +1,4 @@
-import { Errors } from '../errors/catalogue.js';
+import { Trouble } from './trouble.js';
 import { createHash } from 'node:crypto';
 import type { WebhookConfig, WebhookCounts, WebhookDelivery, WebhookDeliveryState, WebhookEvent, WebhookStore } from '../core/webhook.js';
 import type { EventBus } from '../events/bus.js';
@@ -54,13 +54,14 @@ export class Webhooks {
   /** Enqueues under way (awaited by stop, so that an event heard just before is journaled). */
   private readonly writes = new Set<Promise<unknown>>();
   private lastPrune = 0;
-  /** A send round failed and has not succeeded since: told once, not every poll. */
-  private trouble = false;
+  /** Failed rounds, told once until one succeeds. */
+  private readonly trouble: Trouble;
   /** Aborts the sends under way when the process stops (their leases run out; another process, or the next start, sends them). */
   private aborter = new AbortController();
 
   constructor(private readonly deps: WebhookDeps) {
     this.now = deps.now ?? Date.now;
+    this.trouble = new Trouble(deps.logger, 'webhook sender failed; retrying', 'webhook sender works again');
     this.env = deps.env ?? process.env;
   }
 
@@ -182,14 +183,11 @@ export class Webhooks {
       this.running = this.sendDue()
         .then(
           (more) => {
-            if (this.trouble) this.deps.logger.info('webhook sender works again');
-            this.trouble = false;
+            this.trouble.ok();
             return more;
           },
           (err: unknown) => {
-            // An unreachable store logs its outage itself, once; anything else is told once until a round succeeds.
-            if (!this.trouble && !Errors.STORAGE_UNAVAILABLE.is(err)) this.deps.logger.error({ err }, 'webhook sender failed; retrying');
-            this.trouble = true;
+            this.trouble.fail(err);
             return false;
           },
         )

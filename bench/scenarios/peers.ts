@@ -107,7 +107,7 @@ export function ratioRow(metric: string, unit: string, rounds: readonly number[]
 /**
  * The scale's settings, each overridable for a shorter or longer run (the report says which were
  * used): BENCH_PEERS_ROUNDS, BENCH_PEERS_MESSAGES, BENCH_PEERS_WARMUP, BENCH_PEERS_SECONDS,
- * BENCH_PEERS_RATES (e.g. 50,200).
+ * BENCH_PEERS_RATES (e.g. 50,200). BENCH_PEERS_SYSTEMS picks the systems (see peersSystems).
  */
 export function peersSettings(scale: Scale, env: NodeJS.ProcessEnv = process.env): { settings: Scale['peers']; overridden: string[] } {
   const overridden: string[] = [];
@@ -139,9 +139,24 @@ export function peersSettings(scale: Scale, env: NodeJS.ProcessEnv = process.env
   return { settings, overridden };
 }
 
+/**
+ * Which systems to run: all of them, or those BENCH_PEERS_SYSTEMS names (comma-separated, e.g.
+ * organism-postgres,pg-boss), in the scenario's order. The report says when it was narrowed.
+ */
+export function peersSystems(env: NodeJS.ProcessEnv = process.env): { systems: readonly SystemName[]; overridden: string[] } {
+  const text = env['BENCH_PEERS_SYSTEMS'];
+  if (text === undefined || text === '') return { systems: SYSTEMS, overridden: [] };
+  const named = text.split(',').map((s) => s.trim());
+  for (const name of named)
+    if (!(SYSTEMS as readonly string[]).includes(name)) throw new Error(`BENCH_PEERS_SYSTEMS names systems among ${SYSTEMS.join(', ')}, comma-separated, not "${name}"`);
+  return { systems: SYSTEMS.filter((s) => named.includes(s)), overridden: [`BENCH_PEERS_SYSTEMS=${text}`] };
+}
+
 export async function runPeers(scale: Scale, log: (line: string) => void): Promise<ScenarioResult> {
   const started = performance.now();
-  const { settings, overridden } = peersSettings(scale);
+  const chosen = peersSystems();
+  const { settings, overridden: settingsOverridden } = peersSettings(scale);
+  const overridden = [...settingsOverridden, ...chosen.overridden];
   if (overridden.length) log(`  settings overridden: ${overridden.join(' ')}`);
   const loadAtStart = loadAverage();
   ensurePeersInstalled(log);
@@ -154,7 +169,8 @@ export async function runPeers(scale: Scale, log: (line: string) => void): Promi
     }
   })();
   const postgresVersion = await admin(async (c) => (await c.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]!.v).catch(() => 'none');
-  const { systems, missing } = await available(log);
+  const { systems: runnable, missing } = await available(log);
+  const systems = runnable.filter((s) => chosen.systems.includes(s));
   const results = new Map<SystemName, SystemRound[]>(systems.map((s) => [s, []]));
   let last: ScenarioResult | undefined;
   for (let r = 0; r < settings.rounds; r++) {

@@ -159,8 +159,9 @@ export class PgClusterJournal extends PgJournal {
       // query string: the lock is held only while the server runs it, never across a round
       // trip to a process that a busy machine may not schedule at once (claims queued behind
       // such a holder was what limited four workers).
-      const sql = claimTransaction({ workerId, listeners, max, global: limits.global, perAgent: limits.perAgent, now: this.now(), slot: `${this.counts.slot}/claim` }, (v) =>
-        client.escapeLiteral(v),
+      const sql = claimTransaction(
+        { workerId, listeners, max, global: limits.global, perAgent: limits.perAgent, booking: limits.booking ?? [], now: this.now(), slot: `${this.counts.slot}/claim` },
+        (v) => client.escapeLiteral(v),
       );
       const results = (await client.query(sql)) as unknown as Array<pg.QueryResult<JournalRow & { thread_row: ThreadRow | null }>>;
       const rows = results[CLAIM_RESULT]!.rows;

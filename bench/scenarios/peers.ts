@@ -107,7 +107,7 @@ export function ratioRow(metric: string, unit: string, rounds: readonly number[]
 /**
  * The scale's settings, each overridable for a shorter or longer run (the report says which were
  * used): BENCH_PEERS_ROUNDS, BENCH_PEERS_MESSAGES, BENCH_PEERS_WARMUP, BENCH_PEERS_SECONDS,
- * BENCH_PEERS_RATES (e.g. 50,200).
+ * BENCH_PEERS_RATES (e.g. 50,200). BENCH_PEERS_SYSTEMS picks the systems (see peersSystems).
  */
 export function peersSettings(scale: Scale, env: NodeJS.ProcessEnv = process.env): { settings: Scale['peers']; overridden: string[] } {
   const overridden: string[] = [];
@@ -139,9 +139,24 @@ export function peersSettings(scale: Scale, env: NodeJS.ProcessEnv = process.env
   return { settings, overridden };
 }
 
+/**
+ * Which systems to run: all of them, or those BENCH_PEERS_SYSTEMS names (comma-separated, e.g.
+ * organism-postgres,pg-boss), in the scenario's order. The report says when it was narrowed.
+ */
+export function peersSystems(env: NodeJS.ProcessEnv = process.env): { systems: readonly SystemName[]; overridden: string[] } {
+  const text = env['BENCH_PEERS_SYSTEMS'];
+  if (text === undefined || text === '') return { systems: SYSTEMS, overridden: [] };
+  const named = text.split(',').map((s) => s.trim());
+  for (const name of named)
+    if (!(SYSTEMS as readonly string[]).includes(name)) throw new Error(`BENCH_PEERS_SYSTEMS names systems among ${SYSTEMS.join(', ')}, comma-separated, not "${name}"`);
+  return { systems: SYSTEMS.filter((s) => named.includes(s)), overridden: [`BENCH_PEERS_SYSTEMS=${text}`] };
+}
+
 export async function runPeers(scale: Scale, log: (line: string) => void): Promise<ScenarioResult> {
   const started = performance.now();
-  const { settings, overridden } = peersSettings(scale);
+  const chosen = peersSystems();
+  const { settings, overridden: settingsOverridden } = peersSettings(scale);
+  const overridden = [...settingsOverridden, ...chosen.overridden];
   if (overridden.length) log(`  settings overridden: ${overridden.join(' ')}`);
   const loadAtStart = loadAverage();
   ensurePeersInstalled(log);
@@ -154,7 +169,8 @@ export async function runPeers(scale: Scale, log: (line: string) => void): Promi
     }
   })();
   const postgresVersion = await admin(async (c) => (await c.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]!.v).catch(() => 'none');
-  const { systems, missing } = await available(log);
+  const { systems: runnable, missing } = await available(log);
+  const systems = runnable.filter((s) => chosen.systems.includes(s));
   const results = new Map<SystemName, SystemRound[]>(systems.map((s) => [s, []]));
   let last: ScenarioResult | undefined;
   for (let r = 0; r < settings.rounds; r++) {
@@ -274,7 +290,7 @@ export async function runPeers(scale: Scale, log: (line: string) => void): Promi
     const ratios = ratioTable(systems, results, settings.rates);
     const notes = [
       `Each round runs every system in turn (the order turns by one each round), each run in a fresh process on a fresh store (a new SQLite directory; a new PostgreSQL database; a new private redis-server), after ${settings.warmup} unmeasured warm-up messages that have drained. Throughput: ${settings.messages.toLocaleString('en-US')} messages enqueued at hop1 in batches of 500 as fast as each system takes them, timed to the last final-hop completion. Latency: ${settings.rates.join(' and ')} msg/s offered for ${settings.steadySec} s, one enqueue per message, from each message's scheduled send time to the commit of its hop3 completion; a system that could not keep up shows the rate it completed. Figures are medians of ${roundsDone} round(s)${roundsDone < settings.rounds ? ` (of ${settings.rounds} planned: the run was still going when this was written)` : ''}; ratios are per round, then their median.`,
-      `The chain: hop1 -> hop2 -> hop3 no-op handlers, each hop a durable write, the message's key carried through. organism: default limits (20 handlers, 5 per listener); SQLite as \`organism serve\` opens it; PostgreSQL in cluster mode (claims and leases: \`openPostgresStorage({ cluster: { kind: 'serve', handlers: true } })\`, the mode of bench/children/pump.ts and bench:scaleout), inject and ack in one transaction. BullMQ ${versions.bullmq} (ioredis ${versions.ioredis}): a queue and a Worker (concurrency ${PEER_CONCURRENCY}) per hop; a hop's processor adds the next hop's job, BullMQ then moves the job to completed (kept, its default); a private ${redisVersion.split(' ').slice(0, 3).join(' ')} with \`appendonly yes, appendfsync everysec\`, no RDB. pg-boss ${versions['pg-boss']}: a queue and a worker per hop fetching batches of ${PGBOSS_BATCH}; a hop inserts the batch's next jobs in one statement and pg-boss completes the batch in another; polling 0.5 s (its minimum), each worker woken with notifyWorker when this process adds work for it. graphile-worker ${versions['graphile-worker']}: a task per hop, every job of a message in the named queue of its thread (FIFO per thread), ${PEER_CONCURRENCY} workers woken by LISTEN/NOTIFY, logging off. The peers commit a hop's completion and the next hop's enqueue in two transactions; organism in one. PostgreSQL ${postgresVersion} on 127.0.0.1:5432 (shared with other work on this machine).`,
+      `The chain: hop1 -> hop2 -> hop3 no-op handlers, each hop a durable write, the message's key carried through. organism: default limits (20 handlers, 5 per listener); SQLite as \`organism serve\` opens it; PostgreSQL in cluster mode (claims and leases: \`openPostgresStorage({ cluster: { kind: 'serve', handlers: true } })\`, the mode of bench/children/pump.ts and bench:scaleout), inject and ack in one transaction. BullMQ ${versions.bullmq} (ioredis ${versions.ioredis}): a queue and a Worker (concurrency ${PEER_CONCURRENCY}) per hop; a hop's processor adds the next hop's job, BullMQ then moves the job to completed (kept, its default); a private ${redisVersion.split(' ').slice(0, 3).join(' ')} with \`appendonly yes, appendfsync everysec\`, no RDB. pg-boss ${versions['pg-boss']}: a queue and a worker per hop fetching batches of ${PGBOSS_BATCH}; a hop inserts the batch's next jobs in one statement and pg-boss completes the batch in another; polling 0.5 s (its minimum), each worker woken with notifyWorker when this process adds work for it, and by its own handler after a full batch (pg-boss 10 otherwise sleeps out the interval after each batch, ~100 jobs/s a queue). graphile-worker ${versions['graphile-worker']}: a task per hop, every job of a message in the named queue of its thread (FIFO per thread), ${PEER_CONCURRENCY} workers woken by LISTEN/NOTIFY, logging off. The peers commit a hop's completion and the next hop's enqueue in two transactions; organism in one. PostgreSQL ${postgresVersion} on 127.0.0.1:5432 (shared with other work on this machine).`,
       `The peers are pinned in bench/peers/package.json and its lockfile (installed there on demand with \`npm ci --prefix bench/peers\`, never the project's dependencies): the newest releases that run on Node ${process.versions.node.split('.')[0]} (pg-boss 11+ and graphile-worker 0.18 need Node 22).`,
       `CPU per message: the run's process (producer and workers share it, as organism's inject and handlers do; all threads) over the timed part, from process.cpuUsage(); server: Redis's whole process (the private one serves only this run), or the PostgreSQL backends of the run's database (found by their process titles), from /proc/<pid>/stat sampled every 200 ms. The PostgreSQL server's shared processes (WAL writer, checkpointer, background writer) serve every database and are not counted, for any system. organism on SQLite has no server: its figure is all of its CPU.`,
       `Statements per message: counted in the process by wrapping the driver (better-sqlite3's Statement methods; node-postgres's Client.query; for BullMQ, commands sent by ioredis, a Lua script counting once), transaction control (BEGIN, COMMIT...) excluded; commits: explicit COMMITs plus writes sent outside a transaction.`,

@@ -92,6 +92,12 @@ export interface ClaimLimits {
   readonly global: number;
   /** limits.max_concurrent_per_agent, across every process. */
   readonly perAgent: number;
+  /**
+   * Deliveries of the claiming process whose handler has ended, their outcome being written:
+   * still DISPATCHED in the store, but no handler runs for them, so the limits (handlers running
+   * at once, as embedded mode counts them) do not count them. Without it every DISPATCHED entry counts.
+   */
+  readonly booking?: readonly string[];
 }
 
 export interface ClaimedWork {

@@ -7,7 +7,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Counter, countPgQueries, countSqliteStatements } from '../../bench/children/chains/count.js';
 import { meterServerCpu, postgresBackendsOf, processCpuMicros } from '../../bench/lib/server-cpu.js';
 import { scaleByName } from '../../bench/lib/scale.js';
-import { peersSettings, ratioRow } from '../../bench/scenarios/peers.js';
+import { peersSettings, peersSystems, ratioRow } from '../../bench/scenarios/peers.js';
+import { SYSTEMS } from '../../bench/children/chains/system.js';
 
 const PG_URL = process.env['ORGANISM_TEST_POSTGRES'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -109,6 +110,15 @@ describe('bench peers: settings and ratios', () => {
     expect([...overridden].sort()).toEqual(['BENCH_PEERS_RATES=25,100', 'BENCH_PEERS_ROUNDS=3']);
     expect(() => peersSettings(quick, { BENCH_PEERS_MESSAGES: 'lots' })).toThrow(/BENCH_PEERS_MESSAGES/);
     expect(() => peersSettings(quick, { BENCH_PEERS_RATES: '50,x' })).toThrow(/BENCH_PEERS_RATES/);
+  });
+
+  it('runs every system unless BENCH_PEERS_SYSTEMS names some, in the scenario order, and says so', () => {
+    expect(peersSystems({})).toEqual({ systems: SYSTEMS, overridden: [] });
+    expect(peersSystems({ BENCH_PEERS_SYSTEMS: 'pg-boss,organism-postgres' })).toEqual({
+      systems: ['organism-postgres', 'pg-boss'],
+      overridden: ['BENCH_PEERS_SYSTEMS=pg-boss,organism-postgres'],
+    });
+    expect(() => peersSystems({ BENCH_PEERS_SYSTEMS: 'organism-postgres,pgboss' })).toThrow(/BENCH_PEERS_SYSTEMS.*"pgboss"/);
   });
 
   it('takes the ratio within each round, then the median (not the ratio of the medians), and judges the target on it', () => {

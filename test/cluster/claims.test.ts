@@ -180,6 +180,30 @@ describe.skipIf(!run)('cluster-mode PostgreSQL journal: claims, leases, fenced o
     expect(maxHeld).toBeGreaterThan(1); // the processes did run deliveries side by side
   });
 
+  it("does not count against the limits the claimer's own deliveries whose handler ended (booking their outcome), and counts everyone else's", async () => {
+    place();
+    const [p, q] = [await open(), await open()];
+    await p.journal.pending([message('t1', 'a', 'one'), message('t2', 'a', 'two'), message('t3', 'a', 'three'), message('t4', 'a', 'four')]);
+    const limits = { global: 10, perAgent: 1 };
+    const [first] = await p.work!.claim(['a'], 10, limits);
+    expect(first).toBeDefined();
+    // Its handler still runs: the per-agent limit is full, for p and for q.
+    expect(await p.work!.claim(['a'], 10, limits)).toHaveLength(0);
+    // Its handler ended, the ack not committed yet: p may start the next; another process may not
+    // pass it off as booking (the entry is not its claim), so it counts for q.
+    expect(await q.work!.claim(['a'], 10, { ...limits, booking: [first!.message.id] })).toHaveLength(0);
+    const [second] = await p.work!.claim(['a'], 10, { ...limits, booking: [first!.message.id] });
+    expect(second).toBeDefined();
+    expect(await p.work!.claim(['a'], 10, { ...limits, booking: [first!.message.id] })).toHaveLength(0);
+    // The global limit counts the same way.
+    const [third] = await p.work!.claim(['a'], 10, { global: 1, perAgent: 10, booking: [first!.message.id, second!.message.id] });
+    expect(third).toBeDefined();
+    expect(await rows(`SELECT COUNT(*)::int AS n FROM journal WHERE state = 'DISPATCHED'`)).toEqual([{ n: 3 }]);
+    // The booked outcomes commit, fenced as ever.
+    for (const w of [first!, second!, third!]) expect((await p.work!.ack(w.message, NO_OUTCOME)).committed).toBe(true);
+    expect(await rows(`SELECT COUNT(*)::int AS n FROM journal WHERE state = 'ACKED'`)).toEqual([{ n: 3 }]);
+  });
+
   it('skips paused agents (stored, so every process honours it)', async () => {
     place();
     const [p, q] = [await open(), await open()];

@@ -26,7 +26,8 @@ interface PgModule {
  * pg-boss: one queue per hop and one worker per queue fetching batches of PGBOSS_BATCH. A
  * hop's handler inserts the whole batch into the next queue in one statement; pg-boss then
  * completes the batch in one more. Workers poll (0.5 s, pg-boss's minimum) and are woken at
- * once by notifyWorker when work is added in this process (the producer, and each hop for the next).
+ * once by notifyWorker when work is added in this process (the producer, and each hop for the next),
+ * and a worker whose batch was full fetches again at once (notified by its own handler).
  * Final ack: the commit of pg-boss's completion of the hop3 job (its completeJobs statement).
  */
 export const pgBossChain: SystemFactory = async (input, onFinal) => {
@@ -61,6 +62,10 @@ export const pgBossChain: SystemFactory = async (input, onFinal) => {
           await boss.insert(jobs.map((j) => ({ name: next, data: j.data })));
           boss.notifyWorker(ids[i + 1]!);
         } else for (const j of jobs) finishing.set(j.id, j.data.k);
+        // A full batch says more may be waiting: fetch again at once. pg-boss 10's worker otherwise
+        // sleeps out its polling interval after every batch it was not notified during, which
+        // capped a queue with a backlog at PGBOSS_BATCH jobs per 0.5 s (~110 msg/s for the chain).
+        if (jobs.length === PGBOSS_BATCH) boss.notifyWorker(ids[i]!);
       }),
     );
   }

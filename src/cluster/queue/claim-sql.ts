@@ -15,13 +15,19 @@ const intLiteral = (n: number) => String(Number.isFinite(n) ? Math.max(0, Math.m
  * (thread_holds), that are the oldest open
  * entry of their (thread, recipient) with none of that pair DISPATCHED, no more than the
  * listener's room under the per-agent limit; then the oldest of those, no more than this
- * process's free slots and the room under the global limit. The rows are locked SKIP LOCKED
+ * process's free slots and the room under the global limit. The limits count handlers
+ * running: every DISPATCHED entry but those of this claimer whose handler has ended (booking,
+ * their outcome not committed yet). The rows are locked SKIP LOCKED
  * (a row being failed by a kill is passed over, not waited for) and become DISPATCHED, held
  * by this worker, attempts = attempt. Returned with their threads' rows, in seq order; the
  * kept counts move in the same statement.
  */
 const CLAIM_SQL = `
-  WITH busy AS (SELECT recipient, COUNT(*)::int AS n FROM journal WHERE state = 'DISPATCHED' GROUP BY recipient),
+  WITH busy AS (
+    SELECT recipient, COUNT(*)::int AS n FROM journal
+    -- The claimer's own deliveries whose handler has ended (booking their outcome) run no handler.
+    WHERE state = 'DISPATCHED' AND NOT (claimed_by = $1 AND id = ANY($8::text[]))
+    GROUP BY recipient),
   room AS (SELECT GREATEST(0, LEAST($3::int, $4::int - COALESCE((SELECT SUM(n) FROM busy), 0)))::int AS n),
   agents AS (
     SELECT a.name, GREATEST(0, LEAST($5::int - COALESCE(b.n, 0), (SELECT n FROM room)))::int AS room
@@ -71,6 +77,8 @@ export interface ClaimRequest {
   readonly now: number;
   /** The kept-count slot the claim adds to. */
   readonly slot: string;
+  /** This claimer's deliveries whose handler has ended (their outcome being written): not counted against the limits. */
+  readonly booking: readonly string[];
 }
 
 /**
@@ -104,6 +112,7 @@ export function claimTransaction(r: ClaimRequest, escapeLiteral: (v: string) => 
     intLiteral(r.perAgent),
     `${Math.trunc(r.now)}::bigint`,
     escapeLiteral(r.slot),
+    `ARRAY[${r.booking.map(escapeLiteral).join(', ')}]::text[]`,
   ];
   return `BEGIN; ${ASYNC_COMMIT_SQL}; ${CLAIM_LOCK_SQL}; ${CLAIM_SQL.replace(/\$(\d)/g, (_, i: string) => values[Number(i) - 1]!)}; COMMIT`;
 }

@@ -22,7 +22,8 @@ import { sqlLiteral, type PgWriter, type Tx } from '../../store/postgres/writer.
  * worker ($2) at its attempt ($3); returns those that moved. Then, in the same statement (one
  * round trip), the threads the moved ones touch ($9 for outcome $8: its own, its outgoing
  * messages') are locked in id order, as every transaction here takes them: after the journal
- * rows, as before, in a statement of their own.
+ * rows, as before, in a statement of their own. The locked threads come back once, on the
+ * first row (as an array on every row, a lot of n outcomes sent and parsed n² thread ids).
  */
 const FENCED_SQL = `
   WITH moved AS (
@@ -38,7 +39,7 @@ const FENCED_SQL = `
     SELECT t.id FROM threads t
     WHERE t.id IN (SELECT l.thread FROM unnest($8::text[], $9::text[]) AS l(outcome, thread) JOIN moved ON moved.id = l.outcome)
     ORDER BY t.id FOR UPDATE)
-  SELECT m.id, m.state, (SELECT array_agg(id) FROM locked) AS locked FROM moved m`;
+  SELECT m.id, m.state, CASE WHEN row_number() OVER () = 1 THEN (SELECT array_agg(id) FROM locked) END AS locked FROM moved m`;
 
 const NOT_OURS: FencedResult = { committed: false, threadFinished: null };
 
@@ -159,8 +160,9 @@ export class PgClusterJournal extends PgJournal {
       // query string: the lock is held only while the server runs it, never across a round
       // trip to a process that a busy machine may not schedule at once (claims queued behind
       // such a holder was what limited four workers).
-      const sql = claimTransaction({ workerId, listeners, max, global: limits.global, perAgent: limits.perAgent, now: this.now(), slot: `${this.counts.slot}/claim` }, (v) =>
-        client.escapeLiteral(v),
+      const sql = claimTransaction(
+        { workerId, listeners, max, global: limits.global, perAgent: limits.perAgent, booking: limits.booking ?? [], now: this.now(), slot: `${this.counts.slot}/claim` },
+        (v) => client.escapeLiteral(v),
       );
       const results = (await client.query(sql)) as unknown as Array<pg.QueryResult<JournalRow & { thread_row: ThreadRow | null }>>;
       const rows = results[CLAIM_RESULT]!.rows;
@@ -423,7 +425,7 @@ export class PgClusterJournal extends PgJournal {
       await this.insertAll(
         tx,
         done.flatMap((o) => o.outcome.outgoing),
-        new Set(moved[0]?.locked ?? []),
+        new Set(moved.find((r) => r.locked !== null)?.locked ?? []),
       );
       await insertUsage(
         tx,

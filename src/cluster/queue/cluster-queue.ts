@@ -215,7 +215,8 @@ export class ClusterQueue implements DeliveryQueue {
           .map((l) => l.name);
         let claimed: readonly ClaimedWork[];
         try {
-          claimed = await work.claim(listeners, free, { global: limits.maxConcurrentHandlers, perAgent: limits.maxConcurrentPerAgent });
+          // What this process is still booking holds no handler slot: the next claim overlaps its outcome's commit.
+          claimed = await work.claim(listeners, free, { global: limits.maxConcurrentHandlers, perAgent: limits.maxConcurrentPerAgent, booking: [...(host.booking?.() ?? [])] });
           if (this.claimTrouble) host.logger.warn('claiming work succeeds again');
           this.claimTrouble = false;
         } catch (err) {

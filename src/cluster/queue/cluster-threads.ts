@@ -9,12 +9,6 @@ import { inlineParams, type Tx } from '../../store/postgres/writer.js';
  * outcomes at once. Every transaction locks the thread rows it touches in id order.
  */
 
-/** Open entries of thread t: while one is left, the thread is not finished. */
-const OPEN_ENTRY = `SELECT 1 FROM journal o WHERE o.thread_id = t.id AND o.state IN ('PENDING', 'DISPATCHED')`;
-
-/** An open ask of thread t (issue 25): with nothing else left, the thread is `waiting`, not finished. */
-const OPEN_ASK = `SELECT 1 FROM journal a WHERE a.thread_id = t.id AND a.state = 'AWAITING'`;
-
 /**
  * Settles threads ($1, with the error each outcome leaves, $2) at $3 (see settleThreads). The
  * budget of a thread it finishes (completed or error) stops being live in the same statement:
@@ -22,16 +16,28 @@ const OPEN_ASK = `SELECT 1 FROM journal a WHERE a.thread_id = t.id AND a.state =
  * life's, never reset), and the thread's next reservation makes it live again. This is the
  * ledger's finish (PgBudgetLedger.finish) done where the thread is found finished, under the
  * thread's lock, instead of one more statement per thread after the commit.
+ *
+ * Whether each thread has an open entry (PENDING or DISPATCHED: not finished) or an open ask
+ * (AWAITING, issue 25: `waiting` while nothing else is open) is looked up per thread, on
+ * journal_open and journal_thread, once: a LATERAL probe with LIMIT 1 stays a lookup of the
+ * thread's own entries, where an EXISTS in the update was planned as a hash of every open
+ * entry of the organism (its cost grew with the queue, ~10 ms a lot with a few thousand
+ * open). One snapshot, the statement's, as before.
  */
 const SETTLE_SQL = `
-  WITH settled AS (
+  WITH s AS (
+    SELECT i.id, i.error, o.open IS NOT NULL AS open, a.asking IS NOT NULL AS asking
+    FROM unnest($1::text[], $2::text[]) AS i(id, error)
+    LEFT JOIN LATERAL (SELECT true AS open FROM journal o WHERE o.thread_id = i.id AND o.state IN ('PENDING', 'DISPATCHED') LIMIT 1) o ON true
+    LEFT JOIN LATERAL (SELECT true AS asking FROM journal a WHERE a.thread_id = i.id AND a.state = 'AWAITING' LIMIT 1) a ON true),
+  settled AS (
     UPDATE threads t SET error = COALESCE(t.error, s.error), last_activity = GREATEST(t.last_activity, $3::bigint),
-      status = CASE WHEN t.status = 'killed' OR EXISTS (${OPEN_ENTRY}) THEN t.status
-                    WHEN EXISTS (${OPEN_ASK}) THEN 'waiting'
+      status = CASE WHEN t.status = 'killed' OR s.open THEN t.status
+                    WHEN s.asking THEN 'waiting'
                     WHEN COALESCE(t.error, s.error) IS NOT NULL THEN 'error' ELSE 'completed' END
-    FROM unnest($1::text[], $2::text[]) AS s(id, error)
+    FROM s
     WHERE t.id = s.id
-    RETURNING t.id, t.status, NOT EXISTS (${OPEN_ENTRY}) AND NOT EXISTS (${OPEN_ASK}) AS finished),
+    RETURNING t.id, t.status, NOT s.open AND NOT s.asking AS finished),
   released AS (
     UPDATE thread_budgets b SET live = false FROM settled
     WHERE b.thread_id = settled.id AND b.live AND settled.finished AND settled.status IN ('completed', 'error'))

@@ -60,8 +60,19 @@ async function oneRun(system: SystemName, input: Omit<ChainInput, 'system' | 'da
   }
 }
 
-/** Which systems this machine can run, and why not the others. */
+/** BENCH_PEERS_SYSTEMS=organism-sqlite,bullmq runs only those systems (every one when unset). */
+export function peersSystems(env: NodeJS.ProcessEnv = process.env): readonly SystemName[] {
+  const text = env['BENCH_PEERS_SYSTEMS'];
+  if (!text) return SYSTEMS;
+  const names = text.split(',').map((s) => s.trim());
+  const unknown = names.filter((n) => !SYSTEMS.includes(n as SystemName));
+  if (unknown.length) throw new Error(`BENCH_PEERS_SYSTEMS: unknown system(s) ${unknown.join(', ')}; known: ${SYSTEMS.join(', ')}`);
+  return SYSTEMS.filter((s) => names.includes(s));
+}
+
+/** Which systems this machine can run (of those BENCH_PEERS_SYSTEMS names), and why not the others. */
 async function available(log: (line: string) => void): Promise<{ systems: SystemName[]; missing: string[] }> {
+  const wanted = peersSystems();
   const missing: string[] = [];
   let redis = true;
   try {
@@ -78,7 +89,7 @@ async function available(log: (line: string) => void): Promise<{ systems: System
     missing.push(`the PostgreSQL systems: no server at ${ADMIN_URL.replace(/\/\/[^@]*@/, '//')} (${err instanceof Error ? err.message : String(err)})`);
   }
   for (const m of missing) log(`  skipping ${m}`);
-  return { systems: SYSTEMS.filter((s) => (s === 'bullmq' ? redis : POSTGRES_SYSTEMS.has(s) ? postgres : true)), missing };
+  return { systems: wanted.filter((s) => (s === 'bullmq' ? redis : POSTGRES_SYSTEMS.has(s) ? postgres : true)), missing };
 }
 
 const ms = (v: number | undefined) => (v === undefined ? 'n/a' : v >= 100 ? Math.round(v).toLocaleString('en-US') : v >= 10 ? v.toFixed(1) : v.toFixed(2));

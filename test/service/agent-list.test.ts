@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AgentInfo } from '../../src/organism/views.js';
-import { AgentListBody } from '../../src/service/agent-list.js';
+import { AgentListBody, COMPARED_FIELDS } from '../../src/service/agent-list.js';
 import { eventually, OPERATOR, probe, startService, type Service } from './fixture.js';
 
 const info = (over: Partial<AgentInfo> = {}): AgentInfo => ({
@@ -32,22 +32,27 @@ describe('AgentListBody: the kept GET /agents body', () => {
     // Fresh objects with equal values: the same body, not serialized again.
     expect(list.of([info(), info({ name: 'slow' })], serialize)).toBe(first);
     expect(calls).toHaveLength(1);
-    const changes: Partial<AgentInfo>[] = [
-      { state: 'paused' },
-      { queueDepth: 1 },
-      { messageCount: 1 },
-      { lastActivity: 1_700_000_000_000 },
-      { currentThread: 't1' },
-      { inFlight: 1 },
-      { model: 'm' },
-      { description: 'Records what it receives' },
-      { peers: ['a'] },
-      { peers: ['a', 'c'] },
-      { payloadClasses: ['Text', 'Other'] },
-    ];
+    // One change per field of AgentInfo (the Record type wants every field), each to a listed one.
+    const byField: Record<keyof AgentInfo, Partial<AgentInfo>[]> = {
+      name: [{ name: 'echo2' }],
+      description: [{ description: 'Records what it receives' }],
+      isAgent: [{ isAgent: true }],
+      peers: [{ peers: ['a'] }, { peers: ['a', 'c'] }, { peers: [] }],
+      payloadClass: [{ payloadClass: 'Other' }],
+      payloadClasses: [{ payloadClasses: ['Text', 'Other'] }],
+      state: [{ state: 'paused' }, { state: 'processing' }],
+      currentThread: [{ currentThread: 't1' }],
+      queueDepth: [{ queueDepth: 1 }],
+      lastActivity: [{ lastActivity: 1_700_000_000_000 }],
+      messageCount: [{ messageCount: 1 }],
+      model: [{ model: 'm' }],
+      inFlight: [{ inFlight: 1 }],
+    };
+    expect(Object.keys(byField).sort()).toEqual(Object.keys(COMPARED_FIELDS).sort());
+    const changes = Object.values(byField).flat();
     for (const change of changes) {
       const body = list.of([info(change), info({ name: 'slow' })], serialize);
-      expect(JSON.parse(body.toString())[0]).toMatchObject(change);
+      expect(JSON.parse(body.toString())[0], JSON.stringify(change)).toMatchObject(change);
       // ... and back: a new body again, equal to the first.
       expect(list.of([info(), info({ name: 'slow' })], serialize).toString()).toBe(first.toString());
     }

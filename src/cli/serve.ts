@@ -20,7 +20,7 @@ import { checkBindable, ServeError } from './bind.js';
 import { ExitCode } from './exit-codes.js';
 import { resolveTokens } from './tokens.js';
 import { SERVER_PROCESS_ENV } from './supervisor.js';
-import { SupervisorChannel } from './server-channel.js';
+import { serveAccepted, SupervisorChannel } from './server-channel.js';
 import { ensurePrivateDir, openToOthers } from '../util/private-files.js';
 
 export { checkBindable, ServeError };
@@ -212,12 +212,12 @@ export async function serveProcess(configArg: string | undefined, options: Serve
     if (supervisor) {
       const listener = await supervisor.listener();
       // Connections the received server accepts before Fastify takes its handle over.
-      listener.on('connection', (socket) => app.server.emit('connection', socket));
+      listener.on('connection', serveAccepted(app.server));
       // server.listen(handle) serves on an existing socket; Node ignores the host then (one
       // that is not 'localhost' keeps Fastify from binding extra addresses of its own).
       await app.listen({ host: '127.0.0.1', handle: (listener as unknown as { _handle: unknown })._handle } as { host: string });
       handleSignals();
-      supervisor.ready((socket) => app.server.emit('connection', socket));
+      supervisor.ready(serveAccepted(app.server));
     } else {
       await app.listen({ port: options.port, host: options.host });
       handleSignals();

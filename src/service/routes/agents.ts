@@ -4,15 +4,23 @@ import type { ServiceContext } from '../context.js';
 import { AgentConfig, AgentInfo, AgentListResponse, AgentParams, AgentSchemaResponse, PauseResponse, ResumeResponse } from '../schemas/agent.js';
 import { errorResponses } from '../schemas/error.js';
 import { listenerConfigView, listenerView } from '../views.js';
+import { AgentListBody } from '../agent-list.js';
 import type { PayloadType } from '../../payload/index.js';
 import { unionXsd } from '../../payload/union.js';
 
 export const agentRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app, { organism }) => {
   const tags = ['agents'];
 
-  app.get('/agents', { schema: { tags, summary: 'Every listener (isAgent tells agents from tools)', response: { 200: AgentListResponse, ...errorResponses } } }, async () => {
-    const listeners = (await organism.liveAgents()).map(listenerView);
-    return { agents: listeners, count: listeners.length };
+  // Read afresh on every request; serialized again only when a figure changed (agent-list.ts).
+  const list = new AgentListBody();
+  app.get('/agents', { schema: { tags, summary: 'Every listener (isAgent tells agents from tools)', response: { 200: AgentListResponse, ...errorResponses } } }, async (_request, reply) => {
+    const body = list.of(await organism.liveAgents(), (agents) => {
+      const listeners = agents.map(listenerView);
+      // The route's own serializer (its response schema), as for any returned object.
+      return reply.serialize({ agents: listeners, count: listeners.length }) as string | Buffer;
+    });
+    // Sent as it is: a Buffer is neither serialized again nor copied from a string.
+    return reply.type('application/json; charset=utf-8').send(body as never);
   });
 
   app.get('/agents/:name', { schema: { tags, params: AgentParams, response: { 200: AgentInfo, ...errorResponses } } }, async (request) =>

@@ -1,11 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { pino } from 'pino';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Organism } from '../../src/organism/organism.js';
-import { openPostgresStorage, type PostgresStorage } from '../../src/store/postgres/index.js';
+import { describe, expect, it } from 'vitest';
 import { deferred, eventually, listener, loaded } from '../pump/harness.js';
-import { createTestDatabase, testPool, withPostgres } from '../store/contract/backends.js';
+import { withPostgres } from '../store/contract/backends.js';
+import { clusterSchemas } from './schema-fixture.js';
 
 /**
  * Claims commit asynchronously (synchronous_commit = off, see src/cluster/queue/claim-sql.ts):
@@ -17,31 +15,10 @@ import { createTestDatabase, testPool, withPostgres } from '../store/contract/ba
 const run = withPostgres('asynchronous claims');
 
 describe.skipIf(!run)('asynchronous claims (cluster mode, PostgreSQL)', () => {
-  let db: { url: string; drop(): Promise<void> };
-  let admin: pg.Pool;
-  let schema = '';
-  const organisms: Organism[] = [];
-  const stores: PostgresStorage[] = [];
-
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  });
-  afterEach(async () => {
-    await Promise.all(organisms.splice(0).map((o) => o.stop({ timeoutMs: 1_000 }).catch(() => undefined)));
-    await Promise.all(stores.splice(0).map((s) => s.close().catch(() => undefined)));
-    await admin?.end();
-  });
-  afterAll(async () => {
-    await db.drop();
-  });
-
-  const place = () => {
-    schema = `s_${randomBytes(5).toString('hex')}`;
-    admin = testPool({ connectionString: db.url, max: 2, options: `-c search_path=${schema}` });
-  };
+  const cluster = clusterSchemas();
 
   it('sends each claim with synchronous_commit off, inside its transaction', async () => {
-    place();
+    cluster.place(2);
     const sent: string[] = [];
     const Client = pg.Client as unknown as { prototype: { query: (...args: unknown[]) => unknown } };
     const original = Client.prototype.query;
@@ -50,8 +27,7 @@ describe.skipIf(!run)('asynchronous claims (cluster mode, PostgreSQL)', () => {
       return original.apply(this, args);
     };
     try {
-      const storage = await openPostgresStorage({ url: db.url, schema, cluster: { maxAttempts: 3 } });
-      stores.push(storage);
+      const storage = await cluster.open();
       await storage.work!.claim(['a'], 1, { global: 10, perAgent: 10 });
     } finally {
       Client.prototype.query = original;
@@ -61,7 +37,7 @@ describe.skipIf(!run)('asynchronous claims (cluster mode, PostgreSQL)', () => {
   });
 
   it('a claim the database lost is claimed again by the process running it, which does not start it twice: the handler runs once, the entry is acked once', async () => {
-    place();
+    const admin = cluster.place(2);
     const lines: string[] = [];
     const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
     const gate = deferred();
@@ -76,11 +52,7 @@ describe.skipIf(!run)('asynchronous claims (cluster mode, PostgreSQL)', () => {
         },
       }),
     ]);
-    const storage = await openPostgresStorage({ url: db.url, schema, cluster: { maxAttempts: 3 } });
-    stores.push(storage);
-    const organism = new Organism(config, { storage, logger });
-    await organism.start();
-    organisms.push(organism);
+    const { organism, storage } = await cluster.start(config, { logger });
     const workerId = storage.cluster!.workerId;
 
     const { threadId, messageId } = await organism.inject('slow', { text: 'once' });

@@ -1,10 +1,7 @@
-import { randomBytes } from 'node:crypto';
-import type pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Organism } from '../../src/organism/organism.js';
-import { openPostgresStorage, type PostgresStorage } from '../../src/store/postgres/index.js';
+import { describe, expect, it } from 'vitest';
 import { deferred, eventually, listener, loaded } from '../pump/harness.js';
-import { createTestDatabase, testPool, withPostgres } from '../store/contract/backends.js';
+import { withPostgres } from '../store/contract/backends.js';
+import { clusterSchemas } from './schema-fixture.js';
 
 /**
  * max_concurrent_per_agent counts handlers running, in cluster mode as embedded: a delivery
@@ -14,27 +11,10 @@ import { createTestDatabase, testPool, withPostgres } from '../store/contract/ba
 const run = withPostgres('claims beside outcomes being booked');
 
 describe.skipIf(!run)('claims beside outcomes being booked (cluster mode, PostgreSQL)', () => {
-  let db: { url: string; drop(): Promise<void> };
-  let admin: pg.Pool;
-  let schema = '';
-  const organisms: Organism[] = [];
-  const stores: PostgresStorage[] = [];
-
-  beforeAll(async () => {
-    db = await createTestDatabase();
-  });
-  afterEach(async () => {
-    await Promise.all(organisms.splice(0).map((o) => o.stop({ timeoutMs: 1_000 }).catch(() => undefined)));
-    await Promise.all(stores.splice(0).map((s) => s.close().catch(() => undefined)));
-    await admin?.end();
-  });
-  afterAll(async () => {
-    await db.drop();
-  });
+  const cluster = clusterSchemas();
 
   it("starts the next delivery of a listener at its limit once the running handler ended, while that delivery's ack still waits to commit", async () => {
-    schema = `s_${randomBytes(5).toString('hex')}`;
-    admin = testPool({ connectionString: db.url, max: 3, options: `-c search_path=${schema}` });
+    const admin = cluster.place(3);
     const firstRuns = deferred();
     const gate = deferred();
     const started: string[] = [];
@@ -53,11 +33,7 @@ describe.skipIf(!run)('claims beside outcomes being booked (cluster mode, Postgr
       ],
       { maxConcurrentPerAgent: 1 },
     );
-    const storage = await openPostgresStorage({ url: db.url, schema, cluster: { maxAttempts: 3 } });
-    stores.push(storage);
-    const organism = new Organism(config, { storage });
-    await organism.start();
-    organisms.push(organism);
+    const { organism } = await cluster.start(config);
 
     const first = await organism.inject('a', { text: 'first' });
     await firstRuns.promise;

@@ -96,7 +96,7 @@ describe.skipIf(!privatePostgresAvailable)('claims a clustered organism holds (r
     const { messageId } = await o.inject(1);
     await until(
       async () => {
-        const r = await o.db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%organism:claim:%' AND pid <> pg_backend_pid()`);
+        const r = await o.db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%organism_claim(%' AND pid <> pg_backend_pid()`);
         return r.rows.length > 0;
       },
       'w1 to wait for the claim lock',

@@ -57,7 +57,7 @@ describe.skipIf(!run)('a kill racing a claim of its thread (cluster mode, Postgr
       waiting: async () => {
         await eventually(
           async () => {
-            const r = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%organism:claim:%' AND datname = current_database()`);
+            const r = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%organism_claim(%' AND datname = current_database()`);
             return r.rows[0].n > 0;
           },
           30_000,

@@ -7,7 +7,7 @@ import type { AgentLoad, ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedR
 import { messageOf, type JournalRow } from '../../store/rows.js';
 import { attemptLimitOf, type AskClosing, type MaxAttempts, type RecoveredMessages, type RecoveryReport } from '../../core/journal.js';
 import type { Channels } from '../bus/channels.js';
-import { CLAIM_RESULT, claimTransaction } from './claim-sql.js';
+import { claimCall } from './claim-sql.js';
 import { PgLots } from './lots.js';
 import { COUNT_SQL, FOLD_SLOTS_SQL } from '../../store/postgres/journal-counts.js';
 import { PgJournal, pgKeepAttemptSql, pgRetrySet } from '../../store/postgres/journal.js';
@@ -138,7 +138,7 @@ export class PgClusterJournal extends PgJournal {
     return new Map(rows.map((r) => [r.recipient, { queued: r.queued, inFlight: r.in_flight, currentThread: r.current_thread }]));
   }
 
-  /** Claims work for `workerId` (see CLAIM_SQL), with the claimed threads' records. */
+  /** Claims work for `workerId` (see claim-function.ts), with the claimed threads' records. */
   async claim(workerId: string, listeners: readonly string[], max: number, limits: ClaimLimits): Promise<Omit<ClaimedWork, 'claimedAt'>[]> {
     if (max <= 0 || listeners.length === 0) return [];
     let client: pg.PoolClient;
@@ -154,23 +154,13 @@ export class PgClusterJournal extends PgJournal {
     };
     client.on('error', lost);
     try {
-      // The organism-wide limits count DISPATCHED rows: two claims counting at once would both
-      // see room for the last slot, so the claims of one schema take turns on a lock (FIFO
-      // alone would not need it: see the pair check in claim-sql.ts). The whole transaction goes as one
-      // query string: the lock is held only while the server runs it, never across a round
-      // trip to a process that a busy machine may not schedule at once (claims queued behind
-      // such a holder was what limited four workers).
-      const sql = claimTransaction(
-        { workerId, listeners, max, global: limits.global, perAgent: limits.perAgent, booking: limits.booking ?? [], now: this.now(), slot: `${this.counts.slot}/claim` },
-        (v) => client.escapeLiteral(v),
-      );
-      const results = (await client.query(sql)) as unknown as Array<pg.QueryResult<JournalRow & { thread_row: ThreadRow | null }>>;
-      const rows = results[CLAIM_RESULT]!.rows;
-      return rows.map((r) => ({ message: messageOf(r), thread: r.thread_row ? recordOf(r.thread_row) : null }));
+      // One statement: the function takes the claim lock (the organism-wide limits count
+      // DISPATCHED rows) and holds it only while the server runs it (see claim-function.ts).
+      const call = claimCall({ workerId, listeners, max, global: limits.global, perAgent: limits.perAgent, booking: limits.booking ?? [], now: this.now(), slot: `${this.counts.slot}/claim` });
+      const rows = (await client.query<{ claim: { row: JournalRow; thread: ThreadRow | null } }>(call)).rows.map((r) => r.claim);
+      return rows.map((r) => ({ message: messageOf(r.row), thread: r.thread ? recordOf(r.thread) : null }));
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => {
-        broken = true;
-      });
+      // One statement is its own transaction: nothing is left open to roll back.
       throw pgRuntimeError(this.where, err);
     } finally {
       client.off('error', lost);

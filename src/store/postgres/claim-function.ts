@@ -38,7 +38,12 @@
 export const PG_CLAIM_FUNCTION_MIGRATION = `
   CREATE FUNCTION organism_claim(
     p_worker TEXT, p_listeners TEXT[], p_max INT, p_global INT, p_per_agent INT, p_now BIGINT, p_slot TEXT, p_booking TEXT[]
-  ) RETURNS SETOF JSON LANGUAGE plpgsql VOLATILE AS $claim$
+  ) RETURNS SETOF JSON LANGUAGE plpgsql VOLATILE
+  -- The DISPATCHED entries are counted by an index scan, not a bitmap scan: an index scan marks
+  -- the index entries of rows no longer DISPATCHED dead as it meets them, and later claims skip
+  -- them; a bitmap scan visits their rows at every claim, ever more until a vacuum.
+  SET enable_bitmapscan = off
+  AS $claim$
   BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);
     PERFORM pg_advisory_xact_lock(hashtext('organism:claim:' || current_schema()));

@@ -84,8 +84,8 @@ export class PgClusterJournal extends PgJournal {
     private readonly rawPool: pg.Pool,
     private readonly channels: Channels,
     private readonly where: string,
-    /** This process's worker id: its slot of the kept counts. */
-    workerId: string,
+    /** This process's worker id: its slot of the kept counts, and the sender named in its work notifications. */
+    private readonly workerId: string,
     now: () => number = Date.now,
   ) {
     super(pool, writer, retention, now);
@@ -319,7 +319,7 @@ export class PgClusterJournal extends PgJournal {
           now,
         ]);
         for (let i = 0; i < retry.length; i++) this.counts.moved('DISPATCHED', 'PENDING');
-        notifyAtCommit(tx, this.channels.work);
+        notifyAtCommit(tx, this.channels.work, workPayload(this.workerId, []));
       }
       if (give.length > 0) {
         // One error per limit (journal.max_attempts, or a listener's retry.max_attempts).
@@ -373,12 +373,12 @@ export class PgClusterJournal extends PgJournal {
       for (let i = 0; i < (r.rowCount ?? 0); i++) this.counts.moved('PENDING', 'ACKED');
     }
     await countInThreads(tx, messages, { locked: lockedThreads !== null, slot: this.counts.slot, atCommit: allLocked });
-    if (external.length < messages.length) notifyAtCommit(tx, this.channels.work, [...new Set(messages.filter((m) => m.to !== EXTERNAL_SENDER).map((m) => m.to))].join(','));
+    if (external.length < messages.length) notifyAtCommit(tx, this.channels.work, workPayload(this.workerId, messages.filter((m) => m.to !== EXTERNAL_SENDER).map((m) => m.to)));
   }
 
   /** A redelivered entry is claimable: wake the claimers now, not at their next poll. */
   protected override async requeued(tx: Tx, recipients: readonly string[]): Promise<void> {
-    notifyAtCommit(tx, this.channels.work, [...new Set(recipients)].join(','));
+    notifyAtCommit(tx, this.channels.work, workPayload(this.workerId, recipients));
   }
 
   /**
@@ -443,6 +443,15 @@ export class PgClusterJournal extends PgJournal {
     }
     return results;
   }
+}
+
+/**
+ * A work notification's payload: the process that committed the work (its worker id), then its
+ * recipients. The sender skips its own (see PgWorkSource.start): each of its commits that makes
+ * work claimable is followed by a claim round of its own anyway.
+ */
+export function workPayload(workerId: string, recipients: readonly string[]): string {
+  return `${workerId}|${[...new Set(recipients)].join(',')}`;
 }
 
 /** Wakes the claimers (NOTIFY, delivered at commit anyway): sent with the transaction's COMMIT. */

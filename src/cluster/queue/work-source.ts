@@ -83,7 +83,11 @@ export class PgWorkSource implements WorkSource {
     this.heartbeatTimer = setInterval(() => void this.tick(), beat);
     this.heartbeatTimer.unref();
     if (this.handlers) {
-      this.offs.push(await this.o.listener.subscribe(this.o.channels.work, () => this.wake()));
+      // Not woken by its own commits: each that makes work claimable (an inject, an outcome's
+      // sends, a redeliver, a decided approval, claims taken back) is followed by a claim round
+      // here already, and the notification, arriving during that round, made it claim twice.
+      const own = `${this.workerId}|`;
+      this.offs.push(await this.o.listener.subscribe(this.o.channels.work, (payload) => (payload.startsWith(own) ? undefined : this.wake())));
       this.offs.push(this.o.listener.onReconnect(() => this.wake()));
       this.pollTimer = setInterval(() => this.wake(), POLL_MS);
       this.pollTimer.unref();

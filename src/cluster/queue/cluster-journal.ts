@@ -373,7 +373,8 @@ export class PgClusterJournal extends PgJournal {
       for (let i = 0; i < (r.rowCount ?? 0); i++) this.counts.moved('PENDING', 'ACKED');
     }
     await countInThreads(tx, messages, { locked: lockedThreads !== null, slot: this.counts.slot, atCommit: allLocked });
-    if (external.length < messages.length) notifyAtCommit(tx, this.channels.work, workPayload(this.workerId, messages.filter((m) => m.to !== EXTERNAL_SENDER).map((m) => m.to)));
+    const claimable = messages.filter((m) => m.to !== EXTERNAL_SENDER).map((m) => m.to);
+    if (claimable.length > 0) notifyAtCommit(tx, this.channels.work, workPayload(this.workerId, claimable));
   }
 
   /** A redelivered entry is claimable: wake the claimers now, not at their next poll. */

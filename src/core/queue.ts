@@ -46,8 +46,11 @@ export interface DeliveryQueue {
    * leaves it to the pump to fail here; false when it stays for its claimer, which refuses it.
    */
   abandon(message: Message): boolean;
-  /** There may be room or work: hand out, through the host's `take`, what may start now. */
-  schedule(): void;
+  /**
+   * There may be room or work: hand out, through the host's `take`, what may start now. `slot`:
+   * only a handler slot freed (a handler returned; its outcome is not committed yet).
+   */
+  schedule(why?: 'slot'): void;
   /** A delivery began (embedded: its entry is marked DISPATCHED; cluster: the claim did it). */
   started(message: Message): Promise<void>;
   /** A delivery ended: its thread's next message for the same listener may go. */

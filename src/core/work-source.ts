@@ -26,7 +26,7 @@ export interface WorkSource {
    * Claims up to `max` deliveries for `listeners`, never past the organism-wide limits (counted
    * over every process). Each comes with its thread's stored record (null: not stored yet).
    */
-  claim(listeners: readonly string[], max: number, limits: ClaimLimits): Promise<readonly ClaimedWork[]>;
+  claim(listeners: readonly string[], max: number, limits: ClaimLimits): Promise<Claimed>;
   /**
    * Journals injected messages PENDING (waking claimers) unless the organism-wide queue, the
    * PENDING entries of every process, already holds `maxQueue`: then false, nothing written.
@@ -99,6 +99,14 @@ export interface ClaimLimits {
    */
   readonly booking?: readonly string[];
 }
+
+/**
+ * What a claim took, and whether a limit stopped it (`capped`): some listener got all the room
+ * it had under the per-agent limit, or the claim all the room under the global limit and the
+ * process's free slots. Not capped, the claim took everything it could see: a handler slot
+ * freeing gives it nothing more.
+ */
+export type Claimed = readonly ClaimedWork[] & { readonly capped: boolean };
 
 export interface ClaimedWork {
   /** The message, with the attempt this claim delivers. */

@@ -394,7 +394,7 @@ export class Deliveries {
     d.handlerDone = true;
     this.state.running--;
     d.runtime.running--;
-    this.state.deps.queue.schedule();
+    this.state.deps.queue.schedule('slot');
   }
 
   /**

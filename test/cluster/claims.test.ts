@@ -180,6 +180,32 @@ describe.skipIf(!run)('cluster-mode PostgreSQL journal: claims, leases, fenced o
     expect(maxHeld).toBeGreaterThan(1); // the processes did run deliveries side by side
   });
 
+  it('says whether a limit stopped the claim: a listener at its per-agent room, the global room, the free slots; not when it took everything there was', async () => {
+    place();
+    const p = await open();
+    await p.journal.pending([message('t1', 'a', 'one'), message('t2', 'a', 'two'), message('t3', 'a', 'three'), message('t4', 'b', 'four')]);
+    // a has three waiting and room for two: stopped by the per-agent limit.
+    const perAgent = await p.work!.claim(['a'], 10, { global: 10, perAgent: 2 });
+    expect(perAgent.map((c) => c.message.payload['text'])).toEqual(['one', 'two']);
+    expect(perAgent.capped).toBe(true);
+    // b's one entry, with room for more: everything there was.
+    const all = await p.work!.claim(['b'], 10, { global: 10, perAgent: 10 });
+    expect([all.length, all.capped]).toEqual([1, false]);
+    // a's third, with one free slot: stopped by the slots, though it was the last one.
+    const slots = await p.work!.claim(['a'], 1, { global: 10, perAgent: 10 });
+    expect([slots.length, slots.capped]).toEqual([1, true]);
+    // Nothing left, room everywhere.
+    const none = await p.work!.claim(['a', 'b'], 10, { global: 10, perAgent: 10 });
+    expect([none.length, none.capped]).toEqual([0, false]);
+    // The global limit full (four DISPATCHED): no room to look with.
+    await p.journal.pending([message('t5', 'a', 'five')]);
+    const global = await p.work!.claim(['a'], 10, { global: 4, perAgent: 10 });
+    expect([global.length, global.capped]).toEqual([0, true]);
+    // A listener without room (a's three DISPATCHED, per-agent 3): its backlog was not looked at.
+    const full = await p.work!.claim(['a'], 10, { global: 10, perAgent: 3 });
+    expect([full.length, full.capped]).toEqual([0, true]);
+  });
+
   it("does not count against the limits the claimer's own deliveries whose handler ended (booking their outcome), and counts everyone else's", async () => {
     place();
     const [p, q] = [await open(), await open()];
@@ -322,13 +348,15 @@ describe.skipIf(!run)('cluster-mode PostgreSQL journal: claims, leases, fenced o
       await ear.query(`LISTEN "${channelsFor(schema).work}"`);
       const m = message('t1', 'a', 'again');
       await p.journal.pending([m]);
-      await waitFor(async () => (heard.includes('a') ? true : undefined));
+      // Each payload names the process that committed the work, then the recipients.
+      const payload = `${p.work!.workerId}|a`;
+      await waitFor(async () => (heard.includes(payload) ? true : undefined));
       const [w] = await p.work!.claim(['a'], 1, { global: 10, perAgent: 10 });
       await p.work!.fail(w!.message, 'handler_error', 'boom', NO_OUTCOME);
       heard.length = 0;
       await p.journal.redeliver(m.id);
       await waitFor(async () => (heard.length > 0 ? true : undefined));
-      expect(heard).toEqual(['a']);
+      expect(heard).toEqual([payload]);
     } finally {
       ear.release();
     }

@@ -43,6 +43,28 @@ const FENCED_SQL = `
 
 const NOT_OURS: FencedResult = { committed: false, threadFinished: null };
 
+/** What organism_claim returns (see claim-function.ts): a claimed entry, then the rooms. */
+interface ClaimedRow {
+  readonly row: JournalRow;
+  readonly thread: ThreadRow | null;
+}
+interface ClaimRooms {
+  readonly rooms: Record<string, number> | null;
+  readonly room: number;
+}
+type ClaimDocument = ClaimedRow | ClaimRooms;
+
+/**
+ * Whether a limit stopped the claim: it took all the room it had in all, or some listener all
+ * of its room (none at all included: its backlog was not even looked at).
+ */
+export function cappedBy(claimed: ReadonlyArray<{ message: Message }>, rooms: ClaimRooms): boolean {
+  if (claimed.length >= rooms.room) return true;
+  const taken = new Map<string, number>();
+  for (const c of claimed) taken.set(c.message.to, (taken.get(c.message.to) ?? 0) + 1);
+  return Object.entries(rooms.rooms ?? {}).some(([name, room]) => (taken.get(name) ?? 0) >= room);
+}
+
 /** The ack or failure of a claimed delivery, as commitOutcomes writes it. */
 interface FencedOutcome {
   readonly workerId: string;
@@ -139,8 +161,9 @@ export class PgClusterJournal extends PgJournal {
   }
 
   /** Claims work for `workerId` (see claim-function.ts), with the claimed threads' records. */
-  async claim(workerId: string, listeners: readonly string[], max: number, limits: ClaimLimits): Promise<Omit<ClaimedWork, 'claimedAt'>[]> {
-    if (max <= 0 || listeners.length === 0) return [];
+  async claim(workerId: string, listeners: readonly string[], max: number, limits: ClaimLimits): Promise<Array<Omit<ClaimedWork, 'claimedAt'>> & { capped: boolean }> {
+    // No free slot: what a freed one could take is unknown.
+    if (max <= 0 || listeners.length === 0) return Object.assign([], { capped: max <= 0 });
     let client: pg.PoolClient;
     try {
       client = await this.rawPool.connect();
@@ -166,8 +189,10 @@ export class PgClusterJournal extends PgJournal {
         now: this.now(),
         slot: `${this.counts.slot}/claim`,
       });
-      const rows = (await client.query<{ claim: { row: JournalRow; thread: ThreadRow | null } }>(call)).rows.map((r) => r.claim);
-      return rows.map((r) => ({ message: messageOf(r.row), thread: r.thread ? recordOf(r.thread) : null }));
+      const docs = (await client.query<{ claim: ClaimDocument }>(call)).rows.map((r) => r.claim);
+      const last = docs.pop() as ClaimRooms;
+      const claimed = (docs as ClaimedRow[]).map((r) => ({ message: messageOf(r.row), thread: r.thread ? recordOf(r.thread) : null }));
+      return Object.assign(claimed, { capped: cappedBy(claimed, last) });
     } catch (err) {
       // One statement is its own transaction: nothing is left open to roll back.
       throw pgRuntimeError(this.where, err);

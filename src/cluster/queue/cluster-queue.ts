@@ -7,6 +7,7 @@ import type { ThreadRecord, ThreadStore } from '../../core/thread.js';
 import {
   recordsKeptByStore,
   type AgentLoad,
+  type Claimed,
   type ClaimedWork,
   type DeliveryOutcomeWrite,
   type FencedResult,
@@ -35,6 +36,13 @@ export class ClusterQueue implements DeliveryQueue {
   private claimAgain = false;
   private unlisten: (() => void) | null = null;
   private claimTrouble = false;
+  /**
+   * Whether a limit stopped the last claim (see Claimed): only then can a freed handler slot
+   * let a claim take more. Otherwise the next claim waits for new work (a notification, this
+   * process's own commits, the poll): claiming at every freed slot found nothing and competed
+   * with the outcomes being written (at 50 msg/s, one empty claim per hop).
+   */
+  private capped = true;
   private offTakenBack: (() => void) | null = null;
   /** The attempt of each claimed delivery this process started (while the pump holds it, see startClaimed). */
   private readonly running = new Map<string, number>();
@@ -90,11 +98,13 @@ export class ClusterQueue implements DeliveryQueue {
     if (!held) this.schedule();
   }
 
-  schedule(): void {
+  schedule(why?: 'slot'): void {
     const host = this.host;
     if (!host) return;
     this.work.setInFlight(host.inFlight());
     if (!this.work.handlers) return;
+    // While a claim is under way, whether it will be stopped by a limit is not known yet.
+    if (why === 'slot' && !this.capped && !this.claiming) return;
     if (!this.unlisten) {
       this.work.holding?.(() => host.held());
       this.unlisten = this.work.onWork(() => this.schedule());
@@ -208,18 +218,22 @@ export class ClusterQueue implements DeliveryQueue {
         const limits = host.limits();
         const cap = Math.min(work.concurrency ?? Infinity, limits.maxConcurrentHandlers);
         const free = cap - host.running();
-        if (free <= 0) return;
+        if (free <= 0) {
+          this.capped = true;
+          return;
+        }
         const listeners = host
           .listeners()
           .filter((l) => !l.paused)
           .map((l) => l.name);
-        let claimed: readonly ClaimedWork[];
+        let claimed: Claimed;
         try {
           // What this process is still booking holds no handler slot: the next claim overlaps its outcome's commit.
           claimed = await work.claim(listeners, free, { global: limits.maxConcurrentHandlers, perAgent: limits.maxConcurrentPerAgent, booking: [...(host.booking?.() ?? [])] });
           if (this.claimTrouble) host.logger.warn('claiming work succeeds again');
           this.claimTrouble = false;
         } catch (err) {
+          this.capped = true;
           // The next wake-up (a poll tick at the latest) tries again. An unreachable store
           // logs its outage itself, once; any other failure is told here, once until claims work.
           if (!this.claimTrouble && !Errors.STORAGE_UNAVAILABLE.is(err)) {
@@ -228,6 +242,7 @@ export class ClusterQueue implements DeliveryQueue {
           }
           return;
         }
+        this.capped = claimed.capped;
         for (const c of claimed) this.startClaimed(host, c);
         if (claimed.length < free && !this.claimAgain) return;
         // The deliveries just taken start first: claimed at once, the next claim found their

@@ -1,7 +1,7 @@
 import type { ApprovalParking } from '../../core/approval.js';
 import type { FailureReason } from '../../core/delivery.js';
 import type { Message } from '../../core/message.js';
-import type { AgentLoad, ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedResult, TakenBack, WorkSource } from '../../core/work-source.js';
+import type { AgentLoad, Claimed, ClaimLimits, DeliveryOutcomeWrite, FencedResult, TakenBack, WorkSource } from '../../core/work-source.js';
 import type { Logger } from '../../util/logger.js';
 import type { MaxAttempts } from '../../core/journal.js';
 import type { WorkerRecord } from '../../core/work-source.js';
@@ -94,11 +94,14 @@ export class PgWorkSource implements WorkSource {
     }
   }
 
-  async claim(listeners: readonly string[], max: number, limits: ClaimLimits): Promise<readonly ClaimedWork[]> {
-    if (!this.handlers || this.stopped) return [];
+  async claim(listeners: readonly string[], max: number, limits: ClaimLimits): Promise<Claimed> {
+    if (!this.handlers || this.stopped) return Object.assign([], { capped: false });
     const claimedAt = Date.now();
     const claimed = await this.o.journal.claim(this.workerId, listeners, max, limits);
-    return claimed.map((c) => ({ ...c, claimedAt }));
+    return Object.assign(
+      claimed.map((c) => ({ ...c, claimedAt })),
+      { capped: claimed.capped },
+    );
   }
 
   admit(messages: readonly Message[], maxQueue: number): Promise<boolean> {

@@ -33,7 +33,10 @@
  *   kept counts move in the same statement.
  *
  * Returns one JSON document per claimed entry, in seq order: `{row, thread}`, the journal row
- * and its thread's row (null if it has none).
+ * and its thread's row (null if it has none); then one more, `{rooms, room}`: the room each
+ * listener had under the per-agent limit (null when none was eligible) and the claim's room in
+ * all (the caller's free slots, within the global limit), so that the caller knows whether a
+ * limit stopped it.
  */
 export const PG_CLAIM_FUNCTION_MIGRATION = `
   CREATE FUNCTION organism_claim(
@@ -94,7 +97,12 @@ export const PG_CLAIM_FUNCTION_MIGRATION = `
       SELECT v.name, p_slot, v.sign * c.n FROM (SELECT COUNT(*) AS n FROM claimed) c CROSS JOIN (VALUES ('journal:DISPATCHED', 1), ('journal:PENDING', -1)) AS v(name, sign)
       WHERE c.n > 0
       ON CONFLICT (name, slot) DO UPDATE SET n = row_counts.n + excluded.n)
-    SELECT json_build_object('row', to_json(c), 'thread', to_json(t)) FROM claimed c LEFT JOIN threads t ON t.id = c.thread_id ORDER BY c.seq;
+    SELECT d.doc FROM (
+      SELECT c.seq AS k, json_build_object('row', to_json(c), 'thread', to_json(t)) AS doc FROM claimed c LEFT JOIN threads t ON t.id = c.thread_id
+      UNION ALL
+      -- Last, the room the claim had (seen in its snapshot): per listener, and in all.
+      SELECT NULL, json_build_object('rooms', (SELECT json_object_agg(name, room) FROM agents), 'room', (SELECT n FROM room))
+    ) d ORDER BY d.k NULLS LAST;
   END
   $claim$;
 `;

@@ -22,6 +22,9 @@ export const CONTINUATION = 'ledger';
 /** The share of closes that are rejections. */
 const REJECT_PERCENT = 25;
 const PAGE = 100;
+/** A lost decision is sent again at the drain up to this many times, this far apart, while the fault lasts. */
+const RETRIES = 40;
+const RETRY_MS = 250;
 
 type Decision = 'answer' | 'reject';
 
@@ -94,8 +97,15 @@ export class HumanDesk {
     // Open until the cycle settled: they waited through the cycle's fault.
     this.counts['closed after the fault'] = (this.counts['closed after the fault'] ?? 0) + closed;
     // A decision whose outcome a fault lost may have landed (the ask is then no longer listed):
-    // sent again by id, a 409 says it did, a 200 that it had not.
-    for (const rec of this.items.values()) if (rec.unknown && !rec.closed) await this.close({ id: rec.id, threadId: rec.threadId } as InboxItem);
+    // sent again by id, a 409 says it did, a 200 that it had not. Again while the retry itself
+    // meets the fault's tail (refused, reset, a 503): one try left such an ask unknown, and the
+    // check called it never closed (cycle 5 of seed 20261207, kill-serve).
+    for (const rec of this.items.values()) {
+      for (let tries = 0; rec.unknown && !rec.closed && tries < RETRIES; tries++) {
+        if (tries > 0) await sleep(RETRY_MS);
+        await this.close({ id: rec.id, threadId: rec.threadId } as InboxItem);
+      }
+    }
     const left = await this.list();
     return left === null ? null : left.length;
   }

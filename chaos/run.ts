@@ -435,12 +435,20 @@ async function restartWorkers(h: ClusterHarness): Promise<void> {
 async function settle(serve: Serve, report: (c: CheckName, d: string) => void, recover: () => Promise<void>, cycle: number, drain: () => Promise<unknown>): Promise<void> {
   const quiet = async (deadlineMs: number) => {
     const t0 = performance.now();
+    // Once quiet, drained once more: a decision on an ask whose outcome the fault lost is sent
+    // again there (it may have landed, so no ask is open to call drain for); then checked again.
+    let lostResent = false;
     while (performance.now() - t0 < deadlineMs) {
       const stats = await serve.api.request('GET', '/api/v1/journal/stats', undefined, 10_000);
       const org = await serve.api.request('GET', '/api/v1/organism', undefined, 10_000);
       if (stats.ok && stats.status === 200 && org.ok && org.status === 200) {
         const c = (stats.body as { counts: Record<string, number> }).counts;
-        if (c['PENDING'] === 0 && c['DISPATCHED'] === 0 && (c['AWAITING'] ?? 0) === 0 && (org.body as { activeThreads: number }).activeThreads === 0) return null;
+        if (c['PENDING'] === 0 && c['DISPATCHED'] === 0 && (c['AWAITING'] ?? 0) === 0 && (org.body as { activeThreads: number }).activeThreads === 0) {
+          if (lostResent) return null;
+          await drain();
+          lostResent = true;
+          continue;
+        }
         if ((c['AWAITING'] ?? 0) > 0) await drain();
         if ((c['PENDING'] ?? 0) > 0) await releaseHeld(serve, report, cycle);
       }

@@ -164,42 +164,28 @@ export class PgClusterJournal extends PgJournal {
   async claim(workerId: string, listeners: readonly string[], max: number, limits: ClaimLimits): Promise<Array<Omit<ClaimedWork, 'claimedAt'>> & { capped: boolean }> {
     // No free slot: what a freed one could take is unknown.
     if (max <= 0 || listeners.length === 0) return Object.assign([], { capped: max <= 0 });
-    let client: pg.PoolClient;
+    // One statement, its own transaction, on any pooled connection (the pool drops one that
+    // broke): the function takes the claim lock, since the organism-wide limits count
+    // DISPATCHED rows, and holds it only while the server runs it (see claim-function.ts).
+    const call = claimCall({
+      workerId,
+      listeners,
+      max,
+      global: limits.global,
+      perAgent: limits.perAgent,
+      booking: limits.booking ?? [],
+      now: this.now(),
+      slot: `${this.counts.slot}/claim`,
+    });
+    let docs: ClaimDocument[];
     try {
-      client = await this.rawPool.connect();
+      docs = (await this.rawPool.query<{ claim: ClaimDocument }>(call)).rows.map((r) => r.claim);
     } catch (err) {
       throw pgRuntimeError(this.where, err);
     }
-    let broken = false;
-    // A connection cut while checked out emits 'error' on the client: unheard, it ends the process.
-    const lost = () => {
-      broken = true;
-    };
-    client.on('error', lost);
-    try {
-      // One statement: the function takes the claim lock (the organism-wide limits count
-      // DISPATCHED rows) and holds it only while the server runs it (see claim-function.ts).
-      const call = claimCall({
-        workerId,
-        listeners,
-        max,
-        global: limits.global,
-        perAgent: limits.perAgent,
-        booking: limits.booking ?? [],
-        now: this.now(),
-        slot: `${this.counts.slot}/claim`,
-      });
-      const docs = (await client.query<{ claim: ClaimDocument }>(call)).rows.map((r) => r.claim);
-      const last = docs.pop() as ClaimRooms;
-      const claimed = (docs as ClaimedRow[]).map((r) => ({ message: messageOf(r.row), thread: r.thread ? recordOf(r.thread) : null }));
-      return Object.assign(claimed, { capped: cappedBy(claimed, last) });
-    } catch (err) {
-      // One statement is its own transaction: nothing is left open to roll back.
-      throw pgRuntimeError(this.where, err);
-    } finally {
-      client.off('error', lost);
-      client.release(broken);
-    }
+    const last = docs.pop() as ClaimRooms;
+    const claimed = (docs as ClaimedRow[]).map((r) => ({ message: messageOf(r.row), thread: r.thread ? recordOf(r.thread) : null }));
+    return Object.assign(claimed, { capped: cappedBy(claimed, last) });
   }
 
   /**

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isRefusedWrite } from '../../src/store/postgres/pool.js';
-import { inlineParams, sqlLiteral } from '../../src/store/postgres/writer.js';
+import { inlineParams, PgWriter, sqlLiteral, type Tx } from '../../src/store/postgres/writer.js';
 import { createTestDatabase, testPool, withPostgres } from './contract/backends.js';
 
 /**
@@ -88,5 +88,94 @@ describe.skipIf(!run)('inlineParams (PostgreSQL)', () => {
     // What the parameter path answers, for comparison: the same class of refusal.
     const err = await pool.query('SELECT $1::text AS t', ['a\u0000b']).catch((e: unknown) => e);
     expect(isRefusedWrite((err as { code: string }).code)).toBe(true);
+  });
+
+  describe('named statements (EXECUTE of a statement prepared once per connection)', () => {
+    /** A writer on a pool of one connection, so that every transaction finds what the last one prepared. */
+    const oneConnection = () => {
+      const errors: unknown[] = [];
+      const single = testPool({ connectionString: db.url, max: 1 });
+      return { single, writer: new PgWriter(single, (err) => errors.push(err)), errors };
+    };
+    const SUM = { name: 'test-sum', text: 'SELECT sum(n)::int AS total, count(*)::int AS n FROM unnest($1::int[]) AS u(n)' };
+    /** How the connection's prepared statement of `name` has been planned so far (read in the writer's own transaction). */
+    const plans = (tx: Tx, name: string) =>
+      tx.query<{ generic: string; custom: string }>('SELECT generic_plans AS generic, custom_plans AS custom FROM pg_prepared_statements WHERE name = $1', [`organism:${name}`]);
+
+    it('runs with the COMMIT, reads its values as parameters would be read, and is planned once per connection when generic', async () => {
+      const { single, writer } = oneConnection();
+      try {
+        const totals: number[] = [];
+        for (const values of [[1, 2, 3], [-4], [7, 8, 9, 10, 11, 12]]) {
+          await writer.write(async (tx) => {
+            expect(tx.atCommit({ ...SUM, values: [values], generic: true }, (r) => totals.push(r.rows[0].total))).toBe(true);
+          });
+        }
+        expect(totals).toEqual([6, -4, 57]);
+        // The strings it reads are the literals inlineParams writes: the awkward ones too.
+        const read: unknown[] = [];
+        await writer.write(async (tx) => {
+          tx.atCommit({ name: 'test-echo', text: 'SELECT a FROM unnest($1::text[]) WITH ORDINALITY AS u(a, o) ORDER BY o', values: [[...NASTY, null]] }, (r) =>
+            read.push(...r.rows.map((row) => row.a)),
+          );
+        });
+        expect(read).toEqual([...NASTY, null]);
+        let seen: { generic: string; custom: string }[] = [];
+        await writer.write(async (tx) => {
+          seen = (await plans(tx, SUM.name)).rows;
+        });
+        // Prepared once (a second PREPARE of the name would have failed), planned generic once, never for its values.
+        expect(seen).toEqual([{ generic: '3', custom: '0' }]);
+      } finally {
+        await single.end();
+      }
+    });
+
+    it('opens a transaction as the EXECUTE of its prepared statement (with BEGIN, one round trip)', async () => {
+      const { single, writer } = oneConnection();
+      try {
+        const totals: number[] = [];
+        for (const values of [[1], [2, 3]]) await writer.write(async (tx) => void totals.push((await tx.query({ ...SUM, values: [values] })).rows[0].total));
+        expect(totals).toEqual([1, 5]);
+        let prepared: unknown[] = [];
+        await writer.write(async (tx) => {
+          prepared = (await tx.query<{ name: string }>(`SELECT name FROM pg_prepared_statements WHERE name LIKE 'organism:%'`)).rows.map((r) => r.name);
+        });
+        expect(prepared).toEqual([`organism:${SUM.name}`]);
+      } finally {
+        await single.end();
+      }
+    });
+
+    it('says no to values that cannot be literals (a NUL), queuing nothing', async () => {
+      const { single, writer } = oneConnection();
+      try {
+        let queued: boolean | null = null;
+        await writer.write(async (tx) => {
+          queued = tx.atCommit({ name: 'test-text', text: 'SELECT $1::text AS t', values: ['a\u0000b'] });
+        });
+        expect(queued).toBe(false);
+      } finally {
+        await single.end();
+      }
+    });
+
+    it('a transaction that fails after preparing gives up its connection: the next one prepares again on a new connection and runs', async () => {
+      const { single, writer, errors } = oneConnection();
+      try {
+        const failed = writer.write(async (tx) => {
+          tx.atCommit({ ...SUM, values: [[1]] });
+          // Fails after the PREPARE in the same query string ran (PREPARE is not undone by the rollback).
+          tx.atCommit('SELECT 1 / 0');
+        });
+        await expect(failed).rejects.toMatchObject({ code: '22012' });
+        const totals: number[] = [];
+        await writer.write(async (tx) => void tx.atCommit({ ...SUM, values: [[20, 22]] }, (r) => totals.push(r.rows[0].total)));
+        expect(totals).toEqual([42]);
+        expect(errors.length).toBeGreaterThan(0);
+      } finally {
+        await single.end();
+      }
+    });
   });
 });

@@ -1,7 +1,7 @@
 import type { Message } from '../../core/message.js';
 import { isSystemName } from '../../core/message.js';
 import type { ThreadStatus } from '../../core/thread.js';
-import { inlineParams, type Tx } from '../../store/postgres/writer.js';
+import type { Tx } from '../../store/postgres/writer.js';
 
 /**
  * Thread records in a clustered organism, kept by the journal's own transactions (no process
@@ -112,9 +112,8 @@ export async function settleThreads(tx: Tx, errors: ReadonlyMap<string, string |
  */
 export async function settleThreadsAtCommit(tx: Tx, errors: ReadonlyMap<string, string | null>, now: number, finished: (threads: Map<string, FinishedStatus>) => void): Promise<void> {
   const ids = [...errors.keys()];
-  const sql = inlineParams(SETTLE_SQL, [ids, ids.map((id) => errors.get(id) ?? null), now]);
-  if (sql === null) return finished(await settleThreads(tx, errors, now));
-  tx.atCommit(sql, (r) => finished(finishedOf(r.rows as SettledRow[])));
+  const values = [ids, ids.map((id) => errors.get(id) ?? null), now];
+  if (!tx.atCommit({ name: 'threads-settle', text: SETTLE_SQL, values, generic: true }, (r) => finished(finishedOf(r.rows as SettledRow[])))) finished(await settleThreads(tx, errors, now));
 }
 
 interface SettledRow {
@@ -147,8 +146,7 @@ export async function countInThreads(tx: Tx, messages: readonly Message[], o: { 
   const entries = [...byThread].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   const values = [...threadColumns(entries), entries.map(([, t]) => t.inject !== null)];
   // Threads the caller holds locked, so stored: counted with the COMMIT (one round trip less).
-  const atCommit = o.atCommit ? inlineParams(COUNT_IN_THREADS_SQL, values) : null;
-  if (atCommit !== null) return tx.atCommit(atCommit);
+  if (o.atCommit && tx.atCommit({ name: 'threads-count', text: COUNT_IN_THREADS_SQL, values, generic: true })) return;
   // Two transactions touching the same threads must lock them in the same order (id order).
   if (!o.locked && entries.length > 1)
     await lockThreads(

@@ -11,7 +11,7 @@ import { DELIVERY_STATES, zeroStateCounts } from '../../core/journal.js';
 import { AGENT_COUNT_SQL, COUNT_SQL, PgJournalCounts, RECOUNT_STATES_SQL } from './journal-counts.js';
 import { insertUsage } from './usage-writes.js';
 import type { Reader } from './pool.js';
-import { inlineParams, sqlLiteral, type PgWriter, type Tx } from './writer.js';
+import type { PgWriter, Tx } from './writer.js';
 
 const PRUNE_BATCH = 1_000;
 const DAY_MS = 86_400_000;
@@ -43,10 +43,21 @@ const JOURNAL_COLUMNS = `id, thread_id, sender, recipient, payload_type, payload
 
 /** Inserts messages PENDING, once each by id, in their order ($1-$12 their columns, $13 now); RETURNING is the caller's. */
 const INSERT_SQL = `INSERT INTO journal (${JOURNAL_COLUMNS})
-  SELECT id, thread_id, sender, recipient, payload_type, payload, metadata, hops, parent_id, msg_timestamp, attempt, 'PENDING', attempt - 1, $13, trace_context
+  SELECT id, thread_id, sender, recipient, payload_type, payload, metadata, hops, parent_id, msg_timestamp, attempt, 'PENDING', attempt - 1, $13::bigint, trace_context
   FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[], $9::text[], $10::bigint[], $11::int[], $12::text[])
     AS m(id, thread_id, sender, recipient, payload_type, payload, metadata, hops, parent_id, msg_timestamp, attempt, trace_context)
   ON CONFLICT (id) DO NOTHING`;
+
+/** INSERT_SQL, the rows it inserts counted in the kept counts' slot $14 (see insertAllAtCommit). */
+const INSERT_COUNTED_SQL = `WITH ins AS (${INSERT_SQL} RETURNING sender, recipient),
+  total AS (
+    INSERT INTO row_counts (name, slot, n) SELECT v.name, $14::text, c.n FROM (SELECT COUNT(*) AS n FROM ins) c CROSS JOIN (VALUES ('journal'), ('journal:PENDING')) AS v(name)
+    WHERE c.n > 0 ON CONFLICT (name, slot) DO UPDATE SET n = row_counts.n + excluded.n),
+  agents AS (
+    INSERT INTO journal_agent_counts (agent, slot, n)
+    SELECT a.agent, $14::text, COUNT(*) FROM (SELECT sender AS agent FROM ins UNION ALL SELECT recipient FROM ins WHERE recipient <> sender) a GROUP BY a.agent ORDER BY a.agent
+    ON CONFLICT (agent, slot) DO UPDATE SET n = journal_agent_counts.n + excluded.n)
+  SELECT 1`;
 
 /** Deletes a batch of old entries of one state, with the LLM calls recorded for them. */
 const pruneSql = (state: 'ACKED' | 'FAILED', column: 'acked_at' | 'failed_at') => `
@@ -405,19 +416,7 @@ export class PgJournal implements Journal {
    */
   protected insertAllAtCommit(tx: Tx, messages: readonly Message[]): boolean {
     if (messages.length === 0) return true;
-    const insert = inlineParams(INSERT_SQL, this.insertValues(messages));
-    if (insert === null) return false;
-    const slot = sqlLiteral(this.counts.slot);
-    tx.atCommit(`WITH ins AS (${insert} RETURNING sender, recipient),
-      total AS (
-        INSERT INTO row_counts (name, slot, n) SELECT v.name, ${slot}, c.n FROM (SELECT COUNT(*) AS n FROM ins) c CROSS JOIN (VALUES ('journal'), ('journal:PENDING')) AS v(name)
-        WHERE c.n > 0 ON CONFLICT (name, slot) DO UPDATE SET n = row_counts.n + excluded.n),
-      agents AS (
-        INSERT INTO journal_agent_counts (agent, slot, n)
-        SELECT a.agent, ${slot}, COUNT(*) FROM (SELECT sender AS agent FROM ins UNION ALL SELECT recipient FROM ins WHERE recipient <> sender) a GROUP BY a.agent ORDER BY a.agent
-        ON CONFLICT (agent, slot) DO UPDATE SET n = journal_agent_counts.n + excluded.n)
-      SELECT 1`);
-    return true;
+    return tx.atCommit({ name: 'journal-insert-counted', text: INSERT_COUNTED_SQL, values: [...this.insertValues(messages), this.counts.slot] });
   }
 
   /** The values of INSERT_SQL for `messages`. */

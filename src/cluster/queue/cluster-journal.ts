@@ -12,7 +12,7 @@ import { PgLots } from './lots.js';
 import { COUNT_SQL, FOLD_SLOTS_SQL } from '../../store/postgres/journal-counts.js';
 import { PgJournal, pgKeepAttemptSql, pgRetrySet } from '../../store/postgres/journal.js';
 import { pgRuntimeError, type Reader } from '../../store/postgres/pool.js';
-import { countInThreads, settleThreads, settleThreadsAtCommit } from './cluster-threads.js';
+import { countInjectsAtCommit, countInThreads, settleThreads, settleThreadsAtCommit } from './cluster-threads.js';
 import { insertUsage } from '../../store/postgres/usage-writes.js';
 import { FinishedBudgets } from '../../store/postgres/budget-ledger.js';
 import { sqlLiteral, type PgWriter, type Tx } from '../../store/postgres/writer.js';
@@ -377,6 +377,13 @@ export class PgClusterJournal extends PgJournal {
     // Nobody claims what is addressed to the outside world: it ends here, recorded and acknowledged.
     const external = messages.filter((m) => m.to === EXTERNAL_SENDER).map((m) => m.id);
     const allLocked = lockedThreads !== null && messages.every((m) => lockedThreads.has(m.threadId));
+    const claimable = messages.filter((m) => m.to !== EXTERNAL_SENDER).map((m) => m.to);
+    // A lot of injects: their threads counted (or created) and the messages journaled with the COMMIT.
+    if (lockedThreads === null && external.length === 0 && countInjectsAtCommit(tx, messages, this.counts.slot)) {
+      if (!this.insertAllAtCommit(tx, messages)) await super.insertAll(tx, messages);
+      notifyAtCommit(tx, this.channels.work, workPayload(this.workerId, claimable));
+      return;
+    }
     // Into stored threads this transaction holds, nothing to ack at once: journaled with the COMMIT.
     if (!(allLocked && external.length === 0 && this.insertAllAtCommit(tx, messages))) await super.insertAll(tx, messages);
     if (external.length > 0) {
@@ -384,7 +391,6 @@ export class PgClusterJournal extends PgJournal {
       for (let i = 0; i < (r.rowCount ?? 0); i++) this.counts.moved('PENDING', 'ACKED');
     }
     await countInThreads(tx, messages, { locked: lockedThreads !== null, slot: this.counts.slot, atCommit: allLocked });
-    const claimable = messages.filter((m) => m.to !== EXTERNAL_SENDER).map((m) => m.to);
     if (claimable.length > 0) notifyAtCommit(tx, this.channels.work, workPayload(this.workerId, claimable));
   }
 

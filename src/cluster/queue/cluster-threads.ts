@@ -77,6 +77,32 @@ const CREATE_THREADS_SQL = `
     ON CONFLICT (name, slot) DO UPDATE SET n = row_counts.n + excluded.n)
   SELECT id FROM created`;
 
+/**
+ * Counts injects in their threads, creating those not stored yet, in one statement (see
+ * countInjectsAtCommit): countInThreads' update of an inject and its create, as an upsert, so
+ * that a thread another transaction creates meanwhile is waited for and counted into. Rows in
+ * id order (the order every transaction here locks threads in). Inserted rows have no xmax;
+ * updated ones do: the kept thread count goes up by those created, in slot $6.
+ */
+const UPSERT_INJECTED_SQL = `
+  WITH up AS (
+    INSERT INTO threads AS t (id, status, participants, message_count, created_at, last_activity, error, metadata)
+    SELECT i.id, 'active', ARRAY(SELECT json_array_elements_text(i.participants::json)), i.n, i.last, i.last, NULL, i.metadata
+    FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[], $5::text[]) WITH ORDINALITY AS i(id, participants, n, last, metadata, o)
+    ORDER BY i.o
+    ON CONFLICT (id) DO UPDATE SET
+      participants = t.participants || ARRAY(SELECT p FROM unnest(excluded.participants) WITH ORDINALITY AS u(p, o) WHERE NOT p = ANY(t.participants) ORDER BY o),
+      message_count = t.message_count + excluded.message_count,
+      last_activity = GREATEST(t.last_activity, excluded.last_activity),
+      status = CASE WHEN t.status <> 'killed' THEN 'active' ELSE t.status END,
+      error = CASE WHEN t.status <> 'killed' THEN NULL ELSE t.error END,
+      metadata = excluded.metadata
+    RETURNING t.xmax = 0 AS created),
+  counted AS (
+    INSERT INTO row_counts (name, slot, n) SELECT 'threads', $6::text, COUNT(*) FROM up WHERE created HAVING COUNT(*) > 0
+    ON CONFLICT (name, slot) DO UPDATE SET n = row_counts.n + excluded.n)
+  SELECT 1`;
+
 export type FinishedStatus = Extract<ThreadStatus, 'completed' | 'error'>;
 
 /** Locks thread rows in id order (the order every transaction here takes them in). */
@@ -134,16 +160,7 @@ function finishedOf(rows: readonly SettledRow[]): Map<string, FinishedStatus> {
  * active again with its error cleared and its metadata; a thread not stored yet is created.
  */
 export async function countInThreads(tx: Tx, messages: readonly Message[], o: { locked: boolean; slot: string; atCommit?: boolean }): Promise<void> {
-  const byThread = new Map<string, ThreadTally>();
-  for (const m of messages) {
-    let t = byThread.get(m.threadId);
-    if (!t) byThread.set(m.threadId, (t = { participants: [], count: 0, last: 0, inject: null, first: m }));
-    for (const name of [m.from, m.to]) if (!isSystemName(name) && !t.participants.includes(name)) t.participants.push(name);
-    t.count++;
-    t.last = Math.max(t.last, m.timestamp);
-    if (m.parentId === null && !isSystemName(m.from)) t.inject = m;
-  }
-  const entries = [...byThread].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const entries = tallies(messages);
   const values = [...threadColumns(entries), entries.map(([, t]) => t.inject !== null)];
   // Threads the caller holds locked, so stored: counted with the COMMIT (one round trip less).
   if (o.atCommit && tx.atCommit({ name: 'threads-count', text: COUNT_IN_THREADS_SQL, values, generic: true })) return;
@@ -177,12 +194,38 @@ export async function countInThreads(tx: Tx, messages: readonly Message[], o: { 
   );
 }
 
+/**
+ * countInThreads for a lot of injects alone (no parent, not from the pump: each thread's
+ * messages make it active again), sent with the COMMIT: one round trip with it where
+ * countInThreads takes two or three before it. False when the lot holds other messages or its
+ * values cannot be written in: then nothing was queued.
+ */
+export function countInjectsAtCommit(tx: Tx, messages: readonly Message[], slot: string): boolean {
+  if (messages.some((m) => m.parentId !== null || isSystemName(m.from))) return false;
+  const values = [...threadColumns(tallies(messages)), slot];
+  return tx.atCommit({ name: 'threads-upsert-injected', text: UPSERT_INJECTED_SQL, values, generic: true });
+}
+
 interface ThreadTally {
   readonly participants: string[];
   count: number;
   last: number;
   inject: Message | null;
   readonly first: Message;
+}
+
+/** Per thread (in id order): its participants in order of first appearance, count, last activity, inject. */
+function tallies(messages: readonly Message[]): Array<[string, ThreadTally]> {
+  const byThread = new Map<string, ThreadTally>();
+  for (const m of messages) {
+    let t = byThread.get(m.threadId);
+    if (!t) byThread.set(m.threadId, (t = { participants: [], count: 0, last: 0, inject: null, first: m }));
+    for (const name of [m.from, m.to]) if (!isSystemName(name) && !t.participants.includes(name)) t.participants.push(name);
+    t.count++;
+    t.last = Math.max(t.last, m.timestamp);
+    if (m.parentId === null && !isSystemName(m.from)) t.inject = m;
+  }
+  return [...byThread].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
 /** A thread tally per row, as the columns COUNT_IN_THREADS_SQL and CREATE_THREADS_SQL take ($1-$5). */

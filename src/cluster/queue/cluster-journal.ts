@@ -216,11 +216,30 @@ export class PgClusterJournal extends PgJournal {
       queued += i.messages.filter((m) => m.to !== EXTERNAL_SENDER).length;
       return true;
     });
-    await this.insertAll(
+    await this.journalInjects(
       tx,
       list.filter((_, k) => admitted[k]).flatMap((i) => i.messages),
     );
     return admitted;
+  }
+
+  /**
+   * A lot of injects journaled PENDING: their threads counted (or created) and the messages
+   * inserted with the COMMIT (countInjectsAtCommit), nothing of the lot read back before it.
+   * Other lots (replies, external recipients, values that cannot be written in) as insertAll.
+   */
+  private async journalInjects(tx: Tx, messages: readonly Message[]): Promise<void> {
+    if (messages.length === 0) return;
+    if (!messages.every((m) => m.to !== EXTERNAL_SENDER) || !countInjectsAtCommit(tx, messages, this.counts.slot)) return this.insertAll(tx, messages);
+    if (!this.insertAllAtCommit(tx, messages)) await super.insertAll(tx, messages);
+    notifyAtCommit(
+      tx,
+      this.channels.work,
+      workPayload(
+        this.workerId,
+        messages.map((m) => m.to),
+      ),
+    );
   }
 
   /** Whether the claim of `message` is still `workerId`'s, at this attempt (not taken back since). */
@@ -378,12 +397,6 @@ export class PgClusterJournal extends PgJournal {
     const external = messages.filter((m) => m.to === EXTERNAL_SENDER).map((m) => m.id);
     const allLocked = lockedThreads !== null && messages.every((m) => lockedThreads.has(m.threadId));
     const claimable = messages.filter((m) => m.to !== EXTERNAL_SENDER).map((m) => m.to);
-    // A lot of injects: their threads counted (or created) and the messages journaled with the COMMIT.
-    if (lockedThreads === null && external.length === 0 && countInjectsAtCommit(tx, messages, this.counts.slot)) {
-      if (!this.insertAllAtCommit(tx, messages)) await super.insertAll(tx, messages);
-      notifyAtCommit(tx, this.channels.work, workPayload(this.workerId, claimable));
-      return;
-    }
     // Into stored threads this transaction holds, nothing to ack at once: journaled with the COMMIT.
     if (!(allLocked && external.length === 0 && this.insertAllAtCommit(tx, messages))) await super.insertAll(tx, messages);
     if (external.length > 0) {

@@ -230,16 +230,10 @@ export class PgClusterJournal extends PgJournal {
    */
   private async journalInjects(tx: Tx, messages: readonly Message[]): Promise<void> {
     if (messages.length === 0) return;
-    if (!messages.every((m) => m.to !== EXTERNAL_SENDER) || !countInjectsAtCommit(tx, messages, this.counts.slot)) return this.insertAll(tx, messages);
+    const recipients = messages.map((m) => m.to);
+    if (recipients.includes(EXTERNAL_SENDER) || !countInjectsAtCommit(tx, messages, this.counts.slot)) return this.insertAll(tx, messages);
     if (!this.insertAllAtCommit(tx, messages)) await super.insertAll(tx, messages);
-    notifyAtCommit(
-      tx,
-      this.channels.work,
-      workPayload(
-        this.workerId,
-        messages.map((m) => m.to),
-      ),
-    );
+    notifyAtCommit(tx, this.channels.work, workPayload(this.workerId, recipients));
   }
 
   /** Whether the claim of `message` is still `workerId`'s, at this attempt (not taken back since). */
@@ -396,7 +390,6 @@ export class PgClusterJournal extends PgJournal {
     // Nobody claims what is addressed to the outside world: it ends here, recorded and acknowledged.
     const external = messages.filter((m) => m.to === EXTERNAL_SENDER).map((m) => m.id);
     const allLocked = lockedThreads !== null && messages.every((m) => lockedThreads.has(m.threadId));
-    const claimable = messages.filter((m) => m.to !== EXTERNAL_SENDER).map((m) => m.to);
     // Into stored threads this transaction holds, nothing to ack at once: journaled with the COMMIT.
     if (!(allLocked && external.length === 0 && this.insertAllAtCommit(tx, messages))) await super.insertAll(tx, messages);
     if (external.length > 0) {
@@ -404,6 +397,7 @@ export class PgClusterJournal extends PgJournal {
       for (let i = 0; i < (r.rowCount ?? 0); i++) this.counts.moved('PENDING', 'ACKED');
     }
     await countInThreads(tx, messages, { locked: lockedThreads !== null, slot: this.counts.slot, atCommit: allLocked });
+    const claimable = messages.filter((m) => m.to !== EXTERNAL_SENDER).map((m) => m.to);
     if (claimable.length > 0) notifyAtCommit(tx, this.channels.work, workPayload(this.workerId, claimable));
   }
 

@@ -9,7 +9,7 @@ export interface Tx {
    * the transaction, not one per statement), in the order given; `onResult` hears its result
    * once the transaction committed. SQL text must have its values written in as literals
    * (`sqlLiteral`): nothing of a caller's data is ever read as SQL. A named statement runs as
-   * the EXECUTE of a statement prepared on the connection (see executeSql); false when its
+   * the EXECUTE of a statement prepared on the connection (see Prepared); false when its
    * values cannot be written in (then nothing was queued: the caller runs it with tx.query).
    */
   atCommit(statement: string | NamedStatement, onResult?: (result: pg.QueryResult) => void): boolean;

@@ -25,7 +25,7 @@ import { sqlLiteral, type PgWriter, type Tx } from '../../store/postgres/writer.
  * rows, as before, in a statement of their own. The locked threads come back once, on the
  * first row (as an array on every row, a lot of n outcomes sent and parsed n² thread ids).
  */
-const FENCED_SQL = `
+const FENCED_CTES = `
   WITH moved AS (
     UPDATE journal j SET state = o.state,
       acked_at = CASE WHEN o.state = 'ACKED' THEN $7::bigint ELSE j.acked_at END,
@@ -38,8 +38,16 @@ const FENCED_SQL = `
   locked AS (
     SELECT t.id FROM threads t
     WHERE t.id IN (SELECT l.thread FROM unnest($8::text[], $9::text[]) AS l(outcome, thread) JOIN moved ON moved.id = l.outcome)
-    ORDER BY t.id FOR UPDATE)
+    ORDER BY t.id FOR UPDATE)`;
+const FENCED_SQL = `${FENCED_CTES}
   SELECT m.id, m.state, CASE WHEN row_number() OVER () = 1 THEN (SELECT array_agg(id) FROM locked) END AS locked FROM moved m`;
+
+/**
+ * The same fence for a lot expected to commit whole, sent with the COMMIT: it raises (see
+ * fence-check.ts) unless all $10 outcomes moved and all $11 threads they touch were locked.
+ */
+const FENCED_WHOLE_SQL = `${FENCED_CTES}
+  SELECT organism_fence_check((SELECT COUNT(*) FROM moved)::int, $10::int, (SELECT COUNT(*) FROM locked)::int, $11::int)`;
 
 const NOT_OURS: FencedResult = { committed: false, threadFinished: null };
 
@@ -98,6 +106,8 @@ export class PgClusterJournal extends PgJournal {
   private readonly injects: PgLots<{ messages: readonly Message[]; maxQueue: number }, boolean>;
   /** Threads whose budget an outcome's transaction finished with them (the budget ledger reads it). */
   readonly finishedBudgets = new FinishedBudgets();
+  /** Outcomes whose lot was sent whole with its COMMIT once (see fenceWithCommit). */
+  private readonly triedWhole = new WeakSet<FencedOutcome>();
 
   constructor(
     pool: Reader,
@@ -416,56 +426,89 @@ export class PgClusterJournal extends PgJournal {
   private async commitOutcomes(tx: Tx, list: readonly FencedOutcome[]): Promise<FencedResult[]> {
     const now = this.now();
     const touched = list.flatMap((o) => [o.message.threadId, ...o.outcome.outgoing.map((m) => m.threadId)].map((thread) => [o.message.id, thread] as const));
-    const moved = (
-      await tx.query<{ id: string; state: 'ACKED' | 'FAILED'; locked: string[] | null }>({
-        name: 'journal-fenced',
-        text: FENCED_SQL,
-        values: [
-          list.map((o) => o.message.id),
-          list.map((o) => o.workerId),
-          list.map((o) => o.message.attempt),
-          list.map((o) => o.to),
-          list.map((o) => o.reason),
-          list.map((o) => o.error),
-          now,
-          touched.map(([outcome]) => outcome),
-          touched.map(([, thread]) => thread),
-        ],
-      })
-    ).rows;
+    const values = [
+      list.map((o) => o.message.id),
+      list.map((o) => o.workerId),
+      list.map((o) => o.message.attempt),
+      list.map((o) => o.to),
+      list.map((o) => o.reason),
+      list.map((o) => o.error),
+      now,
+      touched.map(([outcome]) => outcome),
+      touched.map(([, thread]) => thread),
+    ];
+    const threads = new Set(touched.map(([, thread]) => thread));
+    if (this.fenceWithCommit(tx, list, values, threads)) {
+      for (const o of list) this.counts.moved('DISPATCHED', o.to);
+      return this.writeCommitted(tx, list, list, threads, now);
+    }
+    const moved = (await tx.query<{ id: string; state: 'ACKED' | 'FAILED'; locked: string[] | null }>({ name: 'journal-fenced', text: FENCED_SQL, values })).rows;
     const committed = new Set<string>();
     for (const r of moved) {
       committed.add(r.id);
       this.counts.moved('DISPATCHED', r.state);
     }
-    const done = list.filter((o) => committed.has(o.message.id));
+    // Their threads were locked by the fenced statement.
+    const locked = new Set(moved.find((r) => r.locked !== null)?.locked ?? []);
+    return this.writeCommitted(
+      tx,
+      list,
+      list.filter((o) => committed.has(o.message.id)),
+      locked,
+      now,
+    );
+  }
+
+  /**
+   * Sends the lot's fence with the COMMIT, the lot written as if it commits whole (one round trip
+   * for the outcomes, where the fence alone took one): when every message it sends stays in the
+   * threads of its outcomes (stored, and locked by the fence) and none goes to the outside world.
+   * Should an outcome have lost its claim, or a thread be gone, the check raises, the transaction
+   * rolls back and the writer runs the lot again: that time the fence goes first (a lot is tried
+   * whole once). False: nothing was queued.
+   */
+  private fenceWithCommit(tx: Tx, list: readonly FencedOutcome[], values: readonly unknown[], threads: ReadonlySet<string>): boolean {
+    if (list.some((o) => this.triedWhole.has(o))) return false;
+    const own = new Set(list.map((o) => o.message.threadId));
+    if (threads.size !== own.size || list.some((o) => o.outcome.outgoing.some((m) => m.to === EXTERNAL_SENDER))) return false;
+    if (!tx.atCommit({ name: 'journal-fenced-whole', text: FENCED_WHOLE_SQL, values: [...values, list.length, threads.size], generic: true })) return false;
+    for (const o of list) this.triedWhole.add(o);
+    return true;
+  }
+
+  /**
+   * The rest of a lot of outcomes, for those whose fence held (`done`): their outgoing messages
+   * and usage, and their threads settled, all with the COMMIT where their values allow.
+   * `locked`: the threads the fence locked.
+   */
+  private async writeCommitted(tx: Tx, list: readonly FencedOutcome[], done: readonly FencedOutcome[], locked: ReadonlySet<string>, now: number): Promise<FencedResult[]> {
+    const committed = new Set(done.map((o) => o.message.id));
     const last = new Map(done.map((o) => [o.message.threadId, o]));
     // Filled in place once the lot committed (a caller may hold a result already: PgLots.alone).
     const results = list.map((o): { committed: boolean; threadFinished: FencedResult['threadFinished'] } =>
       committed.has(o.message.id) ? { committed: true, threadFinished: null } : { ...NOT_OURS },
     );
-    if (done.length > 0) {
-      // Their threads were locked by the fenced statement.
-      await this.insertAll(
-        tx,
-        done.flatMap((o) => o.outcome.outgoing),
-        new Set(moved.find((r) => r.locked !== null)?.locked ?? []),
-      );
-      await insertUsage(
-        tx,
-        done.flatMap((o) => o.outcome.usage),
-      );
-      // Per thread, the first error of the lot (COALESCE keeps one recorded before it).
-      const errors = new Map<string, string | null>();
-      for (const o of done) errors.set(o.message.threadId, errors.get(o.message.threadId) ?? o.outcome.threadError);
-      // Settled with the COMMIT; the results say which threads finished once it committed.
-      await settleThreadsAtCommit(tx, errors, now, (finished) => {
-        list.forEach((o, i) => {
-          const status = last.get(o.message.threadId) === o ? finished.get(o.message.threadId) : undefined;
-          if (status) results[i]!.threadFinished = status;
-        });
+    if (done.length === 0) return results;
+    await this.insertAll(
+      tx,
+      done.flatMap((o) => o.outcome.outgoing),
+      locked,
+    );
+    await insertUsage(
+      tx,
+      done.flatMap((o) => o.outcome.usage),
+      { atCommit: true },
+    );
+    // Per thread, the first error of the lot (COALESCE keeps one recorded before it).
+    const errors = new Map<string, string | null>();
+    for (const o of done) errors.set(o.message.threadId, errors.get(o.message.threadId) ?? o.outcome.threadError);
+    // Settled with the COMMIT; the results say which threads finished once it committed.
+    await settleThreadsAtCommit(tx, errors, now, (finished) => {
+      list.forEach((o, i) => {
+        const status = last.get(o.message.threadId) === o ? finished.get(o.message.threadId) : undefined;
+        if (status) results[i]!.threadFinished = status;
       });
-    }
+    });
     return results;
   }
 }

@@ -4,12 +4,13 @@ import type { Tx } from './writer.js';
 /**
  * Inserts usage events once each (by id) and adds the newly inserted ones to the daily rollup,
  * in one statement: a redelivered ack's events are never billed twice. The UTC day is computed
- * from the ms timestamp without time zones, as utcDay() does.
+ * from the ms timestamp without time zones, as utcDay() does. `atCommit`: sent with the
+ * COMMIT when its values can be written in (nothing is read back).
  */
-export async function insertUsage(tx: Tx, events: readonly UsageEvent[]): Promise<void> {
+export async function insertUsage(tx: Tx, events: readonly UsageEvent[], o: { atCommit?: boolean } = {}): Promise<void> {
   if (events.length === 0) return;
   const col = <T>(f: (e: UsageEvent) => T) => events.map(f);
-  await tx.query({
+  const statement = {
     name: 'usage-insert',
     text: `WITH ins AS (
        INSERT INTO usage_events (id, ts, thread_id, agent_id, message_id, model, provider, prompt_tokens, completion_tokens, total_tokens,
@@ -51,5 +52,7 @@ export async function insertUsage(tx: Tx, events: readonly UsageEvent[]): Promis
       col((e) => e.metadata['userId'] ?? null),
       col((e) => JSON.stringify(e.metadata)),
     ],
-  });
+  };
+  if (o.atCommit && tx.atCommit(statement)) return;
+  await tx.query(statement);
 }

@@ -54,12 +54,6 @@ export interface WorkSource {
    * taken back (the delivery runs, or ran, elsewhere) and must not start here.
    */
   confirmClaim(message: Message): Promise<number | null>;
-  /**
-   * Lets the source send a claim with the commit of the outcomes it writes (one round trip for
-   * both): `claim` is asked as a lot of outcomes `ids` is about to commit, and says what to
-   * claim then (or null: nothing now). Returns the function that stops it.
-   */
-  claimWithOutcomes?(claim: (ids: readonly string[]) => OutcomeClaim | null): () => void;
   /** Calls `fn` whenever there may be new work (a notification, a poll tick, a lease taken back). */
   onWork(fn: () => void): () => void;
   /** How many deliveries this process has in flight now (shown in its `workers` row). */
@@ -91,17 +85,6 @@ export interface AgentLoad {
   readonly inFlight: number;
   /** The thread of its latest delivery in flight anywhere (null: none). */
   readonly currentThread: string | null;
-}
-
-/** A claim sent with the commit of a lot of outcomes (see WorkSource.claimWithOutcomes). */
-export interface OutcomeClaim {
-  readonly listeners: readonly string[];
-  readonly max: number;
-  readonly limits: ClaimLimits;
-  /** What it took, once the outcomes committed. */
-  claimed(claimed: Claimed): void;
-  /** Nothing was claimed: the outcomes' transaction failed before it, or the claim failed (`error`). */
-  failed(error?: string): void;
 }
 
 export interface ClaimLimits {

@@ -1,12 +1,10 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { EXTERNAL_SENDER, type Message } from '../../src/core/message.js';
-import type { Claimed, OutcomeClaim } from '../../src/core/work-source.js';
 import type { PostgresStorage } from '../../src/store/postgres/index.js';
 import type { UsageEvent } from '../../src/usage/types.js';
 import { newId } from '../../src/util/ids.js';
 import { withPostgres } from '../store/contract/backends.js';
-import { eventually, listener, loaded } from '../pump/harness.js';
 import { clusterSchemas } from './schema-fixture.js';
 
 /**
@@ -199,101 +197,4 @@ describe.skipIf(!run)('outcome lots on a clustered PostgreSQL journal', () => {
     ]);
     await countsMatchRows(storage, admin);
   });
-
-  /** A claim for `listeners` sent with the next lot of outcomes: what it heard, in order. */
-  const claimWith = (storage: PostgresStorage, listeners: string[]) => {
-    const heard: Array<{ lot: readonly string[]; claimed?: Claimed; failed?: string | undefined }> = [];
-    const off = storage.work!.claimWithOutcomes!((lot): OutcomeClaim => {
-      const entry: (typeof heard)[number] = { lot };
-      heard.push(entry);
-      return { listeners, max: 5, limits: { global: 10, perAgent: 10 }, claimed: (c) => void (entry.claimed = c), failed: (e) => void (entry.failed = e ?? 'not run') };
-    });
-    return { heard, off };
-  };
-
-  it('sends the next claim after the COMMIT of a lot, in the same query string; it claims what the lot just journaled', async () => {
-    const admin = cluster.place(2);
-    const storage = await cluster.open();
-    await storage.journal.pending([message('t1', 'a', 'one')]);
-    const [c1] = (await storage.work!.claim(['a'], 10, { global: 10, perAgent: 10 })).map((c) => c.message);
-    const { heard, off } = claimWith(storage, ['a', 'b']);
-    const next = message('t1', 'b', 'next', c1!);
-    const { result, sent } = await sentFor([c1!.id], () => storage.work!.ack(c1!, { outgoing: [next], usage: [], threadError: null }));
-    off();
-    expect(result).toEqual({ committed: true, threadFinished: null });
-    expect(sent).toHaveLength(1);
-    expect(sent[0]).toMatch(/COMMIT; (PREPARE .*; )?EXECUTE "organism:journal-claim-after"\(/s);
-    expect(heard).toHaveLength(1);
-    expect(heard[0]!.lot).toEqual([c1!.id]);
-    expect(heard[0]!.claimed?.map((c) => c.message.id)).toEqual([next.id]);
-    expect(heard[0]!.claimed?.capped).toBe(false);
-    expect((await admin.query('SELECT state, claimed_by FROM journal WHERE id = $1', [next.id])).rows).toEqual([{ state: 'DISPATCHED', claimed_by: storage.work!.workerId }]);
-    await countsMatchRows(storage, admin);
-  });
-
-  it('tells the claim it did not run when the lot failed, and sends it again with the lot written fence first', async () => {
-    const admin = cluster.place(2);
-    const storage = await cluster.open();
-    await storage.journal.pending([message('t1', 'a', 'one'), message('t2', 'a', 'two')]);
-    const [c1, c2] = (await storage.work!.claim(['a'], 10, { global: 10, perAgent: 10 })).map((c) => c.message);
-    await admin.query(`UPDATE journal SET claimed_by = 'elsewhere' WHERE id = $1`, [c2!.id]);
-    const { heard, off } = claimWith(storage, ['b']);
-    const next = message('t1', 'b', 'next', c1!);
-    const results = await Promise.all([storage.work!.ack(c1!, { outgoing: [next], usage: [], threadError: null }), storage.work!.ack(c2!, NO_OUTCOME)]);
-    off();
-    expect(results.map((r) => r.committed)).toEqual([true, false]);
-    // The whole lot failed its check (the claim never ran); written again fence first, with the claim after it.
-    expect(heard.map((h) => ({ lot: h.lot, failed: h.failed, claimed: h.claimed?.map((c) => c.message.id) }))).toEqual([
-      { lot: [c1!.id, c2!.id], failed: 'not run', claimed: undefined },
-      { lot: [c1!.id], failed: undefined, claimed: [next.id] },
-    ]);
-    await countsMatchRows(storage, admin);
-  });
-
-  it('a claim that fails on the server after the COMMIT leaves the lot committed and says why', async () => {
-    const admin = cluster.place(2);
-    const storage = await cluster.open();
-    await storage.journal.pending([message('t1', 'a', 'one')]);
-    const [c1] = (await storage.work!.claim(['a'], 10, { global: 10, perAgent: 10 })).map((c) => c.message);
-    // The claim function raises once it runs (the wrapper turns that into a document).
-    await admin.query(`ALTER FUNCTION organism_claim RENAME TO organism_claim_moved`);
-    const { heard, off } = claimWith(storage, ['b']);
-    const result = await storage
-      .work!.ack(c1!, { outgoing: [message('t1', 'b', 'next', c1!)], usage: [], threadError: null })
-      .finally(() => admin.query(`ALTER FUNCTION organism_claim_moved RENAME TO organism_claim`));
-    off();
-    expect(result).toEqual({ committed: true, threadFinished: null });
-    expect(heard).toHaveLength(1);
-    expect(heard[0]!.failed).toMatch(/organism_claim.*does not exist.*SQLSTATE 42883/s);
-    expect((await admin.query(`SELECT recipient, state FROM journal ORDER BY seq`)).rows).toEqual([
-      { recipient: 'a', state: 'ACKED' },
-      { recipient: 'b', state: 'PENDING' },
-    ]);
-    await countsMatchRows(storage, admin);
-  });
-
-  it('runs a chain whose every hop after the first is claimed after the COMMIT of the one before, with no claim of its own', async () => {
-    cluster.place(2);
-    const claims: string[] = [];
-    const hop = (name: string, next: string | null) =>
-      listener(name, { peers: next ? [next] : [], handler: (p) => (claims.push(`${name} runs`), next ? { to: next, payload: p as Record<string, unknown> } : undefined) });
-    const { organism } = await cluster.start(loaded([hop('h1', 'h2'), hop('h2', 'h3'), hop('h3', null)]));
-    const Client = pg.Client as unknown as { prototype: { query: (...args: unknown[]) => unknown } };
-    const original = Client.prototype.query;
-    Client.prototype.query = function (this: unknown, ...args: unknown[]) {
-      const q = args[0];
-      const text = typeof q === 'string' ? q : ((q as { text?: string }).text ?? '');
-      if (text.includes('organism_claim(')) claims.push('alone');
-      if (text.includes('journal-claim-after')) claims.push('after a commit');
-      return original.apply(this, args);
-    };
-    try {
-      const { threadId } = await organism.inject('h1', { text: 'go' });
-      await eventually(async () => (await organism.thread(threadId))?.status === 'completed', 20_000, 'the chain to finish');
-    } finally {
-      Client.prototype.query = original;
-    }
-    // Claimed on its own for the inject; from then on, one claim after each hop's outcome (the last finds nothing).
-    expect(claims.slice(claims.indexOf('h1 runs'))).toEqual(['h1 runs', 'after a commit', 'h2 runs', 'after a commit', 'h3 runs', 'after a commit']);
-  }, 30_000);
 });

@@ -4,7 +4,6 @@
  * why it commits asynchronously), as a prepared statement.
  */
 import type pg from 'pg';
-import type { NamedStatement } from '../../store/postgres/writer.js';
 
 /** A limit as an SQL integer (an unbounded one as the largest int). */
 const int = (n: number) => (Number.isFinite(n) ? Math.max(0, Math.min(Math.trunc(n), 2 ** 31 - 1)) : 2 ** 31 - 1);
@@ -34,10 +33,4 @@ export function claimCall(r: ClaimRequest): pg.QueryConfig {
     text: 'SELECT claim FROM organism_claim($1, $2::text[], $3, $4, $5, $6, $7, $8::text[]) AS claim',
     values: [r.workerId, r.listeners, int(r.max), int(r.global), int(r.perAgent), Math.trunc(r.now), r.slot, r.booking],
   };
-}
-
-/** The same claim sent after the COMMIT of a lot of outcomes (organism_claim_after: it never raises). */
-export function claimAfterCall(r: ClaimRequest): NamedStatement {
-  const call = claimCall(r);
-  return { name: 'journal-claim-after', text: 'SELECT claim FROM organism_claim_after($1, $2::text[], $3, $4, $5, $6, $7, $8::text[]) AS claim', values: call.values ?? [] };
 }

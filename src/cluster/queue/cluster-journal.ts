@@ -7,7 +7,7 @@ import type { AgentLoad, ClaimedWork, ClaimLimits, DeliveryOutcomeWrite, FencedR
 import { messageOf, type JournalRow } from '../../store/rows.js';
 import { attemptLimitOf, type AskClosing, type MaxAttempts, type RecoveredMessages, type RecoveryReport } from '../../core/journal.js';
 import type { Channels } from '../bus/channels.js';
-import { claimAfterCall, claimCall, type ClaimRequest } from './claim-sql.js';
+import { claimCall } from './claim-sql.js';
 import { PgLots } from './lots.js';
 import { COUNT_SQL, FOLD_SLOTS_SQL } from '../../store/postgres/journal-counts.js';
 import { PgJournal, pgKeepAttemptSql, pgRetrySet } from '../../store/postgres/journal.js';
@@ -60,31 +60,7 @@ interface ClaimRooms {
   readonly rooms: Record<string, number> | null;
   readonly room: number;
 }
-/** What organism_claim_after returns in place of a claim that failed (see claim-function.ts). */
-interface ClaimFailed {
-  readonly failed: string;
-  readonly code: string;
-}
 type ClaimDocument = ClaimedRow | ClaimRooms;
-
-/** A claim's documents as what it took, and whether a limit stopped it. */
-function claimedOf(docs: ClaimDocument[]): Array<Omit<ClaimedWork, 'claimedAt'>> & { capped: boolean } {
-  const last = docs.pop() as ClaimRooms;
-  const claimed = (docs as ClaimedRow[]).map((r) => ({ message: messageOf(r.row), thread: r.thread ? recordOf(r.thread) : null }));
-  return Object.assign(claimed, { capped: cappedBy(claimed, last) });
-}
-
-/**
- * A claim to send after the COMMIT of a lot of outcomes, in the same query string (one round trip
- * for the outcomes and the next claim, see claimAfter): what it asks for, and who hears of it.
- */
-export interface ClaimAfterCommit {
-  readonly request: Omit<ClaimRequest, 'now' | 'slot'>;
-  /** What it took: the lot committed, then the claim ran. */
-  claimed(claimed: Array<Omit<ClaimedWork, 'claimedAt'>> & { capped: boolean }): void;
-  /** It did not run (the lot's transaction failed), or it failed on the server (`error`): nothing was claimed. */
-  failed(error?: string): void;
-}
 
 /**
  * Whether a limit stopped the claim: it took all the room it had in all, or some listener all
@@ -130,11 +106,6 @@ export class PgClusterJournal extends PgJournal {
   private readonly injects: PgLots<{ messages: readonly Message[]; maxQueue: number }, boolean>;
   /** Threads whose budget an outcome's transaction finished with them (the budget ledger reads it). */
   readonly finishedBudgets = new FinishedBudgets();
-  /**
-   * Set by the work source: the claim to send after the COMMIT of a lot whose outcomes `ids`
-   * committed (their handlers' slots free, their messages journaled), or null for none.
-   */
-  claimAfter: ((ids: readonly string[]) => ClaimAfterCommit | null) | null = null;
   /** Outcomes whose lot was sent whole with its COMMIT once (see fenceWithCommit). */
   private readonly triedWhole = new WeakSet<FencedOutcome>();
 
@@ -222,7 +193,9 @@ export class PgClusterJournal extends PgJournal {
     } catch (err) {
       throw pgRuntimeError(this.where, err);
     }
-    return claimedOf(docs);
+    const last = docs.pop() as ClaimRooms;
+    const claimed = (docs as ClaimedRow[]).map((r) => ({ message: messageOf(r.row), thread: r.thread ? recordOf(r.thread) : null }));
+    return Object.assign(claimed, { capped: cappedBy(claimed, last) });
   }
 
   /**
@@ -536,29 +509,7 @@ export class PgClusterJournal extends PgJournal {
         if (status) results[i]!.threadFinished = status;
       });
     });
-    this.claimWithCommit(
-      tx,
-      done.map((o) => o.message.id),
-    );
     return results;
-  }
-
-  /** Sends the next claim after the lot's COMMIT, when the work source wants one (see claimAfter). */
-  private claimWithCommit(tx: Tx, ids: readonly string[]): void {
-    const claim = this.claimAfter?.(ids);
-    if (!claim) return;
-    const call = claimAfterCall({ ...claim.request, now: this.now(), slot: `${this.counts.slot}/claim` });
-    const sent = tx.afterCommit(
-      call,
-      (r) => {
-        const docs = (r.rows as Array<{ claim: ClaimDocument | ClaimFailed }>).map((row) => row.claim);
-        const failed = docs.find((d): d is ClaimFailed => 'failed' in d);
-        if (failed) claim.failed(`${failed.failed} (SQLSTATE ${failed.code})`);
-        else claim.claimed(claimedOf(docs as ClaimDocument[]));
-      },
-      () => claim.failed(),
-    );
-    if (!sent) claim.failed();
   }
 }
 

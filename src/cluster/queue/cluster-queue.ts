@@ -11,7 +11,6 @@ import {
   type ClaimedWork,
   type DeliveryOutcomeWrite,
   type FencedResult,
-  type OutcomeClaim,
   type ProcessList,
   type WorkerRecord,
   type WorkSource,
@@ -49,11 +48,6 @@ export class ClusterQueue implements DeliveryQueue {
   private readonly running = new Map<string, number>();
   /** Claimed deliveries whose outcome this process committed lately, as `id:attempt` (oldest first, bounded). */
   private readonly booked = new Set<string>();
-  /** Deliveries whose outcome committed with a claim sent after it (see claimWithOutcome), until the pump releases them. */
-  private readonly covered = new Set<string>();
-  /** The pump is releasing a covered delivery: the claim round it asks for next was made already. */
-  private releasingCovered = false;
-  private offOutcomeClaims: (() => void) | null = null;
 
   constructor(
     private readonly work: WorkSource,
@@ -68,12 +62,9 @@ export class ClusterQueue implements DeliveryQueue {
   open(host: QueueHost): void {
     this.host = host;
     this.offTakenBack = this.work.onTakenBack((taken) => host.takenBack(taken));
-    this.offOutcomeClaims = this.work.claimWithOutcomes?.((ids) => this.claimWithOutcome(host, ids)) ?? null;
   }
 
   close(): void {
-    this.offOutcomeClaims?.();
-    this.offOutcomeClaims = null;
     this.unlisten?.();
     this.unlisten = null;
     this.offTakenBack?.();
@@ -112,10 +103,6 @@ export class ClusterQueue implements DeliveryQueue {
     if (!host) return;
     this.work.setInFlight(host.inFlight());
     if (!this.work.handlers) return;
-    if (why === undefined && this.releasingCovered) {
-      this.releasingCovered = false;
-      return;
-    }
     // While a claim is under way, whether it will be stopped by a limit is not known yet.
     if (why === 'slot' && !this.capped && !this.claiming) return;
     if (!this.unlisten) {
@@ -133,18 +120,7 @@ export class ClusterQueue implements DeliveryQueue {
   /** The claim made the entry DISPATCHED. */
   async started(): Promise<void> {}
 
-  /**
-   * The pump is done with a delivery and asks for a claim round next (see schedule): when its
-   * outcome committed with a claim after it, that claim saw everything the outcome made
-   * claimable, and the round is not needed. Only the call that follows at once is skipped.
-   */
-  release(message: Message): void {
-    if (!this.covered.delete(message.id)) return;
-    this.releasingCovered = true;
-    queueMicrotask(() => {
-      this.releasingCovered = false;
-    });
-  }
+  release(): void {}
 
   ack(message: Message, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {
     return this.ended(message, this.work.ack(message, outcome));
@@ -233,78 +209,27 @@ export class ClusterQueue implements DeliveryQueue {
     return (await this.threads.get(id)) ?? live;
   }
 
-  /**
-   * The claim sent after the COMMIT of a lot of outcomes `ids` (one round trip for both, see
-   * WorkSource.claimWithOutcomes), when no claim is under way and this process has free slots:
-   * it counts as a claim round (claiming is set until it is heard of).
-   */
-  private claimWithOutcome(host: QueueHost, ids: readonly string[]): OutcomeClaim | null {
-    if (this.claiming || !this.work.handlers || host.status() !== 'running' || !host.dispatching()) return null;
-    const free = this.freeSlots(host);
-    if (free <= 0) return null;
-    this.claiming = true;
-    this.claimAgain = false;
-    const end = (again: boolean) => {
-      this.claiming = false;
-      this.work.setInFlight(host.inFlight());
-      host.progress();
-      // Taken to its room: there may be more (after the deliveries just taken start, as in claimRounds).
-      if (again || this.claimAgain) setImmediate(() => this.schedule());
-    };
-    return {
-      listeners: this.claimable(host),
-      max: free,
-      limits: this.claimLimits(host),
-      claimed: (claimed) => {
-        if (this.claimTrouble) host.logger.warn('claiming work succeeds again');
-        this.claimTrouble = false;
-        this.capped = claimed.capped;
-        for (const c of claimed) this.startClaimed(host, c);
-        for (const id of ids) this.covered.add(id);
-        while (this.covered.size > BOOKED_KEPT) this.covered.delete(this.covered.values().next().value as string);
-        end(claimed.length >= free);
-      },
-      failed: () => {
-        // Claimed the usual way next (which says so, should claiming keep failing).
-        this.capped = true;
-        end(true);
-      },
-    };
-  }
-
-  /** This process's free handler slots, within the organism-wide limit. */
-  private freeSlots(host: QueueHost): number {
-    return Math.min(this.work.concurrency ?? Infinity, host.limits().maxConcurrentHandlers) - host.running();
-  }
-
-  /** The listeners a claim is for: those not paused. */
-  private claimable(host: QueueHost): string[] {
-    return host
-      .listeners()
-      .filter((l) => !l.paused)
-      .map((l) => l.name);
-  }
-
-  /** What this process is still booking holds no handler slot: the next claim overlaps its outcome's commit. */
-  private claimLimits(host: QueueHost) {
-    const limits = host.limits();
-    return { global: limits.maxConcurrentHandlers, perAgent: limits.maxConcurrentPerAgent, booking: [...(host.booking?.() ?? [])] };
-  }
-
   private async claimRounds(host: QueueHost): Promise<void> {
     const { work } = this;
     try {
       for (;;) {
         this.claimAgain = false;
         if (host.status() !== 'running' || !host.dispatching()) return;
-        const free = this.freeSlots(host);
+        const limits = host.limits();
+        const cap = Math.min(work.concurrency ?? Infinity, limits.maxConcurrentHandlers);
+        const free = cap - host.running();
         if (free <= 0) {
           this.capped = true;
           return;
         }
+        const listeners = host
+          .listeners()
+          .filter((l) => !l.paused)
+          .map((l) => l.name);
         let claimed: Claimed;
         try {
-          claimed = await work.claim(this.claimable(host), free, this.claimLimits(host));
+          // What this process is still booking holds no handler slot: the next claim overlaps its outcome's commit.
+          claimed = await work.claim(listeners, free, { global: limits.maxConcurrentHandlers, perAgent: limits.maxConcurrentPerAgent, booking: [...(host.booking?.() ?? [])] });
           if (this.claimTrouble) host.logger.warn('claiming work succeeds again');
           this.claimTrouble = false;
         } catch (err) {

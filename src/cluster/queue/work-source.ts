@@ -1,12 +1,12 @@
 import type { ApprovalParking } from '../../core/approval.js';
 import type { FailureReason } from '../../core/delivery.js';
 import type { Message } from '../../core/message.js';
-import type { AgentLoad, Claimed, ClaimLimits, DeliveryOutcomeWrite, FencedResult, OutcomeClaim, TakenBack, WorkSource } from '../../core/work-source.js';
+import type { AgentLoad, Claimed, ClaimLimits, DeliveryOutcomeWrite, FencedResult, TakenBack, WorkSource } from '../../core/work-source.js';
 import type { Logger } from '../../util/logger.js';
 import type { MaxAttempts } from '../../core/journal.js';
 import type { WorkerRecord } from '../../core/work-source.js';
 import type { Channels, PgListener } from '../bus/channels.js';
-import type { ClaimAfterCommit, PgClusterJournal } from './cluster-journal.js';
+import type { PgClusterJournal } from './cluster-journal.js';
 import type { PgWorkers, WorkerIdentity } from '../workers.js';
 import { isConnectionFailure } from '../../store/postgres/reachability.js';
 
@@ -106,31 +106,6 @@ export class PgWorkSource implements WorkSource {
 
   admit(messages: readonly Message[], maxQueue: number): Promise<boolean> {
     return this.o.journal.pendingWithin(messages, maxQueue);
-  }
-
-  claimWithOutcomes(claim: (ids: readonly string[]) => OutcomeClaim | null): () => void {
-    const journal = this.o.journal;
-    const after = (ids: readonly string[]): ClaimAfterCommit | null => {
-      if (!this.handlers || this.stopped) return null;
-      const claimedAt = Date.now();
-      const c = claim(ids);
-      if (!c) return null;
-      return {
-        request: { workerId: this.workerId, listeners: c.listeners, max: c.max, global: c.limits.global, perAgent: c.limits.perAgent, booking: c.limits.booking ?? [] },
-        claimed: (claimed: Awaited<ReturnType<PgClusterJournal['claim']>>) =>
-          c.claimed(
-            Object.assign(
-              claimed.map((w) => ({ ...w, claimedAt })),
-              { capped: claimed.capped },
-            ),
-          ),
-        failed: (error?: string) => c.failed(error),
-      };
-    };
-    journal.claimAfter = after;
-    return () => {
-      if (journal.claimAfter === after) journal.claimAfter = null;
-    };
   }
 
   ack(message: Message, outcome: DeliveryOutcomeWrite): Promise<FencedResult> {

@@ -106,22 +106,3 @@ export const PG_CLAIM_FUNCTION_MIGRATION = `
   END
   $claim$;
 `;
-
-/**
- * `organism_claim_after`: organism_claim for a claim sent after the COMMIT of a lot of outcomes,
- * in the same query string (PgClusterJournal.commitOutcomes, Tx.afterCommit). It never raises:
- * an error there would fail the query after the outcomes committed, so it comes back as one
- * document `{failed, code}` instead (the claim's writes rolled back with it, whatever rows it
- * returned before: the caller then claims the usual way).
- */
-export const PG_CLAIM_AFTER_MIGRATION = `
-  CREATE FUNCTION organism_claim_after(
-    p_worker TEXT, p_listeners TEXT[], p_max INT, p_global INT, p_per_agent INT, p_now BIGINT, p_slot TEXT, p_booking TEXT[]
-  ) RETURNS SETOF JSON LANGUAGE plpgsql VOLATILE AS $claim$
-  BEGIN
-    RETURN QUERY SELECT organism_claim(p_worker, p_listeners, p_max, p_global, p_per_agent, p_now, p_slot, p_booking);
-  EXCEPTION WHEN OTHERS THEN
-    RETURN NEXT json_build_object('failed', SQLERRM, 'code', SQLSTATE);
-  END
-  $claim$;
-`;

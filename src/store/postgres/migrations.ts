@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { BUDGET_LEDGER_MIGRATION, BUDGET_LIFETIME_MIGRATION } from './budget-ledger.js';
-import { PG_CLAIM_AFTER_MIGRATION, PG_CLAIM_FUNCTION_MIGRATION } from './claim-function.js';
+import { PG_CLAIM_FUNCTION_MIGRATION } from './claim-function.js';
 import { PG_FENCE_CHECK_MIGRATION } from './fence-check.js';
 import { PG_INTEROP_MIGRATION } from './interop.js';
 
@@ -256,8 +256,6 @@ export const PG_MIGRATIONS: readonly string[] = [
   PG_CLAIM_FUNCTION_MIGRATION,
   // A lot of outcomes fenced with its COMMIT, in one round trip (issue 28).
   PG_FENCE_CHECK_MIGRATION,
-  // A claim sent after a lot's COMMIT, in the same round trip (issue 28).
-  PG_CLAIM_AFTER_MIGRATION,
 ];
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;

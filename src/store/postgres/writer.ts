@@ -13,14 +13,6 @@ export interface Tx {
    * values cannot be written in (then nothing was queued: the caller runs it with tx.query).
    */
   atCommit(statement: string | NamedStatement, onResult?: (result: pg.QueryResult) => void): boolean;
-  /**
-   * A statement sent after the COMMIT in the same query string (its own transaction, one round
-   * trip less than sending it next): `onResult` hears its result, `onFailed` that it did not
-   * run (the transaction failed first). It must not raise an error: the query would fail after
-   * the COMMIT, and the transaction would look failed when it committed. False when its values
-   * cannot be written in (then nothing was queued).
-   */
-  afterCommit(statement: NamedStatement, onResult: (result: pg.QueryResult) => void, onFailed: () => void): boolean;
 }
 
 /** A statement of stable text with its values, run by name (prepared once per connection). */
@@ -245,7 +237,6 @@ export class PgWriter {
       const statements = new Prepared(client);
       // Each entry is one statement, or a few ending in an EXECUTE (see Prepared): `onResult` hears the last one's result.
       const tail: Array<{ sql: string; results: number; onResult: ((result: pg.QueryResult) => void) | undefined }> = [];
-      const after: Array<{ sql: string; results: number; onResult: (result: pg.QueryResult) => void; onFailed: () => void }> = [];
       // BEGIN goes with the transaction's first statement (see opening), or with its end.
       let begun = false;
       const tx: Tx = {
@@ -260,12 +251,6 @@ export class PgWriter {
           tail.push({ ...run, onResult });
           return true;
         },
-        afterCommit: (statement, onResult, onFailed) => {
-          const run = statements.execute(statement);
-          if (run === null) return false;
-          after.push({ ...run, onResult, onFailed });
-          return true;
-        },
       };
       let results: pg.QueryResult[] = [];
       try {
@@ -273,13 +258,11 @@ export class PgWriter {
         for (const h of this.hooks) await h.commit(tx);
         // The statements sent with the COMMIT: should one fail, the rest and the COMMIT are not
         // run, and the transaction rolls back below.
-        if (begun || tail.length > 0 || after.length > 0) {
-          const sql = [...(begun ? [] : ['BEGIN']), ...tail.map((t) => t.sql), 'COMMIT', ...after.map((a) => a.sql)].join('; ');
-          const answer = (await client.query(sql)) as unknown as pg.QueryResult | pg.QueryResult[];
+        if (begun || tail.length > 0) {
+          const answer = (await client.query([...(begun ? [] : ['BEGIN']), ...tail.map((t) => t.sql), 'COMMIT'].join('; '))) as unknown as pg.QueryResult | pg.QueryResult[];
           results = Array.isArray(answer) ? answer : [answer];
         }
       } catch (err) {
-        for (const a of after) report(this.onError, a.onFailed);
         // What this transaction prepared may or may not exist now (PREPARE is not undone by a
         // rollback, and a failed query string stops where it failed): the connection goes.
         if (statements.preparing()) broken = true;
@@ -300,12 +283,6 @@ export class PgWriter {
         }
       }
       for (const h of this.hooks) h.committed?.();
-      at++; // the COMMIT
-      for (const a of after) {
-        at += a.results;
-        const result = results[at - 1]!;
-        report(this.onError, () => a.onResult(result));
-      }
     } catch (err) {
       if (isConnectionError(err)) broken = true;
       throw err;
@@ -317,15 +294,6 @@ export class PgWriter {
 }
 
 const noop = () => {};
-
-/** Runs a caller's callback; what it throws is reported, never the transaction's failure. */
-function report(onError: (err: unknown) => void, fn: () => void): void {
-  try {
-    fn();
-  } catch (err) {
-    onError(err);
-  }
-}
 
 /**
  * A transaction's first statement, with its BEGIN in one simple-protocol query (one round trip

@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Message } from '../../src/core/message.js';
 import { channelsFor } from '../../src/cluster/bus/channels.js';
 import type { PgClusterJournal } from '../../src/cluster/queue/cluster-journal.js';
 import { openPostgresStorage, type PostgresStorage, type ClusterStorageOptions } from '../../src/store/postgres/index.js';
-import { newId } from '../../src/util/ids.js';
 import { createTestDatabase, withPostgres, testPool } from '../store/contract/backends.js';
+import { message, usageOf } from './entries.js';
 
 /**
  * Claims on the cluster-mode PostgreSQL journal, with several processes' pools claiming at once
@@ -47,20 +46,6 @@ describe.skipIf(!run)('cluster-mode PostgreSQL journal: claims, leases, fenced o
     return s;
   };
   const rows = async <T = Record<string, unknown>>(sql: string, params: unknown[] = []) => (await admin.query(sql, params)).rows as T[];
-
-  const message = (threadId: string, to: string, text: string, parent: Message | null = null): Message => ({
-    id: newId(),
-    threadId,
-    from: parent ? parent.to : 'api',
-    to,
-    payloadType: 'Text',
-    payload: { text },
-    timestamp: Date.now(),
-    parentId: parent?.id ?? null,
-    hops: parent ? parent.hops + 1 : 0,
-    metadata: {},
-    attempt: 1,
-  });
 
   it('keeps FIFO per (thread, recipient) while three processes claim concurrently, and finishes each thread once its last entry is acked', async () => {
     place();
@@ -389,33 +374,14 @@ describe.skipIf(!run)('cluster-mode PostgreSQL journal: claims, leases, fenced o
     const claimed = await p.work!.claim(['a'], 10, { global: 10, perAgent: 10 });
     expect(claimed.map((c) => c.message.threadId)).toEqual(['t1', 't2', 't3', 't4']);
     const [c1, c2, c3, c4] = claimed.map((c) => c.message);
-    const usage = (m: Message, tokens: number) => ({
-      id: newId(),
-      timestamp: Date.now(),
-      threadId: m.threadId,
-      agentId: 'a',
-      messageId: m.id,
-      model: 'm',
-      provider: 'p',
-      promptTokens: tokens,
-      completionTokens: 1,
-      totalTokens: tokens + 1,
-      cacheReadTokens: null,
-      cacheWriteTokens: null,
-      reasoningTokens: null,
-      providerLatencyMs: 1,
-      totalLatencyMs: 1,
-      cost: null,
-      metadata: {},
-    });
     // Submitted in one tick: they reach the writer as one lot. c2's claim is not at this attempt
     // any more (fenced out), c4's usage cannot be stored (NaN tokens): the lot fails, and each
     // outcome is tried on its own.
     const results = await Promise.allSettled([
-      p.work!.ack(c1!, { outgoing: [message('t1', 'b', 'next', c1!)], usage: [usage(c1!, 5)], threadError: null }),
+      p.work!.ack(c1!, { outgoing: [message('t1', 'b', 'next', c1!)], usage: [usageOf(c1!, 5)], threadError: null }),
       p.work!.ack({ ...c2!, attempt: c2!.attempt + 1 }, NO_OUTCOME),
       p.work!.fail(c3!, 'handler_error', 'boom', NO_OUTCOME),
-      p.work!.ack(c4!, { outgoing: [], usage: [usage(c4!, Number.NaN)], threadError: null }),
+      p.work!.ack(c4!, { outgoing: [], usage: [usageOf(c4!, Number.NaN)], threadError: null }),
     ]);
     expect(results.map((r) => (r.status === 'fulfilled' ? r.value : 'rejected'))).toEqual([
       { committed: true, threadFinished: null },

@@ -2,9 +2,8 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { EXTERNAL_SENDER, type Message } from '../../src/core/message.js';
 import type { PostgresStorage } from '../../src/store/postgres/index.js';
-import type { UsageEvent } from '../../src/usage/types.js';
-import { newId } from '../../src/util/ids.js';
 import { withPostgres } from '../store/contract/backends.js';
+import { message, usageOf as usage } from './entries.js';
 import { clusterSchemas } from './schema-fixture.js';
 
 /**
@@ -16,40 +15,6 @@ import { clusterSchemas } from './schema-fixture.js';
  */
 const run = withPostgres('outcome lots on a clustered journal');
 const NO_OUTCOME = { outgoing: [], usage: [], threadError: null } as const;
-
-const message = (threadId: string, to: string, text: string, parent: Message | null = null): Message => ({
-  id: newId(),
-  threadId,
-  from: parent ? parent.to : 'api',
-  to,
-  payloadType: 'Text',
-  payload: { text },
-  timestamp: Date.now(),
-  parentId: parent?.id ?? null,
-  hops: parent ? parent.hops + 1 : 0,
-  metadata: {},
-  attempt: 1,
-});
-
-const usage = (m: Message, tokens: number): UsageEvent => ({
-  id: newId(),
-  timestamp: Date.now(),
-  threadId: m.threadId,
-  agentId: m.to,
-  messageId: m.id,
-  model: 'm',
-  provider: 'p',
-  promptTokens: tokens,
-  completionTokens: 1,
-  totalTokens: tokens + 1,
-  cacheReadTokens: null,
-  cacheWriteTokens: null,
-  reasoningTokens: null,
-  providerLatencyMs: 1,
-  totalLatencyMs: 1,
-  cost: null,
-  metadata: {},
-});
 
 /** The query strings sent while `work` runs that name one of `ids` (the lot's statements). */
 async function sentFor<T>(ids: readonly string[], work: () => Promise<T>): Promise<{ result: T; sent: string[] }> {

@@ -422,6 +422,8 @@ export class PgClusterJournal extends PgJournal {
    * are dropped whole. Then, for the committed ones, their outgoing messages and usage, and
    * their threads settled; every thread touched is locked first, in id order, as every
    * transaction here takes them. A thread finished by the lot is reported on its last outcome.
+   * A lot whose messages stay in its threads sends that statement with the COMMIT instead of on
+   * a round trip of its own (fenceWithCommit).
    */
   private async commitOutcomes(tx: Tx, list: readonly FencedOutcome[]): Promise<FencedResult[]> {
     const now = this.now();
@@ -471,6 +473,8 @@ export class PgClusterJournal extends PgJournal {
     if (list.some((o) => this.triedWhole.has(o))) return false;
     const own = new Set(list.map((o) => o.message.threadId));
     if (threads.size !== own.size || list.some((o) => o.outcome.outgoing.some((m) => m.to === EXTERNAL_SENDER))) return false;
+    // On its generic plan (planned once per connection, not at every lot): whichever join it
+    // picks reads the DISPATCHED entries at most, bounded by the organism-wide handler limit.
     if (!tx.atCommit({ name: 'journal-fenced-whole', text: FENCED_WHOLE_SQL, values: [...values, list.length, threads.size], generic: true })) return false;
     for (const o of list) this.triedWhole.add(o);
     return true;

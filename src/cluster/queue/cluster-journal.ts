@@ -473,8 +473,9 @@ export class PgClusterJournal extends PgJournal {
     if (list.some((o) => this.triedWhole.has(o))) return false;
     const own = new Set(list.map((o) => o.message.threadId));
     if (threads.size !== own.size || list.some((o) => o.outcome.outgoing.some((m) => m.to === EXTERNAL_SENDER))) return false;
-    // On its generic plan (planned once per connection, not at every lot): whichever join it
-    // picks reads the DISPATCHED entries at most, bounded by the organism-wide handler limit.
+    // On its generic plan (planned once per connection, not at every lot). Planned on an empty
+    // journal it reads the DISPATCHED entries' partial index (no more rows than handlers run
+    // organism-wide); an ANALYZE of the table makes the server plan it again.
     if (!tx.atCommit({ name: 'journal-fenced-whole', text: FENCED_WHOLE_SQL, values: [...values, list.length, threads.size], generic: true })) return false;
     for (const o of list) this.triedWhole.add(o);
     return true;

@@ -6,9 +6,10 @@ import { withPostgres } from '../store/contract/backends.js';
 import { clusterSchemas } from './schema-fixture.js';
 
 /**
- * An inject on a clustered organism's journal (PgClusterJournal.pendingWithin) is two round
- * trips: the queue's depth with the BEGIN, then its threads counted or created (one upsert),
- * the messages journaled and the claimers woken, with the COMMIT. Its threads' records and the
+ * An inject on a clustered organism's journal (PgClusterJournal.pendingWithin) is one round
+ * trip: the queue checked for room, its threads counted or created (one upsert), the messages
+ * journaled and the claimers woken, with the COMMIT; a lot the queue has no room for all of is
+ * written again with the depth read first. Its threads' records and the
  * kept thread count must be what the statement-by-statement path made: every message counted
  * into its thread, each thread created once, also when several processes inject into the same
  * new threads at once.
@@ -32,33 +33,56 @@ const inject = (threadId: string, text: string, metadata: Record<string, string>
 describe.skipIf(!run)('injects on a clustered PostgreSQL journal', () => {
   const cluster = clusterSchemas();
 
-  it('journals an inject in two round trips, its thread created with the COMMIT', async () => {
+  /** The query strings sent while `work` runs that name one of `ids` or check the queue's room. */
+  const sentFor = async <T>(ids: readonly string[], work: () => Promise<T>): Promise<{ result: T; sent: string[] }> => {
+    const sent: string[] = [];
+    const Client = pg.Client as unknown as { prototype: { query: (...args: unknown[]) => unknown } };
+    const original = Client.prototype.query;
+    Client.prototype.query = function (this: unknown, ...args: unknown[]) {
+      const q = args[0];
+      const text = typeof q === 'string' ? q : ((q as { text?: string }).text ?? '');
+      if (ids.some((id) => text.includes(id)) || text.includes('queue-depth') || text === 'ROLLBACK') sent.push(text);
+      return original.apply(this, args);
+    };
+    try {
+      return { result: await work(), sent };
+    } finally {
+      Client.prototype.query = original;
+    }
+  };
+
+  it('journals an inject in one round trip: the queue checked for room, its thread created, with the COMMIT', async () => {
     cluster.place(1);
     const storage = await cluster.open();
     const journal = storage.journal as unknown as { pendingWithin(messages: readonly Message[], maxQueue: number): Promise<boolean> };
     // Warm: the first inject on a connection prepares its statements.
     await journal.pendingWithin([inject('warm', 'w')], 1_000);
-    const sent: string[] = [];
-    const Client = pg.Client as unknown as { prototype: { query: (...args: unknown[]) => unknown } };
-    const original = Client.prototype.query;
     const m = inject('t-new', 'hello');
-    Client.prototype.query = function (this: unknown, ...args: unknown[]) {
-      const q = args[0];
-      const text = typeof q === 'string' ? q : ((q as { text?: string }).text ?? '');
-      if (text.includes(m.id) || text.includes('queue-depth')) sent.push(text);
-      return original.apply(this, args);
-    };
-    try {
-      expect(await journal.pendingWithin([m], 1_000)).toBe(true);
-    } finally {
-      Client.prototype.query = original;
-    }
-    expect(sent).toHaveLength(2);
-    expect(sent[0]).toMatch(/^BEGIN; EXECUTE "organism:queue-depth"/);
-    expect(sent[1]).toMatch(/EXECUTE "organism:threads-upsert-injected".*EXECUTE "organism:journal-insert-counted".*pg_notify.*COMMIT$/s);
+    const { result, sent } = await sentFor([m.id], () => journal.pendingWithin([m], 1_000));
+    expect(result).toBe(true);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatch(/^BEGIN; EXECUTE "organism:queue-room"\(1000\).*EXECUTE "organism:threads-upsert-injected".*EXECUTE "organism:journal-insert-counted".*pg_notify.*COMMIT$/s);
     const thread = await storage.threads.get('t-new');
     expect(thread).toMatchObject({ status: 'active', participants: ['api', 'a'], messageCount: 1, error: null });
     expect((await storage.journal.get(m.id))?.state).toBe('PENDING');
+  });
+
+  it('writes a lot of injects again with the depth read first when the queue has no room for all of them: admitted in order while there is room', async () => {
+    cluster.place(1);
+    const storage = await cluster.open();
+    const journal = storage.journal as unknown as { pendingWithin(messages: readonly Message[], maxQueue: number): Promise<boolean> };
+    expect(await journal.pendingWithin([inject('t1', 'one'), inject('t2', 'two')], 4)).toBe(true);
+    const [a, b, c] = [inject('t3', 'three'), inject('t4', 'four'), inject('t5', 'five')];
+    // Two PENDING: room for two more under 4. Sent together, they reach the writer as one lot.
+    const { result, sent } = await sentFor([a.id, b.id, c.id], () => Promise.all([journal.pendingWithin([a], 4), journal.pendingWithin([b], 4), journal.pendingWithin([c], 4)]));
+    expect(result).toEqual([true, true, false]);
+    expect(sent[0]).toMatch(/EXECUTE "organism:queue-room"\(2\).*COMMIT$/s);
+    expect(sent[1]).toBe('ROLLBACK');
+    expect(sent[2]).toMatch(/^BEGIN; (PREPARE .*; )?EXECUTE "organism:queue-depth"/s);
+    expect(sent.slice(3).join('\n')).not.toContain('queue-room');
+    expect((await storage.journal.stats()).counts.PENDING).toBe(4);
+    expect(await storage.journal.get(c.id)).toBeNull();
+    expect(await storage.threads.get('t5')).toBeNull();
   });
 
   it('counts every message into its thread and creates each thread once while three processes inject into the same new threads at once', async () => {

@@ -8,7 +8,7 @@ import { clusterSchemas } from './schema-fixture.js';
 
 /**
  * A lot of fenced outcomes on a clustered journal whose messages stay in the lot's threads is
- * one round trip: the fence goes with the COMMIT and raises (organism_fence_check) unless every
+ * one round trip: the fence goes with the COMMIT and raises (organism_check) unless every
  * outcome still held its claim, and then the lot is written again with the fence first, only
  * the outcomes still held committed. Either way the journal, the threads and the kept counts
  * must be what the fence-first path alone made.

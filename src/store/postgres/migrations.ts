@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { BUDGET_LEDGER_MIGRATION, BUDGET_LIFETIME_MIGRATION } from './budget-ledger.js';
 import { PG_CLAIM_FUNCTION_MIGRATION } from './claim-function.js';
-import { PG_FENCE_CHECK_MIGRATION } from './fence-check.js';
+import { PG_LOT_CHECK_MIGRATION } from './lot-check.js';
 import { PG_INTEROP_MIGRATION } from './interop.js';
 
 /**
@@ -254,8 +254,8 @@ export const PG_MIGRATIONS: readonly string[] = [
   PG_INTEROP_MIGRATION,
   // The claim as a server function, its plans kept per connection (issue 28).
   PG_CLAIM_FUNCTION_MIGRATION,
-  // A lot of outcomes fenced with its COMMIT, in one round trip (issue 28).
-  PG_FENCE_CHECK_MIGRATION,
+  // Lots of outcomes and injects checked with their COMMIT, in one round trip (issue 28).
+  PG_LOT_CHECK_MIGRATION,
 ];
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;

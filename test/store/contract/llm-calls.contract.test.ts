@@ -95,7 +95,7 @@ eachBackend('recorded LLM calls contract', (backend) => {
     const version = list.indexOf(migration);
     expect(version).toBeGreaterThan(0);
     // The test steps back over this migration and the ones after it, undoing each (PostgreSQL has
-    // two more: its claim function and its fence check).
+    // two more: its claim function and its check of lots written whole).
     expect(version).toBe(place.schemaVersion - (backend.name === 'sqlite' ? 7 : 9));
     await place.rows('DROP INDEX llm_calls_agent');
     await place.rows('ALTER TABLE llm_calls DROP COLUMN agent');
@@ -106,7 +106,7 @@ eachBackend('recorded LLM calls contract', (backend) => {
     await place.rows('DROP INDEX llm_calls_request_hash'); // request hashes (issue 29)
     await place.rows('ALTER TABLE llm_calls DROP COLUMN request_hash');
     for (const table of ['schedules', 'schedule_cursors', 'schedule_ticks', 'webhook_deliveries']) await place.rows(`DROP TABLE ${table}`); // schedules and webhooks (issue 31)
-    if (backend.name !== 'sqlite') for (const fn of ['organism_claim', 'organism_fence_check']) await place.rows(`DROP FUNCTION ${fn}`); // the claim function and the fence check (issue 28)
+    if (backend.name !== 'sqlite') for (const fn of ['organism_claim', 'organism_check']) await place.rows(`DROP FUNCTION ${fn}`); // the claim function and the check of lots written whole (issue 28)
     await place.setSchemaVersion(version);
     const t = await place.open();
     expect((await t.llmCalls.forAgent('researcher', { limit: 50, offset: 0 })).calls).toEqual([old]);

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import type { Message } from '../../src/core/message.js';
 import type { UsageEvent } from '../../src/usage/types.js';
 import { newId } from '../../src/util/ids.js';
@@ -37,3 +38,24 @@ export const usageOf = (m: Message, tokens: number): UsageEvent => ({
   cost: null,
   metadata: {},
 });
+
+/**
+ * The query strings this process sends while `work` runs that name one of `ids`, contain one of
+ * `also`, or are a ROLLBACK (every pg client's query is watched, then put back).
+ */
+export async function sentFor<T>(ids: readonly string[], work: () => Promise<T>, also: readonly string[] = []): Promise<{ result: T; sent: string[] }> {
+  const sent: string[] = [];
+  const Client = pg.Client as unknown as { prototype: { query: (...args: unknown[]) => unknown } };
+  const original = Client.prototype.query;
+  Client.prototype.query = function (this: unknown, ...args: unknown[]) {
+    const q = args[0];
+    const text = typeof q === 'string' ? q : ((q as { text?: string }).text ?? '');
+    if (text === 'ROLLBACK' || [...ids, ...also].some((s) => text.includes(s))) sent.push(text);
+    return original.apply(this, args);
+  };
+  try {
+    return { result: await work(), sent };
+  } finally {
+    Client.prototype.query = original;
+  }
+}

@@ -1,9 +1,9 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { EXTERNAL_SENDER, type Message } from '../../src/core/message.js';
 import type { PostgresStorage } from '../../src/store/postgres/index.js';
 import { withPostgres } from '../store/contract/backends.js';
-import { message, usageOf as usage } from './entries.js';
+import { message, sentFor, usageOf as usage } from './entries.js';
 import { clusterSchemas } from './schema-fixture.js';
 
 /**
@@ -15,24 +15,6 @@ import { clusterSchemas } from './schema-fixture.js';
  */
 const run = withPostgres('outcome lots on a clustered journal');
 const NO_OUTCOME = { outgoing: [], usage: [], threadError: null } as const;
-
-/** The query strings sent while `work` runs that name one of `ids` (the lot's statements). */
-async function sentFor<T>(ids: readonly string[], work: () => Promise<T>): Promise<{ result: T; sent: string[] }> {
-  const sent: string[] = [];
-  const Client = pg.Client as unknown as { prototype: { query: (...args: unknown[]) => unknown } };
-  const original = Client.prototype.query;
-  Client.prototype.query = function (this: unknown, ...args: unknown[]) {
-    const q = args[0];
-    const text = typeof q === 'string' ? q : ((q as { text?: string }).text ?? '');
-    if (ids.some((id) => text.includes(id)) || text === 'ROLLBACK') sent.push(text);
-    return original.apply(this, args);
-  };
-  try {
-    return { result: await work(), sent };
-  } finally {
-    Client.prototype.query = original;
-  }
-}
 
 describe.skipIf(!run)('outcome lots on a clustered PostgreSQL journal', () => {
   const cluster = clusterSchemas();

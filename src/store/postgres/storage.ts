@@ -25,6 +25,7 @@ import { newId } from '../../util/ids.js';
 import { hostname } from 'node:os';
 import { PgBudgetLedger } from './budget-ledger.js';
 import { isConnectionFailure, PgReachability } from './reachability.js';
+import { JournalVacuum, type JournalVacuumOptions } from './vacuum.js';
 import type { BudgetLedgerFactory } from '../../core/budget.js';
 import type { StorageProblem } from '../../core/storage.js';
 
@@ -50,6 +51,8 @@ export interface PostgresStorageOptions {
    * The schema's lock in share mode (a single owner is refused, and refuses it), no blanket recovery; this process registers in `workers` and claims.
    */
   readonly cluster?: ClusterStorageOptions;
+  /** The journal's vacuum when the server runs no autovacuum on it (vacuum.ts); false: never. */
+  readonly vacuum?: JournalVacuumOptions | false;
 }
 
 /** How this process takes part in a clustered organism. */
@@ -211,6 +214,8 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
   reach = new PgReachability(options.url, where, logger);
   const usage = new PgUsageStore(db, writer);
   const pruneTimer = setInterval(() => void journal.prune().catch(report), PRUNE_INTERVAL_MS).unref();
+  const vacuum = options.vacuum === false ? null : new JournalVacuum(db, logger, options.vacuum);
+  await vacuum?.start().catch((err: unknown) => logger?.warn({ err: pgStorageError(where, err) }, "could not read the server's vacuum settings; the journal is left to them"));
   const catchUp = setTimeout(() => void journal.prune().catch(report), 0); // after downtime
 
   let closing: Promise<void> | null = null;
@@ -254,6 +259,7 @@ export async function openPostgresStorage(options: PostgresStorageOptions): Prom
       closing ??= (async () => {
         clearInterval(pruneTimer);
         clearTimeout(catchUp);
+        await vacuum?.close();
         reach?.close();
         usage.close();
         await cluster?.work.stop();

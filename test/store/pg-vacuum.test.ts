@@ -1,9 +1,11 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openPostgresStorage } from '../../src/store/postgres/index.js';
 import { reader } from '../../src/store/postgres/pool.js';
 import { JournalVacuum, serverVacuums, vacuumDue } from '../../src/store/postgres/vacuum.js';
 import { memoryLogger } from '../../src/testing/logs.js';
-import { createTestDatabase, testPool, withPostgres } from './contract/backends.js';
+import { createTestDatabase, PG_ADMIN_URL, testPool, withPostgres } from './contract/backends.js';
 
 /** The journal's vacuum when the server runs none (src/store/postgres/vacuum.ts). */
 const cleanup: Array<() => Promise<void>> = [];
@@ -67,6 +69,34 @@ describe.skipIf(!withPostgres('journal vacuum tests'))('the journal vacuum on Po
     const t = await openPostgresStorage({ url, schema: 'other', logger: quiet.logger, vacuum: false });
     cleanup.push(() => t.close());
     expect(quiet.lines.filter((l) => l.msg.includes('autovacuum'))).toEqual([]);
+  });
+
+  it('a role that may not vacuum the journal is told so once, and leaves it to the server', async () => {
+    const role = `organism_test_${randomBytes(5).toString('hex')}`;
+    const admin = async (sql: string) => {
+      const c = new pg.Client({ connectionString: PG_ADMIN_URL });
+      await c.connect();
+      try {
+        await c.query(sql);
+      } finally {
+        await c.end();
+      }
+    };
+    await admin(`CREATE ROLE ${role} LOGIN`);
+    cleanup.push(() => admin(`DROP ROLE ${role}`));
+    const { url } = await database();
+    const as = new URL(url);
+    as.username = role;
+    const pool = testPool({ connectionString: as.toString() });
+    cleanup.push(() => pool.end());
+    const log = memoryLogger();
+    const vacuum = new JournalVacuum(reader(pool, 'test'), log.logger);
+    cleanup.push(() => vacuum.close());
+    expect(await vacuum.start()).toBe(false);
+    const told = log.lines.filter((l) => l.level === 'warn');
+    expect(told).toHaveLength(1);
+    expect(told[0]!.msg).toContain('this role may not vacuum it (its owner is ');
+    expect(told[0]!['owner']).toBe(new URL(url).username);
   });
 
   it("vacuums once enough rows are dead, and the claim's read of the oldest PENDING entry no longer goes past them", async () => {

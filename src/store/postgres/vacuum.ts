@@ -64,15 +64,31 @@ export class JournalVacuum {
     this.intervalMs = options.intervalMs ?? 10_000;
   }
 
-  /** Reads the server's settings; when it runs no vacuum on the journal, says so once and checks every interval. Returns whether this process will vacuum. */
+  /**
+   * Reads the server's settings; when it runs no vacuum on the journal, says so once and checks
+   * every interval. Returns whether this process will vacuum. A role that may not vacuum the
+   * table (PostgreSQL lets its owner, the database's owner and superusers) is told so once
+   * instead: its VACUUM would only be skipped with a warning, every interval.
+   */
   async start(): Promise<boolean> {
-    const r = await this.db.query<{ autovacuum: string; options: string[] | null }>(
-      "SELECT current_setting('autovacuum') AS autovacuum, (SELECT reloptions FROM pg_class WHERE oid = 'journal'::regclass) AS options",
+    const r = await this.db.query<{ autovacuum: string; options: string[] | null; owner: string; may: boolean }>(
+      `SELECT current_setting('autovacuum') AS autovacuum, c.reloptions AS options, pg_get_userbyid(c.relowner) AS owner,
+         (pg_has_role(current_user, c.relowner, 'USAGE') OR pg_has_role(current_user, d.datdba, 'USAGE')
+           OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)) AS may
+       FROM pg_class c, pg_database d WHERE c.oid = 'journal'::regclass AND d.datname = current_database()`,
     );
     const row = r.rows[0]!;
     if (serverVacuums({ autovacuum: row.autovacuum, tableOptions: row.options })) return false;
+    const settings = { autovacuum: row.autovacuum, tableOptions: row.options ?? [] };
+    if (!row.may) {
+      this.logger?.warn(
+        { ...settings, owner: row.owner },
+        `PostgreSQL runs no autovacuum on the journal, and this role may not vacuum it (its owner is ${row.owner}): claims slow down as dead rows pile up. Turn autovacuum on, or vacuum the journal as its owner (docs/scale-out.md, "Vacuum")`,
+      );
+      return false;
+    }
     this.logger?.warn(
-      { autovacuum: row.autovacuum, tableOptions: row.options ?? [] },
+      settings,
       `PostgreSQL runs no autovacuum on the journal: organism vacuums it itself once ${this.minDead} rows are dead (and ${this.fraction * 100} % of the live ones); claims slow down as dead rows pile up between vacuums. Turn autovacuum on to leave it to the server (docs/scale-out.md, "Vacuum")`,
     );
     if (!this.closed) this.timer = setInterval(() => void this.tick(), this.intervalMs).unref();

@@ -1,11 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openPostgresStorage } from '../../src/store/postgres/index.js';
 import { reader } from '../../src/store/postgres/pool.js';
 import { JournalVacuum, serverVacuums, vacuumDue } from '../../src/store/postgres/vacuum.js';
 import { memoryLogger } from '../../src/testing/logs.js';
-import { createTestDatabase, PG_ADMIN_URL, testPool, withPostgres } from './contract/backends.js';
+import { admin, createTestDatabase, testPool, withPostgres } from './contract/backends.js';
 
 /** The journal's vacuum when the server runs none (src/store/postgres/vacuum.ts). */
 const cleanup: Array<() => Promise<void>> = [];
@@ -73,17 +72,8 @@ describe.skipIf(!withPostgres('journal vacuum tests'))('the journal vacuum on Po
 
   it('a role that may not vacuum the journal is told so once, and leaves it to the server', async () => {
     const role = `organism_test_${randomBytes(5).toString('hex')}`;
-    const admin = async (sql: string) => {
-      const c = new pg.Client({ connectionString: PG_ADMIN_URL });
-      await c.connect();
-      try {
-        await c.query(sql);
-      } finally {
-        await c.end();
-      }
-    };
-    await admin(`CREATE ROLE ${role} LOGIN`);
-    cleanup.push(() => admin(`DROP ROLE ${role}`));
+    await admin((c) => c.query(`CREATE ROLE ${role} LOGIN`));
+    cleanup.push(() => admin((c) => c.query(`DROP ROLE ${role}`)).then(() => undefined));
     const { url } = await database();
     const as = new URL(url);
     as.username = role;

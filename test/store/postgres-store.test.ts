@@ -1,9 +1,8 @@
-import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Message } from '../../src/core/message.js';
 import { openPostgresStorage, type PostgresStorage } from '../../src/store/postgres/index.js';
 import { newId } from '../../src/util/ids.js';
-import { createTestDatabase, PG_ADMIN_URL, withPostgres } from './contract/backends.js';
+import { admin, createTestDatabase, PG_ADMIN_URL, withPostgres } from './contract/backends.js';
 
 /** What is PostgreSQL's own (the rules shared with SQLite are in test/store/contract). */
 const cleanup: Array<() => Promise<void>> = [];
@@ -13,16 +12,6 @@ afterEach(async () => {
 
 function msg(): Message {
   return { id: newId(), threadId: 't1', from: 'api', to: 'a', payloadType: 'Text', payload: { text: 'x' }, timestamp: Date.now(), parentId: null, hops: 0, metadata: {}, attempt: 1 };
-}
-
-async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client({ connectionString: PG_ADMIN_URL });
-  await c.connect();
-  try {
-    return await fn(c);
-  } finally {
-    await c.end();
-  }
 }
 
 describe.skipIf(!withPostgres('PostgreSQL store tests'))('PostgreSQL store', () => {

@@ -5,7 +5,6 @@ import type { LoadedOrganism } from '../config/types.js';
 import type { Organism } from '../organism/organism.js';
 import type { Logger } from '../util/logger.js';
 import { registerAuth, type AuthSettings } from './auth.js';
-import { camelizeRequest } from './casing.js';
 import { registerConsole } from './console.js';
 import type { ServiceContext } from './context.js';
 import { Errors } from '../errors/catalogue.js';
@@ -14,7 +13,7 @@ import { answerClientError, refuseMissingHost, registerHttpRefusals } from './ht
 import { registerJsonParser } from './json-parser.js';
 import { registerMetrics } from './metrics.js';
 import { registerTracing, type HttpTracingOptions } from './tracing.js';
-import { queryCheck, registerQueryCheck } from './query-check.js';
+import { earlyRequestCheck, registerQueryCheck } from './query-check.js';
 import { registerRouteConfig } from './route-config.js';
 import { Reloader, type ReloadOptions } from './reloader.js';
 import { lazyRequestLogger, RequestLog, type RequestLogSettings } from './request-log.js';
@@ -37,7 +36,7 @@ import { usageRoutes } from './routes/usage.js';
 import { whoamiRoutes } from './routes/whoami.js';
 import { workerRoutes } from './routes/workers.js';
 // Upgrade requests pass the auth hook (Authorization header or ?token=, viewer role by default).
-import { wsPlugin, type WsLimits } from './ws/plugin.js';
+import { endRefusedUpgrade, wsPlugin, type WsLimits } from './ws/plugin.js';
 
 export const API_PREFIX = '/api/v1';
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -161,17 +160,20 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 }
 
 /**
- * The service's checks of every request, in one callback hook per stage (each hook Fastify runs
- * is a step of every request, and an async one a promise too: bench/tools/wrk-http.ts).
- * onRequest, in order:
+ * The service's checks of every request, in one callback hook (each hook Fastify runs is a
+ * step of every request, an async one a promise too, and each stage a runner of its own:
+ * bench/tools/wrk-http.ts). onRequest, in order:
+ * - an upgrade request answered over HTTP has its socket ended afterwards (ws/plugin.ts);
  * - a missing Host is refused (http-refusals.ts);
  * - while the process drains, no connection is kept alive (the client's next request opens a
  *   new one, which reaches the next server process); once drained, every request is a 503 to retry;
- * - auth (auth.ts): request.principal, or the 401/403.
- * preValidation: snake_case keys renamed (casing.ts), then the strict query check (query-check.ts).
+ * - auth (auth.ts): request.principal, or the 401/403;
+ * - on a route that takes no body: snake_case keys renamed (casing.ts), then the strict query
+ *   check (query-check.ts). A route that takes a body runs them at preValidation, its own hook.
  */
 function registerRequestChecks(app: FastifyInstance, authorize: (request: FastifyRequest, reply: FastifyReply) => void, closing?: () => Closing | null): void {
   app.addHook('onRequest', (request, reply, done) => {
+    if (request.headers.upgrade !== undefined) endRefusedUpgrade(request, reply);
     if (refuseMissingHost(request, reply)) return;
     const state = closing?.() ?? null;
     if (state) {
@@ -184,11 +186,7 @@ function registerRequestChecks(app: FastifyInstance, authorize: (request: Fastif
     } catch (err) {
       return done(err as Error);
     }
-    done();
-  });
-  app.addHook('preValidation', (request, _reply, done) => {
-    camelizeRequest(request);
-    const problem = queryCheck(request);
+    const problem = earlyRequestCheck(request);
     if (problem) return done(problem);
     done();
   });

@@ -1,4 +1,5 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest, preValidationHookHandler } from 'fastify';
+import { camelizeRequest } from './casing.js';
 import { Errors } from '../errors/catalogue.js';
 import { identifierReason } from '../util/storable-text.js';
 import { routeConfig } from './route-config.js';
@@ -20,6 +21,8 @@ declare module 'fastify' {
     queryRules?: QueryRules;
     /** Top-level body fields the route's body schema types as integer or number. */
     bodyNumbers?: readonly string[];
+    /** The route takes no body: its request is checked in the onRequest hook, not at preValidation. */
+    checkAtRequest?: boolean;
   }
 }
 
@@ -111,16 +114,43 @@ export function identifierProblems(values: unknown, location: 'params' | 'querys
 /**
  * Guards the query string of every route that is not a WebSocket route (those read `token`,
  * `since` and filters themselves): reads each route's rules once, from its schemas. The check
- * itself (queryCheck) runs in the app's preValidation hook, after the snake_case renaming and
- * before ajv coerces the values.
+ * itself (queryCheck) runs after the snake_case renaming and before ajv coerces the values.
  */
 export function registerQueryCheck(app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
-    if ((route as { websocket?: boolean }).websocket === true) return;
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    // A route that takes no body is checked in the app's onRequest hook (earlyRequestCheck), so
+    // that most reads run no preValidation stage at all; one that may take a body at preValidation,
+    // once the body is parsed (its own hook, on that route only).
+    const bodyless = methods.every((m) => m === 'GET' || m === 'HEAD');
+    if (!bodyless) route.preValidation = [...hookList(route.preValidation), checkHook];
+    if ((route as { websocket?: boolean }).websocket === true) {
+      route.config = { ...(route.config ?? {}), checkAtRequest: true };
+      return;
+    }
     const schema = route.schema as { querystring?: unknown } | undefined;
     const body = (schema as { body?: unknown } | undefined)?.body;
-    route.config = { ...(route.config ?? {}), queryRules: queryRules(schema?.querystring), bodyNumbers: [...queryRules(body).integers] };
+    route.config = { ...(route.config ?? {}), queryRules: queryRules(schema?.querystring), bodyNumbers: [...queryRules(body).integers], checkAtRequest: bodyless };
   });
+}
+
+const hookList = <T>(hooks: T | T[] | undefined): T[] => (hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks]);
+
+const checkHook: preValidationHookHandler = (request, _reply, done) => {
+  const problem = checkRequest(request);
+  if (problem) return done(problem);
+  done();
+};
+
+/** snake_case keys renamed (casing.ts), then the strict check of parameters, query and body numbers. */
+function checkRequest(request: FastifyRequest): Error | null {
+  camelizeRequest(request);
+  return queryCheck(request);
+}
+
+/** The check of a route that takes no body, run by the app's onRequest hook after auth (null: none, or nothing wrong). */
+export function earlyRequestCheck(request: FastifyRequest): Error | null {
+  return routeConfig(request).checkAtRequest === true ? checkRequest(request) : null;
 }
 
 /**

@@ -154,6 +154,22 @@ describe('where a token is accepted', () => {
     }
   });
 
+  it('an upgrade to a REST route or an unknown URL is answered over HTTP and its socket ended (rawGet waits for the end)', async () => {
+    const upgrade: Array<[string, string]> = [
+      ['Upgrade', 'websocket'],
+      ['Connection', 'Upgrade'],
+      ['Sec-WebSocket-Key', 'dGhlIHNhbXBsZSBub25jZQ=='],
+      ['Sec-WebSocket-Version', '13'],
+    ];
+    const rest = await rawGet('/api/v1/organism', [...upgrade, ['Authorization', `Bearer ${OPERATOR}`]]);
+    expect(rest.status, rest.body).toBe(200);
+    expect(JSON.parse(rest.body)).toHaveProperty('status');
+    const unknown = await rawGet('/nowhere', [...upgrade, ['Authorization', `Bearer ${OPERATOR}`]]);
+    expect(unknown.status, unknown.body).toBe(404);
+    const refused = await rawGet('/ws/nowhere', upgrade);
+    expect(refused.status, refused.body).toBe(404);
+  });
+
   it('?token= on /ws needs a real upgrade (Upgrade: websocket and Connection: upgrade)', async () => {
     const key = ['Sec-WebSocket-Key', 'dGhlIHNhbXBsZSBub25jZQ=='] as [string, string];
     const version = ['Sec-WebSocket-Version', '13'] as [string, string];

@@ -1,5 +1,5 @@
 import websocket from '@fastify/websocket';
-import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { WebSocket } from 'ws';
 import { Errors, OrganismError } from '../../errors/catalogue.js';
@@ -87,24 +87,7 @@ const plugin: FastifyPluginAsync<WsOptions> = async (app, options) => {
   app.decorate('wsCloseAll', closeAll);
   app.decorate('wsStats', () => hub.stats());
 
-  if (!app.hasDecorator('websocketServer')) {
-    // preClose runs before the server stops: every client is told it is going away (1001).
-    await app.register(websocket, { options: { maxPayload: limits.maxCommandBytes, handleProtocols: selectSubprotocol }, preClose: (done) => (closeAll(), done()) });
-  }
   hub.start();
-  gateUpgrades(app, hub, new WsAdmission(limits), tickets);
-
-  // A refused upgrade (401/403/404) is answered over the raw socket, which the HTTP server no
-  // longer tracks (and @fastify/websocket only ends when its own hook ran first): end it, or it
-  // would linger and hold up shutdown.
-  // A callback hook: it runs after every request of the app, and an async one is a promise each.
-  app.addHook('onResponse', (request, reply, done) => {
-    const upgrade = request.headers.upgrade;
-    if (upgrade !== undefined && upgrade.toLowerCase() === 'websocket' && reply.statusCode !== 101) {
-      request.raw.socket?.destroy();
-    }
-    done();
-  });
 
   // Pings keep passive clients alive through proxies; only a client that stops answering goes.
   const heartbeat = setInterval(() => {
@@ -217,9 +200,31 @@ const plugin: FastifyPluginAsync<WsOptions> = async (app, options) => {
     }
   };
 
-  app.get('/ws', { websocket: true, onRequest: upgradeAuthHook(authenticate, principals) }, connect('control'));
-  app.get('/ws/messages', { websocket: true, onRequest: upgradeAuthHook(authenticate, principals) }, connect('messages'));
+  // @fastify/websocket and the two routes in a context of their own: its hooks (one per request
+  // at onRequest and at onResponse) and its wrapper around every route's handler then cost the
+  // REST routes nothing (bench/tools/wrk-http.ts). An upgrade to any other URL is answered over
+  // HTTP (404, or the route's own answer) and its socket ended (endRefusedUpgrade).
+  await app.register(async (scope) => {
+    // preClose runs before the server stops: every client is told it is going away (1001).
+    await scope.register(websocket, { options: { maxPayload: limits.maxCommandBytes, handleProtocols: selectSubprotocol }, preClose: (done) => (closeAll(), done()) });
+    gateUpgrades(scope, hub, new WsAdmission(limits), tickets);
+    scope.get('/ws', { websocket: true, onRequest: upgradeAuthHook(authenticate, principals) }, connect('control'));
+    scope.get('/ws/messages', { websocket: true, onRequest: upgradeAuthHook(authenticate, principals) }, connect('messages'));
+  });
 };
+
+/**
+ * An upgrade request answered over HTTP (refused with a 401/403/404, or a REST route's answer)
+ * has its socket ended once the answer is out: the HTTP server no longer tracks that socket,
+ * so it would linger and hold up shutdown. A 101 never goes through the response, so an
+ * accepted WebSocket is left alone. The app's onRequest hook calls this for requests carrying
+ * an Upgrade header (a property read for the others, no hook of its own).
+ */
+export function endRefusedUpgrade(request: FastifyRequest, reply: FastifyReply): void {
+  if (request.headers.upgrade?.toLowerCase() !== 'websocket') return;
+  const socket = request.raw.socket;
+  reply.raw.once('finish', () => socket?.destroy());
+}
 
 /**
  * Puts the admission in front of every WebSocket upgrade of the server: @fastify/websocket's

@@ -102,8 +102,12 @@ export interface DeliveryQueue {
   /** Stores a kill (`live`: this process runs the thread; embedded, its tracker writes it then). */
   recordKill(record: ThreadRecord, live: boolean): Promise<void>;
 
-  /** Per listener, over the whole organism: messages waiting and being delivered. */
-  load(): Promise<ReadonlyMap<string, AgentLoad>>;
+  /**
+   * Per listener, over the whole organism: messages waiting and being delivered. Embedded, the
+   * figures are this process's memory and come at once (GET /api/v1/agents then answers without
+   * a turn of the event loop); a cluster reads them from its store.
+   */
+  load(): ReadonlyMap<string, AgentLoad> | Promise<ReadonlyMap<string, AgentLoad>>;
   /** Threads with work queued or in flight, over the whole organism. */
   activeThreads(): Promise<number>;
   /**

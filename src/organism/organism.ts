@@ -22,7 +22,7 @@ import { DeliveryObservers } from '../pump/observer.js';
 import { Pump, type InjectOptions, type PumpLimits, type StopOptions, type StopReport } from '../pump/pump.js';
 import type { OrganismStorage, StorageParts } from '../core/storage.js';
 import { hostname } from 'node:os';
-import type { ProcessList, WorkerRecord } from '../core/work-source.js';
+import type { AgentLoad, ProcessList, WorkerRecord } from '../core/work-source.js';
 import type { JournalStats, RecoveryReport } from '../core/journal.js';
 import type { StorageProblem, LlmCallStore, OperatorStateStore } from '../core/storage.js';
 import type { ThreadRecord } from '../core/thread.js';
@@ -687,8 +687,13 @@ export class Organism {
    * The agents as the whole organism runs them now: queue depth and in flight from the queue
    * (a cluster's sums them over every process: this process's memory holds only its share).
    */
-  async liveAgents(): Promise<AgentInfo[]> {
-    const load = await this.storage.queue.load();
+  liveAgents(): AgentInfo[] | Promise<AgentInfo[]> {
+    const load = this.storage.queue.load();
+    // At once when the queue knows its load at once (embedded); else once the store answers.
+    return load instanceof Promise ? load.then((l) => this.withLoads(l)) : this.withLoads(load);
+  }
+
+  private withLoads(load: ReadonlyMap<string, AgentLoad>): AgentInfo[] {
     return this.agents().map((a) => withLoad(a, load.get(a.name)));
   }
 

@@ -200,7 +200,7 @@ export class EmbeddedQueue implements DeliveryQueue {
     if (!live) this.threadRecords.put(record);
   }
 
-  async load(): Promise<ReadonlyMap<string, AgentLoad>> {
+  load(): ReadonlyMap<string, AgentLoad> {
     return new Map(
       this.opened()
         .listeners()

@@ -8,18 +8,18 @@ import type { AgentInfo } from '../organism/views.js';
  * with the body; every field of AgentInfo: COMPARED_FIELDS); any other difference (a state, a queue depth, a counter, a listener added or
  * renamed by a reload) makes a new body. The body is a function of those figures alone (the
  * view and the route's serializer are pure), so what is answered is what a fresh
- * serialization would give. What it saves per request: the views, the serialization and the
- * copy of a string into the response (bench/tools/wrk-http.ts, issue 28).
+ * serialization would give. What it saves per request: the views and the serialization
+ * (bench/tools/wrk-http.ts, issue 28). Kept as a string: Node writes a string body with the
+ * response head in one chunk, a Buffer as a second one.
  */
 export class AgentListBody {
   private figures: readonly AgentInfo[] | null = null;
-  private body: Buffer | null = null;
+  private body: string | null = null;
 
   /** The body for `agents`: the kept one when they are as it was made from, else `serialize(agents)` (then kept). */
-  of(agents: readonly AgentInfo[], serialize: (agents: readonly AgentInfo[]) => string | Buffer): Buffer {
+  of(agents: readonly AgentInfo[], serialize: (agents: readonly AgentInfo[]) => string): string {
     if (this.body !== null && this.figures !== null && sameFigures(this.figures, agents)) return this.body;
-    const serialized = serialize(agents);
-    const body = typeof serialized === 'string' ? Buffer.from(serialized, 'utf8') : serialized;
+    const body = serialize(agents);
     this.figures = agents.map(copyOf);
     this.body = body;
     return body;

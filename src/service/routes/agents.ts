@@ -1,4 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply } from 'fastify';
+import type { AgentInfo as LiveAgent } from '../../organism/views.js';
 import { Errors } from '../../errors/catalogue.js';
 import type { ServiceContext } from '../context.js';
 import { AgentConfig, AgentInfo, AgentListResponse, AgentParams, AgentSchemaResponse, PauseResponse, ResumeResponse } from '../schemas/agent.js';
@@ -12,15 +14,21 @@ export const agentRoutes: FastifyPluginAsyncTypebox<ServiceContext> = async (app
   const tags = ['agents'];
 
   // Read afresh on every request; serialized again only when a figure changed (agent-list.ts).
+  // A plain handler: embedded, the figures come at once and the answer goes out in the same turn
+  // (no promise made for it); a cluster's come from its store.
   const list = new AgentListBody();
-  app.get('/agents', { schema: { tags, summary: 'Every listener (isAgent tells agents from tools)', response: { 200: AgentListResponse, ...errorResponses } } }, async (_request, reply) => {
-    const body = list.of(await organism.liveAgents(), (agents) => {
-      const listeners = agents.map(listenerView);
+  const answer = (reply: FastifyReply, agents: readonly LiveAgent[]): void => {
+    const body = list.of(agents, (all) => {
+      const listeners = all.map(listenerView);
       // The route's own serializer (its response schema), as for any returned object.
-      return reply.serialize({ agents: listeners, count: listeners.length }) as string | Buffer;
+      return reply.serialize({ agents: listeners, count: listeners.length }) as string;
     });
-    // Sent as it is: a Buffer is neither serialized again nor copied from a string.
-    return reply.type('application/json; charset=utf-8').send(body as never);
+    reply.type('application/json; charset=utf-8').send(body);
+  };
+  app.get('/agents', { schema: { tags, summary: 'Every listener (isAgent tells agents from tools)', response: { 200: AgentListResponse, ...errorResponses } } }, (_request, reply) => {
+    const agents = organism.liveAgents();
+    if (agents instanceof Promise) return agents.then((a) => answer(reply, a));
+    answer(reply, agents);
   });
 
   app.get('/agents/:name', { schema: { tags, params: AgentParams, response: { 200: AgentInfo, ...errorResponses } } }, async (request) =>

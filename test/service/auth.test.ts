@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect } from 'node:net';
-import { createAuthenticator } from '../../src/service/auth.js';
+import fc from 'fast-check';
+import { createAuthenticator, sameToken } from '../../src/service/auth.js';
 import { eventually, OPERATOR, startService, VIEWER, type Service } from './fixture.js';
 import { fill, ROUTES, type RouteCase } from './route-table.js';
 
@@ -81,6 +82,30 @@ describe('auth matrix: no token / viewer / operator x every route', () => {
   it('a token in the query string is not accepted for REST', async () => {
     const res = await svc.request('GET', `/api/v1/organism?token=${OPERATOR}`, { token: null });
     expect(res.status).toBe(401);
+  });
+});
+
+describe('sameToken: the constant-time comparison', () => {
+  it('is string equality for any two strings (prefixes, suffixes, wrap-around repeats, other lengths, non-ASCII)', () => {
+    for (const [a, b] of [
+      ['alpha', 'alpha'],
+      ['alpha', 'alph'],
+      ['alph', 'alpha'],
+      ['alphaalpha', 'alpha'],
+      ['alpha', 'alphaalpha'],
+      ['', 'alpha'],
+      ['alpha', ''],
+      ['', ''],
+      ['tökén', 'tökén'],
+      ['tökén', 'token'],
+    ]) {
+      expect(sameToken(a!, b!), `${a} vs ${b}`).toBe(a === b && b !== '');
+    }
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 40 }), fc.string({ unit: 'binary', maxLength: 40 }), (a, b) => sameToken(a, b) === (a === b && b !== '')),
+      { numRuns: 2_000 },
+    );
+    fc.assert(fc.property(fc.string({ unit: 'binary', minLength: 1, maxLength: 40 }), (a) => sameToken(a, a)));
   });
 });
 

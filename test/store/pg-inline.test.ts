@@ -1,7 +1,8 @@
-import type pg from 'pg';
+import fc from 'fast-check';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isRefusedWrite } from '../../src/store/postgres/pool.js';
-import { inlineParams, PgWriter, sqlLiteral, type Tx } from '../../src/store/postgres/writer.js';
+import { inlineParams, PgWriter, quoteLiteral, sqlLiteral, type Tx } from '../../src/store/postgres/writer.js';
 import { createTestDatabase, testPool, withPostgres } from './contract/backends.js';
 
 /**
@@ -12,6 +13,13 @@ import { createTestDatabase, testPool, withPostgres } from './contract/backends.
 const run = withPostgres('parameters written in as literals');
 
 const NASTY = ["it's", 'back\\slash', '"quoted"', '{braces},commas', 'NULL', '$1 and $2', "'; DROP TABLE x; --", 'tab\there\nnewline', 'emoji 🧪 and ü', '', " E'\\x'"];
+
+describe('quoteLiteral', () => {
+  it("writes what pg's escapeLiteral writes, for any string", () => {
+    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 30 }), (t) => quoteLiteral(t) === pg.escapeLiteral(t)), { numRuns: 5_000 });
+    for (const t of ["it's", 'back\\slash', "both\\'", '', "''", '\\\\']) expect(quoteLiteral(t)).toBe(pg.escapeLiteral(t));
+  });
+});
 
 describe.skipIf(!run)('inlineParams (PostgreSQL)', () => {
   let db: { url: string; drop(): Promise<void> };
@@ -57,6 +65,17 @@ describe.skipIf(!run)('inlineParams (PostgreSQL)', () => {
     expect(r.inlined.map((row) => row.a)).toEqual([...NASTY, null]);
     const empty = await both(`SELECT cardinality($1::text[]) AS n`, [[]]);
     expect(empty.inlined).toEqual([{ n: 0 }]);
+  });
+
+  it('reads any strings, alone and in arrays, as their parameters would be read (fast-check)', async () => {
+    const text = fc.string({ unit: fc.constantFrom('a', "'", '\\', '"', ',', '{', '}', ' ', 'E', 'é', '\n', '$', '1', 'NULL'), maxLength: 12 });
+    await fc.assert(
+      fc.asyncProperty(text, fc.array(text, { maxLength: 5 }), async (one, many) => {
+        const r = await both('SELECT $1::text AS one, $2::text[] AS many', [one, many]);
+        expect(r.inlined).toEqual(r.params);
+      }),
+      { numRuns: 150 },
+    );
   });
 
   it('keeps a negative number one (no comment made of a minus and a minus sign)', async () => {

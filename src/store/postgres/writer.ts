@@ -37,7 +37,21 @@ export interface NamedStatement {
  */
 const hasNul = (text: string) => text.includes('\u0000');
 
-/** A string, number or null as an SQL literal (strings through the pg client's escaping); a NUL in a string is refused as the server refuses it (SQLSTATE 22021). */
+/**
+ * A string as an SQL string literal, as pg's escapeLiteral writes it (quotes doubled; with a
+ * backslash, an E'' literal with backslashes doubled), by the engine's own replaceAll:
+ * escapeLiteral builds its result a character at a time, and the payloads of a lot of outgoing
+ * messages went through it, a fifteenth of the process's CPU on the PostgreSQL chain.
+ */
+export function quoteLiteral(text: string): string {
+  const quoted = text.replaceAll("'", "''");
+  return text.includes('\\') ? ` E'${quoted.replaceAll('\\', '\\\\')}'` : `'${quoted}'`;
+}
+
+/** An element of an array literal: double-quoted, with backslashes and double quotes escaped. */
+const arrayItem = (text: string): string => `"${/[\\"]/.test(text) ? text.replace(/[\\"]/g, (c) => `\\${c}`) : text}"`;
+
+/** A string, number or null as an SQL literal (strings as quoteLiteral writes them); a NUL in a string is refused as the server refuses it (SQLSTATE 22021). */
 export function sqlLiteral(value: string | number | null): string {
   if (value === null) return 'NULL';
   if (typeof value === 'number') {
@@ -45,7 +59,7 @@ export function sqlLiteral(value: string | number | null): string {
     return String(value);
   }
   if (hasNul(value)) throw Object.assign(new Error('invalid byte sequence for encoding "UTF8": 0x00'), { code: '22021' });
-  return pg.escapeLiteral(value);
+  return quoteLiteral(value);
 }
 
 /** A parameter's value as an SQL literal, as pg would have sent it (arrays as array literals); null: not one we write in. */
@@ -54,16 +68,15 @@ function paramLiteral(value: unknown): string | null {
   // A negative number in parentheses: `x-$1` must not become `x--1`, a comment.
   if (typeof value === 'number') return Number.isFinite(value) ? (value < 0 || Object.is(value, -0) ? `(${value})` : String(value)) : null;
   if (typeof value === 'boolean') return value ? 'true' : 'false';
-  if (typeof value === 'string') return hasNul(value) ? null : pg.escapeLiteral(value);
+  if (typeof value === 'string') return hasNul(value) ? null : quoteLiteral(value);
   if (Array.isArray(value)) {
     const items: string[] = [];
     for (const v of value) {
       if (v === null || v === undefined) items.push('NULL');
-      else if ((typeof v === 'string' && !hasNul(v)) || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v)))
-        items.push(`"${String(v).replace(/[\\"]/g, (c) => `\\${c}`)}"`);
+      else if ((typeof v === 'string' && !hasNul(v)) || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v))) items.push(arrayItem(String(v)));
       else return null;
     }
-    return pg.escapeLiteral(`{${items.join(',')}}`);
+    return quoteLiteral(`{${items.join(',')}}`);
   }
   return null;
 }

@@ -16,7 +16,10 @@ const NASTY = ["it's", 'back\\slash', '"quoted"', '{braces},commas', 'NULL', '$1
 
 describe('quoteLiteral', () => {
   it("writes what pg's escapeLiteral writes, for any string", () => {
-    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 30 }), (t) => quoteLiteral(t) === pg.escapeLiteral(t)), { numRuns: 5_000 });
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 30 }), (t) => quoteLiteral(t) === pg.escapeLiteral(t)),
+      { numRuns: 5_000 },
+    );
     for (const t of ["it's", 'back\\slash', "both\\'", '', "''", '\\\\']) expect(quoteLiteral(t)).toBe(pg.escapeLiteral(t));
   });
 });

@@ -4,9 +4,9 @@ import pg from 'pg';
 /** The PostgreSQL server the bench's PostgreSQL rounds use (a fresh database each). */
 export const ADMIN_URL = process.env['ORGANISM_BENCH_POSTGRES'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
-/** Runs `fn` on a connection to the server's maintenance database. */
-export async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client({ connectionString: ADMIN_URL });
+/** Runs `fn` on a connection of its own to `url` (default: the bench server's maintenance database). */
+export async function admin<T>(fn: (c: pg.Client) => Promise<T>, url: string = ADMIN_URL): Promise<T> {
+  const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
     return await fn(c);

@@ -14,6 +14,7 @@ import type { Journal } from '../../../src/core/journal.js';
 import type { LlmCallStore, OperatorStateStore, ThreadEraser } from '../../../src/core/storage.js';
 import type { ThreadStore } from '../../../src/core/thread.js';
 import type { UsageStore } from '../../../src/core/usage.js';
+import { admin as adminOn } from '../../../bench/lib/pg-admin.js';
 
 /**
  * The store contract suite runs every rule against each durable store: SQLite (a real file in
@@ -227,39 +228,25 @@ export function testPool(config: pg.PoolConfig): pg.Pool {
 }
 
 /** Runs `fn` on a connection of its own to the test server's maintenance database (as the admin). */
-export async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client({ connectionString: PG_ADMIN_URL });
-  await c.connect();
-  try {
-    return await fn(c);
-  } finally {
-    await c.end();
-  }
-}
+export const admin = <T>(fn: (c: pg.Client) => Promise<T>): Promise<T> => adminOn(fn, PG_ADMIN_URL);
 
 export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `organism_test_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 5_000 });
-  await admin.connect().catch((err: Error) => {
+  const client = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 5_000 });
+  await client.connect().catch((err: Error) => {
     throw new Error(`no PostgreSQL server answers at ${new URL(PG_ADMIN_URL).host} (${err.message})`);
   });
   try {
-    await admin.query(`CREATE DATABASE ${name}`);
+    await client.query(`CREATE DATABASE ${name}`);
   } finally {
-    await admin.end();
+    await client.end();
   }
   const url = new URL(PG_ADMIN_URL);
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
     async drop() {
-      const c = new pg.Client({ connectionString: PG_ADMIN_URL });
-      await c.connect();
-      try {
-        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await c.end();
-      }
+      await admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
     },
   };
 }

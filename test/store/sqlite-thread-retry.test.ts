@@ -120,4 +120,35 @@ describe('SQLite thread records when a write fails', () => {
     // The failed one is written again too.
     await until(async () => (await threads.get('t-1'))?.status === 'active', 'the record written again');
   });
+
+  it('are read in place of their rows by list and getMany while their write fails (a thread is not listed waiting after its ask was answered)', async () => {
+    const { db, threads, errors } = store();
+    const other = (id: string, lastActivity: number): ThreadRecord => ({ ...record('waiting'), id, lastActivity });
+    threads.put({ ...record('waiting'), lastActivity: 5 });
+    threads.put(other('t-0', 1));
+    threads.put(other('t-9', 9));
+    await until(async () => (await threads.list({ status: 'waiting', limit: 10, offset: 0 })).total === 3, 'the records committed');
+    // Full disk: the answered ask's thread goes on (active), its record cannot be written.
+    db.pragma('query_only = ON');
+    threads.put({ ...record('active'), lastActivity: 7 });
+    await until(async () => errors.length > 0, 'the failed write');
+    const waiting = await threads.list({ status: 'waiting', limit: 10, offset: 0 });
+    expect(waiting.items.map((t) => t.id)).toEqual(['t-9', 't-0']);
+    expect(waiting.total).toBe(2);
+    const active = await threads.list({ status: 'active', limit: 10, offset: 0 });
+    expect(active.items.map((t) => [t.id, t.status])).toEqual([['t-1', 'active']]);
+    expect(active.total).toBe(1);
+    // All of them, newest activity first, paged as the rows would be.
+    const all = await threads.list({ limit: 2, offset: 0 });
+    expect(all.items.map((t) => t.id)).toEqual(['t-9', 't-1']);
+    expect(all.total).toBe(3);
+    expect((await threads.list({ limit: 2, offset: 2 })).items.map((t) => t.id)).toEqual(['t-0']);
+    expect((await threads.list({ agent: 'a', startTime: 6, limit: 10, offset: 0 })).items.map((t) => t.id)).toEqual(['t-9', 't-1']);
+    expect((await threads.list({ agent: 'nobody', limit: 10, offset: 0 })).total).toBe(0);
+    expect((await threads.getMany(['t-1', 't-0'])).get('t-1')?.status).toBe('active');
+    // Once the disk has room the row says so too.
+    db.pragma('query_only = OFF');
+    await until(async () => (db.prepare('SELECT status FROM threads WHERE id = ?').get('t-1') as { status: string }).status === 'active', 'the record written again');
+    expect((await threads.list({ status: 'waiting', limit: 10, offset: 0 })).total).toBe(2);
+  });
 });

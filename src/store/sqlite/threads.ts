@@ -190,6 +190,11 @@ export class SqliteThreadStore implements ThreadStore {
     // One statement for any number of ids (a bound-parameter list would hit SQLite's limit).
     const rows = prepared(this.db, 'SELECT * FROM threads WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(ids)) as ThreadRow[];
     for (const row of rows) found.set(row.id, recordOf(row));
+    // A record whose write failed (a full disk) is newer than its row.
+    for (const id of ids) {
+      const pending = this.uncommitted.get(id);
+      if (pending) found.set(id, pending);
+    }
     return found;
   }
 
@@ -209,6 +214,7 @@ export class SqliteThreadStore implements ThreadStore {
     // Active at or after the start (last activity), created before the end.
     timeRange(where, params, q, 'last_activity', 'created_at');
     const search = q.text ? searchWindow(this.db, q.text) : null;
+    let textIds: Set<string> | null = null;
     if (q.text && search) {
       // The threads of the window's matching entries, read once (a range of the primary key):
       // as a subquery, the list and its count would each scan the window again.
@@ -219,10 +225,43 @@ export class SqliteThreadStore implements ThreadStore {
       ).map((r) => r[0]);
       where.push('id IN (SELECT value FROM json_each(?))');
       params.push(JSON.stringify(ids));
+      textIds = new Set(ids);
     }
+    const truncated = search ? { searchTruncated: search.truncated } : {};
+    // Written and flushed, the records left uncommitted are those whose write failed (a full
+    // disk; they are retried) and those whose commit has not been told yet: the newest of their
+    // threads, read in place of their rows, or a listing says a thread is still what it was
+    // (waiting on an ask its answer closed, active after it ended) while the disk is full.
+    if (this.uncommitted.size > 0) return { ...this.listOverlaid(q, where, params, textIds), ...truncated };
     const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
     const rows = prepared(this.db, `SELECT * FROM threads ${clause} ORDER BY last_activity DESC, id DESC LIMIT ? OFFSET ?`).all(...params, q.limit, q.offset) as ThreadRow[];
-    return { items: rows.map(recordOf), total: this.count(q, clause, params), ...(search ? { searchTruncated: search.truncated } : {}) };
+    return { items: rows.map(recordOf), total: this.count(q, clause, params), ...truncated };
+  }
+
+  /** list, with the uncommitted records (few: see list) matched in memory and merged into the rows of the others. */
+  private listOverlaid(q: ThreadQuery, where: readonly string[], params: readonly unknown[], textIds: ReadonlySet<string> | null): Page<ThreadRecord> {
+    const pending = [...this.uncommitted.values()];
+    const ids = JSON.stringify(pending.map((t) => t.id));
+    const rows = prepared(this.db, `SELECT * FROM threads WHERE ${[...where, 'id NOT IN (SELECT value FROM json_each(?))'].join(' AND ')} ORDER BY last_activity DESC, id DESC LIMIT ?`).all(
+      ...params,
+      ids,
+      q.offset + q.limit,
+    ) as ThreadRow[];
+    const matching = pending.filter(
+      (t) =>
+        (!q.status || t.status === q.status) &&
+        (!q.agent || t.participants.includes(q.agent)) &&
+        (q.startTime === undefined || t.lastActivity >= q.startTime) &&
+        (q.endTime === undefined || t.createdAt < q.endTime) &&
+        (!textIds || textIds.has(t.id)),
+    );
+    const merged = [...rows.map(recordOf), ...matching].sort((a, b) => b.lastActivity - a.lastActivity || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+    // The count as list's, less the rows of these threads it counted (a few key lookups), plus their records that match.
+    const clause = where.length ? `WHERE ${where.join(' AND ')}` : '';
+    const counted = (prepared(this.db, `SELECT COUNT(*) AS n FROM threads WHERE ${[...where, 'id IN (SELECT value FROM json_each(?))'].join(' AND ')}`).get(...params, ids) as { n: number })
+      .n;
+    const total = this.count(q, clause, params) - counted + matching.length;
+    return { items: merged.slice(q.offset, q.offset + q.limit), total };
   }
 
   /**

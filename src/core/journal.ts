@@ -185,4 +185,10 @@ export interface Journal extends DispatchHook {
   closeAsk(messageId: string, closing: AskClosing): Promise<boolean>;
   /** Every AWAITING entry, oldest first. */
   openAsks(): Promise<readonly JournalEntry[]>;
+  /**
+   * Which of these threads have an entry FAILED other than by a kill (at any time): recovery
+   * reads the failure since the latest inject (a walk of the thread's entries) of those alone,
+   * not of every thread it resumes.
+   */
+  failedThreads(threadIds: readonly string[]): Promise<ReadonlySet<string>>;
 }

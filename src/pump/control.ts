@@ -49,9 +49,18 @@ export class Control {
     // stored threads) before anything is activated, and marked before its first message is
     // enqueued: a message to the caller settles the thread at once.
     const failures = new Map<string, string>();
+    const unread: string[] = [];
     for (const id of new Set(recovered.map((m) => m.threadId))) {
       if (threads.get(id) || storedThreads.get(id)?.status === 'killed') continue;
-      const error = storedThreads.get(id)?.error ?? (await this.lifecycle.failureSinceInject(id));
+      const error = storedThreads.get(id)?.error ?? null;
+      if (error !== null) failures.set(id, error);
+      else unread.push(id);
+    }
+    // The walk back to the latest inject, for the threads with a failure at all: one read for
+    // them all first (a walk per thread took 0.7 s of a boot resuming 10,000 threads).
+    const failed = await deps.journal.failedThreads(unread);
+    for (const id of unread) {
+      const error = failed.has(id) ? await this.lifecycle.failureSinceInject(id) : null;
       if (error !== null) failures.set(id, error);
     }
     for (const message of recovered) {

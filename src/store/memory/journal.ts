@@ -144,6 +144,13 @@ export class MemoryJournal implements Journal {
     return [...this.entries.values()].filter((e) => e.state === 'AWAITING').map((e) => ({ ...e }));
   }
 
+  async failedThreads(threadIds: readonly string[]): Promise<ReadonlySet<string>> {
+    const wanted = new Set(threadIds);
+    const out = new Set<string>();
+    for (const e of this.entries.values()) if (e.state === 'FAILED' && e.failureReason !== 'killed' && wanted.has(e.message.threadId)) out.add(e.message.threadId);
+    return out;
+  }
+
   async recover(bootId: string): Promise<RecoveredMessages> {
     return { messages: [], report: { bootId, at: this.now(), durationMs: 0, pending: 0, redelivered: 0, failedMaxAttempts: 0 } };
   }

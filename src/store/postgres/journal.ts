@@ -216,6 +216,16 @@ export class PgJournal implements Journal {
     return (await this.pool.query<JournalRow>(`SELECT * FROM journal WHERE state = 'AWAITING' ORDER BY seq`)).rows.map(entryOf);
   }
 
+  async failedThreads(threadIds: readonly string[]): Promise<ReadonlySet<string>> {
+    if (threadIds.length === 0) return new Set();
+    await this.writer.flush();
+    const rows = await this.pool.query<{ thread_id: string }>(
+      `SELECT DISTINCT thread_id FROM journal WHERE thread_id = ANY($1::text[]) AND state = 'FAILED' AND failure_reason IS DISTINCT FROM 'killed'`,
+      [threadIds],
+    );
+    return new Set(rows.rows.map((r) => r.thread_id));
+  }
+
   /**
    * After a crash: PENDING entries go out again in their original order; DISPATCHED ones (the
    * process died mid-handler) go out with attempt + 1, or FAIL once past `maxAttempts`. The

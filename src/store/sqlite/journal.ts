@@ -270,6 +270,16 @@ export class SqliteJournal implements Journal {
     return (prepared(this.db, `SELECT * FROM journal INDEXED BY journal_state WHERE state = 'AWAITING' ORDER BY seq`).all() as JournalRow[]).map(entryOf);
   }
 
+  async failedThreads(threadIds: readonly string[]): Promise<ReadonlySet<string>> {
+    if (threadIds.length === 0) return new Set();
+    this.writer.flush();
+    // One statement for any number of ids (a bound-parameter list would hit SQLite's limit).
+    const rows = prepared(this.db, `SELECT DISTINCT thread_id FROM journal WHERE thread_id IN (SELECT value FROM json_each(?)) AND state = 'FAILED' AND failure_reason IS NOT 'killed'`)
+      .raw()
+      .all(JSON.stringify(threadIds)) as Array<[string]>;
+    return new Set(rows.map((r) => r[0]));
+  }
+
   /**
    * The failed try kept in earlier_attempts with its reason and error (the row's own columns
    * are empty while DISPATCHED), back to PENDING at the next attempt, due at `notBefore`. From

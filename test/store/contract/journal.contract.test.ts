@@ -122,6 +122,25 @@ eachBackend('journal contract', (backend) => {
     expect((await s.usage.billing({})).requestCount).toBe(1);
   });
 
+  it('failedThreads names the threads among those asked with an entry FAILED other than by a kill', async () => {
+    const s = await backend.place().open();
+    const [failed, killed, acked, retried, other] = ['t-failed', 't-killed', 't-acked', 't-retried', 't-other'].map((threadId) => msg({ threadId }));
+    await s.journal.pending([failed!, killed!, acked!, retried!, other!]);
+    await s.journal.failed(failed!, 'handler_error', 'boom', [], []);
+    await s.journal.failed(killed!, 'killed', 'gone', [], []);
+    await s.journal.acked(acked!, [], []);
+    // Failed, then redelivered: no longer FAILED.
+    await s.journal.failed(retried!, 'timeout', 'slow', [], []);
+    await s.journal.redeliver(retried!.id);
+    await s.journal.failed(other!, 'handler_error', 'boom', [], []);
+    const asked = ['t-failed', 't-killed', 't-acked', 't-retried', 't-none', "t-'quote"];
+    expect([...(await s.journal.failedThreads(asked))].sort()).toEqual(['t-failed']);
+    expect([...(await s.journal.failedThreads([]))]).toEqual([]);
+    // Any number of ids in one read.
+    const many = Array.from({ length: 5_000 }, (_, i) => `t-${i}`);
+    expect([...(await s.journal.failedThreads([...many, 't-other']))]).toEqual(['t-other']);
+  });
+
   it('an ack or failure of a message never journaled inserts it first; a dispatch does not undo an ack', async () => {
     const s = await backend.place().open();
     const a = msg();

@@ -15,6 +15,7 @@ import { registerMetrics } from './metrics.js';
 import { registerTracing, type HttpTracingOptions } from './tracing.js';
 import { earlyRequestCheck, registerQueryCheck } from './query-check.js';
 import { registerRouteConfig } from './route-config.js';
+import { sharedSerializers } from './serializers.js';
 import { Reloader, type ReloadOptions } from './reloader.js';
 import { lazyRequestLogger, RequestLog, type RequestLogSettings } from './request-log.js';
 import { openApiOptions } from './openapi.js';
@@ -96,6 +97,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     // Requests Node's HTTP parser refuses get the same error body too (see http-refusals.ts).
     clientErrorHandler: answerClientError,
     http: { requireHostHeader: false },
+    // One response serializer per schema object (see serializers.ts).
+    schemaController: { compilersFactory: { buildSerializer: sharedSerializers } },
   }).withTypeProvider<TypeBoxTypeProvider>();
   const base = app as unknown as FastifyInstance;
 

@@ -1,8 +1,18 @@
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { FastifyPluginAsync } from 'fastify';
 import { Errors } from '../../errors/catalogue.js';
 import type { ServiceContext } from '../context.js';
-import { mcpServer } from '../interop/mcp.js';
+
+/**
+ * The MCP SDK's server side, loaded at the first /mcp request: it (with zod and the SDK's
+ * HTTP layer) was a tenth of the time from spawn to serving, for an endpoint most organisms
+ * never see called.
+ */
+let sdk: Promise<[typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js'), typeof import('../interop/mcp.js')]> | null = null;
+const loadSdk = () =>
+  (sdk ??= Promise.all([import('@modelcontextprotocol/sdk/server/streamableHttp.js'), import('../interop/mcp.js')]).catch((err: unknown) => {
+    sdk = null; // tried again at the next request
+    throw err;
+  }));
 
 /** Methods of an MCP JSON-RPC body (one message or a batch). */
 function methods(body: unknown): string[] {
@@ -19,6 +29,7 @@ function methods(body: unknown): string[] {
 export const mcpRoutes: FastifyPluginAsync<ServiceContext> = async (app, { organism, version }) => {
   app.post('/mcp', { config: { access: 'viewer' }, schema: { hide: true } }, async (request, reply) => {
     if (request.principal?.role !== 'operator' && methods(request.body).includes('tools/call')) throw Errors.OPERATOR_REQUIRED();
+    const [{ StreamableHTTPServerTransport }, { mcpServer }] = await loadSdk();
     const server = mcpServer(organism, version);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     reply.hijack();

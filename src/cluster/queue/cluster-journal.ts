@@ -12,7 +12,7 @@ import { PgLots } from './lots.js';
 import { COUNT_SQL, FOLD_SLOTS_SQL } from '../../store/postgres/journal-counts.js';
 import { PgJournal, pgKeepAttemptSql, pgRetrySet } from '../../store/postgres/journal.js';
 import { pgRuntimeError, type Reader } from '../../store/postgres/pool.js';
-import { countInjectsAtCommit, countInThreads, settleThreads, settleThreadsAtCommit } from './cluster-threads.js';
+import { countInjectsAtCommit, countInThreads, type FinishedStatus, isInject, settleThreads, settleThreadsAtCommit } from './cluster-threads.js';
 import { insertUsage } from '../../store/postgres/usage-writes.js';
 import { FinishedBudgets } from '../../store/postgres/budget-ledger.js';
 import { sqlLiteral, type PgWriter, type Tx } from '../../store/postgres/writer.js';
@@ -433,7 +433,7 @@ export class PgClusterJournal extends PgJournal {
    * threads, and wakes claimers. `lockedThreads`: threads this transaction holds locked (they
    * exist); when every message's thread is one of them, their count goes with the COMMIT.
    */
-  protected override async insertAll(tx: Tx, messages: readonly Message[], lockedThreads: ReadonlySet<string> | null = null): Promise<void> {
+  protected override async insertAll(tx: Tx, messages: readonly Message[], lockedThreads: ReadonlySet<string> | null = null, countThreads = true): Promise<void> {
     if (messages.length === 0) return;
     // Nobody claims what is addressed to the outside world: it ends here, recorded and acknowledged.
     const external = messages.filter((m) => m.to === EXTERNAL_SENDER).map((m) => m.id);
@@ -444,7 +444,7 @@ export class PgClusterJournal extends PgJournal {
       const r = await tx.query(`UPDATE journal SET state = 'ACKED', acked_at = $2 WHERE id = ANY($1::text[]) AND state = 'PENDING'`, [external, this.now()]);
       for (let i = 0; i < (r.rowCount ?? 0); i++) this.counts.moved('PENDING', 'ACKED');
     }
-    await countInThreads(tx, messages, { locked: lockedThreads !== null, slot: this.counts.slot, atCommit: allLocked });
+    if (countThreads) await countInThreads(tx, messages, { locked: lockedThreads !== null, slot: this.counts.slot, atCommit: allLocked });
     const claimable = messages.filter((m) => m.to !== EXTERNAL_SENDER).map((m) => m.to);
     if (claimable.length > 0) notifyAtCommit(tx, this.channels.work, workPayload(this.workerId, claimable));
   }
@@ -532,26 +532,26 @@ export class PgClusterJournal extends PgJournal {
       committed.has(o.message.id) ? { committed: true, threadFinished: null } : { ...NOT_OURS },
     );
     if (done.length === 0) return results;
-    await this.insertAll(
-      tx,
-      done.flatMap((o) => o.outcome.outgoing),
-      locked,
-    );
+    // Per thread, the first error of the lot (COALESCE keeps one recorded before it).
+    const errors = new Map<string, string | null>();
+    for (const o of done) errors.set(o.message.threadId, errors.get(o.message.threadId) ?? o.outcome.threadError);
+    const outgoing = done.flatMap((o) => o.outcome.outgoing);
+    // Replies within the lot's own threads are counted into them by the statement that settles
+    // them (one row version per thread, not two); anything else is counted as it is journaled.
+    const countedBySettle = outgoing.every((m) => m.to !== EXTERNAL_SENDER && !isInject(m) && errors.has(m.threadId) && locked.has(m.threadId));
+    await this.insertAll(tx, outgoing, locked, !countedBySettle);
     await insertUsage(
       tx,
       done.flatMap((o) => o.outcome.usage),
       { atCommit: true },
     );
-    // Per thread, the first error of the lot (COALESCE keeps one recorded before it).
-    const errors = new Map<string, string | null>();
-    for (const o of done) errors.set(o.message.threadId, errors.get(o.message.threadId) ?? o.outcome.threadError);
     // Settled with the COMMIT; the results say which threads finished once it committed.
-    await settleThreadsAtCommit(tx, errors, now, (finished) => {
+    const finished = (threads: ReadonlyMap<string, FinishedStatus>) =>
       list.forEach((o, i) => {
-        const status = last.get(o.message.threadId) === o ? finished.get(o.message.threadId) : undefined;
+        const status = last.get(o.message.threadId) === o ? threads.get(o.message.threadId) : undefined;
         if (status) results[i]!.threadFinished = status;
       });
-    });
+    await settleThreadsAtCommit(tx, errors, now, finished, countedBySettle ? { messages: outgoing, slot: this.counts.slot } : undefined);
     return results;
   }
 }

@@ -1,6 +1,7 @@
 import type { Message } from '../../core/message.js';
 import { isSystemName } from '../../core/message.js';
 import type { ThreadStatus } from '../../core/thread.js';
+import type pg from 'pg';
 import type { Tx } from '../../store/postgres/writer.js';
 
 /**
@@ -32,6 +33,38 @@ const SETTLE_SQL = `
     LEFT JOIN LATERAL (SELECT true AS asking FROM journal a WHERE a.thread_id = i.id AND a.state = 'AWAITING' LIMIT 1) a ON true),
   settled AS (
     UPDATE threads t SET error = COALESCE(t.error, s.error), last_activity = GREATEST(t.last_activity, $3::bigint),
+      status = CASE WHEN t.status = 'killed' OR s.open THEN t.status
+                    WHEN s.asking THEN 'waiting'
+                    WHEN COALESCE(t.error, s.error) IS NOT NULL THEN 'error' ELSE 'completed' END
+    FROM s
+    WHERE t.id = s.id
+    RETURNING t.id, t.status, NOT s.open AND NOT s.asking AS finished),
+  released AS (
+    UPDATE thread_budgets b SET live = false FROM settled
+    WHERE b.thread_id = settled.id AND b.live AND settled.finished AND settled.status IN ('completed', 'error'))
+  SELECT id, status, finished FROM settled`;
+
+/**
+ * SETTLE_SQL with the lot's outgoing messages counted into the same threads in the same update
+ * (see settleThreadsAtCommit): one new row version per thread per lot, where counting and then
+ * settling made two (each a heap tuple and an entry in every index of threads: ~2 of the ~5
+ * thread row versions a message made on the 3-hop chain). Per thread $1: its error $2, and
+ * what its outgoing messages add (participants as JSON arrays $3, counts $4, last activity $5;
+ * '[]', 0, 0 for a thread with none). Equivalent to COUNT_IN_THREADS_SQL then SETTLE_SQL for
+ * messages none of which is an inject (the count then changes neither status, error nor
+ * metadata); the journal rows of the messages are written before it, so the open check sees them.
+ */
+const COUNT_SETTLE_SQL = `
+  WITH s AS (
+    SELECT i.id, i.error, i.participants, i.n, i.last, o.open IS NOT NULL AS open, a.asking IS NOT NULL AS asking
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::bigint[]) AS i(id, error, participants, n, last)
+    LEFT JOIN LATERAL (SELECT true AS open FROM journal o WHERE o.thread_id = i.id AND o.state IN ('PENDING', 'DISPATCHED') LIMIT 1) o ON true
+    LEFT JOIN LATERAL (SELECT true AS asking FROM journal a WHERE a.thread_id = i.id AND a.state = 'AWAITING' LIMIT 1) a ON true),
+  settled AS (
+    UPDATE threads t SET
+      participants = t.participants || ARRAY(SELECT p FROM json_array_elements_text(s.participants::json) WITH ORDINALITY AS u(p, o) WHERE NOT p = ANY(t.participants) ORDER BY o),
+      message_count = t.message_count + s.n,
+      error = COALESCE(t.error, s.error), last_activity = GREATEST(t.last_activity, s.last, $6::bigint),
       status = CASE WHEN t.status = 'killed' OR s.open THEN t.status
                     WHEN s.asking THEN 'waiting'
                     WHEN COALESCE(t.error, s.error) IS NOT NULL THEN 'error' ELSE 'completed' END
@@ -103,6 +136,9 @@ const UPSERT_INJECTED_SQL = `
     ON CONFLICT (name, slot) DO UPDATE SET n = row_counts.n + excluded.n)
   SELECT 1`;
 
+/** An inject: no parent, not from the pump (it makes its thread active again). */
+export const isInject = (m: Message): boolean => m.parentId === null && !isSystemName(m.from);
+
 export type FinishedStatus = Extract<ThreadStatus, 'completed' | 'error'>;
 
 /** Locks thread rows in id order (the order every transaction here takes them in). */
@@ -134,12 +170,45 @@ export async function settleThreads(tx: Tx, errors: ReadonlyMap<string, string |
  * settleThreads with the statement sent with the COMMIT (Tx.atCommit: one round trip less per
  * lot of outcomes); `finished` hears the threads it finished once the transaction committed.
  * The caller has locked the rows. A statement that cannot be written with its values in goes
- * at once, as settleThreads.
+ * at once, as settleThreads. `counted`: messages journaled by this transaction, to be counted
+ * into their threads by the same statement (COUNT_SETTLE_SQL); none may be an inject (see
+ * isInject) and each must be in a thread settled here (`errors`).
  */
-export async function settleThreadsAtCommit(tx: Tx, errors: ReadonlyMap<string, string | null>, now: number, finished: (threads: Map<string, FinishedStatus>) => void): Promise<void> {
+export async function settleThreadsAtCommit(
+  tx: Tx,
+  errors: ReadonlyMap<string, string | null>,
+  now: number,
+  finished: (threads: Map<string, FinishedStatus>) => void,
+  counted: { readonly messages: readonly Message[]; readonly slot: string } = { messages: [], slot: '' },
+): Promise<void> {
   const ids = [...errors.keys()];
+  const done = (r: pg.QueryResult) => finished(finishedOf(r.rows as SettledRow[]));
+  if (counted.messages.length > 0) return countAndSettle(tx, errors, now, done, counted);
   const values = [ids, ids.map((id) => errors.get(id) ?? null), now];
-  if (!tx.atCommit({ name: 'threads-settle', text: SETTLE_SQL, values, generic: true }, (r) => finished(finishedOf(r.rows as SettledRow[])))) finished(await settleThreads(tx, errors, now));
+  if (!tx.atCommit({ name: 'threads-settle', text: SETTLE_SQL, values, generic: true }, done)) finished(await settleThreads(tx, errors, now));
+}
+
+/** settleThreadsAtCommit's one statement for both (COUNT_SETTLE_SQL); each on a round trip of its own when the values cannot be written in. */
+async function countAndSettle(
+  tx: Tx,
+  errors: ReadonlyMap<string, string | null>,
+  now: number,
+  done: (r: pg.QueryResult) => void,
+  counted: { readonly messages: readonly Message[]; readonly slot: string },
+): Promise<void> {
+  const ids = [...errors.keys()];
+  const byThread = new Map(tallies(counted.messages));
+  const values = [
+    ids,
+    ids.map((id) => errors.get(id) ?? null),
+    ids.map((id) => JSON.stringify(byThread.get(id)?.participants ?? [])),
+    ids.map((id) => byThread.get(id)?.count ?? 0),
+    ids.map((id) => byThread.get(id)?.last ?? 0),
+    now,
+  ];
+  if (tx.atCommit({ name: 'threads-count-settle', text: COUNT_SETTLE_SQL, values, generic: true }, done)) return;
+  await countInThreads(tx, counted.messages, { locked: true, slot: counted.slot });
+  done(await tx.query({ name: 'threads-settle', text: SETTLE_SQL, values: [ids, ids.map((id) => errors.get(id) ?? null), now] }));
 }
 
 interface SettledRow {
@@ -201,7 +270,7 @@ export async function countInThreads(tx: Tx, messages: readonly Message[], o: { 
  * values cannot be written in: then nothing was queued.
  */
 export function countInjectsAtCommit(tx: Tx, messages: readonly Message[], slot: string): boolean {
-  if (messages.some((m) => m.parentId !== null || isSystemName(m.from))) return false;
+  if (!messages.every(isInject)) return false;
   const values = [...threadColumns(tallies(messages)), slot];
   return tx.atCommit({ name: 'threads-upsert-injected', text: UPSERT_INJECTED_SQL, values, generic: true });
 }
@@ -223,7 +292,7 @@ function tallies(messages: readonly Message[]): Array<[string, ThreadTally]> {
     for (const name of [m.from, m.to]) if (!isSystemName(name) && !t.participants.includes(name)) t.participants.push(name);
     t.count++;
     t.last = Math.max(t.last, m.timestamp);
-    if (m.parentId === null && !isSystemName(m.from)) t.inject = m;
+    if (isInject(m)) t.inject = m;
   }
   return [...byThread].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }

@@ -164,8 +164,6 @@ export interface QueueHost {
   take(message: Message, claim: Claim | null): void;
   /** Ids of the messages this process is delivering now. */
   held(): Iterable<string>;
-  /** Ids of the deliveries whose handler has ended here, their outcome still being written. */
-  booking?(): Iterable<string>;
   /** Work moved (started or not): waiters for room or for a drain look again. */
   progress(): void;
   /** Threads live in this process. */

@@ -93,11 +93,13 @@ export interface ClaimLimits {
   /** limits.max_concurrent_per_agent, across every process. */
   readonly perAgent: number;
   /**
-   * Deliveries of the claiming process whose handler has ended, their outcome being written:
-   * still DISPATCHED in the store, but no handler runs for them, so the limits (handlers running
-   * at once, as embedded mode counts them) do not count them. Without it every DISPATCHED entry counts.
+   * The claiming process's handlers running now, per listener (those it has claimed and not
+   * started yet included): the limits count handlers running at once, as embedded mode does, so
+   * its deliveries booking their outcome (still DISPATCHED in the store, no handler running)
+   * are not counted. The other processes' DISPATCHED entries all count. Without it, every
+   * DISPATCHED entry counts, the claimer's own included.
    */
-  readonly booking?: readonly string[];
+  readonly running?: ReadonlyMap<string, number>;
 }
 
 /**

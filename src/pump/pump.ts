@@ -17,7 +17,7 @@ import { Deliveries } from './delivery.js';
 import { Intake } from './intake.js';
 import type { ListenerRuntime } from './listener-runtime.js';
 import { Outcomes } from './outcomes.js';
-import { PumpState, type Delivery, type PumpDeps, type PumpLimits } from './state.js';
+import { PumpState, type PumpDeps, type PumpLimits } from './state.js';
 import { ThreadLifecycle } from './thread-lifecycle.js';
 
 export type { PumpDeps, PumpLimits } from './state.js';
@@ -89,7 +89,6 @@ export class Pump {
       status: () => state.status,
       take: (message, claim) => deliveries.take(message, claim),
       held: () => state.deliveries.keys(),
-      booking: () => booking(state.deliveries),
       progress: () => this.admission.notifyProgress(),
       liveThreads: () => state.threads.activeCount,
       takenBack: (taken) => {
@@ -370,9 +369,4 @@ export class Pump {
 
 function unknownType(name: string): never {
   throw Errors.UNKNOWN_PAYLOAD_TYPE(name);
-}
-
-/** The deliveries whose handler has ended, their outcome being written (or their shutdown under way). */
-function* booking(deliveries: ReadonlyMap<string, Delivery>): Iterable<string> {
-  for (const [id, d] of deliveries) if (d.handlerDone) yield id;
 }

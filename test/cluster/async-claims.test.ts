@@ -47,7 +47,7 @@ describe.skipIf(!run)('asynchronous claims (cluster mode, PostgreSQL)', () => {
     try {
       await client.query('BEGIN');
       expect((await client.query('SHOW synchronous_commit')).rows[0].synchronous_commit).toBe('on');
-      await client.query(`SELECT organism_claim('w', ARRAY['a'], 1, 10, 10, 0, 'w/claim', ARRAY[]::text[])`);
+      await client.query(`SELECT organism_claim('w', ARRAY['a'], 1, 10, 10, 0, 'w/claim', ARRAY[]::text[], ARRAY[]::int[])`);
       expect((await client.query('SHOW synchronous_commit')).rows[0].synchronous_commit).toBe('off');
     } finally {
       await client.query('ROLLBACK');

@@ -191,25 +191,33 @@ describe.skipIf(!run)('cluster-mode PostgreSQL journal: claims, leases, fenced o
     expect([full.length, full.capped]).toEqual([0, true]);
   });
 
-  it("does not count against the limits the claimer's own deliveries whose handler ended (booking their outcome), and counts everyone else's", async () => {
+  it("counts against the limits the handlers the claimer says it runs, not its DISPATCHED entries, and every other process's DISPATCHED entries", async () => {
     place();
     const [p, q] = [await open(), await open()];
-    await p.journal.pending([message('t1', 'a', 'one'), message('t2', 'a', 'two'), message('t3', 'a', 'three'), message('t4', 'a', 'four')]);
+    await p.journal.pending(['one', 'two', 'three', 'four', 'five'].map((text, i) => message(`t${i}`, 'a', text)));
     const limits = { global: 10, perAgent: 1 };
+    // Without a count of its own, p's DISPATCHED entries count: its handler still runs, the listener is full.
     const [first] = await p.work!.claim(['a'], 10, limits);
     expect(first).toBeDefined();
-    // Its handler still runs: the per-agent limit is full, for p and for q.
     expect(await p.work!.claim(['a'], 10, limits)).toHaveLength(0);
-    // Its handler ended, the ack not committed yet: p may start the next; another process may not
-    // pass it off as booking (the entry is not its claim), so it counts for q.
-    expect(await q.work!.claim(['a'], 10, { ...limits, booking: [first!.message.id] })).toHaveLength(0);
-    const [second] = await p.work!.claim(['a'], 10, { ...limits, booking: [first!.message.id] });
+    // Its handler ended, the ack not committed yet: p runs none and may start the next. For q the
+    // entry is another process's DISPATCHED one, whatever q runs: it counts.
+    expect(await q.work!.claim(['a'], 10, { ...limits, running: new Map() })).toHaveLength(0);
+    const [second] = await p.work!.claim(['a'], 10, { ...limits, running: new Map() });
     expect(second).toBeDefined();
-    expect(await p.work!.claim(['a'], 10, { ...limits, booking: [first!.message.id] })).toHaveLength(0);
-    // The global limit counts the same way.
-    const [third] = await p.work!.claim(['a'], 10, { global: 1, perAgent: 10, booking: [first!.message.id, second!.message.id] });
+    // p now runs the second's handler: full again, though p holds two entries and reads neither.
+    expect(await p.work!.claim(['a'], 10, { ...limits, running: new Map([['a', 1]]) })).toHaveLength(0);
+    // A handler of another listener counts toward the global limit, not this listener's.
+    const elsewhere = { global: 2, perAgent: 10 };
+    expect(await p.work!.claim(['a'], 10, { ...elsewhere, running: new Map([['b', 2]]) })).toHaveLength(0);
+    const [third] = await p.work!.claim(['a'], 10, { ...elsewhere, running: new Map([['b', 1]]) });
     expect(third).toBeDefined();
-    expect(await rows(`SELECT COUNT(*)::int AS n FROM journal WHERE state = 'DISPATCHED'`)).toEqual([{ n: 3 }]);
+    // q's own entry counts for p in all (global 2: q's one and p's running one leave no room).
+    const [fourth] = await q.work!.claim(['a'], 1, { global: 10, perAgent: 10 });
+    expect(fourth).toBeDefined();
+    expect(await p.work!.claim(['a'], 10, { global: 2, perAgent: 10, running: new Map([['a', 1]]) })).toHaveLength(0);
+    expect(await p.work!.claim(['a'], 10, { global: 3, perAgent: 10, running: new Map([['a', 1]]) })).toHaveLength(1);
+    expect(await rows(`SELECT COUNT(*)::int AS n FROM journal WHERE state = 'DISPATCHED'`)).toEqual([{ n: 5 }]);
     // The booked outcomes commit, fenced as ever.
     for (const w of [first!, second!, third!]) expect((await p.work!.ack(w.message, NO_OUTCOME)).committed).toBe(true);
     expect(await rows(`SELECT COUNT(*)::int AS n FROM journal WHERE state = 'ACKED'`)).toEqual([{ n: 3 }]);

@@ -19,8 +19,8 @@ export interface ClaimRequest {
   readonly now: number;
   /** The kept-count slot the claim adds to. */
   readonly slot: string;
-  /** This claimer's deliveries whose handler has ended (their outcome being written): not counted against the limits. */
-  readonly booking: readonly string[];
+  /** This claimer's handlers running now, per listener (null: count its DISPATCHED entries instead). */
+  readonly running: ReadonlyMap<string, number> | null;
 }
 
 /**
@@ -30,7 +30,17 @@ export interface ClaimRequest {
 export function claimCall(r: ClaimRequest): pg.QueryConfig {
   return {
     name: 'journal-claim',
-    text: 'SELECT claim FROM organism_claim($1, $2::text[], $3, $4, $5, $6, $7, $8::text[]) AS claim',
-    values: [r.workerId, r.listeners, int(r.max), int(r.global), int(r.perAgent), Math.trunc(r.now), r.slot, r.booking],
+    text: 'SELECT claim FROM organism_claim($1, $2::text[], $3, $4, $5, $6, $7, $8::text[], $9::int[]) AS claim',
+    values: [
+      r.workerId,
+      r.listeners,
+      int(r.max),
+      int(r.global),
+      int(r.perAgent),
+      Math.trunc(r.now),
+      r.slot,
+      r.running && [...r.running.keys()],
+      r.running && [...r.running.values()].map(int),
+    ],
   };
 }

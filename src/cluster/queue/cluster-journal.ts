@@ -193,7 +193,7 @@ export class PgClusterJournal extends PgJournal {
       max,
       global: limits.global,
       perAgent: limits.perAgent,
-      booking: limits.booking ?? [],
+      running: limits.running ?? null,
       now: this.now(),
       slot: `${this.counts.slot}/claim`,
     });

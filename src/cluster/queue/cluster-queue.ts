@@ -1,7 +1,7 @@
 import type { ApprovalParking } from '../../core/approval.js';
 import type { FailureReason } from '../../core/delivery.js';
 import { EXTERNAL_SENDER, type Message } from '../../core/message.js';
-import type { DeliveryQueue, Placement, QueueHost } from '../../core/queue.js';
+import type { DeliveryQueue, Placement, QueueHost, QueueListener } from '../../core/queue.js';
 import type { Journal, MaxAttempts, RecoveredMessages } from '../../core/journal.js';
 import type { ThreadRecord, ThreadStore } from '../../core/thread.js';
 import {
@@ -34,6 +34,8 @@ export class ClusterQueue implements DeliveryQueue {
   private host: QueueHost | null = null;
   private claiming = false;
   private claimAgain = false;
+  /** Claims made before this process was frozen past its lease, per listener, waiting to be confirmed before they start. */
+  private readonly confirming = new Map<string, number>();
   private unlisten: (() => void) | null = null;
   private claimTrouble = false;
   /**
@@ -222,14 +224,12 @@ export class ClusterQueue implements DeliveryQueue {
           this.capped = true;
           return;
         }
-        const listeners = host
-          .listeners()
-          .filter((l) => !l.paused)
-          .map((l) => l.name);
+        const all = host.listeners();
+        const listeners = all.filter((l) => !l.paused).map((l) => l.name);
         let claimed: Claimed;
         try {
           // What this process is still booking holds no handler slot: the next claim overlaps its outcome's commit.
-          claimed = await work.claim(listeners, free, { global: limits.maxConcurrentHandlers, perAgent: limits.maxConcurrentPerAgent, booking: [...(host.booking?.() ?? [])] });
+          claimed = await work.claim(listeners, free, { global: limits.maxConcurrentHandlers, perAgent: limits.maxConcurrentPerAgent, running: this.runningNow(all) });
           if (this.claimTrouble) host.logger.warn('claiming work succeeds again');
           this.claimTrouble = false;
         } catch (err) {
@@ -255,6 +255,14 @@ export class ClusterQueue implements DeliveryQueue {
       work.setInFlight(host.inFlight());
       host.progress();
     }
+  }
+
+  /** Handlers running in this process per listener, with the claims waiting to be confirmed (they will run). */
+  private runningNow(listeners: readonly QueueListener[]): Map<string, number> {
+    const running = new Map<string, number>();
+    for (const l of listeners) if (l.running > 0) running.set(l.name, l.running);
+    for (const [name, n] of this.confirming) running.set(name, (running.get(name) ?? 0) + n);
+    return running;
   }
 
   private startClaimed(host: QueueHost, claimed: ClaimedWork): void {
@@ -300,6 +308,7 @@ export class ClusterQueue implements DeliveryQueue {
     const { message } = claimed;
     const where = { messageId: message.id, threadId: message.threadId, to: message.to, attempt: message.attempt };
     let held: number | null;
+    this.confirming.set(message.to, (this.confirming.get(message.to) ?? 0) + 1);
     try {
       held = await this.work.confirmClaim(message);
     } catch (err) {
@@ -309,6 +318,11 @@ export class ClusterQueue implements DeliveryQueue {
         host.logger.warn({ ...where, err }, 'could not confirm a claim made before this process was frozen past its lease; not run here, it goes back after a lease');
       host.progress();
       return;
+    } finally {
+      // Started below (counted as running from then on) or not at all; nothing runs in between.
+      const n = (this.confirming.get(message.to) ?? 1) - 1;
+      if (n > 0) this.confirming.set(message.to, n);
+      else this.confirming.delete(message.to);
     }
     if (held === null) {
       host.logger.warn(where, 'a claim made before this process was frozen past its lease was taken back meanwhile; not run here');

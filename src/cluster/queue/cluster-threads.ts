@@ -11,7 +11,9 @@ import type { Tx } from '../../store/postgres/writer.js';
  */
 
 /**
- * Settles threads ($1, with the error each outcome leaves, $2) at $3 (see settleThreads). The
+ * The settle of threads, SETTLE_SQL and COUNT_SETTLE_SQL: `input` the threads (i.id) with the
+ * error each outcome leaves (i.error), `set` what else the update sets. SETTLE_SQL settles
+ * threads ($1, with their errors $2) at $3 (see settleThreads). The
  * budget of a thread it finishes (completed or error) stops being live in the same statement:
  * its row stays, spend, ceiling and fired thresholds untouched (a thread's budget is its whole
  * life's, never reset), and the thread's next reservation makes it live again. This is the
@@ -25,14 +27,14 @@ import type { Tx } from '../../store/postgres/writer.js';
  * entry of the organism (its cost grew with the queue, ~10 ms a lot with a few thousand
  * open). One snapshot, the statement's, as before.
  */
-const SETTLE_SQL = `
+const settleSql = (o: { input: string; columns: string; set: string }) => `
   WITH s AS (
-    SELECT i.id, i.error, o.open IS NOT NULL AS open, a.asking IS NOT NULL AS asking
-    FROM unnest($1::text[], $2::text[]) AS i(id, error)
+    SELECT i.id, i.error, ${o.columns} o.open IS NOT NULL AS open, a.asking IS NOT NULL AS asking
+    FROM ${o.input}
     LEFT JOIN LATERAL (SELECT true AS open FROM journal o WHERE o.thread_id = i.id AND o.state IN ('PENDING', 'DISPATCHED') LIMIT 1) o ON true
     LEFT JOIN LATERAL (SELECT true AS asking FROM journal a WHERE a.thread_id = i.id AND a.state = 'AWAITING' LIMIT 1) a ON true),
   settled AS (
-    UPDATE threads t SET error = COALESCE(t.error, s.error), last_activity = GREATEST(t.last_activity, $3::bigint),
+    UPDATE threads t SET ${o.set} error = COALESCE(t.error, s.error),
       status = CASE WHEN t.status = 'killed' OR s.open THEN t.status
                     WHEN s.asking THEN 'waiting'
                     WHEN COALESCE(t.error, s.error) IS NOT NULL THEN 'error' ELSE 'completed' END
@@ -44,6 +46,8 @@ const SETTLE_SQL = `
     WHERE b.thread_id = settled.id AND b.live AND settled.finished AND settled.status IN ('completed', 'error'))
   SELECT id, status, finished FROM settled`;
 
+const SETTLE_SQL = settleSql({ input: 'unnest($1::text[], $2::text[]) AS i(id, error)', columns: '', set: 'last_activity = GREATEST(t.last_activity, $3::bigint),' });
+
 /**
  * SETTLE_SQL with the lot's outgoing messages counted into the same threads in the same update
  * (see settleThreadsAtCommit): one new row version per thread per lot, where counting and then
@@ -54,27 +58,12 @@ const SETTLE_SQL = `
  * messages none of which is an inject (the count then changes neither status, error nor
  * metadata); the journal rows of the messages are written before it, so the open check sees them.
  */
-const COUNT_SETTLE_SQL = `
-  WITH s AS (
-    SELECT i.id, i.error, i.participants, i.n, i.last, o.open IS NOT NULL AS open, a.asking IS NOT NULL AS asking
-    FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::bigint[]) AS i(id, error, participants, n, last)
-    LEFT JOIN LATERAL (SELECT true AS open FROM journal o WHERE o.thread_id = i.id AND o.state IN ('PENDING', 'DISPATCHED') LIMIT 1) o ON true
-    LEFT JOIN LATERAL (SELECT true AS asking FROM journal a WHERE a.thread_id = i.id AND a.state = 'AWAITING' LIMIT 1) a ON true),
-  settled AS (
-    UPDATE threads t SET
-      participants = t.participants || ARRAY(SELECT p FROM json_array_elements_text(s.participants::json) WITH ORDINALITY AS u(p, o) WHERE NOT p = ANY(t.participants) ORDER BY o),
-      message_count = t.message_count + s.n,
-      error = COALESCE(t.error, s.error), last_activity = GREATEST(t.last_activity, s.last, $6::bigint),
-      status = CASE WHEN t.status = 'killed' OR s.open THEN t.status
-                    WHEN s.asking THEN 'waiting'
-                    WHEN COALESCE(t.error, s.error) IS NOT NULL THEN 'error' ELSE 'completed' END
-    FROM s
-    WHERE t.id = s.id
-    RETURNING t.id, t.status, NOT s.open AND NOT s.asking AS finished),
-  released AS (
-    UPDATE thread_budgets b SET live = false FROM settled
-    WHERE b.thread_id = settled.id AND b.live AND settled.finished AND settled.status IN ('completed', 'error'))
-  SELECT id, status, finished FROM settled`;
+const COUNT_SETTLE_SQL = settleSql({
+  input: 'unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::bigint[]) AS i(id, error, participants, n, last)',
+  columns: 'i.participants, i.n, i.last,',
+  set: `participants = t.participants || ARRAY(SELECT p FROM json_array_elements_text(s.participants::json) WITH ORDINALITY AS u(p, o) WHERE NOT p = ANY(t.participants) ORDER BY o),
+      message_count = t.message_count + s.n, last_activity = GREATEST(t.last_activity, s.last, $6::bigint),`,
+});
 
 /**
  * Counts messages into stored threads, one row per thread ($1, participants as JSON arrays

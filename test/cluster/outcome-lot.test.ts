@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { FENCED_SQL } from '../../src/cluster/queue/cluster-journal.js';
 import { EXTERNAL_SENDER, type Message } from '../../src/core/message.js';
 import type { PostgresStorage } from '../../src/store/postgres/index.js';
 import { withPostgres } from '../store/contract/backends.js';
@@ -62,6 +63,45 @@ describe.skipIf(!run)('outcome lots on a clustered PostgreSQL journal', () => {
     ]);
     expect((await admin.query(`SELECT thread_id, prompt_tokens::int AS n FROM usage_events`)).rows).toEqual([{ thread_id: 't1', n: 5 }]);
     await countsMatchRows(storage, admin);
+  });
+
+  it("finds a lot's entries by their ids on a plan made while the journal was small, never by reading every DISPATCHED entry once per outcome", async () => {
+    const admin = cluster.place(2);
+    const storage = await cluster.open();
+    const plans = await admin.connect();
+    try {
+      // The fence runs on a generic plan kept per connection, made at its first lot: here, with
+      // one entry in the journal.
+      await storage.journal.pending([message('w', 'a', 'warm')]);
+      await plans.query(`PREPARE fence AS ${FENCED_SQL}`);
+      await plans.query('SET plan_cache_mode = force_generic_plan');
+      await plans.query(`EXPLAIN EXECUTE fence('{}', '{}', '{}', '{}', '{}', '{}', 0, '{}', '{}')`);
+      const N = 300;
+      await storage.journal.pending(Array.from({ length: N }, (_, i) => message(`t${i}`, 'a', `m${i}`)));
+      const claimed = (await storage.work!.claim(['a'], N + 1, { global: 1_000, perAgent: 1_000 })).map((c) => c.message);
+      expect(claimed).toHaveLength(N + 1);
+      const array = (items: ReadonlyArray<string | number | null>) => plans.escapeLiteral(`{${items.map((v) => (v === null ? 'NULL' : `"${v}"`)).join(',')}}`);
+      const args = [
+        array(claimed.map((m) => m.id)),
+        array(claimed.map(() => storage.work!.workerId)),
+        array(claimed.map((m) => m.attempt)),
+        array(claimed.map(() => 'ACKED')),
+        array(claimed.map(() => null)),
+        array(claimed.map(() => null)),
+        Date.now(),
+        array(claimed.map((m) => m.id)),
+        array(claimed.map((m) => m.threadId)),
+      ];
+      await plans.query('BEGIN');
+      const plan = JSON.stringify((await plans.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE fence(${args.join(', ')})`)).rows[0]['QUERY PLAN']);
+      await plans.query('ROLLBACK');
+      // Every outcome moved; no DISPATCHED entry read but by its id, no pair of rows compared.
+      expect(plan).toMatch(/"Node Type":"ModifyTable","Operation":"Update".*?"Actual Rows":301/);
+      expect(plan).not.toContain('journal_claimed');
+      expect(plan).not.toContain('Rows Removed by Join Filter');
+    } finally {
+      plans.release();
+    }
   });
 
   it('writes a lot again with the fence first when an outcome lost its claim: the others commit, that one is dropped whole', async () => {

@@ -19,27 +19,41 @@ import { sqlLiteral, type PgWriter, type Tx } from '../../store/postgres/writer.
 
 /**
  * Fenced outcomes, set-based: each entry moves to its state ($4) only while DISPATCHED to its
- * worker ($2) at its attempt ($3); returns those that moved. Then, in the same statement (one
+ * worker ($2) at its attempt ($3); returns those that moved. Each entry is found by its id, one
+ * index lookup per outcome, whatever the plan's estimates: the statement runs on a generic plan
+ * kept per connection, made early (a small journal, few DISPATCHED entries), and written as an
+ * UPDATE ... FROM unnest(...) with the fence's conditions on the journal, that plan read every
+ * DISPATCHED entry (journal_claimed, estimated at one) once per outcome: 0.7 million rows for a
+ * lot of 825 outcomes, 290 ms, and the bigger the lot the slower, so lots grew as the writer
+ * fell behind (the PostgreSQL chain's slow rounds, half the rate). The lookup is a subquery the
+ * planner keeps apart (OFFSET 0: nothing is pushed into it, so the partial indexes' state never
+ * applies), and the update finds the rows it fenced by their key. Then, in the same statement (one
  * round trip), the threads the moved ones touch ($9 for outcome $8: its own, its outgoing
  * messages') are locked in id order, as every transaction here takes them: after the journal
  * rows, as before, in a statement of their own. The locked threads come back once, on the
  * first row (as an array on every row, a lot of n outcomes sent and parsed n² thread ids).
  */
 const FENCED_CTES = `
-  WITH moved AS (
+  WITH fenced AS MATERIALIZED (
+    SELECT k.seq, o.state, o.reason, o.error
+    FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[]) AS o(id, worker, attempt, state, reason, error)
+    CROSS JOIN LATERAL (SELECT j.seq, j.state AS now, j.claimed_by, j.attempt FROM journal j WHERE j.id = o.id OFFSET 0) k
+    WHERE k.now = 'DISPATCHED' AND k.claimed_by = o.worker AND k.attempt = o.attempt),
+  moved AS (
     UPDATE journal j SET state = o.state,
       acked_at = CASE WHEN o.state = 'ACKED' THEN $7::bigint ELSE j.acked_at END,
       failed_at = CASE WHEN o.state = 'FAILED' THEN $7::bigint ELSE j.failed_at END,
       failure_reason = CASE WHEN o.state = 'FAILED' THEN o.reason ELSE j.failure_reason END,
       error = CASE WHEN o.state = 'FAILED' THEN o.error ELSE j.error END
-    FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[]) AS o(id, worker, attempt, state, reason, error)
-    WHERE j.id = o.id AND j.state = 'DISPATCHED' AND j.claimed_by = o.worker AND j.attempt = o.attempt
+    FROM fenced o
+    WHERE j.seq = o.seq
     RETURNING j.id, j.state),
   locked AS (
     SELECT t.id FROM threads t
     WHERE t.id IN (SELECT l.thread FROM unnest($8::text[], $9::text[]) AS l(outcome, thread) JOIN moved ON moved.id = l.outcome)
     ORDER BY t.id FOR UPDATE)`;
-const FENCED_SQL = `${FENCED_CTES}
+/** Exported for the test of its plan (test/cluster/outcome-lot.test.ts). */
+export const FENCED_SQL = `${FENCED_CTES}
   SELECT m.id, m.state, CASE WHEN row_number() OVER () = 1 THEN (SELECT array_agg(id) FROM locked) END AS locked FROM moved m`;
 
 /**

@@ -153,6 +153,37 @@ describe.skipIf(!run)('inlineParams (PostgreSQL)', () => {
       }
     });
 
+    it('prepares a statement again as its runs on a connection pass 10, 100, ...: its plan follows the tables as they grow', async () => {
+      const { single, writer } = oneConnection();
+      const table = `grow_${Math.random().toString(36).slice(2, 8)}`;
+      await pool.query(`CREATE TABLE ${table} (id TEXT PRIMARY KEY, n INT NOT NULL)`);
+      try {
+        const bump = { name: 'test-grow', text: `UPDATE ${table} g SET n = g.n + 1 FROM unnest($1::text[]) AS u(id) WHERE g.id = u.id`, generic: true };
+        const run = (ids: string[]) => writer.write(async (tx) => void tx.atCommit({ ...bump, values: [ids] }));
+        /** The plan the connection keeps for the statement (read in the writer's own transaction). */
+        const plan = async () => {
+          let text = '';
+          await writer.write(async (tx) => {
+            await tx.query('SET LOCAL plan_cache_mode = force_generic_plan');
+            text = (await tx.query(`EXPLAIN EXECUTE "organism:test-grow"('{a}')`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+          });
+          return text;
+        };
+        for (let i = 0; i < 10; i++) await run(['a']);
+        // Planned on an empty table: it reads the whole table, which then grows.
+        expect(await plan()).toContain(`Seq Scan on ${table}`);
+        await pool.query(`INSERT INTO ${table} SELECT 'k' || g, 0 FROM generate_series(1, 50000) AS g`);
+        await run(['k1', 'k2']);
+        const replanned = await plan();
+        expect(replanned).toContain(`Index Scan using ${table}_pkey`);
+        expect(replanned).not.toContain('Seq Scan');
+        expect((await pool.query(`SELECT n FROM ${table} WHERE id IN ('k1', 'k2')`)).rows).toEqual([{ n: 1 }, { n: 1 }]);
+      } finally {
+        await single.end();
+        await pool.query(`DROP TABLE ${table}`);
+      }
+    });
+
     it('opens a transaction as the EXECUTE of its prepared statement (with BEGIN, one round trip)', async () => {
       const { single, writer } = oneConnection();
       try {

@@ -326,8 +326,21 @@ async function opening(client: pg.PoolClient, statements: Prepared, config: stri
   return results[results.length - 1]!;
 }
 
-/** The SQL-level prepared statements of each pooled connection, by name (gone with the connection). */
-const preparedOn = new WeakMap<pg.ClientBase, Set<string>>();
+/**
+ * The SQL-level prepared statements of each pooled connection, by name (gone with the
+ * connection): how often each ran since it was prepared, and at which count it is prepared again.
+ */
+const preparedOn = new WeakMap<pg.ClientBase, Map<string, { runs: number; replanAt: number }>>();
+
+/**
+ * A statement is prepared again, and so planned again, after 10 runs on its connection, then
+ * 100, 1,000, 10,000, and every 10,000 after. Its plan is kept per connection, and a plan made
+ * while a table was small stays what it was as the table grows: an update of threads by id
+ * planned on an empty table read every thread at each run (a hash join over a sequential scan,
+ * 47 ms per lot with 200,000 threads). Planned again as the tables grow, it looks rows up by key.
+ */
+const FIRST_REPLAN = 10;
+const nextReplan = (at: number) => (at < 10_000 ? at * 10 : at + 10_000);
 
 /**
  * Named statements of one transaction run from simple-protocol queries as EXECUTE, so that the
@@ -338,12 +351,15 @@ const preparedOn = new WeakMap<pg.ClientBase, Set<string>>();
  * under a query's `name`.
  */
 class Prepared {
-  private readonly known: Set<string>;
+  private readonly known: Map<string, { runs: number; replanAt: number }>;
+  /** Prepared (or prepared again) by this transaction. */
   private readonly fresh = new Set<string>();
+  /** Runs of each statement in this transaction. */
+  private readonly runs = new Map<string, number>();
   private generic = false;
 
   constructor(private readonly client: pg.ClientBase) {
-    this.known = preparedOn.get(client) ?? new Set();
+    this.known = preparedOn.get(client) ?? new Map();
   }
 
   /** `[SET LOCAL ...; ][PREPARE ...; ]EXECUTE ...(literals)` and how many statements that is, or null when a value cannot be a literal. */
@@ -356,10 +372,13 @@ class Prepared {
     }
     const name = pg.escapeIdentifier(`organism:${statement.name}`);
     const parts = [`EXECUTE ${name}${literals.length > 0 ? `(${literals.join(', ')})` : ''}`];
-    if (!this.known.has(statement.name) && !this.fresh.has(statement.name)) {
+    const kept = this.known.get(statement.name);
+    if (!this.fresh.has(statement.name) && (kept === undefined || kept.runs >= kept.replanAt)) {
       this.fresh.add(statement.name);
       parts.unshift(`PREPARE ${name} AS ${statement.text}`);
+      if (kept) parts.unshift(`DEALLOCATE ${name}`);
     }
+    this.runs.set(statement.name, (this.runs.get(statement.name) ?? 0) + 1);
     if (statement.generic && !this.generic) {
       this.generic = true;
       parts.unshift('SET LOCAL plan_cache_mode = force_generic_plan');
@@ -374,8 +393,12 @@ class Prepared {
 
   /** The transaction committed: what it prepared exists on the connection. */
   committed(): void {
-    if (this.fresh.size === 0) return;
-    for (const name of this.fresh) this.known.add(name);
+    if (this.runs.size === 0) return;
+    for (const [name, runs] of this.runs) {
+      const kept = this.known.get(name);
+      if (!this.fresh.has(name)) kept!.runs += runs;
+      else this.known.set(name, { runs, replanAt: kept ? nextReplan(kept.replanAt) : FIRST_REPLAN });
+    }
     preparedOn.set(this.client, this.known);
   }
 }

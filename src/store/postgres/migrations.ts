@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { BUDGET_LEDGER_MIGRATION, BUDGET_LIFETIME_MIGRATION } from './budget-ledger.js';
-import { PG_CLAIM_BOOKING_MIGRATION, PG_CLAIM_FUNCTION_MIGRATION, PG_CLAIM_RUNNING_MIGRATION } from './claim-function.js';
+import { PG_CLAIM_BOOKING_MIGRATION, PG_CLAIM_FUNCTION_MIGRATION, PG_CLAIM_LOOKUP_MIGRATION, PG_CLAIM_RUNNING_MIGRATION } from './claim-function.js';
 import { PG_LOT_CHECK_MIGRATION } from './lot-check.js';
 import { PG_INTEROP_MIGRATION } from './interop.js';
 
@@ -260,6 +260,8 @@ export const PG_MIGRATIONS: readonly string[] = [
   PG_CLAIM_BOOKING_MIGRATION,
   // The claimer's running handlers sent with the claim; its own entries not read (issue 28).
   PG_CLAIM_RUNNING_MIGRATION,
+  // Each claimed row locked by its recipient and seq, a lookup whatever the kept plan (issue 28).
+  PG_CLAIM_LOOKUP_MIGRATION,
 ];
 
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;

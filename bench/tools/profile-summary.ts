@@ -55,9 +55,10 @@ export function summarize(file: string, top = 25): string {
 }
 
 if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop()!)) {
-  const [file, top] = process.argv.slice(2);
-  if (!file) {
-    process.stderr.write('usage: profile-summary FILE.cpuprofile [top]\n');
+  const [file, top, ...rest] = process.argv.slice(2);
+  // A glob that matched two profiles made the second one `top` (NaN: an empty summary).
+  if (!file || rest.length > 0 || (top !== undefined && !/^\d+$/.test(top))) {
+    process.stderr.write('usage: profile-summary FILE.cpuprofile [top] (one profile; top a whole number)\n');
     process.exit(2);
   }
   process.stdout.write(`${summarize(file, top ? Number(top) : 25)}\n`);

@@ -172,7 +172,7 @@ export async function settleThreadsAtCommit(
 ): Promise<void> {
   const ids = [...errors.keys()];
   const done = (r: pg.QueryResult) => finished(finishedOf(r.rows as SettledRow[]));
-  if (counted.messages.length > 0) return countAndSettle(tx, errors, now, done, counted);
+  if (counted.messages.length > 0) return countAndSettle(tx, errors, now, finished, counted);
   const values = [ids, ids.map((id) => errors.get(id) ?? null), now];
   if (!tx.atCommit({ name: 'threads-settle', text: SETTLE_SQL, values, generic: true }, done)) finished(await settleThreads(tx, errors, now));
 }
@@ -182,7 +182,7 @@ async function countAndSettle(
   tx: Tx,
   errors: ReadonlyMap<string, string | null>,
   now: number,
-  done: (r: pg.QueryResult) => void,
+  finished: (threads: Map<string, FinishedStatus>) => void,
   counted: { readonly messages: readonly Message[]; readonly slot: string },
 ): Promise<void> {
   const ids = [...errors.keys()];
@@ -195,9 +195,9 @@ async function countAndSettle(
     ids.map((id) => byThread.get(id)?.last ?? 0),
     now,
   ];
-  if (tx.atCommit({ name: 'threads-count-settle', text: COUNT_SETTLE_SQL, values, generic: true }, done)) return;
+  if (tx.atCommit({ name: 'threads-count-settle', text: COUNT_SETTLE_SQL, values, generic: true }, (r) => finished(finishedOf(r.rows as SettledRow[])))) return;
   await countInThreads(tx, counted.messages, { locked: true, slot: counted.slot });
-  done(await tx.query({ name: 'threads-settle', text: SETTLE_SQL, values: [ids, ids.map((id) => errors.get(id) ?? null), now] }));
+  finished(await settleThreads(tx, errors, now));
 }
 
 interface SettledRow {

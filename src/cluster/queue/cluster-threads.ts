@@ -170,11 +170,10 @@ export async function settleThreadsAtCommit(
   finished: (threads: Map<string, FinishedStatus>) => void,
   counted: { readonly messages: readonly Message[]; readonly slot: string } = { messages: [], slot: '' },
 ): Promise<void> {
-  const ids = [...errors.keys()];
-  const done = (r: pg.QueryResult) => finished(finishedOf(r.rows as SettledRow[]));
   if (counted.messages.length > 0) return countAndSettle(tx, errors, now, finished, counted);
+  const ids = [...errors.keys()];
   const values = [ids, ids.map((id) => errors.get(id) ?? null), now];
-  if (!tx.atCommit({ name: 'threads-settle', text: SETTLE_SQL, values, generic: true }, done)) finished(await settleThreads(tx, errors, now));
+  if (!tx.atCommit({ name: 'threads-settle', text: SETTLE_SQL, values, generic: true }, settledTo(finished))) finished(await settleThreads(tx, errors, now));
 }
 
 /** settleThreadsAtCommit's one statement for both (COUNT_SETTLE_SQL); each on a round trip of its own when the values cannot be written in. */
@@ -195,7 +194,7 @@ async function countAndSettle(
     ids.map((id) => byThread.get(id)?.last ?? 0),
     now,
   ];
-  if (tx.atCommit({ name: 'threads-count-settle', text: COUNT_SETTLE_SQL, values, generic: true }, (r) => finished(finishedOf(r.rows as SettledRow[])))) return;
+  if (tx.atCommit({ name: 'threads-count-settle', text: COUNT_SETTLE_SQL, values, generic: true }, settledTo(finished))) return;
   await countInThreads(tx, counted.messages, { locked: true, slot: counted.slot });
   finished(await settleThreads(tx, errors, now));
 }
@@ -205,6 +204,12 @@ interface SettledRow {
   status: ThreadStatus;
   finished: boolean;
 }
+
+/** The result of a settle sent with the COMMIT, as the threads it finished, told to `finished`. */
+const settledTo =
+  (finished: (threads: Map<string, FinishedStatus>) => void) =>
+  (r: pg.QueryResult): void =>
+    finished(finishedOf(r.rows as SettledRow[]));
 
 function finishedOf(rows: readonly SettledRow[]): Map<string, FinishedStatus> {
   const finished = new Map<string, FinishedStatus>();
